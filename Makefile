@@ -1,0 +1,130 @@
+# forgex — GNU Makefile
+#
+#   make          build build/forgex (and build/toml-decode)
+#   make test     build and run every test; ends with "N passed, N failed"
+#   make san      the same under AddressSanitizer + UBSan (in build/san/)
+#   make fuzz     build the libFuzzer targets with clang (in build/fuzz/)
+#   make bench    run the benchmarks in bench/
+#   make clean
+#
+# Missing Debian packages are installed by scripts/deps.sh when pkg-config
+# cannot find them.
+
+BUILD ?= build
+CC ?= cc
+PKG_CONFIG ?= pkg-config
+VERSION := 0.1.0
+
+PKGS := libcurl jansson libgit2 libseccomp libpcre2-8
+TEST_PKGS := cmocka
+
+# Install what is missing before anything asks pkg-config (not for clean).
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+DEPS_GROUPS := build test
+ifneq ($(filter fuzz,$(MAKECMDGOALS)),)
+DEPS_GROUPS += fuzz
+endif
+DEPS_STATUS := $(shell sh scripts/deps.sh $(DEPS_GROUPS) >&2; echo $$?)
+ifneq ($(DEPS_STATUS),0)
+$(error build dependencies are missing and could not be installed (see above))
+endif
+endif
+
+WARNINGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
+	-Wmissing-prototypes -Wpointer-arith -Wvla -Wwrite-strings \
+	-Wundef -Wcast-align -Wno-missing-field-initializers
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DFX_VERSION='"$(VERSION)"' $(WARNINGS) \
+	-Isrc -MMD -MP $(shell $(PKG_CONFIG) --cflags $(PKGS)) $(CFLAGS)
+LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS))
+TEST_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(TEST_PKGS)) -Itests
+TEST_LIBS := $(shell $(PKG_CONFIG) --libs $(TEST_PKGS))
+
+ifeq ($(SAN),1)
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+ALL_CFLAGS += $(SAN_FLAGS)
+LDFLAGS += $(SAN_FLAGS)
+endif
+
+LIB_SRC := $(sort $(shell find src -name '*.c' ! -path 'src/cli/*'))
+CLI_SRC := $(sort $(wildcard src/cli/*.c))
+UNIT_SRC := $(sort $(wildcard tests/unit/*/*.c))
+E2E_SRC := $(sort $(wildcard tests/e2e/*.c))
+HELPER_SRC := $(sort $(wildcard tests/helpers/*.c))
+MOCK_SRC := $(sort $(wildcard tests/mockllm/*.c))
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/*.c))
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+HELPER_OBJ := $(HELPER_SRC:%.c=$(BUILD)/obj/%.o)
+LIBFX := $(BUILD)/libforgex.a
+
+UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
+E2E_BIN := $(E2E_SRC:tests/%.c=$(BUILD)/tests/%)
+MOCK_BIN := $(if $(MOCK_SRC),$(BUILD)/mockllm)
+PROGRAMS := $(BUILD)/forgex $(BUILD)/toml-decode
+
+.PHONY: all test san fuzz bench clean lint-banned
+.DELETE_ON_ERROR:
+.SECONDARY:
+
+all: $(PROGRAMS)
+
+$(BUILD)/obj/%.o: %.c | lint-banned
+	@mkdir -p $(@D)
+	@echo '  CC      $<'
+	@$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/obj/tests/%.o: ALL_CFLAGS += $(TEST_CFLAGS)
+
+$(LIBFX): $(LIB_OBJ)
+	@mkdir -p $(@D)
+	@echo '  AR      $@'
+	@rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/forgex: $(CLI_OBJ) $(LIBFX)
+	@echo '  LINK    $@'
+	@$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIBFX) $(LIBS)
+
+$(BUILD)/toml-decode: $(BUILD)/obj/tests/toml/toml-decode.o $(LIBFX)
+	@echo '  LINK    $@'
+	@$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/mockllm: $(MOCK_SRC:%.c=$(BUILD)/obj/%.o) $(LIBFX)
+	@echo '  LINK    $@'
+	@$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lpthread
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(HELPER_OBJ) $(LIBFX)
+	@mkdir -p $(@D)
+	@echo '  LINK    $@'
+	@$(CC) $(LDFLAGS) -o $@ $< $(HELPER_OBJ) $(LIBFX) $(LIBS) $(TEST_LIBS) -lpthread
+
+# Banned functions (see src/base/banned.h): a use anywhere in src/ fails the build.
+lint-banned:
+	@if grep -nE '(^|[^_a-zA-Z0-9.>])(strcpy|strcat|strncpy|strncat|strtok|sprintf|vsprintf|gets)[[:space:]]*\(' \
+		$$(find src -name '*.c' -o -name '*.h' | grep -v banned.h); then \
+		echo "error: banned function used (see src/base/banned.h)" >&2; exit 1; fi
+
+test: $(PROGRAMS) $(MOCK_BIN) $(UNIT_BIN) $(E2E_BIN)
+	@BUILD=$(BUILD) sh tests/run.sh $(UNIT_BIN) $(E2E_BIN)
+
+san:
+	@$(MAKE) --no-print-directory BUILD=build/san SAN=1 CFLAGS='-O1 -g' test
+
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -DFX_VERSION='"$(VERSION)"' -g -O1 -Isrc \
+	-fsanitize=fuzzer,address,undefined $(shell $(PKG_CONFIG) --cflags $(PKGS))
+fuzz:
+	@mkdir -p build/fuzz
+	@set -e; for f in $(FUZZ_SRC); do \
+		n=$$(basename $$f .c); \
+		echo "  FUZZ build/fuzz/$$n"; \
+		clang $(FUZZ_CFLAGS) -o build/fuzz/$$n $$f $(LIB_SRC) $(LIBS); \
+	done
+
+bench: all
+	@sh bench/run.sh
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

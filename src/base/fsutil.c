@@ -1,0 +1,224 @@
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/fsutil.h"
+#include "base/path.h"
+
+int fsutil_write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return err_set_errno(FX_EOS, "write failed");
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int fsutil_write_atomic_at(int dirfd, const char *name, const void *data, size_t len,
+			   mode_t mode)
+{
+	char tmp[NAME_MAX + 1];
+	struct stat st;
+	unsigned int rnd = 0;
+	int fd = -1, ret = 0, tries;
+
+	if (strchr(name, '/') || !*name)
+		return err_set(FX_EINVAL, "'%s' is not a plain file name", name);
+	if (!fstatat(dirfd, name, &st, 0)) {
+		if (!S_ISREG(st.st_mode))
+			return err_set(FX_EINVAL, "'%s' exists and is not a regular file", name);
+		mode = st.st_mode & 07777;
+	}
+	for (tries = 0; tries < 100 && fd < 0; tries++) {
+		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+			rnd = (unsigned int)getpid() * 2654435761u + (unsigned int)tries;
+		snprintf(tmp, sizeof(tmp), ".%.200s.fx-%08x.tmp", name, rnd);
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0 && errno != EEXIST)
+			return err_set_errno(FX_EOS, "cannot create a temporary file for '%s'", name);
+	}
+	if (fd < 0)
+		return err_set(FX_EOS, "cannot create a temporary file for '%s'", name);
+	ret = fsutil_write_all(fd, data, len);
+	if (ret < 0) {
+		err_prefix(ret, "cannot write '%s'", name);
+		goto fail;
+	}
+	if (fchmod(fd, mode) < 0) {
+		ret = err_set_errno(FX_EOS, "cannot set the mode of '%s'", name);
+		goto fail;
+	}
+	if (fsync(fd) < 0) {
+		ret = err_set_errno(FX_EOS, "cannot flush '%s' to disk", name);
+		goto fail;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		ret = err_set_errno(FX_EOS, "cannot close '%s'", name);
+		goto fail;
+	}
+	fd = -1;
+	if (renameat(dirfd, tmp, dirfd, name) < 0) {
+		ret = err_set_errno(FX_EOS, "cannot rename the new '%s' into place", name);
+		goto fail;
+	}
+	/* The rename is durable only once the folder is. */
+	if (fsync(dirfd) < 0 && errno != EINVAL && errno != EROFS)
+		return err_set_errno(FX_EOS, "cannot flush the folder of '%s'", name);
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	unlinkat(dirfd, tmp, 0);
+	return ret;
+}
+
+int fsutil_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
+{
+	struct buf dir = BUF_INIT, base = BUF_INIT;
+	int dirfd, ret;
+
+	path_dirname(&dir, path);
+	path_basename(&base, path);
+	dirfd = open(dir.buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		ret = err_set_errno(errno == ENOENT ? FX_ENOTFOUND : FX_EOS,
+				    "cannot open folder '%s'", dir.buf);
+		goto out;
+	}
+	ret = fsutil_write_atomic_at(dirfd, base.buf, data, len, mode);
+	if (ret < 0)
+		err_prefix(ret, "%s", path);
+	close(dirfd);
+out:
+	buf_release(&dir);
+	buf_release(&base);
+	return ret;
+}
+
+int fsutil_read_fd(struct buf *out, int fd, size_t max)
+{
+	size_t start = out->len;
+
+	for (;;) {
+		ssize_t n;
+
+		buf_grow(out, 8192);
+		n = read(fd, out->buf + out->len, out->alloc - out->len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			buf_setlen(out, start);
+			return err_set_errno(FX_EOS, "read failed");
+		}
+		if (!n)
+			break;
+		buf_setlen(out, out->len + (size_t)n);
+		if (max && out->len - start > max) {
+			buf_setlen(out, start);
+			return err_set(FX_ELIMIT, "more than %zu bytes", max);
+		}
+	}
+	return 0;
+}
+
+int fsutil_read_file(struct buf *out, const char *path, size_t max)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return err_set_errno(errno == ENOENT ? FX_ENOTFOUND : FX_EOS,
+				     "cannot open '%s'", path);
+	ret = fsutil_read_fd(out, fd, max);
+	if (ret < 0)
+		err_prefix(ret, "cannot read '%s'", path);
+	close(fd);
+	return ret;
+}
+
+int fsutil_mkdir_p(const char *path, mode_t mode)
+{
+	struct buf b = BUF_INIT;
+	size_t i;
+	int ret = 0;
+
+	buf_addstr(&b, path);
+	for (i = 1; i <= b.len; i++) {
+		if (i < b.len && b.buf[i] != '/')
+			continue;
+		b.buf[i] = '\0';
+		if (mkdir(b.buf, mode) < 0 && errno != EEXIST) {
+			ret = err_set_errno(FX_EOS, "cannot create folder '%s'", b.buf);
+			break;
+		}
+		if (i < b.len)
+			b.buf[i] = '/';
+	}
+	if (!ret && !fsutil_is_dir(path))
+		ret = err_set(FX_EEXISTS, "'%s' exists and is not a folder", path);
+	buf_release(&b);
+	return ret;
+}
+
+int fsutil_exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
+int fsutil_is_dir(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int remove_at(int parent, const char *name)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd, ret = 0;
+
+	if (!unlinkat(parent, name, 0) || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return err_set_errno(FX_EOS, "cannot remove '%s'", name);
+	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return err_set_errno(FX_EOS, "cannot open '%s'", name);
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return err_set_errno(FX_EOS, "cannot read '%s'", name);
+	}
+	while ((de = readdir(d)) && !ret) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		ret = remove_at(dirfd(d), de->d_name);
+	}
+	closedir(d);
+	if (!ret && unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		ret = err_set_errno(FX_EOS, "cannot remove folder '%s'", name);
+	return ret;
+}
+
+int fsutil_remove_tree(const char *path)
+{
+	return remove_at(AT_FDCWD, path);
+}

@@ -1,0 +1,49 @@
+#ifndef FX_FSUTIL_H
+#define FX_FSUTIL_H
+
+/*
+ * File system helpers that either complete or leave things as they were.
+ */
+
+#include <sys/types.h>
+
+#include "base/buf.h"
+
+/**
+ * Replace `path` with `len` bytes of `data` atomically: write a temporary
+ * file in the same folder, fsync it, rename it over `path`, fsync the
+ * folder. `mode` applies to a new file; an existing file keeps its mode.
+ * On failure the old file is untouched and no temporary file remains.
+ */
+int fsutil_write_atomic(const char *path, const void *data, size_t len, mode_t mode);
+
+/** Same, relative to the directory descriptor `dirfd` (`name` has no slash). */
+int fsutil_write_atomic_at(int dirfd, const char *name, const void *data, size_t len,
+			   mode_t mode);
+
+/**
+ * Append the contents of `path` to `out`. Fails with FX_ELIMIT when the
+ * file is larger than `max` bytes (0: no limit), FX_ENOTFOUND when it
+ * does not exist.
+ */
+int fsutil_read_file(struct buf *out, const char *path, size_t max);
+
+/** Read all of `fd` into `out` (up to `max`, 0: no limit); does not close. */
+int fsutil_read_fd(struct buf *out, int fd, size_t max);
+
+/** Create `path` and missing parents with `mode`; an existing folder is fine. */
+int fsutil_mkdir_p(const char *path, mode_t mode);
+
+/** Whether `path` exists (any type, without following a final symlink). */
+int fsutil_exists(const char *path);
+
+/** Whether `path` is a directory (following symlinks). */
+int fsutil_is_dir(const char *path);
+
+/** Remove `path` and everything beneath it; a missing path is fine. */
+int fsutil_remove_tree(const char *path);
+
+/** Write all of `len` bytes, retrying on EINTR and short writes. */
+int fsutil_write_all(int fd, const void *data, size_t len);
+
+#endif

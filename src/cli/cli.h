@@ -1,0 +1,3 @@
+#ifndef FX_CLI_H
+#define FX_CLI_H
+#endif

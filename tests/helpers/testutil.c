@@ -1,0 +1,176 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/fsutil.h"
+#include "base/path.h"
+#include "helpers/testutil.h"
+
+extern char **environ;
+
+char *tu_mkdtemp(void)
+{
+	const char *t = getenv("TMPDIR");
+	char *tmpl = xstrfmt("%s/forgex-test-XXXXXX", t && *t ? t : "/tmp");
+	char *real;
+
+	if (!mkdtemp(tmpl))
+		die("mkdtemp: %s", strerror(errno));
+	real = realpath(tmpl, NULL);
+	free(tmpl);
+	return real;
+}
+
+void tu_rmtree(char *path)
+{
+	if (path)
+		fsutil_remove_tree(path);
+	free(path);
+}
+
+void tu_write(const char *dir, const char *rel, const char *content)
+{
+	struct buf p = BUF_INIT, d = BUF_INIT;
+	FILE *f;
+
+	path_join(&p, dir, rel);
+	path_dirname(&d, p.buf);
+	if (fsutil_mkdir_p(d.buf, 0755) < 0)
+		die("%s", err_last());
+	f = fopen(p.buf, "w");
+	if (!f || fputs(content, f) < 0 || fclose(f))
+		die("cannot write %s", p.buf);
+	buf_release(&p);
+	buf_release(&d);
+}
+
+char *tu_read(const char *dir, const char *rel)
+{
+	struct buf p = BUF_INIT, c = BUF_INIT;
+	char *ret = NULL;
+
+	path_join(&p, dir, rel);
+	if (!fsutil_read_file(&c, p.buf, 0))
+		ret = buf_detach(&c, NULL);
+	buf_release(&p);
+	buf_release(&c);
+	return ret;
+}
+
+const char *tu_forgex(void)
+{
+	const char *b = getenv("FORGEX_BIN");
+
+	return b && *b ? b : "build/forgex";
+}
+
+void tu_run(struct tu_result *r, const char *const *argv, const char *cwd,
+	    const char *const *env_extra, const char *input)
+{
+	int in[2], out[2], err[2], st;
+	struct strvec env = STRVEC_INIT;
+	size_t inlen = input ? strlen(input) : 0, inpos = 0;
+	pid_t pid;
+	char **e;
+
+	buf_init(&r->out, 0);
+	buf_init(&r->err, 0);
+	for (e = environ; *e; e++) {
+		const char *const *x;
+		int drop = 0;
+
+		for (x = env_extra; x && *x; x++) {
+			size_t n = strcspn(*x, "=");
+
+			if (!strncmp(*e, *x, n) && (*e)[n] == '=')
+				drop = 1;
+		}
+		if (!drop)
+			strvec_push(&env, *e);
+	}
+	for (; env_extra && *env_extra; env_extra++)
+		if (strchr(*env_extra, '='))
+			strvec_push(&env, *env_extra);
+	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
+		die("pipe");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		dup2(err[1], 2);
+		if (cwd && chdir(cwd))
+			_exit(125);
+		execvpe(argv[0], (char *const *)argv, (char *const *)env.v);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	if (!inlen) {
+		close(in[1]);
+		in[1] = -1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	for (;;) {
+		struct pollfd p[3] = {
+			{ out[0], POLLIN, 0 }, { err[0], POLLIN, 0 }, { in[1], POLLOUT, 0 },
+		};
+		char chunk[65536];
+		int i, open_fds = 0;
+
+		for (i = 0; i < 3; i++)
+			open_fds += p[i].fd >= 0;
+		if (!open_fds)
+			break;
+		if (poll(p, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			die("poll");
+		}
+		for (i = 0; i < 2; i++) {
+			if (p[i].fd >= 0 && p[i].revents) {
+				ssize_t n = read(p[i].fd, chunk, sizeof(chunk));
+
+				if (n > 0) {
+					buf_add(i ? &r->err : &r->out, chunk, (size_t)n);
+				} else if (n == 0 || errno != EINTR) {
+					close(p[i].fd);
+					if (i)
+						err[0] = -1;
+					else
+						out[0] = -1;
+				}
+			}
+		}
+		if (p[2].fd >= 0 && p[2].revents) {
+			ssize_t n = write(in[1], input + inpos, inlen - inpos);
+
+			if (n > 0)
+				inpos += (size_t)n;
+			if (n < 0 || inpos == inlen) {
+				close(in[1]);
+				in[1] = -1;
+			}
+		}
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			die("waitpid");
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	strvec_clear(&env);
+}
+
+void tu_result_release(struct tu_result *r)
+{
+	buf_release(&r->out);
+	buf_release(&r->err);
+}
