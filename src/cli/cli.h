@@ -1,3 +1,86 @@
 #ifndef FX_CLI_H
 #define FX_CLI_H
+
+/*
+ * The front: the command table, exit codes, and what every command shares.
+ * Only src/cli/ prints for a person or exits.
+ *
+ * A command is `int cmd_NAME(int argc, char **argv)`: argv[0] is the
+ * command's name, global options are already consumed. It parses its own
+ * options (getopt_long, with "+" to stop at the first operand, so
+ * "-- CMD ARGS" works), calls the layers below, presents the result, and
+ * returns the process exit status.
+ */
+
+#include "base/buf.h"
+#include "config/config.h"
+
+/* Exit codes (DESIGN.md section 7). */
+enum {
+	EXIT_OK = 0,		/* done / PASS */
+	EXIT_FAIL = 1,		/* FAIL after the last iteration; a check failed */
+	EXIT_USAGE = 2,		/* usage or configuration error */
+	EXIT_PROVIDER = 3,	/* the model provider failed */
+	EXIT_DENIED = 4,	/* refused by policy or sandbox */
+	EXIT_APPROVAL = 5,	/* needs approval (policy check only) */
+	EXIT_INTERRUPTED = 130,	/* interrupted; tree restored */
+};
+
+enum cli_command_flags {
+	CLI_HIDDEN = 1 << 0,	/* not listed in --help */
+};
+
+struct cli_command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	unsigned flags;
+	const char *summary;	/* one line for `forgex --help` */
+	const char *usage;	/* full text for `forgex help NAME` / NAME --help */
+};
+
+/** The command called `name`, or NULL. */
+const struct cli_command *cli_find_command(const char *name);
+
+/** Print the usage of `name` to stdout (for --help) and return EXIT_OK. */
+int cli_help(const char *name);
+
+/** Print "usage error" `fmt` and the usage line of `name` to stderr; return EXIT_USAGE. */
+int cli_usage_error(const char *name, const char *fmt, ...) FX_PRINTF(2, 3);
+
+/**
+ * Load the effective configuration for the current folder (defaults, user
+ * file, project file, environment, then the --set/-c flags given before
+ * the command). On failure prints the error and returns EXIT_USAGE.
+ */
+int cli_load_config(struct config *cfg);
+
+/** Print "forgex: error: " + err_last() to stderr. */
+void cli_print_error(void);
+
+/* Global options, set by main() before the command runs. */
+extern int cli_quiet, cli_verbose;
+
+/*
+ * `forgex doctor` is assembled from sections; each layer's section lives
+ * in src/cli/doctor_<layer>.c and reports items through doctor_item().
+ */
+enum doctor_status {
+	DOCTOR_OK,
+	DOCTOR_WARN,		/* works, with a limitation the user should know */
+	DOCTOR_FAIL,		/* something required is missing: exit non-zero */
+	DOCTOR_INFO,
+};
+
+struct doctor {
+	int json;
+	int failures, warnings;
+	void *items;		/* json_t array when json */
+};
+
+/** Report one check: `what` is short ("libcurl"), `fmt` says what was found. */
+void doctor_item(struct doctor *d, enum doctor_status st, const char *what,
+		 const char *fmt, ...) FX_PRINTF(4, 5);
+/** Start a section ("Build", "Sandbox", "Providers"). */
+void doctor_section(struct doctor *d, const char *title);
+
 #endif

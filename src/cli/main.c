@@ -1,13 +1,238 @@
+/*
+ * forgex: the command table and global options (after git's git.c and
+ * libgit2's src/cli/main.c).
+ */
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/log.h"
+#include "base/strvec.h"
 #include "cli/cli.h"
+#include "cli/commands.h"
+
+int cli_quiet, cli_verbose;
+static struct strvec cli_config_flags = STRVEC_INIT;	/* "key=value" from -c */
+
+static const struct cli_command commands[] = {
+	{ "help", cmd_help, 0, "Show help for a command",
+	  "usage: forgex help [COMMAND]\n" },
+};
+
+static const char global_usage[] =
+	"usage: forgex [--version] [--help] [-C DIR] [-c KEY=VALUE] [-q] [-v]\n"
+	"              COMMAND [ARGS]\n";
+
+const struct cli_command *cli_find_command(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(commands); i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+static void print_global_help(void)
+{
+	size_t i;
+
+	fputs(global_usage, stdout);
+	fputs("\nforgex turns a plain-language request into a verified change to a "
+	      "repository.\n\nCommands:\n", stdout);
+	for (i = 0; i < ARRAY_SIZE(commands); i++)
+		if (!(commands[i].flags & CLI_HIDDEN))
+			printf("  %-12s %s\n", commands[i].name, commands[i].summary);
+	fputs("\nGlobal options:\n"
+	      "  -C DIR          run as if started in DIR\n"
+	      "  -c KEY=VALUE    set a configuration key (highest precedence)\n"
+	      "  -q, --quiet     print errors only\n"
+	      "  -v, --verbose   print more (repeat for more)\n"
+	      "  --version       print the version\n"
+	      "\n'forgex help COMMAND' shows a command's options.\n", stdout);
+}
+
+int cli_help(const char *name)
+{
+	const struct cli_command *c = cli_find_command(name);
+
+	if (!c)
+		return cli_usage_error("help", "no such command '%s'", name);
+	fputs(c->usage, stdout);
+	return EXIT_OK;
+}
+
+int cli_usage_error(const char *name, const char *fmt, ...)
+{
+	const struct cli_command *c = cli_find_command(name);
+	va_list ap;
+
+	fprintf(stderr, "forgex %s: ", name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (c) {
+		size_t n = strcspn(c->usage, "\n");
+
+		fprintf(stderr, "%.*s\n", (int)n, c->usage);
+	}
+	return EXIT_USAGE;
+}
+
+void cli_print_error(void)
+{
+	log_error("%s", err_last()[0] ? err_last() : "unknown error");
+}
+
+int cli_load_config(struct config *cfg)
+{
+	size_t i;
+
+	config_init(cfg);
+	if (config_load(cfg, NULL) < 0)
+		goto fail;
+	for (i = 0; i < cli_config_flags.nr; i++) {
+		const char *kv = cli_config_flags.v[i], *eq = strchr(kv, '=');
+		char *key;
+		int ret;
+
+		if (!eq) {
+			err_set(FX_EINVAL, "-c %s: expected KEY=VALUE", kv);
+			goto fail;
+		}
+		key = xstrndup(kv, (size_t)(eq - kv));
+		ret = config_set(cfg, key, eq + 1, CFG_FLAG);
+		free(key);
+		if (ret < 0) {
+			err_prefix(ret, "-c %s", kv);
+			goto fail;
+		}
+	}
+	return 0;
+fail:
+	cli_print_error();
+	config_release(cfg);
+	return EXIT_USAGE;
+}
+
+int cmd_help(int argc, char **argv)
+{
+	if (argc < 2) {
+		print_global_help();
+		return EXIT_OK;
+	}
+	return cli_help(argv[1]);
+}
+
+/* Levenshtein distance, for "did you mean". */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j;
+	size_t *row = xcalloc(lb + 1, sizeof(*row)), d;
+
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			size_t up = row[j];
+			size_t best = diag + (a[i - 1] != b[j - 1]);
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	d = row[lb];
+	free(row);
+	return d;
+}
+
+static int unknown_command(const char *name)
+{
+	size_t i, best = (size_t)-1, d;
+	const char *cand = NULL;
+
+	for (i = 0; i < ARRAY_SIZE(commands); i++) {
+		if (commands[i].flags & CLI_HIDDEN)
+			continue;
+		d = edit_distance(name, commands[i].name);
+		/* a prefix is a strong hint too: "conf" -> "config" */
+		if (!strncmp(commands[i].name, name, strlen(name)))
+			d = d < 1 ? d : 1;
+		if (d < best) {
+			best = d;
+			cand = commands[i].name;
+		}
+	}
+	fprintf(stderr, "forgex: '%s' is not a forgex command. See 'forgex --help'.\n", name);
+	if (cand)
+		fprintf(stderr, "\nThe most similar command is\n\t%s\n", cand);
+	return EXIT_USAGE;
+}
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && !strcmp(argv[1], "--version")) {
-		printf("forgex %s\n", FX_VERSION);
-		return 0;
+	const struct cli_command *c;
+	int i, ret;
+
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--version")) {
+			printf("forgex %s\n", FX_VERSION);
+			return EXIT_OK;
+		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			print_global_help();
+			return EXIT_OK;
+		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			cli_quiet = 1;
+		} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+			cli_verbose++;
+		} else if (!strcmp(a, "-C") || !strcmp(a, "-c")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "forgex: %s needs an argument\n%s", a, global_usage);
+				return EXIT_USAGE;
+			}
+			if (a[1] == 'c') {
+				strvec_push(&cli_config_flags, argv[++i]);
+			} else if (chdir(argv[++i]) < 0) {
+				fprintf(stderr, "forgex: cannot change to '%s': %s\n", argv[i],
+					strerror(errno));
+				return EXIT_USAGE;
+			}
+		} else if (!strcmp(a, "--")) {
+			i++;
+			break;
+		} else {
+			fprintf(stderr, "forgex: unknown option '%s'\n%s", a, global_usage);
+			return EXIT_USAGE;
+		}
 	}
-	return 2;
+	log_setup(cli_quiet, cli_verbose);
+	if (i >= argc) {
+		print_global_help();
+		return EXIT_USAGE;
+	}
+	c = cli_find_command(argv[i]);
+	if (!c)
+		return unknown_command(argv[i]);
+	if (argc - i >= 2 && (!strcmp(argv[i + 1], "--help") || !strcmp(argv[i + 1], "-h")))
+		return cli_help(c->name);
+	ret = c->fn(argc - i, argv + i);
+	strvec_clear(&cli_config_flags);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "forgex: error writing to standard output: %s\n", strerror(errno));
+		return ret ? ret : EXIT_FAIL;
+	}
+	return ret;
 }
