@@ -165,11 +165,11 @@ static int native_init(struct executor *ex)
 	if (!ex->network && !caps->netns && !caps->seccomp)
 		buf_addstr(&missing, ", network isolation (neither network namespaces nor "
 			   "seccomp)");
-	if (ex->max_processes > 0 && caps->euid == 0 && !caps->cgroup_pids)
+	if (ex->max_processes > 0 && geteuid() == 0 && !caps->cgroup_pids)
 		buf_addstr(&missing, ", a process limit for root (RLIMIT_NPROC does not bind "
 			   "root and no pids cgroup is writable)");
 	if (missing.len) {
-		if (!ex->allow_unconfined) {
+		if (!ex->allow_unconfined || ex->auto_select) {
 			ret = err_set(FX_EUNSUPPORTED, "the native sandbox cannot enforce the "
 				      "configuration on this kernel; missing: %s",
 				      missing.buf + 2);
@@ -193,7 +193,7 @@ static int native_init(struct executor *ex)
 			return ret;
 		}
 	}
-	if (ex->max_processes > 0 && caps->euid == 0 && caps->cgroup_pids) {
+	if (ex->max_processes > 0 && geteuid() == 0 && caps->cgroup_pids) {
 		st->cgroup = 1;
 		snprintf(st->cgroup_parent, sizeof(st->cgroup_parent), "%s",
 			 caps->cgroup_pids_dir);
@@ -367,6 +367,12 @@ static int native_prepare(struct executor *ex, struct sb_spawn *sp)
 			    (st->netns ? CLONE_NEWNET : 0);
 	plan->pid_namespace = st->pidns;
 	plan->loopback_up = st->netns;
+	if (st->userns && geteuid() != 0) {
+		snprintf(plan->uid_map, sizeof(plan->uid_map), "%ld %ld 1\n", (long)geteuid(),
+			 (long)geteuid());
+		snprintf(plan->gid_map, sizeof(plan->gid_map), "%ld %ld 1\n", (long)getegid(),
+			 (long)getegid());
+	}
 	plan->no_new_privs = 1;
 
 	if ((ret = make_tmpdir(plan)) < 0)
@@ -419,29 +425,20 @@ static int native_attach(struct executor *ex, struct sb_spawn *sp, pid_t pid)
 	int ret;
 
 	(void)ex;
-	if (sp->plan.clone_flags & CLONE_NEWUSER) {
-		if (geteuid() == 0) {
-			/* root keeps its identity; its capabilities stay in the namespace */
-			snprintf(map, sizeof(map), "0 0 4294967295\n");
-			snprintf(path, sizeof(path), "/proc/%ld/uid_map", (long)pid);
-			if ((ret = write_file(path, map)) < 0)
-				return ret;
-			snprintf(path, sizeof(path), "/proc/%ld/gid_map", (long)pid);
-			if ((ret = write_file(path, map)) < 0)
-				return ret;
-		} else {
-			snprintf(path, sizeof(path), "/proc/%ld/uid_map", (long)pid);
-			snprintf(map, sizeof(map), "%ld %ld 1\n", (long)geteuid(), (long)geteuid());
-			if ((ret = write_file(path, map)) < 0)
-				return ret;
-			snprintf(path, sizeof(path), "/proc/%ld/setgroups", (long)pid);
-			if ((ret = write_file(path, "deny")) < 0)
-				return ret;
-			snprintf(path, sizeof(path), "/proc/%ld/gid_map", (long)pid);
-			snprintf(map, sizeof(map), "%ld %ld 1\n", (long)getegid(), (long)getegid());
-			if ((ret = write_file(path, map)) < 0)
-				return ret;
-		}
+	/*
+	 * Root maps every id to itself: only a process with CAP_SETUID in
+	 * our namespace may write that. Others map just themselves, which
+	 * the supervisor does on its own (apply_supervisor): its /proc files
+	 * may not be ours to open when forgex changed identity.
+	 */
+	if ((sp->plan.clone_flags & CLONE_NEWUSER) && geteuid() == 0) {
+		snprintf(map, sizeof(map), "0 0 4294967295\n");
+		snprintf(path, sizeof(path), "/proc/%ld/uid_map", (long)pid);
+		if ((ret = write_file(path, map)) < 0)
+			return ret;
+		snprintf(path, sizeof(path), "/proc/%ld/gid_map", (long)pid);
+		if ((ret = write_file(path, map)) < 0)
+			return ret;
 	}
 	if (sp->plan.cgroup_dir) {
 		char *procs = xstrfmt("%s/cgroup.procs", sp->plan.cgroup_dir);
@@ -457,11 +454,50 @@ static int native_attach(struct executor *ex, struct sb_spawn *sp, pid_t pid)
 
 /* ------------------------------------------ child side: AS-safe only */
 
+static int write_self(const char *path, const char *text)
+{
+	size_t len = 0;
+	int fd, e;
+
+	while (text[len])
+		len++;
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (write(fd, text, len) != (ssize_t)len) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 static int native_apply_supervisor(const struct sb_plan *plan, const char **stage)
 {
 	struct ifreq ifr;
 	int s;
 
+	if (plan->uid_map[0]) {
+		/*
+		 * A process that changed identity is not dumpable, and then its
+		 * /proc files belong to root: make ours ours again (the
+		 * command's domain cannot ptrace us anyway: Landlock).
+		 */
+		*stage = "prctl(PR_SET_DUMPABLE)";
+		if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+			return -1;
+		*stage = "write /proc/self/uid_map";
+		if (write_self("/proc/self/uid_map", plan->uid_map) < 0)
+			return -1;
+		*stage = "write /proc/self/setgroups";
+		if (write_self("/proc/self/setgroups", "deny") < 0)
+			return -1;
+		*stage = "write /proc/self/gid_map";
+		if (write_self("/proc/self/gid_map", plan->gid_map) < 0)
+			return -1;
+	}
 	if (!plan->loopback_up)
 		return 0;
 	*stage = "bring up loopback in the new network namespace";
@@ -487,27 +523,38 @@ fail:
 	return -1;
 }
 
+int sandbox_inject_child_failure;
+
+static int injected(int step)
+{
+	if (sandbox_inject_child_failure != step)
+		return 0;
+	errno = EPERM;
+	return 1;
+}
+
 static int native_apply(const struct sb_plan *plan, const char **stage)
 {
 	size_t i;
 
 	for (i = 0; i < plan->rlimits_nr; i++) {
-		if (setrlimit(plan->rlimits[i].resource, &plan->rlimits[i].lim) < 0) {
+		if (injected(1) ||
+		    setrlimit(plan->rlimits[i].resource, &plan->rlimits[i].lim) < 0) {
 			*stage = "setrlimit";
 			return -1;
 		}
 	}
-	if (plan->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
-		*stage = "prctl(PR_SET_NO_NEW_PRIVS)";
+	if (plan->no_new_privs && (injected(2) || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)) {
+		*stage = "prctl(PR_SET_NO_NEW_PRIVS): no_new_privs";
 		return -1;
 	}
-	if (plan->seccomp.len &&
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &plan->seccomp, 0, 0) < 0) {
+	if (plan->seccomp.len && (injected(3) ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &plan->seccomp, 0, 0) < 0)) {
 		*stage = "seccomp filter";
 		return -1;
 	}
-	if (plan->landlock_fd >= 0 &&
-	    syscall(SYS_landlock_restrict_self, plan->landlock_fd, 0) < 0) {
+	if (plan->landlock_fd >= 0 && (injected(4) ||
+	    syscall(SYS_landlock_restrict_self, plan->landlock_fd, 0) < 0)) {
 		*stage = "landlock_restrict_self";
 		return -1;
 	}

@@ -140,8 +140,12 @@ static int select_backend(struct executor *ex, const char *name)
 		return 0;
 	}
 
+	/* "native when the kernel allows it": all of it, unconfined never */
 	ex->backend = &sandbox_backend_native;
-	if ((ret = sandbox_backend_native.init(ex)) >= 0)
+	ex->auto_select = 1;
+	ret = sandbox_backend_native.init(ex);
+	ex->auto_select = 0;
+	if (ret >= 0)
 		return 0;
 	buf_addf(&why, "native: %s", err_last());
 	ex->backend = &sandbox_backend_docker;

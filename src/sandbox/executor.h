@@ -89,6 +89,7 @@ struct executor {
 	char *user;
 	int allow_unconfined;
 
+	int auto_select;		/* choosing for "auto": no unconfined native */
 	int grace_ms;			/* SIGTERM -> SIGKILL delay (default 1000) */
 	int cancel_fd;			/* readable: stop the command; -1: none */
 	const volatile sig_atomic_t *cancel_flag; /* non-zero: stop the command */

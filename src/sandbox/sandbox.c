@@ -472,7 +472,8 @@ const struct sandbox_caps *sandbox_kernel_caps(void)
 {
 	static struct sandbox_caps masked;
 
-	if (!kernel_probed) {
+	/* a process that changed identity since (tests, su) gets a fresh answer */
+	if (!kernel_probed || kernel_caps.euid != geteuid()) {
 		probe_kernel(&kernel_caps);
 		kernel_probed = 1;
 	}

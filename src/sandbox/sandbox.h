@@ -55,6 +55,7 @@ struct sb_rlimit {
 struct sb_plan {
 	unsigned long clone_flags;	/* CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET */
 	int loopback_up;		/* bring "lo" up in the new network namespace */
+	char uid_map[32], gid_map[32];	/* written by the supervisor itself when set */
 	int pid_namespace;		/* the supervisor is PID 1 of a new namespace */
 
 	int no_new_privs;
@@ -70,7 +71,8 @@ struct sb_plan {
 	int stopped;			/* stop() ran */
 };
 
-#define SB_PLAN_INIT { 0, 0, 0, 0, -1, { 0, NULL }, { { 0, { 0, 0 } } }, 0, NULL, NULL, "", 0 }
+#define SB_PLAN_INIT { 0, 0, "", "", 0, 0, -1, { 0, NULL }, { { 0, { 0, 0 } } }, 0, NULL, NULL, \
+		       "", 0 }
 
 /**
  * The child as the executor describes it to a backend; prepare() may
@@ -179,6 +181,13 @@ enum sandbox_feature {
 	SB_FEAT_CGROUP = 1 << 5,
 };
 void sandbox_probe_mask(unsigned mask);
+
+/**
+ * For tests: when 1-4, the native backend's setup in the command's
+ * process fails (EPERM) at that step - 1 rlimits, 2 no_new_privs,
+ * 3 seccomp, 4 Landlock - to show that the sandbox fails closed.
+ */
+extern int sandbox_inject_child_failure;
 
 /**
  * The child's environment: the seed's safe variables (PATH, HOME, LANG,
