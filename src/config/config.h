@@ -164,6 +164,12 @@ int config_apply_env(struct config *cfg, char **envp);
  */
 int config_set(struct config *cfg, const char *key, const char *value, enum cfg_origin origin);
 
+/**
+ * Check what no single key can: every role's provider exists. config_load()
+ * calls it; call it again after config_set().
+ */
+int config_validate(struct config *cfg);
+
 /** The provider called `name`, or NULL. */
 struct provider_config *config_provider(struct config *cfg, const char *name);
 
