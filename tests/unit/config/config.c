@@ -133,7 +133,7 @@ static void test_config_validate_unknown_provider(void **state)
 
 static void test_config_env_overrides_and_typos(void **state)
 {
-	char *env[] = {
+	const char *env[] = {
 		"FORGEX_TERMINAL_TIMEOUT_SECONDS=30",
 		"FORGEX_PROVIDERS_DEFAULT_MODEL=llama3",
 		"FORGEX_AGENTS_EXPERT_CODER_MAX_TURNS=7",
@@ -142,8 +142,8 @@ static void test_config_env_overrides_and_typos(void **state)
 		"HOME=/x",
 		NULL,
 	};
-	char *bad[] = { "FORGEX_TERMINAL_TIMEOUT_SECOND=30", NULL };
-	char *badval[] = { "FORGEX_SANDBOX_NETWORK=maybe", NULL };
+	const char *bad[] = { "FORGEX_TERMINAL_TIMEOUT_SECOND=30", NULL };
+	const char *badval[] = { "FORGEX_SANDBOX_NETWORK=maybe", NULL };
 	struct config cfg;
 	struct buf v = BUF_INIT;
 	enum cfg_origin o;
