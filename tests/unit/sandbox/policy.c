@@ -191,9 +191,8 @@ static int table_line(size_t line, char *text)
 			goto out;
 		json_decref(j);
 		j = NULL;
-		/* a bare string: jsonx_parse() wants an array or object */
-		j = json_loads(f[3], JSON_DECODE_ANY, NULL);
-		if (!j || table_string(&r->reason, j) < 0)
+		if (jsonx_parse(&j, f[3], strlen(f[3]), "reason") < 0 ||
+		    table_string(&r->reason, j) < 0)
 			goto out;
 		ret = 0;
 	}
