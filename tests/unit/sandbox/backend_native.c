@@ -331,13 +331,25 @@ static void test_native_no_network(void **state)
 	close(s);
 }
 
+/* The file's content once a whole line is there (a shell creates it empty first). */
+static char *read_line_file(const char *dir, const char *file)
+{
+	char *s = tu_read(dir, file);
+
+	if (s && (!*s || s[strlen(s) - 1] != '\n')) {
+		free(s);
+		s = NULL;
+	}
+	return s;
+}
+
 static int pid_alive(const char *dir, const char *file)
 {
 	char *s = NULL;
 	long pid;
 	int i;
 
-	for (i = 0; i < 200 && !(s = tu_read(dir, file)); i++)
+	for (i = 0; i < 300 && !(s = read_line_file(dir, file)); i++)
 		usleep(10000);
 	if (!s)
 		fail_msg("%s was never written", file);
@@ -650,7 +662,7 @@ static void test_native_dies_with_forgex(void **state)
 			"sh", "-c", "cut -d' ' -f4 /proc/self/stat > s.pid; exec sleep 300", NULL });
 		_exit(0);
 	}
-	for (i = 0; i < 300 && !(s = tu_read(ws, "s.pid")); i++)
+	for (i = 0; i < 300 && !(s = read_line_file(ws, "s.pid")); i++)
 		usleep(10000);
 	assert_non_null(s);
 	sleeper = (pid_t)strtol(s, NULL, 10);
