@@ -410,10 +410,11 @@ static void fill_guarantees(struct sandbox_caps *c)
 			      "(kernel older than 5.13, or not in the lsm= list)");
 	if (c->netns)
 		set_guarantee(&c->native[1], "network", 1, "own network namespace (loopback "
-			      "only)%s", abi >= 4 ? ", and Landlock denies TCP bind/connect" : "");
+			      "only)");
 	else if (c->seccomp)
 		set_guarantee(&c->native[1], "network", 1, "no network namespace; a seccomp "
-			      "filter refuses AF_INET/AF_INET6 sockets");
+			      "filter refuses AF_INET/AF_INET6 sockets%s", abi >= 4 ?
+			      " and Landlock denies TCP bind/connect" : "");
 	else
 		set_guarantee(&c->native[1], "network", 0, "neither network namespaces nor "
 			      "seccomp are available");
@@ -433,16 +434,16 @@ static void fill_guarantees(struct sandbox_caps *c)
 	else
 		set_guarantee(&c->native[3], "process limit", 0, "running as root, where "
 			      "RLIMIT_NPROC does not bind, and no writable pids cgroup");
-	set_guarantee(&c->native[4], "resource limits", 1, "rlimits: file size, CPU time, "
+	set_guarantee(&c->native[4], "limits", 1, "rlimits: file size, CPU time, "
 		      "address space (memory_limit), no core files");
 	set_guarantee(&c->native[5], "no_new_privs", c->no_new_privs, "%s", c->no_new_privs ?
 		      "setuid programs cannot gain privileges" : "PR_SET_NO_NEW_PRIVS missing");
 	set_guarantee(&c->native[6], "scoping", abi >= 6, "%s", abi >= 6 ?
 		      "Landlock ABI 6: no signals or abstract UNIX sockets outside the sandbox" :
 		      "needs Landlock ABI 6 (Linux 6.12)");
-	set_guarantee(&c->native[7], "dies with forgex", 1, "%s", c->pidns ?
-		      "PR_SET_PDEATHSIG on the namespace's init" :
-		      "PR_SET_PDEATHSIG; the supervisor then kills what is left");
+	set_guarantee(&c->native[7], "parent death", 1, "%s", c->pidns ?
+		      "dies with forgex: PR_SET_PDEATHSIG on the namespace's init" :
+		      "dies with forgex: PR_SET_PDEATHSIG; the supervisor kills what is left");
 }
 
 static struct sandbox_caps kernel_caps;
