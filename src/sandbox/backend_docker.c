@@ -42,7 +42,7 @@ static int docker_on_path(void)
 
 		e = strchrnul(s, ':');
 		buf_add(&cand, s, (size_t)(e - s));
-		path_join(&cand, "", "docker");
+		buf_addstr(&cand, "/docker");
 		found = cand.buf[0] == '/' && access(cand.buf, X_OK) == 0;
 		buf_release(&cand);
 		if (!*e)
