@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -417,6 +418,50 @@ static void test_executor_leftovers_killed_at_exit(void **state)
 	executor_release(&ex);
 }
 
+/* forgex killed outright: the supervisor (SIGHUP as parent-death signal) cleans up */
+static void test_executor_dies_with_forgex(void **state)
+{
+	char *s = NULL;
+	pid_t pid, sleeper, bg;
+	int i;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		struct exec_result r = EXEC_RESULT_INIT;
+		struct executor ex;
+
+		if (executor_init(&ex, &cfg, ws) < 0)
+			_exit(2);
+		run_argv(&r, &ex, NULL, 60000, NULL, (const char *const[]){ "sh", "-c",
+			"setsid sh -c 'cut -d\" \" -f4 /proc/self/stat > bg.pid; exec sleep 300' & "
+			"cut -d' ' -f4 /proc/self/stat > s.pid; exec sleep 300", NULL });
+		_exit(0);
+	}
+	for (i = 0; i < 300 && !(s = read_line_file(ws, "s.pid")); i++)
+		usleep(10000);
+	assert_non_null(s);
+	sleeper = (pid_t)strtol(s, NULL, 10);
+	free(s);
+	for (i = 0; i < 300 && !(s = read_line_file(ws, "bg.pid")); i++)
+		usleep(10000);
+	assert_non_null(s);
+	bg = (pid_t)strtol(s, NULL, 10);
+	free(s);
+	assert_int_equal(kill(sleeper, 0), 0);
+	assert_int_equal(kill(bg, 0), 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	for (i = 0; i < 300 && (kill(sleeper, 0) == 0 || kill(bg, 0) == 0); i++) {
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;	/* the supervisor may be re-parented to us */
+		usleep(10000);
+	}
+	assert_int_not_equal(kill(sleeper, 0), 0);
+	assert_int_not_equal(kill(bg, 0), 0);
+}
+
 static void test_executor_output_head_and_tail(void **state)
 {
 	struct exec_result r = EXEC_RESULT_INIT;
@@ -578,6 +623,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_executor_leftovers_killed_at_exit, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_executor_dies_with_forgex, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_executor_output_head_and_tail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_executor_result_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_executor_cancel, setup, teardown),
