@@ -507,6 +507,40 @@ static void test_policy_from_config(void **state)
 	cfg_release(&cfg);
 }
 
+/* From a parsed configuration, as the front loads it. */
+static void test_policy_from_parsed_config(void **state)
+{
+	static const char toml[] = "[permissions]\nmode = \"auto\"\n\n"
+				   "[terminal]\nallowed = [\"ls\", \"pip\"]\ndenied = [\"git\"]\n";
+	const char *pip[] = { "pip", "install", "x" }, *rm[] = { "rm" }, *git[] = { "git" };
+	struct config cfg;
+	struct policy p;
+	struct buf r = BUF_INIT;
+
+	(void)state;
+	config_init(&cfg);
+	assert_int_equal(policy_init_from_config(&p, &cfg), 0);
+	/* the built-in defaults are the seed's CommandPolicy() */
+	assert_int_equal(p.mode, APPROVAL_ASK);
+	assert_int_equal(p.allowed.nr, 0);
+	assert_int_equal(p.denied.nr, 43);
+	assert_int_equal(policy_check(&p, pip, 3, NULL), POLICY_APPROVAL);
+	policy_release(&p);
+
+	assert_int_equal(config_apply_string(&cfg, toml, strlen(toml), "test.toml", CFG_PROJECT), 0);
+	assert_int_equal(policy_init_from_config(&p, &cfg), 0);
+	assert_int_equal(policy_check(&p, pip, 3, NULL), POLICY_ALLOW);
+	/* the custom deny list replaced the default one; the allowlist still refuses rm */
+	assert_int_equal(policy_check(&p, rm, 1, &r), POLICY_DENY);
+	assert_string_equal(r.buf, "Command 'rm' is not in the allowlist");
+	buf_reset(&r);
+	assert_int_equal(policy_check(&p, git, 1, &r), POLICY_DENY);
+	assert_string_equal(r.buf, "Command 'git' is in the deny list");
+	policy_release(&p);
+	config_release(&cfg);
+	buf_release(&r);
+}
+
 static void test_policy_from_config_bad_mode(void **state)
 {
 	struct config cfg;
@@ -809,6 +843,7 @@ int main(void)
 		cmocka_unit_test(test_policy_default_lists_are_the_seeds),
 		cmocka_unit_test(test_policy_names),
 		cmocka_unit_test(test_policy_from_config),
+		cmocka_unit_test(test_policy_from_parsed_config),
 		cmocka_unit_test(test_policy_from_config_bad_mode),
 		cmocka_unit_test(test_policy_init_is_the_defaults),
 		cmocka_unit_test(test_policy_argv_edges),
