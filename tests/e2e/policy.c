@@ -139,6 +139,12 @@ static void test_policy_check_allowlist_config(void **state)
 	expect(&r, 4, "deny: Command 'rm' is in the deny list\n");
 	run(&r, NULL, NULL, "policy", "check", "--json", "--", "make", NULL);
 	expect_json(&r, 4, "deny", "Command 'make' is not in the allowlist");
+	/* a name from the command line cannot put escape sequences on the terminal */
+	run(&r, NULL, NULL, "policy", "check", "--", "cat\x1b[2J\r", NULL);
+	expect(&r, 4, "deny: Command 'cat\\x1b[2j\\r' is not in the allowlist\n");
+	/* JSON stays valid for a name that is not UTF-8 */
+	run(&r, NULL, NULL, "policy", "check", "--json", "--", "/bin/\xff" "CAT", NULL);
+	expect_json(&r, 4, "deny", "Command '\xef\xbf\xbd" "cat' is not in the allowlist");
 }
 
 static void test_policy_check_custom_denied(void **state)
