@@ -106,13 +106,31 @@ static void init_ex(struct executor *ex)
 		fail_msg("executor_init: %s", err_last());
 }
 
+static int count_fds(void)
+{
+	struct tu_result r;
+	char *path = xstrfmt("/proc/%ld/fd", (long)getpid());
+	int n = 0;
+	const char *p;
+
+	tu_run(&r, (const char *const[]){ "ls", path, NULL }, NULL, NULL, NULL);
+	for (p = r.out.buf; *p; p++)
+		n += *p == '\n';
+	tu_result_release(&r);
+	free(path);
+	return n;
+}
+
 static void test_executor_exit_codes(void **state)
 {
 	struct exec_result r = EXEC_RESULT_INIT;
 	struct executor ex;
+	pid_t kids[8];
+	int fds_before;
 
 	(void)state;
 	init_ex(&ex);
+	fds_before = count_fds();
 	assert_string_equal(executor_backend_name(&ex), "none");
 
 	assert_int_equal(RUN(&r, &ex, "true"), 0);
@@ -169,6 +187,9 @@ static void test_executor_exit_codes(void **state)
 	assert_non_null(strstr(r.err.buf, "SIGKILL"));
 	exec_result_release(&r);
 
+	/* nothing leaks: no descriptor, no child (not even a zombie) */
+	assert_int_equal(count_fds(), fds_before);
+	assert_int_equal(sb_list_children(kids, ARRAY_SIZE(kids)), 0);
 	executor_release(&ex);
 }
 
