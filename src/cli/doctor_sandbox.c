@@ -53,8 +53,25 @@ static void native_items(struct doctor *d, const struct sandbox_caps *c)
 	}
 }
 
+static void caps_text(struct buf *out, unsigned caps)
+{
+	static const struct { unsigned bit; const char *name; } names[] = {
+		{ SB_CAP_FS, "filesystem" }, { SB_CAP_NET, "network" },
+		{ SB_CAP_PIDNS, "PID namespace" }, { SB_CAP_LIMITS, "limits" },
+		{ SB_CAP_CONTAINER, "container" }, { SB_CAP_DIES_WITH_FORGEX, "parent death" },
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(names); i++)
+		if (caps & names[i].bit)
+			buf_addf(out, "%s%s", out->len ? ", " : "", names[i].name);
+	if (!out->len)
+		buf_addstr(out, "policy and hygiene only");
+}
+
 static void backend_item(struct doctor *d, const struct config *cfg)
 {
+	struct buf caps = BUF_INIT;
 	const char *want = cfg->sandbox.backend && *cfg->sandbox.backend ?
 			   cfg->sandbox.backend : "auto";
 	struct executor ex;
@@ -69,9 +86,11 @@ static void backend_item(struct doctor *d, const struct config *cfg)
 			    err_last());
 		return;
 	}
+	caps_text(&caps, executor_caps(&ex));
 	if (!ex.warnings.nr)
-		doctor_item(d, DOCTOR_OK, "backend", "'%s' runs commands with '%s'", want,
-			    executor_backend_name(&ex));
+		doctor_item(d, DOCTOR_OK, "backend", "'%s' runs commands with '%s' (%s)", want,
+			    executor_backend_name(&ex), caps.buf);
+	buf_release(&caps);
 	for (i = 0; i < ex.warnings.nr; i++)
 		doctor_item(d, DOCTOR_WARN, "backend", "'%s' runs commands with '%s': %s", want,
 			    executor_backend_name(&ex), ex.warnings.v[i]);

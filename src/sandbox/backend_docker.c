@@ -53,10 +53,11 @@ static int docker_on_path(void)
 
 static int docker_init(struct executor *ex)
 {
-	(void)ex;
 	if (!docker_on_path())
 		return err_set(FX_EUNSUPPORTED, "the docker backend needs a 'docker' client on "
 			       "PATH");
+	if (!*ex->cpu_limit && !*ex->memory_limit_text)
+		ex->caps &= ~(unsigned)SB_CAP_LIMITS;	/* nothing asked of docker */
 	return 0;
 }
 

@@ -198,6 +198,14 @@ static int native_init(struct executor *ex)
 		snprintf(st->cgroup_parent, sizeof(st->cgroup_parent), "%s",
 			 caps->cgroup_pids_dir);
 	}
+	if (!st->landlock_abi)
+		ex->caps &= ~(unsigned)SB_CAP_FS;
+	if (!ex->network && !st->netns && !st->filter)
+		ex->caps &= ~(unsigned)SB_CAP_NET;
+	if (!st->pidns)
+		ex->caps &= ~(unsigned)SB_CAP_PIDNS;
+	if (ex->max_processes > 0 && geteuid() == 0 && !st->cgroup)
+		ex->caps &= ~(unsigned)SB_CAP_LIMITS;
 	ex->backend_data = st;
 	return 0;
 }

@@ -130,6 +130,7 @@ static int select_backend(struct executor *ex, const char *name)
 			return err_set(FX_EINVAL, "unknown sandbox backend '%s' "
 				       "(expected auto, native, docker or none)", name);
 		ex->backend = b;
+		ex->caps = b->caps;
 		if (b->init && (ret = b->init(ex)) < 0) {
 			ex->backend = NULL;
 			return ret;
@@ -142,6 +143,7 @@ static int select_backend(struct executor *ex, const char *name)
 
 	/* "native when the kernel allows it": all of it, unconfined never */
 	ex->backend = &sandbox_backend_native;
+	ex->caps = sandbox_backend_native.caps;
 	ex->auto_select = 1;
 	ret = sandbox_backend_native.init(ex);
 	ex->auto_select = 0;
@@ -149,6 +151,7 @@ static int select_backend(struct executor *ex, const char *name)
 		return 0;
 	buf_addf(&why, "native: %s", err_last());
 	ex->backend = &sandbox_backend_docker;
+	ex->caps = sandbox_backend_docker.caps;
 	if ((ret = sandbox_backend_docker.init(ex)) >= 0 &&
 	    sandbox_run_quiet(docker_version, NULL, NULL, 5000) != 0)
 		ret = err_set(FX_EUNSUPPORTED, "the docker engine does not answer "
@@ -161,6 +164,7 @@ static int select_backend(struct executor *ex, const char *name)
 	buf_addf(&why, "; docker: %s", err_last());
 	if (ex->allow_unconfined) {
 		ex->backend = &sandbox_backend_none;
+		ex->caps = sandbox_backend_none.caps;
 		strvec_pushf(&ex->warnings, "no sandbox is available (%s); allow_unconfined = "
 			     "true: commands run with policy checks and hygiene only", why.buf);
 		buf_release(&why);
@@ -288,6 +292,11 @@ void executor_set_cancel(struct executor *ex, int fd, const volatile sig_atomic_
 const char *executor_backend_name(const struct executor *ex)
 {
 	return ex->backend ? ex->backend->name : "(none)";
+}
+
+unsigned executor_caps(const struct executor *ex)
+{
+	return ex->caps;
 }
 
 const struct strvec *executor_warnings(const struct executor *ex)

@@ -74,6 +74,7 @@ struct executor {
 	struct policy policy;
 	const struct sandbox_backend *backend;
 	void *backend_data;		/* owned by the backend */
+	unsigned caps;			/* enum sandbox_cap bits enforced here */
 
 	/* from the configuration */
 	int default_timeout_ms;
@@ -118,6 +119,12 @@ void executor_set_cancel(struct executor *ex, int fd, const volatile sig_atomic_
 
 /** The name of the backend in use ("none", "native", "docker"). */
 const char *executor_backend_name(const struct executor *ex);
+
+/**
+ * What the backend in use enforces on this machine (enum sandbox_cap bits,
+ * sandbox.h): the backend's capabilities less what the kernel lacks.
+ */
+unsigned executor_caps(const struct executor *ex);
 
 /** Warnings for the person (e.g. a fallback to "none"); borrowed. */
 const struct strvec *executor_warnings(const struct executor *ex);

@@ -738,7 +738,19 @@ static void test_native_refuses_what_it_cannot_enforce(void **state)
 		cfg.sandbox.allow_unconfined = 0;
 		assert_int_equal(executor_init(&ex, &cfg, ws), 0);
 		assert_string_equal(executor_backend_name(&ex), "native");
+		assert_true(executor_caps(&ex) & SB_CAP_FS);
+		assert_true(executor_caps(&ex) & SB_CAP_NET);
 		executor_release(&ex);
+		/* what is missing is not claimed */
+		cfg.sandbox.allow_unconfined = 1;
+		set_str(&cfg.sandbox.backend, "native");
+		sandbox_probe_mask(SB_FEAT_LANDLOCK | SB_FEAT_PIDNS);
+		assert_int_equal(executor_init(&ex, &cfg, ws), 0);
+		assert_false(executor_caps(&ex) & SB_CAP_FS);
+		assert_false(executor_caps(&ex) & SB_CAP_PIDNS);
+		assert_true(executor_caps(&ex) & SB_CAP_NET);
+		executor_release(&ex);
+		sandbox_probe_mask(0);
 	}
 }
 
