@@ -15,6 +15,7 @@
  * refuses and names the missing feature, unless allow_unconfined = true
  * (then it warns).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
@@ -82,8 +83,9 @@ struct native_state {
 	int landlock_net;		/* Landlock denies TCP too (no network namespace) */
 	struct sock_filter *filter;	/* seccomp program, or NULL */
 	unsigned short filter_len;
-	int cgroup;			/* pids cgroup per command */
+	int cgroup;			/* limit root's processes with a pids cgroup */
 	char cgroup_parent[256];
+	char *cgroup_dir;		/* made at the first command, reused (one at a time) */
 	unsigned long seq;
 };
 
@@ -210,12 +212,28 @@ static int native_init(struct executor *ex)
 	return 0;
 }
 
+static void rmdir_cgroup(const char *dir)
+{
+	int i;
+
+	/* empty once every process is reaped; zombies may take a moment */
+	for (i = 0; i < 200 && rmdir(dir) < 0 && errno == EBUSY; i++) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
 static void native_release(struct executor *ex)
 {
 	struct native_state *st = ex->backend_data;
 
 	if (!st)
 		return;
+	if (st->cgroup_dir) {
+		rmdir_cgroup(st->cgroup_dir);
+		free(st->cgroup_dir);
+	}
 	free(st->filter);
 	free(st);
 	ex->backend_data = NULL;
@@ -321,22 +339,62 @@ static int write_file(const char *path, const char *text)
 	return ret;
 }
 
-static int make_cgroup(struct sb_plan *plan, struct native_state *st, long max_processes)
+/*
+ * Remove the (empty) cgroups of forgex processes that died without
+ * cleaning up (killed outright): "forgex-PID-N" whose PID is gone.
+ */
+static void collect_stale_cgroups(const char *parent)
 {
-	char *dir = xstrfmt("%s/forgex-%ld-%lu", st->cgroup_parent, (long)getpid(), ++st->seq);
-	char *max = xstrfmt("%s/pids.max", dir), *val = xstrfmt("%ld", max_processes + 1);
-	int ret = 0;
+	DIR *d = opendir(parent);
+	struct dirent *de;
 
+	while (d && (de = readdir(d))) {
+		char *end;
+		long pid;
+
+		if (strncmp(de->d_name, "forgex-", 7))
+			continue;
+		pid = strtol(de->d_name + 7, &end, 10);
+		if (end == de->d_name + 7 || *end != '-' || pid <= 0 || pid == (long)getpid())
+			continue;
+		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+			unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+	}
+	if (d)
+		closedir(d);
+}
+
+/*
+ * One pids cgroup per executor, made when the first command runs and
+ * reused: commands run one at a time and nothing of a command survives it,
+ * so each starts with the cgroup empty.
+ */
+static int make_cgroup(struct native_state *st, long max_processes)
+{
+	char *dir, *max, *val;
+	int ret;
+
+	if (st->cgroup_dir)
+		return 0;
+	collect_stale_cgroups(st->cgroup_parent);
+	dir = xstrfmt("%s/forgex-%ld-%lu", st->cgroup_parent, (long)getpid(), ++st->seq);
 	if (mkdir(dir, 0755) < 0) {
 		ret = err_set_errno(FX_EOS, "cannot create the pids cgroup '%s'", dir);
 		free(dir);
-	} else {
-		plan->cgroup_dir = dir;	/* +1: the supervisor */
-		ret = write_file(max, val);
+		return ret;
 	}
+	max = xstrfmt("%s/pids.max", dir);
+	val = xstrfmt("%ld", max_processes + 1);	/* +1: the supervisor */
+	ret = write_file(max, val);
 	free(max);
 	free(val);
-	return ret;
+	if (ret < 0) {
+		rmdir(dir);
+		free(dir);
+		return ret;
+	}
+	st->cgroup_dir = dir;
+	return 0;
 }
 
 static int make_tmpdir(struct sb_plan *plan)
@@ -426,7 +484,7 @@ static int native_prepare(struct executor *ex, struct sb_spawn *sp)
 		add_rlimit(plan, RLIMIT_AS, ex->memory_limit, ex->memory_limit);
 	add_rlimit(plan, RLIMIT_CORE, 0, 0);
 
-	if (st->cgroup && (ret = make_cgroup(plan, st, ex->max_processes)) < 0)
+	if (st->cgroup && (ret = make_cgroup(st, ex->max_processes)) < 0)
 		return ret;
 	return 0;
 }
@@ -435,10 +493,10 @@ static int native_prepare(struct executor *ex, struct sb_spawn *sp)
 
 static int native_attach(struct executor *ex, struct sb_spawn *sp, pid_t pid)
 {
+	struct native_state *st = ex->backend_data;
 	char path[64], map[64];
 	int ret;
 
-	(void)ex;
 	/*
 	 * Root maps every id to itself: only a process with CAP_SETUID in
 	 * our namespace may write that. Others map just themselves, which
@@ -454,8 +512,8 @@ static int native_attach(struct executor *ex, struct sb_spawn *sp, pid_t pid)
 		if ((ret = write_file(path, map)) < 0)
 			return ret;
 	}
-	if (sp->plan.cgroup_dir) {
-		char *procs = xstrfmt("%s/cgroup.procs", sp->plan.cgroup_dir);
+	if (st->cgroup_dir) {
+		char *procs = xstrfmt("%s/cgroup.procs", st->cgroup_dir);
 
 		snprintf(map, sizeof(map), "%ld", (long)pid);
 		ret = write_file(procs, map);
@@ -580,7 +638,6 @@ static int native_apply(const struct sb_plan *plan, const char **stage)
 static void native_finish(struct executor *ex, struct sb_spawn *sp)
 {
 	struct sb_plan *plan = &sp->plan;
-	int i;
 
 	(void)ex;
 	if (plan->landlock_fd >= 0) {
@@ -590,15 +647,6 @@ static void native_finish(struct executor *ex, struct sb_spawn *sp)
 	if (plan->tmpdir) {
 		fsutil_remove_tree(plan->tmpdir);
 		FREE_AND_NULL(plan->tmpdir);
-	}
-	if (plan->cgroup_dir) {
-		/* empty once every process is reaped; zombies may take a moment */
-		for (i = 0; i < 200 && rmdir(plan->cgroup_dir) < 0 && errno == EBUSY; i++) {
-			struct timespec ts = { 0, 1000000 };
-
-			nanosleep(&ts, NULL);
-		}
-		FREE_AND_NULL(plan->cgroup_dir);
 	}
 }
 

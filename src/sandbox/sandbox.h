@@ -19,7 +19,7 @@
  *      fatal for the command (the sandbox fails closed) and reported to
  *      the parent with the stage that failed;
  *   5. on timeout or interrupt, ops->stop() (docker kill);
- *   6. ops->finish() when the command is over (remove TMPDIR, cgroup).
+ *   6. ops->finish() when the command is over (remove TMPDIR).
  *
  * sandbox_probe() says what this kernel offers; `forgex doctor` and
  * backend selection use it.
@@ -66,13 +66,11 @@ struct sb_plan {
 
 	/* parent side */
 	char *tmpdir;			/* private TMPDIR, removed by finish() */
-	char *cgroup_dir;		/* pids cgroup of this command, removed by finish() */
 	char name[32];			/* docker container name */
 	int stopped;			/* stop() ran */
 };
 
-#define SB_PLAN_INIT { 0, 0, "", "", 0, 0, -1, { 0, NULL }, { { 0, { 0, 0 } } }, 0, NULL, NULL, \
-		       "", 0 }
+#define SB_PLAN_INIT { 0, 0, "", "", 0, 0, -1, { 0, NULL }, { { 0, { 0, 0 } } }, 0, NULL, "", 0 }
 
 /**
  * The child as the executor describes it to a backend; prepare() may
