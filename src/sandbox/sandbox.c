@@ -461,10 +461,15 @@ static void probe_kernel(struct sandbox_caps *c)
 	c->landlock_abi = abi > 0 ? (int)abi : 0;
 	c->seccomp = syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &act) == 0;
 	c->no_new_privs = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) >= 0;
-	c->userns = can_unshare(CLONE_NEWUSER);
-	nsuser = c->euid == 0 ? 0 : CLONE_NEWUSER;
-	c->pidns = can_unshare(nsuser | CLONE_NEWPID);
-	c->netns = can_unshare(nsuser | CLONE_NEWNET);
+	/* one child for the usual answer (all three), one per namespace otherwise */
+	if (can_unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET)) {
+		c->userns = c->pidns = c->netns = 1;
+	} else {
+		c->userns = can_unshare(CLONE_NEWUSER);
+		nsuser = c->euid == 0 ? 0 : CLONE_NEWUSER;
+		c->pidns = can_unshare(nsuser | CLONE_NEWPID);
+		c->netns = can_unshare(nsuser | CLONE_NEWNET);
+	}
 	if (c->euid == 0)
 		c->cgroup_pids = find_pids_cgroup(c->cgroup_pids_dir, sizeof(c->cgroup_pids_dir));
 }
