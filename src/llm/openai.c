@@ -56,7 +56,16 @@ struct attempt {
 	struct wire_asm as;
 	int cb_code;		/* failure inside a callback */
 	char *cb_msg;
+	double last_rx;		/* when the server last sent something (monotonic s) */
 };
+
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_code;
@@ -147,6 +156,7 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *data)
 	size_t n = size * nmemb, vlen;
 	const char *v;
 
+	a->last_rx = mono_now();
 	if (n >= 5 && !memcmp(ptr, "HTTP/", 5)) {
 		buf_reset(&a->ctype);
 		buf_reset(&a->retry_after);
@@ -190,6 +200,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *data)
 	size_t n = size * nmemb;
 	int ret;
 
+	a->last_rx = mono_now();
 	if (!a->decided) {
 		curl_easy_getinfo(a->o->easy, CURLINFO_RESPONSE_CODE, &a->status);
 		a->streaming = a->want_stream && a->status >= 200 && a->status < 300 &&
@@ -245,7 +256,12 @@ static void attempt_release(struct attempt *a)
 	free(a->cb_msg);
 }
 
-/* Run one transfer on the multi handle; the result of curl, or -1 when cancelled. */
+/*
+ * Run one transfer on the multi handle. Returns 0 with curl's result in
+ * `*res`, -1 when cancelled. Nothing received for timeout_seconds ends the
+ * transfer as CURLE_OPERATION_TIMEDOUT (curl's own low-speed check takes
+ * several seconds longer to notice).
+ */
 static int perform(struct attempt *a, CURLcode *res)
 {
 	struct openai *o = a->o;
@@ -254,6 +270,7 @@ static int perform(struct attempt *a, CURLcode *res)
 	int left;
 
 	*res = CURLE_OK;
+	a->last_rx = mono_now();
 	if (curl_multi_add_handle(o->multi, o->easy) != CURLM_OK)
 		return err_set(FX_EPROVIDER, "libcurl refused the transfer");
 	for (;;) {
@@ -268,6 +285,11 @@ static int perform(struct attempt *a, CURLcode *res)
 		if (cancelled(a->p)) {
 			ret = -1;
 			break;
+		}
+		if (mono_now() - a->last_rx >= (double)a->p->timeout_seconds) {
+			curl_multi_remove_handle(o->multi, o->easy);
+			*res = CURLE_OPERATION_TIMEDOUT;
+			return 0;
 		}
 		mc = curl_multi_poll(o->multi, NULL, 0, 100, NULL);
 		if (mc != CURLM_OK) {
@@ -443,9 +465,6 @@ static void setup_transfer(struct provider *p, struct attempt *a, const char *bo
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, o->errbuf);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "forgex/" FX_VERSION);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, connect);
-	/* an idle timeout: fail when under 1 byte/s for timeout_seconds */
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, p->timeout_seconds);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 }
 
