@@ -270,7 +270,7 @@ int provider_open(struct provider **out, const struct config *cfg, const char *n
 	if (!pc->type || !*pc->type || !strcmp(pc->type, "openai")) {
 		ret = openai_open(p, pc);
 	} else if (!strcmp(pc->type, "replay")) {
-		ret = replay_open(p, pc);
+		ret = replay_open(p, pc, cfg->workspace);
 	} else {
 		ret = err_set(FX_EINVAL, "provider '%s': unknown type '%s' (expected \"openai\" "
 			      "or \"replay\")", p->name, pc->type);

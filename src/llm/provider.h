@@ -248,6 +248,7 @@ long llm_parse_retry_after(const char *value, long long now);
 
 /* Implementations, for provider_open(). */
 int openai_open(struct provider *p, const struct provider_config *pc);
-int replay_open(struct provider *p, const struct provider_config *pc);
+/** A relative transcript path is taken from `workspace` (NULL: the current folder). */
+int replay_open(struct provider *p, const struct provider_config *pc, const char *workspace);
 
 #endif

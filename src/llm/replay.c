@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base/jsonx.h"
+#include "base/path.h"
 #include "llm/provider.h"
 #include "llm/transcript.h"
 
@@ -239,7 +240,7 @@ static const struct provider_ops replay_ops = {
 	.release = replay_release,
 };
 
-int replay_open(struct provider *p, const struct provider_config *pc)
+int replay_open(struct provider *p, const struct provider_config *pc, const char *workspace)
 {
 	struct replay *r;
 	const char *key;
@@ -255,7 +256,14 @@ int replay_open(struct provider *p, const struct provider_config *pc)
 	r = xcalloc(1, sizeof(*r));
 	p->impl = r;
 	p->ops = &replay_ops;
-	r->path = xstrdup(pc->transcript);
+	if (pc->transcript[0] != '/' && workspace) {
+		struct buf full = BUF_INIT;
+
+		path_join(&full, workspace, pc->transcript);
+		r->path = buf_detach(&full, NULL);
+	} else {
+		r->path = xstrdup(pc->transcript);
+	}
 	r->lenient = pc->replay_mode && !strcmp(pc->replay_mode, "lenient");
 	strvec_init(&r->secrets);
 	redact_collect_env(&r->secrets, NULL);
