@@ -202,11 +202,11 @@ static void add_secret(struct strvec *secrets, const char *value)
 	strvec_push(secrets, value);
 }
 
-void redact_collect_env(struct strvec *secrets, char **envp)
+void redact_collect_env(struct strvec *secrets, const char *const *envp)
 {
-	char **e;
+	const char *const *e;
 
-	for (e = envp ? envp : environ; e && *e; e++) {
+	for (e = envp ? envp : (const char *const *)environ; e && *e; e++) {
 		const char *eq = strchr(*e, '=');
 
 		if (eq && secret_name(*e, (size_t)(eq - *e)) && strlen(eq + 1) >= 8)

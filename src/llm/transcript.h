@@ -85,7 +85,7 @@ void transcript_free(struct transcript *t);
 int transcript_load(json_t **out, const char *path);
 
 /** Push the values of secret-looking variables of `envp` (NULL: environ). */
-void redact_collect_env(struct strvec *secrets, char **envp);
+void redact_collect_env(struct strvec *secrets, const char *const *envp);
 
 /** Append `len` bytes of `s` to `out` with secrets replaced by "[REDACTED]". */
 void redact_text(struct buf *out, const char *s, size_t len, const struct strvec *secrets);
