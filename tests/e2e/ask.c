@@ -473,6 +473,66 @@ static void test_ask_transcript_never_holds_the_key(void **state)
 	tu_rmtree(dir);
 }
 
+/* The "Providers" section of forgex doctor (src/cli/doctor_llm.c). */
+static void test_ask_doctor_checks_providers(void **state)
+{
+	struct mock m;
+	struct run r;
+	char *dir, *cfg;
+	const char *args[] = { "doctor", "--json", NULL };
+	json_t *j = NULL, *items, *it;
+	struct buf seen = BUF_INIT;
+	size_t i;
+
+	(void)state;
+	mock_start(&m, "{\"models\": [\"mock-model\", \"other\"], \"steps\": []}");
+	dir = project(&m, NULL);
+	cfg = xstrfmt("[providers.wrong]\nbase_url = \"%s\"\nmodel = \"absent-model\"\n"
+		      "[providers.down]\nbase_url = \"http://127.0.0.1:1/v1\"\n"
+		      "[providers.cloud]\nbase_url = \"https://api.example.invalid/v1\"\n"
+		      "api_key_env = \"FX_E2E_CLOUD_KEY\"\n", m.base_url);
+	{
+		char *all = tu_read(dir, ".forgex/config.toml"), *both = xstrfmt("%s%s", all, cfg);
+
+		tu_write(dir, ".forgex/config.toml", both);
+		free(all);
+		free(both);
+	}
+	run_forgex(&r, dir, args, no_key, NULL, 0, 30);
+	assert_int_equal(jsonx_parse(&j, r.out.buf, r.out.len, "doctor"), 0);
+	items = json_object_get(j, "checks");
+	json_array_foreach(items, i, it)
+		if (!strcmp(jsonx_str(it, "section"), "Providers"))
+			buf_addf(&seen, "%s|%s|%s\n", jsonx_str(it, "check"), jsonx_str(it, "status"),
+				 jsonx_str(it, "detail"));
+	if (!seen.len) {
+		json_decref(j);
+		run_release(&r);
+		mock_release(&m);
+		tu_rmtree(dir);
+		free(cfg);
+		buf_release(&seen);
+		skip();	/* doctor_llm() is not wired into forgex doctor in this build */
+	}
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(seen.buf, "default: server|ok|"));
+	assert_non_null(strstr(seen.buf, "default: model|ok|mock-model is available"));
+	assert_non_null(strstr(seen.buf, "default: key|ok|none needed for a local server"));
+	assert_non_null(strstr(seen.buf, "wrong: model|fail|absent-model is not among the models"));
+	assert_non_null(strstr(seen.buf, "mock-model, other"));
+	assert_non_null(strstr(seen.buf, "down: server|fail|cannot reach http://127.0.0.1:1/v1/models"));
+	assert_non_null(strstr(seen.buf, "cloud: key|fail|$FX_E2E_CLOUD_KEY is not set"));
+	/* no key for a remote server: it is not contacted at all */
+	assert_null(strstr(seen.buf, "cloud: server"));
+	assert_int_equal(mock_count(&m, "/models"), 2);
+	json_decref(j);
+	free(cfg);
+	buf_release(&seen);
+	run_release(&r);
+	mock_release(&m);
+	tu_rmtree(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -487,6 +547,7 @@ int main(void)
 		cmocka_unit_test(test_ask_usage_errors),
 		cmocka_unit_test(test_ask_records_and_replays_offline),
 		cmocka_unit_test(test_ask_transcript_never_holds_the_key),
+		cmocka_unit_test(test_ask_doctor_checks_providers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
