@@ -8,6 +8,7 @@ int cmd_config(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_init(int argc, char **argv);
+int cmd_policy(int argc, char **argv);
 
 /*
  * The "Providers" section of `forgex doctor` (src/cli/doctor_llm.c): reachability,

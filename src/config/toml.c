@@ -1147,9 +1147,12 @@ static int parse_header(struct parser *p)
 	skip_ws(p);
 	if ((r = parse_key(p)) < 0)
 		return r;
-	if (peek(p) != ']' || (aot && peek_at(p, 1) != ']'))
+	if (peek(p) != ']' || (aot && peek_at(p, 1) != ']')) {
+		if (peek(p) == ']')
+			p->pos++;
 		return fail(p, "expected '%s' to close the table header, found %s",
 			    aot ? "]]" : "]", DESCRIBE(p));
+	}
 	p->pos += aot ? 2 : 1;
 
 	for (i = 0; i + 1 < p->keys_nr; i++) {
