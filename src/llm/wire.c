@@ -418,7 +418,8 @@ int wire_asm_finish(struct wire_asm *a, struct llm_response *out)
 	if (!a->finish_reason && !a->done)
 		return err_set(FX_EPROVIDER, "the stream ended before the reply was complete "
 			       "(no finish_reason and no [DONE] after %zu chunks)", a->chunks);
-	qsort(a->calls, a->calls_nr, sizeof(*a->calls), cmp_call_index);
+	if (a->calls_nr > 1)	/* qsort(NULL, 0, ...) is undefined */
+		qsort(a->calls, a->calls_nr, sizeof(*a->calls), cmp_call_index);
 	r.content = buf_detach(&a->content, NULL);
 	r.finish_reason = xstrdup(a->finish_reason ? a->finish_reason : "");
 	r.model = xstrdup(a->model ? a->model : "");
