@@ -27,6 +27,7 @@
 #include "base/log.h"
 #include "llm/provider.h"
 #include "llm/sse.h"
+#include "llm/transcript.h"
 #include "llm/wire.h"
 
 /* The longest Retry-After we wait for; beyond it the attempt fails. */
@@ -502,7 +503,8 @@ static int openai_chat(struct provider *p, struct llm_response *out, const struc
 		if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
 			rnd = (unsigned int)time(NULL) * 2654435761u + (unsigned int)attempt_nr;
 		delay = llm_backoff_ms(attempt_nr, ra, rnd);
-		log_debug("provider '%s': %s; retrying in %ld ms", p->name, msg.buf, delay);
+		log_debug("provider '%s': HTTP %ld, retry %d in %ld ms", p->name, out->http_status,
+			  attempt_nr + 1, delay);
 		if (wait_ms(p, delay) < 0) {
 			code = FX_EINTR;
 			buf_reset(&msg);
@@ -517,8 +519,20 @@ static int openai_chat(struct provider *p, struct llm_response *out, const struc
 	if (out->retries)
 		buf_addf(&msg, " (gave up after %d %s)", out->retries,
 			 out->retries == 1 ? "retry" : "retries");
-	ret = err_set(code, "provider '%s' (%s, model %s): %s", p->name, p->base_url,
-		      *model ? model : "(none)", msg.buf);
+	{
+		/* a server may echo the key in its error text: never pass it on */
+		struct strvec secrets = STRVEC_INIT;
+		struct buf clean = BUF_INIT;
+		struct openai *o = p->impl;
+
+		if (o->key)
+			strvec_push(&secrets, o->key);
+		redact_text(&clean, msg.buf, msg.len, &secrets);
+		ret = err_set(code, "provider '%s' (%s, model %s): %s", p->name, p->base_url,
+			      *model ? model : "(none)", clean.buf);
+		strvec_clear(&secrets);
+		buf_release(&clean);
+	}
 out:
 	buf_release(&wire);
 	buf_release(&msg);

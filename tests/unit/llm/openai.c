@@ -278,7 +278,7 @@ static void test_openai_401_names_the_key_variable(void **state)
 
 	(void)state;
 	start(&f, "[{\"status\": 401, \"body\": \"{\\\"error\\\": {\\\"message\\\": \\\"Incorrect API key provided\\\"}}\"},"
-		  " {\"status\": 401}]", NULL);
+		  " {\"status\": 401, \"body\": \"bad key " KEY_VALUE "\"}]", NULL);
 	assert_int_equal(ask(&f, &r, "q"), FX_EPROVIDER);
 	assert_non_null(strstr(err_last(), "HTTP 401: Incorrect API key provided"));
 	assert_non_null(strstr(err_last(), "$" KEY_VAR ", which is not set"));
@@ -288,6 +288,8 @@ static void test_openai_401_names_the_key_variable(void **state)
 	assert_int_equal(provider_open(&f.p, &f.cfg, "mock", NULL), 0);
 	assert_int_equal(ask(&f, &r, "q"), FX_EPROVIDER);
 	assert_non_null(strstr(err_last(), "check the key in $" KEY_VAR));
+	/* the server echoed the key in its error text; the message does not */
+	assert_non_null(strstr(err_last(), "HTTP 401: bad key [REDACTED]"));
 	assert_null(strstr(err_last(), KEY_VALUE));
 	assert_null(strstr(err_last(), "abcdefghijklmnop"));
 	finish(&f);
