@@ -467,6 +467,9 @@ static void setup_transfer(struct provider *p, struct attempt *a, const char *bo
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "forgex/" FX_VERSION);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, connect);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	/* a server on this machine is never reached through a proxy */
+	if (provider_url_is_local(p->base_url))
+		curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
 }
 
 static int openai_chat(struct provider *p, struct llm_response *out, const struct llm_request *req,
@@ -620,6 +623,8 @@ int provider_list_models(struct strvec *out, const struct provider_config *pc, l
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "forgex/" FX_VERSION);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (provider_url_is_local(url.buf))
+		curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
 	res = curl_easy_perform(h);
 	if (res != CURLE_OK) {
 		ret = err_set(FX_EPROVIDER, "cannot reach %s: %s", url.buf,

@@ -340,6 +340,25 @@ static void test_ask_dropped_stream_is_an_error(void **state)
 	tu_rmtree(dir);
 }
 
+static void test_ask_length_is_not_completion(void **state)
+{
+	struct mock m;
+	struct run r;
+	char *dir;
+	const char *args[] = { "ask", "Tell a long story", NULL };
+
+	(void)state;
+	mock_start(&m, "[{\"text\": \"Once upon a time\", \"finish_reason\": \"length\"}]");
+	dir = project(&m, NULL);
+	run_forgex(&r, dir, args, no_key, NULL, 0, 20);
+	assert_int_equal(r.status, 3);
+	assert_string_equal(r.out.buf, "Once upon a time\n");
+	assert_non_null(strstr(r.err.buf, "cut off at the model's token limit"));
+	run_release(&r);
+	mock_release(&m);
+	tu_rmtree(dir);
+}
+
 static void test_ask_ctrl_c_exits_130(void **state)
 {
 	struct mock m;
@@ -543,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_ask_500_fails_after_max_retries),
 		cmocka_unit_test(test_ask_401_names_key_variable),
 		cmocka_unit_test(test_ask_dropped_stream_is_an_error),
+		cmocka_unit_test(test_ask_length_is_not_completion),
 		cmocka_unit_test(test_ask_ctrl_c_exits_130),
 		cmocka_unit_test(test_ask_usage_errors),
 		cmocka_unit_test(test_ask_records_and_replays_offline),
