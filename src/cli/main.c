@@ -33,7 +33,7 @@ int cli_quiet, cli_verbose;
 static struct strvec cli_config_flags = STRVEC_INIT;	/* "key=value" from -c */
 
 static const struct cli_command commands[] = {
-	{ "ask", cmd_ask, 0, "Ask the configured model a question about this project",
+	{ "ask", HEAVY(cmd_ask), CLI_HEAVY, "Ask the configured model a question about this project",
 	  "usage: forgex ask [--json] [--provider NAME] [--model M] [--transcript FILE]\n"
 	  "                  QUESTION...\n"
 	  "\n"
