@@ -111,7 +111,9 @@ const char *llm_role_name(enum llm_role role);
 /** The role called `name`, or -1. */
 int llm_role_from_name(const char *name);
 
+/** Make `req` empty (as LLM_REQUEST_INIT). */
 void llm_request_init(struct llm_request *req);
+/** Free the contents; leaves `req` as LLM_REQUEST_INIT. */
 void llm_request_release(struct llm_request *req);
 
 /** Append a message with a copy of `content` (may be NULL); returns it (borrowed). */
@@ -247,8 +249,12 @@ long llm_backoff_ms(int attempt, long retry_after_ms, unsigned int rnd);
 long llm_parse_retry_after(const char *value, long long now);
 
 /* Implementations, for provider_open(). */
+/** Set `p` up as an "openai" provider: reads the key, prepares curl handles and headers. */
 int openai_open(struct provider *p, const struct provider_config *pc);
-/** A relative transcript path is taken from `workspace` (NULL: the current folder). */
+/**
+ * Set `p` up as a "replay" provider: loads the whole transcript. A relative
+ * path is taken from `workspace` (NULL: the current folder).
+ */
 int replay_open(struct provider *p, const struct provider_config *pc, const char *workspace);
 
 #endif

@@ -51,7 +51,9 @@ struct wire_asm {
 	size_t chunks;		/* JSON chunks taken */
 };
 
+/** Prepare `a`; `on_text` (may be NULL) gets each piece of text as it is taken. */
 void wire_asm_init(struct wire_asm *a, llm_text_fn on_text, void *cb_data);
+/** Free what `a` holds (what wire_asm_finish() moved out is not touched). */
 void wire_asm_release(struct wire_asm *a);
 
 /**
