@@ -381,6 +381,11 @@ static enum outcome attempt_run(struct attempt *a, struct llm_response *out, str
 		buf_addstr(msg, a->cb_msg);
 		return OUT_FAIL;
 	}
+	if (res != CURLE_OK && a->streaming && (a->as.done || a->as.finish_reason) &&
+	    (res == CURLE_PARTIAL_FILE || res == CURLE_RECV_ERROR)) {
+		/* the reply was whole; only the end of the HTTP framing was lost */
+		res = CURLE_OK;
+	}
 	if (res != CURLE_OK) {
 		if (res == CURLE_OPERATION_TIMEDOUT)
 			buf_addf(msg, "no data from the server for %ld seconds (timeout_seconds)",

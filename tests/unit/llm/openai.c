@@ -334,6 +334,15 @@ static void test_openai_dropped_stream_is_an_error(void **state)
 	assert_int_equal(mock_count(&f.mock, "/chat/completions"), 1);
 	finish(&f);
 
+	/* a connection lost after the reply was whole is no error */
+	start(&f, "[{\"raw\": [\"data: {\\\"choices\\\":[{\\\"index\\\":0,\\\"delta\\\":"
+		  "{\\\"content\\\":\\\"complete\\\"},\\\"finish_reason\\\":\\\"stop\\\"}]}\\n\\n\","
+		  " \"data: [DONE]\\n\\n\"], \"drop_after_bytes\": 1000000}]", NULL);
+	assert_int_equal(ask(&f, &r, "q"), 0);
+	assert_string_equal(r.content, "complete");
+	llm_response_release(&r);
+	finish(&f);
+
 	/* cut cleanly at an event boundary: no [DONE], no finish_reason */
 	start(&f, "[{\"text\": \"partial\", \"finish_reason\": null, \"done\": false, \"usage\": false}]",
 	      NULL);
