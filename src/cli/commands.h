@@ -10,12 +10,4 @@ int cmd_help(int argc, char **argv);
 int cmd_init(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
 
-/*
- * The "Providers" section of `forgex doctor` (src/cli/doctor_llm.c): reachability,
- * model and key of each [providers.NAME]. `cfg` may be NULL (config broken).
- */
-struct config;
-struct doctor;
-void doctor_llm(struct doctor *d, const struct config *cfg);
-
 #endif

@@ -11,7 +11,7 @@
 #include "base/buf.h"
 #include "base/path.h"
 #include "cli/cli.h"
-#include "cli/commands.h"
+#include "cli/doctor.h"
 #include "llm/provider.h"
 #include "llm/transcript.h"
 
