@@ -83,7 +83,11 @@ static void check_openai(struct doctor *d, const struct provider_config *pc, con
 	buf_reset(&what);
 	buf_addf(&what, "%s: server", name);
 	if (provider_list_models(&models, pc, DOCTOR_TIMEOUT_MS) < 0) {
-		doctor_item(d, DOCTOR_FAIL, what.buf, "%s", err_last());
+		/*
+		 * A warning, not a failure: nothing is wrong with this machine or
+		 * the configuration; the server may just not be running yet.
+		 */
+		doctor_item(d, DOCTOR_WARN, what.buf, "%s", err_last());
 		goto out;
 	}
 	doctor_item(d, DOCTOR_OK, what.buf, "%s answers (%zu model%s listed)", url, models.nr,

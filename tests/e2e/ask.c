@@ -524,22 +524,13 @@ static void test_ask_doctor_checks_providers(void **state)
 		if (!strcmp(jsonx_str(it, "section"), "Providers"))
 			buf_addf(&seen, "%s|%s|%s\n", jsonx_str(it, "check"), jsonx_str(it, "status"),
 				 jsonx_str(it, "detail"));
-	if (!seen.len) {
-		json_decref(j);
-		run_release(&r);
-		mock_release(&m);
-		tu_rmtree(dir);
-		free(cfg);
-		buf_release(&seen);
-		skip();	/* doctor_llm() is not wired into forgex doctor in this build */
-	}
 	assert_int_equal(r.status, 1);
 	assert_non_null(strstr(seen.buf, "default: server|ok|"));
 	assert_non_null(strstr(seen.buf, "default: model|ok|mock-model is available"));
 	assert_non_null(strstr(seen.buf, "default: key|ok|none needed for a local server"));
 	assert_non_null(strstr(seen.buf, "wrong: model|fail|absent-model is not among the models"));
 	assert_non_null(strstr(seen.buf, "mock-model, other"));
-	assert_non_null(strstr(seen.buf, "down: server|fail|cannot reach http://127.0.0.1:1/v1/models"));
+	assert_non_null(strstr(seen.buf, "down: server|warn|cannot reach http://127.0.0.1:1/v1/models"));
 	assert_non_null(strstr(seen.buf, "cloud: key|fail|$FX_E2E_CLOUD_KEY is not set"));
 	/* no key for a remote server: it is not contacted at all */
 	assert_null(strstr(seen.buf, "cloud: server"));
