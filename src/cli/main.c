@@ -41,6 +41,16 @@ static const struct cli_command commands[] = {
 	  "repository, adds .forgex/runs/ and .forgex/checkpoints/ to\n"
 	  ".git/info/exclude. Refuses to overwrite an existing file unless\n"
 	  "--force is given.\n" },
+	{ "policy", cmd_policy, 0, "Ask the command policy about a command",
+	  "usage: forgex policy check [--json] [--] CMD [ARG...]\n"
+	  "\n"
+	  "Prints what the command policy of this project decides for the\n"
+	  "command CMD ARG...: 'allow', 'deny: REASON' or 'approval: REASON',\n"
+	  "and exits 0, 4 or 5. Nothing is run and nobody is asked. The policy\n"
+	  "is [terminal] allowed and denied and [permissions] mode of the\n"
+	  "effective configuration ('forgex config show').\n"
+	  "\n"
+	  "--json   print {\"decision\": \"allow|deny|approval\", \"reason\": \"...\"}\n" },
 };
 
 static const char global_usage[] =

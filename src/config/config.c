@@ -786,16 +786,16 @@ static size_t env_candidates(struct config *cfg, struct env_candidate **out)
 	return nr;
 }
 
-int config_apply_env(struct config *cfg, char **envp)
+int config_apply_env(struct config *cfg, const char *const *envp)
 {
 	struct env_candidate *cand;
 	size_t nr = env_candidates(cfg, &cand), i;
 	struct buf prefix = BUF_INIT;
 	int ret = 0, pass;
-	char **e;
+	const char *const *e;
 
 	if (!envp)
-		envp = environ;
+		envp = (const char *const *)environ;
 	/* Pass 0 validates every FORGEX_<SECTION>_* variable, pass 1 applies. */
 	for (pass = 0; pass < 2 && !ret; pass++) {
 		for (e = envp; *e && !ret; e++) {

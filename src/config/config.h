@@ -155,7 +155,7 @@ int config_apply_string(struct config *cfg, const char *text, size_t len,
 			const char *name, enum cfg_origin origin);
 
 /** Apply the FORGEX_* variables of `envp` (NULL: environ). */
-int config_apply_env(struct config *cfg, char **envp);
+int config_apply_env(struct config *cfg, const char *const *envp);
 
 /**
  * Set one key from text, as a flag would ("sandbox.backend", "none";

@@ -133,7 +133,7 @@ static void test_config_validate_unknown_provider(void **state)
 
 static void test_config_env_overrides_and_typos(void **state)
 {
-	char *env[] = {
+	const char *env[] = {
 		"FORGEX_TERMINAL_TIMEOUT_SECONDS=30",
 		"FORGEX_PROVIDERS_DEFAULT_MODEL=llama3",
 		"FORGEX_AGENTS_EXPERT_CODER_MAX_TURNS=7",
@@ -142,8 +142,8 @@ static void test_config_env_overrides_and_typos(void **state)
 		"HOME=/x",
 		NULL,
 	};
-	char *bad[] = { "FORGEX_TERMINAL_TIMEOUT_SECOND=30", NULL };
-	char *badval[] = { "FORGEX_SANDBOX_NETWORK=maybe", NULL };
+	const char *bad[] = { "FORGEX_TERMINAL_TIMEOUT_SECOND=30", NULL };
+	const char *badval[] = { "FORGEX_SANDBOX_NETWORK=maybe", NULL };
 	struct config cfg;
 	struct buf v = BUF_INIT;
 	enum cfg_origin o;
@@ -222,6 +222,67 @@ static void test_config_template_parses_to_defaults(void **state)
 	buf_release(&t);
 }
 
+struct collect {
+	struct strvec lines;
+};
+
+static void collect_cb(const char *key, const char *value, enum cfg_origin origin,
+		       const char *where, const char *doc, void *data)
+{
+	struct collect *c = data;
+
+	(void)where;
+	(void)doc;
+	strvec_pushf(&c->lines, "%s=%s@%d", key, value, (int)origin);
+}
+
+/* Uncommenting every line of the template gives every key, at its default. */
+static void test_config_template_uncommented_is_complete(void **state)
+{
+	struct collect defaults = { STRVEC_INIT }, loaded = { STRVEC_INIT };
+	struct buf t = BUF_INIT, u = BUF_INIT;
+	struct config cfg;
+	const char *p;
+	size_t i;
+
+	(void)state;
+	config_write_template(&t);
+	for (p = t.buf; *p;) {
+		size_t n = strcspn(p, "\n");
+
+		/* "# [section]" and "# key = value   # doc" lines */
+		if (n > 2 && !strncmp(p, "# ", 2) && (p[2] == '[' || memchr(p, '=', n)) &&
+		    (p[2] == '[' || (p[2] >= 'a' && p[2] <= 'z' && strchr(p, ' ') &&
+				     !memchr(p + 2, ' ', strcspn(p + 2, " ")))))
+			buf_add(&u, p + 2, n - 2);
+		buf_addch(&u, '\n');
+		p += n + (p[n] == '\n');
+	}
+	config_init(&cfg);
+	config_visit(&cfg, collect_cb, &defaults);
+	config_release(&cfg);
+	config_init(&cfg);
+	apply_ok(&cfg, u.buf, CFG_PROJECT);
+	config_visit(&cfg, collect_cb, &loaded);
+	assert_int_equal(loaded.lines.nr, defaults.lines.nr);
+	for (i = 0; i < loaded.lines.nr; i++) {
+		/* same value, but now from the project file */
+		struct buf want = BUF_INIT;
+
+		buf_addstr(&want, defaults.lines.v[i]);
+		buf_setlen(&want, want.len - 1);
+		buf_addch(&want, '0' + CFG_PROJECT);
+		if (strcmp(loaded.lines.v[i], want.buf))
+			fail_msg("template key not at its default: %s (want %s)", loaded.lines.v[i], want.buf);
+		buf_release(&want);
+	}
+	config_release(&cfg);
+	strvec_clear(&defaults.lines);
+	strvec_clear(&loaded.lines);
+	buf_release(&t);
+	buf_release(&u);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -233,6 +294,7 @@ int main(void)
 		cmocka_unit_test(test_config_set_flag),
 		cmocka_unit_test(test_config_find_workspace),
 		cmocka_unit_test(test_config_template_parses_to_defaults),
+		cmocka_unit_test(test_config_template_uncommented_is_complete),
 	};
 
 	return cmocka_run_group_tests_name("config/config", tests, NULL, NULL);
