@@ -509,10 +509,21 @@ void vs_excerpt_text(struct vscan *s, size_t h, const char *text, size_t len, in
 	}
 }
 
+/* Append line `l` without its first `cut` columns of spaces. */
+static void add_dedented(struct buf *b, const struct vline *l, size_t cut)
+{
+	size_t k = 0;
+
+	while (k < cut && k < l->len && l->s[k] == ' ')
+		k++;
+	buf_add(b, l->s + k, l->len - k);
+	buf_addch(b, '\n');
+}
+
 void vs_excerpt(struct vscan *s, size_t h, size_t first, size_t end, int replace)
 {
 	struct buf b = BUF_INIT;
-	size_t i, budget = VERIFY_EXCERPT_MAX * 2;
+	size_t i, cut, budget = VERIFY_EXCERPT_MAX * 2;
 
 	if (h >= s->sink->nr || (s->sink->tests[h].excerpt && !replace))
 		return;
@@ -523,12 +534,24 @@ void vs_excerpt(struct vscan *s, size_t h, size_t first, size_t end, int replace
 		first++;
 	while (end > first && (!vs_visible(s, end - 1) || !s->lines[end - 1].len))
 		end--;
+	/* The indentation all lines share is dropped (within the budget). */
+	for (i = first, cut = (size_t)-1; i < end && i - first < 4 * budget; i++) {
+		size_t k = 0;
+
+		if (!vs_visible(s, i) || !s->lines[i].len)
+			continue;
+		while (k < s->lines[i].len && s->lines[i].s[k] == ' ')
+			k++;
+		if (k < cut)
+			cut = k;
+	}
+	if (cut == (size_t)-1)
+		cut = 0;
 	/* Gather the head, then jump to the tail when too long. */
 	for (i = first; i < end && b.len < budget; i++) {
 		if (!vs_visible(s, i))
 			continue;
-		buf_add(&b, s->lines[i].s, s->lines[i].len);
-		buf_addch(&b, '\n');
+		add_dedented(&b, &s->lines[i], cut);
 	}
 	if (i < end) {
 		size_t j = end, tail = 0;
@@ -542,8 +565,7 @@ void vs_excerpt(struct vscan *s, size_t h, size_t first, size_t end, int replace
 		for (; j < end; j++) {
 			if (!vs_visible(s, j))
 				continue;
-			buf_add(&b, s->lines[j].s, s->lines[j].len);
-			buf_addch(&b, '\n');
+			add_dedented(&b, &s->lines[j], cut);
 		}
 	}
 	vs_excerpt_text(s, h, b.buf, b.len, replace);
