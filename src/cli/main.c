@@ -31,6 +31,23 @@ static const struct cli_command commands[] = {
 	  "\n"
 	  "Reports the programs and libraries forgex uses and what it found.\n"
 	  "Exits 1 when something required is missing.\n" },
+	{ "exec", cmd_exec, 0, "Run one command as an agent's command runs",
+	  "usage: forgex exec [--backend B] [--cwd DIR] [--timeout S] [--json] -- CMD [ARG...]\n"
+	  "\n"
+	  "Runs CMD ARG... (an argv, never a shell string) exactly as an agent's\n"
+	  "command runs: the command policy, approval in \"ask\" mode (on the\n"
+	  "terminal), then the sandbox, in this project's workspace with a\n"
+	  "sanitized environment, stdin from /dev/null, a timeout and an output\n"
+	  "cap. Prints the command's output and exits with its status (128+N when\n"
+	  "killed by signal N), 4 when the policy or the sandbox refuses, 130 when\n"
+	  "interrupted (the command and everything it started are stopped).\n"
+	  "\n"
+	  "--backend B   auto, native, docker or none (default: [sandbox] backend)\n"
+	  "--cwd DIR     working folder, from the current one; must be inside the\n"
+	  "              workspace (default: the current folder)\n"
+	  "--timeout S   seconds (default: [terminal] timeout_seconds)\n"
+	  "--json        print the result as one JSON object: argv, exit_code,\n"
+	  "              stdout, stderr, timed_out, duration_ms, truncated\n" },
 	{ "help", cmd_help, 0, "Show help for a command",
 	  "usage: forgex help [COMMAND]\n" },
 	{ "init", cmd_init, 0, "Write .forgex/config.toml for this project",

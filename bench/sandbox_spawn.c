@@ -1,0 +1,150 @@
+/*
+ * bench/sandbox_spawn: the cost of running /bin/true through the executor
+ * (none and native backends) against a plain fork + execve + waitpid, in
+ * the same process and run. Prints the median of N runs of each, in ms.
+ *
+ *   sandbox_spawn [N]        (default 200)
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "sandbox/executor.h"
+#include "sandbox/sandbox.h"
+
+extern char **environ;
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double plain_once(void)
+{
+	char *const argv[] = { (char *)"/bin/true", NULL };
+	double t = now_ms();
+	int st;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (!pid) {
+		execve(argv[0], argv, environ);
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			die("waitpid: %s", strerror(errno));
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		die("/bin/true failed");
+	return now_ms() - t;
+}
+
+static double executor_once(struct executor *ex)
+{
+	const char *argv[] = { "/bin/true", NULL };
+	struct exec_request req = { argv, 1, NULL, 10000, NULL };
+	struct exec_result r = EXEC_RESULT_INIT;
+	double t = now_ms();
+
+	if (executor_run(&r, ex, &req) < 0)
+		die("executor_run: %s", err_last());
+	t = now_ms() - t;
+	if (r.exit_code)
+		die("/bin/true exited %d under the executor: %s", r.exit_code, r.err.buf);
+	exec_result_release(&r);
+	return t;
+}
+
+int main(int argc, char **argv)
+{
+	static const char *const backends[] = { "none", "native" };
+	int n = argc > 1 ? atoi(argv[1]) : 200, i, b;
+	double *plain, *runs, base;
+	struct config cfg;
+	char *ws;
+
+	if (n < 5)
+		n = 5;
+	plain = xcalloc((size_t)n, sizeof(*plain));
+	runs = xcalloc((size_t)n, sizeof(*runs));
+	ws = getcwd(NULL, 0);
+	config_init(&cfg);
+	for (i = 0; i < 10; i++)	/* warm up */
+		plain_once();
+	for (i = 0; i < n; i++)
+		plain[i] = plain_once();
+	base = median(plain, n);
+	printf("plain fork+exec of /bin/true:   median %.3f ms (%d runs)\n", base, n);
+	for (b = 0; b < 2; b++) {
+		struct executor ex;
+
+		if (config_set(&cfg, "sandbox.backend", backends[b], CFG_FLAG) < 0)
+			die("%s", err_last());
+		if (executor_init(&ex, &cfg, ws) < 0) {
+			printf("%-6s executor:               cannot run here: %s\n", backends[b],
+			       err_last());
+			continue;
+		}
+		for (i = 0; i < 5; i++)
+			executor_once(&ex);
+		for (i = 0; i < n; i++)
+			runs[i] = executor_once(&ex);
+		printf("%-6s executor, /bin/true:    median %.3f ms, added %.3f ms\n", backends[b],
+		       median(runs, n), median(runs, n) - base);
+		executor_release(&ex);
+	}
+	if (getenv("BENCH_BREAKDOWN")) {
+		/* what each piece of native costs, by taking it away */
+		static const struct { const char *what; unsigned mask; long nproc; } parts[] = {
+			{ "without network namespace", SB_FEAT_NETNS, 512 },
+			{ "without PID namespace", SB_FEAT_PIDNS, 512 },
+			{ "without user namespace", SB_FEAT_USERNS, 512 },
+			{ "without process limit", 0, 0 },
+		};
+		size_t k;
+
+		for (k = 0; k < sizeof(parts) / sizeof(parts[0]); k++) {
+			struct executor ex;
+
+			sandbox_probe_mask(parts[k].mask);
+			cfg.sandbox.max_processes = parts[k].nproc;
+			if (executor_init(&ex, &cfg, ws) < 0) {
+				printf("  %-28s cannot run: %s\n", parts[k].what, err_last());
+				continue;
+			}
+			for (i = 0; i < n; i++)
+				runs[i] = executor_once(&ex);
+			printf("  native %-28s median %.3f ms\n", parts[k].what, median(runs, n));
+			executor_release(&ex);
+			cfg.sandbox.max_processes = 512;
+		}
+		sandbox_probe_mask(0);
+	}
+	config_release(&cfg);
+	free(plain);
+	free(runs);
+	free(ws);
+	return 0;
+}

@@ -1,0 +1,97 @@
+/*
+ * The "Sandbox" section of `forgex doctor`: what this kernel offers, which
+ * guarantee of the native backend is enforced here and how, whether docker
+ * answers, and which backend the configuration leads to (or why none).
+ */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/doctor.h"
+#include "sandbox/executor.h"
+#include "sandbox/sandbox.h"
+
+/* Declared here until cli/doctor.h lists it (doctor_sections() calls it). */
+void doctor_sandbox(struct doctor *d, const struct config *cfg);
+
+static void kernel_items(struct doctor *d, const struct sandbox_caps *c)
+{
+	int root = c->euid == 0;
+
+	if (c->landlock_abi)
+		doctor_item(d, DOCTOR_OK, "Landlock", "ABI %d", c->landlock_abi);
+	else
+		doctor_item(d, DOCTOR_WARN, "Landlock", "not available (Linux 5.13+ with landlock "
+			    "in the lsm= boot parameter)");
+	doctor_item(d, c->userns ? DOCTOR_OK : DOCTOR_WARN, "user namespaces", "%s",
+		    c->userns ? "available" : "not available (kernel.unprivileged_userns_clone "
+		    "or user.max_user_namespaces, or an AppArmor restriction)");
+	doctor_item(d, c->pidns ? DOCTOR_OK : DOCTOR_WARN, "PID namespaces", "%s",
+		    c->pidns ? "available" : root ? "not available" :
+		    "not available (needs user namespaces)");
+	doctor_item(d, c->netns ? DOCTOR_OK : DOCTOR_WARN, "network namespaces", "%s",
+		    c->netns ? "available" : root ? "not available" :
+		    "not available (needs user namespaces)");
+	doctor_item(d, c->seccomp ? DOCTOR_OK : DOCTOR_WARN, "seccomp", "%s",
+		    c->seccomp ? "filters available" : "not available");
+	if (root)
+		doctor_item(d, c->cgroup_pids ? DOCTOR_OK : DOCTOR_WARN, "pids cgroup", "%s",
+			    c->cgroup_pids ? c->cgroup_pids_dir :
+			    "none writable: the process limit cannot bind root");
+}
+
+static void native_items(struct doctor *d, const struct sandbox_caps *c)
+{
+	size_t i;
+
+	for (i = 0; i < SB_GUARANTEES; i++) {
+		char what[48];
+
+		snprintf(what, sizeof(what), "native: %s", c->native[i].what);
+		doctor_item(d, c->native[i].enforced ? DOCTOR_OK : DOCTOR_WARN, what, "%s%s",
+			    c->native[i].enforced ? "" : "NOT ENFORCED: ", c->native[i].how);
+	}
+}
+
+static void backend_item(struct doctor *d, const struct config *cfg)
+{
+	const char *want = cfg->sandbox.backend && *cfg->sandbox.backend ?
+			   cfg->sandbox.backend : "auto";
+	struct executor ex;
+	size_t i;
+
+	if (!cfg->workspace) {
+		doctor_item(d, DOCTOR_INFO, "backend", "%s (no workspace to check it in)", want);
+		return;
+	}
+	if (executor_init(&ex, cfg, cfg->workspace) < 0) {
+		doctor_item(d, DOCTOR_FAIL, "backend", "'%s': commands would be refused: %s", want,
+			    err_last());
+		return;
+	}
+	if (!ex.warnings.nr)
+		doctor_item(d, DOCTOR_OK, "backend", "'%s' runs commands with '%s'", want,
+			    executor_backend_name(&ex));
+	for (i = 0; i < ex.warnings.nr; i++)
+		doctor_item(d, DOCTOR_WARN, "backend", "'%s' runs commands with '%s': %s", want,
+			    executor_backend_name(&ex), ex.warnings.v[i]);
+	executor_release(&ex);
+}
+
+void doctor_sandbox(struct doctor *d, const struct config *cfg)
+{
+	struct sandbox_caps caps;
+
+	sandbox_probe(&caps, 1);
+	doctor_section(d, "Sandbox");
+	kernel_items(d, &caps);
+	native_items(d, &caps);
+	if (!caps.docker_client)
+		doctor_item(d, DOCTOR_INFO, "docker", "%s", caps.docker_version);
+	else if (caps.docker_engine)
+		doctor_item(d, DOCTOR_OK, "docker", "engine %s", caps.docker_version);
+	else
+		doctor_item(d, DOCTOR_INFO, "docker", "client found; %s", caps.docker_version);
+	if (cfg)
+		backend_item(d, cfg);
+}

@@ -1,0 +1,547 @@
+/*
+ * What the backends share: the backend table, the kernel probe, quiet
+ * helper processes, and the async-signal-safe child sweep.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/landlock.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/fsutil.h"
+#include "base/path.h"
+#include "sandbox/sandbox.h"
+
+extern char **environ;
+
+const struct sandbox_backend *sandbox_backend_find(const char *name)
+{
+	static const struct sandbox_backend *const all[] = {
+		&sandbox_backend_native, &sandbox_backend_docker, &sandbox_backend_none,
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(all); i++)
+		if (!strcmp(all[i]->name, name))
+			return all[i];
+	return NULL;
+}
+
+/* The seed's _SAFE_ENV_VARS: everything else in forgex's environment stays out. */
+static const char *const safe_env_vars[] = {
+	"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USERPROFILE",
+	"SYSTEMROOT", "SYSTEMDRIVE", "COMSPEC", "PATHEXT", "TEMP", "TMP",
+};
+
+void sb_build_env(struct strvec *env, const char *const *overrides)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(safe_env_vars); i++) {
+		const char *v = getenv(safe_env_vars[i]);
+
+		if (v)
+			strvec_pushf(env, "%s=%s", safe_env_vars[i], v);
+	}
+	for (; overrides && *overrides; overrides++)
+		if (strchr(*overrides, '=') && **overrides != '=')
+			sb_env_set(env, *overrides);
+}
+
+void sb_env_set(struct strvec *env, const char *kv)
+{
+	size_t i, n = strcspn(kv, "=");
+
+	for (i = 0; i < env->nr; i++) {
+		if (!strncmp(env->v[i], kv, n) && env->v[i][n] == '=') {
+			free((char *)env->v[i]);
+			env->v[i] = xstrdup(kv);
+			return;
+		}
+	}
+	strvec_push(env, kv);
+}
+
+const char *sb_env_get(const struct strvec *env, const char *name)
+{
+	size_t i, n = strlen(name);
+
+	for (i = 0; i < env->nr; i++)
+		if (!strncmp(env->v[i], name, n) && env->v[i][n] == '=')
+			return env->v[i] + n + 1;
+	return NULL;
+}
+
+/* ------------------------------------------------ children, AS-safe */
+
+struct fx_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/* Append the pids listed in the open "children" file `fd` to `pids`. */
+static size_t read_pid_list(int fd, pid_t *pids, size_t n, size_t max)
+{
+	char chunk[512];
+	long cur = -1;
+	ssize_t got, i;
+
+	while ((got = read(fd, chunk, sizeof(chunk))) != 0) {
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (i = 0; i < got; i++) {
+			if (chunk[i] >= '0' && chunk[i] <= '9') {
+				cur = (cur < 0 ? 0 : cur * 10) + (chunk[i] - '0');
+			} else if (cur >= 0) {
+				if (n < max)
+					pids[n++] = (pid_t)cur;
+				cur = -1;
+			}
+		}
+	}
+	if (cur >= 0 && n < max)
+		pids[n++] = (pid_t)cur;
+	return n;
+}
+
+size_t sb_list_children(pid_t *pids, size_t max)
+{
+	char dents[2048];
+	size_t n = 0;
+	int dfd;
+	long got;
+
+	dfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return 0;
+	while ((got = syscall(SYS_getdents64, dfd, dents, sizeof(dents))) > 0) {
+		long off = 0;
+
+		while (off < got) {
+			struct fx_dirent64 d;
+			const char *name = dents + off + offsetof(struct fx_dirent64, d_name);
+			char path[48];
+			size_t k = 0;
+			int cfd;
+
+			memcpy(&d, dents + off, sizeof(d));
+			off += d.d_reclen;
+			if (name[0] < '0' || name[0] > '9')
+				continue;
+			while (name[k] && k < 24) {
+				path[k] = name[k];
+				k++;
+			}
+			memcpy(path + k, "/children", sizeof("/children"));
+			cfd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
+			if (cfd < 0)
+				continue;
+			n = read_pid_list(cfd, pids, n, max);
+			close(cfd);
+		}
+	}
+	close(dfd);
+	return n;
+}
+
+int sb_kill_children(pid_t except, const pid_t *keep, size_t keep_nr)
+{
+	pid_t kids[256];
+	int killed = 0, round;
+
+	for (round = 0; round < 100000; round++) {
+		size_t n = sb_list_children(kids, ARRAY_SIZE(kids)), i, j, left = 0;
+
+		for (i = 0; i < n; i++) {
+			int skip = kids[i] == except;
+
+			for (j = 0; j < keep_nr && !skip; j++)
+				skip = kids[i] == keep[j];
+			if (skip)
+				continue;
+			kill(kids[i], SIGKILL);
+			kids[left++] = kids[i];
+			killed++;
+		}
+		if (!left)
+			break;
+		for (i = 0; i < left; i++)
+			while (waitpid(kids[i], NULL, __WALL) < 0 && errno == EINTR)
+				;
+	}
+	return killed;
+}
+
+/* ------------------------------------------------------ quiet helpers */
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+int sandbox_run_quiet(const char *const *argv, const char *const *envp, struct buf *out,
+		      int timeout_ms)
+{
+	posix_spawn_file_actions_t fa;
+	int pfd[2] = { -1, -1 }, st, ret = -1, exited = 0;
+	double deadline = mono_ms() + timeout_ms;
+	pid_t pid;
+
+	if (out && pipe2(pfd, O_CLOEXEC) < 0)
+		return -1;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (out)
+		posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+	else
+		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	if (posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv,
+			 envp ? (char *const *)envp : environ)) {
+		posix_spawn_file_actions_destroy(&fa);
+		if (out) {
+			close(pfd[0]);
+			close(pfd[1]);
+		}
+		return -1;
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	if (out) {
+		close(pfd[1]);
+		for (;;) {
+			struct pollfd p = { pfd[0], POLLIN, 0 };
+			double left = deadline - mono_ms();
+			char chunk[1024];
+			ssize_t n;
+
+			if (left <= 0)
+				break;
+			if (poll(&p, 1, (int)left + 1) <= 0) {
+				if (errno == EINTR)
+					continue;
+				break;
+			}
+			n = read(pfd[0], chunk, sizeof(chunk));
+			if (n <= 0)
+				break;
+			if (out->len < 4096)
+				buf_add(out, chunk, (size_t)n);
+		}
+		close(pfd[0]);
+	}
+	while (mono_ms() < deadline) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid) {
+			exited = 1;
+			break;
+		}
+		if (r < 0 && errno != EINTR)
+			return -1;
+		usleep(2000);
+	}
+	if (!exited) {
+		kill(pid, SIGKILL);
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		return -1;
+	}
+	if (WIFEXITED(st))
+		ret = WEXITSTATUS(st);
+	return ret;
+}
+
+/* -------------------------------------------------------------- probe */
+
+static unsigned probe_mask;
+
+void sandbox_probe_mask(unsigned mask)
+{
+	probe_mask = mask;
+}
+
+/* Whether a child can unshare(flags); the child only calls unshare and _exit. */
+static int can_unshare(int flags)
+{
+	int st;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return 0;
+	if (!pid)
+		_exit(unshare(flags) < 0 ? 1 : 0);
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return 0;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/*
+ * The pids cgroup folder forgex is in, from /proc/self/mountinfo and
+ * /proc/self/cgroup: cgroup v1 with the pids controller, or v2 where our
+ * own cgroup delegates "pids" to its children.
+ */
+static int find_pids_cgroup(char *out, size_t outlen)
+{
+	struct buf mi = BUF_INIT, cg = BUF_INIT, dir = BUF_INIT, ctl = BUF_INIT;
+	char v1mnt[256] = "", v2mnt[256] = "", v1path[256] = "", v2path[256] = "";
+	const char *line;
+	int found = 0;
+
+	if (fsutil_read_file(&mi, "/proc/self/mountinfo", 1 << 20) < 0 ||
+	    fsutil_read_file(&cg, "/proc/self/cgroup", 1 << 16) < 0)
+		goto out;
+	for (line = mi.buf; *line; line = strchrnul(line, '\n'), line += !!*line) {
+		char mnt[256], fstype[64], opts[256];
+		const char *sep = strstr(line, " - ");
+
+		if (!sep || sscanf(line, "%*s %*s %*s %*s %255s", mnt) != 1 ||
+		    sscanf(sep + 3, "%63s %*s %255s", fstype, opts) != 2)
+			continue;
+		if (!strcmp(fstype, "cgroup2") && !*v2mnt)
+			snprintf(v2mnt, sizeof(v2mnt), "%s", mnt);
+		else if (!strcmp(fstype, "cgroup") && !*v1mnt) {
+			char *o, *save = NULL;
+
+			for (o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save))
+				if (!strcmp(o, "pids"))
+					snprintf(v1mnt, sizeof(v1mnt), "%s", mnt);
+		}
+	}
+	for (line = cg.buf; *line; line = strchrnul(line, '\n'), line += !!*line) {
+		const char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		const char *end = strchrnul(line, '\n');
+		size_t n;
+
+		if (!c2)
+			continue;
+		n = (size_t)(end - c2 - 1);
+		if (n >= sizeof(v1path))
+			continue;
+		if (c2 == c1 + 1 && line[0] == '0') {
+			memcpy(v2path, c2 + 1, n);
+			v2path[n] = '\0';
+		} else {
+			char ctrls[128];
+			size_t cn = (size_t)(c2 - c1 - 1);
+
+			if (cn >= sizeof(ctrls))
+				continue;
+			memcpy(ctrls, c1 + 1, cn);
+			ctrls[cn] = '\0';
+			if (strstr(ctrls, "pids")) {
+				memcpy(v1path, c2 + 1, n);
+				v1path[n] = '\0';
+			}
+		}
+	}
+	if (*v1mnt && *v1path) {
+		path_join(&dir, v1mnt, v1path);
+	} else if (*v2mnt && *v2path) {
+		path_join(&dir, v2mnt, v2path);
+		path_join(&ctl, dir.buf, "cgroup.subtree_control");
+		buf_reset(&mi);
+		if (fsutil_read_file(&mi, ctl.buf, 4096) < 0 || !strstr(mi.buf, "pids"))
+			buf_reset(&dir);
+	}
+	if (dir.len && dir.len < outlen) {
+		/* can we really make one? (read-only mounts, missing delegation) */
+		char *probe = xstrfmt("%s/forgex-probe-%ld", dir.buf, (long)getpid());
+
+		if (!mkdir(probe, 0755)) {
+			rmdir(probe);
+			memcpy(out, dir.buf, dir.len + 1);
+			found = 1;
+		}
+		free(probe);
+	}
+out:
+	buf_release(&mi);
+	buf_release(&cg);
+	buf_release(&dir);
+	buf_release(&ctl);
+	return found;
+}
+
+static void set_guarantee(struct sandbox_guarantee *g, const char *what, int enforced,
+			  const char *fmt, ...) FX_PRINTF(4, 5);
+static void set_guarantee(struct sandbox_guarantee *g, const char *what, int enforced,
+			  const char *fmt, ...)
+{
+	va_list ap;
+
+	g->what = what;
+	g->enforced = enforced;
+	va_start(ap, fmt);
+	vsnprintf(g->how, sizeof(g->how), fmt, ap);
+	va_end(ap);
+}
+
+static void fill_guarantees(struct sandbox_caps *c)
+{
+	int root = c->euid == 0, abi = c->landlock_abi;
+
+	if (abi > 0)
+		set_guarantee(&c->native[0], "filesystem", 1, "Landlock ABI %d: writes only to "
+			      "the workspace, a private TMPDIR and writable_roots", abi);
+	else
+		set_guarantee(&c->native[0], "filesystem", 0, "Landlock is not available "
+			      "(kernel older than 5.13, or not in the lsm= list)");
+	if (c->netns)
+		set_guarantee(&c->native[1], "network", 1, "own network namespace (loopback "
+			      "only)");
+	else if (c->seccomp)
+		set_guarantee(&c->native[1], "network", 1, "no network namespace; a seccomp "
+			      "filter refuses AF_INET/AF_INET6 sockets%s", abi >= 4 ?
+			      " and Landlock denies TCP bind/connect" : "");
+	else
+		set_guarantee(&c->native[1], "network", 0, "neither network namespaces nor "
+			      "seccomp are available");
+	if (c->pidns)
+		set_guarantee(&c->native[2], "kill-all", 1, "own PID namespace: nothing "
+			      "outlives the command");
+	else
+		set_guarantee(&c->native[2], "kill-all", 1, "no PID namespace; a subreaper "
+			      "supervisor kills every adopted descendant");
+	if (!root)
+		set_guarantee(&c->native[3], "process limit", 1, "RLIMIT_NPROC%s",
+			      c->userns ? " (counted inside the sandbox's user namespace)" :
+			      " (counts all of the user's processes)");
+	else if (c->cgroup_pids)
+		set_guarantee(&c->native[3], "process limit", 1, "pids cgroup under %s "
+			      "(RLIMIT_NPROC does not bind root)", c->cgroup_pids_dir);
+	else
+		set_guarantee(&c->native[3], "process limit", 0, "running as root, where "
+			      "RLIMIT_NPROC does not bind, and no writable pids cgroup");
+	set_guarantee(&c->native[4], "limits", 1, "rlimits: file size, CPU time, "
+		      "address space (memory_limit), no core files");
+	set_guarantee(&c->native[5], "no_new_privs", c->no_new_privs, "%s", c->no_new_privs ?
+		      "setuid programs cannot gain privileges" : "PR_SET_NO_NEW_PRIVS missing");
+	set_guarantee(&c->native[6], "scoping", abi >= 6, "%s", abi >= 6 ?
+		      "Landlock ABI 6: no signals or abstract UNIX sockets outside the sandbox" :
+		      "needs Landlock ABI 6 (Linux 6.12)");
+	set_guarantee(&c->native[7], "parent death", 1, "%s", c->pidns ?
+		      "dies with forgex: PR_SET_PDEATHSIG on the namespace's init" :
+		      "dies with forgex: PR_SET_PDEATHSIG; the supervisor kills what is left");
+}
+
+static struct sandbox_caps kernel_caps;
+static int kernel_probed;
+
+static void probe_kernel(struct sandbox_caps *c)
+{
+	unsigned int act = SECCOMP_RET_ERRNO;
+	long abi;
+	int nsuser;
+
+	memset(c, 0, sizeof(*c));
+	c->euid = geteuid();
+	abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	c->landlock_abi = abi > 0 ? (int)abi : 0;
+	c->seccomp = syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &act) == 0;
+	c->no_new_privs = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) >= 0;
+	c->userns = can_unshare(CLONE_NEWUSER);
+	nsuser = c->euid == 0 ? 0 : CLONE_NEWUSER;
+	c->pidns = can_unshare(nsuser | CLONE_NEWPID);
+	c->netns = can_unshare(nsuser | CLONE_NEWNET);
+	if (c->euid == 0)
+		c->cgroup_pids = find_pids_cgroup(c->cgroup_pids_dir, sizeof(c->cgroup_pids_dir));
+}
+
+const struct sandbox_caps *sandbox_kernel_caps(void)
+{
+	static struct sandbox_caps masked;
+
+	/* a process that changed identity since (tests, su) gets a fresh answer */
+	if (!kernel_probed || kernel_caps.euid != geteuid()) {
+		probe_kernel(&kernel_caps);
+		kernel_probed = 1;
+	}
+	masked = kernel_caps;
+	if (probe_mask & SB_FEAT_USERNS)
+		masked.userns = 0;
+	if (probe_mask & SB_FEAT_PIDNS || (!masked.userns && masked.euid))
+		masked.pidns = 0;
+	if (probe_mask & SB_FEAT_NETNS || (!masked.userns && masked.euid))
+		masked.netns = 0;
+	if (probe_mask & SB_FEAT_LANDLOCK)
+		masked.landlock_abi = 0;
+	if (probe_mask & SB_FEAT_SECCOMP)
+		masked.seccomp = 0;
+	if (probe_mask & SB_FEAT_CGROUP)
+		masked.cgroup_pids = 0;
+	fill_guarantees(&masked);
+	return &masked;
+}
+
+void sandbox_probe(struct sandbox_caps *out, int docker)
+{
+	*out = *sandbox_kernel_caps();
+	if (!docker)
+		return;
+	{
+		static const char *const version[] = {
+			"docker", "version", "--format", "{{.Server.Version}}", NULL,
+		};
+		struct buf v = BUF_INIT;
+		char *path = NULL;
+		const char *p = getenv("PATH");
+
+		/* is there a client? */
+		if (p) {
+			const char *s, *e;
+
+			for (s = p;; s = e + 1) {
+				struct buf cand = BUF_INIT;
+
+				e = strchrnul(s, ':');
+				buf_add(&cand, s, (size_t)(e - s));
+				buf_addstr(&cand, "/docker");
+				if (cand.buf[0] == '/' && !access(cand.buf, X_OK)) {
+					path = buf_detach(&cand, NULL);
+					break;
+				}
+				buf_release(&cand);
+				if (!*e)
+					break;
+			}
+		}
+		out->docker_client = path != NULL;
+		free(path);
+		if (!out->docker_client) {
+			snprintf(out->docker_version, sizeof(out->docker_version),
+				 "no docker client on PATH");
+			return;
+		}
+		if (sandbox_run_quiet(version, NULL, &v, 5000) == 0) {
+			buf_trim(&v);
+			out->docker_engine = 1;
+			snprintf(out->docker_version, sizeof(out->docker_version), "%s", v.buf);
+		} else {
+			snprintf(out->docker_version, sizeof(out->docker_version),
+				 "the docker engine did not answer");
+		}
+		buf_release(&v);
+	}
+}

@@ -1,0 +1,218 @@
+#ifndef FX_SANDBOX_H
+#define FX_SANDBOX_H
+
+/*
+ * Sandbox backends and the kernel probe.
+ *
+ * A backend is one table of function pointers with capability bits (after
+ * curl's lib/vtls/vtls_int.h), with OpenSSH's lifecycle: the parent plans,
+ * the child applies, the parent watches. For each command the executor:
+ *   1. calls ops->prepare() in the parent: it fills a `struct sb_plan`
+ *      (namespaces to create, the Landlock ruleset fd, the seccomp program,
+ *      rlimits, a private TMPDIR) and may rewrite the program and argv
+ *      (docker);
+ *   2. clones the supervisor with plan->clone_flags; ops->attach() runs in
+ *      the parent before the supervisor may go on (uid/gid maps, cgroup);
+ *   3. in the supervisor, ops->apply_supervisor() (bring loopback up);
+ *   4. in the command's process, ops->apply() before execve(): only
+ *      async-signal-safe system calls, reading the plan; a failure is
+ *      fatal for the command (the sandbox fails closed) and reported to
+ *      the parent with the stage that failed;
+ *   5. on timeout or interrupt, ops->stop() (docker kill);
+ *   6. ops->finish() when the command is over (remove TMPDIR, cgroup).
+ *
+ * sandbox_probe() says what this kernel offers; `forgex doctor` and
+ * backend selection use it.
+ */
+
+#include <linux/filter.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "base/buf.h"
+#include "base/strvec.h"
+
+struct executor;
+
+enum sandbox_cap {
+	SB_CAP_FS = 1 << 0,		/* writes only to workspace, private tmp, writable_roots */
+	SB_CAP_NET = 1 << 1,		/* no network unless configured */
+	SB_CAP_PIDNS = 1 << 2,		/* own PID namespace: nothing outlives the command */
+	SB_CAP_LIMITS = 1 << 3,		/* processes, file size, CPU time, memory */
+	SB_CAP_CONTAINER = 1 << 4,	/* runs in a container image */
+	SB_CAP_DIES_WITH_FORGEX = 1 << 5, /* killed when forgex dies */
+};
+
+#define SB_MAX_RLIMITS 6
+
+struct sb_rlimit {
+	int resource;
+	struct rlimit lim;
+};
+
+/** What the child applies; built in the parent. */
+struct sb_plan {
+	unsigned long clone_flags;	/* CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET */
+	int loopback_up;		/* bring "lo" up in the new network namespace */
+	char uid_map[32], gid_map[32];	/* written by the supervisor itself when set */
+	int pid_namespace;		/* the supervisor is PID 1 of a new namespace */
+
+	int no_new_privs;
+	int landlock_fd;		/* ruleset to restrict_self with; -1: none */
+	struct sock_fprog seccomp;	/* len 0: no filter */
+	struct sb_rlimit rlimits[SB_MAX_RLIMITS];
+	size_t rlimits_nr;
+
+	/* parent side */
+	char *tmpdir;			/* private TMPDIR, removed by finish() */
+	char *cgroup_dir;		/* pids cgroup of this command, removed by finish() */
+	char name[32];			/* docker container name */
+	int stopped;			/* stop() ran */
+};
+
+#define SB_PLAN_INIT { 0, 0, "", "", 0, 0, -1, { 0, NULL }, { { 0, { 0, 0 } } }, 0, NULL, NULL, \
+		       "", 0 }
+
+/**
+ * The child as the executor describes it to a backend; prepare() may
+ * replace `path` and `argv` (docker runs "docker run ... IMAGE ARGV") and
+ * add to `env`.
+ */
+struct sb_spawn {
+	struct strvec argv;		/* what is executed */
+	struct strvec env;		/* "NAME=value" */
+	char *path;			/* resolved program, or NULL when not found */
+	int lookup_errno;		/* why `path` is NULL: ENOENT or EACCES */
+	const char *workdir;		/* resolved, inside the workspace */
+	const char *const *user_argv;	/* the command as requested */
+	size_t user_argc;
+	const char *const *env_overrides;
+	int timeout_ms;
+	int spawn_fail_status;		/* exit status when `path` is NULL (docker: 125) */
+	struct sb_plan plan;
+};
+
+struct sandbox_backend {
+	const char *name;
+	unsigned caps;			/* enum sandbox_cap bits it can provide */
+	/** Parent, once: check the kernel, keep reusable state in ex->backend_data. */
+	int (*init)(struct executor *ex);
+	/** Parent, per command: fill sp->plan (and maybe argv, path, env). */
+	int (*prepare)(struct executor *ex, struct sb_spawn *sp);
+	/** Parent, after the supervisor is cloned and before it goes on. */
+	int (*attach)(struct executor *ex, struct sb_spawn *sp, pid_t supervisor);
+	/** Supervisor, async-signal-safe; returns 0 or sets *stage and errno. */
+	int (*apply_supervisor)(const struct sb_plan *plan, const char **stage);
+	/** Command process before execve, async-signal-safe; same convention. */
+	int (*apply)(const struct sb_plan *plan, const char **stage);
+	/** Parent, on timeout or interrupt, before signals are sent. */
+	void (*stop)(struct executor *ex, struct sb_spawn *sp);
+	/** Parent, when the command is over (always called after prepare). */
+	void (*finish)(struct executor *ex, struct sb_spawn *sp);
+	/** Parent, from executor_release(). */
+	void (*release)(struct executor *ex);
+};
+
+extern const struct sandbox_backend sandbox_backend_none;
+extern const struct sandbox_backend sandbox_backend_native;
+extern const struct sandbox_backend sandbox_backend_docker;
+
+/** The backend called `name`, or NULL. */
+const struct sandbox_backend *sandbox_backend_find(const char *name);
+
+/** One guarantee of the native backend and whether this kernel enforces it. */
+struct sandbox_guarantee {
+	const char *what;		/* "filesystem", "network", ... */
+	int enforced;
+	char how[160];			/* the mechanism, or why not */
+};
+
+enum { SB_GUARANTEES = 8 };
+
+struct sandbox_caps {
+	uid_t euid;
+	int userns;			/* a user namespace can be created */
+	int pidns;			/* a PID namespace can be created (with userns when not root) */
+	int netns;			/* a network namespace can be created (same) */
+	int landlock_abi;		/* 0: none */
+	int seccomp;			/* seccomp filters are available */
+	int no_new_privs;
+	int cgroup_pids;		/* a pids cgroup can be created (needed for root) */
+	char cgroup_pids_dir[256];	/* where */
+	struct sandbox_guarantee native[SB_GUARANTEES];
+	int docker_client;		/* `docker` is on PATH */
+	int docker_engine;		/* `docker version` answered */
+	char docker_version[64];	/* server version, or the error */
+};
+
+/**
+ * Find out what this kernel and machine offer. The namespace and Landlock
+ * answers are cached for the life of the process; the docker answer is
+ * asked each time only when `docker` is true (it runs `docker version`,
+ * which may take up to 5 s). Never fails.
+ */
+void sandbox_probe(struct sandbox_caps *out, int docker);
+
+/** The kernel part of sandbox_probe(), cached (no docker). Borrowed. */
+const struct sandbox_caps *sandbox_kernel_caps(void);
+
+/**
+ * Run `argv` (argv[0] looked up on PATH) in the environment `envp` (NULL:
+ * forgex's) with stdin/stdout/stderr on
+ * /dev/null (or stdout captured into `out` when not NULL, at most 4 KiB),
+ * waiting at most `timeout_ms`; the process is killed after that.
+ * Returns its exit status, or -1 when it could not run or timed out.
+ */
+int sandbox_run_quiet(const char *const *argv, const char *const *envp, struct buf *out,
+		      int timeout_ms);
+
+/**
+ * For tests: pretend the kernel lacks the features in `mask` (bits of
+ * enum sandbox_feature) from now on, so that fallbacks and refusals can
+ * be exercised on a kernel that has everything. 0 restores the truth.
+ */
+enum sandbox_feature {
+	SB_FEAT_USERNS = 1 << 0,
+	SB_FEAT_PIDNS = 1 << 1,
+	SB_FEAT_NETNS = 1 << 2,
+	SB_FEAT_LANDLOCK = 1 << 3,
+	SB_FEAT_SECCOMP = 1 << 4,
+	SB_FEAT_CGROUP = 1 << 5,
+};
+void sandbox_probe_mask(unsigned mask);
+
+/**
+ * For tests: when 1-4, the native backend's setup in the command's
+ * process fails (EPERM) at that step - 1 rlimits, 2 no_new_privs,
+ * 3 seccomp, 4 Landlock - to show that the sandbox fails closed.
+ */
+extern int sandbox_inject_child_failure;
+
+/**
+ * The child's environment: the seed's safe variables (PATH, HOME, LANG,
+ * LC_ALL, LC_CTYPE, TERM, USERPROFILE, SYSTEMROOT, SYSTEMDRIVE, COMSPEC,
+ * PATHEXT, TEMP, TMP) taken from forgex's, then `overrides` ("NAME=value",
+ * NULL-terminated, may be NULL) on top.
+ */
+void sb_build_env(struct strvec *env, const char *const *overrides);
+
+/** Set "NAME=value" in `env`, replacing an earlier NAME. */
+void sb_env_set(struct strvec *env, const char *kv);
+/** The value of NAME in `env`, or NULL. Borrowed. */
+const char *sb_env_get(const struct strvec *env, const char *name);
+
+/* Async-signal-safe helpers shared by the supervisor and the parent. */
+
+/**
+ * SIGKILL every child of the calling process (as listed in
+ * /proc/self/task/TID/children) that is not `except`, and reap what has
+ * exited; repeat until no child is left but `except` and those listed in
+ * `keep` (`keep_nr` pids). Returns the number of processes killed.
+ */
+int sb_kill_children(pid_t except, const pid_t *keep, size_t keep_nr);
+
+/** List up to `max` children of the calling process into `pids`; returns how many. */
+size_t sb_list_children(pid_t *pids, size_t max);
+
+#endif
