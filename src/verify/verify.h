@@ -179,6 +179,22 @@ struct verify_capture {
 typedef int (*verify_run_fn)(struct verify_capture *out, const struct verify_request *req,
 			     void *data);
 
+struct executor;
+
+/**
+ * A verify_run_fn that runs the command through the sandbox executor
+ * `data` (a `struct executor *` from executor_init(), bound to the
+ * workspace): the command policy, approval, then the sandbox, in the
+ * workspace's top folder, with `req->timeout_seconds` (0: the executor's
+ * default, [terminal] timeout_seconds). A command from the configuration
+ * (`cmd->configured`) counts as approved by the user: it is not asked
+ * about again, but the deny list and the sandbox still apply. Blocks
+ * until the command ends. FX_EDENIED when refused, FX_EINTR when
+ * cancelled through the executor.
+ */
+int verify_executor_run(struct verify_capture *out, const struct verify_request *req,
+			void *data);
+
 /**
  * Run the tests with `run` (given `data`) and parse the outcome into
  * `out` (VERIFY_RESULT_INIT). Returns 0 when the command ran, whatever the
