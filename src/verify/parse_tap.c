@@ -217,7 +217,14 @@ static void tap_parse(struct vscan *s)
 		/* the YAML block, else the "# " comments that follow */
 		end = yaml_end(s, i + 1, indent);
 		if (end > i + 1) {
-			vs_excerpt(s, h, i + 2, end - 1, 0);
+			size_t first = i + 2;
+			struct sv y = first < s->nr ? vs_line(s, first) : sv_make("", 0);
+
+			/* node opens every block with its timing: not worth a line */
+			sv_ltrim(&y);
+			if (sv_starts(y, "duration_ms:"))
+				first++;
+			vs_excerpt(s, h, first, end - 1, 0);
 			continue;
 		}
 		for (end = i + 1; end < s->nr && vs_visible(s, end); end++) {
