@@ -271,7 +271,10 @@ void vmap_put(struct vmap *m, const char *key, size_t len, size_t val)
 	}
 	s = vmap_slot(m, key, len, h);
 	if (!s->key) {
-		s->key = xstrndup(key, len);
+		/* keys may hold NUL bytes: copy them whole */
+		s->key = xmalloc(len + 1);
+		memcpy(s->key, key, len);
+		s->key[len] = '\0';
 		s->len = len;
 		s->hash = h;
 		m->nr++;
@@ -347,6 +350,8 @@ static void apply_claims(unsigned char *owner, struct vclaims *c)
 {
 	size_t i, covered = 0;
 
+	if (!c->nr)
+		return;
 	qsort(c->v, c->nr, sizeof(*c->v), claim_cmp);
 	for (i = 0; i < c->nr; i++) {
 		size_t j = c->v[i].first;

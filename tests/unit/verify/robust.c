@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <dirent.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -278,6 +279,66 @@ static void test_verify_nul_bytes(void **state)
 	verify_result_release(&r);
 }
 
+/*
+ * Inputs the fuzz target (tests/fuzz/verify.c) once crashed on, decoded
+ * as it decodes them: byte 0 exit status, byte 1 flags, bytes 2-3 where
+ * standard output ends. Under `make san` each failed before its fix.
+ */
+static void test_verify_fuzz_regressions(void **state)
+{
+	struct buf dir = BUF_INIT;
+	DIR *d;
+	struct dirent *de;
+	int n = 0;
+
+	(void)state;
+	fixture_path(&dir, "fuzz-crashes", "x");
+	buf_setlen(&dir, dir.len - 2);
+	d = opendir(dir.buf);
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		struct verify_result r = VERIFY_RESULT_INIT, back = VERIFY_RESULT_INIT;
+		struct verify_comparison c = VERIFY_COMPARISON_INIT;
+		struct buf p = BUF_INIT, data = BUF_INIT;
+		struct verify_output o;
+		size_t split;
+		json_t *j;
+
+		if (de->d_name[0] == '.')
+			continue;
+		buf_addf(&p, "%s/%s", dir.buf, de->d_name);
+		assert_int_equal(fsutil_read_file(&data, p.buf, 0), 0);
+		assert_true(data.len >= 4);
+		memset(&o, 0, sizeof(o));
+		o.exit_code = (unsigned char)data.buf[0];
+		o.timed_out = data.buf[1] & 1;
+		o.truncated = (data.buf[1] >> 1) & 1;
+		split = ((size_t)(unsigned char)data.buf[2] |
+			 (size_t)(unsigned char)data.buf[3] << 8) % (data.len - 4 + 1);
+		o.out = data.buf + 4;
+		o.out_len = split;
+		o.err = data.buf + 4 + split;
+		o.err_len = data.len - 4 - split;
+		verify_parse(&r, &o);
+		check_bounds(&r);
+		j = verify_result_to_json(&r);
+		assert_int_equal(verify_result_from_json(&back, j), 0);
+		assert_int_equal(back.tests_nr, r.tests_nr);
+		json_decref(j);
+		verify_compare(&c, &r, &r);
+		assert_false(c.regressed);
+		verify_comparison_release(&c);
+		verify_result_release(&back);
+		verify_result_release(&r);
+		buf_release(&p);
+		buf_release(&data);
+		n++;
+	}
+	closedir(d);
+	assert_true(n > 0);
+	buf_release(&dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -291,6 +352,7 @@ int main(void)
 		cmocka_unit_test(test_verify_stray_ok_is_not_tap),
 		cmocka_unit_test(test_verify_plain_summary_line),
 		cmocka_unit_test(test_verify_nul_bytes),
+		cmocka_unit_test(test_verify_fuzz_regressions),
 	};
 
 	return cmocka_run_group_tests_name("verify/robust", tests, NULL, NULL);
