@@ -794,10 +794,13 @@ void verify_parse(struct verify_result *out, const struct verify_output *o)
 		if (k.recognised) {
 			strvec_push(&out->formats, parsers[i]->name);
 			if (k.have_counts) {
+				/* a failure the output names is never outvoted by a
+				 * summary that says fewer failed (mixed or mangled output) */
 				out->passed += k.p;
-				out->failed += k.f;
+				out->failed += k.f > k.counted[VERIFY_FAIL] ? k.f : k.counted[VERIFY_FAIL];
 				out->skipped += k.sk;
-				out->errors += k.e;
+				out->errors += k.e > k.counted[VERIFY_ERROR] ? k.e
+					       : k.counted[VERIFY_ERROR];
 			} else {
 				out->passed += k.counted[VERIFY_PASS];
 				out->failed += k.counted[VERIFY_FAIL];

@@ -45,6 +45,11 @@ static void check_bounds(const struct verify_result *r)
 		if (r->tests[i].excerpt)
 			assert_true(strlen(r->tests[i].excerpt) <= VERIFY_EXCERPT_MAX);
 	}
+	/* a named failure or a bad exit status is never a pass */
+	if (verify_result_ok(r)) {
+		assert_int_equal(verify_result_failing(r), 0);
+		assert_int_equal(r->exit_code, 0);
+	}
 }
 
 static void test_verify_empty_output_follows_exit_status(void **state)
