@@ -177,6 +177,12 @@ static void tap_parse(struct vscan *s)
 			}
 			continue;
 		}
+		if (is_version(t)) {
+			/* a new stream: nothing before it is its parent */
+			have_prev = 0;
+			depth = 0;
+			continue;
+		}
 		if (sv_starts(t, "Bail out!")) {
 			sv_rtrim(&t);
 			vs_test(s, t.p, t.n, VERIFY_ERROR);

@@ -284,6 +284,23 @@ static void test_verify_nul_bytes(void **state)
 	verify_result_release(&r);
 }
 
+/* A stream cut inside a subtest does not make the next stream's test a parent. */
+static void test_verify_tap_streams_back_to_back(void **state)
+{
+	struct verify_result r = VERIFY_RESULT_INIT;
+	static const char out[] =
+		"TAP version 13\n# Subtest: group\n    ok 1 - inner\n"
+		"TAP version 13\nnot ok 1 - top\n1..1\n";
+
+	(void)state;
+	parse_text(&r, out, sizeof(out) - 1, 1);
+	assert_int_equal(r.passed, 1);
+	assert_int_equal(r.failed, 1);
+	assert_string_equal(r.tests[0].name, "group > inner");
+	assert_string_equal(r.tests[1].name, "top");
+	verify_result_release(&r);
+}
+
 /*
  * Inputs the fuzz target (tests/fuzz/verify.c) once crashed on, decoded
  * as it decodes them: byte 0 exit status, byte 1 flags, bytes 2-3 where
@@ -357,6 +374,7 @@ int main(void)
 		cmocka_unit_test(test_verify_stray_ok_is_not_tap),
 		cmocka_unit_test(test_verify_plain_summary_line),
 		cmocka_unit_test(test_verify_nul_bytes),
+		cmocka_unit_test(test_verify_tap_streams_back_to_back),
 		cmocka_unit_test(test_verify_fuzz_regressions),
 	};
 
