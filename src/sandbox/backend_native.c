@@ -360,6 +360,7 @@ static int native_prepare(struct executor *ex, struct sb_spawn *sp)
 	struct native_state *st = ex->backend_data;
 	struct sb_plan *plan = &sp->plan;
 	uint64_t cpu;
+	long ncpu;
 	int ret;
 
 	plan->clone_flags = (st->userns ? CLONE_NEWUSER : 0) |
@@ -405,8 +406,13 @@ static int native_prepare(struct executor *ex, struct sb_spawn *sp)
 		add_rlimit(plan, RLIMIT_NPROC, (uint64_t)ex->max_processes,
 			   (uint64_t)ex->max_processes);
 	add_rlimit(plan, RLIMIT_FSIZE, FSIZE_LIMIT, FSIZE_LIMIT);
-	/* CPU seconds: a backstop behind the wall-clock timeout */
-	cpu = (uint64_t)sp->timeout_ms / 1000 + 5;
+	/*
+	 * CPU seconds: a backstop behind the wall-clock timeout (should forgex
+	 * be stopped, say). One process cannot use more than the timeout
+	 * times the CPUs before the timeout hits, so builds are never cut.
+	 */
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu = ((uint64_t)sp->timeout_ms / 1000 + 1) * (uint64_t)(ncpu > 0 ? ncpu : 1) + 5;
 	add_rlimit(plan, RLIMIT_CPU, cpu, cpu + 5);
 	if (ex->memory_limit)
 		add_rlimit(plan, RLIMIT_AS, ex->memory_limit, ex->memory_limit);

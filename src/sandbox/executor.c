@@ -623,6 +623,7 @@ struct watch {
 	struct headtail out, err;
 	struct buf rec;		/* partial report records */
 	int timed_out, cancelled;
+	int abandoned;		/* stopped reading before the supervisor was done */
 	int have_status, status;
 	int fatal_err, exec_err, have_fatal, have_exec;
 	char fatal_stage[sizeof(((struct sb_record *)0)->stage)];
@@ -709,14 +710,26 @@ static void watch_child(struct watch *w, struct executor *ex, struct sb_spawn *s
 				w->timed_out = 1;
 				goto stop;
 			} else if (phase == TERMINATING) {
-				kill(sup, SIGKILL);
-				if (!sp->plan.pid_namespace && w->cmd_pid > 0)
-					kill(-w->cmd_pid, SIGKILL);
+				/*
+				 * Grace is over. In a PID namespace, killing its init
+				 * kills everything. Otherwise the supervisor is told
+				 * to kill all now (SIGUSR1): it knows what it adopted.
+				 */
+				if (sp->plan.pid_namespace) {
+					kill(sup, SIGKILL);
+				} else {
+					if (w->cmd_pid > 0)
+						kill(-w->cmd_pid, SIGKILL);
+					kill(sup, SIGUSR1);
+				}
 				phase = KILLED;
 				phase_end = now_ms() + DRAIN_MS;
 				continue;
 			} else {
-				break;	/* something still holds a pipe: give up on it */
+				/* the supervisor did not finish: take over (see the caller) */
+				kill(sup, SIGKILL);
+				w->abandoned = 1;
+				break;
 			}
 		}
 		left = phase_end - now;
@@ -727,6 +740,8 @@ static void watch_child(struct watch *w, struct executor *ex, struct sb_spawn *s
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
+			kill(sup, SIGKILL);
+			w->abandoned = 1;
 			break;
 		}
 		if (n == 4 && pfd[3].revents)

@@ -381,7 +381,6 @@ static void check_kill_all(void)
 	assert_false(pid_alive(ws, "setsid.pid"));
 	exec_result_release(&r);
 	executor_release(&ex);
-	unlink("bg.pid");
 }
 
 static void test_native_timeout_kills_everything(void **state)
@@ -770,9 +769,47 @@ static void test_native_child_setup_failure_fails_closed(void **state)
 	executor_release(&ex);
 }
 
+/* Commands that ignore SIGTERM get SIGKILL after the grace, descendants too. */
+static const char stubborn_script[] =
+	"trap '' TERM; "
+	"setsid sh -c 'cut -d\" \" -f4 /proc/self/stat > stubborn.pid; exec sleep 300' & "
+	"while [ ! -s stubborn.pid ]; do sleep 0.05; done; echo started; exec sleep 301";
+
+static void check_stubborn(void)
+{
+	struct exec_result r = EXEC_RESULT_INIT;
+	struct executor ex;
+
+	init_ex(&ex);
+	ex.grace_ms = 300;
+	assert_int_equal(run_argv(&r, &ex, NULL, 700, NULL,
+				  (const char *const[]){ "sh", "-c", stubborn_script, NULL }), 0);
+	assert_true(r.timed_out);
+	assert_string_equal(r.out.buf, "started\n");
+	assert_int_equal(r.exit_code, 128 + SIGKILL);
+	assert_true(r.duration_ms < 4000);
+	assert_false(pid_alive(ws, "stubborn.pid"));
+	exec_result_release(&r);
+	executor_release(&ex);
+}
+
+static void test_native_sigterm_ignored(void **state)
+{
+	(void)state;
+	need_native();
+	check_stubborn();
+	if (sandbox_kernel_caps()->pidns) {
+		tu_rmtree(ws);
+		ws = tu_mkdtemp();
+		sandbox_probe_mask(SB_FEAT_PIDNS);
+		check_stubborn();
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_native_sigterm_ignored, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_native_writes_outside_fail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_native_writes_inside_work, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_native_no_network, setup, teardown),

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -105,13 +106,31 @@ static void init_ex(struct executor *ex)
 		fail_msg("executor_init: %s", err_last());
 }
 
+static int count_fds(void)
+{
+	struct tu_result r;
+	char *path = xstrfmt("/proc/%ld/fd", (long)getpid());
+	int n = 0;
+	const char *p;
+
+	tu_run(&r, (const char *const[]){ "ls", path, NULL }, NULL, NULL, NULL);
+	for (p = r.out.buf; *p; p++)
+		n += *p == '\n';
+	tu_result_release(&r);
+	free(path);
+	return n;
+}
+
 static void test_executor_exit_codes(void **state)
 {
 	struct exec_result r = EXEC_RESULT_INIT;
 	struct executor ex;
+	pid_t kids[8];
+	int fds_before;
 
 	(void)state;
 	init_ex(&ex);
+	fds_before = count_fds();
 	assert_string_equal(executor_backend_name(&ex), "none");
 
 	assert_int_equal(RUN(&r, &ex, "true"), 0);
@@ -168,6 +187,9 @@ static void test_executor_exit_codes(void **state)
 	assert_non_null(strstr(r.err.buf, "SIGKILL"));
 	exec_result_release(&r);
 
+	/* nothing leaks: no descriptor, no child (not even a zombie) */
+	assert_int_equal(count_fds(), fds_before);
+	assert_int_equal(sb_list_children(kids, ARRAY_SIZE(kids)), 0);
 	executor_release(&ex);
 }
 
@@ -417,6 +439,50 @@ static void test_executor_leftovers_killed_at_exit(void **state)
 	executor_release(&ex);
 }
 
+/* forgex killed outright: the supervisor (SIGHUP as parent-death signal) cleans up */
+static void test_executor_dies_with_forgex(void **state)
+{
+	char *s = NULL;
+	pid_t pid, sleeper, bg;
+	int i;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		struct exec_result r = EXEC_RESULT_INIT;
+		struct executor ex;
+
+		if (executor_init(&ex, &cfg, ws) < 0)
+			_exit(2);
+		run_argv(&r, &ex, NULL, 60000, NULL, (const char *const[]){ "sh", "-c",
+			"setsid sh -c 'cut -d\" \" -f4 /proc/self/stat > bg.pid; exec sleep 300' & "
+			"cut -d' ' -f4 /proc/self/stat > s.pid; exec sleep 300", NULL });
+		_exit(0);
+	}
+	for (i = 0; i < 300 && !(s = read_line_file(ws, "s.pid")); i++)
+		usleep(10000);
+	assert_non_null(s);
+	sleeper = (pid_t)strtol(s, NULL, 10);
+	free(s);
+	for (i = 0; i < 300 && !(s = read_line_file(ws, "bg.pid")); i++)
+		usleep(10000);
+	assert_non_null(s);
+	bg = (pid_t)strtol(s, NULL, 10);
+	free(s);
+	assert_int_equal(kill(sleeper, 0), 0);
+	assert_int_equal(kill(bg, 0), 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	for (i = 0; i < 300 && (kill(sleeper, 0) == 0 || kill(bg, 0) == 0); i++) {
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;	/* the supervisor may be re-parented to us */
+		usleep(10000);
+	}
+	assert_int_not_equal(kill(sleeper, 0), 0);
+	assert_int_not_equal(kill(bg, 0), 0);
+}
+
 static void test_executor_output_head_and_tail(void **state)
 {
 	struct exec_result r = EXEC_RESULT_INIT;
@@ -564,9 +630,40 @@ static void test_executor_init_refusals(void **state)
 	executor_release(&ex);
 }
 
+/* Commands that ignore SIGTERM get SIGKILL after the grace, descendants too. */
+static const char stubborn_script[] =
+	"trap '' TERM; "
+	"setsid sh -c 'cut -d\" \" -f4 /proc/self/stat > stubborn.pid; exec sleep 300' & "
+	"while [ ! -s stubborn.pid ]; do sleep 0.05; done; echo started; exec sleep 301";
+
+static void check_stubborn(void)
+{
+	struct exec_result r = EXEC_RESULT_INIT;
+	struct executor ex;
+
+	init_ex(&ex);
+	ex.grace_ms = 300;
+	assert_int_equal(run_argv(&r, &ex, NULL, 700, NULL,
+				  (const char *const[]){ "sh", "-c", stubborn_script, NULL }), 0);
+	assert_true(r.timed_out);
+	assert_string_equal(r.out.buf, "started\n");
+	assert_int_equal(r.exit_code, 128 + SIGKILL);
+	assert_true(r.duration_ms < 4000);
+	assert_false(pid_alive(ws, "stubborn.pid"));
+	exec_result_release(&r);
+	executor_release(&ex);
+}
+
+static void test_executor_sigterm_ignored(void **state)
+{
+	(void)state;
+	check_stubborn();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_executor_sigterm_ignored, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_executor_exit_codes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_executor_path_lookup_uses_child_path, setup,
 						teardown),
@@ -578,6 +675,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_executor_leftovers_killed_at_exit, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_executor_dies_with_forgex, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_executor_output_head_and_tail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_executor_result_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_executor_cancel, setup, teardown),
