@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "sandbox/approval.h"
 #include "sandbox/executor.h"
 #include "verify/verify.h"
 
@@ -60,6 +61,29 @@ static void print_argv(const struct strvec *argv)
 	buf_release(&b);
 }
 
+/*
+ * Test output comes from the project, which a model may have changed:
+ * what reaches the terminal has bytes that are not UTF-8 and invisible or
+ * reordering characters escaped (control characters are '?' already).
+ */
+static void print_visible(const char *prefix, const char *s, size_t n)
+{
+	struct buf raw = BUF_INIT, b = BUF_INIT;
+
+	for (; n; s++, n--) {
+		if (*s == '\t')
+			buf_addstr(&raw, "    ");	/* a tab reads as space, not "\t" */
+		else
+			buf_addch(&raw, *s);
+	}
+	buf_addstr(&b, prefix);
+	approval_add_visible(&b, raw.buf);
+	buf_addch(&b, '\n');
+	fputs(b.buf, stdout);
+	buf_release(&raw);
+	buf_release(&b);
+}
+
 static void print_excerpt(const char *text)
 {
 	const char *p = text;
@@ -68,7 +92,7 @@ static void print_excerpt(const char *text)
 		const char *nl = strchr(p, '\n');
 		size_t n = nl ? (size_t)(nl - p) : strlen(p);
 
-		printf("      %.*s\n", (int)n, p);
+		print_visible("      ", p, n);
 		p += n + (nl ? 1 : 0);
 	}
 }
@@ -79,7 +103,8 @@ static void print_report(const struct verify_command *cmd, const struct verify_r
 
 	fputs("command: ", stdout);
 	print_argv(&cmd->argv);
-	printf("\nreason:  %s\n", cmd->reason);
+	fputc('\n', stdout);
+	print_visible("reason:  ", cmd->reason, strlen(cmd->reason));
 	printf("formats: ");
 	if (!r->formats.nr)
 		printf("none recognised (judged by the exit status)");
@@ -100,7 +125,8 @@ static void print_report(const struct verify_command *cmd, const struct verify_r
 			continue;
 		if (!shown++)
 			printf("\nfailing tests:\n");
-		printf("  %s %s\n", t->outcome == VERIFY_FAIL ? "FAIL " : "ERROR", t->name);
+		print_visible(t->outcome == VERIFY_FAIL ? "  FAIL  " : "  ERROR ", t->name,
+			      strlen(t->name));
 		if (t->excerpt)
 			print_excerpt(t->excerpt);
 	}

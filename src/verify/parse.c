@@ -477,6 +477,11 @@ const char *vs_name(struct vscan *s, size_t h)
 	return h < s->sink->nr ? s->sink->tests[h].name : "";
 }
 
+const char *vs_excerpt_of(struct vscan *s, size_t h)
+{
+	return h < s->sink->nr && s->sink->tests[h].excerpt ? s->sink->tests[h].excerpt : "";
+}
+
 int vs_has_excerpt(struct vscan *s, size_t h)
 {
 	return h < s->sink->nr && s->sink->tests[h].excerpt;

@@ -113,6 +113,9 @@ size_t vs_nr(struct vscan *s);
 /** The name of test `h` (borrowed). */
 const char *vs_name(struct vscan *s, size_t h);
 
+/** The excerpt of test `h` ("" when none; borrowed until it changes). */
+const char *vs_excerpt_of(struct vscan *s, size_t h);
+
 /** Whether test `h` has an excerpt already. */
 int vs_has_excerpt(struct vscan *s, size_t h);
 

@@ -130,6 +130,26 @@ static int list_entry(struct sv v, struct sv *name, struct sv *why)
 	return 1;
 }
 
+/*
+ * The excerpt of a test that did not pass: its output, headed by the
+ * status when that says more than "Failed" ("Exception: SegFault",
+ * "Timeout"), or the status alone when it printed nothing.
+ */
+static void close_block(struct vscan *s, size_t h, size_t body, size_t end, struct sv status)
+{
+	vs_excerpt(s, h, body, end, 0);
+	if (!sv_eq(status, "Failed") && vs_has_excerpt(s, h)) {
+		struct buf b = BUF_INIT;
+
+		buf_add(&b, status.p, status.n);
+		buf_addch(&b, '\n');
+		buf_addstr(&b, vs_excerpt_of(s, h));
+		vs_excerpt_text(s, h, b.buf, b.len, 1);
+		buf_release(&b);
+	}
+	vs_excerpt_text(s, h, status.p, status.n, 0);
+}
+
 static void ctest_parse(struct vscan *s)
 {
 	size_t i, cur = (size_t)-1, body = 0;
@@ -144,9 +164,7 @@ static void ctest_parse(struct vscan *s)
 			continue;
 		v = vs_line(s, i);
 		if (cur != (size_t)-1 && ctest_marker(v)) {
-			vs_excerpt(s, cur, body, i, 0);
-			/* no output: the status says what happened */
-			vs_excerpt_text(s, cur, cur_status.p, cur_status.n, 0);
+			close_block(s, cur, body, i, cur_status);
 			cur = (size_t)-1;
 		}
 		if (test_line(v, &name, &st)) {
@@ -195,10 +213,8 @@ static void ctest_parse(struct vscan *s)
 		if (v.n)
 			list = 0;
 	}
-	if (cur != (size_t)-1) {
-		vs_excerpt(s, cur, body, s->nr, 0);
-		vs_excerpt_text(s, cur, cur_status.p, cur_status.n, 0);
-	}
+	if (cur != (size_t)-1)
+		close_block(s, cur, body, s->nr, cur_status);
 	if (!lines && summaries) {
 		/* Only the summary. Its total holds skipped tests (counted as
 		 * passed in its percentage) but not disabled ones. */

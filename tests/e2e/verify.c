@@ -121,7 +121,7 @@ static void test_verify_e2e_python_unittest(void **state)
 		 "    def test_good(self):\n"
 		 "        self.assertEqual(1 + 1, 2)\n\n"
 		 "    def test_bad(self):\n"
-		 "        self.assertEqual(2 + 2, 5)\n");
+		 "        self.assertEqual(2 + 2, 5, 'sneaky \\u202e reversed')\n");
 	run(&r, ws, "ask", "verify", NULL);
 	assert_int_equal(r.status, 1);
 	ASSERT_HAS(r.out.buf, "command: python3 -m unittest discover\n");
@@ -131,6 +131,9 @@ static void test_verify_e2e_python_unittest(void **state)
 	ASSERT_HAS(r.out.buf, "result:  FAIL: 1 passed, 1 failed, 0 skipped, 0 errors");
 	ASSERT_HAS(r.out.buf, "  FAIL  test_calc.TestCalc.test_bad\n");
 	ASSERT_HAS(r.out.buf, "AssertionError: 4 != 5");
+	/* what the tests print cannot reorder the terminal */
+	ASSERT_HAS(r.out.buf, "sneaky \\u202e reversed");
+	assert_null(strstr(r.out.buf, "\xe2\x80\xae"));
 	assert_null(strstr(r.out.buf, "test_good\n"));
 	tu_result_release(&r);
 	check_json(ws, "ask", 1, 1, "test_calc.TestCalc.test_bad", "unittest");

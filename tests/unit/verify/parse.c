@@ -109,6 +109,8 @@ static const struct expect cases[] = {
 	{ "ctest/pass", 1, 0, 0, 0, "ctest", { NULL }, NULL, NULL, 1 },
 	{ "ctest/plain_fail_no_output", 1, 2, 2, 0, "ctest", { "fails", "crashes" },
 	  "fails", "expected 4, got 5", 5 },
+	{ "ctest/plain_fail_no_output", 1, 2, 2, 0, "ctest", { "fails", "crashes" },
+	  "crashes", "Exception: SegFault\nabout to crash", 5 },
 	/* cmocka 1.1.5 */
 	{ "cmocka/fail", 1, 1, 1, 1, "cmocka", { "test_add_wrong", "test_needs_setup" },
 	  "test_add_wrong", "0x4 != 0x5", 4 },
