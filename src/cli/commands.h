@@ -10,5 +10,6 @@ int cmd_exec(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_init(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 
 #endif

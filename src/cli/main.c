@@ -100,6 +100,31 @@ static const struct cli_command commands[] = {
 	  "effective configuration ('forgex config show').\n"
 	  "\n"
 	  "--json   print {\"decision\": \"allow|deny|approval\", \"reason\": \"...\"}\n" },
+	{ "verify", cmd_verify, 0, "Run the project's tests and report what failed",
+	  "usage: forgex verify [--json]\n"
+	  "\n"
+	  "Finds how this project is tested and runs it the way an agent's command\n"
+	  "runs (command policy, approval, sandbox, [terminal] timeout_seconds).\n"
+	  "The command is [pipeline] test_command when set (it counts as approved\n"
+	  "by you); otherwise the first of: a Makefile 'test' or 'check' target,\n"
+	  "package.json scripts.test (npm test), pytest configuration, Python test\n"
+	  "files (unittest), go.mod, Cargo.toml, a configured CMake build*/ folder\n"
+	  "(ctest), a configured meson build folder.\n"
+	  "\n"
+	  "Prints the command and why it was chosen, the passed, failed, skipped\n"
+	  "and error counts read from the output (pytest, unittest, go test,\n"
+	  "cargo test, node --test, TAP, Jest, Vitest, ctest, meson, cmocka; the\n"
+	  "counts of several formats in one output are added), and each failing\n"
+	  "test with an excerpt of its failure. Output in no known format is\n"
+	  "judged by the exit status.\n"
+	  "\n"
+	  "Exits 0 when everything passed, 1 when tests failed, 2 when nothing to\n"
+	  "run was found, 4 when the policy or the sandbox refused the command,\n"
+	  "130 when interrupted.\n"
+	  "\n"
+	  "--json   print {\"command\": {argv, kind, reason, configured},\n"
+	  "         \"result\": {ok, passed, failed, skipped, errors, formats,\n"
+	  "         exit_code, timed_out, truncated, duration_ms, tests, tail}}\n" },
 };
 
 static const char global_usage[] =

@@ -1,0 +1,254 @@
+/*
+ * forgex verify [--json]
+ *
+ * Finds how this project is tested, runs it through the executor (policy,
+ * approval, sandbox) and reports the counts and the failing tests.
+ * Exit: 0 all passed, 1 tests failed, 2 nothing to run (or a usage or
+ * configuration error), 4 refused by the policy or the sandbox, 130
+ * interrupted.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/fsutil.h"
+#include "base/jsonx.h"
+#include "base/log.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "sandbox/approval.h"
+#include "sandbox/executor.h"
+#include "verify/verify.h"
+
+static volatile sig_atomic_t verify_interrupted;
+
+static void on_interrupt(int sig)
+{
+	(void)sig;
+	verify_interrupted = 1;
+}
+
+static int exit_for_error(int code)
+{
+	switch (code) {
+	case FX_EDENIED:
+	case FX_EUNSUPPORTED:
+		return EXIT_DENIED;
+	case FX_EINTR:
+		return EXIT_INTERRUPTED;
+	case FX_EINVAL:
+	case FX_ENOTFOUND:
+	case FX_EPARSE:
+		return EXIT_USAGE;
+	default:
+		return EXIT_FAIL;
+	}
+}
+
+static void print_argv(const struct strvec *argv)
+{
+	struct buf b = BUF_INIT;
+	size_t i;
+
+	for (i = 0; i < argv->nr; i++) {
+		if (i)
+			buf_addch(&b, ' ');
+		buf_add_shell_quoted(&b, argv->v[i]);
+	}
+	fputs(b.buf, stdout);
+	buf_release(&b);
+}
+
+/*
+ * Test output comes from the project, which a model may have changed:
+ * what reaches the terminal has bytes that are not UTF-8 and invisible or
+ * reordering characters escaped (control characters are '?' already).
+ */
+static void print_visible(const char *prefix, const char *s, size_t n)
+{
+	struct buf raw = BUF_INIT, b = BUF_INIT;
+
+	for (; n; s++, n--) {
+		if (*s == '\t')
+			buf_addstr(&raw, "    ");	/* a tab reads as space, not "\t" */
+		else
+			buf_addch(&raw, *s);
+	}
+	buf_addstr(&b, prefix);
+	approval_add_visible(&b, raw.buf);
+	buf_addch(&b, '\n');
+	fputs(b.buf, stdout);
+	buf_release(&raw);
+	buf_release(&b);
+}
+
+static void print_excerpt(const char *text)
+{
+	const char *p = text;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+
+		print_visible("      ", p, n);
+		p += n + (nl ? 1 : 0);
+	}
+}
+
+static void print_report(const struct verify_command *cmd, const struct verify_result *r)
+{
+	size_t i, shown = 0;
+
+	fputs("command: ", stdout);
+	print_argv(&cmd->argv);
+	fputc('\n', stdout);
+	print_visible("reason:  ", cmd->reason, strlen(cmd->reason));
+	printf("formats: ");
+	if (!r->formats.nr)
+		printf("none recognised (judged by the exit status)");
+	for (i = 0; i < r->formats.nr; i++)
+		printf("%s%s", i ? " " : "", r->formats.v[i]);
+	printf("\nresult:  %s: %ld passed, %ld failed, %ld skipped, %ld error%s "
+	       "(exit status %d%s, %.1f s)\n",
+	       verify_result_ok(r) ? "PASS" : "FAIL", r->passed, r->failed, r->skipped,
+	       r->errors, r->errors == 1 ? "" : "s", r->exit_code,
+	       r->timed_out ? ", timed out" : "", r->duration_ms / 1000.0);
+	if (r->truncated)
+		printf("note:    the output was longer than [terminal] max_output_bytes; "
+		       "its middle was dropped\n");
+	for (i = 0; i < r->tests_nr; i++) {
+		const struct verify_test *t = &r->tests[i];
+
+		if (t->outcome != VERIFY_FAIL && t->outcome != VERIFY_ERROR)
+			continue;
+		if (!shown++)
+			printf("\nfailing tests:\n");
+		print_visible(t->outcome == VERIFY_FAIL ? "  FAIL  " : "  ERROR ", t->name,
+			      strlen(t->name));
+		if (t->excerpt)
+			print_excerpt(t->excerpt);
+	}
+	if (r->tests_dropped)
+		printf("  (%zu more tests not listed)\n", r->tests_dropped);
+}
+
+static void print_json(const struct verify_command *cmd, const struct verify_result *r)
+{
+	json_t *o = json_object();
+	struct buf b = BUF_INIT;
+
+	jsonx_set(o, "command", verify_command_to_json(cmd));
+	jsonx_set(o, "result", verify_result_to_json(r));
+	jsonx_dump(&b, o, 0);
+	buf_addch(&b, '\n');
+	fwrite(b.buf, 1, b.len, stdout);
+	buf_release(&b);
+	json_decref(o);
+}
+
+int cmd_verify(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct verify_command cmd = VERIFY_COMMAND_INIT;
+	struct verify_result r = VERIFY_RESULT_INIT;
+	struct sigaction sa, old_int, old_term, old_hup;
+	struct verify_request req;
+	struct executor ex;
+	struct config cfg;
+	int json = 0, c, ret, status;
+	size_t i;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			return cli_help("verify");
+		default:
+			return cli_usage_error("verify", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("verify", "unexpected argument '%s'", argv[optind]);
+
+	if ((ret = cli_load_config(&cfg)))
+		return ret;
+	if (!cfg.workspace) {
+		log_error("no workspace: run inside a project folder");
+		config_release(&cfg);
+		return EXIT_USAGE;
+	}
+	ret = verify_detect(&cmd, cfg.workspace, &cfg.pipeline.test_command);
+	if (ret < 0) {
+		cli_print_error();
+		status = EXIT_USAGE;
+		goto out_cfg;
+	}
+	ret = executor_init(&ex, &cfg, cfg.workspace);
+	if (ret < 0) {
+		cli_print_error();
+		status = exit_for_error(ret);
+		goto out_cfg;
+	}
+	if (!cli_quiet) {
+		struct buf b = BUF_INIT;
+
+		for (i = 0; i < executor_warnings(&ex)->nr; i++)
+			log_warn("%s", executor_warnings(&ex)->v[i]);
+		for (i = 0; i < cmd.argv.nr; i++) {
+			if (i)
+				buf_addch(&b, ' ');
+			buf_add_shell_quoted(&b, cmd.argv.v[i]);
+		}
+		log_info("running %s (%s)", b.buf, cmd.reason);
+		buf_release(&b);
+	}
+
+	/* Ctrl-C, SIGTERM, hangup: stop the tests and everything they started. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_interrupt;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	sigaction(SIGHUP, &sa, &old_hup);
+	executor_set_cancel(&ex, -1, &verify_interrupted);
+
+	req.cmd = &cmd;
+	req.workspace = cfg.workspace;
+	req.timeout_seconds = cfg.terminal.timeout_seconds;
+	ret = verify_run(&r, &req, verify_executor_run, &ex);
+
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGHUP, &old_hup, NULL);
+
+	if (ret < 0) {
+		if (ret == FX_EINTR)
+			log_error("interrupted: the tests and everything they started were stopped");
+		else
+			cli_print_error();
+		status = exit_for_error(ret);
+		goto out_ex;
+	}
+	if (json)
+		print_json(&cmd, &r);
+	else
+		print_report(&cmd, &r);
+	status = verify_result_ok(&r) ? EXIT_OK : EXIT_FAIL;
+	verify_result_release(&r);
+out_ex:
+	executor_release(&ex);
+out_cfg:
+	verify_command_release(&cmd);
+	config_release(&cfg);
+	return status;
+}

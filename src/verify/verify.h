@@ -1,0 +1,268 @@
+#ifndef FX_VERIFY_H
+#define FX_VERIFY_H
+
+/*
+ * The verification harness: find out how a project is tested, run that
+ * command, and read the outcome from what it printed.
+ *
+ * The caller:
+ *   1. verify_detect() names the command (argv), what kind of runner it
+ *      is and why it was chosen;
+ *   2. verify_run() runs it through a verify_run_fn (the sandbox executor
+ *      in forgex, a function handing back captured output in tests) and
+ *      parses the result; verify_parse() parses output the caller already
+ *      holds;
+ *   3. verify_compare() sets a result against a baseline result;
+ *   4. verify_result_to_json() / verify_comparison_to_json() give the
+ *      forms the pipeline stores, verify_result_from_json() reads one back;
+ *   5. verify_command_release(), verify_result_release(),
+ *      verify_comparison_release().
+ *
+ * Parsing never fails and never trusts the output: every format forgex
+ * knows is recognised from the text itself, whatever command printed it,
+ * and the counts of all formats found are added up. What it does not
+ * recognise falls back to the exit status, keeping the tail of the output.
+ * See docs/internals/verify.md.
+ */
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "base/buf.h"
+#include "base/strvec.h"
+
+/* Bounds on what a result keeps, whatever the output's size. */
+#define VERIFY_EXCERPT_MAX 2048	/* bytes of one failure excerpt */
+#define VERIFY_NAME_MAX 512	/* bytes of one test name */
+#define VERIFY_TESTS_MAX 10000	/* named tests kept per result */
+#define VERIFY_TAIL_MAX 4096	/* bytes of output tail kept */
+
+/** How the project's tests are run. */
+struct verify_command {
+	struct strvec argv;
+	/* "configured", "make", "npm", "pytest", "unittest", "go", "cargo",
+	 * "ctest", "meson" */
+	char *kind;
+	char *reason;		/* "Makefile has a 'check' target" */
+	int configured;		/* from [pipeline] test_command: approved by the user */
+};
+
+#define VERIFY_COMMAND_INIT { STRVEC_INIT, NULL, NULL, 0 }
+
+/**
+ * Decide how the project in `workspace` is tested. `test_command` is the
+ * configured [pipeline] test_command (may be NULL or empty); when set it
+ * wins. Otherwise, in order: a Makefile (GNUmakefile, makefile) with a
+ * `test` or `check` target; package.json scripts.test (not npm's
+ * placeholder); pytest configuration; Python test files (unittest);
+ * go.mod; Cargo.toml; a configured CMake build folder (build*); a
+ * configured meson build folder.
+ *
+ * On success `*out` (VERIFY_COMMAND_INIT or released) is filled.
+ * FX_ENOTFOUND, with a message saying what was looked for and any near
+ * miss (a CMakeLists.txt without a build folder), when nothing was found;
+ * FX_ENOTFOUND also when `workspace` is not a folder.
+ */
+int verify_detect(struct verify_command *out, const char *workspace,
+		  const struct strvec *test_command);
+
+/** Free the contents of `cmd`; it is left as VERIFY_COMMAND_INIT. */
+void verify_command_release(struct verify_command *cmd);
+
+/** A new JSON object {"argv", "kind", "reason", "configured"}. */
+json_t *verify_command_to_json(const struct verify_command *cmd);
+
+enum verify_outcome {
+	VERIFY_PASS = 0,
+	VERIFY_FAIL,		/* an assertion failed */
+	VERIFY_ERROR,		/* could not run: setup, collection, crash, bail out */
+	VERIFY_SKIP,		/* skipped, todo, expected failure */
+};
+
+/** "pass", "fail", "error", "skip". */
+const char *verify_outcome_name(enum verify_outcome o);
+
+/** One test the output named. */
+struct verify_test {
+	char *name;		/* at most VERIFY_NAME_MAX bytes */
+	enum verify_outcome outcome;
+	char *excerpt;		/* failure details, at most VERIFY_EXCERPT_MAX bytes; NULL when none */
+	const char *format;	/* the parser that found it (static string) */
+};
+
+/** What one run of the tests came to. */
+struct verify_result {
+	long passed, failed, skipped, errors;
+	/* The tests the output named, in order: all failing ones, and the
+	 * passing ones when the format lists them. */
+	struct verify_test *tests;
+	size_t tests_nr, tests_alloc;
+	size_t tests_dropped;	/* named tests beyond VERIFY_TESTS_MAX */
+	struct strvec formats;	/* the formats recognised, in table order */
+	int exit_code;		/* the command's status; 128+N for signal N; -1 unknown */
+	int timed_out;
+	int truncated;		/* the runner dropped part of the output */
+	long duration_ms;
+	char *tail;		/* the last VERIFY_TAIL_MAX bytes of the output ("" when none) */
+};
+
+#define VERIFY_RESULT_INIT { 0, 0, 0, 0, NULL, 0, 0, 0, STRVEC_INIT, -1, 0, 0, 0, NULL }
+
+/** Free the contents of `r`; it is left as VERIFY_RESULT_INIT. */
+void verify_result_release(struct verify_result *r);
+
+/**
+ * Whether the run passed: exit status 0, no timeout, and no test failed
+ * or errored in any format found.
+ */
+int verify_result_ok(const struct verify_result *r);
+
+/** Number of tests in `r` with outcome VERIFY_FAIL or VERIFY_ERROR. */
+size_t verify_result_failing(const struct verify_result *r);
+
+/** Captured output of one run of the test command. */
+struct verify_output {
+	const char *out;	/* standard output (may be NULL when out_len is 0) */
+	size_t out_len;
+	const char *err;	/* standard error */
+	size_t err_len;
+	int exit_code;		/* 128+N for signal N; -1 unknown */
+	int timed_out;
+	int truncated;
+	long duration_ms;
+};
+
+/**
+ * Read the outcome of a run from its output into `out`
+ * (VERIFY_RESULT_INIT or released). Standard output and then standard
+ * error are read as one text. Every known format is looked for and their
+ * counts are added; a timeout, a non-zero exit status with no failing
+ * test, or output in no known format each add an error entry carrying the
+ * tail of the output. Never fails; arbitrary bytes are fine.
+ */
+void verify_parse(struct verify_result *out, const struct verify_output *o);
+
+/** The names of the known output formats, NULL-terminated, in the order they are tried. */
+const char *const *verify_formats(void);
+
+/*
+ * Running. verify_run() calls a verify_run_fn to run the command; forgex
+ * passes one that goes through the sandbox executor (see
+ * verify_executor_run() in harness.c), tests pass one that hands back
+ * captured output.
+ */
+
+/** What a verify_run_fn is asked to run. */
+struct verify_request {
+	const struct verify_command *cmd;
+	const char *workspace;	/* the project root; the command runs there */
+	long timeout_seconds;	/* 0: the runner's default */
+};
+
+/** What a verify_run_fn hands back; verify_run() releases it. */
+struct verify_capture {
+	struct buf out, err;
+	int exit_code;
+	int timed_out;
+	int truncated;
+	long duration_ms;
+};
+
+#define VERIFY_CAPTURE_INIT { BUF_INIT, BUF_INIT, -1, 0, 0, 0 }
+
+/**
+ * Run `req->cmd` and fill `out` (VERIFY_CAPTURE_INIT). Returns >= 0 when
+ * the command ran (whatever its exit status), or a negative FX_E* code
+ * with err_set() when it could not: FX_EDENIED when refused by policy or
+ * sandbox.
+ */
+typedef int (*verify_run_fn)(struct verify_capture *out, const struct verify_request *req,
+			     void *data);
+
+struct executor;
+
+/**
+ * A verify_run_fn that runs the command through the sandbox executor
+ * `data` (a `struct executor *` from executor_init(), bound to the
+ * workspace): the command policy, approval, then the sandbox, in the
+ * workspace's top folder, with `req->timeout_seconds` (0: the executor's
+ * default, [terminal] timeout_seconds). A command from the configuration
+ * (`cmd->configured`) counts as approved by the user: it is not asked
+ * about again, but the deny list and the sandbox still apply. Blocks
+ * until the command ends. FX_EDENIED when refused, FX_EINTR when
+ * cancelled through the executor.
+ */
+int verify_executor_run(struct verify_capture *out, const struct verify_request *req,
+			void *data);
+
+/**
+ * Run the tests with `run` (given `data`) and parse the outcome into
+ * `out` (VERIFY_RESULT_INIT). Returns 0 when the command ran, whatever the
+ * tests said, or the error of `run` (`out` then untouched).
+ */
+int verify_run(struct verify_result *out, const struct verify_request *req,
+	       verify_run_fn run, void *data);
+
+/*
+ * Comparing with a baseline.
+ */
+
+enum verify_change {
+	VERIFY_UNCHANGED = 0,	/* passed before and passes now (or skipped both times) */
+	VERIFY_NEWLY_FAILING,	/* passed (or unknown) before, fails now */
+	VERIFY_FIXED,		/* failed before, passes now */
+	VERIFY_STILL_FAILING,	/* failed before and fails now */
+	VERIFY_NEW,		/* not in the baseline at all */
+	VERIFY_REMOVED,		/* in the baseline, gone now */
+	VERIFY_CHANGE__COUNT,
+};
+
+/** "unchanged", "newly_failing", "fixed", "still_failing", "new", "removed". */
+const char *verify_change_name(enum verify_change c);
+
+struct verify_change_entry {
+	char *name;
+	enum verify_change change;
+	int before;		/* enum verify_outcome in the baseline, -1 when absent or unknown */
+	int after;		/* enum verify_outcome now, -1 when absent or unknown */
+};
+
+struct verify_comparison {
+	struct verify_change_entry *entries;
+	size_t entries_nr, entries_alloc;
+	size_t counts[VERIFY_CHANGE__COUNT];
+	/* Run-level numbers, for outputs that name no tests. */
+	long failing_before, failing_after;	/* failed + errors */
+	int regressed;		/* something fails now that did not before */
+};
+
+#define VERIFY_COMPARISON_INIT { NULL, 0, 0, { 0 }, 0, 0, 0 }
+
+/**
+ * Classify every test of `baseline` and `current` into `out`
+ * (VERIFY_COMPARISON_INIT). A test only the current run names is "new"
+ * when the baseline listed every test it ran, and "newly failing" when it
+ * fails and the baseline only listed failures (it may have passed
+ * silently). A baseline failure the current run does not name is "fixed"
+ * when the current run only lists failures and was recognised, "removed"
+ * when the current run lists all its tests. `regressed` is set when any
+ * test is newly failing, or, without names, when more fail than before.
+ */
+void verify_compare(struct verify_comparison *out, const struct verify_result *baseline,
+		    const struct verify_result *current);
+
+void verify_comparison_release(struct verify_comparison *c);
+
+/** A new JSON object with the counts, formats, run facts and tests of `r`. */
+json_t *verify_result_to_json(const struct verify_result *r);
+
+/**
+ * Read a result written by verify_result_to_json() into `out`
+ * (VERIFY_RESULT_INIT). FX_EPARSE naming the first bad member.
+ */
+int verify_result_from_json(struct verify_result *out, const json_t *j);
+
+/** A new JSON object with the change counts, run numbers and entries of `c`. */
+json_t *verify_comparison_to_json(const struct verify_comparison *c);
+
+#endif
