@@ -12,6 +12,9 @@
 
 void doctor_sections(struct doctor *d, const struct config *cfg);
 
+/** "Sandbox": kernel features, what the native backend enforces here, docker (doctor_sandbox.c). */
+void doctor_sandbox(struct doctor *d, const struct config *cfg);
+
 /** "Providers": reachability, model and key of each [providers.NAME] (doctor_llm.c). */
 void doctor_llm(struct doctor *d, const struct config *cfg);
 

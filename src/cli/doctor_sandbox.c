@@ -11,9 +11,6 @@
 #include "sandbox/executor.h"
 #include "sandbox/sandbox.h"
 
-/* Declared here until cli/doctor.h lists it (doctor_sections() calls it). */
-void doctor_sandbox(struct doctor *d, const struct config *cfg);
-
 static void kernel_items(struct doctor *d, const struct sandbox_caps *c)
 {
 	int root = c->euid == 0;

@@ -2,5 +2,6 @@
 
 void doctor_sections(struct doctor *d, const struct config *cfg)
 {
+	doctor_sandbox(d, cfg);
 	doctor_llm(d, cfg);
 }
