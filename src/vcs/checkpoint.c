@@ -1,0 +1,1784 @@
+/*
+ * Checkpoints in a shadow repository; see checkpoint.h and
+ * docs/internals/checkpoint.md.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <git2/sys/odb_backend.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/fsutil.h"
+#include "base/path.h"
+#include "base/strvec.h"
+#include "vcs/checkpoint.h"
+#include "vcs/vcs_internal.h"
+
+#define CHECKPOINT_REF "refs/forgex/checkpoints"
+#define SHADOW_DIR ".forgex/checkpoints"
+#define SHORT_ID_MIN 12
+#define LOCK_WAIT_MS 10000
+
+struct checkpoints {
+	char *workspace;	/* resolved, absolute, no trailing slash */
+	char *shadow;		/* <workspace>/.forgex/checkpoints */
+	git_repository *repo;	/* the shadow; work tree = workspace (in memory) */
+	git_repository *user;	/* the user's repository, or NULL */
+	char *user_prefix;	/* the workspace inside the user's work tree: "" or "a/b/" */
+	int lock_fd;
+	int lock_depth;
+};
+
+/*
+ * Attributes that would make the bytes recorded differ from the bytes on
+ * disk (end-of-line conversion, $Id$ expansion, clean filters) are switched
+ * off: info/attributes takes precedence over every .gitattributes.
+ */
+static const char shadow_attributes[] =
+	"# written by forgex: record every file byte for byte\n"
+	"* -text -eol -crlf -ident -filter -working-tree-encoding\n";
+
+/* Keeps the shadow out of the user's `git status`. */
+static const char shadow_gitignore[] = "# written by forgex\n*\n";
+
+/* ---------------------------------------------------------------- errors */
+
+int vcs_git_error(int gerr, const char *fmt, ...)
+{
+	const git_error *e = git_error_last();
+	va_list ap;
+	char *what;
+	int code = gerr == GIT_ENOTFOUND ? FX_ENOTFOUND : FX_ERROR;
+
+	va_start(ap, fmt);
+	what = xstrvfmt(fmt, ap);
+	va_end(ap);
+	err_set(code, "%s: %s", what, e && e->message ? e->message : "libgit2 failed");
+	free(what);
+	return code;
+}
+
+static pthread_once_t vcs_once = PTHREAD_ONCE_INIT;
+static int vcs_init_error;
+
+static void vcs_init_once(void)
+{
+	if (git_libgit2_init() < 0) {
+		vcs_init_error = 1;
+		return;
+	}
+	/*
+	 * Objects, refs and the index are renamed into place only after they
+	 * reach the disk: a crash never leaves a truncated object that a
+	 * later checkpoint would reuse because it "exists".
+	 */
+	git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, 1);
+	/*
+	 * libgit2 runs nothing a repository's config names (no hooks, no
+	 * fsmonitor, no filter drivers), so reading a workspace owned by
+	 * someone else is safe; the shadow is ours either way.
+	 */
+	git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
+}
+
+static int vcs_init(void)
+{
+	pthread_once(&vcs_once, vcs_init_once);
+	if (vcs_init_error)
+		return err_set(FX_ERROR, "cannot initialise libgit2");
+	return 0;
+}
+
+/* ------------------------------------------------------------------ info */
+
+void checkpoint_info_release(struct checkpoint_info *info)
+{
+	if (!info)
+		return;
+	FREE_AND_NULL(info->message);
+}
+
+void checkpoint_list_release(struct checkpoint_list *list)
+{
+	size_t i;
+
+	for (i = 0; i < list->nr; i++)
+		checkpoint_info_release(&list->items[i]);
+	FREE_AND_NULL(list->items);
+	list->nr = list->alloc = 0;
+}
+
+void checkpoint_restore_result_release(struct checkpoint_restore_result *res)
+{
+	if (res)
+		checkpoint_info_release(&res->backup);
+}
+
+const char *checkpoint_workspace(const struct checkpoints *cps)
+{
+	return cps->workspace;
+}
+
+git_repository *checkpoint__repo(struct checkpoints *cps)
+{
+	return cps->repo;
+}
+
+static void fill_info(struct checkpoint_info *out, const git_commit *c, size_t short_len)
+{
+	const char *msg = git_commit_message(c);
+	size_t n = strlen(msg);
+
+	memset(out, 0, sizeof(*out));
+	git_oid_tostr(out->id, sizeof(out->id), git_commit_id(c));
+	if (short_len > 40)
+		short_len = 40;
+	memcpy(out->short_id, out->id, short_len);
+	out->short_id[short_len] = '\0';
+	while (n && msg[n - 1] == '\n')
+		n--;
+	out->message = xstrndup(msg, n);
+	out->time = (int64_t)git_commit_time(c);
+}
+
+/* ------------------------------------------------------------------ lock */
+
+int checkpoint__lock(struct checkpoints *cps)
+{
+	int waited = 0;
+
+	if (cps->lock_depth++)
+		return 0;
+	for (;;) {
+		if (!flock(cps->lock_fd, LOCK_EX | LOCK_NB))
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			cps->lock_depth--;
+			return err_set_errno(FX_EOS, "cannot lock %s", cps->shadow);
+		}
+		if (waited >= LOCK_WAIT_MS) {
+			cps->lock_depth--;
+			return err_set(FX_ETIMEOUT,
+				       "another forgex process is using the checkpoints in %s",
+				       cps->shadow);
+		}
+		usleep(50 * 1000);
+		waited += 50;
+	}
+}
+
+void checkpoint__unlock(struct checkpoints *cps)
+{
+	if (cps->lock_depth && !--cps->lock_depth)
+		flock(cps->lock_fd, LOCK_UN);
+}
+
+/* ------------------------------------------------------------------ open */
+
+/* Write `content` to `dir`/`name` unless it already holds exactly that. */
+static int write_if_changed(const char *dir, const char *name, const char *content, size_t len)
+{
+	struct buf p = BUF_INIT, old = BUF_INIT;
+	int ret = 0;
+
+	path_join(&p, dir, name);
+	if (!fsutil_read_file(&old, p.buf, 0) && old.len == len && !memcmp(old.buf, content, len))
+		goto out;
+	err_clear();
+	ret = fsutil_write_atomic(p.buf, content, len, 0644);
+out:
+	buf_release(&p);
+	buf_release(&old);
+	return ret;
+}
+
+/* Find the user's repository: the workspace or a folder above it. */
+static int find_user_repo(struct checkpoints *cps)
+{
+	git_repository *user = NULL;
+	const char *wd;
+	char *real = NULL;
+	size_t n;
+	int gerr;
+
+	gerr = git_repository_open_ext(&user, cps->workspace, 0, NULL);
+	if (gerr == GIT_ENOTFOUND) {
+		git_error_clear();
+		return 0;
+	}
+	if (gerr < 0)
+		return vcs_git_error(gerr, "cannot open the git repository of %s", cps->workspace);
+	wd = git_repository_workdir(user);
+	if (!wd || !(real = realpath(wd, NULL))) {
+		/* bare, or a work tree that is gone: nothing to mirror */
+		git_repository_free(user);
+		return 0;
+	}
+	n = strlen(real);
+	if (!strcmp(real, cps->workspace)) {
+		cps->user_prefix = xstrdup("");
+	} else if (!strncmp(cps->workspace, real, n) && cps->workspace[n] == '/') {
+		cps->user_prefix = xstrfmt("%s/", cps->workspace + n + 1);
+	} else {
+		git_repository_free(user);
+		free(real);
+		return 0;
+	}
+	free(real);
+	cps->user = user;
+	return 0;
+}
+
+/* Set `key` in the shadow's own config file unless it has that value already. */
+static int config_ensure(git_config *cfg, const char *key, const char *value)
+{
+	git_config_entry *e = NULL;
+	int gerr = git_config_get_entry(&e, cfg, key);
+
+	if (!gerr && value && !strcmp(e->value, value)) {
+		git_config_entry_free(e);
+		return 0;
+	}
+	git_config_entry_free(e);
+	if (gerr && gerr != GIT_ENOTFOUND)
+		return vcs_git_error(gerr, "cannot read %s", key);
+	git_error_clear();
+	if (!value) {
+		if (gerr == GIT_ENOTFOUND)
+			return 0;
+		gerr = git_config_delete_entry(cfg, key);
+	} else {
+		gerr = git_config_set_string(cfg, key, value);
+	}
+	if (gerr < 0)
+		return vcs_git_error(gerr, "cannot set %s in the checkpoint repository", key);
+	return 0;
+}
+
+/*
+ * The shadow's config: no conversions, links as links, the executable bit
+ * honoured, no Windows/macOS path restrictions, and the user's
+ * core.excludesFile (or none at all outside a git repository).
+ */
+static int setup_config(struct checkpoints *cps)
+{
+	static const char *const fixed[][2] = {
+		{ "core.filemode", "true" },
+		{ "core.symlinks", "true" },
+		{ "core.ignorecase", "false" },
+		{ "core.autocrlf", "false" },
+		{ "core.safecrlf", "false" },
+		{ "core.precomposeunicode", "false" },
+		{ "core.protectNTFS", "false" },
+		{ "core.protectHFS", "false" },
+		{ "core.logallrefupdates", "false" },
+		{ "core.checkstat", "default" },
+		{ "core.trustctime", "true" },
+		{ "gc.auto", "0" },
+	};
+	struct buf p = BUF_INIT;
+	git_config *cfg = NULL, *snap = NULL;
+	git_buf excl = GIT_BUF_INIT;
+	char *excludes = NULL;
+	size_t i;
+	int ret = 0, gerr;
+
+	if (cps->user) {
+		gerr = git_repository_config_snapshot(&snap, cps->user);
+		if (gerr < 0) {
+			ret = vcs_git_error(gerr, "cannot read the config of %s", cps->workspace);
+			goto out;
+		}
+		gerr = git_config_get_path(&excl, snap, "core.excludesfile");
+		if (!gerr) {
+			excludes = xstrdup(excl.ptr);
+		} else if (gerr != GIT_ENOTFOUND) {
+			ret = vcs_git_error(gerr, "cannot read core.excludesFile");
+			goto out;
+		}
+		git_error_clear();
+	} else {
+		/*
+		 * Outside a git repository only the tree's own .gitignore
+		 * files apply: point core.excludesFile at the (empty)
+		 * info/exclude so the user's global ignore file does not.
+		 */
+		excludes = xstrfmt("%s/info/exclude", cps->shadow);
+	}
+	path_join(&p, cps->shadow, "config");
+	gerr = git_config_open_ondisk(&cfg, p.buf);
+	if (gerr < 0) {
+		ret = vcs_git_error(gerr, "cannot open %s", p.buf);
+		goto out;
+	}
+	for (i = 0; i < ARRAY_SIZE(fixed) && !ret; i++)
+		ret = config_ensure(cfg, fixed[i][0], fixed[i][1]);
+	if (!ret)
+		ret = config_ensure(cfg, "core.excludesfile", excludes);
+out:
+	git_config_free(cfg);
+	git_config_free(snap);
+	git_buf_dispose(&excl);
+	free(excludes);
+	buf_release(&p);
+	return ret;
+}
+
+/* Mirror the user's info/exclude into the shadow; write our own attributes. */
+static int setup_mirrors(struct checkpoints *cps)
+{
+	struct buf dir = BUF_INIT, p = BUF_INIT, excl = BUF_INIT;
+	int ret = 0;
+
+	if (cps->user) {
+		path_join(&p, git_repository_commondir(cps->user), "info/exclude");
+		if (fsutil_read_file(&excl, p.buf, 0) < 0) {
+			if (err_last_code() != FX_ENOTFOUND) {
+				ret = err_last_code();
+				goto out;
+			}
+			buf_reset(&excl);
+		}
+	}
+	err_clear();
+	path_join(&dir, cps->shadow, "info");
+	if ((ret = fsutil_mkdir_p(dir.buf, 0755)) < 0)
+		goto out;
+	if ((ret = write_if_changed(dir.buf, "exclude", excl.buf, excl.len)) < 0)
+		goto out;
+	if ((ret = write_if_changed(dir.buf, "attributes", shadow_attributes,
+				    sizeof(shadow_attributes) - 1)) < 0)
+		goto out;
+	ret = write_if_changed(cps->shadow, ".gitignore", shadow_gitignore,
+			       sizeof(shadow_gitignore) - 1);
+out:
+	buf_release(&dir);
+	buf_release(&p);
+	buf_release(&excl);
+	return ret;
+}
+
+/*
+ * Borrowing the user's objects.
+ *
+ * objects/info/alternates would do, except that libgit2 "freshens" an
+ * object it was about to write and found in an alternate: it touches the
+ * user's loose object or pack file, a write into the user's .git. So the
+ * user's object database is added in memory behind this read-only backend,
+ * which has no freshen (libgit2 then only asks whether the object exists)
+ * and no write.
+ */
+struct borrowed_odb {
+	git_odb_backend parent;
+	git_odb *from;
+};
+
+static int borrowed_read(void **data, size_t *len, git_object_t *type, git_odb_backend *b,
+			 const git_oid *oid)
+{
+	struct borrowed_odb *bo = (struct borrowed_odb *)b;
+	git_odb_object *obj = NULL;
+	int gerr = git_odb_read(&obj, bo->from, oid);
+
+	if (gerr < 0)
+		return gerr;
+	*len = git_odb_object_size(obj);
+	*type = git_odb_object_type(obj);
+	*data = git_odb_backend_data_alloc(b, *len ? *len : 1);
+	if (!*data) {
+		git_odb_object_free(obj);
+		return GIT_ERROR;
+	}
+	memcpy(*data, git_odb_object_data(obj), *len);
+	git_odb_object_free(obj);
+	return 0;
+}
+
+static int borrowed_read_prefix(git_oid *out, void **data, size_t *len, git_object_t *type,
+				git_odb_backend *b, const git_oid *short_id, size_t n)
+{
+	struct borrowed_odb *bo = (struct borrowed_odb *)b;
+	git_odb_object *obj = NULL;
+	int gerr = git_odb_read_prefix(&obj, bo->from, short_id, n);
+
+	if (gerr < 0)
+		return gerr;
+	git_oid_cpy(out, git_odb_object_id(obj));
+	git_odb_object_free(obj);
+	return borrowed_read(data, len, type, b, out);
+}
+
+static int borrowed_read_header(size_t *len, git_object_t *type, git_odb_backend *b,
+				const git_oid *oid)
+{
+	return git_odb_read_header(len, type, ((struct borrowed_odb *)b)->from, oid);
+}
+
+static int borrowed_exists(git_odb_backend *b, const git_oid *oid)
+{
+	return git_odb_exists_ext(((struct borrowed_odb *)b)->from, oid, GIT_ODB_LOOKUP_NO_REFRESH);
+}
+
+static int borrowed_exists_prefix(git_oid *out, git_odb_backend *b, const git_oid *short_id,
+				  size_t n)
+{
+	return git_odb_exists_prefix(out, ((struct borrowed_odb *)b)->from, short_id, n);
+}
+
+static int borrowed_refresh(git_odb_backend *b)
+{
+	return git_odb_refresh(((struct borrowed_odb *)b)->from);
+}
+
+static void borrowed_free(git_odb_backend *b)
+{
+	git_odb_free(((struct borrowed_odb *)b)->from);
+	free(b);
+}
+
+static int borrow_user_objects(struct checkpoints *cps)
+{
+	struct borrowed_odb *bo;
+	git_odb *odb = NULL, *from = NULL;
+	int gerr;
+
+	if (!cps->user)
+		return 0;
+	gerr = git_repository_odb(&from, cps->user);
+	if (!gerr)
+		gerr = git_repository_odb(&odb, cps->repo);
+	if (gerr < 0) {
+		git_odb_free(from);
+		return vcs_git_error(gerr, "cannot open the objects of %s", cps->workspace);
+	}
+	bo = xcalloc(1, sizeof(*bo));
+	git_odb_init_backend(&bo->parent, GIT_ODB_BACKEND_VERSION);
+	bo->from = from;
+	bo->parent.read = borrowed_read;
+	bo->parent.read_prefix = borrowed_read_prefix;
+	bo->parent.read_header = borrowed_read_header;
+	bo->parent.exists = borrowed_exists;
+	bo->parent.exists_prefix = borrowed_exists_prefix;
+	bo->parent.refresh = borrowed_refresh;
+	bo->parent.free = borrowed_free;
+	gerr = git_odb_add_alternate(odb, &bo->parent, 0);
+	if (gerr < 0)
+		borrowed_free(&bo->parent);
+	git_odb_free(odb);
+	if (gerr < 0)
+		return vcs_git_error(gerr, "cannot borrow the objects of %s", cps->workspace);
+	return 0;
+}
+
+/* Make sure <workspace>/.forgex/checkpoints is a real folder (never a link). */
+static int ensure_shadow_dir(struct checkpoints *cps)
+{
+	struct buf p = BUF_INIT;
+	const char *parts[] = { ".forgex", SHADOW_DIR };
+	struct stat st;
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; i < ARRAY_SIZE(parts); i++) {
+		buf_reset(&p);
+		path_join(&p, cps->workspace, parts[i]);
+		if (lstat(p.buf, &st) < 0) {
+			if (errno != ENOENT) {
+				ret = err_set_errno(FX_EOS, "cannot inspect %s", p.buf);
+				goto out;
+			}
+			if (mkdir(p.buf, 0755) < 0 && errno != EEXIST) {
+				ret = err_set_errno(FX_EOS, "cannot create %s", p.buf);
+				goto out;
+			}
+			if (lstat(p.buf, &st) < 0) {
+				ret = err_set_errno(FX_EOS, "cannot inspect %s", p.buf);
+				goto out;
+			}
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			ret = err_set(FX_EINVAL, "%s is not a folder (a symbolic link or a file)",
+				      p.buf);
+			goto out;
+		}
+	}
+out:
+	buf_release(&p);
+	return ret;
+}
+
+static int init_shadow(struct checkpoints *cps)
+{
+	git_repository_init_options opts = GIT_REPOSITORY_INIT_OPTIONS_INIT;
+	git_repository *r = NULL;
+	struct buf head = BUF_INIT;
+	int gerr, ret = 0;
+
+	path_join(&head, cps->shadow, "HEAD");
+	if (fsutil_exists(head.buf))
+		goto out;
+	opts.flags = GIT_REPOSITORY_INIT_BARE | GIT_REPOSITORY_INIT_MKPATH;
+	opts.mode = GIT_REPOSITORY_INIT_SHARED_UMASK;
+	opts.initial_head = CHECKPOINT_REF;
+	opts.description = "forgex checkpoints of this workspace\n";
+	gerr = git_repository_init_ext(&r, cps->shadow, &opts);
+	if (gerr < 0)
+		ret = vcs_git_error(gerr, "cannot create the checkpoint repository %s", cps->shadow);
+	git_repository_free(r);
+out:
+	buf_release(&head);
+	return ret;
+}
+
+int checkpoint_open(struct checkpoints **out, const char *workspace)
+{
+	struct checkpoints *cps;
+	struct buf p = BUF_INIT;
+	struct stat st;
+	int ret, gerr;
+
+	if ((ret = vcs_init()) < 0)
+		return ret;
+	cps = xcalloc(1, sizeof(*cps));
+	cps->lock_fd = -1;
+	cps->workspace = realpath(workspace, NULL);
+	if (!cps->workspace) {
+		ret = err_set_errno(errno == ENOENT ? FX_ENOTFOUND : FX_EOS,
+				    "cannot open workspace %s", workspace);
+		goto fail;
+	}
+	if (stat(cps->workspace, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		ret = err_set(FX_EINVAL, "workspace %s is not a folder", workspace);
+		goto fail;
+	}
+	cps->shadow = xstrfmt("%s/" SHADOW_DIR, cps->workspace);
+	if ((ret = ensure_shadow_dir(cps)) < 0)
+		goto fail;
+	path_join(&p, cps->shadow, "forgex.lock");
+	cps->lock_fd = open(p.buf, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (cps->lock_fd < 0) {
+		ret = err_set_errno(FX_EOS, "cannot open %s", p.buf);
+		goto fail;
+	}
+	if ((ret = checkpoint__lock(cps)) < 0)
+		goto fail;
+	if ((ret = find_user_repo(cps)) < 0 || (ret = init_shadow(cps)) < 0 ||
+	    (ret = setup_mirrors(cps)) < 0 || (ret = setup_config(cps)) < 0)
+		goto fail_locked;
+	gerr = git_repository_open_bare(&cps->repo, cps->shadow);
+	if (gerr < 0) {
+		ret = vcs_git_error(gerr, "cannot open the checkpoint repository %s", cps->shadow);
+		goto fail_locked;
+	}
+	gerr = git_repository_set_workdir(cps->repo, cps->workspace, 0);
+	if (!gerr)
+		gerr = git_ignore_add_rule(cps->repo, "/.forgex\n");
+	if (gerr < 0) {
+		ret = vcs_git_error(gerr, "cannot set up the checkpoint repository");
+		goto fail_locked;
+	}
+	if ((ret = borrow_user_objects(cps)) < 0)
+		goto fail_locked;
+	checkpoint__unlock(cps);
+	buf_release(&p);
+	*out = cps;
+	return 0;
+fail_locked:
+	checkpoint__unlock(cps);
+fail:
+	buf_release(&p);
+	checkpoint_close(cps);
+	return ret;
+}
+
+void checkpoint_close(struct checkpoints *cps)
+{
+	if (!cps)
+		return;
+	git_repository_free(cps->repo);
+	git_repository_free(cps->user);
+	if (cps->lock_fd >= 0)
+		close(cps->lock_fd);
+	free(cps->workspace);
+	free(cps->shadow);
+	free(cps->user_prefix);
+	free(cps);
+}
+
+/* --------------------------------------------------------------- capture */
+
+static int lstat_rel(const struct checkpoints *cps, const char *rel, struct stat *st)
+{
+	struct buf p = BUF_INIT;
+	int r;
+
+	path_join(&p, cps->workspace, rel);
+	r = lstat(p.buf, st);
+	buf_release(&p);
+	return r;
+}
+
+/*
+ * Whether every folder on the way to `rel` is a real folder (no link to
+ * follow). libgit2 resolves a path it is given with the kernel's rules.
+ */
+static int parents_are_dirs(int rootfd, const char *rel)
+{
+	const char *p = rel, *slash;
+	int fd = dup(rootfd), ok = 1;
+
+	if (fd < 0)
+		return 0;
+	while ((slash = strchr(p, '/'))) {
+		char *comp = xstrndup(p, (size_t)(slash - p));
+		int next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		free(comp);
+		close(fd);
+		if (next < 0) {
+			ok = 0;
+			fd = -1;
+			break;
+		}
+		fd = next;
+		p = slash + 1;
+	}
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* add_all callback: folders that reach the index are nested repositories; leave them. */
+static int skip_dirs_cb(const char *path, const char *matched, void *payload)
+{
+	struct checkpoints *cps = payload;
+	struct stat st;
+
+	(void)matched;
+	if (!lstat_rel(cps, path, &st) && S_ISDIR(st.st_mode))
+		return 1;
+	return 0;
+}
+
+/* The user's index entry for workspace path `rel`, if the user tracks it. */
+static const git_index_entry *user_entry(git_index *uidx, const char *prefix, const char *rel,
+					 struct buf *scratch)
+{
+	const git_index_entry *e;
+	int stage;
+
+	if (!uidx)
+		return NULL;
+	buf_reset(scratch);
+	buf_addstr(scratch, prefix);
+	buf_addstr(scratch, rel);
+	for (stage = 0; stage <= 3; stage++)
+		if ((e = git_index_get_bypath(uidx, scratch->buf, stage)))
+			return e;
+	return NULL;
+}
+
+/*
+ * Bring the shadow index up to the working tree:
+ *  1. add_all: new files not ignored, changed and deleted ones (stat data
+ *     decides which files are read again);
+ *  2. files the user's repository tracks although they are ignored;
+ *  3. drop entries that are now ignored and not tracked by the user, and
+ *     any gitlink.
+ */
+static int update_index(struct checkpoints *cps, git_index *idx)
+{
+	git_index *uidx = NULL;
+	struct strvec drop = STRVEC_INIT;
+	struct buf scratch = BUF_INIT;
+	const char *prefix = cps->user_prefix ? cps->user_prefix : "";
+	size_t prefix_len = strlen(prefix), i, n;
+	int gerr, ret = 0, rootfd = -1;
+
+	gerr = git_index_read(idx, 0);
+	if (gerr < 0)
+		return vcs_git_error(gerr, "cannot read the checkpoint index");
+	gerr = git_index_add_all(idx, NULL, GIT_INDEX_ADD_DEFAULT, skip_dirs_cb, cps);
+	if (gerr < 0) {
+		ret = vcs_git_error(gerr, "cannot record the working tree of %s", cps->workspace);
+		goto out;
+	}
+	if (cps->user) {
+		gerr = git_repository_index(&uidx, cps->user);
+		if (!gerr)
+			gerr = git_index_read(uidx, 0);
+		if (gerr < 0) {
+			ret = vcs_git_error(gerr, "cannot read the git index of %s", cps->workspace);
+			goto out;
+		}
+		rootfd = open(cps->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (rootfd < 0) {
+			ret = err_set_errno(FX_EOS, "cannot open %s", cps->workspace);
+			goto out;
+		}
+		n = git_index_entrycount(uidx);
+		for (i = 0; i < n; i++) {
+			const git_index_entry *e = git_index_get_byindex(uidx, i);
+			const char *rel;
+			struct stat st;
+
+			if (!e || e->mode == GIT_FILEMODE_COMMIT ||
+			    strncmp(e->path, prefix, prefix_len))
+				continue;
+			rel = e->path + prefix_len;
+			if (git_index_get_bypath(idx, rel, 0))
+				continue;
+			/* deleted, a folder now (add_all saw inside), or behind a link */
+			if (lstat_rel(cps, rel, &st) < 0 ||
+			    !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) ||
+			    !parents_are_dirs(rootfd, rel))
+				continue;
+			gerr = git_index_add_bypath(idx, rel);
+			if (gerr < 0) {
+				ret = vcs_git_error(gerr, "cannot record %s", rel);
+				goto out;
+			}
+		}
+	}
+	n = git_index_entrycount(idx);
+	for (i = 0; i < n; i++) {
+		const git_index_entry *e = git_index_get_byindex(idx, i);
+		int ignored = 0;
+
+		if (!e)
+			continue;
+		if (e->mode != GIT_FILEMODE_COMMIT) {
+			if (user_entry(uidx, prefix, e->path, &scratch))
+				continue;
+			gerr = git_ignore_path_is_ignored(&ignored, cps->repo, e->path);
+			if (gerr < 0) {
+				ret = vcs_git_error(gerr, "cannot check whether %s is ignored",
+						    e->path);
+				goto out;
+			}
+			if (!ignored)
+				continue;
+		}
+		strvec_push(&drop, e->path);
+	}
+	for (i = 0; i < drop.nr; i++) {
+		gerr = git_index_remove_bypath(idx, drop.v[i]);
+		if (gerr < 0) {
+			ret = vcs_git_error(gerr, "cannot update the checkpoint index");
+			goto out;
+		}
+	}
+out:
+	if (rootfd >= 0)
+		close(rootfd);
+	git_index_free(uidx);
+	strvec_clear(&drop);
+	buf_release(&scratch);
+	return ret;
+}
+
+static int capture_tree(git_oid *out, size_t *files, struct checkpoints *cps, git_index *idx)
+{
+	int gerr, ret;
+
+	if ((ret = update_index(cps, idx)) < 0)
+		return ret;
+	gerr = git_index_write_tree(out, idx);
+	if (gerr < 0)
+		return vcs_git_error(gerr, "cannot write the checkpoint tree");
+	gerr = git_index_write(idx);
+	if (gerr < 0)
+		return vcs_git_error(gerr, "cannot save the checkpoint index");
+	if (files)
+		*files = git_index_entrycount(idx);
+	return 0;
+}
+
+int checkpoint__capture_tree(git_oid *out, size_t *files, struct checkpoints *cps)
+{
+	git_index *idx = NULL;
+	int gerr, ret;
+
+	gerr = git_repository_index(&idx, cps->repo);
+	if (gerr < 0)
+		return vcs_git_error(gerr, "cannot open the checkpoint index");
+	ret = capture_tree(out, files, cps, idx);
+	git_index_free(idx);
+	return ret;
+}
+
+/* ----------------------------------------------------------------- chain */
+
+/* The newest checkpoint commit id; FX_ENOTFOUND (no message) when none. */
+static int chain_head(git_oid *out, struct checkpoints *cps)
+{
+	int gerr = git_reference_name_to_id(out, cps->repo, CHECKPOINT_REF);
+
+	if (gerr == GIT_ENOTFOUND) {
+		git_error_clear();
+		return FX_ENOTFOUND;
+	}
+	if (gerr < 0)
+		return vcs_git_error(gerr, "cannot read %s", CHECKPOINT_REF);
+	return 0;
+}
+
+/* Every checkpoint commit id, newest first. */
+static int chain_ids(git_oid **out, size_t *nr, struct checkpoints *cps)
+{
+	git_oid cur, *ids = NULL;
+	size_t n = 0, alloc = 0;
+	int ret;
+
+	*out = NULL;
+	*nr = 0;
+	ret = chain_head(&cur, cps);
+	if (ret == FX_ENOTFOUND)
+		return 0;
+	if (ret < 0)
+		return ret;
+	for (;;) {
+		git_commit *c = NULL;
+		int gerr = git_commit_lookup(&c, cps->repo, &cur);
+
+		if (gerr < 0) {
+			free(ids);
+			return vcs_git_error(gerr, "checkpoint history is damaged at %s",
+					     git_oid_tostr_s(&cur));
+		}
+		ALLOC_GROW(ids, n + 1, alloc);
+		git_oid_cpy(&ids[n++], &cur);
+		if (!git_commit_parentcount(c)) {
+			git_commit_free(c);
+			break;
+		}
+		git_oid_cpy(&cur, git_commit_parent_id(c, 0));
+		git_commit_free(c);
+	}
+	*out = ids;
+	*nr = n;
+	return 0;
+}
+
+static int oid_cmp_qsort(const void *a, const void *b)
+{
+	return git_oid_cmp(a, b);
+}
+
+/* The shortest prefix length (>= SHORT_ID_MIN) that tells all `ids` apart. */
+static size_t short_len(const git_oid *ids, size_t nr)
+{
+	git_oid *sorted;
+	size_t i, len = SHORT_ID_MIN;
+
+	if (nr < 2)
+		return len;
+	sorted = xmalloc(nr * sizeof(*sorted));
+	memcpy(sorted, ids, nr * sizeof(*sorted));
+	qsort(sorted, nr, sizeof(*sorted), oid_cmp_qsort);
+	for (i = 1; i < nr; i++) {
+		char a[41], b[41];
+		size_t k = 0;
+
+		git_oid_tostr(a, sizeof(a), &sorted[i - 1]);
+		git_oid_tostr(b, sizeof(b), &sorted[i]);
+		while (k < 40 && a[k] == b[k])
+			k++;
+		if (k + 1 > len)
+			len = k + 1;
+	}
+	free(sorted);
+	return len;
+}
+
+int checkpoint_list(struct checkpoint_list *out, struct checkpoints *cps)
+{
+	struct checkpoint_list list = CHECKPOINT_LIST_INIT;
+	git_oid *ids = NULL;
+	size_t nr, i, slen;
+	int ret;
+
+	if ((ret = chain_ids(&ids, &nr, cps)) < 0)
+		return ret;
+	slen = short_len(ids, nr);
+	for (i = 0; i < nr; i++) {
+		git_commit *c = NULL;
+		int gerr = git_commit_lookup(&c, cps->repo, &ids[i]);
+
+		if (gerr < 0) {
+			ret = vcs_git_error(gerr, "cannot read checkpoint %s",
+					    git_oid_tostr_s(&ids[i]));
+			checkpoint_list_release(&list);
+			goto out;
+		}
+		ALLOC_GROW(list.items, list.nr + 1, list.alloc);
+		fill_info(&list.items[list.nr++], c, slen);
+		git_commit_free(c);
+	}
+	*out = list;
+out:
+	free(ids);
+	return ret;
+}
+
+int checkpoint_resolve(char **out, struct checkpoints *cps, const char *id)
+{
+	git_oid *ids = NULL;
+	size_t nr, i, len = id ? strlen(id) : 0, found = (size_t)-1;
+	int ret;
+
+	if (len < 4 || len > 40 || strspn(id, "0123456789abcdefABCDEF") != len)
+		return err_set(FX_EINVAL, "'%s' is not a checkpoint id (4 to 40 hex digits)",
+			       id ? id : "");
+	if ((ret = chain_ids(&ids, &nr, cps)) < 0)
+		return ret;
+	for (i = 0; i < nr; i++) {
+		char hex[41];
+
+		git_oid_tostr(hex, sizeof(hex), &ids[i]);
+		if (strncasecmp(hex, id, len))
+			continue;
+		if (found != (size_t)-1) {
+			ret = err_set(FX_EINVAL, "checkpoint id '%s' is ambiguous; give more digits",
+				      id);
+			goto out;
+		}
+		found = i;
+	}
+	if (found == (size_t)-1) {
+		ret = err_set(FX_ENOTFOUND, "no checkpoint '%s' in %s (see 'forgex checkpoint list')",
+			      id, cps->workspace);
+		goto out;
+	}
+	*out = xstrdup(git_oid_tostr_s(&ids[found]));
+out:
+	free(ids);
+	return ret;
+}
+
+int checkpoint__lookup(git_commit **out, struct checkpoints *cps, const char *id)
+{
+	git_oid oid;
+	int ret, gerr;
+
+	if (id) {
+		char *full = NULL;
+
+		if ((ret = checkpoint_resolve(&full, cps, id)) < 0)
+			return ret;
+		git_oid_fromstr(&oid, full);
+		free(full);
+	} else {
+		ret = chain_head(&oid, cps);
+		if (ret == FX_ENOTFOUND)
+			return err_set(FX_ENOTFOUND, "no checkpoints yet in %s", cps->workspace);
+		if (ret < 0)
+			return ret;
+	}
+	gerr = git_commit_lookup(out, cps->repo, &oid);
+	if (gerr < 0)
+		return vcs_git_error(gerr, "cannot read checkpoint %s", git_oid_tostr_s(&oid));
+	return 0;
+}
+
+/* Commit `tree` on the chain with `message`; fills `out` (may be NULL). */
+static int commit_tree(struct checkpoint_info *out, struct checkpoints *cps, const git_oid *tree_id,
+		       const char *message, size_t files)
+{
+	git_signature *sig = NULL;
+	git_tree *tree = NULL;
+	git_commit *parent = NULL, *c = NULL;
+	git_reference *ref = NULL;
+	git_oid parent_id, oid, *ids = NULL;
+	struct buf msg = BUF_INIT;
+	size_t nr;
+	int ret = 0, gerr, has_parent;
+
+	ret = chain_head(&parent_id, cps);
+	if (ret < 0 && ret != FX_ENOTFOUND)
+		return ret;
+	has_parent = ret == 0;
+	ret = 0;
+	gerr = git_signature_now(&sig, "forgex", "forgex@localhost");
+	if (!gerr)
+		gerr = git_tree_lookup(&tree, cps->repo, tree_id);
+	if (!gerr && has_parent)
+		gerr = git_commit_lookup(&parent, cps->repo, &parent_id);
+	if (gerr < 0) {
+		ret = vcs_git_error(gerr, "cannot prepare the checkpoint");
+		goto out;
+	}
+	buf_addstr(&msg, message && *message ? message : "checkpoint");
+	buf_rtrim(&msg);
+	buf_addch(&msg, '\n');
+	gerr = git_commit_create(&oid, cps->repo, NULL, sig, sig, NULL, msg.buf, tree,
+				 has_parent ? 1 : 0, (const git_commit **)&parent);
+	if (gerr < 0) {
+		ret = vcs_git_error(gerr, "cannot write the checkpoint");
+		goto out;
+	}
+	gerr = git_reference_create_matching(&ref, cps->repo, CHECKPOINT_REF, &oid, 1,
+					     has_parent ? &parent_id : NULL, "checkpoint");
+	if (gerr < 0) {
+		ret = vcs_git_error(gerr, "cannot record the checkpoint in %s", CHECKPOINT_REF);
+		goto out;
+	}
+	if (out) {
+		gerr = git_commit_lookup(&c, cps->repo, &oid);
+		if (gerr < 0) {
+			ret = vcs_git_error(gerr, "cannot read the new checkpoint");
+			goto out;
+		}
+		if ((ret = chain_ids(&ids, &nr, cps)) < 0)
+			goto out;
+		fill_info(out, c, short_len(ids, nr));
+		out->files = files;
+	}
+out:
+	free(ids);
+	buf_release(&msg);
+	git_reference_free(ref);
+	git_commit_free(c);
+	git_commit_free(parent);
+	git_tree_free(tree);
+	git_signature_free(sig);
+	return ret;
+}
+
+int checkpoint_create(struct checkpoint_info *out, struct checkpoints *cps, const char *message)
+{
+	git_index *idx = NULL;
+	git_oid tree;
+	size_t files = 0;
+	int ret, gerr;
+
+	if ((ret = checkpoint__lock(cps)) < 0)
+		return ret;
+	gerr = git_repository_index(&idx, cps->repo);
+	if (gerr < 0) {
+		ret = vcs_git_error(gerr, "cannot open the checkpoint index");
+		goto out;
+	}
+	if ((ret = capture_tree(&tree, &files, cps, idx)) < 0)
+		goto out;
+	ret = commit_tree(out, cps, &tree, message, files);
+out:
+	git_index_free(idx);
+	checkpoint__unlock(cps);
+	return ret;
+}
+
+/* --------------------------------------------------------------- restore */
+
+enum change_kind {
+	CHANGE_DELETE,		/* in the tree now, not in the checkpoint */
+	CHANGE_WRITE,		/* missing or different: write the checkpoint's version */
+	CHANGE_CHMOD,		/* same bytes, only the executable bit differs */
+};
+
+struct change {
+	enum change_kind kind;
+	char *path;
+	git_oid oid;		/* the checkpoint's blob (WRITE, CHMOD) */
+	uint32_t mode;		/* the checkpoint's mode (WRITE, CHMOD) */
+};
+
+struct plan {
+	struct change *items;
+	size_t nr, alloc;
+};
+
+static void plan_release(struct plan *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr; i++)
+		free(p->items[i].path);
+	FREE_AND_NULL(p->items);
+	p->nr = p->alloc = 0;
+}
+
+static void plan_add(struct plan *p, enum change_kind kind, const char *path,
+		     const git_index_entry *want)
+{
+	struct change *c;
+
+	ALLOC_GROW(p->items, p->nr + 1, p->alloc);
+	c = &p->items[p->nr++];
+	memset(c, 0, sizeof(*c));
+	c->kind = kind;
+	c->path = xstrdup(path);
+	if (want) {
+		git_oid_cpy(&c->oid, &want->id);
+		c->mode = want->mode;
+	}
+}
+
+static int is_file_mode(uint32_t mode)
+{
+	return mode == GIT_FILEMODE_BLOB || mode == GIT_FILEMODE_BLOB_EXECUTABLE;
+}
+
+/*
+ * A path from a checkpoint must stay inside the workspace and out of the
+ * user's repository and the shadow: no empty, ".", ".." or ".git"
+ * component, not under .forgex. Trees we wrote never hold such paths; a
+ * damaged or planted shadow might.
+ */
+static int check_safe_path(const char *path)
+{
+	const char *p = path;
+
+	if (!*path || *path == '/')
+		goto bad;
+	if (!strcmp(path, ".forgex") || !strncmp(path, ".forgex/", 8))
+		goto bad;
+	for (;;) {
+		size_t n = strcspn(p, "/");
+
+		if (!n || (n == 1 && p[0] == '.') || (n == 2 && !strncmp(p, "..", 2)) ||
+		    (n == 4 && !strncasecmp(p, ".git", 4)))
+			goto bad;
+		if (!p[n])
+			return 0;
+		p += n + 1;
+	}
+bad:
+	return err_set(FX_EINVAL, "the checkpoint holds an unsafe path '%s'; refusing to restore",
+		       path);
+}
+
+/* Compare the current tree (`now`) with the checkpoint's (`want`). */
+static int make_plan(struct plan *plan, git_index *now, git_index *want)
+{
+	size_t i = 0, j = 0, n = git_index_entrycount(now), m = git_index_entrycount(want);
+	int ret;
+
+	while (i < n || j < m) {
+		const git_index_entry *a = i < n ? git_index_get_byindex(now, i) : NULL;
+		const git_index_entry *b = j < m ? git_index_get_byindex(want, j) : NULL;
+		int cmp;
+
+		/* nested repositories are never touched */
+		if (a && a->mode == GIT_FILEMODE_COMMIT) {
+			i++;
+			continue;
+		}
+		if (b && b->mode == GIT_FILEMODE_COMMIT) {
+			j++;
+			continue;
+		}
+		cmp = !a ? 1 : !b ? -1 : strcmp(a->path, b->path);
+		if (cmp < 0) {
+			plan_add(plan, CHANGE_DELETE, a->path, NULL);
+			i++;
+			continue;
+		}
+		if ((ret = check_safe_path(b->path)) < 0)
+			return ret;
+		if (cmp > 0)
+			plan_add(plan, CHANGE_WRITE, b->path, b);
+		else if (git_oid_equal(&a->id, &b->id) && is_file_mode(a->mode) &&
+			 is_file_mode(b->mode) && a->mode != b->mode)
+			plan_add(plan, CHANGE_CHMOD, b->path, b);
+		else if (!git_oid_equal(&a->id, &b->id) || a->mode != b->mode)
+			plan_add(plan, CHANGE_WRITE, b->path, b);
+		if (cmp == 0)
+			i++;
+		j++;
+	}
+	return 0;
+}
+
+/* Whether `path` is recorded now but not in the checkpoint: the restore deletes it. */
+static int will_delete(git_index *now, git_index *want, const char *path)
+{
+	return git_index_get_bypath(now, path, 0) && !git_index_get_bypath(want, path, 0);
+}
+
+/* Whether the checkpoint has anything under folder `dir` ("a/b", no slash). */
+static int want_has_dir(git_index *want, const char *dir)
+{
+	char *prefix = xstrfmt("%s/", dir);
+	size_t pos;
+	int found = git_index_find_prefix(&pos, want, prefix) == 0;
+
+	git_error_clear();
+	free(prefix);
+	return found;
+}
+
+/*
+ * Check that everything inside folder `dirfd` (at `rel`) is recorded now
+ * and so deleted by the restore: anything else is an ignored file the
+ * restore would destroy.
+ */
+static int check_dir_deletable(int dirfd, const char *rel, git_index *now, git_index *want,
+			       int depth)
+{
+	DIR *d;
+	struct dirent *de;
+	int ret = 0, fd;
+
+	if (depth > 256)
+		return err_set(FX_ELIMIT, "folders nested too deep under '%s'", rel);
+	fd = dup(dirfd);
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return err_set_errno(FX_EOS, "cannot read folder '%s'", rel);
+	}
+	while (!ret && (de = readdir(d))) {
+		struct stat st;
+		char *sub;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		sub = xstrfmt("%s/%s", rel, de->d_name);
+		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			ret = err_set_errno(FX_EOS, "cannot inspect '%s'", sub);
+		} else if (S_ISDIR(st.st_mode)) {
+			int sfd = openat(dirfd, de->d_name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+			if (sfd < 0) {
+				ret = err_set_errno(FX_EOS, "cannot open folder '%s'", sub);
+			} else {
+				ret = check_dir_deletable(sfd, sub, now, want, depth + 1);
+				close(sfd);
+			}
+		} else if (!will_delete(now, want, sub)) {
+			ret = err_set(FX_EDENIED,
+				      "restoring would delete '%s', which no checkpoint holds "
+				      "(it is ignored); move it away and try again", sub);
+		}
+		free(sub);
+	}
+	closedir(d);
+	return ret;
+}
+
+/*
+ * Before changing anything: every file the restore writes must be
+ * reachable without destroying an ignored file. A link on the way is fine
+ * (it is replaced, never followed); a file or folder recorded now is
+ * deleted first; anything else is refused.
+ */
+static int check_write(int rootfd, const struct change *c, git_index *now, git_index *want)
+{
+	struct buf so_far = BUF_INIT;
+	const char *p = c->path;
+	int fd = dup(rootfd), ret = 0;
+
+	if (fd < 0)
+		return err_set_errno(FX_EOS, "dup");
+	for (;;) {
+		size_t n = strcspn(p, "/");
+		int last = !p[n];
+		char *comp = xstrndup(p, n);
+		struct stat st;
+
+		if (so_far.len)
+			buf_addch(&so_far, '/');
+		buf_add(&so_far, p, n);
+		if (fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT && errno != ENOTDIR)
+				ret = err_set_errno(FX_EOS, "cannot inspect '%s'", so_far.buf);
+			free(comp);
+			break;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			free(comp);
+			break;
+		}
+		if (last) {
+			if (S_ISDIR(st.st_mode)) {
+				int dfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+						 O_CLOEXEC);
+
+				if (dfd < 0) {
+					ret = err_set_errno(FX_EOS, "cannot open folder '%s'",
+							    so_far.buf);
+				} else {
+					ret = check_dir_deletable(dfd, so_far.buf, now, want, 0);
+					close(dfd);
+				}
+			}
+			free(comp);
+			break;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			if (!will_delete(now, want, so_far.buf))
+				ret = err_set(FX_EDENIED,
+					      "restoring '%s' would delete '%s', which no checkpoint "
+					      "holds (it is ignored); move it away and try again",
+					      c->path, so_far.buf);
+			free(comp);
+			break;
+		}
+		{
+			int next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+			free(comp);
+			if (next < 0) {
+				ret = err_set_errno(FX_EOS, "cannot open folder '%s'", so_far.buf);
+				break;
+			}
+			close(fd);
+			fd = next;
+		}
+		p += n + 1;
+	}
+	close(fd);
+	buf_release(&so_far);
+	return ret;
+}
+
+/*
+ * Open the folder holding `path` below `rootfd` without following links.
+ * With `create`, missing folders are made and a link in the way is
+ * replaced by a folder; without, a missing folder or a link gives
+ * FX_ENOTFOUND (nothing to do there). `*base` points into `path`.
+ */
+static int open_parent(int *out, int rootfd, const char *path, int create, const char **base)
+{
+	const char *p = path, *slash;
+	int fd = dup(rootfd);
+
+	if (fd < 0)
+		return err_set_errno(FX_EOS, "dup");
+	while ((slash = strchr(p, '/'))) {
+		char *comp = xstrndup(p, (size_t)(slash - p));
+		int next, tries;
+
+		for (tries = 0; tries < 3; tries++) {
+			struct stat st;
+
+			next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (next >= 0 || !create)
+				break;
+			if (fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+				if (errno != ENOENT)
+					break;
+			} else if (S_ISLNK(st.st_mode)) {
+				/* a link planted where a folder belongs: replace, never follow */
+				if (unlinkat(fd, comp, 0) < 0)
+					break;
+			} else if (!S_ISDIR(st.st_mode)) {
+				errno = ENOTDIR;
+				break;
+			}
+			if (mkdirat(fd, comp, 0777) < 0 && errno != EEXIST)
+				break;
+		}
+		if (next < 0) {
+			int e = errno, ret;
+
+			if (!create && (e == ENOENT || e == ELOOP || e == ENOTDIR)) {
+				ret = FX_ENOTFOUND;
+			} else {
+				errno = e;
+				ret = err_set_errno(FX_EOS, "cannot open folder '%.*s'",
+						    (int)(slash - path), path);
+			}
+			free(comp);
+			close(fd);
+			return ret;
+		}
+		free(comp);
+		close(fd);
+		fd = next;
+		p = slash + 1;
+	}
+	*base = p;
+	*out = fd;
+	return 0;
+}
+
+/* Remove folder `name` in `dirfd` if it holds nothing but empty folders. */
+static int remove_empty_tree(int parent, const char *name, int depth)
+{
+	DIR *d;
+	struct dirent *de;
+	int fd, ret = 0;
+
+	if (depth > 256)
+		return -1;
+	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (!(d = fdopendir(fd))) {
+		close(fd);
+		return -1;
+	}
+	while (!ret && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		ret = remove_empty_tree(dirfd(d), de->d_name, depth + 1);
+	}
+	closedir(d);
+	if (ret)
+		return ret;
+	return unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+static mode_t current_umask(void)
+{
+	mode_t m = umask(0);
+
+	umask(m);
+	return m;
+}
+
+/* The permission bits for a file the restore writes or chmods. */
+static mode_t file_perms(const struct stat *old, int exec, mode_t um)
+{
+	mode_t m;
+
+	if (!old || !S_ISREG(old->st_mode))
+		return (exec ? 0777 : 0666) & ~um;
+	/* keep what the user chose (0600 stays private); only the x bits follow git */
+	m = old->st_mode & 0777;
+	if (exec)
+		m |= (m & 0444) >> 2;
+	else
+		m &= ~(mode_t)0111;
+	return m;
+}
+
+static unsigned tmp_counter;
+
+/* Create a fresh temporary name in `dirfd` with `make` (O_EXCL semantics). */
+static int make_tmp(char *tmp, size_t size, int dirfd, const char *target, const git_blob *blob,
+		    mode_t perms, int is_link)
+{
+	const char *data = git_blob_rawcontent(blob);
+	size_t len = (size_t)git_blob_rawsize(blob);
+	int tries, fd = -1;
+
+	for (tries = 0; tries < 100; tries++) {
+		snprintf(tmp, size, ".forgex-restore-%ld-%u.tmp", (long)getpid(), tmp_counter++);
+		if (is_link) {
+			char *t = xstrndup(data, len);
+			int r = symlinkat(t, dirfd, tmp);
+
+			free(t);
+			if (!r)
+				return 0;
+		} else {
+			fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+				    0600);
+			if (fd >= 0)
+				break;
+		}
+		if (errno != EEXIST)
+			return err_set_errno(FX_EOS, "cannot create a temporary file for '%s'",
+					     target);
+	}
+	if (fd < 0)
+		return err_set(FX_EOS, "cannot create a temporary file for '%s'", target);
+	if (fsutil_write_all(fd, data, len) < 0 || fchmod(fd, perms) < 0) {
+		int ret = err_set_errno(FX_EOS, "cannot write '%s'", target);
+
+		close(fd);
+		unlinkat(dirfd, tmp, 0);
+		return ret;
+	}
+	if (close(fd) < 0) {
+		unlinkat(dirfd, tmp, 0);
+		return err_set_errno(FX_EOS, "cannot write '%s'", target);
+	}
+	return 0;
+}
+
+/* Write the checkpoint's version of `c->path`, replacing whatever is there. */
+static int write_entry(git_repository *repo, int rootfd, const struct change *c, mode_t um)
+{
+	git_blob *blob = NULL;
+	const char *base;
+	struct stat st, *old = NULL;
+	char tmp[96];
+	int fd = -1, ret, gerr, is_link = c->mode == GIT_FILEMODE_LINK;
+
+	gerr = git_blob_lookup(&blob, repo, &c->oid);
+	if (gerr < 0)
+		return vcs_git_error(gerr, "cannot read the checkpoint's '%s'", c->path);
+	if ((ret = open_parent(&fd, rootfd, c->path, 1, &base)) < 0)
+		goto out;
+	if (!fstatat(fd, base, &st, AT_SYMLINK_NOFOLLOW)) {
+		old = &st;
+		if (S_ISDIR(st.st_mode) && remove_empty_tree(fd, base, 0) < 0) {
+			ret = err_set_errno(FX_EOS, "cannot replace folder '%s' with a file",
+					    c->path);
+			goto out;
+		}
+	}
+	ret = make_tmp(tmp, sizeof(tmp), fd, c->path, blob,
+		       file_perms(old, c->mode == GIT_FILEMODE_BLOB_EXECUTABLE, um), is_link);
+	if (ret < 0)
+		goto out;
+	if (renameat(fd, tmp, fd, base) < 0) {
+		ret = err_set_errno(FX_EOS, "cannot put '%s' in place", c->path);
+		unlinkat(fd, tmp, 0);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	git_blob_free(blob);
+	return ret;
+}
+
+/* Flip the executable bit of a file whose bytes are already right. */
+static int chmod_entry(git_repository *repo, int rootfd, const struct change *c, mode_t um)
+{
+	const char *base;
+	struct stat st;
+	int dfd = -1, fd = -1, ret;
+
+	if ((ret = open_parent(&dfd, rootfd, c->path, 1, &base)) < 0)
+		return ret;
+	fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		/* not the file we recorded a moment ago: write it whole */
+		if (fd >= 0)
+			close(fd);
+		close(dfd);
+		return write_entry(repo, rootfd, c, um);
+	}
+	if (fchmod(fd, file_perms(&st, c->mode == GIT_FILEMODE_BLOB_EXECUTABLE, um)) < 0)
+		ret = err_set_errno(FX_EOS, "cannot change the mode of '%s'", c->path);
+	close(fd);
+	close(dfd);
+	return ret;
+}
+
+/* Remove `path`, then the folders above it that this left empty. */
+static int delete_entry(int rootfd, const char *path, git_index *want)
+{
+	const char *base;
+	char *dir, *slash;
+	int fd, ret;
+
+	ret = open_parent(&fd, rootfd, path, 0, &base);
+	if (ret == FX_ENOTFOUND)
+		return 0;	/* gone already, or behind a link we do not follow */
+	if (ret < 0)
+		return ret;
+	if (unlinkat(fd, base, 0) < 0 && errno != ENOENT) {
+		ret = err_set_errno(FX_EOS, "cannot remove '%s'", path);
+		close(fd);
+		return ret;
+	}
+	close(fd);
+	dir = xstrdup(path);
+	while ((slash = strrchr(dir, '/'))) {
+		*slash = '\0';
+		if (want_has_dir(want, dir))
+			break;
+		if (open_parent(&fd, rootfd, dir, 0, &base) < 0)
+			break;
+		ret = unlinkat(fd, base, AT_REMOVEDIR);
+		close(fd);
+		if (ret < 0)
+			break;
+	}
+	err_clear();
+	free(dir);
+	return 0;
+}
+
+/* Every object the checkpoint needs must be readable before anything changes. */
+static int check_objects(struct checkpoints *cps, git_index *want, const char *id)
+{
+	git_odb *odb = NULL;
+	size_t i, n = git_index_entrycount(want);
+	int gerr, ret = 0;
+
+	gerr = git_repository_odb(&odb, cps->repo);
+	if (gerr < 0)
+		return vcs_git_error(gerr, "cannot open the checkpoint objects");
+	for (i = 0; i < n && !ret; i++) {
+		const git_index_entry *e = git_index_get_byindex(want, i);
+
+		if (e->mode == GIT_FILEMODE_COMMIT || git_odb_exists(odb, &e->id))
+			continue;
+		ret = err_set(FX_ENOTFOUND,
+			      "checkpoint %.12s is damaged: the content of '%s' (%s) is missing "
+			      "(was it pruned from the git repository it borrows from?)",
+			      id, e->path, git_oid_tostr_s(&e->id));
+	}
+	git_odb_free(odb);
+	return ret;
+}
+
+/*
+ * Read the tree back: files the restore wrote are hashed again, anything
+ * else comes from the stat cache, new files not ignored are picked up.
+ */
+static int verify_restore(struct checkpoints *cps, git_index *idx, const struct plan *plan,
+			  git_tree *target, const char *id)
+{
+	git_oid got;
+	git_tree *got_tree = NULL;
+	git_diff *diff = NULL;
+	size_t i;
+	int gerr, ret = 0;
+
+	for (i = 0; i < plan->nr; i++) {
+		const struct change *c = &plan->items[i];
+
+		if (c->kind == CHANGE_DELETE)
+			gerr = git_index_remove_bypath(idx, c->path);
+		else
+			gerr = git_index_add_bypath(idx, c->path);
+		if (gerr < 0)
+			return vcs_git_error(gerr, "cannot read back '%s' after the restore", c->path);
+	}
+	gerr = git_index_add_all(idx, NULL, GIT_INDEX_ADD_DEFAULT, skip_dirs_cb, cps);
+	if (!gerr)
+		gerr = git_index_write_tree(&got, idx);
+	if (!gerr)
+		gerr = git_index_write(idx);
+	if (gerr < 0)
+		return vcs_git_error(gerr, "cannot read back the tree after the restore");
+	if (git_oid_equal(&got, git_tree_id(target)))
+		return 0;
+	ret = err_set(FX_ERROR, "after restoring checkpoint %.12s the tree still differs from it",
+		      id);
+	if (!git_tree_lookup(&got_tree, cps->repo, &got) &&
+	    !git_diff_tree_to_tree(&diff, cps->repo, target, got_tree, NULL) &&
+	    git_diff_num_deltas(diff) > 0) {
+		const git_diff_delta *d = git_diff_get_delta(diff, 0);
+
+		ret = err_set(FX_ERROR,
+			      "after restoring checkpoint %.12s the tree still differs from it "
+			      "(first at '%s'; %zu paths differ)",
+			      id, d->new_file.path ? d->new_file.path : d->old_file.path,
+			      git_diff_num_deltas(diff));
+	}
+	git_error_clear();
+	git_diff_free(diff);
+	git_tree_free(got_tree);
+	return ret;
+}
+
+int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints *cps,
+		       const char *id)
+{
+	struct checkpoint_restore_result res;
+	struct plan plan = { NULL, 0, 0 };
+	git_index *idx = NULL, *want = NULL;
+	git_commit *target = NULL;
+	git_tree *tree = NULL;
+	git_oid now_tree;
+	char full[41], *msg = NULL;
+	size_t i;
+	mode_t um = current_umask();
+	int ret, gerr, rootfd = -1, applying = 0;
+
+	memset(&res, 0, sizeof(res));
+	if ((ret = checkpoint__lock(cps)) < 0)
+		return ret;
+	if ((ret = checkpoint__lookup(&target, cps, id)) < 0)
+		goto out;
+	git_oid_tostr(full, sizeof(full), git_commit_id(target));
+	gerr = git_commit_tree(&tree, target);
+	if (!gerr)
+		gerr = git_index_new(&want);
+	if (!gerr)
+		gerr = git_index_read_tree(want, tree);
+	if (!gerr)
+		gerr = git_repository_index(&idx, cps->repo);
+	if (gerr < 0) {
+		ret = vcs_git_error(gerr, "cannot read checkpoint %.12s", full);
+		goto out;
+	}
+	if ((ret = check_objects(cps, want, full)) < 0)
+		goto out;
+
+	/* 1. Keep what is there now, so this restore can be undone. */
+	if ((ret = capture_tree(&now_tree, NULL, cps, idx)) < 0) {
+		err_prefix(ret, "cannot record the tree before restoring (nothing was changed)");
+		goto out;
+	}
+	msg = xstrfmt("before restore of %.12s", full);
+	if ((ret = commit_tree(&res.backup, cps, &now_tree, msg, git_index_entrycount(idx))) < 0)
+		goto out;
+
+	/* 2. Plan every change and refuse before touching anything. */
+	if ((ret = make_plan(&plan, idx, want)) < 0)
+		goto out;
+	rootfd = open(cps->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0) {
+		ret = err_set_errno(FX_EOS, "cannot open %s", cps->workspace);
+		goto out;
+	}
+	for (i = 0; i < plan.nr; i++)
+		if (plan.items[i].kind == CHANGE_WRITE &&
+		    (ret = check_write(rootfd, &plan.items[i], idx, want)) < 0)
+			goto out;
+
+	/* 3. Deletions first (they make room), then modes, then contents. */
+	applying = 1;
+	for (i = 0; i < plan.nr; i++) {
+		if (plan.items[i].kind != CHANGE_DELETE)
+			continue;
+		if ((ret = delete_entry(rootfd, plan.items[i].path, want)) < 0)
+			goto out;
+		res.removed++;
+	}
+	for (i = 0; i < plan.nr; i++) {
+		const struct change *c = &plan.items[i];
+
+		if (c->kind == CHANGE_CHMOD) {
+			if ((ret = chmod_entry(cps->repo, rootfd, c, um)) < 0)
+				goto out;
+			res.chmodded++;
+		} else if (c->kind == CHANGE_WRITE) {
+			if ((ret = write_entry(cps->repo, rootfd, c, um)) < 0)
+				goto out;
+			res.written++;
+		}
+	}
+	if (syncfs(rootfd) < 0) {
+		ret = err_set_errno(FX_EOS, "cannot flush the restored files to disk");
+		goto out;
+	}
+	applying = 0;
+
+	/* 4. Check the result against the checkpoint. */
+	ret = verify_restore(cps, idx, &plan, tree, full);
+	if (ret < 0)
+		err_prefix(ret, "the tree before the restore is checkpoint %s",
+			   res.backup.short_id);
+out:
+	if (ret < 0 && applying)
+		err_prefix(ret, "restore stopped part-way; the tree before it is checkpoint %s",
+			   res.backup.short_id);
+	if (rootfd >= 0)
+		close(rootfd);
+	plan_release(&plan);
+	free(msg);
+	git_index_free(want);
+	git_index_free(idx);
+	git_tree_free(tree);
+	git_commit_free(target);
+	checkpoint__unlock(cps);
+	if (ret < 0 || !out)
+		checkpoint_restore_result_release(&res);
+	else
+		*out = res;
+	return ret;
+}
