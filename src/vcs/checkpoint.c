@@ -1100,6 +1100,86 @@ struct plan {
 	size_t nr, alloc;
 };
 
+/* The checkpoint's files, sorted by path as an index is (bytewise). */
+struct tree_entry {
+	char *path;
+	git_oid oid;
+	uint32_t mode;
+};
+
+struct tree_list {
+	struct tree_entry *v;
+	size_t nr, alloc;
+};
+
+static void tree_list_release(struct tree_list *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->nr; i++)
+		free(l->v[i].path);
+	FREE_AND_NULL(l->v);
+	l->nr = l->alloc = 0;
+}
+
+static int tree_walk_cb(const char *root, const git_tree_entry *e, void *payload)
+{
+	struct tree_list *l = payload;
+	struct tree_entry *t;
+
+	if (git_tree_entry_type(e) == GIT_OBJECT_TREE)
+		return 0;
+	ALLOC_GROW(l->v, l->nr + 1, l->alloc);
+	t = &l->v[l->nr++];
+	t->path = xstrfmt("%s%s", root, git_tree_entry_name(e));
+	git_oid_cpy(&t->oid, git_tree_entry_id(e));
+	t->mode = (uint32_t)git_tree_entry_filemode(e);
+	return 0;
+}
+
+static int tree_entry_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct tree_entry *)a)->path, ((const struct tree_entry *)b)->path);
+}
+
+/*
+ * Not git_index_read_tree(): an index without a repository applies
+ * libgit2's default path rules (core.protectNTFS), which reject names
+ * like "git~1" that a Linux tree may hold and the shadow recorded.
+ */
+static int tree_list_load(struct tree_list *out, git_tree *tree)
+{
+	int gerr = git_tree_walk(tree, GIT_TREEWALK_PRE, tree_walk_cb, out);
+
+	if (gerr < 0)
+		return vcs_git_error(gerr, "cannot read the checkpoint's tree");
+	qsort(out->v, out->nr, sizeof(*out->v), tree_entry_cmp);
+	return 0;
+}
+
+/* Index of the first entry whose path is >= `path`. */
+static size_t tree_list_lower(const struct tree_list *l, const char *path)
+{
+	size_t lo = 0, hi = l->nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(l->v[mid].path, path) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static const struct tree_entry *tree_list_find(const struct tree_list *l, const char *path)
+{
+	size_t i = tree_list_lower(l, path);
+
+	return i < l->nr && !strcmp(l->v[i].path, path) ? &l->v[i] : NULL;
+}
+
 static void plan_release(struct plan *p)
 {
 	size_t i;
@@ -1111,7 +1191,7 @@ static void plan_release(struct plan *p)
 }
 
 static void plan_add(struct plan *p, enum change_kind kind, const char *path,
-		     const git_index_entry *want)
+		     const struct tree_entry *want)
 {
 	struct change *c;
 
@@ -1121,7 +1201,7 @@ static void plan_add(struct plan *p, enum change_kind kind, const char *path,
 	c->kind = kind;
 	c->path = xstrdup(path);
 	if (want) {
-		git_oid_cpy(&c->oid, &want->id);
+		git_oid_cpy(&c->oid, &want->oid);
 		c->mode = want->mode;
 	}
 }
@@ -1161,14 +1241,14 @@ bad:
 }
 
 /* Compare the current tree (`now`) with the checkpoint's (`want`). */
-static int make_plan(struct plan *plan, git_index *now, git_index *want)
+static int make_plan(struct plan *plan, git_index *now, const struct tree_list *want)
 {
-	size_t i = 0, j = 0, n = git_index_entrycount(now), m = git_index_entrycount(want);
+	size_t i = 0, j = 0, n = git_index_entrycount(now), m = want->nr;
 	int ret;
 
 	while (i < n || j < m) {
 		const git_index_entry *a = i < n ? git_index_get_byindex(now, i) : NULL;
-		const git_index_entry *b = j < m ? git_index_get_byindex(want, j) : NULL;
+		const struct tree_entry *b = j < m ? &want->v[j] : NULL;
 		int cmp;
 
 		/* nested repositories are never touched */
@@ -1190,10 +1270,10 @@ static int make_plan(struct plan *plan, git_index *now, git_index *want)
 			return ret;
 		if (cmp > 0)
 			plan_add(plan, CHANGE_WRITE, b->path, b);
-		else if (git_oid_equal(&a->id, &b->id) && is_file_mode(a->mode) &&
+		else if (git_oid_equal(&a->id, &b->oid) && is_file_mode(a->mode) &&
 			 is_file_mode(b->mode) && a->mode != b->mode)
 			plan_add(plan, CHANGE_CHMOD, b->path, b);
-		else if (!git_oid_equal(&a->id, &b->id) || a->mode != b->mode)
+		else if (!git_oid_equal(&a->id, &b->oid) || a->mode != b->mode)
 			plan_add(plan, CHANGE_WRITE, b->path, b);
 		if (cmp == 0)
 			i++;
@@ -1203,19 +1283,18 @@ static int make_plan(struct plan *plan, git_index *now, git_index *want)
 }
 
 /* Whether `path` is recorded now but not in the checkpoint: the restore deletes it. */
-static int will_delete(git_index *now, git_index *want, const char *path)
+static int will_delete(git_index *now, const struct tree_list *want, const char *path)
 {
-	return git_index_get_bypath(now, path, 0) && !git_index_get_bypath(want, path, 0);
+	return git_index_get_bypath(now, path, 0) && !tree_list_find(want, path);
 }
 
 /* Whether the checkpoint has anything under folder `dir` ("a/b", no slash). */
-static int want_has_dir(git_index *want, const char *dir)
+static int want_has_dir(const struct tree_list *want, const char *dir)
 {
 	char *prefix = xstrfmt("%s/", dir);
-	size_t pos;
-	int found = git_index_find_prefix(&pos, want, prefix) == 0;
+	size_t i = tree_list_lower(want, prefix);
+	int found = i < want->nr && !strncmp(want->v[i].path, prefix, strlen(prefix));
 
-	git_error_clear();
 	free(prefix);
 	return found;
 }
@@ -1225,7 +1304,7 @@ static int want_has_dir(git_index *want, const char *dir)
  * and so deleted by the restore: anything else is an ignored file the
  * restore would destroy.
  */
-static int check_dir_deletable(int dirfd, const char *rel, git_index *now, git_index *want,
+static int check_dir_deletable(int dirfd, const char *rel, git_index *now, const struct tree_list *want,
 			       int depth)
 {
 	DIR *d;
@@ -1276,7 +1355,7 @@ static int check_dir_deletable(int dirfd, const char *rel, git_index *now, git_i
  * (it is replaced, never followed); a file or folder recorded now is
  * deleted first; anything else is refused.
  */
-static int check_write(int rootfd, const struct change *c, git_index *now, git_index *want)
+static int check_write(int rootfd, const struct change *c, git_index *now, const struct tree_list *want)
 {
 	struct buf so_far = BUF_INIT;
 	const char *p = c->path;
@@ -1565,7 +1644,7 @@ static int chmod_entry(git_repository *repo, int rootfd, const struct change *c,
 }
 
 /* Remove `path`, then the folders above it that this left empty. */
-static int delete_entry(int rootfd, const char *path, git_index *want)
+static int delete_entry(int rootfd, const char *path, const struct tree_list *want)
 {
 	const char *base;
 	char *dir, *slash;
@@ -1600,24 +1679,24 @@ static int delete_entry(int rootfd, const char *path, git_index *want)
 }
 
 /* Every object the checkpoint needs must be readable before anything changes. */
-static int check_objects(struct checkpoints *cps, git_index *want, const char *id)
+static int check_objects(struct checkpoints *cps, const struct tree_list *want, const char *id)
 {
 	git_odb *odb = NULL;
-	size_t i, n = git_index_entrycount(want);
+	size_t i;
 	int gerr, ret = 0;
 
 	gerr = git_repository_odb(&odb, cps->repo);
 	if (gerr < 0)
 		return vcs_git_error(gerr, "cannot open the checkpoint objects");
-	for (i = 0; i < n && !ret; i++) {
-		const git_index_entry *e = git_index_get_byindex(want, i);
+	for (i = 0; i < want->nr && !ret; i++) {
+		const struct tree_entry *e = &want->v[i];
 
-		if (e->mode == GIT_FILEMODE_COMMIT || git_odb_exists(odb, &e->id))
+		if (e->mode == GIT_FILEMODE_COMMIT || git_odb_exists(odb, &e->oid))
 			continue;
 		ret = err_set(FX_ENOTFOUND,
 			      "checkpoint %.12s is damaged: the content of '%s' (%s) is missing "
 			      "(was it pruned from the git repository it borrows from?)",
-			      id, e->path, git_oid_tostr_s(&e->id));
+			      id, e->path, git_oid_tostr_s(&e->oid));
 	}
 	git_odb_free(odb);
 	return ret;
@@ -1679,7 +1758,8 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 {
 	struct checkpoint_restore_result res;
 	struct plan plan = { NULL, 0, 0 };
-	git_index *idx = NULL, *want = NULL;
+	struct tree_list want = { NULL, 0, 0 };
+	git_index *idx = NULL;
 	git_commit *target = NULL;
 	git_tree *tree = NULL;
 	git_oid now_tree;
@@ -1696,29 +1776,22 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 	git_oid_tostr(full, sizeof(full), git_commit_id(target));
 	gerr = git_commit_tree(&tree, target);
 	if (!gerr)
-		gerr = git_index_new(&want);
-	if (!gerr)
-		gerr = git_index_read_tree(want, tree);
-	if (!gerr)
 		gerr = git_repository_index(&idx, cps->repo);
 	if (gerr < 0) {
 		ret = vcs_git_error(gerr, "cannot read checkpoint %.12s", full);
 		goto out;
 	}
-	if ((ret = check_objects(cps, want, full)) < 0)
+	if ((ret = tree_list_load(&want, tree)) < 0 || (ret = check_objects(cps, &want, full)) < 0)
 		goto out;
 
-	/* 1. Keep what is there now, so this restore can be undone. */
+	/* 1. Record what is there now (committed below, once the plan holds). */
 	if ((ret = capture_tree(&now_tree, NULL, cps, idx)) < 0) {
 		err_prefix(ret, "cannot record the tree before restoring (nothing was changed)");
 		goto out;
 	}
-	msg = xstrfmt("before restore of %.12s", full);
-	if ((ret = commit_tree(&res.backup, cps, &now_tree, msg, git_index_entrycount(idx))) < 0)
-		goto out;
 
 	/* 2. Plan every change and refuse before touching anything. */
-	if ((ret = make_plan(&plan, idx, want)) < 0)
+	if ((ret = make_plan(&plan, idx, &want)) < 0)
 		goto out;
 	rootfd = open(cps->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0) {
@@ -1727,15 +1800,18 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 	}
 	for (i = 0; i < plan.nr; i++)
 		if (plan.items[i].kind == CHANGE_WRITE &&
-		    (ret = check_write(rootfd, &plan.items[i], idx, want)) < 0)
+		    (ret = check_write(rootfd, &plan.items[i], idx, &want)) < 0)
 			goto out;
+	msg = xstrfmt("before restore of %.12s", full);
+	if ((ret = commit_tree(&res.backup, cps, &now_tree, msg, git_index_entrycount(idx))) < 0)
+		goto out;
 
 	/* 3. Deletions first (they make room), then modes, then contents. */
 	applying = 1;
 	for (i = 0; i < plan.nr; i++) {
 		if (plan.items[i].kind != CHANGE_DELETE)
 			continue;
-		if ((ret = delete_entry(rootfd, plan.items[i].path, want)) < 0)
+		if ((ret = delete_entry(rootfd, plan.items[i].path, &want)) < 0)
 			goto out;
 		res.removed++;
 	}
@@ -1771,7 +1847,7 @@ out:
 		close(rootfd);
 	plan_release(&plan);
 	free(msg);
-	git_index_free(want);
+	tree_list_release(&want);
 	git_index_free(idx);
 	git_tree_free(tree);
 	git_commit_free(target);

@@ -106,17 +106,21 @@ int checkpoint_resolve(char **out, struct checkpoints *cps, const char *id);
  * Make the working tree what it was when checkpoint `id` (any prefix
  * checkpoint_resolve() accepts) was taken.
  *
- * First records the current tree as a checkpoint "before restore of ID",
- * so a restore can itself be undone. Then it plans every change and
- * refuses, changing nothing, when the restore would have to delete an
- * ignored file (one that no checkpoint holds), e.g. an ignored file inside
- * a folder that must become a file again. Then it removes the files and
- * links recorded now but not in the checkpoint (ignored files stay), folders
- * left empty by that, and writes back every file and link that differs,
- * each through a temporary file renamed into place, never following a
- * symbolic link. Finally it reads the tree back and fails with FX_ERROR
- * if it does not match the checkpoint.
+ * 1. Checks that every object the checkpoint needs is readable.
+ * 2. Records the current tree and plans every change; refuses with
+ *    FX_EDENIED, changing nothing and recording nothing, when the restore
+ *    would have to destroy an ignored file (one no checkpoint holds), e.g.
+ *    an ignored file inside a folder that must become a file again.
+ * 3. Commits the current tree as checkpoint "before restore of ID", so the
+ *    restore can itself be undone.
+ * 4. Removes the files and links recorded now but not in the checkpoint
+ *    (ignored files stay) and the folders that leaves empty, then writes
+ *    back every file and link that differs, each through a temporary file
+ *    renamed into place, never following a symbolic link (a link where a
+ *    folder belongs is replaced by the folder); flushes to disk.
+ * 5. Reads the tree back and fails with FX_ERROR if it does not match.
  *
+ * When step 4 or 5 fails the message names the backup checkpoint.
  * `out` (may be NULL) receives the backup checkpoint and counts.
  */
 int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints *cps,
