@@ -11,6 +11,18 @@
 static _Thread_local char err_msg[ERR_MSG_MAX];
 static _Thread_local int err_code;
 
+/* Append `src` to err_msg at `*len`, truncating at the end of the buffer. */
+static void msg_append(size_t *len, const char *src)
+{
+	size_t room = sizeof(err_msg) - 1 - *len, n = strlen(src);
+
+	if (n > room)
+		n = room;
+	memcpy(err_msg + *len, src, n);
+	*len += n;
+	err_msg[*len] = '\0';
+}
+
 int err_set(int code, const char *fmt, ...)
 {
 	va_list ap;
@@ -32,7 +44,8 @@ int err_set_errno(int code, const char *fmt, ...)
 	vsnprintf(err_msg, sizeof(err_msg), fmt, ap);
 	va_end(ap);
 	n = strlen(err_msg);
-	snprintf(err_msg + n, sizeof(err_msg) - n, ": %s", strerror(saved));
+	msg_append(&n, ": ");
+	msg_append(&n, strerror(saved));
 	err_code = code;
 	errno = saved;
 	return code;
@@ -49,8 +62,10 @@ int err_prefix(int code, const char *fmt, ...)
 	vsnprintf(err_msg, sizeof(err_msg), fmt, ap);
 	va_end(ap);
 	n = strlen(err_msg);
-	if (old[0])
-		snprintf(err_msg + n, sizeof(err_msg) - n, ": %s", old);
+	if (old[0]) {
+		msg_append(&n, ": ");
+		msg_append(&n, old);
+	}
 	err_code = code;
 	return code;
 }

@@ -7,7 +7,7 @@
 int jsonx_parse(json_t **out, const char *data, size_t len, const char *what)
 {
 	json_error_t e;
-	json_t *j = json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &e);
+	json_t *j = json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &e);
 
 	if (!j)
 		return err_set(FX_EPARSE, "%s: invalid JSON at line %d, column %d: %s",

@@ -18,8 +18,29 @@ int cli_quiet, cli_verbose;
 static struct strvec cli_config_flags = STRVEC_INIT;	/* "key=value" from -c */
 
 static const struct cli_command commands[] = {
+	{ "config", cmd_config, 0, "Show or query the effective configuration",
+	  "usage: forgex config show [--json]\n"
+	  "       forgex config get KEY\n"
+	  "\n"
+	  "show   print every key, its effective value and where it came from\n"
+	  "       (default, user, project, env, flag); --json for a JSON array\n"
+	  "get    print the effective value of KEY (e.g. sandbox.backend,\n"
+	  "       providers.default.model); exit 2 for an unknown key\n" },
+	{ "doctor", cmd_doctor, 0, "Check what forgex needs on this machine",
+	  "usage: forgex doctor [--json]\n"
+	  "\n"
+	  "Reports the programs and libraries forgex uses and what it found.\n"
+	  "Exits 1 when something required is missing.\n" },
 	{ "help", cmd_help, 0, "Show help for a command",
 	  "usage: forgex help [COMMAND]\n" },
+	{ "init", cmd_init, 0, "Write .forgex/config.toml for this project",
+	  "usage: forgex init [--force]\n"
+	  "\n"
+	  "Writes .forgex/config.toml in the current folder with every key\n"
+	  "present but commented out, showing its default. Inside a git\n"
+	  "repository, adds .forgex/runs/ and .forgex/checkpoints/ to\n"
+	  ".git/info/exclude. Refuses to overwrite an existing file unless\n"
+	  "--force is given.\n" },
 };
 
 static const char global_usage[] =

@@ -155,7 +155,7 @@ int config_apply_string(struct config *cfg, const char *text, size_t len,
 			const char *name, enum cfg_origin origin);
 
 /** Apply the FORGEX_* variables of `envp` (NULL: environ). */
-int config_apply_env(struct config *cfg, char **envp);
+int config_apply_env(struct config *cfg, const char *const *envp);
 
 /**
  * Set one key from text, as a flag would ("sandbox.backend", "none";
@@ -163,6 +163,12 @@ int config_apply_env(struct config *cfg, char **envp);
  * usually CFG_FLAG.
  */
 int config_set(struct config *cfg, const char *key, const char *value, enum cfg_origin origin);
+
+/**
+ * Check what no single key can: every role's provider exists. config_load()
+ * calls it; call it again after config_set().
+ */
+int config_validate(struct config *cfg);
 
 /** The provider called `name`, or NULL. */
 struct provider_config *config_provider(struct config *cfg, const char *name);

@@ -13,10 +13,24 @@
  * Every value and key carries the line and column (1-based, columns in
  * bytes) where it was written, so configuration errors can point at it.
  * Errors are FX_EPARSE with a message "FILE:LINE:COL: what is wrong".
+ *
+ * Limits: tables and arrays nest at most TOML_MAX_DEPTH levels below the
+ * root (counting those that [a.b.c] headers and dotted keys create), so
+ * parsing and toml_free() never recurse deeper than that; a document over
+ * INT_MAX bytes is refused with FX_ELIMIT. Parsing takes time linear in
+ * the size of the document.
+ *
+ * Strings and keys are valid UTF-8, NUL-terminated, and may hold NULs
+ * (use `len` / `keylen`). Date-times keep the text as written (e.g.
+ * "1979-05-27 07:32:00Z"), already validated. Multi-line strings have
+ * their CRLF line ends turned into LF.
  */
 
 #include <stddef.h>
 #include <stdint.h>
+
+/** The deepest nesting of tables and arrays toml_parse() accepts. */
+#define TOML_MAX_DEPTH 1000
 
 enum toml_type {
 	TOML_STRING,
@@ -62,7 +76,11 @@ int toml_parse(struct toml_value **out, const char *data, size_t len, const char
 /** Free a tree; NULL is fine. */
 void toml_free(struct toml_value *v);
 
-/** The member `key` of a table, or NULL (borrowed). */
+/**
+ * The member `key` of a table, or NULL (borrowed). NULL too when `table`
+ * is NULL or not a table. A linear scan of the table; a key holding a NUL
+ * cannot be named here (walk `u.tab.items` instead).
+ */
 const struct toml_value *toml_table_get(const struct toml_value *table, const char *key);
 
 /** The key/value entry `key` of a table, or NULL (borrowed). */

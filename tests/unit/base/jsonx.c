@@ -1,4 +1,3 @@
-/* strvec, err and jsonx: small modules tested together. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -7,47 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/err.h"
 #include "base/jsonx.h"
-#include "base/strvec.h"
-
-static void test_strvec_push_pop_find(void **state)
-{
-	struct strvec sv = STRVEC_INIT;
-	const char *init[] = { "a", "b", NULL };
-
-	(void)state;
-	assert_non_null(sv.v);
-	assert_null(sv.v[0]);
-	strvec_pushv(&sv, init);
-	strvec_pushf(&sv, "%s-%d", "c", 3);
-	assert_int_equal(sv.nr, 3);
-	assert_string_equal(sv.v[2], "c-3");
-	assert_null(sv.v[3]);
-	assert_int_equal(strvec_find(&sv, "b"), 1);
-	assert_int_equal(strvec_find(&sv, "z"), -1);
-	strvec_pop(&sv);
-	assert_int_equal(sv.nr, 2);
-	assert_null(sv.v[2]);
-	strvec_clear(&sv);
-	assert_int_equal(sv.nr, 0);
-	assert_null(sv.v[0]);
-}
-
-static void test_err_set_prefix_errno(void **state)
-{
-	(void)state;
-	err_clear();
-	assert_string_equal(err_last(), "");
-	assert_int_equal(err_set(FX_ENOTFOUND, "no file '%s'", "x"), FX_ENOTFOUND);
-	assert_int_equal(err_prefix(FX_EINVAL, "loading %s", "cfg"), FX_EINVAL);
-	assert_string_equal(err_last(), "loading cfg: no file 'x'");
-	assert_int_equal(err_last_code(), FX_EINVAL);
-	errno = ENOENT;
-	err_set_errno(FX_EOS, "open");
-	assert_string_equal(err_last(), "open: No such file or directory");
-	assert_string_equal(err_name(FX_EOS), "EOS");
-}
 
 static void test_jsonx_parse_error_has_position(void **state)
 {
@@ -100,12 +59,10 @@ static void test_jsonx_lossy_string(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_strvec_push_pop_find),
-		cmocka_unit_test(test_err_set_prefix_errno),
 		cmocka_unit_test(test_jsonx_parse_error_has_position),
 		cmocka_unit_test(test_jsonx_accessors_and_strvec),
 		cmocka_unit_test(test_jsonx_lossy_string),
 	};
 
-	return cmocka_run_group_tests_name("base/misc", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("base/jsonx", tests, NULL, NULL);
 }

@@ -1,0 +1,120 @@
+/* forgex config show|get */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/jsonx.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+
+struct show_ctx {
+	int json;
+	json_t *arr;
+};
+
+static void show_cb(const char *key, const char *value, enum cfg_origin origin,
+		    const char *where, const char *doc, void *data)
+{
+	struct show_ctx *s = data;
+
+	(void)doc;
+	if (s->json) {
+		json_t *o = json_object();
+		json_t *v = NULL;
+
+		/* the value as JSON: TOML scalars and string arrays are JSON-compatible */
+		if (jsonx_parse(&v, value, strlen(value), key) < 0)
+			v = jsonx_string(value);
+		jsonx_set(o, "key", jsonx_string(key));
+		jsonx_set(o, "value", v);
+		jsonx_set(o, "origin", jsonx_string(config_origin_name(origin)));
+		if (*where)
+			jsonx_set(o, "where", jsonx_string(where));
+		json_array_append_new(s->arr, o);
+		return;
+	}
+	if (origin == CFG_DEFAULT)
+		printf("%s = %s  # default\n", key, value);
+	else
+		printf("%s = %s  # %s (%s)\n", key, value, config_origin_name(origin), where);
+}
+
+static int config_show(struct config *cfg, int json)
+{
+	struct show_ctx s = { json, NULL };
+
+	if (json)
+		s.arr = json_array();
+	config_visit(cfg, show_cb, &s);
+	if (json) {
+		struct buf b = BUF_INIT;
+		json_t *top = json_object();
+
+		jsonx_set(top, "workspace", jsonx_string(cfg->workspace));
+		jsonx_set(top, "user_file", cfg->user_file ? jsonx_string(cfg->user_file) : json_null());
+		jsonx_set(top, "project_file", jsonx_string(cfg->project_file));
+		jsonx_set(top, "keys", s.arr);
+		jsonx_dump(&b, top, JSON_INDENT(2));
+		puts(b.buf);
+		buf_release(&b);
+		json_decref(top);
+	}
+	return EXIT_OK;
+}
+
+int cmd_config(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct config cfg;
+	const char *sub;
+	int json = 0, c, ret;
+
+	if (argc < 2)
+		return cli_usage_error("config", "a subcommand is required (show, get)");
+	sub = argv[1];
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc - 1, argv + 1, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			return cli_help("config");
+		default:
+			return cli_usage_error("config", "unknown option '%s'", argv[optind > 1 ? optind : 1]);
+		}
+	}
+	if (strcmp(sub, "show") && strcmp(sub, "get"))
+		return cli_usage_error("config", "unknown subcommand '%s' (show, get)", sub);
+	if (!strcmp(sub, "show") && optind + 1 != argc)
+		return cli_usage_error("config", "'show' takes no arguments");
+	if (!strcmp(sub, "get") && optind + 2 != argc)
+		return cli_usage_error("config", "'get' takes exactly one KEY");
+	ret = cli_load_config(&cfg);
+	if (ret)
+		return ret;
+	if (!strcmp(sub, "show")) {
+		ret = config_show(&cfg, json);
+	} else {
+		struct buf v = BUF_INIT;
+		enum cfg_origin origin;
+
+		if (config_get(&cfg, argv[optind + 1], &v, &origin) < 0) {
+			cli_print_error();
+			ret = EXIT_USAGE;
+		} else if (json) {
+			printf("{\"key\": \"%s\", \"value\": %s, \"origin\": \"%s\"}\n",
+			       argv[optind + 1], v.buf, config_origin_name(origin));
+		} else {
+			puts(v.buf);
+		}
+		buf_release(&v);
+	}
+	config_release(&cfg);
+	return ret;
+}

@@ -1,0 +1,15 @@
+#ifndef FX_DOCTOR_H
+#define FX_DOCTOR_H
+
+/*
+ * The sections of `forgex doctor` that belong to layers (sandbox,
+ * providers). Each is a function in src/cli/doctor_<layer>.c reporting
+ * through doctor_section() and doctor_item() (cli.h); doctor_sections()
+ * calls them in order. `cfg` is NULL when the configuration is broken.
+ */
+
+#include "cli/cli.h"
+
+void doctor_sections(struct doctor *d, const struct config *cfg);
+
+#endif
