@@ -1153,7 +1153,8 @@ static int tree_list_load(struct tree_list *out, git_tree *tree)
 
 	if (gerr < 0)
 		return vcs_git_error(gerr, "cannot read the checkpoint's tree");
-	qsort(out->v, out->nr, sizeof(*out->v), tree_entry_cmp);
+	if (out->nr)
+		qsort(out->v, out->nr, sizeof(*out->v), tree_entry_cmp);
 	return 0;
 }
 
