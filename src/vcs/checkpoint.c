@@ -617,6 +617,283 @@ void checkpoint_close(struct checkpoints *cps)
 	free(cps);
 }
 
+/* ----------------------------------------------------------- permissions */
+
+static int is_file_mode(uint32_t mode)
+{
+	return mode == GIT_FILEMODE_BLOB || mode == GIT_FILEMODE_BLOB_EXECUTABLE;
+}
+
+/*
+ * Git records only whether a file is executable. A checkpoint also records
+ * the permission bits (0777) of every file and of every folder holding
+ * one, in a "forgex-perms" header of its commit: a first line "1 F X D"
+ * with the bits most files (F), executable files (X) and folders (D) have,
+ * then "BITS PATH" for each exception, folders with a trailing "/"; bits
+ * in octal, "\" and newlines in paths written "\\" and "\n".
+ */
+#define PERMS_HEADER "forgex-perms"
+
+enum { PERM_FILE, PERM_EXEC, PERM_DIR };
+
+struct perm_entry {
+	char *path;		/* a folder ends with "/" */
+	unsigned perms;
+};
+
+struct perm_map {
+	struct perm_entry *v;
+	size_t nr, alloc;
+	unsigned def[3];	/* by PERM_FILE, PERM_EXEC, PERM_DIR */
+	int known;		/* 0: no record (the defaults are a guess) */
+};
+
+#define PERM_MAP_INIT { NULL, 0, 0, { 0644, 0755, 0755 }, 0 }
+
+static void perm_map_release(struct perm_map *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nr; i++)
+		free(m->v[i].path);
+	FREE_AND_NULL(m->v);
+	m->nr = m->alloc = 0;
+}
+
+static void perm_map_add(struct perm_map *m, const char *path, unsigned perms)
+{
+	ALLOC_GROW(m->v, m->nr + 1, m->alloc);
+	m->v[m->nr].path = xstrdup(path);
+	m->v[m->nr].perms = perms;
+	m->nr++;
+}
+
+static int perm_entry_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct perm_entry *)a)->path, ((const struct perm_entry *)b)->path);
+}
+
+static void perm_map_sort(struct perm_map *m)
+{
+	if (m->nr)
+		qsort(m->v, m->nr, sizeof(*m->v), perm_entry_cmp);
+}
+
+/* The kind of a map key, given the git mode of a file (ignored for a folder). */
+static int perm_kind(const char *path, uint32_t mode)
+{
+	size_t n = strlen(path);
+
+	if (n && path[n - 1] == '/')
+		return PERM_DIR;
+	return mode == GIT_FILEMODE_BLOB_EXECUTABLE ? PERM_EXEC : PERM_FILE;
+}
+
+/* The bits recorded for `path` (a folder: "a/b/"), whose git mode is `mode`. */
+static unsigned perm_map_get(const struct perm_map *m, const char *path, uint32_t mode)
+{
+	struct perm_entry key, *e;
+
+	key.path = (char *)path;
+	e = m->nr ? bsearch(&key, m->v, m->nr, sizeof(*m->v), perm_entry_cmp) : NULL;
+	return e ? e->perms : m->def[perm_kind(path, mode)];
+}
+
+static int strcmp_ptr(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * Folders above paths, as "a/", "a/b/": add_parent_dirs() for each path in
+ * sorted order, then finish_dirs() sorts and drops duplicates.
+ */
+static void add_parent_dirs(struct strvec *all, const char *path, const char **prev)
+{
+	const char *slash;
+
+	for (slash = strchr(path, '/'); slash; slash = strchr(slash + 1, '/')) {
+		size_t len = (size_t)(slash - path) + 1;
+		char *d;
+
+		/* sorted input: a prefix shared with the last path is in already */
+		if (*prev && !strncmp(*prev, path, len))
+			continue;
+		d = xstrndup(path, len);
+		strvec_push(all, d);
+		free(d);
+	}
+	*prev = path;
+}
+
+static void finish_dirs(struct strvec *out, struct strvec *all)
+{
+	size_t i;
+
+	if (all->nr)
+		qsort(all->v, all->nr, sizeof(*all->v), strcmp_ptr);
+	for (i = 0; i < all->nr; i++)
+		if (!i || strcmp(all->v[i], all->v[i - 1]))
+			strvec_push(out, all->v[i]);
+	strvec_clear(all);
+}
+
+static void index_dirs(struct strvec *out, git_index *idx)
+{
+	struct strvec all = STRVEC_INIT;
+	size_t i, n = git_index_entrycount(idx);
+	const char *prev = NULL;
+
+	for (i = 0; i < n; i++)
+		add_parent_dirs(&all, git_index_get_byindex(idx, i)->path, &prev);
+	finish_dirs(out, &all);
+}
+
+/*
+ * The permission bits, as they are on disk, of every file of `idx` and
+ * every folder holding one (a full map: `def` is not used).
+ */
+static int perm_map_read(struct perm_map *out, int rootfd, git_index *idx)
+{
+	struct strvec dirs = STRVEC_INIT;
+	size_t i, n = git_index_entrycount(idx);
+	int ret = 0;
+
+	for (i = 0; i < n; i++) {
+		const git_index_entry *e = git_index_get_byindex(idx, i);
+		struct stat st;
+
+		if (!is_file_mode(e->mode))
+			continue;
+		if (fstatat(rootfd, e->path, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			return err_set_errno(FX_EOS, "cannot read the mode of '%s'", e->path);
+		perm_map_add(out, e->path, (unsigned)(st.st_mode & 0777));
+	}
+	index_dirs(&dirs, idx);
+	for (i = 0; i < dirs.nr; i++) {
+		struct stat st;
+
+		if (fstatat(rootfd, dirs.v[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)) {
+			ret = err_set_errno(FX_EOS, "cannot read the mode of '%s'", dirs.v[i]);
+			break;
+		}
+		perm_map_add(out, dirs.v[i], (unsigned)(st.st_mode & 0777));
+	}
+	strvec_clear(&dirs);
+	perm_map_sort(out);
+	out->known = 1;
+	return ret;
+}
+
+static unsigned most_common(const unsigned *counts, unsigned fallback)
+{
+	unsigned i, best = fallback;
+
+	for (i = 0; i < 01000; i++)
+		if (counts[i] > counts[best])
+			best = i;
+	return best;
+}
+
+/* The kind of an entry of a full map of index `idx`. */
+static int perm_kind_in(git_index *idx, const char *path)
+{
+	const git_index_entry *e;
+	size_t n = strlen(path);
+
+	if (n && path[n - 1] == '/')
+		return PERM_DIR;
+	e = git_index_get_bypath(idx, path, 0);
+	return e && e->mode == GIT_FILEMODE_BLOB_EXECUTABLE ? PERM_EXEC : PERM_FILE;
+}
+
+/* Format the full map `m` of index `idx` as the header value. */
+static char *perm_map_format(const struct perm_map *m, git_index *idx)
+{
+	static const unsigned fallback[3] = { 0644, 0755, 0755 };
+	unsigned *counts = xcalloc(3 * 01000, sizeof(*counts)), def[3];
+	struct buf b = BUF_INIT;
+	size_t i;
+	int k;
+
+	for (i = 0; i < m->nr; i++)
+		counts[perm_kind_in(idx, m->v[i].path) * 01000 + m->v[i].perms]++;
+	for (k = 0; k < 3; k++)
+		def[k] = most_common(counts + k * 01000, fallback[k]);
+	buf_addf(&b, "1 %o %o %o", def[0], def[1], def[2]);
+	for (i = 0; i < m->nr; i++) {
+		const char *p;
+
+		if (m->v[i].perms == def[perm_kind_in(idx, m->v[i].path)])
+			continue;
+		buf_addf(&b, "\n%o ", m->v[i].perms);
+		for (p = m->v[i].path; *p; p++) {
+			if (*p == '\\')
+				buf_addstr(&b, "\\\\");
+			else if (*p == '\n')
+				buf_addstr(&b, "\\n");
+			else
+				buf_addch(&b, *p);
+		}
+	}
+	free(counts);
+	return buf_detach(&b, NULL);
+}
+
+/* Read the header of commit `c` into `out`; a commit without one leaves out->known 0. */
+static int perm_map_load(struct perm_map *out, const git_commit *c)
+{
+	git_buf hv = GIT_BUF_INIT;
+	const char *p, *end;
+	unsigned version;
+	int gerr = git_commit_header_field(&hv, c, PERMS_HEADER);
+
+	if (gerr == GIT_ENOTFOUND) {
+		git_error_clear();
+		return 0;
+	}
+	if (gerr < 0)
+		return vcs_git_error(gerr, "cannot read the modes of checkpoint %s",
+				     git_oid_tostr_s(git_commit_id(c)));
+	p = hv.ptr;
+	end = hv.ptr + hv.size;
+	if (sscanf(p, "%u %o %o %o", &version, &out->def[0], &out->def[1], &out->def[2]) != 4 ||
+	    version != 1)
+		goto bad;
+	p += strcspn(p, "\n");
+	while (p < end && *p == '\n') {
+		struct buf path = BUF_INIT;
+		unsigned perms;
+		char *sp;
+
+		p++;
+		perms = (unsigned)strtoul(p, &sp, 8);
+		if (sp == p || *sp != ' ' || perms > 0777)
+			goto bad;
+		for (p = sp + 1; p < end && *p != '\n'; p++) {
+			if (*p == '\\' && p + 1 < end && (p[1] == '\\' || p[1] == 'n')) {
+				buf_addch(&path, p[1] == 'n' ? '\n' : '\\');
+				p++;
+			} else {
+				buf_addch(&path, *p);
+			}
+		}
+		perm_map_add(out, path.buf, perms);
+		buf_release(&path);
+	}
+	if (out->def[0] > 0777 || out->def[1] > 0777 || out->def[2] > 0777)
+		goto bad;
+	perm_map_sort(out);
+	out->known = 1;
+	git_buf_dispose(&hv);
+	return 0;
+bad:
+	git_buf_dispose(&hv);
+	perm_map_release(out);
+	return err_set(FX_EPARSE, "checkpoint %s has a damaged " PERMS_HEADER " header",
+		       git_oid_tostr_s(git_commit_id(c)));
+}
+
 /* --------------------------------------------------------------- capture */
 
 static int lstat_rel(const struct checkpoints *cps, const char *rel, struct stat *st)
@@ -789,7 +1066,12 @@ out:
 	return ret;
 }
 
-static int capture_tree(git_oid *out, size_t *files, struct checkpoints *cps, git_index *idx)
+/*
+ * Bring the index up to the tree and write its tree object. With `perms`,
+ * also read every file's permission bits into it (a full map).
+ */
+static int capture_tree(git_oid *out, size_t *files, struct perm_map *perms,
+			struct checkpoints *cps, git_index *idx)
 {
 	int gerr, ret;
 
@@ -801,6 +1083,16 @@ static int capture_tree(git_oid *out, size_t *files, struct checkpoints *cps, gi
 	gerr = git_index_write(idx);
 	if (gerr < 0)
 		return vcs_git_error(gerr, "cannot save the checkpoint index");
+	if (perms) {
+		int rootfd = open(cps->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (rootfd < 0)
+			return err_set_errno(FX_EOS, "cannot open %s", cps->workspace);
+		ret = perm_map_read(perms, rootfd, idx);
+		close(rootfd);
+		if (ret < 0)
+			return ret;
+	}
 	if (files)
 		*files = git_index_entrycount(idx);
 	return 0;
@@ -814,7 +1106,7 @@ int checkpoint__capture_tree(git_oid *out, size_t *files, struct checkpoints *cp
 	gerr = git_repository_index(&idx, cps->repo);
 	if (gerr < 0)
 		return vcs_git_error(gerr, "cannot open the checkpoint index");
-	ret = capture_tree(out, files, cps, idx);
+	ret = capture_tree(out, files, NULL, cps, idx);
 	git_index_free(idx);
 	return ret;
 }
@@ -995,8 +1287,9 @@ int checkpoint__lookup(git_commit **out, struct checkpoints *cps, const char *id
 
 /* Commit `tree` on the chain with `message`; fills `out` (may be NULL). */
 static int commit_tree(struct checkpoint_info *out, struct checkpoints *cps, const git_oid *tree_id,
-		       const char *message, size_t files)
+		       const char *message, size_t files, const char *perms)
 {
+	git_buf content = GIT_BUF_INIT;
 	git_signature *sig = NULL;
 	git_tree *tree = NULL;
 	git_commit *parent = NULL, *c = NULL;
@@ -1023,8 +1316,11 @@ static int commit_tree(struct checkpoint_info *out, struct checkpoints *cps, con
 	buf_addstr(&msg, message && *message ? message : "checkpoint");
 	buf_rtrim(&msg);
 	buf_addch(&msg, '\n');
-	gerr = git_commit_create(&oid, cps->repo, NULL, sig, sig, NULL, msg.buf, tree,
-				 has_parent ? 1 : 0, (const git_commit **)&parent);
+	gerr = git_commit_create_buffer(&content, cps->repo, sig, sig, NULL, msg.buf, tree,
+					has_parent ? 1 : 0, (const git_commit **)&parent);
+	if (!gerr)
+		gerr = git_commit_create_with_signature(&oid, cps->repo, content.ptr, perms,
+							PERMS_HEADER);
 	if (gerr < 0) {
 		ret = vcs_git_error(gerr, "cannot write the checkpoint");
 		goto out;
@@ -1047,6 +1343,7 @@ static int commit_tree(struct checkpoint_info *out, struct checkpoints *cps, con
 		out->files = files;
 	}
 out:
+	git_buf_dispose(&content);
 	free(ids);
 	buf_release(&msg);
 	git_reference_free(ref);
@@ -1059,9 +1356,11 @@ out:
 
 int checkpoint_create(struct checkpoint_info *out, struct checkpoints *cps, const char *message)
 {
+	struct perm_map perms = PERM_MAP_INIT;
 	git_index *idx = NULL;
 	git_oid tree;
 	size_t files = 0;
+	char *header = NULL;
 	int ret, gerr;
 
 	if ((ret = checkpoint__lock(cps)) < 0)
@@ -1071,10 +1370,13 @@ int checkpoint_create(struct checkpoint_info *out, struct checkpoints *cps, cons
 		ret = vcs_git_error(gerr, "cannot open the checkpoint index");
 		goto out;
 	}
-	if ((ret = capture_tree(&tree, &files, cps, idx)) < 0)
+	if ((ret = capture_tree(&tree, &files, &perms, cps, idx)) < 0)
 		goto out;
-	ret = commit_tree(out, cps, &tree, message, files);
+	header = perm_map_format(&perms, idx);
+	ret = commit_tree(out, cps, &tree, message, files, header);
 out:
+	free(header);
+	perm_map_release(&perms);
 	git_index_free(idx);
 	checkpoint__unlock(cps);
 	return ret;
@@ -1093,6 +1395,7 @@ struct change {
 	char *path;
 	git_oid oid;		/* the checkpoint's blob (WRITE, CHMOD) */
 	uint32_t mode;		/* the checkpoint's mode (WRITE, CHMOD) */
+	int perms;		/* the checkpoint's permission bits of a file; -1: not recorded */
 };
 
 struct plan {
@@ -1192,7 +1495,7 @@ static void plan_release(struct plan *p)
 }
 
 static void plan_add(struct plan *p, enum change_kind kind, const char *path,
-		     const struct tree_entry *want)
+		     const struct tree_entry *want, int perms)
 {
 	struct change *c;
 
@@ -1201,15 +1504,11 @@ static void plan_add(struct plan *p, enum change_kind kind, const char *path,
 	memset(c, 0, sizeof(*c));
 	c->kind = kind;
 	c->path = xstrdup(path);
+	c->perms = perms;
 	if (want) {
 		git_oid_cpy(&c->oid, &want->oid);
 		c->mode = want->mode;
 	}
-}
-
-static int is_file_mode(uint32_t mode)
-{
-	return mode == GIT_FILEMODE_BLOB || mode == GIT_FILEMODE_BLOB_EXECUTABLE;
 }
 
 /*
@@ -1241,8 +1540,12 @@ bad:
 		       path);
 }
 
-/* Compare the current tree (`now`) with the checkpoint's (`want`). */
-static int make_plan(struct plan *plan, git_index *now, const struct tree_list *want)
+/*
+ * Compare the current tree (`now`, with the permission bits of its files
+ * in `now_perms`) with the checkpoint's (`want`, `want_perms`).
+ */
+static int make_plan(struct plan *plan, git_index *now, const struct perm_map *now_perms,
+		     const struct tree_list *want, const struct perm_map *want_perms)
 {
 	size_t i = 0, j = 0, n = git_index_entrycount(now), m = want->nr;
 	int ret;
@@ -1250,7 +1553,7 @@ static int make_plan(struct plan *plan, git_index *now, const struct tree_list *
 	while (i < n || j < m) {
 		const git_index_entry *a = i < n ? git_index_get_byindex(now, i) : NULL;
 		const struct tree_entry *b = j < m ? &want->v[j] : NULL;
-		int cmp;
+		int cmp, perms = -1;
 
 		/* nested repositories are never touched */
 		if (a && a->mode == GIT_FILEMODE_COMMIT) {
@@ -1263,19 +1566,22 @@ static int make_plan(struct plan *plan, git_index *now, const struct tree_list *
 		}
 		cmp = !a ? 1 : !b ? -1 : strcmp(a->path, b->path);
 		if (cmp < 0) {
-			plan_add(plan, CHANGE_DELETE, a->path, NULL);
+			plan_add(plan, CHANGE_DELETE, a->path, NULL, -1);
 			i++;
 			continue;
 		}
 		if ((ret = check_safe_path(b->path)) < 0)
 			return ret;
+		if (is_file_mode(b->mode) && want_perms->known)
+			perms = (int)perm_map_get(want_perms, b->path, b->mode);
 		if (cmp > 0)
-			plan_add(plan, CHANGE_WRITE, b->path, b);
-		else if (git_oid_equal(&a->id, &b->oid) && is_file_mode(a->mode) &&
-			 is_file_mode(b->mode) && a->mode != b->mode)
-			plan_add(plan, CHANGE_CHMOD, b->path, b);
-		else if (!git_oid_equal(&a->id, &b->oid) || a->mode != b->mode)
-			plan_add(plan, CHANGE_WRITE, b->path, b);
+			plan_add(plan, CHANGE_WRITE, b->path, b, perms);
+		else if (!git_oid_equal(&a->id, &b->oid) || (a->mode == GIT_FILEMODE_LINK) !=
+			 (b->mode == GIT_FILEMODE_LINK))
+			plan_add(plan, CHANGE_WRITE, b->path, b, perms);
+		else if (a->mode != b->mode ||
+			 (perms >= 0 && perm_map_get(now_perms, a->path, a->mode) != (unsigned)perms))
+			plan_add(plan, CHANGE_CHMOD, b->path, b, perms);
 		if (cmp == 0)
 			i++;
 		j++;
@@ -1606,6 +1912,7 @@ static int write_entry(git_repository *repo, int rootfd, const struct change *c,
 		}
 	}
 	ret = make_tmp(tmp, sizeof(tmp), fd, c->path, blob,
+		       c->perms >= 0 ? (mode_t)c->perms :
 		       file_perms(old, c->mode == GIT_FILEMODE_BLOB_EXECUTABLE, um), is_link);
 	if (ret < 0)
 		goto out;
@@ -1637,7 +1944,8 @@ static int chmod_entry(git_repository *repo, int rootfd, const struct change *c,
 		close(dfd);
 		return write_entry(repo, rootfd, c, um);
 	}
-	if (fchmod(fd, file_perms(&st, c->mode == GIT_FILEMODE_BLOB_EXECUTABLE, um)) < 0)
+	if (fchmod(fd, c->perms >= 0 ? (mode_t)c->perms :
+		   file_perms(&st, c->mode == GIT_FILEMODE_BLOB_EXECUTABLE, um)) < 0)
 		ret = err_set_errno(FX_EOS, "cannot change the mode of '%s'", c->path);
 	close(fd);
 	close(dfd);
@@ -1679,6 +1987,61 @@ static int delete_entry(int rootfd, const char *path, const struct tree_list *wa
 	return 0;
 }
 
+static void tree_dirs(struct strvec *out, const struct tree_list *want)
+{
+	struct strvec all = STRVEC_INIT;
+	const char *prev = NULL;
+	size_t i;
+
+	for (i = 0; i < want->nr; i++)
+		add_parent_dirs(&all, want->v[i].path, &prev);
+	finish_dirs(out, &all);
+}
+
+/*
+ * Give every folder of the checkpoint its recorded bits, deepest first
+ * (last, so that a read-only folder is filled before it is closed). With
+ * `check`, only compare and fail on the first difference.
+ */
+static int fix_dir_perms(size_t *changed, int rootfd, const struct tree_list *want,
+			 const struct perm_map *want_perms, int check)
+{
+	struct strvec dirs = STRVEC_INIT;
+	size_t i;
+	int ret = 0;
+
+	if (!want_perms->known)
+		return 0;
+	tree_dirs(&dirs, want);
+	for (i = dirs.nr; i-- > 0 && !ret;) {
+		char *dir = xstrndup(dirs.v[i], strlen(dirs.v[i]) - 1);
+		unsigned perms = perm_map_get(want_perms, dirs.v[i], 0);
+		const char *base;
+		struct stat st;
+		int pfd;
+
+		if ((ret = open_parent(&pfd, rootfd, dir, 0, &base)) < 0) {
+			ret = err_set(FX_ERROR, "after the restore folder '%s' is missing", dir);
+		} else {
+			if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+				ret = err_set(FX_ERROR, "after the restore '%s' is not a folder", dir);
+			else if ((st.st_mode & 0777) == perms)
+				;
+			else if (check)
+				ret = err_set(FX_ERROR, "after the restore folder '%s' has mode %o, not %o",
+					      dir, (unsigned)(st.st_mode & 0777), perms);
+			else if (fchmodat(pfd, base, perms, 0) < 0)
+				ret = err_set_errno(FX_EOS, "cannot change the mode of folder '%s'", dir);
+			else if (changed)
+				(*changed)++;
+			close(pfd);
+		}
+		free(dir);
+	}
+	strvec_clear(&dirs);
+	return ret;
+}
+
 /* Every object the checkpoint needs must be readable before anything changes. */
 static int check_objects(struct checkpoints *cps, const struct tree_list *want, const char *id)
 {
@@ -1707,8 +2070,9 @@ static int check_objects(struct checkpoints *cps, const struct tree_list *want, 
  * Read the tree back: files the restore wrote are hashed again, anything
  * else comes from the stat cache, new files not ignored are picked up.
  */
-static int verify_restore(struct checkpoints *cps, git_index *idx, const struct plan *plan,
-			  git_tree *target, const char *id)
+static int verify_restore(struct checkpoints *cps, int rootfd, git_index *idx,
+			  const struct plan *plan, git_tree *target, const struct tree_list *want,
+			  const struct perm_map *want_perms, const char *id)
 {
 	git_oid got;
 	git_tree *got_tree = NULL;
@@ -1733,8 +2097,29 @@ static int verify_restore(struct checkpoints *cps, git_index *idx, const struct 
 		gerr = git_index_write(idx);
 	if (gerr < 0)
 		return vcs_git_error(gerr, "cannot read back the tree after the restore");
-	if (git_oid_equal(&got, git_tree_id(target)))
-		return 0;
+	if (git_oid_equal(&got, git_tree_id(target))) {
+		size_t n = git_index_entrycount(idx);
+
+		if (!want_perms->known)
+			return 0;
+		for (i = 0; i < n; i++) {
+			const git_index_entry *e = git_index_get_byindex(idx, i);
+			unsigned bits = perm_map_get(want_perms, e->path, e->mode);
+			struct stat st;
+
+			if (!is_file_mode(e->mode))
+				continue;
+			if (fstatat(rootfd, e->path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				return err_set_errno(FX_ERROR, "after the restore '%s' is gone",
+						     e->path);
+			if ((st.st_mode & 0777) != bits)
+				return err_set(FX_ERROR,
+					       "after restoring checkpoint %.12s '%s' has mode %o, "
+					       "not %o", id, e->path, (unsigned)(st.st_mode & 0777),
+					       bits);
+		}
+		return fix_dir_perms(NULL, rootfd, want, want_perms, 1);
+	}
 	ret = err_set(FX_ERROR, "after restoring checkpoint %.12s the tree still differs from it",
 		      id);
 	if (!git_tree_lookup(&got_tree, cps->repo, &got) &&
@@ -1760,11 +2145,12 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 	struct checkpoint_restore_result res;
 	struct plan plan = { NULL, 0, 0 };
 	struct tree_list want = { NULL, 0, 0 };
+	struct perm_map now_perms = PERM_MAP_INIT, want_perms = PERM_MAP_INIT;
 	git_index *idx = NULL;
 	git_commit *target = NULL;
 	git_tree *tree = NULL;
 	git_oid now_tree;
-	char full[41], *msg = NULL;
+	char full[41], *msg = NULL, *header = NULL;
 	size_t i;
 	mode_t um = current_umask();
 	int ret, gerr, rootfd = -1, applying = 0;
@@ -1782,17 +2168,19 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 		ret = vcs_git_error(gerr, "cannot read checkpoint %.12s", full);
 		goto out;
 	}
-	if ((ret = tree_list_load(&want, tree)) < 0 || (ret = check_objects(cps, &want, full)) < 0)
+	if ((ret = tree_list_load(&want, tree)) < 0 ||
+	    (ret = perm_map_load(&want_perms, target)) < 0 ||
+	    (ret = check_objects(cps, &want, full)) < 0)
 		goto out;
 
 	/* 1. Record what is there now (committed below, once the plan holds). */
-	if ((ret = capture_tree(&now_tree, NULL, cps, idx)) < 0) {
+	if ((ret = capture_tree(&now_tree, NULL, &now_perms, cps, idx)) < 0) {
 		err_prefix(ret, "cannot record the tree before restoring (nothing was changed)");
 		goto out;
 	}
 
 	/* 2. Plan every change and refuse before touching anything. */
-	if ((ret = make_plan(&plan, idx, &want)) < 0)
+	if ((ret = make_plan(&plan, idx, &now_perms, &want, &want_perms)) < 0)
 		goto out;
 	rootfd = open(cps->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0) {
@@ -1804,7 +2192,9 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 		    (ret = check_write(rootfd, &plan.items[i], idx, &want)) < 0)
 			goto out;
 	msg = xstrfmt("before restore of %.12s", full);
-	if ((ret = commit_tree(&res.backup, cps, &now_tree, msg, git_index_entrycount(idx))) < 0)
+	header = perm_map_format(&now_perms, idx);
+	if ((ret = commit_tree(&res.backup, cps, &now_tree, msg, git_index_entrycount(idx),
+			       header)) < 0)
 		goto out;
 
 	/* 3. Deletions first (they make room), then modes, then contents. */
@@ -1829,6 +2219,8 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 			res.written++;
 		}
 	}
+	if ((ret = fix_dir_perms(&res.chmodded, rootfd, &want, &want_perms, 0)) < 0)
+		goto out;
 	if (syncfs(rootfd) < 0) {
 		ret = err_set_errno(FX_EOS, "cannot flush the restored files to disk");
 		goto out;
@@ -1836,7 +2228,7 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 	applying = 0;
 
 	/* 4. Check the result against the checkpoint. */
-	ret = verify_restore(cps, idx, &plan, tree, full);
+	ret = verify_restore(cps, rootfd, idx, &plan, tree, &want, &want_perms, full);
 	if (ret < 0)
 		err_prefix(ret, "the tree before the restore is checkpoint %s",
 			   res.backup.short_id);
@@ -1847,6 +2239,9 @@ out:
 	if (rootfd >= 0)
 		close(rootfd);
 	plan_release(&plan);
+	perm_map_release(&now_perms);
+	perm_map_release(&want_perms);
+	free(header);
 	free(msg);
 	tree_list_release(&want);
 	git_index_free(idx);

@@ -877,6 +877,73 @@ static void test_checkpoint_two_handles(void **state)
 	tu_rmtree(ws);
 }
 
+/*
+ * Permission bits beyond git's executable bit come back exactly: chmod
+ * alone, rewritten files, deleted files, odd names, whatever the umask.
+ */
+static void test_checkpoint_permission_bits(void **state)
+{
+	static const struct { const char *name; mode_t mode; } files[] = {
+		{ "plain", 0644 }, { "plain2", 0644 }, { "private", 0600 }, { "group", 0664 },
+		{ "ro", 0444 }, { "tool", 0755 }, { "tool-private", 0700 }, { "odd-x", 0711 },
+		{ "back\\slash\nnew line", 0640 }, { "dir/nested", 0604 },
+		{ "keep/inner/f", 0644 },
+	};
+	char *ws = tu_mkdtemp();
+	struct buf before = BUF_INIT, after = BUF_INIT;
+	struct checkpoint_restore_result res;
+	struct checkpoint_info info;
+	struct checkpoints *cps;
+	mode_t old_umask;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(files); i++)
+		vt_write_bytes(ws, files[i].name, files[i].name, strlen(files[i].name), files[i].mode);
+	vt_manifest(&before, ws, 0);
+	cps = open_ok(ws);
+	create_ok(&info, cps, "modes");
+
+	vt_chmod(ws, "plain", 0600);		/* bits only, same exec bit */
+	vt_chmod(ws, "private", 0644);
+	vt_chmod(ws, "tool-private", 0755);
+	vt_chmod(ws, "odd-x", 0644);		/* exec bit too */
+	vt_chmod(ws, "ro", 0777);
+	tu_write(ws, "group", "rewritten");	/* content and bits */
+	vt_chmod(ws, "group", 0600);
+	vt_rm(ws, "back\\slash\nnew line");	/* recreated with its bits */
+	vt_rm(ws, "dir");
+	vt_chmod(ws, "keep/inner", 0700);	/* a folder's bits alone */
+	vt_chmod(ws, "keep", 0751);
+	old_umask = umask(077);
+	assert_int_equal(checkpoint_restore(&res, cps, info.id), 0);
+	umask(old_umask);
+	/* 5 files, dir/ made under umask 077, keep/ and keep/inner/ */
+	assert_int_equal(res.chmodded, 8);
+	assert_int_equal(res.written, 3);
+	vt_manifest(&after, ws, 0);
+	vt_assert_same(&before, &after, "tree with modes");
+	checkpoint_restore_result_release(&res);
+
+	/* and the backup recorded the edited bits: undoing the restore brings them back */
+	vt_chmod(ws, "plain", 0640);
+	create_ok(NULL, cps, "plain 0640");
+	vt_chmod(ws, "plain", 0644);
+	{
+		struct checkpoint_list list = CHECKPOINT_LIST_INIT;
+
+		assert_int_equal(checkpoint_list(&list, cps), 0);
+		restore_ok(cps, list.items[0].id);
+		checkpoint_list_release(&list);
+	}
+	assert_int_equal(vt_mode(ws, "plain") & 0777, 0640);
+	buf_release(&before);
+	buf_release(&after);
+	checkpoint_info_release(&info);
+	checkpoint_close(cps);
+	tu_rmtree(ws);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -886,6 +953,7 @@ int main(void)
 		cmocka_unit_test(test_checkpoint_newly_ignored_file_is_dropped),
 		cmocka_unit_test(test_checkpoint_empty_folder),
 		cmocka_unit_test(test_checkpoint_unusual_names),
+		cmocka_unit_test(test_checkpoint_permission_bits),
 		cmocka_unit_test(test_checkpoint_large_file),
 		cmocka_unit_test(test_checkpoint_symlink_outside_not_followed),
 		cmocka_unit_test(test_checkpoint_restore_is_undoable),
