@@ -37,6 +37,7 @@ struct checkpoints {
 	git_repository *repo;	/* the shadow; work tree = workspace (in memory) */
 	git_repository *user;	/* the user's repository, or NULL */
 	char *user_prefix;	/* the workspace inside the user's work tree: "" or "a/b/" */
+	char *excludes_file;	/* the core.excludesFile in effect, or NULL */
 	int lock_fd;
 	int lock_depth;
 };
@@ -185,6 +186,122 @@ void checkpoint__unlock(struct checkpoints *cps)
 		flock(cps->lock_fd, LOCK_UN);
 }
 
+/* ------------------------------------------------------- durable objects */
+
+/*
+ * New objects are written without an fsync each (thousands on a first
+ * checkpoint would take seconds) and made durable together by one
+ * syncfs() before anything refers to them. A marker file brackets the
+ * batch: when forgex dies (or the machine crashes) inside one, a loose
+ * object may be left empty or truncated, and libgit2 would later trust it
+ * because it "exists". The next open finds the marker and deletes every
+ * loose object newer than it that does not read back whole.
+ *
+ * The marker itself needs no fsync: journaling file systems commit
+ * metadata in order, so a surviving object file implies a surviving marker.
+ */
+#define BATCH_MARKER "forgex-writing"
+#define IGNORE_STAMP "forgex-ignore-stamp"
+
+static int batch_begin(struct checkpoints *cps)
+{
+	struct buf p = BUF_INIT;
+	int fd;
+
+	path_join(&p, cps->shadow, BATCH_MARKER);
+	fd = open(p.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	buf_release(&p);
+	if (fd < 0)
+		return err_set_errno(FX_EOS, "cannot write in %s", cps->shadow);
+	close(fd);
+	git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, 0);
+	return 0;
+}
+
+static int batch_end(struct checkpoints *cps)
+{
+	struct buf p = BUF_INIT;
+	int fd, ret = 0;
+
+	git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, 1);
+	fd = open(cps->shadow, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || syncfs(fd) < 0)
+		ret = err_set_errno(FX_EOS, "cannot flush the checkpoint to disk");
+	if (fd >= 0)
+		close(fd);
+	if (!ret) {
+		path_join(&p, cps->shadow, BATCH_MARKER);
+		unlink(p.buf);
+		buf_release(&p);
+	}
+	return ret;
+}
+
+/* After an interrupted batch: remove loose objects newer than the marker that are damaged. */
+static int batch_recover(struct checkpoints *cps)
+{
+	struct buf p = BUF_INIT, dir = BUF_INIT;
+	struct stat mst;
+	git_odb *odb = NULL;
+	int ret = 0, gerr;
+	unsigned i;
+
+	path_join(&p, cps->shadow, BATCH_MARKER);
+	if (lstat(p.buf, &mst) < 0)
+		goto out;
+	path_join(&dir, cps->shadow, "objects");
+	/* our own objects only: a damaged copy must not hide behind a good borrowed one */
+	gerr = git_odb_open(&odb, dir.buf);
+	if (gerr < 0) {
+		ret = vcs_git_error(gerr, "cannot open %s", dir.buf);
+		goto out;
+	}
+	for (i = 0; i < 256; i++) {
+		char sub[8];
+		DIR *d;
+		struct dirent *de;
+
+		snprintf(sub, sizeof(sub), "/%02x", i);
+		buf_setlen(&dir, strlen(cps->shadow) + strlen("/objects"));
+		buf_addstr(&dir, sub);
+		if (!(d = opendir(dir.buf)))
+			continue;
+		while ((de = readdir(d))) {
+			struct stat st;
+			git_oid oid;
+			git_odb_object *obj = NULL;
+			char hex[41];
+
+			if (strlen(de->d_name) != 38 ||
+			    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+			    st.st_mtim.tv_sec + 2 < mst.st_mtim.tv_sec)
+				continue;
+			snprintf(hex, sizeof(hex), "%02x%s", i, de->d_name);
+			if (git_oid_fromstr(&oid, hex) < 0)
+				continue;
+			if (git_odb_read(&obj, odb, &oid) < 0)
+				unlinkat(dirfd(d), de->d_name, 0);
+			git_odb_object_free(obj);
+		}
+		closedir(d);
+	}
+	git_error_clear();
+	/* the index may name what was just removed, or be damaged itself: rebuild it */
+	buf_reset(&dir);
+	path_join(&dir, cps->shadow, "index");
+	unlink(dir.buf);
+	buf_reset(&dir);
+	path_join(&dir, cps->shadow, IGNORE_STAMP);
+	unlink(dir.buf);
+	if (unlink(p.buf) < 0 && errno != ENOENT)
+		ret = err_set_errno(FX_EOS, "cannot remove %s", p.buf);
+out:
+	git_odb_free(odb);
+	buf_release(&p);
+	buf_release(&dir);
+	return ret;
+}
+
 /* ------------------------------------------------------------------ open */
 
 /* Write `content` to `dir`/`name` unless it already holds exactly that. */
@@ -327,6 +444,18 @@ static int setup_config(struct checkpoints *cps)
 		ret = config_ensure(cfg, fixed[i][0], fixed[i][1]);
 	if (!ret)
 		ret = config_ensure(cfg, "core.excludesfile", excludes);
+	if (!ret && !excludes) {
+		/* git's default, which libgit2 applies the same way */
+		const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+
+		if (xdg && *xdg)
+			excludes = xstrfmt("%s/git/ignore", xdg);
+		else if (home && *home)
+			excludes = xstrfmt("%s/.config/git/ignore", home);
+	}
+	free(cps->excludes_file);
+	cps->excludes_file = excludes;
+	excludes = NULL;
 out:
 	git_config_free(cfg);
 	git_config_free(snap);
@@ -575,7 +704,8 @@ int checkpoint_open(struct checkpoints **out, const char *workspace)
 	if ((ret = checkpoint__lock(cps)) < 0)
 		goto fail;
 	if ((ret = find_user_repo(cps)) < 0 || (ret = init_shadow(cps)) < 0 ||
-	    (ret = setup_mirrors(cps)) < 0 || (ret = setup_config(cps)) < 0)
+	    (ret = setup_mirrors(cps)) < 0 || (ret = setup_config(cps)) < 0 ||
+	    (ret = batch_recover(cps)) < 0)
 		goto fail_locked;
 	gerr = git_repository_open_bare(&cps->repo, cps->shadow);
 	if (gerr < 0) {
@@ -591,6 +721,21 @@ int checkpoint_open(struct checkpoints **out, const char *workspace)
 	}
 	if ((ret = borrow_user_objects(cps)) < 0)
 		goto fail_locked;
+	{
+		/*
+		 * libgit2's ref store decides whether it fsyncs when it is
+		 * created: create it now, outside any batch, so moving the
+		 * chain is always durable.
+		 */
+		git_refdb *refdb = NULL;
+
+		gerr = git_repository_refdb(&refdb, cps->repo);
+		git_refdb_free(refdb);
+		if (gerr < 0) {
+			ret = vcs_git_error(gerr, "cannot open the checkpoint refs");
+			goto fail_locked;
+		}
+	}
 	checkpoint__unlock(cps);
 	buf_release(&p);
 	*out = cps;
@@ -614,6 +759,7 @@ void checkpoint_close(struct checkpoints *cps)
 	free(cps->workspace);
 	free(cps->shadow);
 	free(cps->user_prefix);
+	free(cps->excludes_file);
 	free(cps);
 }
 
@@ -757,18 +903,42 @@ static int perm_map_read(struct perm_map *out, int rootfd, git_index *idx)
 {
 	struct strvec dirs = STRVEC_INIT;
 	size_t i, n = git_index_entrycount(idx);
-	int ret = 0;
+	char *curdir = NULL;
+	int ret = 0, dfd = -1;
 
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && !ret; i++) {
 		const git_index_entry *e = git_index_get_byindex(idx, i);
+		const char *slash = strrchr(e->path, '/'), *base = slash ? slash + 1 : e->path;
+		char *dir = xstrndup(e->path, slash ? (size_t)(slash - e->path) : 0);
 		struct stat st;
 
-		if (!is_file_mode(e->mode))
+		if (!is_file_mode(e->mode)) {
+			free(dir);
 			continue;
-		if (fstatat(rootfd, e->path, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-			return err_set_errno(FX_EOS, "cannot read the mode of '%s'", e->path);
+		}
+		/* one descriptor per folder: no full path walk per file */
+		if (!curdir || strcmp(dir, curdir)) {
+			if (dfd >= 0)
+				close(dfd);
+			free(curdir);
+			curdir = dir;
+			dfd = *dir ? openat(rootfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) :
+				     dup(rootfd);
+		} else {
+			free(dir);
+		}
+		if (dfd < 0 || fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode)) {
+			ret = err_set_errno(FX_EOS, "cannot read the mode of '%s'", e->path);
+			break;
+		}
 		perm_map_add(out, e->path, (unsigned)(st.st_mode & 0777));
 	}
+	if (dfd >= 0)
+		close(dfd);
+	free(curdir);
+	if (ret < 0)
+		return ret;
 	index_dirs(&dirs, idx);
 	for (i = 0; i < dirs.nr; i++) {
 		struct stat st;
@@ -907,46 +1077,27 @@ static int lstat_rel(const struct checkpoints *cps, const char *rel, struct stat
 	return r;
 }
 
+struct add_ctx {
+	struct checkpoints *cps;
+	git_index *idx;
+};
+
 /*
- * Whether every folder on the way to `rel` is a real folder (no link to
- * follow). libgit2 resolves a path it is given with the kernel's rules.
+ * add_all callback: a folder reaching it is a nested repository (or a
+ * submodule): leave it alone. When it replaced a recorded file, drop that
+ * file, which add_all would otherwise keep.
  */
-static int parents_are_dirs(int rootfd, const char *rel)
-{
-	const char *p = rel, *slash;
-	int fd = dup(rootfd), ok = 1;
-
-	if (fd < 0)
-		return 0;
-	while ((slash = strchr(p, '/'))) {
-		char *comp = xstrndup(p, (size_t)(slash - p));
-		int next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-		free(comp);
-		close(fd);
-		if (next < 0) {
-			ok = 0;
-			fd = -1;
-			break;
-		}
-		fd = next;
-		p = slash + 1;
-	}
-	if (fd >= 0)
-		close(fd);
-	return ok;
-}
-
-/* add_all callback: folders that reach the index are nested repositories; leave them. */
 static int skip_dirs_cb(const char *path, const char *matched, void *payload)
 {
-	struct checkpoints *cps = payload;
+	struct add_ctx *ctx = payload;
 	struct stat st;
 
 	(void)matched;
-	if (!lstat_rel(cps, path, &st) && S_ISDIR(st.st_mode))
-		return 1;
-	return 0;
+	if (lstat_rel(ctx->cps, path, &st) || !S_ISDIR(st.st_mode))
+		return 0;
+	if (git_index_get_bypath(ctx->idx, path, 0) && git_index_remove_bypath(ctx->idx, path) < 0)
+		return -1;
+	return 1;
 }
 
 /* The user's index entry for workspace path `rel`, if the user tracks it. */
@@ -968,29 +1119,139 @@ static const git_index_entry *user_entry(git_index *uidx, const char *prefix, co
 }
 
 /*
- * Bring the shadow index up to the working tree:
- *  1. add_all: new files not ignored, changed and deleted ones (stat data
- *     decides which files are read again);
- *  2. files the user's repository tracks although they are ignored;
- *  3. drop entries that are now ignored and not tracked by the user, and
- *     any gitlink.
+ * Copy the user's entries the shadow does not have yet, with their stat
+ * data: then add_all reads only the files that changed since git last
+ * looked, and the first checkpoint of a large repository costs about what
+ * `git status` does. Stat data git itself would not trust is dropped (the
+ * file is read again): racy entries (not older than the index file, git's
+ * rule), assume-unchanged, skip-worktree and intent-to-add entries.
  */
-static int update_index(struct checkpoints *cps, git_index *idx)
+static int seed_from_user_index(git_index *idx, git_index *uidx, const char *prefix)
 {
+	const char *ipath = git_index_path(uidx);
+	size_t i, n = git_index_entrycount(uidx), plen = strlen(prefix);
+	struct stat ist;
+	int have_stamp = ipath && !stat(ipath, &ist);
+
+	for (i = 0; i < n; i++) {
+		const git_index_entry *e = git_index_get_byindex(uidx, i);
+		git_index_entry ne;
+		int trust, gerr;
+
+		if (GIT_INDEX_ENTRY_STAGE(e) != 0 || e->mode == GIT_FILEMODE_COMMIT ||
+		    strncmp(e->path, prefix, plen) || git_index_get_bypath(idx, e->path + plen, 0))
+			continue;
+		memset(&ne, 0, sizeof(ne));
+		ne.path = e->path + plen;
+		ne.mode = e->mode;
+		git_oid_cpy(&ne.id, &e->id);
+		trust = have_stamp && !(e->flags & GIT_INDEX_ENTRY_VALID) &&
+			!(e->flags_extended & (GIT_INDEX_ENTRY_SKIP_WORKTREE |
+					       GIT_INDEX_ENTRY_INTENT_TO_ADD)) &&
+			((int64_t)e->mtime.seconds < (int64_t)ist.st_mtim.tv_sec ||
+			 ((int64_t)e->mtime.seconds == (int64_t)ist.st_mtim.tv_sec &&
+			  (long)e->mtime.nanoseconds < ist.st_mtim.tv_nsec));
+		if (trust) {
+			ne.ctime = e->ctime;
+			ne.mtime = e->mtime;
+			ne.dev = e->dev;
+			ne.ino = e->ino;
+			ne.uid = e->uid;
+			ne.gid = e->gid;
+			ne.file_size = e->file_size;
+		}
+		gerr = git_index_add(idx, &ne);
+		if (gerr < 0)
+			return vcs_git_error(gerr, "cannot record %s", ne.path);
+	}
+	return 0;
+}
+
+static void buf_swap_into(struct buf *dst, struct buf *src)
+{
+	buf_reset(dst);
+	buf_addbuf(dst, src);
+	buf_reset(src);
+}
+
+/* Append `path`'s bytes (or "-" when it cannot be read) to `fp`. */
+static void fingerprint_file(struct buf *fp, const char *path)
+{
+	struct buf c = BUF_INIT;
+
+	buf_addf(fp, "%s\n", path);
+	if (fsutil_read_file(&c, path, 16 << 20) < 0)
+		buf_addstr(fp, "-\n");
+	else
+		buf_addf(fp, "%zu\n%s\n", c.len, c.buf);
+	err_clear();
+	buf_release(&c);
+}
+
+/*
+ * Everything that decides whether a recorded path is ignored: the
+ * .gitignore of every folder holding recorded files (their bytes, so an
+ * edit within the same clock tick counts), info/exclude, the excludes file
+ * and which files the user tracks (the index checksum).
+ */
+static void ignore_fingerprint(struct buf *fp, struct checkpoints *cps, git_index *idx,
+			       git_index *uidx)
+{
+	struct strvec dirs = STRVEC_INIT;
+	struct buf p = BUF_INIT;
+	size_t i;
+
+	buf_addf(fp, "forgex ignore fingerprint 1\nprefix %s\n",
+		 cps->user_prefix ? cps->user_prefix : "(none)");
+	if (uidx) {
+		const git_oid *sum = git_index_checksum(uidx);
+
+		buf_addf(fp, "user index %s\n", sum ? git_oid_tostr_s(sum) : "-");
+	}
+	strvec_push(&dirs, "");
+	index_dirs(&dirs, idx);
+	for (i = 0; i < dirs.nr; i++) {
+		buf_reset(&p);
+		buf_addf(&p, "%s/%s.gitignore", cps->workspace, dirs.v[i]);
+		fingerprint_file(fp, p.buf);
+	}
+	buf_reset(&p);
+	path_join(&p, cps->shadow, "info/exclude");
+	fingerprint_file(fp, p.buf);
+	if (cps->excludes_file)
+		fingerprint_file(fp, cps->excludes_file);
+	strvec_clear(&dirs);
+	buf_release(&p);
+}
+
+
+/*
+ * Bring the shadow index up to the working tree:
+ *  1. entries the user's repository tracks (with their stat data), so
+ *     files tracked although ignored are recorded too;
+ *  2. add_all: new files not ignored, changed and deleted ones (stat data
+ *     decides which files are read again);
+ *  3. drop entries that are now ignored and not tracked by the user, and
+ *     any gitlink. A path's "ignored" can only change when an ignore file
+ *     or the user's index does, so this step runs only when their
+ *     fingerprint differs from the one saved with the last capture
+ *     (`*stamp` receives the new one to save, or stays empty).
+ */
+static int update_index(struct buf *stamp, struct checkpoints *cps, git_index *idx)
+{
+	struct add_ctx ctx = { cps, idx };
 	git_index *uidx = NULL;
 	struct strvec drop = STRVEC_INIT;
-	struct buf scratch = BUF_INIT;
+	struct buf scratch = BUF_INIT, fp = BUF_INIT, old = BUF_INIT;
 	const char *prefix = cps->user_prefix ? cps->user_prefix : "";
-	size_t prefix_len = strlen(prefix), i, n;
-	int gerr, ret = 0, rootfd = -1;
+	size_t i, n;
+	int gerr, ret = 0;
 
-	gerr = git_index_read(idx, 0);
-	if (gerr < 0)
-		return vcs_git_error(gerr, "cannot read the checkpoint index");
-	gerr = git_index_add_all(idx, NULL, GIT_INDEX_ADD_DEFAULT, skip_dirs_cb, cps);
-	if (gerr < 0) {
-		ret = vcs_git_error(gerr, "cannot record the working tree of %s", cps->workspace);
-		goto out;
+	if (git_index_read(idx, 0) < 0) {
+		/* a damaged cache: start again from nothing */
+		git_error_clear();
+		if ((gerr = git_index_clear(idx)) < 0)
+			return vcs_git_error(gerr, "cannot reset the checkpoint index");
 	}
 	if (cps->user) {
 		gerr = git_repository_index(&uidx, cps->user);
@@ -1000,35 +1261,21 @@ static int update_index(struct checkpoints *cps, git_index *idx)
 			ret = vcs_git_error(gerr, "cannot read the git index of %s", cps->workspace);
 			goto out;
 		}
-		rootfd = open(cps->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (rootfd < 0) {
-			ret = err_set_errno(FX_EOS, "cannot open %s", cps->workspace);
+		if ((ret = seed_from_user_index(idx, uidx, prefix)) < 0)
 			goto out;
-		}
-		n = git_index_entrycount(uidx);
-		for (i = 0; i < n; i++) {
-			const git_index_entry *e = git_index_get_byindex(uidx, i);
-			const char *rel;
-			struct stat st;
-
-			if (!e || e->mode == GIT_FILEMODE_COMMIT ||
-			    strncmp(e->path, prefix, prefix_len))
-				continue;
-			rel = e->path + prefix_len;
-			if (git_index_get_bypath(idx, rel, 0))
-				continue;
-			/* deleted, a folder now (add_all saw inside), or behind a link */
-			if (lstat_rel(cps, rel, &st) < 0 ||
-			    !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) ||
-			    !parents_are_dirs(rootfd, rel))
-				continue;
-			gerr = git_index_add_bypath(idx, rel);
-			if (gerr < 0) {
-				ret = vcs_git_error(gerr, "cannot record %s", rel);
-				goto out;
-			}
-		}
 	}
+	gerr = git_index_add_all(idx, NULL, GIT_INDEX_ADD_DEFAULT, skip_dirs_cb, &ctx);
+	if (gerr < 0) {
+		ret = vcs_git_error(gerr, "cannot record the working tree of %s", cps->workspace);
+		goto out;
+	}
+	ignore_fingerprint(&fp, cps, idx, uidx);
+	buf_addf(&scratch, "%s/" IGNORE_STAMP, cps->shadow);
+	if (!fsutil_read_file(&old, scratch.buf, 0) && old.len == fp.len &&
+	    !memcmp(old.buf, fp.buf, fp.len))
+		goto out;
+	err_clear();
+	buf_swap_into(stamp, &fp);
 	n = git_index_entrycount(idx);
 	for (i = 0; i < n; i++) {
 		const git_index_entry *e = git_index_get_byindex(idx, i);
@@ -1058,30 +1305,30 @@ static int update_index(struct checkpoints *cps, git_index *idx)
 		}
 	}
 out:
-	if (rootfd >= 0)
-		close(rootfd);
 	git_index_free(uidx);
 	strvec_clear(&drop);
 	buf_release(&scratch);
+	buf_release(&fp);
+	buf_release(&old);
 	return ret;
 }
 
 /*
- * Bring the index up to the tree and write its tree object. With `perms`,
- * also read every file's permission bits into it (a full map).
+ * Bring the index up to the tree, write its tree object and save the
+ * index. The caller brackets this with batch_begin() / batch_end(), then
+ * saves `stamp` with save_stamp(). With `perms`, also read every file's
+ * permission bits into it (a full map).
  */
-static int capture_tree(git_oid *out, size_t *files, struct perm_map *perms,
+static int capture_tree(git_oid *out, size_t *files, struct perm_map *perms, struct buf *stamp,
 			struct checkpoints *cps, git_index *idx)
 {
 	int gerr, ret;
 
-	if ((ret = update_index(cps, idx)) < 0)
+	if ((ret = update_index(stamp, cps, idx)) < 0)
 		return ret;
-	gerr = git_index_write_tree(out, idx);
-	if (gerr < 0)
+	if ((gerr = git_index_write_tree(out, idx)) < 0)
 		return vcs_git_error(gerr, "cannot write the checkpoint tree");
-	gerr = git_index_write(idx);
-	if (gerr < 0)
+	if ((gerr = git_index_write(idx)) < 0)
 		return vcs_git_error(gerr, "cannot save the checkpoint index");
 	if (perms) {
 		int rootfd = open(cps->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -1098,15 +1345,60 @@ static int capture_tree(git_oid *out, size_t *files, struct perm_map *perms,
 	return 0;
 }
 
-int checkpoint__capture_tree(git_oid *out, size_t *files, struct checkpoints *cps)
+/*
+ * The ignore fingerprint goes to disk only once the index it describes is
+ * durable (after batch_end()): a stamp must never claim a prune the index
+ * lacks.
+ */
+static int save_stamp(struct checkpoints *cps, const struct buf *stamp)
 {
-	git_index *idx = NULL;
-	int gerr, ret;
+	struct buf p = BUF_INIT;
+	int ret;
 
-	gerr = git_repository_index(&idx, cps->repo);
+	if (!stamp->len)
+		return 0;
+	path_join(&p, cps->shadow, IGNORE_STAMP);
+	ret = fsutil_write_atomic(p.buf, stamp->buf, stamp->len, 0644);
+	buf_release(&p);
+	return ret;
+}
+
+/* The shadow's index; a damaged one (a cache) is dropped and rebuilt. */
+static int open_index(git_index **out, struct checkpoints *cps)
+{
+	int gerr = git_repository_index(out, cps->repo);
+
+	if (gerr < 0) {
+		struct buf p = BUF_INIT;
+
+		path_join(&p, cps->shadow, "index");
+		unlink(p.buf);
+		buf_release(&p);
+		git_error_clear();
+		gerr = git_repository_index(out, cps->repo);
+	}
 	if (gerr < 0)
 		return vcs_git_error(gerr, "cannot open the checkpoint index");
-	ret = capture_tree(out, files, NULL, cps, idx);
+	return 0;
+}
+
+int checkpoint__capture_tree(git_oid *out, size_t *files, struct checkpoints *cps)
+{
+	struct buf stamp = BUF_INIT;
+	git_index *idx = NULL;
+	int ret;
+
+	if ((ret = open_index(&idx, cps)) < 0)
+		return ret;
+	if ((ret = batch_begin(cps)) < 0)
+		goto out;
+	ret = capture_tree(out, files, NULL, &stamp, cps, idx);
+	if (batch_end(cps) < 0 && !ret)
+		ret = err_last_code();
+	if (!ret)
+		ret = save_stamp(cps, &stamp);
+out:
+	buf_release(&stamp);
 	git_index_free(idx);
 	return ret;
 }
@@ -1285,19 +1577,20 @@ int checkpoint__lookup(git_commit **out, struct checkpoints *cps, const char *id
 	return 0;
 }
 
-/* Commit `tree` on the chain with `message`; fills `out` (may be NULL). */
-static int commit_tree(struct checkpoint_info *out, struct checkpoints *cps, const git_oid *tree_id,
-		       const char *message, size_t files, const char *perms)
+/*
+ * Write the commit of a checkpoint of `tree_id` (inside a batch: it is made
+ * durable by batch_end()); advance_chain() then makes it the newest.
+ */
+static int write_commit(git_oid *out, struct checkpoints *cps, const git_oid *tree_id,
+			const char *message, const char *perms)
 {
 	git_buf content = GIT_BUF_INIT;
 	git_signature *sig = NULL;
 	git_tree *tree = NULL;
-	git_commit *parent = NULL, *c = NULL;
-	git_reference *ref = NULL;
-	git_oid parent_id, oid, *ids = NULL;
+	git_commit *parent = NULL;
+	git_oid parent_id;
 	struct buf msg = BUF_INIT;
-	size_t nr;
-	int ret = 0, gerr, has_parent;
+	int ret, gerr, has_parent;
 
 	ret = chain_head(&parent_id, cps);
 	if (ret < 0 && ret != FX_ENOTFOUND)
@@ -1319,63 +1612,85 @@ static int commit_tree(struct checkpoint_info *out, struct checkpoints *cps, con
 	gerr = git_commit_create_buffer(&content, cps->repo, sig, sig, NULL, msg.buf, tree,
 					has_parent ? 1 : 0, (const git_commit **)&parent);
 	if (!gerr)
-		gerr = git_commit_create_with_signature(&oid, cps->repo, content.ptr, perms,
+		gerr = git_commit_create_with_signature(out, cps->repo, content.ptr, perms,
 							PERMS_HEADER);
-	if (gerr < 0) {
+	if (gerr < 0)
 		ret = vcs_git_error(gerr, "cannot write the checkpoint");
-		goto out;
-	}
-	gerr = git_reference_create_matching(&ref, cps->repo, CHECKPOINT_REF, &oid, 1,
-					     has_parent ? &parent_id : NULL, "checkpoint");
-	if (gerr < 0) {
-		ret = vcs_git_error(gerr, "cannot record the checkpoint in %s", CHECKPOINT_REF);
-		goto out;
-	}
-	if (out) {
-		gerr = git_commit_lookup(&c, cps->repo, &oid);
-		if (gerr < 0) {
-			ret = vcs_git_error(gerr, "cannot read the new checkpoint");
-			goto out;
-		}
-		if ((ret = chain_ids(&ids, &nr, cps)) < 0)
-			goto out;
-		fill_info(out, c, short_len(ids, nr));
-		out->files = files;
-	}
 out:
 	git_buf_dispose(&content);
-	free(ids);
 	buf_release(&msg);
-	git_reference_free(ref);
-	git_commit_free(c);
 	git_commit_free(parent);
 	git_tree_free(tree);
 	git_signature_free(sig);
 	return ret;
 }
 
+/*
+ * Make commit `oid` (written by write_commit(), now durable) the newest
+ * checkpoint: the ref moves only if it still names the commit's parent.
+ * Fills `out` (may be NULL).
+ */
+static int advance_chain(struct checkpoint_info *out, struct checkpoints *cps, const git_oid *oid,
+			 size_t files)
+{
+	git_commit *c = NULL;
+	git_reference *ref = NULL;
+	git_oid *ids = NULL;
+	size_t nr;
+	int ret = 0, gerr;
+
+	gerr = git_commit_lookup(&c, cps->repo, oid);
+	if (gerr < 0)
+		return vcs_git_error(gerr, "cannot read the new checkpoint");
+	gerr = git_reference_create_matching(&ref, cps->repo, CHECKPOINT_REF, oid, 1,
+					     git_commit_parentcount(c) ?
+					     git_commit_parent_id(c, 0) : NULL, "checkpoint");
+	if (gerr < 0) {
+		ret = vcs_git_error(gerr, "cannot record the checkpoint in %s", CHECKPOINT_REF);
+		goto out;
+	}
+	if (out) {
+		if ((ret = chain_ids(&ids, &nr, cps)) < 0)
+			goto out;
+		fill_info(out, c, short_len(ids, nr));
+		out->files = files;
+	}
+out:
+	free(ids);
+	git_reference_free(ref);
+	git_commit_free(c);
+	return ret;
+}
+
 int checkpoint_create(struct checkpoint_info *out, struct checkpoints *cps, const char *message)
 {
 	struct perm_map perms = PERM_MAP_INIT;
+	struct buf stamp = BUF_INIT;
 	git_index *idx = NULL;
-	git_oid tree;
+	git_oid tree, commit;
 	size_t files = 0;
 	char *header = NULL;
-	int ret, gerr;
+	int ret;
 
 	if ((ret = checkpoint__lock(cps)) < 0)
 		return ret;
-	gerr = git_repository_index(&idx, cps->repo);
-	if (gerr < 0) {
-		ret = vcs_git_error(gerr, "cannot open the checkpoint index");
+	if ((ret = open_index(&idx, cps)) < 0 || (ret = batch_begin(cps)) < 0)
 		goto out;
+	ret = capture_tree(&tree, &files, &perms, &stamp, cps, idx);
+	if (!ret) {
+		header = perm_map_format(&perms, idx);
+		ret = write_commit(&commit, cps, &tree, message, header);
 	}
-	if ((ret = capture_tree(&tree, &files, &perms, cps, idx)) < 0)
-		goto out;
-	header = perm_map_format(&perms, idx);
-	ret = commit_tree(out, cps, &tree, message, files, header);
+	/* everything the ref will point at reaches the disk first */
+	if (batch_end(cps) < 0 && !ret)
+		ret = err_last_code();
+	if (!ret)
+		ret = save_stamp(cps, &stamp);
+	if (!ret)
+		ret = advance_chain(out, cps, &commit, files);
 out:
 	free(header);
+	buf_release(&stamp);
 	perm_map_release(&perms);
 	git_index_free(idx);
 	checkpoint__unlock(cps);
@@ -2074,6 +2389,7 @@ static int verify_restore(struct checkpoints *cps, int rootfd, git_index *idx,
 			  const struct plan *plan, git_tree *target, const struct tree_list *want,
 			  const struct perm_map *want_perms, const char *id)
 {
+	struct add_ctx ctx = { cps, idx };
 	git_oid got;
 	git_tree *got_tree = NULL;
 	git_diff *diff = NULL;
@@ -2090,7 +2406,7 @@ static int verify_restore(struct checkpoints *cps, int rootfd, git_index *idx,
 		if (gerr < 0)
 			return vcs_git_error(gerr, "cannot read back '%s' after the restore", c->path);
 	}
-	gerr = git_index_add_all(idx, NULL, GIT_INDEX_ADD_DEFAULT, skip_dirs_cb, cps);
+	gerr = git_index_add_all(idx, NULL, GIT_INDEX_ADD_DEFAULT, skip_dirs_cb, &ctx);
 	if (!gerr)
 		gerr = git_index_write_tree(&got, idx);
 	if (!gerr)
@@ -2149,11 +2465,12 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 	git_index *idx = NULL;
 	git_commit *target = NULL;
 	git_tree *tree = NULL;
-	git_oid now_tree;
+	git_oid now_tree, backup;
+	struct buf stamp = BUF_INIT;
 	char full[41], *msg = NULL, *header = NULL;
 	size_t i;
 	mode_t um = current_umask();
-	int ret, gerr, rootfd = -1, applying = 0;
+	int ret, gerr, rootfd = -1, applying = 0, in_batch = 0;
 
 	memset(&res, 0, sizeof(res));
 	if ((ret = checkpoint__lock(cps)) < 0)
@@ -2162,19 +2479,22 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 		goto out;
 	git_oid_tostr(full, sizeof(full), git_commit_id(target));
 	gerr = git_commit_tree(&tree, target);
-	if (!gerr)
-		gerr = git_repository_index(&idx, cps->repo);
 	if (gerr < 0) {
 		ret = vcs_git_error(gerr, "cannot read checkpoint %.12s", full);
 		goto out;
 	}
+	if ((ret = open_index(&idx, cps)) < 0)
+		goto out;
 	if ((ret = tree_list_load(&want, tree)) < 0 ||
 	    (ret = perm_map_load(&want_perms, target)) < 0 ||
 	    (ret = check_objects(cps, &want, full)) < 0)
 		goto out;
 
 	/* 1. Record what is there now (committed below, once the plan holds). */
-	if ((ret = capture_tree(&now_tree, NULL, &now_perms, cps, idx)) < 0) {
+	if ((ret = batch_begin(cps)) < 0)
+		goto out;
+	in_batch = 1;
+	if ((ret = capture_tree(&now_tree, NULL, &now_perms, &stamp, cps, idx)) < 0) {
 		err_prefix(ret, "cannot record the tree before restoring (nothing was changed)");
 		goto out;
 	}
@@ -2193,8 +2513,11 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 			goto out;
 	msg = xstrfmt("before restore of %.12s", full);
 	header = perm_map_format(&now_perms, idx);
-	if ((ret = commit_tree(&res.backup, cps, &now_tree, msg, git_index_entrycount(idx),
-			       header)) < 0)
+	if ((ret = write_commit(&backup, cps, &now_tree, msg, header)) < 0)
+		goto out;
+	in_batch = 0;
+	if ((ret = batch_end(cps)) < 0 || (ret = save_stamp(cps, &stamp)) < 0 ||
+	    (ret = advance_chain(&res.backup, cps, &backup, git_index_entrycount(idx))) < 0)
 		goto out;
 
 	/* 3. Deletions first (they make room), then modes, then contents. */
@@ -2236,8 +2559,11 @@ out:
 	if (ret < 0 && applying)
 		err_prefix(ret, "restore stopped part-way; the tree before it is checkpoint %s",
 			   res.backup.short_id);
+	if (in_batch)
+		batch_end(cps);
 	if (rootfd >= 0)
 		close(rootfd);
+	buf_release(&stamp);
 	plan_release(&plan);
 	perm_map_release(&now_perms);
 	perm_map_release(&want_perms);

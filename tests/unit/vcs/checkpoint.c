@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <git2.h>
+
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/fsutil.h"
@@ -944,6 +946,94 @@ static void test_checkpoint_permission_bits(void **state)
 	tu_rmtree(ws);
 }
 
+/*
+ * A crash inside a batch of object writes can leave an empty or cut
+ * object file, which git would trust because it "exists", and a damaged
+ * index. The next open must find and drop both.
+ */
+static void test_checkpoint_recovers_from_interrupted_write(void **state)
+{
+	static const char content[] = "content written just before the crash\n";
+	char *ws = tu_mkdtemp(), *c;
+	struct checkpoint_info info;
+	struct checkpoints *cps;
+	struct buf p = BUF_INIT;
+	git_oid oid;
+	char hex[41];
+
+	(void)state;
+	tu_write(ws, "f.txt", "before\n");
+	cps = open_ok(ws);
+	create_ok(NULL, cps, "first");
+	checkpoint_close(cps);
+
+	/* the state a crash leaves: marker, a truncated object, a garbage index */
+	assert_int_equal(git_odb_hash(&oid, content, strlen(content), GIT_OBJECT_BLOB), 0);
+	git_oid_tostr(hex, sizeof(hex), &oid);
+	tu_write(ws, ".forgex/checkpoints/forgex-writing", "");
+	buf_addf(&p, ".forgex/checkpoints/objects/%.2s/%s", hex, hex + 2);
+	tu_write(ws, p.buf, "");
+	tu_write(ws, ".forgex/checkpoints/index", "DIRC garbage");
+
+	tu_write(ws, "f.txt", content);
+	cps = open_ok(ws);
+	assert_false(vt_exists(ws, p.buf));	/* the empty object is gone */
+	assert_false(vt_exists(ws, ".forgex/checkpoints/forgex-writing"));
+	create_ok(&info, cps, "after the crash");
+	tu_write(ws, "f.txt", "later\n");
+	restore_ok(cps, info.id);
+	c = tu_read(ws, "f.txt");
+	assert_string_equal(c, content);
+	free(c);
+
+	/* a damaged index alone (no crash marker) is rebuilt too */
+	checkpoint_close(cps);
+	tu_write(ws, ".forgex/checkpoints/index", "not an index");
+	cps = open_ok(ws);
+	create_ok(NULL, cps, "index rebuilt");
+	checkpoint_info_release(&info);
+	checkpoint_close(cps);
+	buf_release(&p);
+	tu_rmtree(ws);
+}
+
+/*
+ * Files the user told git not to look at (assume-unchanged, skip-worktree)
+ * are still recorded as they are on disk: the user's stat data is not
+ * trusted for them.
+ */
+static void test_checkpoint_user_index_flags_not_trusted(void **state)
+{
+	char *ws = tu_mkdtemp(), *c;
+	struct checkpoint_info info;
+	struct checkpoints *cps;
+
+	(void)state;
+	vt_git(ws, "init", "-q");
+	tu_write(ws, "assumed.txt", "committed\n");
+	tu_write(ws, "skipped.txt", "committed\n");
+	vt_git(ws, "add", "-A");
+	vt_git(ws, "commit", "-q", "-m", "init");
+	vt_git(ws, "update-index", "--assume-unchanged", "assumed.txt");
+	vt_git(ws, "update-index", "--skip-worktree", "skipped.txt");
+	tu_write(ws, "assumed.txt", "edited on disk\n");
+	tu_write(ws, "skipped.txt", "edited too\n");
+	cps = open_ok(ws);
+	create_ok(&info, cps, "flags");
+	tu_write(ws, "assumed.txt", "x\n");
+	tu_write(ws, "skipped.txt", "y\n");
+	restore_ok(cps, info.id);
+	c = tu_read(ws, "assumed.txt");
+	assert_string_equal(c, "edited on disk\n");
+	free(c);
+	c = tu_read(ws, "skipped.txt");
+	assert_string_equal(c, "edited too\n");
+	free(c);
+	checkpoint_info_release(&info);
+	checkpoint_close(cps);
+	tu_rmtree(ws);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -966,6 +1056,8 @@ int main(void)
 		cmocka_unit_test(test_checkpoint_list_and_resolve),
 		cmocka_unit_test(test_checkpoint_create_changes_nothing),
 		cmocka_unit_test(test_checkpoint_two_handles),
+		cmocka_unit_test(test_checkpoint_recovers_from_interrupted_write),
+		cmocka_unit_test(test_checkpoint_user_index_flags_not_trusted),
 	};
 
 	return cmocka_run_group_tests_name("vcs/checkpoint", tests, group_setup, group_teardown);
