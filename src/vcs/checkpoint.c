@@ -276,7 +276,7 @@ static int batch_recover(struct checkpoints *cps)
 			    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 			    st.st_mtim.tv_sec + 2 < mst.st_mtim.tv_sec)
 				continue;
-			snprintf(hex, sizeof(hex), "%02x%s", i, de->d_name);
+			snprintf(hex, sizeof(hex), "%02x%.38s", i, de->d_name);
 			if (git_oid_fromstr(&oid, hex) < 0)
 				continue;
 			if (git_odb_read(&obj, odb, &oid) < 0)
