@@ -1034,6 +1034,147 @@ static void test_checkpoint_user_index_flags_not_trusted(void **state)
 	tu_rmtree(ws);
 }
 
+/*
+ * A linked worktree (its .git is a file naming the main repository): the
+ * main repository's objects, info/exclude and index rules apply, and
+ * neither .git file nor the main .git changes.
+ */
+static void test_checkpoint_linked_worktree(void **state)
+{
+	char *main_ws = vt_make_repo(), *c;
+	struct buf wt = BUF_INIT, maingit = BUF_INIT, g1 = BUF_INIT, g2 = BUF_INIT;
+	struct buf t1 = BUF_INIT, t2 = BUF_INIT, gitfile1 = BUF_INIT, gitfile2 = BUF_INIT;
+	struct checkpoint_info info;
+	struct checkpoints *cps;
+
+	(void)state;
+	buf_addf(&wt, "%s-wt", main_ws);
+	vt_git(main_ws, "worktree", "add", "-q", wt.buf, "feature");
+	tu_write(wt.buf, "wt-only.local", "excluded by the main info/exclude\n");
+	tu_write(wt.buf, "wt-new.txt", "untracked in the worktree\n");
+	path_join(&maingit, main_ws, ".git");
+	vt_manifest(&g1, maingit.buf, VT_TIMES | VT_ALL);
+	vt_manifest(&t1, wt.buf, 0);
+	c = tu_read(wt.buf, ".git");
+	buf_addstr(&gitfile1, c);
+	free(c);
+
+	cps = open_ok(wt.buf);
+	create_ok(&info, cps, "worktree");
+	assert_int_equal(info.files, 6);	/* feature: 5 tracked, and wt-new.txt */
+	tu_write(wt.buf, "src/util.c", "changed in the worktree\n");
+	vt_rm(wt.buf, "wt-new.txt");
+	vt_rm(wt.buf, "wt-only.local");
+	restore_ok(cps, info.id);
+	assert_false(vt_exists(wt.buf, "wt-only.local"));	/* excluded: never recorded */
+	tu_write(wt.buf, "wt-only.local", "excluded by the main info/exclude\n");
+	vt_manifest(&t2, wt.buf, 0);
+	vt_assert_same(&t1, &t2, "worktree");
+	c = tu_read(wt.buf, ".git");
+	buf_addstr(&gitfile2, c);
+	free(c);
+	vt_assert_same(&gitfile1, &gitfile2, "the worktree's .git file");
+	vt_manifest(&g2, maingit.buf, VT_TIMES | VT_ALL);
+	vt_assert_same(&g1, &g2, "the main .git");
+
+	checkpoint_info_release(&info);
+	checkpoint_close(cps);
+	vt_git(main_ws, "worktree", "remove", "--force", wt.buf);
+	buf_release(&wt);
+	buf_release(&maingit);
+	buf_release(&g1);
+	buf_release(&g2);
+	buf_release(&t1);
+	buf_release(&t2);
+	buf_release(&gitfile1);
+	buf_release(&gitfile2);
+	tu_rmtree(main_ws);
+}
+
+/* A submodule is someone else's repository: not recorded, never restored over. */
+static void test_checkpoint_submodule_left_alone(void **state)
+{
+	char *ws = tu_mkdtemp(), *lib = tu_mkdtemp(), *c;
+	struct checkpoint_info info;
+	struct checkpoints *cps;
+
+	(void)state;
+	vt_git(lib, "init", "-q");
+	tu_write(lib, "lib.c", "lib 1\n");
+	vt_git(lib, "add", "-A");
+	vt_git(lib, "commit", "-q", "-m", "lib");
+	vt_git(ws, "init", "-q");
+	tu_write(ws, "app.c", "app\n");
+	vt_git(ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "deps/lib");
+	vt_git(ws, "add", "-A");
+	vt_git(ws, "commit", "-q", "-m", "with submodule");
+	cps = open_ok(ws);
+	create_ok(&info, cps, "sub");
+	assert_int_equal(info.files, 2);	/* app.c and .gitmodules */
+	tu_write(ws, "deps/lib/lib.c", "lib edited in place\n");
+	tu_write(ws, "app.c", "app edited\n");
+	restore_ok(cps, info.id);
+	c = tu_read(ws, "app.c");
+	assert_string_equal(c, "app\n");
+	free(c);
+	c = tu_read(ws, "deps/lib/lib.c");
+	assert_string_equal(c, "lib edited in place\n");
+	free(c);
+	assert_true(vt_exists(ws, "deps/lib/.git"));
+	checkpoint_info_release(&info);
+	checkpoint_close(cps);
+	tu_rmtree(lib);
+	tu_rmtree(ws);
+}
+
+/* A recorded file replaced by a nested repository drops out instead of lingering. */
+static void test_checkpoint_file_replaced_by_nested_repository(void **state)
+{
+	char *ws = tu_mkdtemp();
+	struct checkpoint_info a, b;
+	struct checkpoints *cps;
+	struct buf sub = BUF_INIT;
+
+	(void)state;
+	tu_write(ws, "vendor", "a file for now\n");
+	tu_write(ws, "keep.txt", "keep\n");
+	cps = open_ok(ws);
+	create_ok(&a, cps, "file");
+	vt_rm(ws, "vendor");
+	path_join(&sub, ws, "vendor");
+	assert_int_equal(fsutil_mkdir_p(sub.buf, 0755), 0);
+	vt_git(sub.buf, "init", "-q");
+	tu_write(sub.buf, "x.c", "x\n");
+	create_ok(&b, cps, "repository");
+	assert_int_equal(b.files, 1);	/* keep.txt only */
+	/* restoring the file would delete the repository: refused */
+	assert_int_equal(checkpoint_restore(NULL, cps, a.id), FX_EDENIED);
+	assert_true(vt_exists(ws, "vendor/x.c"));
+	restore_ok(cps, b.id);
+	assert_true(vt_exists(ws, "vendor/.git"));
+	checkpoint_info_release(&a);
+	checkpoint_info_release(&b);
+	checkpoint_close(cps);
+	buf_release(&sub);
+	tu_rmtree(ws);
+}
+
+/* .forgex as a link (planted to redirect the shadow) is refused. */
+static void test_checkpoint_refuses_linked_forgex(void **state)
+{
+	char *ws = tu_mkdtemp(), *elsewhere = tu_mkdtemp();
+	struct checkpoints *cps = NULL;
+
+	(void)state;
+	vt_symlink(ws, ".forgex", elsewhere);
+	assert_int_equal(checkpoint_open(&cps, ws), FX_EINVAL);
+	assert_null(cps);
+	assert_non_null(strstr(err_last(), "not a folder"));
+	assert_false(vt_exists(elsewhere, "checkpoints"));
+	tu_rmtree(elsewhere);
+	tu_rmtree(ws);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1058,6 +1199,10 @@ int main(void)
 		cmocka_unit_test(test_checkpoint_two_handles),
 		cmocka_unit_test(test_checkpoint_recovers_from_interrupted_write),
 		cmocka_unit_test(test_checkpoint_user_index_flags_not_trusted),
+		cmocka_unit_test(test_checkpoint_linked_worktree),
+		cmocka_unit_test(test_checkpoint_submodule_left_alone),
+		cmocka_unit_test(test_checkpoint_file_replaced_by_nested_repository),
+		cmocka_unit_test(test_checkpoint_refuses_linked_forgex),
 	};
 
 	return cmocka_run_group_tests_name("vcs/checkpoint", tests, group_setup, group_teardown);
