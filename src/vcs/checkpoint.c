@@ -1975,9 +1975,11 @@ static int check_dir_deletable(int dirfd, const char *rel, git_index *now, const
  * Before changing anything: every file the restore writes must be
  * reachable without destroying an ignored file. A link on the way is fine
  * (it is replaced, never followed); a file or folder recorded now is
- * deleted first; anything else is refused.
+ * deleted first; anything else is refused. An ignored file or link at the
+ * very path is overwritten: it goes to `overwrite`, so the backup keeps it.
  */
-static int check_write(int rootfd, const struct change *c, git_index *now, const struct tree_list *want)
+static int check_write(struct strvec *overwrite, int rootfd, const struct change *c,
+		       git_index *now, const struct tree_list *want)
 {
 	struct buf so_far = BUF_INIT;
 	const char *p = c->path;
@@ -2000,6 +2002,9 @@ static int check_write(int rootfd, const struct change *c, git_index *now, const
 			free(comp);
 			break;
 		}
+		if (last && (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) &&
+		    !git_index_get_bypath(now, so_far.buf, 0))
+			strvec_push(overwrite, so_far.buf);
 		if (S_ISLNK(st.st_mode)) {
 			free(comp);
 			break;
@@ -2462,6 +2467,7 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 	struct plan plan = { NULL, 0, 0 };
 	struct tree_list want = { NULL, 0, 0 };
 	struct perm_map now_perms = PERM_MAP_INIT, want_perms = PERM_MAP_INIT;
+	struct strvec overwrite = STRVEC_INIT;
 	git_index *idx = NULL;
 	git_commit *target = NULL;
 	git_tree *tree = NULL;
@@ -2509,8 +2515,29 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 	}
 	for (i = 0; i < plan.nr; i++)
 		if (plan.items[i].kind == CHANGE_WRITE &&
-		    (ret = check_write(rootfd, &plan.items[i], idx, &want)) < 0)
+		    (ret = check_write(&overwrite, rootfd, &plan.items[i], idx, &want)) < 0)
 			goto out;
+	if (overwrite.nr) {
+		/*
+		 * Ignored files the checkpoint has a version of (it recorded
+		 * them before they were ignored) are overwritten: put them in
+		 * the backup first, so that the restore can still be undone.
+		 */
+		for (i = 0; i < overwrite.nr; i++)
+			if ((gerr = git_index_add_bypath(idx, overwrite.v[i])) < 0) {
+				ret = vcs_git_error(gerr, "cannot record '%s'", overwrite.v[i]);
+				goto out;
+			}
+		if ((gerr = git_index_write_tree(&now_tree, idx)) < 0) {
+			ret = vcs_git_error(gerr, "cannot write the checkpoint tree");
+			goto out;
+		}
+		perm_map_release(&now_perms);
+		plan_release(&plan);
+		if ((ret = perm_map_read(&now_perms, rootfd, idx)) < 0 ||
+		    (ret = make_plan(&plan, idx, &now_perms, &want, &want_perms)) < 0)
+			goto out;
+	}
 	msg = xstrfmt("before restore of %.12s", full);
 	header = perm_map_format(&now_perms, idx);
 	if ((ret = write_commit(&backup, cps, &now_tree, msg, header)) < 0)
@@ -2561,6 +2588,18 @@ out:
 			   res.backup.short_id);
 	if (in_batch)
 		batch_end(cps);
+	if (res.backup.message) {
+		/*
+		 * The index now tracks what the checkpoint had, which may
+		 * include files ignored since: make the next capture check.
+		 */
+		struct buf sp = BUF_INIT;
+
+		path_join(&sp, cps->shadow, IGNORE_STAMP);
+		unlink(sp.buf);
+		buf_release(&sp);
+	}
+	strvec_clear(&overwrite);
 	if (rootfd >= 0)
 		close(rootfd);
 	buf_release(&stamp);

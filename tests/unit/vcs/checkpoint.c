@@ -1175,6 +1175,89 @@ static void test_checkpoint_refuses_linked_forgex(void **state)
 	tu_rmtree(ws);
 }
 
+/*
+ * A checkpoint holding a file that is ignored now: restoring it overwrites
+ * the ignored file, whose bytes no checkpoint had. The backup must keep
+ * them, so the restore can be undone; and the file must not stay recorded
+ * in later checkpoints while it is ignored.
+ */
+static void test_checkpoint_restore_keeps_overwritten_ignored_file(void **state)
+{
+	char *ws = tu_mkdtemp(), *c;
+	struct checkpoint_restore_result res;
+	struct checkpoint_info old, later;
+	struct checkpoints *cps;
+
+	(void)state;
+	tu_write(ws, ".env", "SECRET=old\n");
+	tu_write(ws, "app.c", "app\n");
+	cps = open_ok(ws);
+	create_ok(&old, cps, "before .env was ignored");
+	tu_write(ws, ".gitignore", ".env\n");
+	tu_write(ws, ".env", "SECRET=new, in no checkpoint\n");
+	assert_int_equal(checkpoint_restore(&res, cps, old.id), 0);
+	c = tu_read(ws, ".env");
+	assert_string_equal(c, "SECRET=old\n");
+	free(c);
+	assert_false(vt_exists(ws, ".gitignore"));
+
+	/* undo: the ignored file's newer bytes come back */
+	restore_ok(cps, res.backup.id);
+	c = tu_read(ws, ".env");
+	assert_non_null(c);
+	assert_string_equal(c, "SECRET=new, in no checkpoint\n");
+	free(c);
+	assert_true(vt_exists(ws, ".gitignore"));
+
+	/* and from now on .env is ignored again: not recorded */
+	create_ok(&later, cps, "later");
+	assert_int_equal(later.files, 2);	/* .gitignore and app.c */
+	checkpoint_restore_result_release(&res);
+	checkpoint_info_release(&old);
+	checkpoint_info_release(&later);
+	checkpoint_close(cps);
+	tu_rmtree(ws);
+}
+
+/*
+ * The same with a rule the restore does not touch (.git/info/exclude): the
+ * restored file is ignored afterwards and must not be recorded again.
+ */
+static void test_checkpoint_restored_ignored_file_not_recorded_after(void **state)
+{
+	char *ws = tu_mkdtemp(), *c;
+	struct checkpoint_info old, c1, c2;
+	struct checkpoints *cps;
+
+	(void)state;
+	vt_git(ws, "init", "-q");
+	tu_write(ws, "app.c", "app\n");
+	vt_git(ws, "add", "app.c");
+	vt_git(ws, "commit", "-q", "-m", "app");
+	tu_write(ws, ".env", "SECRET=old\n");
+	cps = open_ok(ws);
+	create_ok(&old, cps, "with .env");
+	assert_int_equal(old.files, 2);
+	checkpoint_close(cps);
+	tu_write(ws, ".git/info/exclude", ".env\n");
+	tu_write(ws, ".env", "SECRET=new\n");
+	cps = open_ok(ws);
+	create_ok(&c1, cps, "excluded now");
+	assert_int_equal(c1.files, 1);
+	restore_ok(cps, old.id);
+	c = tu_read(ws, ".env");
+	assert_non_null(c);
+	assert_string_equal(c, "SECRET=old\n");
+	free(c);
+	create_ok(&c2, cps, "after the restore");
+	assert_int_equal(c2.files, 1);	/* .env is ignored: not recorded */
+	checkpoint_info_release(&old);
+	checkpoint_info_release(&c1);
+	checkpoint_info_release(&c2);
+	checkpoint_close(cps);
+	tu_rmtree(ws);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1203,6 +1286,8 @@ int main(void)
 		cmocka_unit_test(test_checkpoint_submodule_left_alone),
 		cmocka_unit_test(test_checkpoint_file_replaced_by_nested_repository),
 		cmocka_unit_test(test_checkpoint_refuses_linked_forgex),
+		cmocka_unit_test(test_checkpoint_restore_keeps_overwritten_ignored_file),
+		cmocka_unit_test(test_checkpoint_restored_ignored_file_not_recorded_after),
 	};
 
 	return cmocka_run_group_tests_name("vcs/checkpoint", tests, group_setup, group_teardown);
