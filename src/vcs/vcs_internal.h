@@ -7,6 +7,7 @@
 
 #include <git2.h>
 
+#include "base/err.h"
 #include "vcs/checkpoint.h"
 
 /**
