@@ -4,7 +4,9 @@
 /* One function per subcommand, each in src/cli/cmd_<name>.c. */
 
 int cmd_ask(int argc, char **argv);
+int cmd_checkpoint(int argc, char **argv);
 int cmd_config(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_help(int argc, char **argv);

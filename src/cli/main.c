@@ -50,6 +50,22 @@ static const struct cli_command commands[] = {
 	  "\n"
 	  "Exit status: 0 answered, 2 usage or configuration error, 3 the provider\n"
 	  "failed (or the answer was cut at the token limit), 130 interrupted.\n" },
+	{ "checkpoint", HEAVY(cmd_checkpoint), CLI_HEAVY, "Save, list and restore snapshots of the working tree",
+	  "usage: forgex checkpoint create [-m MESSAGE] [--json]\n"
+	  "       forgex checkpoint list [--json]\n"
+	  "       forgex checkpoint restore ID [--json]\n"
+	  "\n"
+	  "create   record the whole working tree: files git tracks and untracked\n"
+	  "         files that are not ignored (.gitignore, .git/info/exclude,\n"
+	  "         core.excludesFile), with their executable bit and symbolic links;\n"
+	  "         kept in .forgex/checkpoints, never in your own git repository\n"
+	  "list     show checkpoints, newest first: ID, time, message\n"
+	  "restore  make the tree exactly what it was at checkpoint ID (a prefix of\n"
+	  "         4+ hex digits): changed files rewritten, deleted ones recreated,\n"
+	  "         new ones removed; ignored files are left alone. The tree as it\n"
+	  "         was is saved first as a checkpoint \"before restore of ID\".\n"
+	  "\n"
+	  "Exit status: 0 done, 1 failed (or refused), 2 usage error or unknown ID.\n" },
 	{ "config", cmd_config, 0, "Show or query the effective configuration",
 	  "usage: forgex config show [--json]\n"
 	  "       forgex config get KEY\n"
@@ -58,6 +74,15 @@ static const struct cli_command commands[] = {
 	  "       (default, user, project, env, flag); --json for a JSON array\n"
 	  "get    print the effective value of KEY (e.g. sandbox.backend,\n"
 	  "       providers.default.model); exit 2 for an unknown key\n" },
+	{ "diff", HEAVY(cmd_diff), CLI_HEAVY, "Show what changed since a checkpoint",
+	  "usage: forgex diff [ID] [--stat] [--color[=always|never|auto]]\n"
+	  "\n"
+	  "A unified diff from checkpoint ID (default: the newest) to the working\n"
+	  "tree, with the files a checkpoint records: new files as added, deleted\n"
+	  "ones as removed, mode changes, binary files noted.\n"
+	  "--stat        a summary per file instead of the patch\n"
+	  "--color=WHEN  colour the output: always, never, or auto (default: when\n"
+	  "              standard output is a terminal and NO_COLOR is unset)\n" },
 	{ "doctor", HEAVY(cmd_doctor), CLI_HEAVY, "Check what forgex needs on this machine",
 	  "usage: forgex doctor [--json]\n"
 	  "\n"

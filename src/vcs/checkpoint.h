@@ -1,0 +1,129 @@
+#ifndef FX_CHECKPOINT_H
+#define FX_CHECKPOINT_H
+
+/*
+ * Checkpoints: snapshots of a whole working tree that can be put back
+ * byte for byte, kept in a shadow repository so the user's own git state
+ * (HEAD, index, refs, stash, config, reflogs) is never read for writing.
+ *
+ * A checkpoint records every file git would show in `git status` as
+ * tracked or untracked: the files tracked by the user's repository (when
+ * the workspace is one) and every other file not ignored by .gitignore
+ * files, .git/info/exclude or core.excludesFile. It records content, the
+ * executable bit and symbolic links (as links). `.git` and `.forgex` are
+ * never recorded; nested repositories and submodules are left alone.
+ *
+ * Layout: `<workspace>/.forgex/checkpoints/` is a bare git repository
+ * whose work tree is set, in memory, to the workspace. When the workspace
+ * is a git repository, the shadow borrows the user's objects through
+ * objects/info/alternates, so a checkpoint of a large repository writes
+ * only what git does not already hold. Checkpoints are a chain of commits
+ * on refs/forgex/checkpoints, newest first. The shadow's index caches stat
+ * data, so unchanged files are not hashed again.
+ *
+ * The caller:
+ *   1. checkpoint_open() for a workspace (creates the shadow on first use);
+ *   2. checkpoint_create(), checkpoint_list(), checkpoint_resolve(),
+ *      checkpoint_restore() and vcs_diff() (diff.h), in any order;
+ *   3. checkpoint_close().
+ *
+ * Operations that change the shadow or the tree take an exclusive lock on
+ * the shadow, so two forgex processes on one workspace do not interleave.
+ * Nothing here prints; failures return FX_E* codes with err_set() messages.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+/** An open shadow repository for one workspace (opaque). */
+struct checkpoints;
+
+/** One checkpoint. */
+struct checkpoint_info {
+	char id[41];		/* full commit id, hex */
+	char short_id[41];	/* an unambiguous prefix among this workspace's checkpoints */
+	char *message;		/* owned; without a trailing newline */
+	int64_t time;		/* seconds since the epoch */
+	size_t files;		/* files and links recorded (0 when not computed) */
+};
+
+/** Free the contents of `info` (the struct itself is the caller's). */
+void checkpoint_info_release(struct checkpoint_info *info);
+
+/** Checkpoints, newest first. */
+struct checkpoint_list {
+	struct checkpoint_info *items;
+	size_t nr, alloc;
+};
+
+#define CHECKPOINT_LIST_INIT { NULL, 0, 0 }
+
+void checkpoint_list_release(struct checkpoint_list *list);
+
+/** What checkpoint_restore() did. */
+struct checkpoint_restore_result {
+	struct checkpoint_info backup;	/* the automatic checkpoint taken before */
+	size_t written;		/* files and links created or rewritten */
+	size_t removed;		/* files and links removed */
+	size_t chmodded;	/* files whose executable bit alone changed */
+};
+
+void checkpoint_restore_result_release(struct checkpoint_restore_result *res);
+
+/**
+ * Open the checkpoints of `workspace` (an existing folder), creating the
+ * shadow repository under `<workspace>/.forgex/checkpoints/` on first use.
+ * Also refreshes what the shadow mirrors from the user's repository (the
+ * alternates path, info/exclude, core.excludesFile). `*out` is the
+ * caller's; free it with checkpoint_close().
+ */
+int checkpoint_open(struct checkpoints **out, const char *workspace);
+
+/** Close and free (NULL is fine). */
+void checkpoint_close(struct checkpoints *cps);
+
+/** The workspace (absolute, resolved); borrowed. */
+const char *checkpoint_workspace(const struct checkpoints *cps);
+
+/**
+ * Record the working tree as a new checkpoint with `message` (NULL or ""
+ * gives "checkpoint"). `out` (may be NULL) receives its description.
+ * Fails without recording anything when a file cannot be read.
+ */
+int checkpoint_create(struct checkpoint_info *out, struct checkpoints *cps, const char *message);
+
+/** All checkpoints, newest first (an empty list when there are none). */
+int checkpoint_list(struct checkpoint_list *out, struct checkpoints *cps);
+
+/**
+ * The full id of the checkpoint whose id starts with `id` (at least four
+ * hex digits, any case). FX_ENOTFOUND when none does, FX_EINVAL when `id`
+ * is not hex or matches more than one. `*out` is the caller's.
+ */
+int checkpoint_resolve(char **out, struct checkpoints *cps, const char *id);
+
+/**
+ * Make the working tree what it was when checkpoint `id` (any prefix
+ * checkpoint_resolve() accepts) was taken.
+ *
+ * 1. Checks that every object the checkpoint needs is readable.
+ * 2. Records the current tree and plans every change; refuses with
+ *    FX_EDENIED, changing nothing and recording nothing, when the restore
+ *    would have to destroy an ignored file (one no checkpoint holds), e.g.
+ *    an ignored file inside a folder that must become a file again.
+ * 3. Commits the current tree as checkpoint "before restore of ID", so the
+ *    restore can itself be undone.
+ * 4. Removes the files and links recorded now but not in the checkpoint
+ *    (ignored files stay) and the folders that leaves empty, then writes
+ *    back every file and link that differs, each through a temporary file
+ *    renamed into place, never following a symbolic link (a link where a
+ *    folder belongs is replaced by the folder); flushes to disk.
+ * 5. Reads the tree back and fails with FX_ERROR if it does not match.
+ *
+ * When step 4 or 5 fails the message names the backup checkpoint.
+ * `out` (may be NULL) receives the backup checkpoint and counts.
+ */
+int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints *cps,
+		       const char *id);
+
+#endif

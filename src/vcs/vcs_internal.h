@@ -1,0 +1,40 @@
+#ifndef FX_VCS_INTERNAL_H
+#define FX_VCS_INTERNAL_H
+
+/*
+ * What checkpoint.c shares with diff.c; not for use outside src/vcs/.
+ */
+
+#include <git2.h>
+
+#include "base/err.h"
+#include "vcs/checkpoint.h"
+
+/**
+ * Record the libgit2 error `gerr` (with git_error_last()'s message) after
+ * "`fmt`: ". Returns FX_ENOTFOUND for GIT_ENOTFOUND, else FX_ERROR.
+ */
+int vcs_git_error(int gerr, const char *fmt, ...) FX_PRINTF(2, 3);
+
+/** The shadow repository (work tree = the workspace); borrowed. */
+git_repository *checkpoint__repo(struct checkpoints *cps);
+
+/** Take and drop the exclusive lock on the shadow (nested calls count). */
+int checkpoint__lock(struct checkpoints *cps);
+void checkpoint__unlock(struct checkpoints *cps);
+
+/**
+ * Record the working tree as a tree object in the shadow (no commit), with
+ * the rules of checkpoint_create(), and save the index cache. The caller
+ * holds the lock. `files` may be NULL.
+ */
+int checkpoint__capture_tree(git_oid *out, size_t *files, struct checkpoints *cps);
+
+/**
+ * The commit of checkpoint `id` (a prefix), or of the newest checkpoint
+ * when `id` is NULL (FX_ENOTFOUND when there is none). `*out` is the
+ * caller's (git_commit_free).
+ */
+int checkpoint__lookup(git_commit **out, struct checkpoints *cps, const char *id);
+
+#endif

@@ -1,0 +1,359 @@
+/* The real binary: forgex checkpoint create|list|restore and forgex diff. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "helpers/testutil.h"
+#include "unit/vcs/vcs_testutil.h"
+
+static int group_setup(void **state)
+{
+	(void)state;
+	vt_setup_env();
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	vt_teardown_env();
+	return 0;
+}
+
+/* Run forgex in `cwd` with NULL-terminated arguments. */
+static void fx(struct tu_result *r, const char *cwd, const char *const *env, ...)
+{
+	const char *argv[32];
+	va_list ap;
+	int n = 0;
+
+	argv[n++] = tu_forgex();
+	va_start(ap, env);
+	while (n < 31 && (argv[n] = va_arg(ap, const char *)))
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	tu_run(r, argv, cwd, env, NULL);
+}
+
+static void expect_ok(struct tu_result *r, const char *what)
+{
+	if (r->status != 0)
+		fprintf(stderr, "%s: status %d\nstdout: %s\nstderr: %s\n", what, r->status,
+			r->out.buf, r->err.buf);
+	assert_int_equal(r->status, 0);
+}
+
+static json_t *parse(const struct buf *b)
+{
+	json_error_t e;
+	json_t *j = json_loadb(b->buf, b->len, 0, &e);
+
+	if (!j)
+		fprintf(stderr, "not JSON (%s): %s\n", e.text, b->buf);
+	assert_non_null(j);
+	return j;
+}
+
+/*
+ * The whole story on a real repository through the binary: checkpoint,
+ * agent-like edits, diff, restore; the tree is back byte for byte and git
+ * sees nothing (state and .git bytes).
+ */
+static void test_e2e_checkpoint_restore_repository(void **state)
+{
+	char *ws = vt_make_repo(), *dotgit = xstrfmt("%s/.git", ws), *id, *c;
+	struct buf tree1 = BUF_INIT, tree2 = BUF_INIT, git1 = BUF_INIT, git2 = BUF_INIT;
+	struct buf d1 = BUF_INIT, d2 = BUF_INIT;
+	struct tu_result r;
+	json_t *j, *list;
+
+	(void)state;
+	vt_git_state(&git1, ws);
+	vt_manifest(&d1, dotgit, VT_TIMES | VT_ALL);
+	vt_manifest(&tree1, ws, 0);
+
+	fx(&r, ws, NULL, "checkpoint", "create", "-m", "before the agent", "--json", NULL);
+	expect_ok(&r, "checkpoint create");
+	j = parse(&r.out);
+	assert_string_equal(json_string_value(json_object_get(j, "message")), "before the agent");
+	assert_int_equal(json_integer_value(json_object_get(j, "files")), 7);
+	id = xstrdup(json_string_value(json_object_get(j, "short_id")));
+	assert_int_equal(strlen(id), 12);
+	json_decref(j);
+	tu_result_release(&r);
+
+	tu_write(ws, "src/util.c", "int util(void) { return 7; }\n");
+	vt_rm(ws, "docs");
+	tu_write(ws, "added/deep/file.txt", "new\n");
+	vt_chmod(ws, "run.sh", 0600);
+	vt_rm(ws, "README.md");
+	vt_symlink(ws, "README.md", "/etc/passwd");
+	tu_write(ws, "build/more.o", "ignored\n");
+
+	fx(&r, ws, NULL, "diff", "--color=never", NULL);
+	expect_ok(&r, "diff");
+	assert_non_null(strstr(r.out.buf, "+int util(void) { return 7; }\n"));
+	assert_non_null(strstr(r.out.buf, "deleted file mode 100644\nindex "));
+	assert_non_null(strstr(r.out.buf, "+++ b/added/deep/file.txt\n"));
+	assert_non_null(strstr(r.out.buf, "old mode 100755\nnew mode 100644\n"));
+	assert_non_null(strstr(r.out.buf, "+/etc/passwd\n"));
+	assert_null(strstr(r.out.buf, "more.o"));
+	assert_null(strstr(r.out.buf, "\033["));
+	tu_result_release(&r);
+
+	fx(&r, ws, NULL, "checkpoint", "restore", id, NULL);
+	expect_ok(&r, "checkpoint restore");
+	assert_non_null(strstr(r.out.buf, "restored checkpoint"));
+	tu_result_release(&r);
+
+	c = tu_read(ws, "build/more.o");	/* ignored: left alone */
+	assert_string_equal(c, "ignored\n");
+	free(c);
+	vt_rm(ws, "build/more.o");
+	vt_manifest(&tree2, ws, 0);
+	vt_assert_same(&tree1, &tree2, "working tree");
+	vt_manifest(&d2, dotgit, VT_TIMES | VT_ALL);
+	vt_assert_same(&d1, &d2, ".git");
+	vt_git_state(&git2, ws);
+	vt_assert_same(&git1, &git2, "git state");
+
+	fx(&r, ws, NULL, "diff", id, NULL);
+	expect_ok(&r, "diff after restore");
+	assert_int_equal(r.out.len, 0);
+	tu_result_release(&r);
+
+	fx(&r, ws, NULL, "checkpoint", "list", "--json", NULL);
+	expect_ok(&r, "checkpoint list");
+	list = parse(&r.out);
+	assert_int_equal(json_array_size(list), 2);
+	c = xstrfmt("before restore of %.12s", id);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(list, 0), "message")), c);
+	free(c);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(list, 1), "short_id")), id);
+	json_decref(list);
+	tu_result_release(&r);
+
+	fx(&r, ws, NULL, "checkpoint", "list", NULL);
+	expect_ok(&r, "checkpoint list");
+	assert_non_null(strstr(r.out.buf, "before the agent\n"));
+	assert_non_null(strstr(r.out.buf, id));
+	tu_result_release(&r);
+
+	free(id);
+	free(dotgit);
+	buf_release(&tree1);
+	buf_release(&tree2);
+	buf_release(&git1);
+	buf_release(&git2);
+	buf_release(&d1);
+	buf_release(&d2);
+	tu_rmtree(ws);
+}
+
+static void test_e2e_errors_and_usage(void **state)
+{
+	char *ws = tu_mkdtemp();
+	struct tu_result r;
+
+	(void)state;
+	tu_write(ws, "f.txt", "x\n");
+	fx(&r, ws, NULL, "diff", NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err.buf, "no checkpoints yet"));
+	tu_result_release(&r);
+	fx(&r, ws, NULL, "checkpoint", "create", NULL);
+	expect_ok(&r, "create");
+	assert_non_null(strstr(r.out.buf, "(1 file): checkpoint\n"));
+	tu_result_release(&r);
+
+	fx(&r, ws, NULL, "checkpoint", "restore", "deadbeef", NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err.buf, "no checkpoint 'deadbeef'"));
+	tu_result_release(&r);
+	fx(&r, ws, NULL, "checkpoint", "restore", "not-hex", NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err.buf, "is not a checkpoint id"));
+	tu_result_release(&r);
+
+	fx(&r, ws, NULL, "checkpoint", NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err.buf, "usage: forgex checkpoint"));
+	tu_result_release(&r);
+	fx(&r, ws, NULL, "checkpoint", "frob", NULL);
+	assert_int_equal(r.status, 2);
+	tu_result_release(&r);
+	fx(&r, ws, NULL, "checkpoint", "restore", NULL);
+	assert_int_equal(r.status, 2);
+	tu_result_release(&r);
+	fx(&r, ws, NULL, "checkpoint", "list", "extra", NULL);
+	assert_int_equal(r.status, 2);
+	tu_result_release(&r);
+	fx(&r, ws, NULL, "diff", "a", "b", NULL);
+	assert_int_equal(r.status, 2);
+	tu_result_release(&r);
+	fx(&r, ws, NULL, "diff", "--color=sometimes", NULL);
+	assert_int_equal(r.status, 2);
+	tu_result_release(&r);
+	fx(&r, ws, NULL, "checkpoint", "--help", NULL);
+	expect_ok(&r, "help");
+	assert_non_null(strstr(r.out.buf, "forgex checkpoint restore ID"));
+	tu_result_release(&r);
+	fx(&r, ws, NULL, "help", "diff", NULL);
+	expect_ok(&r, "help diff");
+	assert_non_null(strstr(r.out.buf, "--stat"));
+	tu_result_release(&r);
+	tu_rmtree(ws);
+}
+
+static void test_e2e_diff_color_and_stat(void **state)
+{
+	char *ws = tu_mkdtemp();
+	static const char *const no_color[] = { "NO_COLOR=1", NULL };
+	struct tu_result r;
+
+	(void)state;
+	tu_write(ws, "a.txt", "old\n");
+	fx(&r, NULL, NULL, "-C", ws, "checkpoint", "create", "-m", "x", NULL);
+	expect_ok(&r, "create");
+	tu_result_release(&r);
+	tu_write(ws, "a.txt", "new\n");
+	fx(&r, ws, NULL, "diff", "--color=always", NULL);
+	expect_ok(&r, "diff");
+	assert_non_null(strstr(r.out.buf, "\033[32m+new\033[m"));
+	tu_result_release(&r);
+	fx(&r, ws, NULL, "diff", "--color", NULL);
+	expect_ok(&r, "diff");
+	assert_non_null(strstr(r.out.buf, "\033[31m-old\033[m"));
+	tu_result_release(&r);
+	/* auto: stdout is a pipe here, so no colour (and none under NO_COLOR) */
+	fx(&r, ws, no_color, "diff", "--color=auto", NULL);
+	expect_ok(&r, "diff");
+	assert_null(strstr(r.out.buf, "\033["));
+	assert_non_null(strstr(r.out.buf, "-old\n+new\n"));
+	tu_result_release(&r);
+	fx(&r, ws, NULL, "diff", "--stat", NULL);
+	expect_ok(&r, "diff --stat");
+	assert_non_null(strstr(r.out.buf, " a.txt | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)\n"));
+	tu_result_release(&r);
+	tu_rmtree(ws);
+}
+
+/* The user's global core.excludesFile (from $HOME/.gitconfig) applies in a repository. */
+static void test_e2e_global_excludes_file(void **state)
+{
+	char *ws = tu_mkdtemp(), *home = tu_mkdtemp(), *cfg, *c;
+	const char *env[3];
+	struct tu_result r;
+	char *home_env;
+
+	(void)state;
+	cfg = xstrfmt("[core]\n\texcludesFile = %s/global-ignore\n", home);
+	tu_write(home, ".gitconfig", cfg);
+	tu_write(home, "global-ignore", "*.swp\n");
+	home_env = xstrfmt("HOME=%s", home);
+	env[0] = home_env;
+	env[1] = "XDG_CONFIG_HOME";
+	env[2] = NULL;
+	vt_git(ws, "init", "-q");
+	tu_write(ws, "code.c", "code\n");
+	tu_write(ws, "code.c.swp", "swap 1\n");
+	fx(&r, ws, env, "checkpoint", "create", "--json", NULL);
+	expect_ok(&r, "create");
+	assert_non_null(strstr(r.out.buf, "\"files\": 1"));
+	tu_result_release(&r);
+	tu_write(ws, "code.c.swp", "swap 2\n");
+	tu_write(ws, "code.c", "changed\n");
+	fx(&r, ws, env, "diff", NULL);
+	expect_ok(&r, "diff");
+	assert_null(strstr(r.out.buf, "swp"));
+	tu_result_release(&r);
+	fx(&r, ws, env, "checkpoint", "list", "--json", NULL);
+	expect_ok(&r, "list");
+	{
+		json_t *l = parse(&r.out);
+		const char *id = json_string_value(json_object_get(json_array_get(l, 0), "id"));
+		struct tu_result r2;
+
+		fx(&r2, ws, env, "checkpoint", "restore", id, NULL);
+		expect_ok(&r2, "restore");
+		tu_result_release(&r2);
+		json_decref(l);
+	}
+	tu_result_release(&r);
+	c = tu_read(ws, "code.c.swp");
+	assert_string_equal(c, "swap 2\n");
+	free(c);
+	c = tu_read(ws, "code.c");
+	assert_string_equal(c, "code\n");
+	free(c);
+	free(cfg);
+	free(home_env);
+	tu_rmtree(home);
+	tu_rmtree(ws);
+}
+
+/* Several forgex processes at once on one workspace: every checkpoint lands, in a chain. */
+static void test_e2e_concurrent_creates(void **state)
+{
+	char *ws = tu_mkdtemp();
+	struct tu_result r;
+	pid_t pids[6];
+	json_t *list;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < 50; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "d%zu/f%zu.txt", i % 7, i);
+		tu_write(ws, name, name);
+	}
+	for (i = 0; i < ARRAY_SIZE(pids); i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (!pids[i]) {
+			struct tu_result cr;
+			char msg[16];
+
+			snprintf(msg, sizeof(msg), "p%zu", i);
+			fx(&cr, ws, NULL, "checkpoint", "create", "-m", msg, NULL);
+			_exit(cr.status);
+		}
+	}
+	for (i = 0; i < ARRAY_SIZE(pids); i++) {
+		int st;
+
+		assert_int_equal(waitpid(pids[i], &st, 0), pids[i]);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	fx(&r, ws, NULL, "checkpoint", "list", "--json", NULL);
+	expect_ok(&r, "list");
+	list = parse(&r.out);
+	assert_int_equal(json_array_size(list), ARRAY_SIZE(pids));
+	json_decref(list);
+	tu_result_release(&r);
+	tu_rmtree(ws);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_e2e_checkpoint_restore_repository),
+		cmocka_unit_test(test_e2e_errors_and_usage),
+		cmocka_unit_test(test_e2e_diff_color_and_stat),
+		cmocka_unit_test(test_e2e_global_excludes_file),
+		cmocka_unit_test(test_e2e_concurrent_creates),
+	};
+
+	return cmocka_run_group_tests_name("e2e/checkpoint", tests, group_setup, group_teardown);
+}
