@@ -562,10 +562,7 @@ static int tool_edit_file(struct tool_ctx *ctx, const json_t *args, struct buf *
 
 	if (!old_len) {
 		/* Creating: only where there is no file yet, or an empty one. */
-		ret = wspath_locate(&loc, &ctx->root, path, WSPATH_FOLLOW | WSPATH_MKDIRS);
-		if (ret < 0)
-			goto out;
-		ret = fs_check_allowed(loc.rel, path, 1);
+		ret = wspath_locate(&loc, &ctx->root, path, WSPATH_FOLLOW | WSPATH_MKDIRS | WSPATH_CHANGE);
 		if (ret < 0)
 			goto out;
 		if (loc.type && loc.type != S_IFREG) {
@@ -573,7 +570,8 @@ static int tool_edit_file(struct tool_ctx *ctx, const json_t *args, struct buf *
 			goto out;
 		}
 		if (loc.type) {
-			ret = fs_load_text(&data, &loc, ctx, path, ctx->limits.file_bytes);
+			wspath_loc_release(&loc);
+			ret = fs_load_text(&data, &loc, ctx, path, ctx->limits.file_bytes, WSPATH_CHANGE);
 			if (ret < 0)
 				goto out;
 			if (data.len) {
@@ -590,10 +588,7 @@ static int tool_edit_file(struct tool_ctx *ctx, const json_t *args, struct buf *
 			 fs_count_lines(new_text, new_len));
 		goto out;
 	}
-	ret = fs_load_text(&data, &loc, ctx, path, ctx->limits.file_bytes);
-	if (ret < 0)
-		goto out;
-	ret = fs_check_allowed(loc.rel, path, 1);
+	ret = fs_load_text(&data, &loc, ctx, path, ctx->limits.file_bytes, WSPATH_CHANGE);
 	if (ret < 0)
 		goto out;
 	if (fs_is_binary(data.buf, data.len, 1, &why)) {

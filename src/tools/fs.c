@@ -140,15 +140,12 @@ static const char *type_name(mode_t type)
 }
 
 int fs_load_text(struct buf *out, struct wspath_loc *loc, struct tool_ctx *ctx, const char *path,
-		 size_t max)
+		 size_t max, unsigned flags)
 {
 	struct stat st;
 	int fd, ret;
 
-	ret = wspath_locate(loc, &ctx->root, path, WSPATH_FOLLOW);
-	if (ret < 0)
-		return ret;
-	ret = fs_check_allowed(loc->rel, path, 0);
+	ret = wspath_locate(loc, &ctx->root, path, WSPATH_FOLLOW | flags);
 	if (ret < 0)
 		return ret;
 	if (loc->type != S_IFREG)
@@ -199,7 +196,7 @@ static int tool_read_file(struct tool_ctx *ctx, const json_t *args, struct buf *
 		ret = err_set(FX_EINVAL, "end_line (%lld) is before start_line (%lld)", end, start);
 		goto out;
 	}
-	ret = fs_load_text(&data, &loc, ctx, path, ctx->limits.file_bytes);
+	ret = fs_load_text(&data, &loc, ctx, path, ctx->limits.file_bytes, 0);
 	if (ret < 0)
 		goto out;
 	if (fs_is_binary(data.buf, data.len, 1, &why)) {
@@ -367,9 +364,6 @@ static int tool_list_dir(struct tool_ctx *ctx, const json_t *args, struct buf *r
 	ret = wspath_locate(&loc, &ctx->root, path, WSPATH_FOLLOW);
 	if (ret < 0)
 		goto out;
-	ret = fs_check_allowed(loc.rel, path, 0);
-	if (ret < 0)
-		goto out;
 	if (loc.type != S_IFDIR) {
 		ret = err_set(FX_EINVAL, "'%s' is %s, not a folder%s", path, type_name(loc.type),
 			      loc.type == S_IFREG ? "; use read_file" : "");
@@ -414,10 +408,7 @@ static int tool_write_file(struct tool_ctx *ctx, const json_t *args, struct buf 
 	mode_t was;
 	int ret;
 
-	ret = wspath_locate(&loc, &ctx->root, path, WSPATH_FOLLOW | WSPATH_MKDIRS);
-	if (ret < 0)
-		goto out;
-	ret = fs_check_allowed(loc.rel, path, 1);
+	ret = wspath_locate(&loc, &ctx->root, path, WSPATH_FOLLOW | WSPATH_MKDIRS | WSPATH_CHANGE);
 	if (ret < 0)
 		goto out;
 	was = loc.type;
@@ -445,10 +436,7 @@ static int tool_delete_file(struct tool_ctx *ctx, const json_t *args, struct buf
 	int ret;
 
 	/* Not following a final symlink: deleting a link removes the link. */
-	ret = wspath_locate(&loc, &ctx->root, path, 0);
-	if (ret < 0)
-		goto out;
-	ret = fs_check_allowed(loc.rel, path, 1);
+	ret = wspath_locate(&loc, &ctx->root, path, WSPATH_CHANGE);
 	if (ret < 0)
 		goto out;
 	if (!*loc.name) {
@@ -487,20 +475,14 @@ static int tool_move_file(struct tool_ctx *ctx, const json_t *args, struct buf *
 	struct wspath_loc src = WSPATH_LOC_INIT, dst = WSPATH_LOC_INIT;
 	int ret;
 
-	ret = wspath_locate(&src, &ctx->root, from, 0);
-	if (ret < 0)
-		goto out;
-	ret = fs_check_allowed(src.rel, from, 1);
+	ret = wspath_locate(&src, &ctx->root, from, WSPATH_CHANGE);
 	if (ret < 0)
 		goto out;
 	if (!*src.name) {
 		ret = err_set(FX_EDENIED, "'%s' is the workspace itself", from);
 		goto out;
 	}
-	ret = wspath_locate(&dst, &ctx->root, to, WSPATH_MKDIRS);
-	if (ret < 0)
-		goto out;
-	ret = fs_check_allowed(dst.rel, to, 1);
+	ret = wspath_locate(&dst, &ctx->root, to, WSPATH_MKDIRS | WSPATH_CHANGE);
 	if (ret < 0)
 		goto out;
 	if (dst.type) {

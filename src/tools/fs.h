@@ -25,21 +25,22 @@
 int fs_is_binary(const char *data, size_t len, int whole, struct buf *why);
 
 /**
- * Refuse paths no tool may touch: any component ".git" (the repository's
- * own files, hooks and config), and for changes (`modify`) anything under
- * ".forgex" (runs and checkpoints). `rel` is canonical; `shown` is the
- * path the model sent. FX_EDENIED with a message, else 0.
+ * The rule wspath_locate() applies, for paths that are only text (the git
+ * tools name paths that may no longer exist): refuse any component ".git",
+ * and for changes (`modify`) anything under ".forgex". `rel` is
+ * normalized; `shown` is the path the model sent. FX_EDENIED, else 0.
  */
 int fs_check_allowed(const char *rel, const char *shown, int modify);
 
 /**
  * Locate `path` for reading a regular file (following symlinks that stay
  * inside) and load it whole into `out`, at most `max` bytes (FX_ELIMIT
- * beyond, naming the size). `loc` is filled on success and must be
- * released by the caller.
+ * beyond, naming the size). `flags` adds wspath flags (WSPATH_CHANGE when
+ * the file is to be changed). `loc` is filled even on some failures and
+ * must always be released by the caller.
  */
 int fs_load_text(struct buf *out, struct wspath_loc *loc, struct tool_ctx *ctx, const char *path,
-		 size_t max);
+		 size_t max, unsigned flags);
 
 /**
  * Replace the file at `loc` with `len` bytes atomically (temporary file in

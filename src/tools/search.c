@@ -686,9 +686,6 @@ int search_run(struct buf *out, const struct wspath_root *root, const struct sea
 	ret = wspath_locate(&loc, root, opts->path && *opts->path ? opts->path : ".", WSPATH_FOLLOW);
 	if (ret < 0)
 		goto out;
-	ret = fs_check_allowed(loc.rel, opts->path ? opts->path : ".", 0);
-	if (ret < 0)
-		goto out;
 
 	workers = xcalloc(nthreads, sizeof(*workers));
 	for (t = 0; t < nthreads; t++)

@@ -314,15 +314,32 @@ static char *read_link(int fd)
 	}
 }
 
+/*
+ * The folders no tool enters: ".git" anywhere (the repository's objects,
+ * hooks and config), and for changes ".forgex" at the top (runs and
+ * checkpoints). `depth` is the number of folders above `comp`.
+ */
+static int protected_name(const char *comp, size_t depth, unsigned flags, const char *path)
+{
+	if (!strcmp(comp, ".git"))
+		return err_set(FX_EDENIED, "'%s' is inside a .git folder, which the tools do not "
+			       "touch; use git_status and git_diff", path);
+	if ((flags & WSPATH_CHANGE) && !depth && !strcmp(comp, ".forgex"))
+		return err_set(FX_EDENIED, "'%s' is inside .forgex, forgex's own folder (runs and "
+			       "checkpoints); the tools do not change it", path);
+	return 0;
+}
+
 int wspath_locate(struct wspath_loc *out, const struct wspath_root *root, const char *path,
 		  unsigned flags)
 {
 	struct buf rel = BUF_INIT, canon = BUF_INIT;
-	struct strvec todo = STRVEC_INIT;
+	struct strvec todo = STRVEC_INIT, create = STRVEC_INIT;
 	struct walk w = { NULL, NULL, 0, 0 };
 	char *final = NULL;
 	mode_t type = 0;
 	int ret, fd, links = 0;
+	size_t i;
 
 	if (flags & WSPATH_MKDIRS)
 		flags |= WSPATH_MISSING_OK;
@@ -350,6 +367,10 @@ int wspath_locate(struct wspath_loc *out, const struct wspath_root *root, const 
 		}
 		if (!strcmp(comp, "..")) {
 			free(comp);
+			if (create.nr) {
+				strvec_pop(&create);
+				continue;
+			}
 			if (w.nr == 1) {
 				ret = err_set(FX_EDENIED, "'%s' leads outside the workspace "
 					      "through a symbolic link", path);
@@ -358,15 +379,22 @@ int wspath_locate(struct wspath_loc *out, const struct wspath_root *root, const 
 			walk_pop(&w);
 			continue;
 		}
-		fd = openat(w.fds[w.nr - 1], comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 && errno == ENOENT && !last && (flags & WSPATH_MKDIRS)) {
-			if (mkdirat(w.fds[w.nr - 1], comp, 0777) < 0 && errno != EEXIST) {
-				ret = err_set_errno(FX_EOS, "cannot create folder '%s'", comp);
-				free(comp);
-				goto out;
-			}
-			fd = openat(w.fds[w.nr - 1], comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		ret = protected_name(comp, w.nr - 1 + create.nr, flags, path);
+		if (ret < 0) {
+			free(comp);
+			goto out;
 		}
+		if (create.nr) {
+			/* Below a folder still to be created nothing exists: no links to follow. */
+			if (last) {
+				final = comp;
+			} else {
+				strvec_push(&create, comp);
+				free(comp);
+			}
+			continue;
+		}
+		fd = openat(w.fds[w.nr - 1], comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0) {
 			int e = errno;
 
@@ -374,6 +402,11 @@ int wspath_locate(struct wspath_loc *out, const struct wspath_root *root, const 
 				final = comp;
 				type = 0;
 				break;
+			}
+			if (e == ENOENT && (flags & WSPATH_MKDIRS)) {
+				strvec_push(&create, comp);
+				free(comp);
+				continue;
 			}
 			buf_reset(&canon);
 			walk_path(&canon, &w, comp);
@@ -451,6 +484,31 @@ int wspath_locate(struct wspath_loc *out, const struct wspath_root *root, const 
 		free(comp);
 	}
 
+	/* Only now, with the whole path checked, create the missing folders. */
+	for (i = 0; i < create.nr; i++) {
+		struct stat st;
+
+		if (mkdirat(w.fds[w.nr - 1], create.v[i], 0777) < 0 && errno != EEXIST) {
+			ret = err_set_errno(FX_EOS, "cannot create folder '%s'", create.v[i]);
+			goto out;
+		}
+		fd = openat(w.fds[w.nr - 1], create.v[i], O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) < 0) {
+			ret = err_set(FX_EDENIED, "'%s' changed while it was being created; try again",
+				      path);
+			if (fd >= 0)
+				close(fd);
+			goto out;
+		}
+		walk_push(&w, fd, create.v[i]);
+	}
+	if (create.nr && !final) {
+		/* The path ended in ".." within folders to create: it names the last one made. */
+		final = xstrdup(w.names[w.nr - 1]);
+		walk_pop(&w);
+		type = S_IFDIR;
+	}
+
 	if (!final) {
 		/* The path is a folder reached through the walk (or the workspace). */
 		if (w.nr == 1) {
@@ -492,6 +550,7 @@ out:
 	free(final);
 	walk_release(&w);
 	strvec_clear(&todo);
+	strvec_clear(&create);
 	buf_release(&rel);
 	buf_release(&canon);
 	return ret;

@@ -65,6 +65,7 @@ enum wspath_flags {
 	WSPATH_FOLLOW = 1 << 0,		/* follow a final symlink (it must stay inside) */
 	WSPATH_MISSING_OK = 1 << 1,	/* the final component may not exist */
 	WSPATH_MKDIRS = 1 << 2,		/* create missing parent folders (implies MISSING_OK) */
+	WSPATH_CHANGE = 1 << 3,		/* the caller will change the entry (see below) */
 };
 
 /** Where a path lies. */
@@ -78,7 +79,11 @@ struct wspath_loc {
 #define WSPATH_LOC_INIT { -1, NULL, NULL, 0 }
 
 /**
- * Resolve `path` as the overview says. On success `out` holds an open
+ * Resolve `path` as the overview says. No tool goes into a folder named
+ * ".git" (the repository's hooks and config), and none changes anything
+ * in ".forgex" at the top of the workspace (WSPATH_CHANGE): both are
+ * checked on the real path, after symlinks, and before WSPATH_MKDIRS
+ * creates anything. On success `out` holds an open
  * folder descriptor and the final name (which is not a symlink when
  * WSPATH_FOLLOW was given). Errors: FX_EDENIED (outside, or changed under
  * us), FX_ENOTFOUND, FX_EINVAL (a component is not a folder), FX_ELIMIT
