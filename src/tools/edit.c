@@ -471,8 +471,12 @@ int edit_apply(struct edit_result *out, const char *text, size_t len, const char
 			size_t a = line_of(text, hits[i]) - 1;
 			size_t b = line_of(text, hits[i] + old_len - 1);
 
-			buf_addf(why, "--- occurrence %zu (lines %zu-%zu, with one line around it):\n",
-				 i + 1, a + 1, b);
+			if (a + 1 == b)
+				buf_addf(why, "--- occurrence %zu (line %zu, with one line around it):\n",
+					 i + 1, b);
+			else
+				buf_addf(why, "--- occurrence %zu (lines %zu-%zu, with one line around "
+					 "it):\n", i + 1, a + 1, b);
 			show_lines(why, text, &fl, a ? a - 1 : 0, b + 1);
 		}
 		ret = FX_EINVAL;
