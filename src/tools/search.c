@@ -278,7 +278,7 @@ static int read_whole(struct buf *b, int fd, size_t size)
 static void search_file(struct worker *w, int dirfd, const char *name, const char *rel)
 {
 	struct stat st;
-	size_t n;
+	size_t n, skip = 0;
 	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
 	if (fd < 0) {
@@ -301,11 +301,14 @@ static void search_file(struct worker *w, int dirfd, const char *name, const cha
 	}
 	close(fd);
 	w->stats.files++;
-	n = rg_searched(w->file.buf, w->file.len);
-	if (n < w->file.len)
+	/* A UTF-8 byte order mark is not text: ripgrep drops it too. */
+	if (w->file.len >= 3 && !memcmp(w->file.buf, "\xef\xbb\xbf", 3))
+		skip = 3;
+	n = rg_searched(w->file.buf + skip, w->file.len - skip);
+	if (n < w->file.len - skip)
 		w->stats.binary++;
 	if (n)
-		search_buffer(w, rel, w->file.buf, n);
+		search_buffer(w, rel, w->file.buf + skip, n);
 }
 
 /* ---- walking ---- */
@@ -811,7 +814,7 @@ static int tool_search(struct tool_ctx *ctx, const json_t *args, struct buf *res
 	if (st.binary || st.unreadable || st.too_large) {
 		buf_addstr(result, "[forgex: not searched:");
 		if (st.binary)
-			buf_addf(result, " %zu binary file%s (or their part after a NUL byte);",
+			buf_addf(result, " %zu binary file%s (or the part after a NUL byte);",
 				 st.binary, st.binary == 1 ? "" : "s");
 		if (st.unreadable)
 			buf_addf(result, " %zu unreadable;", st.unreadable);
