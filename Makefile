@@ -16,6 +16,9 @@ PKG_CONFIG ?= pkg-config
 VERSION := 0.1.0
 
 PKGS := libcurl jansson libgit2 libseccomp libpcre2-8
+# What build/forgex itself links; commands needing more run in forgex-core
+# (see src/cli/main.c).
+LIGHT_PKGS := jansson libseccomp libpcre2-8
 TEST_PKGS := cmocka
 
 # Install what is missing before anything asks pkg-config (not for clean).
@@ -37,6 +40,7 @@ CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DFX_VERSION='"$(VERSION)"' $(WARNINGS) \
 	-Isrc -MMD -MP $(shell $(PKG_CONFIG) --cflags $(PKGS)) $(CFLAGS)
 LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS))
+LIGHT_LIBS := $(shell $(PKG_CONFIG) --libs $(LIGHT_PKGS))
 TEST_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(TEST_PKGS)) -Itests
 TEST_LIBS := $(shell $(PKG_CONFIG) --libs $(TEST_PKGS))
 
@@ -47,7 +51,7 @@ LDFLAGS += $(SAN_FLAGS)
 endif
 
 LIB_SRC := $(sort $(shell find src -name '*.c' ! -path 'src/cli/*'))
-CLI_SRC := $(sort $(wildcard src/cli/*.c))
+CLI_SRC := $(sort $(filter-out src/cli/main.c,$(wildcard src/cli/*.c)))
 UNIT_SRC := $(sort $(wildcard tests/unit/*/*.c))
 E2E_SRC := $(sort $(wildcard tests/e2e/*.c))
 HELPER_SRC := $(sort $(wildcard tests/helpers/*.c))
@@ -58,11 +62,12 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 HELPER_OBJ := $(HELPER_SRC:%.c=$(BUILD)/obj/%.o)
 LIBFX := $(BUILD)/libforgex.a
+LIBCLI := $(BUILD)/libforgex-cli.a
 
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
 E2E_BIN := $(E2E_SRC:tests/%.c=$(BUILD)/tests/%)
 MOCK_BIN := $(if $(MOCK_SRC),$(BUILD)/mockllm)
-PROGRAMS := $(BUILD)/forgex $(BUILD)/toml-decode
+PROGRAMS := $(BUILD)/forgex $(BUILD)/forgex-core $(BUILD)/toml-decode
 
 .PHONY: all test san fuzz bench clean lint-banned
 .DELETE_ON_ERROR:
@@ -82,9 +87,25 @@ $(LIBFX): $(LIB_OBJ)
 	@echo '  AR      $@'
 	@rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/forgex: $(CLI_OBJ) $(LIBFX)
+$(LIBCLI): $(CLI_OBJ)
+	@mkdir -p $(@D)
+	@echo '  AR      $@'
+	@rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/obj/src/cli/main-launcher.o: src/cli/main.c | lint-banned
+	@mkdir -p $(@D)
+	@echo '  CC      $< (launcher)'
+	@$(CC) $(ALL_CFLAGS) -DFX_LAUNCHER -c -o $@ $<
+
+# The light launcher: links only $(LIGHT_PKGS); a link error here means a
+# light command started to need a heavy library (mark it CLI_HEAVY).
+$(BUILD)/forgex: $(BUILD)/obj/src/cli/main-launcher.o $(LIBCLI) $(LIBFX)
 	@echo '  LINK    $@'
-	@$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIBFX) $(LIBS)
+	@$(CC) $(LDFLAGS) -o $@ $^ $(LIGHT_LIBS)
+
+$(BUILD)/forgex-core: $(BUILD)/obj/src/cli/main.o $(LIBCLI) $(LIBFX)
+	@echo '  LINK    $@'
+	@$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/toml-decode: $(BUILD)/obj/tests/toml/toml-decode.o $(LIBFX)
 	@echo '  LINK    $@'

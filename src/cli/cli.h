@@ -28,6 +28,7 @@ enum {
 
 enum cli_command_flags {
 	CLI_HIDDEN = 1 << 0,	/* not listed in --help */
+	CLI_HEAVY = 1 << 1,	/* needs libcurl or libgit2: runs in forgex-core */
 };
 
 struct cli_command {

@@ -7,5 +7,6 @@ int cmd_config(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_init(int argc, char **argv);
+int cmd_policy(int argc, char **argv);
 
 #endif

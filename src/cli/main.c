@@ -14,6 +14,21 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 
+/*
+ * Two programs are built from this file. `forgex-core` holds every
+ * command. `forgex` (built with FX_LAUNCHER) links only the light
+ * libraries and runs the light commands itself; a command marked
+ * CLI_HEAVY (it needs libcurl or libgit2, whose loading alone costs
+ * several milliseconds) is handed to forgex-core, next to it, by execv()
+ * with the untouched argument list. So `forgex --version` and `forgex
+ * policy check` start in about a millisecond.
+ */
+#ifdef FX_LAUNCHER
+#define HEAVY(fn) NULL
+#else
+#define HEAVY(fn) fn
+#endif
+
 int cli_quiet, cli_verbose;
 static struct strvec cli_config_flags = STRVEC_INIT;	/* "key=value" from -c */
 
@@ -26,7 +41,7 @@ static const struct cli_command commands[] = {
 	  "       (default, user, project, env, flag); --json for a JSON array\n"
 	  "get    print the effective value of KEY (e.g. sandbox.backend,\n"
 	  "       providers.default.model); exit 2 for an unknown key\n" },
-	{ "doctor", cmd_doctor, 0, "Check what forgex needs on this machine",
+	{ "doctor", HEAVY(cmd_doctor), CLI_HEAVY, "Check what forgex needs on this machine",
 	  "usage: forgex doctor [--json]\n"
 	  "\n"
 	  "Reports the programs and libraries forgex uses and what it found.\n"
@@ -41,6 +56,16 @@ static const struct cli_command commands[] = {
 	  "repository, adds .forgex/runs/ and .forgex/checkpoints/ to\n"
 	  ".git/info/exclude. Refuses to overwrite an existing file unless\n"
 	  "--force is given.\n" },
+	{ "policy", cmd_policy, 0, "Ask the command policy about a command",
+	  "usage: forgex policy check [--json] [--] CMD [ARG...]\n"
+	  "\n"
+	  "Prints what the command policy of this project decides for the\n"
+	  "command CMD ARG...: 'allow', 'deny: REASON' or 'approval: REASON',\n"
+	  "and exits 0, 4 or 5. Nothing is run and nobody is asked. The policy\n"
+	  "is [terminal] allowed and denied and [permissions] mode of the\n"
+	  "effective configuration ('forgex config show').\n"
+	  "\n"
+	  "--json   print {\"decision\": \"allow|deny|approval\", \"reason\": \"...\"}\n" },
 };
 
 static const char global_usage[] =
@@ -201,11 +226,48 @@ static int unknown_command(const char *name)
 	return EXIT_USAGE;
 }
 
+/* Index of the command word in argv (global options skipped), or argc. */
+static int command_index(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "-C") || !strcmp(argv[i], "-c"))
+			i++;
+		else if (!strcmp(argv[i], "--"))
+			return i + 1;
+	}
+	return i;
+}
+
+/* Run forgex-core, the program beside this one, with the same arguments. */
+static int exec_core(char **argv)
+{
+	char self[4096], *slash, *core;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n < 0 || n >= (ssize_t)sizeof(self) - 1) {
+		fprintf(stderr, "forgex: cannot find my own program: %s\n", strerror(errno));
+		return EXIT_FAIL;
+	}
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	*slash = '\0';
+	core = xstrfmt("%s/forgex-core", self);
+	execv(core, argv);
+	fprintf(stderr, "forgex: cannot run %s: %s\n", core, strerror(errno));
+	free(core);
+	return EXIT_FAIL;
+}
+
 int main(int argc, char **argv)
 {
 	const struct cli_command *c;
 	int i, ret;
 
+	i = command_index(argc, argv);
+	if (i < argc && (c = cli_find_command(argv[i])) && !c->fn)
+		return exec_core(argv);
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		const char *a = argv[i];
 

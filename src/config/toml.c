@@ -703,9 +703,9 @@ static int parse_float_text(struct parser *p, struct toml_value **out,
 	errno = 0;
 	d = strtod(p->tmp.buf, &end);
 	if (end != p->tmp.buf + p->tmp.len)
-		return fail_at(p, line, col, "invalid float '%.*s'", (int)n, t);
+		return fail_at(p, line, col, "invalid float '%.*s'", n < 64 ? (int)n : 64, t);
 	if (errno == ERANGE && isinf(d))
-		return fail_at(p, line, col, "float '%.*s' is out of range", (int)n, t);
+		return fail_at(p, line, col, "float '%.*s' is out of range", n < 64 ? (int)n : 64, t);
 	v = new_scalar(TOML_FLOAT, line, col);
 	v->u.f = d;
 	*out = v;
@@ -720,11 +720,12 @@ static int parse_number(struct parser *p, struct toml_value **out)
 	int neg = 0, sign = 0, is_float = 0, base = 10;
 	uint64_t u = 0, limit;
 	struct toml_value *v;
+	int shown;
 
 	while (n < p->len - p->pos && is_number_char((unsigned char)t[n]))
 		n++;
-	/* Show at most this much of a bad number. */
-#define NUM_SHOWN (int)(n < 64 ? n : 64)
+	/* Messages quote at most this much of a bad number. */
+	shown = n < 64 ? (int)n : 64;
 	if (t[0] == '+' || t[0] == '-') {
 		sign = 1;
 		neg = t[0] == '-';
@@ -748,19 +749,19 @@ static int parse_number(struct parser *p, struct toml_value **out)
 	}
 	int_start = i;
 	if (scan_digits(t, n, &i, base, &nd) < 0)
-		return fail_at(p, line, col, "misplaced underscore in number '%.*s'", NUM_SHOWN, t);
+		return fail_at(p, line, col, "misplaced underscore in number '%.*s'", shown, t);
 	if (!nd)
-		return fail_at(p, line, col, "invalid number '%.*s'", NUM_SHOWN, t);
+		return fail_at(p, line, col, "invalid number '%.*s'", shown, t);
 	if (base == 10) {
 		if (t[int_start] == '0' && nd > 1)
-			return fail_at(p, line, col, "leading zeros are not allowed in '%.*s'", NUM_SHOWN, t);
+			return fail_at(p, line, col, "leading zeros are not allowed in '%.*s'", shown, t);
 		if (i < n && t[i] == '.') {
 			i++;
 			if (scan_digits(t, n, &i, 10, &nd) < 0)
-				return fail_at(p, line, col, "misplaced underscore in number '%.*s'", NUM_SHOWN, t);
+				return fail_at(p, line, col, "misplaced underscore in number '%.*s'", shown, t);
 			if (!nd)
 				return fail_at(p, line, col, "a decimal point must be followed by digits in '%.*s'",
-					       NUM_SHOWN, t);
+					       shown, t);
 			is_float = 1;
 		}
 		if (i < n && (t[i] == 'e' || t[i] == 'E')) {
@@ -768,14 +769,14 @@ static int parse_number(struct parser *p, struct toml_value **out)
 			if (i < n && (t[i] == '+' || t[i] == '-'))
 				i++;
 			if (scan_digits(t, n, &i, 10, &nd) < 0)
-				return fail_at(p, line, col, "misplaced underscore in number '%.*s'", NUM_SHOWN, t);
+				return fail_at(p, line, col, "misplaced underscore in number '%.*s'", shown, t);
 			if (!nd)
-				return fail_at(p, line, col, "an exponent must have digits in '%.*s'", NUM_SHOWN, t);
+				return fail_at(p, line, col, "an exponent must have digits in '%.*s'", shown, t);
 			is_float = 1;
 		}
 	}
 	if (i != n)
-		return fail_at(p, line, col, "invalid number '%.*s'", NUM_SHOWN, t);
+		return fail_at(p, line, col, "invalid number '%.*s'", shown, t);
 	if (is_float) {
 		int r = parse_float_text(p, out, t, n, line, col);
 
@@ -791,10 +792,9 @@ static int parse_number(struct parser *p, struct toml_value **out)
 			continue;
 		d = (unsigned)digit_value((unsigned char)t[i]);
 		if (u > (limit - d) / (unsigned)base)
-			return fail_at(p, line, col, "integer '%.*s' does not fit in 64 bits", NUM_SHOWN, t);
+			return fail_at(p, line, col, "integer '%.*s' does not fit in 64 bits", shown, t);
 		u = u * (unsigned)base + d;
 	}
-#undef NUM_SHOWN
 	v = new_scalar(TOML_INTEGER, line, col);
 	if (neg)
 		v->u.i = u > (uint64_t)INT64_MAX ? INT64_MIN : -(int64_t)u;
@@ -1147,9 +1147,12 @@ static int parse_header(struct parser *p)
 	skip_ws(p);
 	if ((r = parse_key(p)) < 0)
 		return r;
-	if (peek(p) != ']' || (aot && peek_at(p, 1) != ']'))
+	if (peek(p) != ']' || (aot && peek_at(p, 1) != ']')) {
+		if (peek(p) == ']')
+			p->pos++;
 		return fail(p, "expected '%s' to close the table header, found %s",
 			    aot ? "]]" : "]", DESCRIBE(p));
+	}
 	p->pos += aot ? 2 : 1;
 
 	for (i = 0; i + 1 < p->keys_nr; i++) {

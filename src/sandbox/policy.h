@@ -41,6 +41,7 @@
 
 struct config;
 
+/** What policy_check() answers. */
 enum policy_decision {
 	POLICY_ALLOW,
 	POLICY_DENY,

@@ -1,0 +1,410 @@
+/*
+ * Approval: the modes, the question as a person sees it, and asking for
+ * real on a pseudo-terminal (posix_openpt) with a child process playing
+ * forgex and the test playing the person.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "base/fsutil.h"
+#include "sandbox/approval.h"
+
+static const char *const pip[] = { "pip", "install", "requests" };
+static const char reason[] = "Command 'pip' may access the network";
+
+/* ---- modes ------------------------------------------------------------ */
+
+static void test_approval_safe_never_auto_always(void **state)
+{
+	(void)state;
+	assert_int_equal(approval_resolve(APPROVAL_SAFE, pip, 3, reason), 0);
+	assert_non_null(strstr(err_last(), "safe"));
+	assert_int_equal(approval_resolve(APPROVAL_AUTO, pip, 3, reason), 1);
+	assert_int_equal(approval_resolve((enum approval_mode)42, pip, 3, reason), 0);
+}
+
+/* ---- how the command is shown ----------------------------------------- */
+
+static void assert_shown(const char *const *argv, size_t argc, const char *want)
+{
+	struct buf b = BUF_INIT;
+
+	approval_format_argv(&b, argv, argc);
+	assert_string_equal(b.buf, want);
+	buf_release(&b);
+}
+
+static void test_approval_format_argv(void **state)
+{
+	const char *plain[] = { "pip", "install", "-r", "req.txt", "a=b,c:d@e%f+g/h" };
+	const char *spaces[] = { "git", "commit", "-m", "it's done", "", "$HOME", "*" };
+	const char *ctl[] = { "rm", "-rf", "x\r\x1b[2Kls", "a\nb", "tab\there", "q'\\" };
+	const char *bidi[] = { "cat", "evil\xe2\x80\xae\x74\x78\x74.exe", "zw\xe2\x80\x8bsp" };
+	const char *bytes[] = { "\xff\xfe", "caf\xc3\xa9", "\xc3", "\xed\xa0\x80" };
+	const char *with_null[] = { "ls", NULL };
+
+	(void)state;
+	assert_shown(plain, 5, "pip install -r req.txt a=b,c:d@e%f+g/h");
+	assert_shown(spaces, 7, "git commit -m 'it'\"'\"'s done' '' '$HOME' '*'");
+	/* a control character never reaches the terminal as it is */
+	assert_shown(ctl, 6, "rm -rf $'x\\r\\x1b[2Kls' $'a\\nb' $'tab\\there' 'q'\"'\"'\\'");
+	/* nor does text that reorders or hides what follows */
+	assert_shown(bidi, 3, "cat $'evil\\u202etxt.exe' $'zw\\u200bsp'");
+	/* bytes that are not UTF-8 are shown as bytes; valid UTF-8 as itself */
+	assert_shown(bytes, 4, "$'\\xff\\xfe' 'caf\xc3\xa9' $'\\xc3' $'\\xed\\xa0\\x80'");
+	assert_shown(with_null, 2, "ls ''");
+	assert_shown(plain, 0, "");
+}
+
+static void test_approval_add_visible(void **state)
+{
+	struct buf b = BUF_INIT;
+
+	(void)state;
+	approval_add_visible(&b, "Command 'r\x1b[31mm' is \xc2\x85 in\xe2\x81\xa6 \xf0\x9f\x98\x80");
+	assert_string_equal(b.buf,
+			    "Command 'r\\x1b[31mm' is \\u0085 in\\u2066 \xf0\x9f\x98\x80");
+	buf_release(&b);
+}
+
+/* ---- asking on a pseudo-terminal -------------------------------------- */
+
+struct pty {
+	int master;
+	char *slave_path;
+};
+
+static void pty_open(struct pty *p)
+{
+	p->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	assert_true(p->master >= 0);
+	assert_int_equal(grantpt(p->master), 0);
+	assert_int_equal(unlockpt(p->master), 0);
+	p->slave_path = xstrdup(ptsname(p->master));
+}
+
+static void pty_close(struct pty *p)
+{
+	if (p->master >= 0)
+		close(p->master);
+	free(p->slave_path);
+}
+
+/*
+ * Read from the master into `seen` until `want` shows up after `*from` (or
+ * 5 s pass); `*from` then moves past it.
+ */
+static void pty_expect(struct pty *p, struct buf *seen, size_t *from, const char *want)
+{
+	const char *at;
+
+	while (!(at = strstr(seen->buf + *from, want))) {
+		struct pollfd pfd = { p->master, POLLIN, 0 };
+		char chunk[512];
+		ssize_t n;
+
+		if (poll(&pfd, 1, 5000) <= 0)
+			fail_msg("timed out waiting for \"%s\"; saw \"%s\"", want, seen->buf);
+		n = read(p->master, chunk, sizeof(chunk));
+		if (n <= 0)
+			fail_msg("pty closed waiting for \"%s\"; saw \"%s\"", want, seen->buf);
+		buf_add(seen, chunk, (size_t)n);
+	}
+	*from = (size_t)(at - seen->buf) + strlen(want);
+}
+
+/* Read what is left until the child's side of the pty is closed. */
+static void pty_drain(struct pty *p, struct buf *seen)
+{
+	for (;;) {
+		struct pollfd pfd = { p->master, POLLIN, 0 };
+		char chunk[512];
+		ssize_t n;
+
+		if (poll(&pfd, 1, 5000) <= 0)
+			fail_msg("timed out waiting for the asker to finish; saw \"%s\"", seen->buf);
+		n = read(p->master, chunk, sizeof(chunk));
+		if (n <= 0)
+			return;	/* EIO: no slave is open any more */
+		buf_add(seen, chunk, (size_t)n);
+	}
+}
+
+static void pty_type(struct pty *p, const char *s)
+{
+	assert_int_equal(fsutil_write_all(p->master, s, strlen(s)), 0);
+}
+
+enum how {
+	ASK_FD,		/* approval_ask_fd() on the slave */
+	ASK_TTY_PATH,	/* approval_ask_tty(slave path) */
+	ASK_CTTY,	/* approval_resolve(ask) with the slave as controlling terminal */
+};
+
+/* Start a child that asks on the pty; its exit status is the answer (or 2, 3 on trouble). */
+static pid_t start_asker(struct pty *p, enum how how)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd, answer;
+
+		close(p->master);	/* the person's side is the parent's only */
+		if (setsid() < 0)
+			_exit(3);
+		if (how == ASK_CTTY) {
+			fd = open(p->slave_path, O_RDWR);	/* becomes the controlling terminal */
+			if (fd < 0 || ioctl(fd, TIOCSCTTY, 0) < 0)
+				_exit(3);
+			answer = approval_resolve(APPROVAL_ASK, pip, 3, reason);
+		} else if (how == ASK_TTY_PATH) {
+			answer = approval_ask_tty(p->slave_path, pip, 3, reason);
+			/* O_NOCTTY: asking did not make it our controlling terminal */
+			if (open("/dev/tty", O_RDWR) >= 0)
+				_exit(2);
+		} else {
+			fd = open(p->slave_path, O_RDWR | O_NOCTTY);
+			if (fd < 0)
+				_exit(3);
+			answer = approval_ask_fd(fd, fd, pip, 3, reason);
+		}
+		_exit(answer);
+	}
+	return pid;
+}
+
+static int wait_answer(pid_t pid)
+{
+	int st;
+
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_true(WEXITSTATUS(st) <= 1);
+	return WEXITSTATUS(st);
+}
+
+/* Ask, answer with `typed` (after each prompt), return the answer and what the person saw. */
+static int converse(enum how how, const char *const *typed, size_t n, struct buf *seen)
+{
+	struct pty p;
+	pid_t pid;
+	size_t i, from = seen->len;
+	int answer;
+
+	pty_open(&p);
+	pid = start_asker(&p, how);
+	for (i = 0; i < n; i++) {
+		/* each answer after its own prompt */
+		pty_expect(&p, seen, &from, "[y/N] ");
+		if (typed[i])
+			pty_type(&p, typed[i]);
+		else
+			pty_type(&p, "\x04");	/* ^D at the start of a line: end of input */
+	}
+	pty_drain(&p, seen);
+	answer = wait_answer(pid);
+	pty_close(&p);
+	return answer;
+}
+
+static void test_approval_ask_yes(void **state)
+{
+	static const char *const yes[] = { "y\n", "yes\n", "Y\n", "  YES \n" };
+	struct buf seen = BUF_INIT;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(yes); i++) {
+		buf_reset(&seen);
+		assert_int_equal(converse(ASK_FD, &yes[i], 1, &seen), 1);
+	}
+	/* the person saw the reason and the exact command */
+	assert_non_null(strstr(seen.buf, "needs approval: Command 'pip' may access the network"));
+	assert_non_null(strstr(seen.buf, "$ pip install requests"));
+	buf_release(&seen);
+}
+
+static void test_approval_ask_no(void **state)
+{
+	static const char *const no[] = { "n\n", "no\n", "NO\n", "\n" };
+	struct buf seen = BUF_INIT;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(no); i++) {
+		buf_reset(&seen);
+		assert_int_equal(converse(ASK_FD, &no[i], 1, &seen), 0);
+	}
+	buf_release(&seen);
+}
+
+static void test_approval_ask_garbage(void **state)
+{
+	static const char *const then_yes[] = { "maybe\n", "yess\n", "y\n" };
+	static const char *const only_garbage[] = { "sure\n", "ok\n", "y e s\n" };
+	static const char *const long_line[] = {
+		"yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy\n",
+		"n\n",
+	};
+	struct buf seen = BUF_INIT;
+
+	(void)state;
+	/* garbage is asked again */
+	assert_int_equal(converse(ASK_FD, then_yes, 3, &seen), 1);
+	assert_non_null(strstr(seen.buf, "Please answer y or n."));
+	/* three times garbage is no */
+	buf_reset(&seen);
+	assert_int_equal(converse(ASK_FD, only_garbage, 3, &seen), 0);
+	assert_non_null(strstr(seen.buf, "Not run."));
+	buf_reset(&seen);
+	assert_int_equal(converse(ASK_FD, long_line, 2, &seen), 0);
+	buf_release(&seen);
+}
+
+static void test_approval_ask_eof(void **state)
+{
+	static const char *const eof[] = { NULL };
+	static const char *const garbage_then_eof[] = { "what?\n", NULL };
+	struct buf seen = BUF_INIT;
+
+	(void)state;
+	assert_int_equal(converse(ASK_FD, eof, 1, &seen), 0);
+	buf_reset(&seen);
+	assert_int_equal(converse(ASK_FD, garbage_then_eof, 2, &seen), 0);
+	buf_release(&seen);
+}
+
+static void test_approval_ask_hangup(void **state)
+{
+	struct pty p;
+	struct buf seen = BUF_INIT;
+	size_t from = 0;
+	pid_t pid;
+
+	(void)state;
+	pty_open(&p);
+	pid = start_asker(&p, ASK_FD);
+	pty_expect(&p, &seen, &from, "[y/N] ");
+	/* the terminal goes away: the read fails, and that is no */
+	close(p.master);
+	p.master = -1;
+	assert_int_equal(wait_answer(pid), 0);
+	pty_close(&p);
+	buf_release(&seen);
+}
+
+static void test_approval_typeahead_is_discarded(void **state)
+{
+	struct pty p;
+	struct buf seen = BUF_INIT;
+	struct pollfd pfd;
+	size_t from = 0;
+	int slave;
+	pid_t pid;
+
+	(void)state;
+	pty_open(&p);
+	slave = open(p.slave_path, O_RDWR | O_NOCTTY);
+	assert_true(slave >= 0);
+	/* "y" typed before the question: wait until the terminal holds it as a line */
+	pty_type(&p, "y\n");
+	pfd.fd = slave;
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	pid = start_asker(&p, ASK_FD);
+	pty_expect(&p, &seen, &from, "[y/N] ");
+	pty_type(&p, "n\n");
+	assert_int_equal(wait_answer(pid), 0);
+	close(slave);
+	pty_close(&p);
+	buf_release(&seen);
+}
+
+static void test_approval_ask_tty_path_and_ctty(void **state)
+{
+	static const char *const yes[] = { "y\n" };
+	static const char *const no[] = { "n\n" };
+	struct buf seen = BUF_INIT;
+
+	(void)state;
+	assert_int_equal(converse(ASK_TTY_PATH, yes, 1, &seen), 1);
+	buf_reset(&seen);
+	assert_int_equal(converse(ASK_TTY_PATH, no, 1, &seen), 0);
+	/* approval_resolve() in ask mode: /dev/tty is the child's own terminal */
+	buf_reset(&seen);
+	assert_int_equal(converse(ASK_CTTY, yes, 1, &seen), 1);
+	assert_non_null(strstr(seen.buf, "$ pip install requests"));
+	buf_reset(&seen);
+	assert_int_equal(converse(ASK_CTTY, no, 1, &seen), 0);
+	buf_release(&seen);
+}
+
+static void test_approval_no_terminal_is_no(void **state)
+{
+	int in[2], st;
+	pid_t pid;
+
+	(void)state;
+	/* standard input says yes, but only a terminal may answer */
+	assert_int_equal(pipe(in), 0);
+	assert_int_equal(write(in[1], "y\ny\ny\n", 6), 6);
+	close(in[1]);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int answer;
+
+		dup2(in[0], 0);
+		if (setsid() < 0)	/* a new session has no controlling terminal */
+			_exit(3);
+		answer = approval_resolve(APPROVAL_ASK, pip, 3, reason);
+		if (answer == 0 && !strstr(err_last(), "no terminal to ask for approval on"))
+			_exit(4);
+		_exit(answer);
+	}
+	close(in[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static void test_approval_missing_tty_path(void **state)
+{
+	(void)state;
+	assert_int_equal(approval_ask_tty("/nonexistent/tty", pip, 3, reason), 0);
+	assert_non_null(strstr(err_last(), "no terminal to ask for approval on (/nonexistent/tty)"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_approval_safe_never_auto_always),
+		cmocka_unit_test(test_approval_format_argv),
+		cmocka_unit_test(test_approval_add_visible),
+		cmocka_unit_test(test_approval_ask_yes),
+		cmocka_unit_test(test_approval_ask_no),
+		cmocka_unit_test(test_approval_ask_garbage),
+		cmocka_unit_test(test_approval_ask_eof),
+		cmocka_unit_test(test_approval_ask_hangup),
+		cmocka_unit_test(test_approval_typeahead_is_discarded),
+		cmocka_unit_test(test_approval_ask_tty_path_and_ctty),
+		cmocka_unit_test(test_approval_no_terminal_is_no),
+		cmocka_unit_test(test_approval_missing_tty_path),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests_name("sandbox/approval", tests, NULL, NULL);
+}
