@@ -67,13 +67,48 @@ static int class_match(const char *name, size_t n, unsigned char c, int *known)
 }
 
 /*
- * Match pattern `p` (NUL-terminated; `pstart` is the start of the whole
- * pattern) against text [t, tend). Star handling returns ABORT codes so
- * that a failed "*" never retries positions a later "*" would cover,
- * which keeps the cost polynomial.
+ * The matcher's state: results already computed for (pattern position,
+ * text position) pairs. The plain recursion is git's and is fast on real
+ * patterns, but a pattern of many "**" folders can make it retry the
+ * same pairs exponentially often; after WM_MEMO_AFTER calls every result
+ * is remembered, so no pair is computed twice.
  */
-static int wm(const char *pstart, const char *p, const char *t, const char *tend)
+#define WM_MEMO_AFTER 2048
+
+struct wm_ctx {
+	const char *pstart, *tstart, *tend;
+	size_t plen, calls;
+	unsigned char *memo;	/* (plen + 1) x (tlen + 1): 0 unknown, else result + 1 */
+};
+
+static int wm(struct wm_ctx *c, const char *p, const char *t);
+
+static int wm_memo(struct wm_ctx *c, const char *p, const char *t)
 {
+	size_t cols = (size_t)(c->tend - c->tstart) + 1, at;
+	int r;
+
+	if (!c->memo && ++c->calls > WM_MEMO_AFTER)
+		c->memo = xcalloc((c->plen + 1) * cols, 1);
+	if (!c->memo)
+		return wm(c, p, t);
+	at = (size_t)(p - c->pstart) * cols + (size_t)(t - c->tstart);
+	if (c->memo[at])
+		return c->memo[at] - 1;
+	r = wm(c, p, t);
+	c->memo[at] = (unsigned char)(r + 1);
+	return r;
+}
+
+/*
+ * Match the pattern from `p` (NUL-terminated) against the text [t, tend).
+ * Star handling returns ABORT codes so that a failed "*" never retries
+ * positions a later "*" would cover (git's wildmatch.c does the same).
+ */
+static int wm(struct wm_ctx *c, const char *p, const char *t)
+{
+	const char *tend = c->tend;
+
 	for (; *p; p++, t++) {
 		unsigned char pc = (unsigned char)*p, tc;
 
@@ -99,10 +134,10 @@ static int wm(const char *pstart, const char *p, const char *t, const char *tend
 
 				while (*q == '*')
 					q++;
-				if ((prev < pstart || *prev == '/') &&
+				if ((prev < c->pstart || *prev == '/') &&
 				    (!*q || *q == '/' || (q[0] == '\\' && q[1] == '/'))) {
 					/* "**" + "/": first try it as no folder at all. */
-					if (*q == '/' && wm(pstart, q + 1, t, tend) == WM_MATCH)
+					if (*q == '/' && wm_memo(c, q + 1, t) == WM_MATCH)
 						return WM_MATCH;
 					match_slash = 1;
 				}
@@ -134,7 +169,7 @@ static int wm(const char *pstart, const char *p, const char *t, const char *tend
 					if (t >= tend || *t != want)
 						return WM_NOMATCH;
 				}
-				m = wm(pstart, p, t, tend);
+				m = wm_memo(c, p, t);
 				if (m != WM_NOMATCH) {
 					if (!match_slash || m != WM_ABORT_TO_STARSTAR)
 						return m;
@@ -147,34 +182,34 @@ static int wm(const char *pstart, const char *p, const char *t, const char *tend
 		}
 		case '[': {
 			const char *q = p + 1;
-			unsigned char c, prev = 0;
+			unsigned char ch, prev = 0;
 			int negated = 0, matched = 0;
 
-			c = (unsigned char)*q;
-			if (c == '^' || c == '!') {
+			ch = (unsigned char)*q;
+			if (ch == '^' || ch == '!') {
 				negated = 1;
-				c = (unsigned char)*++q;
+				ch = (unsigned char)*++q;
 			}
 			do {
-				if (!c)
+				if (!ch)
 					return WM_ABORT_ALL;
-				if (c == '\\') {
-					c = (unsigned char)*++q;
-					if (!c)
+				if (ch == '\\') {
+					ch = (unsigned char)*++q;
+					if (!ch)
 						return WM_ABORT_ALL;
-					if (tc == c)
+					if (tc == ch)
 						matched = 1;
-				} else if (c == '-' && prev && q[1] && q[1] != ']') {
-					c = (unsigned char)*++q;
-					if (c == '\\') {
-						c = (unsigned char)*++q;
-						if (!c)
+				} else if (ch == '-' && prev && q[1] && q[1] != ']') {
+					ch = (unsigned char)*++q;
+					if (ch == '\\') {
+						ch = (unsigned char)*++q;
+						if (!ch)
 							return WM_ABORT_ALL;
 					}
-					if (tc <= c && tc >= prev)
+					if (tc <= ch && tc >= prev)
 						matched = 1;
-					c = 0;	/* a range does not start another one */
-				} else if (c == '[' && q[1] == ':') {
+					ch = 0;	/* a range does not start another one */
+				} else if (ch == '[' && q[1] == ':') {
 					const char *s = q + 2, *e = s;
 					int known;
 
@@ -192,14 +227,14 @@ static int wm(const char *pstart, const char *p, const char *t, const char *tend
 						if (!known)
 							return WM_ABORT_ALL;
 						q = e;
-						c = 0;
+						ch = 0;
 					}
-				} else if (tc == c) {
+				} else if (tc == ch) {
 					matched = 1;
 				}
-				prev = c;
-				c = (unsigned char)*++q;
-			} while (c != ']');
+				prev = ch;
+				ch = (unsigned char)*++q;
+			} while (ch != ']');
 			if (matched == negated || tc == '/')
 				return WM_NOMATCH;
 			p = q;
@@ -216,7 +251,11 @@ static int wm(const char *pstart, const char *p, const char *t, const char *tend
 
 int ignore_wildmatch(const char *pattern, const char *text, size_t len)
 {
-	return wm(pattern, pattern, text, text + len) == WM_MATCH;
+	struct wm_ctx c = { pattern, text, text + len, strlen(pattern), 0, NULL };
+	int r = wm(&c, pattern, text);
+
+	free(c.memo);
+	return r == WM_MATCH;
 }
 
 /* ---- parsing ---- */

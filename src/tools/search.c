@@ -120,12 +120,11 @@ static size_t rg_searched(const char *d, size_t len)
 
 /* ---- hits ---- */
 
-static const struct worker *sort_worker;
-
-static int cmp_hit_local(const void *a, const void *b)
+static int cmp_hit_local(const void *a, const void *b, void *arg)
 {
 	const struct hit *x = a, *y = b;
-	int c = strcmp(sort_worker->arena.buf + x->path, sort_worker->arena.buf + y->path);
+	const char *arena = arg;
+	int c = strcmp(arena + x->path, arena + y->path);
 
 	if (c)
 		return c;
@@ -135,16 +134,12 @@ static int cmp_hit_local(const void *a, const void *b)
 /* Keep the first max_results hits of this worker (in output order): the rest cannot show. */
 static void prune(struct worker *w)
 {
-	static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
 	struct buf arena = BUF_INIT;
 	size_t i, keep = w->s->max_results;
 	const char *last = NULL;
 	size_t last_off = 0;
 
-	pthread_mutex_lock(&sort_lock);
-	sort_worker = w;
-	qsort(w->hits, w->nr, sizeof(*w->hits), cmp_hit_local);
-	pthread_mutex_unlock(&sort_lock);
+	qsort_r(w->hits, w->nr, sizeof(*w->hits), cmp_hit_local, w->arena.buf);
 	if (w->nr > keep)
 		w->nr = keep;
 	for (i = 0; i < w->nr; i++) {

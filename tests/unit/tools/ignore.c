@@ -426,6 +426,49 @@ static void test_ignore_parent_folder_wins(void **state)
 	tu_rmtree(ws);
 }
 
+/*
+ * Found by tests/fuzz/ignore.c: patterns of many "**" folders made the
+ * matcher retry the same positions exponentially often (it ran for
+ * minutes). The alarm turns a regression into a failure instead of a hang.
+ */
+static void test_ignore_fuzz_regressions(void **state)
+{
+	static const char timeout1[] =
+		"*****/**/**/**/*****/**/**/*/*******/**/**/*****/**/**\251\000\000\000\000\000"
+		"\000\000*/**/**/*****/**/**/*/*******/**/**/*****/**/**/*/*****/**/**\007\000\000"
+		"\000\000\200\000\000*/**/**/*\202*~*il/\000\241/**/**/**~*il/\000/\241/\000o";
+	struct buf pattern = BUF_INIT, path = BUF_INIT;
+	const char *p = timeout1, *end = timeout1 + sizeof(timeout1) - 1;
+	struct ignore_rules *r = ignore_rules_parse("sub", timeout1, strlen(timeout1));
+	int i;
+
+	(void)state;
+	alarm(60);
+	/* As the fuzzer fed it: each path after the rules, as file and folder. */
+	for (p += strlen(p) + 1; p < end; p += strlen(p) + 1) {
+		buf_reset(&path);
+		buf_addf(&path, "sub/%s", p);
+		ignore_rules_match(r, path.buf, path.len, 0);
+		ignore_rules_match(r, path.buf, path.len, 1);
+	}
+	ignore_rules_free(r);
+	/* The same shape made worse: 40 "**" folders against a deep path that cannot match. */
+	for (i = 0; i < 40; i++)
+		buf_addstr(&pattern, "**/*a*/");
+	buf_addstr(&pattern, "zzz");
+	buf_reset(&path);
+	for (i = 0; i < 60; i++)
+		buf_addstr(&path, "aaaa/");
+	buf_addstr(&path, "zzy");
+	assert_false(ignore_wildmatch(pattern.buf, path.buf, path.len));
+	buf_setlen(&path, path.len - 1);
+	buf_addch(&path, 'z');
+	assert_true(ignore_wildmatch(pattern.buf, path.buf, path.len));
+	alarm(0);
+	buf_release(&pattern);
+	buf_release(&path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -434,6 +477,7 @@ int main(void)
 		cmocka_unit_test(test_ignore_agrees_with_git),
 		cmocka_unit_test(test_ignore_worktree_exclude),
 		cmocka_unit_test(test_ignore_parent_folder_wins),
+		cmocka_unit_test(test_ignore_fuzz_regressions),
 	};
 
 	return cmocka_run_group_tests_name("tools/ignore", tests, NULL, NULL);
