@@ -437,21 +437,35 @@ static void test_ignore_fuzz_regressions(void **state)
 		"*****/**/**/**/*****/**/**/*/*******/**/**/*****/**/**\251\000\000\000\000\000"
 		"\000\000*/**/**/*****/**/**/*/*******/**/**/*****/**/**/*/*****/**/**\007\000\000"
 		"\000\000\200\000\000*/**/**/*\202*~*il/\000\241/**/**/**~*il/\000/\241/\000o";
+	static const char timeout2[] =
+		"*****/**/**/**/*****/**/**/*/*/*****/**/**/\000*/*****/**/**\007\000\000\000"
+		"\000\000\000\000*/+*/**/*\202*~*il/\000\241/**/*******/**/**/*****/**/**/***"
+		"**/**/**/**/*****/**/**/*/*******/**/**/*****/**/**/*/*****\307**/**\007\000"
+		"\000\000\000\000\000\000*/**/**/*\202*~*il/\000\241/**/**/**~*il/\000/\241/"
+		"\000o";
+	static const struct {
+		const char *data;
+		size_t len;
+	} inputs[] = { { timeout1, sizeof(timeout1) - 1 }, { timeout2, sizeof(timeout2) - 1 } };
 	struct buf pattern = BUF_INIT, path = BUF_INIT;
-	const char *p = timeout1, *end = timeout1 + sizeof(timeout1) - 1;
-	struct ignore_rules *r = ignore_rules_parse("sub", timeout1, strlen(timeout1));
+	size_t k;
 	int i;
 
 	(void)state;
 	alarm(60);
-	/* As the fuzzer fed it: each path after the rules, as file and folder. */
-	for (p += strlen(p) + 1; p < end; p += strlen(p) + 1) {
-		buf_reset(&path);
-		buf_addf(&path, "sub/%s", p);
-		ignore_rules_match(r, path.buf, path.len, 0);
-		ignore_rules_match(r, path.buf, path.len, 1);
+	/* As the fuzzer fed them: the rules, then each path as file and folder. */
+	for (k = 0; k < ARRAY_SIZE(inputs); k++) {
+		const char *p = inputs[k].data, *end = p + inputs[k].len;
+		struct ignore_rules *r = ignore_rules_parse("sub", p, strlen(p));
+
+		for (p += strlen(p) + 1; p < end; p += strlen(p) + 1) {
+			buf_reset(&path);
+			buf_addf(&path, "sub/%s", p);
+			ignore_rules_match(r, path.buf, path.len, 0);
+			ignore_rules_match(r, path.buf, path.len, 1);
+		}
+		ignore_rules_free(r);
 	}
-	ignore_rules_free(r);
 	/* The same shape made worse: 40 "**" folders against a deep path that cannot match. */
 	for (i = 0; i < 40; i++)
 		buf_addstr(&pattern, "**/*a*/");
