@@ -3,6 +3,7 @@
 
 /* One function per subcommand, each in src/cli/cmd_<name>.c. */
 
+int cmd_ask(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_help(int argc, char **argv);

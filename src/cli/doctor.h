@@ -12,4 +12,7 @@
 
 void doctor_sections(struct doctor *d, const struct config *cfg);
 
+/** "Providers": reachability, model and key of each [providers.NAME] (doctor_llm.c). */
+void doctor_llm(struct doctor *d, const struct config *cfg);
+
 #endif

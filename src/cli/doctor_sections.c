@@ -2,6 +2,5 @@
 
 void doctor_sections(struct doctor *d, const struct config *cfg)
 {
-	(void)d;
-	(void)cfg;
+	doctor_llm(d, cfg);
 }

@@ -33,6 +33,23 @@ int cli_quiet, cli_verbose;
 static struct strvec cli_config_flags = STRVEC_INIT;	/* "key=value" from -c */
 
 static const struct cli_command commands[] = {
+	{ "ask", HEAVY(cmd_ask), CLI_HEAVY, "Ask the configured model a question about this project",
+	  "usage: forgex ask [--json] [--provider NAME] [--model M] [--transcript FILE]\n"
+	  "                  QUESTION...\n"
+	  "\n"
+	  "Sends QUESTION to the model of [providers.NAME] (default: \"default\"),\n"
+	  "with the project's instruction files ([context] instructions) in the\n"
+	  "system prompt, and prints the answer as it arrives.\n"
+	  "\n"
+	  "--json              print the final message and token usage as JSON\n"
+	  "--provider NAME     use [providers.NAME]\n"
+	  "--model M           use model M instead of the provider's\n"
+	  "--transcript FILE   append the exchange to FILE (JSON Lines, redacted);\n"
+	  "                    a provider with type = \"replay\" and transcript = FILE\n"
+	  "                    answers from it offline\n"
+	  "\n"
+	  "Exit status: 0 answered, 2 usage or configuration error, 3 the provider\n"
+	  "failed (or the answer was cut at the token limit), 130 interrupted.\n" },
 	{ "config", cmd_config, 0, "Show or query the effective configuration",
 	  "usage: forgex config show [--json]\n"
 	  "       forgex config get KEY\n"
