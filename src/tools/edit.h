@@ -49,6 +49,7 @@ int edit_apply(struct edit_result *out, const char *text, size_t len, const char
 	       size_t old_len, const char *new_text, size_t new_len, int replace_all,
 	       const char *name, struct buf *why);
 
+/** Free the new text; leaves EDIT_RESULT_INIT. */
 void edit_result_release(struct edit_result *res);
 
 #endif

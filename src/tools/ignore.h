@@ -117,6 +117,7 @@ int ignore_tree_init(struct ignore_tree *tree, const struct wspath_root *root);
  */
 int ignore_tree_excluded(struct ignore_tree *tree, const char *rel, int is_dir);
 
+/** Free the cached rules (the root stays with its owner). */
 void ignore_tree_release(struct ignore_tree *tree);
 
 #endif

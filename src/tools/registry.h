@@ -84,7 +84,9 @@ struct tool_registry {
 
 #define TOOL_REGISTRY_INIT { NULL, 0, 0 }
 
+/** An empty registry (same as TOOL_REGISTRY_INIT). */
 void registry_init(struct tool_registry *reg);
+/** Free every tool; leaves the registry empty. */
 void registry_release(struct tool_registry *reg);
 
 /**
@@ -132,6 +134,7 @@ struct tool_ctx {
  * when it is not a folder.
  */
 int tool_ctx_init(struct tool_ctx *ctx, const struct tool_registry *reg, const char *workspace);
+/** Close the workspace and free the record of changes. */
 void tool_ctx_release(struct tool_ctx *ctx);
 
 /** Record that the tools changed (or removed) `rel`; each path is kept once. */

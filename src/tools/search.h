@@ -23,9 +23,10 @@
  * threads; the result does not depend on their number.
  *
  * The glob is one gitignore-style pattern matched against file paths
- * relative to the workspace: "*.c" (any folder), "src/" "**" "/" "*.h"
- * (written together), "*.{c,h}" (alternatives), "!*_test.go" (exclude).
- * Folders are always entered unless a "!" glob matches them.
+ * relative to the workspace: "*.c" matches in any folder, a pattern with
+ * a slash is anchored ("src/" followed by "**" and "/*.h" matches headers
+ * anywhere under src), "*.{c,h}" gives alternatives, "!*_test.go"
+ * excludes. Folders are always entered unless a "!" glob matches them.
  *
  * For literal patterns this finds exactly what
  * `rg -n --hidden --no-ignore-global -g '!.git' PATTERN` finds from the
