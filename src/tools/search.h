@@ -24,8 +24,8 @@
  *
  * The glob is one gitignore-style pattern matched against file paths
  * relative to the workspace: "*.c" matches in any folder, a pattern with
- * a slash is anchored ("src/" followed by "**" and "/*.h" matches headers
- * anywhere under src), "*.{c,h}" gives alternatives, "!*_test.go"
+ * a slash is anchored ("src", "**" and "*.h" joined by slashes matches
+ * headers anywhere under src), "*.{c,h}" gives alternatives, "!*_test.go"
  * excludes. Folders are always entered unless a "!" glob matches them.
  *
  * For literal patterns this finds exactly what
