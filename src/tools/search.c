@@ -611,11 +611,24 @@ struct flat_hit {
 static int cmp_flat(const void *a, const void *b)
 {
 	const struct flat_hit *x = a, *y = b;
-	int c = strcmp(x->path, y->path);
+	/* Hits of one file share their path string: skip strcmp for them. */
+	int c = x->path == y->path ? 0 : strcmp(x->path, y->path);
 
 	if (c)
 		return c;
 	return x->line < y->line ? -1 : x->line > y->line;
+}
+
+/* Append the decimal digits of `n`. */
+static void add_number(struct buf *out, size_t n)
+{
+	char digits[24];
+	size_t i = sizeof(digits);
+
+	do
+		digits[--i] = (char)('0' + n % 10);
+	while ((n /= 10));
+	buf_add(out, digits + i, sizeof(digits) - i);
 }
 
 /* The chain of rules from the workspace down to the folder `rel` (excluded). */
@@ -746,7 +759,10 @@ int search_run(struct buf *out, const struct wspath_root *root, const struct sea
 	}
 	qsort(flat, nflat, sizeof(*flat), cmp_flat);
 	for (i = 0; i < nflat && i < s.max_results; i++) {
-		buf_addf(out, "%s:%zu:", flat[i].path, flat[i].line);
+		buf_addstr(out, flat[i].path);
+		buf_addch(out, ':');
+		add_number(out, flat[i].line);
+		buf_addch(out, ':');
 		buf_add(out, flat[i].text, flat[i].len);
 		if (flat[i].cut)
 			buf_addf(out, " [... %zu more bytes]", flat[i].cut);

@@ -26,8 +26,11 @@ static int set_mode(void **state)
 	int fallback = *(int *)*state;
 
 	wspath_force_fallback(fallback);
-	if (!fallback && !wspath_have_openat2())
-		skip();	/* this kernel has no openat2: the fallback run covers it */
+	if (!fallback && !wspath_have_openat2()) {
+		print_message("skipping the openat2 run: this kernel has no openat2 "
+			      "(the fallback run covers it)\n");
+		skip();
+	}
 	return 0;
 }
 

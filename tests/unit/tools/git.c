@@ -41,10 +41,18 @@ static int have_git(void)
 }
 
 /* A repository with one commit, then changes of every kind. */
+static void skip_without_git(void)
+{
+	if (!have_git()) {
+		print_message("skipping: the git program (used to make test repositories) is "
+			      "missing\n");
+		skip();
+	}
+}
+
 static void make_repo(struct tt *t)
 {
-	if (!have_git())
-		skip();
+	skip_without_git();
 	tu_write(t->ws, "a.txt", "one\ntwo\nthree\n");
 	tu_write(t->ws, "b.txt", "bee\n");
 	tu_write(t->ws, "sub/c.txt", "sea\n");
@@ -159,8 +167,7 @@ static void test_git_clean_unborn_and_none(void **state)
 
 	(void)state;
 	tt_setup(&t);
-	if (!have_git())
-		skip();
+	skip_without_git();
 	assert_int_equal(tt_call(&t, tt_builder(), "git_status", ""), TOOL_FAILED);
 	assert_contains(t.out.buf, "not inside a git repository");
 	git(t.ws, (const char *const[]){ "init", "-q", NULL });

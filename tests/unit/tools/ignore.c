@@ -292,8 +292,10 @@ static void test_ignore_agrees_with_git(void **state)
 	size_t ignored = 0, kept = 0;
 
 	(void)state;
-	if (run_git("/", (const char *const[]){ "--version", NULL }, NULL))
+	if (run_git("/", (const char *const[]){ "--version", NULL }, NULL)) {
+		print_message("skipping: the git program is missing\n");
 		skip();
+	}
 	for (seed = 1; seed <= 40; seed++) {
 		char *ws = tu_mkdtemp();
 		struct wspath_root root = WSPATH_ROOT_INIT;
