@@ -81,6 +81,12 @@ static int handler(struct tool_ctx *c, const json_t *args, struct buf *result)
 	return 0;
 }
 
+static void cleanup(void)
+{
+	if (ws)
+		fsutil_remove_tree(ws);
+}
+
 static void setup(void)
 {
 	size_t i;
@@ -107,6 +113,7 @@ static void setup(void)
 	ws = mkdtemp(ws_template);
 	if (!ws)
 		abort();
+	atexit(cleanup);
 	{
 		struct buf p = BUF_INIT;
 
