@@ -55,6 +55,12 @@ int cli_usage_error(const char *name, const char *fmt, ...) FX_PRINTF(2, 3);
  */
 int cli_load_config(struct config *cfg);
 
+/**
+ * The exit status for a failed service call's FX_E* `code`: refusals 4,
+ * interrupts 130, bad input 2, provider failures 3, anything else 1.
+ */
+int cli_exit_for_error(int code);
+
 /** Print "forgex: error: " + err_last() to stderr. */
 void cli_print_error(void);
 

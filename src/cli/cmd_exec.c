@@ -43,23 +43,6 @@ static int parse_timeout(const char *s)
 	return (int)(v * 1000.0 + 0.5) ? (int)(v * 1000.0 + 0.5) : 1;
 }
 
-static int exit_for_error(int code)
-{
-	switch (code) {
-	case FX_EDENIED:
-	case FX_EUNSUPPORTED:
-		return EXIT_DENIED;
-	case FX_EINTR:
-		return EXIT_INTERRUPTED;
-	case FX_EINVAL:
-	case FX_ENOTFOUND:
-	case FX_EPARSE:
-		return EXIT_USAGE;
-	default:
-		return EXIT_FAIL;
-	}
-}
-
 /* The child's status as ours: 0-255 pass through; anything else is a failure. */
 static int exit_for_result(const struct exec_result *r)
 {
@@ -145,7 +128,7 @@ int cmd_exec(int argc, char **argv)
 	ret = executor_init(&ex, &cfg, cfg.workspace);
 	if (ret < 0) {
 		cli_print_error();
-		status = exit_for_error(ret);
+		status = cli_exit_for_error(ret);
 		goto out_cfg;
 	}
 	if (!cli_quiet)
@@ -177,7 +160,7 @@ int cmd_exec(int argc, char **argv)
 			log_error("interrupted: the command and everything it started were stopped");
 		else
 			cli_print_error();
-		status = exit_for_error(ret);
+		status = cli_exit_for_error(ret);
 		goto out_ex;
 	}
 	if (json) {

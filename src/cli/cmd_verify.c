@@ -30,23 +30,6 @@ static void on_interrupt(int sig)
 	verify_interrupted = 1;
 }
 
-static int exit_for_error(int code)
-{
-	switch (code) {
-	case FX_EDENIED:
-	case FX_EUNSUPPORTED:
-		return EXIT_DENIED;
-	case FX_EINTR:
-		return EXIT_INTERRUPTED;
-	case FX_EINVAL:
-	case FX_ENOTFOUND:
-	case FX_EPARSE:
-		return EXIT_USAGE;
-	default:
-		return EXIT_FAIL;
-	}
-}
-
 static void print_argv(const struct strvec *argv)
 {
 	struct buf b = BUF_INIT;
@@ -196,7 +179,7 @@ int cmd_verify(int argc, char **argv)
 	ret = executor_init(&ex, &cfg, cfg.workspace);
 	if (ret < 0) {
 		cli_print_error();
-		status = exit_for_error(ret);
+		status = cli_exit_for_error(ret);
 		goto out_cfg;
 	}
 	if (!cli_quiet) {
@@ -236,7 +219,7 @@ int cmd_verify(int argc, char **argv)
 			log_error("interrupted: the tests and everything they started were stopped");
 		else
 			cli_print_error();
-		status = exit_for_error(ret);
+		status = cli_exit_for_error(ret);
 		goto out_ex;
 	}
 	if (json)

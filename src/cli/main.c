@@ -213,6 +213,26 @@ int cli_usage_error(const char *name, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
+int cli_exit_for_error(int code)
+{
+	switch (code) {
+	case FX_EDENIED:
+	case FX_EUNSUPPORTED:
+		return EXIT_DENIED;
+	case FX_EINTR:
+		return EXIT_INTERRUPTED;
+	case FX_EINVAL:
+	case FX_ENOTFOUND:
+	case FX_EPARSE:
+		return EXIT_USAGE;
+	case FX_EPROVIDER:
+	case FX_EMISMATCH:
+		return EXIT_PROVIDER;
+	default:
+		return EXIT_FAIL;
+	}
+}
+
 void cli_print_error(void)
 {
 	log_error("%s", err_last()[0] ? err_last() : "unknown error");

@@ -26,34 +26,15 @@ static struct config cfg;
 
 static void cfg_setup(struct config *c)
 {
-	memset(c, 0, sizeof(*c));
-	c->permissions.mode = xstrdup("ask");
-	strvec_init(&c->terminal.allowed);
-	strvec_init(&c->terminal.denied);
-	c->terminal.timeout_seconds = 120;
-	c->terminal.max_output_bytes = 1000000;
+	/* the built-in defaults, as a user without a config file has them */
+	config_init(c);
+	free(c->sandbox.backend);
 	c->sandbox.backend = xstrdup("docker");
-	strvec_init(&c->sandbox.writable_roots);
-	c->sandbox.max_processes = 512;
-	c->sandbox.memory_limit = xstrdup("");
-	c->sandbox.cpu_limit = xstrdup("");
-	c->sandbox.image = xstrdup("python:3.12-slim");
-	c->sandbox.read_only = 1;
-	c->sandbox.user = xstrdup("");
 }
 
 static void cfg_teardown(struct config *c)
 {
-	free(c->permissions.mode);
-	strvec_clear(&c->terminal.allowed);
-	strvec_clear(&c->terminal.denied);
-	free(c->sandbox.backend);
-	strvec_clear(&c->sandbox.writable_roots);
-	free(c->sandbox.memory_limit);
-	free(c->sandbox.cpu_limit);
-	free(c->sandbox.image);
-	free(c->sandbox.user);
-	memset(c, 0, sizeof(*c));
+	config_release(c);
 }
 
 static void set_str(char **field, const char *v)
