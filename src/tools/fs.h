@@ -1,0 +1,60 @@
+#ifndef FX_TOOLS_FS_H
+#define FX_TOOLS_FS_H
+
+/*
+ * Helpers the file tools share (fs.c, edit.c): refusing git's and
+ * forgex's own folders, loading a text file, writing one atomically, and
+ * the text checks.
+ */
+
+#include <stddef.h>
+
+#include "base/buf.h"
+#include "tools/registry.h"
+#include "tools/wspath.h"
+
+/** How many leading bytes decide whether a file is text. */
+#define FS_SNIFF_BYTES 8192
+
+/**
+ * Why the first FS_SNIFF_BYTES of `data` (`len` bytes; `whole` when that
+ * is the entire file) are not text: a NUL byte or invalid UTF-8. Appends
+ * the reason ("NUL byte at offset 12") to `why` and returns 1; 0 for text.
+ * An incomplete UTF-8 sequence cut by the sniff window is not held against it.
+ */
+int fs_is_binary(const char *data, size_t len, int whole, struct buf *why);
+
+/**
+ * The rule wspath_locate() applies, for paths that are only text (the git
+ * tools name paths that may no longer exist): refuse any component ".git",
+ * and for changes (`modify`) anything under ".forgex". `rel` is
+ * normalized; `shown` is the path the model sent. FX_EDENIED, else 0.
+ */
+int fs_check_allowed(const char *rel, const char *shown, int modify);
+
+/**
+ * Locate `path` for reading a regular file (following symlinks that stay
+ * inside) and load it whole into `out`, at most `max` bytes (FX_ELIMIT
+ * beyond, naming the size). `flags` adds wspath flags (WSPATH_CHANGE when
+ * the file is to be changed). `loc` is filled even on some failures and
+ * must always be released by the caller.
+ */
+int fs_load_text(struct buf *out, struct wspath_loc *loc, struct tool_ctx *ctx, const char *path,
+		 size_t max, unsigned flags);
+
+/**
+ * Replace the file at `loc` with `len` bytes atomically (temporary file in
+ * the same folder, fsync, rename) and record the change in `ctx`.
+ */
+int fs_write_loc(struct tool_ctx *ctx, const struct wspath_loc *loc, const void *data, size_t len);
+
+/** Append `n` as the line-number column of read_file ("%6zu\t", like cat -n). */
+void fs_add_lineno(struct buf *out, size_t n);
+
+/** Count the lines of `data` (a last line without "\n" counts). */
+size_t fs_count_lines(const char *data, size_t len);
+
+/** The length of the longest prefix of `s` (at most `max` bytes) that does not cut a UTF-8 sequence. */
+size_t fs_utf8_cut(const char *s, size_t len, size_t max);
+
+#endif

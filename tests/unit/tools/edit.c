@@ -1,0 +1,274 @@
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "tools/edit.h"
+#include "unit/tools/common.h"
+
+static const char *py =
+	"def total(items):\n"
+	"    result = 0\n"
+	"    for item in items:\n"
+	"        if item > 0:\n"
+	"            result += item\n"
+	"    return result\n"
+	"\n"
+	"def count(items):\n"
+	"    result = 0\n"
+	"    for item in items:\n"
+	"        result += 1\n"
+	"    return result\n";
+
+/* Edit `path` through the tool and return the status; the result is in t->out. */
+static int edit(struct tt *t, const char *path, const char *old, const char *new_text, int all)
+{
+	return tt_callj(t, tt_builder(), "edit_file",
+			json_pack("{s:s,s:s,s:s,s:b}", "path", path, "old_string", old,
+				  "new_string", new_text, "replace_all", all));
+}
+
+static void test_edit_exact_unique(void **state)
+{
+	struct tt t;
+	char *c;
+
+	(void)state;
+	tt_setup(&t);
+	tu_write(t.ws, "calc.py", py);
+	assert_int_equal(edit(&t, "calc.py", "        if item > 0:\n", "        if item >= 0:\n", 0),
+			 TOOL_OK);
+	assert_contains(t.out.buf, "edited calc.py: 1 replacement, at line 4");
+	assert_contains(t.out.buf, "     4\t        if item >= 0:\n");
+	c = tu_read(t.ws, "calc.py");
+	assert_non_null(strstr(c, "if item >= 0:"));
+	assert_int_equal(strlen(c), strlen(py) + 1);
+	free(c);
+	assert_int_equal(t.ctx.changed.nr, 1);
+	tt_teardown(&t);
+}
+
+/* The model got the indentation wrong: applied once, re-indented to the file. */
+static void test_edit_wrong_indentation_applies_once(void **state)
+{
+	struct tt t;
+	char *c;
+
+	(void)state;
+	tt_setup(&t);
+	tu_write(t.ws, "calc.py", py);
+	/* Two-space indentation instead of the file's four and eight, and a trailing space. */
+	assert_int_equal(edit(&t, "calc.py",
+			      "  for item in items:\n    if item > 0:  \n      result += item\n",
+			      "  for item in items:\n    if item > 0 and item < 100:\n"
+			      "      result += item\n    else:\n      result -= 1\n", 0), TOOL_OK);
+	assert_contains(t.out.buf, "1 replacement, at line 3");
+	assert_contains(t.out.buf, "re-indented");
+	c = tu_read(t.ws, "calc.py");
+	assert_string_equal(c,
+		"def total(items):\n"
+		"    result = 0\n"
+		"    for item in items:\n"
+		"        if item > 0 and item < 100:\n"
+		"            result += item\n"
+		"        else:\n"
+		"            result -= 1\n"
+		"    return result\n"
+		"\n"
+		"def count(items):\n"
+		"    result = 0\n"
+		"    for item in items:\n"
+		"        result += 1\n"
+		"    return result\n");
+	free(c);
+	tt_teardown(&t);
+}
+
+static void test_edit_tabs_and_crlf(void **state)
+{
+	struct edit_result r = EDIT_RESULT_INIT;
+	struct buf why = BUF_INIT;
+	const char *text = "int f(void)\r\n{\r\n\tif (x)\r\n\t\treturn 1;\r\n\treturn 0;\r\n}\r\n";
+
+	const char *old = "    if (x)\n        return 1;\n", *new_text = "    if (x && y)\n        return 2;\n";
+
+	(void)state;
+	/* LF and spaces from the model, CRLF and tabs in the file. */
+	assert_int_equal(edit_apply(&r, text, strlen(text), old, strlen(old), new_text,
+				    strlen(new_text), 0, "f.c", &why), 0);
+	assert_true(r.fuzzy);
+	assert_string_equal(r.text.buf,
+			    "int f(void)\r\n{\r\n\tif (x && y)\r\n\t\treturn 2;\r\n\treturn 0;\r\n}\r\n");
+	edit_result_release(&r);
+	buf_release(&why);
+}
+
+static void test_edit_ambiguous_writes_nothing(void **state)
+{
+	struct stat before, after;
+	struct tt t;
+	char *c;
+
+	(void)state;
+	tt_setup(&t);
+	tu_write(t.ws, "calc.py", py);
+	assert_int_equal(stat(tt_path(&t, "calc.py"), &before), 0);
+	assert_int_equal(edit(&t, "calc.py", "    result = 0\n", "    result = 1\n", 0), TOOL_FAILED);
+	assert_contains(t.out.buf, "occurs 2 times in calc.py, at lines 2, 9");
+	assert_contains(t.out.buf, "replace_all");
+	assert_contains(t.out.buf, "     2\t    result = 0\n");
+	assert_contains(t.out.buf, "     9\t    result = 0\n");
+	/* Not even whitespace-tolerantly unique: also refused, with both places. */
+	assert_int_equal(edit(&t, "calc.py", "result = 0\nfor item in items:\n", "x\n", 0), TOOL_FAILED);
+	assert_contains(t.out.buf, "matches 2 places, at lines 2, 9");
+	c = tu_read(t.ws, "calc.py");
+	assert_string_equal(c, py);
+	free(c);
+	assert_int_equal(stat(tt_path(&t, "calc.py"), &after), 0);
+	assert_int_equal(before.st_ino, after.st_ino);	/* not even rewritten */
+	assert_int_equal(t.ctx.changed.nr, 0);
+	/* replace_all changes both. */
+	assert_int_equal(edit(&t, "calc.py", "    result = 0\n", "    result = 1\n", 1), TOOL_OK);
+	assert_contains(t.out.buf, "2 replacements, at line 2, 9");
+	c = tu_read(t.ws, "calc.py");
+	assert_null(strstr(c, "result = 0"));
+	free(c);
+	tt_teardown(&t);
+}
+
+static void test_edit_not_found_shows_closest(void **state)
+{
+	struct tt t;
+	char *c;
+
+	(void)state;
+	tt_setup(&t);
+	tu_write(t.ws, "calc.py", py);
+	assert_int_equal(edit(&t, "calc.py", "    for itm in items:\n        result += 2\n",
+			      "    pass\n", 0), TOOL_FAILED);
+	assert_contains(t.out.buf, "was not found in calc.py");
+	/* The best passage is lines 10-11 (one letter and one digit off), shown numbered. */
+	assert_contains(t.out.buf, "--- lines 10-11 (");
+	assert_contains(t.out.buf, "    10\t    for item in items:\n    11\t        result += 1\n");
+	{
+		const char *first = strstr(t.out.buf, "--- lines");
+
+		assert_non_null(first);
+		assert_int_equal(strncmp(first, "--- lines 10-11", 15), 0);
+	}
+	c = tu_read(t.ws, "calc.py");
+	assert_string_equal(c, py);
+	free(c);
+	tt_teardown(&t);
+}
+
+static void test_edit_create_with_empty_old(void **state)
+{
+	struct tt t;
+	char *c;
+
+	(void)state;
+	tt_setup(&t);
+	assert_int_equal(edit(&t, "pkg/new.py", "", "print('hi')\n", 0), TOOL_OK);
+	assert_contains(t.out.buf, "created pkg/new.py");
+	c = tu_read(t.ws, "pkg/new.py");
+	assert_string_equal(c, "print('hi')\n");
+	free(c);
+	assert_int_equal(edit(&t, "pkg/new.py", "", "other\n", 0), TOOL_FAILED);
+	assert_contains(t.out.buf, "exists and is not empty");
+	c = tu_read(t.ws, "pkg/new.py");
+	assert_string_equal(c, "print('hi')\n");
+	free(c);
+	tu_write(t.ws, "empty.txt", "");
+	assert_int_equal(edit(&t, "empty.txt", "", "filled\n", 0), TOOL_OK);
+	c = tu_read(t.ws, "empty.txt");
+	assert_string_equal(c, "filled\n");
+	free(c);
+	tt_teardown(&t);
+}
+
+static void test_edit_refusals(void **state)
+{
+	struct tt t;
+	int fd;
+
+	(void)state;
+	tt_setup(&t);
+	tu_write(t.ws, "a.txt", "same\n");
+	assert_int_equal(edit(&t, "a.txt", "same", "same", 0), TOOL_FAILED);
+	assert_contains(t.out.buf, "nothing to change");
+	assert_int_equal(edit(&t, "missing.txt", "x", "y", 0), TOOL_FAILED);
+	assert_contains(t.out.buf, "does not exist");
+	fd = open(tt_path(&t, "b.bin"), O_WRONLY | O_CREAT, 0644);
+	assert_int_equal(write(fd, "ab\0cd", 5), 5);
+	close(fd);
+	assert_int_equal(edit(&t, "b.bin", "ab", "xy", 0), TOOL_FAILED);
+	assert_contains(t.out.buf, "binary");
+	assert_int_equal(edit(&t, "a.txt", "nowhere", "x", 1), TOOL_FAILED);
+	assert_contains(t.out.buf, "replace_all needs exact occurrences");
+	assert_int_equal(t.ctx.changed.nr, 0);
+	tt_teardown(&t);
+}
+
+static void test_edit_keeps_mode_and_follows_inner_link(void **state)
+{
+	struct stat st;
+	struct tt t;
+	char *c;
+
+	(void)state;
+	tt_setup(&t);
+	tu_write(t.ws, "run.sh", "#!/bin/sh\necho one\n");
+	assert_int_equal(chmod(tt_path(&t, "run.sh"), 0755), 0);
+	assert_int_equal(symlink("run.sh", tt_path(&t, "link.sh")), 0);
+	assert_int_equal(edit(&t, "link.sh", "echo one", "echo two", 0), TOOL_OK);
+	c = tu_read(t.ws, "run.sh");
+	assert_string_equal(c, "#!/bin/sh\necho two\n");
+	free(c);
+	assert_int_equal(stat(tt_path(&t, "run.sh"), &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0755);
+	assert_int_equal(lstat(tt_path(&t, "link.sh"), &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	tt_teardown(&t);
+}
+
+static void test_edit_apply_line_numbers(void **state)
+{
+	struct edit_result r = EDIT_RESULT_INIT;
+	struct buf why = BUF_INIT;
+	const char *text = "a\nX\nb\nX\nc\nX\n";
+
+	(void)state;
+	/* Each replacement adds a line: later ones are numbered in the new text. */
+	assert_int_equal(edit_apply(&r, text, strlen(text), "X\n", 2, "Y\nY\n", 4, 1, "f", &why), 0);
+	assert_string_equal(r.text.buf, "a\nY\nY\nb\nY\nY\nc\nY\nY\n");
+	assert_int_equal(r.count, 3);
+	assert_int_equal(r.lines[0], 2);
+	assert_int_equal(r.lines[1], 5);
+	assert_int_equal(r.lines[2], 8);
+	edit_result_release(&r);
+	/* No match in an empty text. */
+	assert_int_equal(edit_apply(&r, "", 0, "x", 1, "y", 1, 0, "f", &why), FX_ENOTFOUND);
+	assert_contains(why.buf, "empty");
+	assert_int_equal(r.text.len, 0);
+	buf_release(&why);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_edit_exact_unique),
+		cmocka_unit_test(test_edit_wrong_indentation_applies_once),
+		cmocka_unit_test(test_edit_tabs_and_crlf),
+		cmocka_unit_test(test_edit_ambiguous_writes_nothing),
+		cmocka_unit_test(test_edit_not_found_shows_closest),
+		cmocka_unit_test(test_edit_create_with_empty_old),
+		cmocka_unit_test(test_edit_refusals),
+		cmocka_unit_test(test_edit_keeps_mode_and_follows_inner_link),
+		cmocka_unit_test(test_edit_apply_line_numbers),
+	};
+
+	return cmocka_run_group_tests_name("tools/edit", tests, NULL, NULL);
+}
