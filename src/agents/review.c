@@ -117,6 +117,19 @@ int review_parse_verdict(int *pass, struct buf *summary, struct strvec *fixes,
 		s = jsonx_str(args, "reasoning");
 	if (s && summary)
 		buf_addstr(summary, s);
+	arr = json_object_get(args, "reasons");
+	if (!s && summary && json_is_array(arr)) {
+		size_t i;
+		json_t *x;
+
+		json_array_foreach(arr, i, x) {
+			if (!json_is_string(x))
+				continue;
+			if (summary->len)
+				buf_addstr(summary, "; ");
+			buf_addstr(summary, json_string_value(x));
+		}
+	}
 	arr = json_object_get(args, "required_fixes");
 	if (!arr)
 		arr = json_object_get(args, "fixes");

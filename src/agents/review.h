@@ -80,7 +80,8 @@ int review_decide(struct review *r);
 
 /**
  * Read a verdict from the arguments of a submit_verdict call:
- * {"verdict": "PASS"|"FAIL" (any case), "summary"/"reason": "...",
+ * {"verdict": "PASS"|"FAIL" (any case), "summary"/"reason": "..." or
+ * "reasons": ["...", ...] (joined with "; "),
  * "required_fixes"/"fixes": ["...", ...]}. FX_EPARSE when there is no
  * recognisable verdict; `*pass`, `summary` and `fixes` are then untouched.
  */
