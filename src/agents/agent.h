@@ -94,6 +94,7 @@
 #include <stddef.h>
 
 #include "base/buf.h"
+#include "base/strvec.h"
 #include "config/config.h"
 #include "llm/provider.h"
 #include "tools/registry.h"
@@ -234,7 +235,8 @@ struct agent_opts {
 	agent_event_fn on_event;	/* NULL: no events */
 	void *event_data;
 	const volatile sig_atomic_t *cancel;	/* non-zero: stop (NULL: never) */
-	int stream;			/* ask for a streamed reply */
+	int stream;			/* 1: streamed reply, 0: not (overrides the provider's
+					 * `stream` for each call; pass provider->stream to keep it) */
 	llm_text_fn on_text;		/* streamed text of every reply (may be NULL) */
 	void *text_data;
 
@@ -256,9 +258,14 @@ struct agent_result {
 	int tool_calls;		/* tool calls dispatched (refusals included) */
 	char *error;		/* why it ended when not DONE/ANSWERED (never NULL then); else NULL */
 	int error_code;		/* AGENT_PROVIDER_ERROR: the provider's FX_E* code; else 0 */
+	char *finish_reason;	/* of the last reply ("" when none; never NULL) */
+	char *model;		/* the model that gave the last reply, as the server named it */
+	struct strvec warnings;	/* for the person, from the provider (lenient replay) */
+	long trimmed;		/* messages shortened by context control */
 };
 
-#define AGENT_RESULT_INIT { AGENT_DONE, NULL, NULL, NULL, { 0, 0, 0, 0 }, 0.0, 0, 0, NULL, 0 }
+#define AGENT_RESULT_INIT { AGENT_DONE, NULL, NULL, NULL, { 0, 0, 0, 0 }, 0.0, 0, 0, NULL, 0, \
+			    NULL, NULL, STRVEC_INIT, 0 }
 
 /**
  * Run the loop described in the overview for `opts->role`. Blocks until it
