@@ -39,7 +39,7 @@ model = "demo-model"
 api_key_env = "FORGEX_DEMO_NO_KEY"
 
 [pipeline]
-test_command = ["python3", "-m", "unittest", "-v"]
+test_command = ["python3", "-B", "-m", "unittest", "-v"]
 TOML
 "$build/forgex" run "$(cat "$demo/request.txt")"
 run=$(ls .forgex/runs | tail -n 1)

@@ -28,7 +28,7 @@ replay_mode = "lenient"     # test timings differ from the recording
 model = "demo-model"
 
 [pipeline]
-test_command = ["python3", "-m", "unittest", "-v"]
+test_command = ["python3", "-B", "-m", "unittest", "-v"]
 TOML
 echo "forgex demo in $work"
 echo "request: $(cat "$demo/request.txt")"

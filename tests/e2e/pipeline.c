@@ -180,7 +180,7 @@ static char *project(const struct mock *m, const char *more)
 	char *cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
 			    "api_key_env = \"FX_E2E_NO_KEY\"\nmax_retries = 0\ntimeout_seconds = 30\n"
 			    "[permissions]\nmode = \"auto\"\n"
-			    "[pipeline]\ntest_command = [\"python3\", \"-m\", \"unittest\", \"-v\"]\n%s",
+			    "[pipeline]\ntest_command = [\"python3\", \"-B\", \"-m\", \"unittest\", \"-v\"]\n%s",
 			    m->base_url, more ? more : "");
 
 	tu_write(dir, "calc.py", calc_py);
@@ -553,7 +553,8 @@ static void test_pipeline_gate_overrules_pass(void **state)
 	dir = project(&m, "max_iterations = 1\n");
 	before = snapshot(dir);
 	FORGEX(&r, dir, "run", "make add add");
-	assert_int_equal(r.status, 1);
+	if (r.status != 1)
+		fail_msg("status %d: %s\n%s", r.status, r.out.buf, r.err.buf);
 	evs = events(dir);
 	v = find_event(evs, "verdict", 0);
 	assert_non_null(v);
@@ -643,6 +644,7 @@ static void budget_case(const char *budget, const char *delay_step, const char *
 	struct mock m;
 	struct run r;
 	char *s, *dir, *before, *after, *more;
+	size_t nsteps;
 
 	call(steps, "submit_plan", PLAN);
 	call(steps, "edit_file", FIX_ADD);
@@ -655,6 +657,7 @@ static void budget_case(const char *budget, const char *delay_step, const char *
 	call(steps, "finish", FINISH);
 	call(steps, "finish", FINISH);
 	call(steps, "submit_verdict", PASS);
+	nsteps = json_array_size(steps);
 	s = script(steps);
 	mock_start(&m, s);
 	more = xstrfmt("[budget]\n%s\n", budget);
@@ -667,7 +670,7 @@ static void budget_case(const char *budget, const char *delay_step, const char *
 	after = snapshot(dir);
 	assert_string_equal(after, before);
 	/* it stopped early: not every step was asked for */
-	assert_true(mock_count(&m, "/chat/completions") < json_array_size(steps));
+	assert_true(mock_count(&m, "/chat/completions") < nsteps);
 	free(before);
 	free(after);
 	free(more);
