@@ -37,9 +37,13 @@ static const struct cli_command commands[] = {
 	  "usage: forgex ask [--json] [--provider NAME] [--model M] [--transcript FILE]\n"
 	  "                  QUESTION...\n"
 	  "\n"
-	  "Sends QUESTION to the model of [providers.NAME] (default: \"default\"),\n"
-	  "with the project's instruction files ([context] instructions) in the\n"
-	  "system prompt, and prints the answer as it arrives.\n"
+	  "Sends QUESTION to the model of [providers.NAME] (default: the\n"
+	  "architect's provider), with the project's instruction files ([context]\n"
+	  "instructions) in the system prompt. The model may look through the\n"
+	  "project with read-only tools (list_dir, read_file, search) before it\n"
+	  "answers; the answer is printed as it arrives, and on a terminal each\n"
+	  "tool call is shown on stderr. [agents.architect] max_turns bounds the\n"
+	  "model calls, [budget] the tokens, cost and time.\n"
 	  "\n"
 	  "--json              print the final message and token usage as JSON\n"
 	  "--provider NAME     use [providers.NAME]\n"
@@ -48,8 +52,9 @@ static const struct cli_command commands[] = {
 	  "                    a provider with type = \"replay\" and transcript = FILE\n"
 	  "                    answers from it offline\n"
 	  "\n"
-	  "Exit status: 0 answered, 2 usage or configuration error, 3 the provider\n"
-	  "failed (or the answer was cut at the token limit), 130 interrupted.\n" },
+	  "Exit status: 0 answered, 1 no answer within max_turns or the budget,\n"
+	  "2 usage or configuration error, 3 the provider failed (or the answer\n"
+	  "was cut at the token limit), 130 interrupted.\n" },
 	{ "checkpoint", HEAVY(cmd_checkpoint), CLI_HEAVY, "Save, list and restore snapshots of the working tree",
 	  "usage: forgex checkpoint create [-m MESSAGE] [--json]\n"
 	  "       forgex checkpoint list [--json]\n"
