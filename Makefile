@@ -4,6 +4,7 @@
 #   make test     build and run every test; ends with "N passed, N failed"
 #   make san      the same under AddressSanitizer + UBSan (in build/san/)
 #   make fuzz     build the libFuzzer targets with clang (in build/fuzz/)
+#   make demo     run the pipeline offline on examples/demo (replayed model)
 #   make bench    run the benchmarks in bench/
 #   make clean
 #
@@ -69,7 +70,7 @@ E2E_BIN := $(E2E_SRC:tests/%.c=$(BUILD)/tests/%)
 MOCK_BIN := $(if $(MOCK_SRC),$(BUILD)/mockllm)
 PROGRAMS := $(BUILD)/forgex $(BUILD)/forgex-core $(BUILD)/toml-decode
 
-.PHONY: all test san fuzz bench clean lint-banned
+.PHONY: all test san fuzz bench clean lint-banned demo
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -141,6 +142,11 @@ fuzz:
 		echo "  FUZZ build/fuzz/$$n"; \
 		clang $(FUZZ_CFLAGS) -o build/fuzz/$$n $$f $(LIB_SRC) $(LIBS); \
 	done
+
+# The main job, offline: the whole pipeline on a copy of examples/demo/project,
+# every model answer replayed from examples/demo/transcript.jsonl.
+demo: all
+	@BUILD=$(abspath $(BUILD)) sh examples/demo/run.sh
 
 bench: all
 	@sh bench/run.sh

@@ -1,4 +1,8 @@
-/* forgex ask: one question to the configured model about this project. */
+/*
+ * forgex ask: one question to the configured model about this project. The
+ * model may look through the project with the Architect's read-only tools
+ * (list_dir, read_file, search) before it answers in plain text.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -8,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agents/agent.h"
+#include "agents/roles.h"
 #include "base/jsonx.h"
 #include "base/log.h"
 #include "base/path.h"
@@ -15,6 +21,7 @@
 #include "cli/commands.h"
 #include "llm/provider.h"
 #include "llm/transcript.h"
+#include "tools/registry.h"
 
 /* How much of each instruction file, and of all of them, goes into the prompt. */
 #define INSTRUCTIONS_FILE_MAX (32u << 10)
@@ -96,9 +103,9 @@ static void build_system_prompt(struct buf *prompt, const struct config *cfg)
 {
 	size_t i, total = 0;
 
-	buf_addf(prompt, "You are forgex, a coding assistant. Answer the user's question about "
-		 "the software project in %s. Be concise and accurate; say so when you "
-		 "are not sure.", cfg->workspace ? cfg->workspace : "the current folder");
+	buf_addstr(prompt, role_ask_prompt());
+	buf_addf(prompt, "\nThe workspace is %s.", cfg->workspace ? cfg->workspace
+							 : "the current folder");
 	if (!cfg->workspace)
 		return;
 	for (i = 0; i < cfg->context.instructions.nr; i++) {
@@ -109,14 +116,44 @@ static void build_system_prompt(struct buf *prompt, const struct config *cfg)
 	}
 }
 
-static void print_json(const struct provider *p, const struct llm_response *r)
+struct ask_events {
+	struct out_state *out;
+	int show_progress;
+	double started;
+};
+
+/* Progress for a person on stderr; a tool call ends the text streamed before it. */
+static void on_event(void *data, const char *type, json_t *fields)
 {
-	json_t *j = llm_response_to_json(r);
+	struct ask_events *ev = data;
+
+	if (!strcmp(type, "tool_call") && ev->out->printed && ev->out->last != '\n') {
+		putchar('\n');
+		fflush(stdout);
+		ev->out->last = '\n';
+	}
+	if (ev->show_progress && !strcmp(type, "progress"))
+		fprintf(stderr, "forgex: %s\n", jsonx_str(fields, "message"));
+	json_decref(fields);
+}
+
+static void print_json(const struct provider *p, const struct agent_result *r, double elapsed)
+{
+	json_t *j = json_object(), *u = json_object();
 	struct buf b = BUF_INIT;
 
+	jsonx_set(j, "content", jsonx_string(r->answer));
+	jsonx_set(j, "finish_reason", jsonx_string(r->finish_reason));
+	jsonx_set(j, "model", jsonx_string(r->model ? r->model : ""));
+	jsonx_set(u, "prompt_tokens", json_integer(r->usage.prompt_tokens));
+	jsonx_set(u, "completion_tokens", json_integer(r->usage.completion_tokens));
+	jsonx_set(u, "total_tokens", json_integer(r->usage.total_tokens));
+	jsonx_set(j, "usage", u);
 	jsonx_set(j, "provider", jsonx_string(p->name));
-	jsonx_set(j, "retries", json_integer(r->retries));
-	jsonx_set(j, "elapsed_ms", json_integer((json_int_t)(r->elapsed * 1000.0 + 0.5)));
+	jsonx_set(j, "status", jsonx_string(agent_status_name(r->status)));
+	jsonx_set(j, "turns", json_integer(r->turns));
+	jsonx_set(j, "tool_calls", json_integer(r->tool_calls));
+	jsonx_set(j, "elapsed_ms", json_integer((json_int_t)(elapsed * 1000.0 + 0.5)));
 	jsonx_dump(&b, j, JSON_INDENT(2));
 	puts(b.buf);
 	buf_release(&b);
@@ -137,12 +174,20 @@ int cmd_ask(int argc, char **argv)
 	struct config cfg;
 	struct transcript *tr = NULL;
 	struct provider *p = NULL;
-	struct llm_request req = LLM_REQUEST_INIT;
-	struct llm_response resp = LLM_RESPONSE_INIT;
+	struct provider_config *pc;
+	struct agent_config *ac;
+	struct tool_registry reg = TOOL_REGISTRY_INIT;
+	struct tool_ctx ctx;
+	int ctx_open = 0;
+	struct agent_budget budget = AGENT_BUDGET_INIT;
+	struct agent_opts ao = AGENT_OPTS_INIT;
+	struct agent_result res = AGENT_RESULT_INIT;
 	struct buf question = BUF_INIT, system = BUF_INIT;
 	struct out_state out = { 0, '\n' };
+	struct ask_events ev;
 	struct sigaction sa, old_sa;
 	int json = 0, c, ret, status = EXIT_OK, i;
+	double started;
 	size_t k;
 
 	optind = 1;
@@ -182,6 +227,9 @@ int cmd_ask(int argc, char **argv)
 		buf_release(&question);
 		return EXIT_USAGE;
 	}
+	ac = config_agent(&cfg, ROLE_ARCHITECT);
+	if (!provider_name)
+		provider_name = ac->provider;
 	if (transcript_path && transcript_open(&tr, transcript_path) < 0) {
 		cli_print_error();
 		status = EXIT_USAGE;
@@ -193,6 +241,16 @@ int cmd_ask(int argc, char **argv)
 		status = ret == FX_ENOTFOUND || ret == FX_EINVAL ? EXIT_USAGE : EXIT_PROVIDER;
 		goto out;
 	}
+	pc = config_provider(&cfg, p->name);
+	if (tools_register_builtin(&reg) < 0 ||
+	    tool_ctx_init(&ctx, &reg, cfg.workspace ? cfg.workspace : ".") < 0) {
+		cli_print_error();
+		status = EXIT_USAGE;
+		goto out;
+	}
+	ctx_open = 1;
+	agent_budget_init(&budget, cfg.budget.max_tokens, cfg.budget.max_cost_usd,
+			  (double)cfg.budget.max_wall_seconds);
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_sigint;
@@ -201,43 +259,70 @@ int cmd_ask(int argc, char **argv)
 	provider_set_cancel(p, &interrupted);
 
 	build_system_prompt(&system, &cfg);
-	llm_request_add(&req, LLM_SYSTEM, system.buf);
-	llm_request_add(&req, LLM_USER, question.buf);
-	if (model && *model)
-		req.model = xstrdup(model);
+	ev.out = &out;
+	ev.show_progress = !json && !cli_quiet && (cli_verbose || isatty(2));
+	ao.role = ROLE_ARCHITECT;
+	ao.plain_answer = 1;
+	ao.system_prompt = system.buf;
+	ao.task = question.buf;
+	ao.provider = p;
+	ao.model = model && *model ? model : ac->model;
+	ao.temperature = ac->temperature;
+	ao.max_turns = ac->max_turns;
+	ao.tool_mode = pc && pc->tool_mode && !strcmp(pc->tool_mode, "text") ? AGENT_TOOLS_TEXT
+									     : AGENT_TOOLS_NATIVE;
+	ao.tools = &ctx;
+	ao.budget = &budget;
+	ao.on_event = on_event;
+	ao.event_data = &ev;
+	ao.cancel = &interrupted;
+	ao.stream = p->stream;
+	ao.on_text = json ? NULL : print_delta;
+	ao.text_data = &out;
 
-	ret = provider_chat(p, &resp, &req, json ? NULL : print_delta, &out);
+	started = agent_now();
+	ret = agent_run(&res, &ao);
 	sigaction(SIGINT, &old_sa, NULL);
 	if (!json && out.printed && out.last != '\n')
 		putchar('\n');
 	if (ret < 0) {
 		fflush(stdout);
 		cli_print_error();
-		status = ret == FX_EINTR ? EXIT_INTERRUPTED : EXIT_PROVIDER;
+		status = EXIT_USAGE;
 		goto out;
 	}
-	for (k = 0; k < resp.warnings.nr; k++)
-		log_warn("%s", resp.warnings.v[k]);
+	for (k = 0; k < res.warnings.nr; k++)
+		log_warn("%s", res.warnings.v[k]);
+	if (res.status != AGENT_ANSWERED) {
+		fflush(stdout);
+		if (json)
+			print_json(p, &res, agent_now() - started);
+		err_set(FX_ERROR, "%s", res.error ? res.error : agent_status_name(res.status));
+		cli_print_error();
+		status = res.status == AGENT_INTERRUPTED ? EXIT_INTERRUPTED
+			: res.status == AGENT_PROVIDER_ERROR ? EXIT_PROVIDER : EXIT_FAIL;
+		goto out;
+	}
 	if (json) {
-		print_json(p, &resp);
-	} else if (!out.printed && *resp.content) {
+		print_json(p, &res, agent_now() - started);
+	} else if (!out.printed && *res.answer) {
 		/* a reply that was not streamed (stream = false) */
-		fputs(resp.content, stdout);
-		if (resp.content[strlen(resp.content) - 1] != '\n')
+		fputs(res.answer, stdout);
+		if (res.answer[strlen(res.answer) - 1] != '\n')
 			putchar('\n');
 	}
-	if (resp.tool_calls_nr && !json)
-		log_warn("the model asked to call %zu tool%s; 'forgex ask' runs none",
-			 resp.tool_calls_nr, resp.tool_calls_nr == 1 ? "" : "s");
-	if (!strcmp(resp.finish_reason, "length")) {
+	if (!strcmp(res.finish_reason, "length")) {
 		fflush(stdout);
 		log_error("the answer was cut off at the model's token limit (finish_reason "
 			  "\"length\"); it is incomplete");
 		status = EXIT_PROVIDER;
 	}
 out:
-	llm_response_release(&resp);
-	llm_request_release(&req);
+	agent_result_release(&res);
+	agent_budget_release(&budget);
+	if (ctx_open)
+		tool_ctx_release(&ctx);
+	registry_release(&reg);
 	provider_free(p);
 	transcript_free(tr);
 	config_release(&cfg);

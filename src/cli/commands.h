@@ -13,5 +13,29 @@ int cmd_help(int argc, char **argv);
 int cmd_init(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_log(int argc, char **argv);
+int cmd_resume(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_undo(int argc, char **argv);
+
+struct config;
+struct pipeline_opts;
+struct buf;
+
+/**
+ * Run the pipeline with `po` (cmd_run.c): progress on stderr (or every
+ * event as JSON Lines on stdout with `json`), the result on stdout, SIGINT
+ * and SIGTERM cancel. Returns the exit status.
+ */
+int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, int json);
+
+/**
+ * The request from the operands joined with spaces; when there are none
+ * and `ask` and stdin and stderr are terminals, asked for on the
+ * terminal. -1 when there is none.
+ */
+int cli_read_request(struct buf *out, int argc, char **argv, int ask);
 
 #endif

@@ -37,9 +37,13 @@ static const struct cli_command commands[] = {
 	  "usage: forgex ask [--json] [--provider NAME] [--model M] [--transcript FILE]\n"
 	  "                  QUESTION...\n"
 	  "\n"
-	  "Sends QUESTION to the model of [providers.NAME] (default: \"default\"),\n"
-	  "with the project's instruction files ([context] instructions) in the\n"
-	  "system prompt, and prints the answer as it arrives.\n"
+	  "Sends QUESTION to the model of [providers.NAME] (default: the\n"
+	  "architect's provider), with the project's instruction files ([context]\n"
+	  "instructions) in the system prompt. The model may look through the\n"
+	  "project with read-only tools (list_dir, read_file, search) before it\n"
+	  "answers; the answer is printed as it arrives, and on a terminal each\n"
+	  "tool call is shown on stderr. [agents.architect] max_turns bounds the\n"
+	  "model calls, [budget] the tokens, cost and time.\n"
 	  "\n"
 	  "--json              print the final message and token usage as JSON\n"
 	  "--provider NAME     use [providers.NAME]\n"
@@ -48,8 +52,9 @@ static const struct cli_command commands[] = {
 	  "                    a provider with type = \"replay\" and transcript = FILE\n"
 	  "                    answers from it offline\n"
 	  "\n"
-	  "Exit status: 0 answered, 2 usage or configuration error, 3 the provider\n"
-	  "failed (or the answer was cut at the token limit), 130 interrupted.\n" },
+	  "Exit status: 0 answered, 1 no answer within max_turns or the budget,\n"
+	  "2 usage or configuration error, 3 the provider failed (or the answer\n"
+	  "was cut at the token limit), 130 interrupted.\n" },
 	{ "checkpoint", HEAVY(cmd_checkpoint), CLI_HEAVY, "Save, list and restore snapshots of the working tree",
 	  "usage: forgex checkpoint create [-m MESSAGE] [--json]\n"
 	  "       forgex checkpoint list [--json]\n"
@@ -115,6 +120,21 @@ static const struct cli_command commands[] = {
 	  "repository, adds .forgex/runs/ and .forgex/checkpoints/ to\n"
 	  ".git/info/exclude. Refuses to overwrite an existing file unless\n"
 	  "--force is given.\n" },
+	{ "log", HEAVY(cmd_log), CLI_HEAVY, "List runs, or show one run's timeline",
+	  "usage: forgex log [--json] [RUN]\n"
+	  "\n"
+	  "Without RUN: every run of this project, oldest first: id, time, outcome\n"
+	  "(pass, fail, interrupted, error, planned; unfinished when it never\n"
+	  "ended) and the request. With RUN (an id, a unique prefix, or 'last'):\n"
+	  "the run's events, numbered and timed: stages, model calls, tool calls\n"
+	  "and results, commands, checkpoints, test results, votes and verdicts.\n"
+	  "--json   one JSON object per line\n" },
+	{ "plan", HEAVY(cmd_plan), CLI_HEAVY, "Ask the Architect for a plan, changing nothing",
+	  "usage: forgex plan [--json] REQUEST...\n"
+	  "\n"
+	  "Runs the Architect alone (read-only tools) and prints its plan. The run\n"
+	  "is recorded in .forgex/runs/ like every run (plan.json).\n"
+	  "--json   the events as JSON Lines on stdout\n" },
 	{ "policy", cmd_policy, 0, "Ask the command policy about a command",
 	  "usage: forgex policy check [--json] [--] CMD [ARG...]\n"
 	  "\n"
@@ -125,6 +145,48 @@ static const struct cli_command commands[] = {
 	  "effective configuration ('forgex config show').\n"
 	  "\n"
 	  "--json   print {\"decision\": \"allow|deny|approval\", \"reason\": \"...\"}\n" },
+	{ "replay", HEAVY(cmd_replay), CLI_HEAVY, "Re-run a recorded run offline from its transcript",
+	  "usage: forgex replay [--json] [--strict] RUN\n"
+	  "\n"
+	  "Puts the tree back to how it was before RUN (the tree as it is now is\n"
+	  "saved as a checkpoint first), then runs the same request again with\n"
+	  "every role answered from RUN's transcript, without a model or network.\n"
+	  "Says whether the outcome is the same; exits 1 when it is not.\n"
+	  "--strict  a request that differs from the recording is an error (default:\n"
+	  "          a warning, and the recorded answer is used)\n" },
+	{ "resume", HEAVY(cmd_resume), CLI_HEAVY, "Continue an interrupted run",
+	  "usage: forgex resume [--json] RUN\n"
+	  "\n"
+	  "Continues RUN (killed, crashed, or stopped by a power cut) from its last\n"
+	  "completed stage: the tree is put back to how that stage left it, then\n"
+	  "the pipeline goes on. Exit status as for 'forgex run'.\n" },
+	{ "run", HEAVY(cmd_run), CLI_HEAVY, "Turn a request into a verified change (the main job)",
+	  "usage: forgex run [--json] REQUEST...\n"
+	  "\n"
+	  "Runs the tests once (baseline), takes a checkpoint, then: the Architect\n"
+	  "plans, the Builder implements, the Expert Coder reviews and fixes, the\n"
+	  "tests run, and the Supervisor (with [review] voters) judges; on FAIL the\n"
+	  "Expert Coder repairs, at most [pipeline] max_iterations times. A PASS\n"
+	  "is refused when a test that passed at baseline now fails or the tests\n"
+	  "could not run. On PASS the change stays in the tree (committed with\n"
+	  "[pipeline] commit = true); on the final FAIL the tree is restored\n"
+	  "([pipeline] on_failure = \"rollback\") or the attempt is kept (\"keep\").\n"
+	  "Ctrl-C stops the model and any command and restores the tree.\n"
+	  "[budget] max_tokens, max_cost_usd and max_wall_seconds end a run early.\n"
+	  "Everything is recorded in .forgex/runs/RUN/ (see 'forgex log').\n"
+	  "With no REQUEST on a terminal, forgex asks for one.\n"
+	  "\n"
+	  "--json   every event as one JSON line on stdout instead of the progress\n"
+	  "         and the summary\n"
+	  "\n"
+	  "Exit status: 0 PASS, 1 FAIL (or a budget ran out), 2 usage or\n"
+	  "configuration error, 3 the provider failed, 4 refused by the sandbox,\n"
+	  "130 interrupted (tree restored).\n" },
+	{ "undo", HEAVY(cmd_undo), CLI_HEAVY, "Put the tree back to before a run",
+	  "usage: forgex undo [RUN]\n"
+	  "\n"
+	  "Restores the checkpoint taken before RUN (default: the last run)\n"
+	  "changed anything; the tree as it is now is saved as a checkpoint first.\n" },
 	{ "verify", cmd_verify, 0, "Run the project's tests and report what failed",
 	  "usage: forgex verify [--json]\n"
 	  "\n"
@@ -407,6 +469,22 @@ int main(int argc, char **argv)
 	}
 	log_setup(cli_quiet, cli_verbose);
 	if (i >= argc) {
+		/* `forgex` alone on a terminal: ask for a request and run it */
+		if (isatty(0) && isatty(2)) {
+			const struct cli_command *run = cli_find_command("run");
+			char *run_argv[] = { (char *)"run", NULL };
+
+			if (!run->fn) {
+				char **nargv = xcalloc((size_t)argc + 2, sizeof(*nargv));
+
+				memcpy(nargv, argv, (size_t)argc * sizeof(*nargv));
+				nargv[argc] = run_argv[0];
+				return exec_core(nargv);
+			}
+			ret = run->fn(1, run_argv);
+			strvec_clear(&cli_config_flags);
+			return ret;
+		}
 		print_global_help();
 		return EXIT_USAGE;
 	}

@@ -149,6 +149,8 @@ static const struct cfg_key schema[] = {
 	  "0: unlimited; per run" },
 	{ "budget", "max_wall_seconds", T_INT, R(budget.max_wall_seconds), NULL, 0, NULL, NULL, 0, BIG,
 	  "0: unlimited; per run" },
+	{ "budget", "prices", T_LIST, R(budget.prices), NULL, 0, empty_list, NULL, 0, 0,
+	  "model prices for max_cost_usd: \"MODEL=PROMPT/COMPLETION\" in USD per million tokens; MODEL * for any other" },
 };
 
 static const char *const role_names[ROLE__COUNT] = {
@@ -252,6 +254,7 @@ void config_init(struct config *cfg)
 	strvec_init(&cfg->pipeline.test_command);
 	strvec_init(&cfg->review.voters);
 	strvec_init(&cfg->context.instructions);
+	strvec_init(&cfg->budget.prices);
 	scope_defaults(cfg, S_ROOT);
 	for (r = 0; r < ROLE__COUNT; r++)
 		scope_defaults(&cfg->agents[r], S_AGENT);

@@ -113,6 +113,7 @@ struct config {
 		long max_tokens;
 		double max_cost_usd;
 		long max_wall_seconds;
+		struct strvec prices;	/* "MODEL=PROMPT/COMPLETION" USD per million tokens */
 	} budget;
 
 	/* Where things are. All absolute; NULL when unknown. */

@@ -123,10 +123,10 @@ static int check_at(const json_t *s, struct buf *where)
 			if (!json_is_number(v))
 				ret = err_set(FX_EINVAL, "schema%s: \"%s\" must be a number",
 					      where->buf, key);
-		} else if (!strcmp(key, "minLength")) {
+		} else if (!strcmp(key, "minLength") || !strcmp(key, "minItems")) {
 			if (!json_is_integer(v) || json_integer_value(v) < 0)
-				ret = err_set(FX_EINVAL, "schema%s: \"minLength\" must be a count",
-					      where->buf);
+				ret = err_set(FX_EINVAL, "schema%s: \"%s\" must be a count",
+					      where->buf, key);
 		} else if (!strcmp(key, "additionalProperties")) {
 			if (!json_is_false(v))
 				ret = err_set(FX_EINVAL, "schema%s: only \"additionalProperties\": "
@@ -268,6 +268,12 @@ static int validate_at(const json_t *s, const json_t *v, struct buf *where, stru
 	if (x && json_is_string(v) &&
 	    json_string_length(v) < (size_t)json_integer_value(x)) {
 		say(why, where, "must not be empty");
+		return FX_EINVAL;
+	}
+	x = json_object_get(s, "minItems");
+	if (x && json_is_array(v) && json_array_size(v) < (size_t)json_integer_value(x)) {
+		say(why, where, "must have at least %lld item%s", (long long)json_integer_value(x),
+		    json_integer_value(x) == 1 ? "" : "s");
 		return FX_EINVAL;
 	}
 	if (json_is_object(v)) {

@@ -29,7 +29,7 @@
  * here implements, and registry_add() refuses a schema that uses
  * anything else: "type" (a name or a list of names: object, array,
  * string, integer, number, boolean, null), "properties", "required",
- * "items", "enum", "minimum", "maximum", "minLength",
+ * "items", "enum", "minimum", "maximum", "minLength", "minItems",
  * "additionalProperties": false, and "description" (not checked).
  * Parameters are always an object; unknown properties are refused.
  */

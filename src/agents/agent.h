@@ -1,0 +1,292 @@
+#ifndef FX_AGENTS_AGENT_H
+#define FX_AGENTS_AGENT_H
+
+/*
+ * The agent loop: one role talking to a model that calls tools, until the
+ * role hands in its result.
+ *
+ * agent_run() builds the conversation (the system prompt, then the task as
+ * the user's message), offers the role's tools (agents/roles.h), and
+ * repeats: check the budget and the cancel flag, call the model
+ * (provider_chat(), streamed or not), report the call, then dispatch the
+ * reply's tool calls in order (tool_dispatch(), tools/registry.h; every
+ * refusal and failure goes back to the model as the call's result) and
+ * append their results. It ends when:
+ *
+ *   AGENT_DONE            the role's terminal tool was called and accepted;
+ *                         its arguments are in `terminal_args`
+ *   AGENT_ANSWERED        a reply without tool calls, for a loop without a
+ *                         terminal tool (`plain_answer`): `answer`
+ *   AGENT_NO_TERMINAL     a role with a terminal tool kept answering in
+ *                         plain text: it was told to call its tool
+ *                         AGENT_NUDGES_MAX times and did not
+ *   AGENT_MAX_TURNS       `max_turns` model calls were made
+ *   AGENT_BUDGET          tokens, cost or wall time of the shared budget
+ *                         are spent (checked before each model call)
+ *   AGENT_LOOP_GUARD      the same call (tool name and arguments) failed
+ *                         the same way (same status and result)
+ *                         AGENT_LOOP_REPEATS times in a row
+ *   AGENT_PROVIDER_ERROR  the provider failed (after its own retries);
+ *                         `error` and `error_code` say how
+ *   AGENT_INTERRUPTED     the cancel flag was set
+ *
+ * Context control: a tool result longer than `tool_result_max` bytes is
+ * cut (head and tail kept, with a note saying how much was left out);
+ * when the conversation grows beyond `context_chars` characters, the
+ * oldest tool results are shortened to a stub first, then older assistant
+ * texts; the system prompt, the task and the latest turn are never
+ * touched.
+ *
+ * tool_mode AGENT_TOOLS_TEXT serves models without function calling: no
+ * `tools` are sent; the tools are described in the system prompt, and the
+ * model calls one by answering with a fenced block
+ *     ```json
+ *     {"tool": "read_file", "arguments": {"path": "src/main.c"}}
+ *     ```
+ * (several blocks: several calls, in order); results come back as user
+ * messages "Result of read_file (call text-1-1): ...".
+ *
+ * The caller:
+ *   1. a tool registry with the tools (roles.h lists the order) and a
+ *      tool_ctx on the workspace; a provider (provider_open()); a budget
+ *      shared by every run of a session (agent_budget_init(), prices with
+ *      agent_budget_set_price());
+ *   2. fills `struct agent_opts` (AGENT_OPTS_INIT first) and calls
+ *      agent_run(); it blocks until the loop ends, calling `on_event` and
+ *      `on_text` on the calling thread as things happen;
+ *   3. reads the result, then agent_result_release();
+ *   4. agent_budget_release() at the end of the session.
+ *
+ * The agent layer never prints: everything a person or events.jsonl
+ * should see goes through `on_event` (the events below) and `on_text`.
+ *
+ * Events (`type`, then the members of `fields`; every event has "role"
+ * and "turn", the number of the model call it belongs to, 0 before the
+ * first). The callee owns `fields` (json_decref() it) and may add members
+ * (the session adds "seq" and "time"):
+ *
+ *   "agent_start"   model, provider, max_turns, tool_mode ("native" |
+ *                   "text"), terminal (name or null), tools [names]
+ *   "model_call"    model, duration_ms, finish_reason, usage
+ *                   {prompt_tokens, completion_tokens, total_tokens,
+ *                   estimated}, cost_usd (this call; null without a
+ *                   price), tool_calls (count), text_bytes, retries,
+ *                   budget {tokens_used, cost_usd, max_tokens,
+ *                   max_cost_usd}
+ *   "tool_call"     id, name, arguments (the parsed JSON, or the text the
+ *                   model sent when it is not JSON)
+ *   "tool_result"   id, name, status ("ok" | "failed" | "refused"), bytes
+ *                   (of the full result), preview (its first
+ *                   AGENT_PREVIEW_MAX bytes), cut (bool: shortened before
+ *                   it went to the model), terminal (bool: the loop ends)
+ *   "agent_nudge"   message (the user message sent), nudges (so far)
+ *   "context_trim"  shortened (messages), chars_before, chars_after
+ *   "agent_end"     status (agent_status_name()), turns, tool_calls,
+ *                   usage {prompt_tokens, completion_tokens,
+ *                   total_tokens}, cost_usd, error (string or null)
+ *   "progress"      message (one line for a person: "builder turn 3:
+ *                   read_file src/main.c (12.4k tokens so far)"), tokens
+ *                   — for display; a session need not store it
+ */
+
+#include <jansson.h>
+#include <signal.h>
+#include <stddef.h>
+
+#include "base/buf.h"
+#include "base/strvec.h"
+#include "config/config.h"
+#include "llm/provider.h"
+#include "tools/registry.h"
+
+/** How a loop ended; see the overview. */
+enum agent_status {
+	AGENT_DONE = 0,
+	AGENT_ANSWERED,
+	AGENT_NO_TERMINAL,
+	AGENT_MAX_TURNS,
+	AGENT_BUDGET,
+	AGENT_LOOP_GUARD,
+	AGENT_PROVIDER_ERROR,
+	AGENT_INTERRUPTED,
+	AGENT_STATUS__COUNT,
+};
+
+/** How many times a role that answers in plain text is told to call its terminal tool. */
+#define AGENT_NUDGES_MAX 2
+/** How many identical failing calls in a row end the loop (AGENT_LOOP_GUARD). */
+#define AGENT_LOOP_REPEATS 3
+/** Default `max_turns`. */
+#define AGENT_MAX_TURNS_DEFAULT 30
+/** Default `tool_result_max`: bytes of one tool result the model sees. */
+#define AGENT_TOOL_RESULT_MAX (32u << 10)
+/** Default `context_chars`: about 100k tokens at 4 characters a token. */
+#define AGENT_CONTEXT_CHARS_DEFAULT 400000L
+/** Bytes of a tool result in a "tool_result" event's preview. */
+#define AGENT_PREVIEW_MAX 240
+
+/**
+ * The price of a model, in US dollars per million tokens. `model` "*"
+ * prices every model without a price of its own.
+ */
+struct agent_price {
+	char *model;
+	double prompt_per_mtok;
+	double completion_per_mtok;
+};
+
+/**
+ * What a session may spend, shared by every agent_run() of the session
+ * (all roles, all iterations). Limits of 0 are unlimited. agent_run()
+ * checks it before each model call and charges each call's usage after it
+ * (when the server sends no usage, the tokens are estimated at 4
+ * characters each and `estimated` is set). Not thread-safe: one loop at a
+ * time.
+ */
+struct agent_budget {
+	long max_tokens;		/* total tokens (prompt + completion); 0: unlimited */
+	double max_cost_usd;		/* 0: unlimited */
+	double deadline;		/* CLOCK_MONOTONIC seconds (agent_now()); 0: none */
+
+	long tokens_used;		/* prompt + completion, all calls */
+	long prompt_tokens, completion_tokens;
+	double cost_used;		/* USD, of the calls whose model has a price */
+	long calls;			/* model calls charged */
+	int estimated;			/* some usage was estimated */
+	int unpriced;			/* some call's model had no price */
+
+	struct agent_price *prices;
+	size_t prices_nr, prices_alloc;
+};
+
+#define AGENT_BUDGET_INIT { 0, 0.0, 0.0, 0, 0, 0, 0.0, 0, 0, 0, NULL, 0, 0 }
+
+/** Seconds on CLOCK_MONOTONIC, the clock of `deadline`. */
+double agent_now(void);
+
+/**
+ * Start a budget with the limits of `[budget]` (0: unlimited): the
+ * deadline is `max_wall_seconds` from now.
+ */
+void agent_budget_init(struct agent_budget *b, long max_tokens, double max_cost_usd,
+		       double max_wall_seconds);
+
+/** Free the prices; the budget is left as AGENT_BUDGET_INIT. */
+void agent_budget_release(struct agent_budget *b);
+
+/**
+ * Set the price of `model` (exact name as requested or as the server
+ * names it; "*": any other), replacing an earlier one. FX_EINVAL for a
+ * negative price or an empty name.
+ */
+int agent_budget_set_price(struct agent_budget *b, const char *model, double prompt_per_mtok,
+			   double completion_per_mtok);
+
+/**
+ * Read prices from text: entries "MODEL=PROMPT/COMPLETION" (USD per
+ * million tokens) separated by commas or whitespace, e.g.
+ * "gpt-4o=2.5/10, *=1/2". FX_EINVAL naming the bad entry (nothing is
+ * set then).
+ */
+int agent_budget_parse_prices(struct agent_budget *b, const char *text);
+
+/** The price of `model`, else the "*" price, else NULL. Borrowed. */
+const struct agent_price *agent_budget_price(const struct agent_budget *b, const char *model);
+
+/**
+ * Charge one call of `model` using `usage`. Returns the call's cost in
+ * USD, or -1 when the model has no price (the tokens still count).
+ */
+double agent_budget_charge(struct agent_budget *b, const char *model,
+			   const struct llm_usage *usage);
+
+/**
+ * Whether the budget is spent: appends why to `why` (may be NULL;
+ * "token budget spent: 10240 of 10000 tokens", "cost budget spent: ...",
+ * "wall-clock budget spent: ...") and returns 1; else 0.
+ */
+int agent_budget_spent(const struct agent_budget *b, struct buf *why);
+
+/** Receives an event (see the overview); owns `fields`. */
+typedef void (*agent_event_fn)(void *data, const char *type, json_t *fields);
+
+/** How tools are offered to the model. */
+enum agent_tool_mode {
+	AGENT_TOOLS_NATIVE = 0,	/* OpenAI function calling */
+	AGENT_TOOLS_TEXT,	/* described in the prompt, called with ```json blocks */
+};
+
+/** What agent_run() needs. Everything is borrowed for the call. */
+struct agent_opts {
+	enum agent_role role;
+	const char *system_prompt;	/* NULL: role_prompt(role) */
+	const char *task;		/* the user's message: required, non-empty */
+	int plain_answer;		/* no terminal tool: a reply without calls ends the loop (ask) */
+
+	struct provider *provider;	/* required */
+	const char *model;		/* NULL or "": the provider's model */
+	double temperature;		/* < 0: not sent */
+	long max_turns;			/* model calls at most; <= 0: AGENT_MAX_TURNS_DEFAULT */
+	enum agent_tool_mode tool_mode;
+
+	struct tool_ctx *tools;		/* required: the registry and the workspace */
+	struct agent_budget *budget;	/* NULL: unlimited */
+
+	agent_event_fn on_event;	/* NULL: no events */
+	void *event_data;
+	const volatile sig_atomic_t *cancel;	/* non-zero: stop (NULL: never) */
+	int stream;			/* 1: streamed reply, 0: not (overrides the provider's
+					 * `stream` for each call; pass provider->stream to keep it) */
+	llm_text_fn on_text;		/* streamed text of every reply (may be NULL) */
+	void *text_data;
+
+	size_t tool_result_max;		/* 0: AGENT_TOOL_RESULT_MAX */
+	long context_chars;		/* 0: AGENT_CONTEXT_CHARS_DEFAULT */
+};
+
+#define AGENT_OPTS_INIT { .role = ROLE_ARCHITECT, .temperature = -1.0 }
+
+/** The outcome of agent_run(). Everything is owned. */
+struct agent_result {
+	enum agent_status status;
+	json_t *terminal_args;	/* AGENT_DONE: the terminal tool's arguments; else NULL */
+	char *terminal_tool;	/* AGENT_DONE: its name; else NULL */
+	char *answer;		/* the text of the last reply ("" when none; never NULL) */
+	struct llm_usage usage;	/* summed over this run's model calls */
+	double cost_usd;	/* of this run's calls that had a price */
+	int turns;		/* model calls made */
+	int tool_calls;		/* tool calls dispatched (refusals included) */
+	char *error;		/* why it ended when not DONE/ANSWERED (never NULL then); else NULL */
+	int error_code;		/* AGENT_PROVIDER_ERROR: the provider's FX_E* code; else 0 */
+	char *finish_reason;	/* of the last reply ("" when none; never NULL) */
+	char *model;		/* the model that gave the last reply, as the server named it */
+	struct strvec warnings;	/* for the person, from the provider (lenient replay) */
+	long trimmed;		/* messages shortened by context control */
+};
+
+#define AGENT_RESULT_INIT { AGENT_DONE, NULL, NULL, NULL, { 0, 0, 0, 0 }, 0.0, 0, 0, NULL, 0, \
+			    NULL, NULL, STRVEC_INIT, 0 }
+
+/**
+ * Run the loop described in the overview for `opts->role`. Blocks until it
+ * ends; fills `out` (AGENT_RESULT_INIT or released) and returns 0 whatever
+ * the status. Returns FX_EINVAL, with `out` untouched, when the options
+ * are unusable (no provider, no tools, no task, an unknown role).
+ */
+int agent_run(struct agent_result *out, const struct agent_opts *opts);
+
+/** Free the contents of `r`; it is left as AGENT_RESULT_INIT. */
+void agent_result_release(struct agent_result *r);
+
+/** "done", "answered", "no_terminal", "max_turns", "budget", "loop_guard", "provider_error", "interrupted". */
+const char *agent_status_name(enum agent_status s);
+
+/**
+ * Find the tool calls of a text-mode reply (AGENT_TOOLS_TEXT): every
+ * fenced ```json (or plain ```) block holding {"tool": NAME, "arguments":
+ * {...}} becomes a call with id "text-TURN-N" appended to `resp`. Blocks
+ * of other JSON are ignored. Returns the number of calls found.
+ */
+size_t agent_parse_text_calls(struct llm_response *resp, int turn);
+
+#endif

@@ -1,0 +1,50 @@
+/* forgex resume: continue an interrupted run from its last completed stage. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "pipeline/pipeline.h"
+#include "pipeline/session.h"
+
+int cmd_resume(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct pipeline_opts po = PIPELINE_OPTS_INIT;
+	struct config cfg;
+	char *id = NULL;
+	int json = 0, c, status;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			return cli_help("resume");
+		default:
+			return cli_usage_error("resume", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (argc - optind != 1)
+		return cli_usage_error("resume", "one RUN is required");
+	if (cli_load_config(&cfg) != 0)
+		return EXIT_USAGE;
+	if (session_resolve(&id, cfg.workspace, argv[optind]) < 0) {
+		cli_print_error();
+		config_release(&cfg);
+		return EXIT_USAGE;
+	}
+	po.resume_id = id;
+	status = cli_pipeline("resume", &cfg, &po, json);
+	free(id);
+	config_release(&cfg);
+	return status;
+}

@@ -1,0 +1,292 @@
+/*
+ * forgex run: the main job. Also the presentation shared by plan, resume
+ * and replay (cli_pipeline()).
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/jsonx.h"
+#include "base/log.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "pipeline/pipeline.h"
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+struct view {
+	int json;
+	int tty;
+	FILE *progress;
+};
+
+static void print_plan(FILE *f, const json_t *plan)
+{
+	const json_t *steps = json_object_get(plan, "steps"), *s;
+	size_t i;
+
+	if (jsonx_str(plan, "summary"))
+		fprintf(f, "  plan: %s\n", jsonx_str(plan, "summary"));
+	json_array_foreach(steps, i, s) {
+		const char *t = jsonx_str(s, "title");
+
+		fprintf(f, "  %zu. %s\n", i + 1, t ? t : jsonx_str(s, "description") ?
+			jsonx_str(s, "description") : "");
+	}
+}
+
+static void show_event(void *data, const json_t *ev)
+{
+	struct view *v = data;
+	const char *type = jsonx_str(ev, "type");
+	FILE *f = v->progress;
+
+	if (v->json) {
+		struct buf b = BUF_INIT;
+
+		jsonx_dump(&b, ev, JSON_COMPACT);
+		fprintf(stdout, "%s\n", b.buf);
+		fflush(stdout);
+		buf_release(&b);
+		return;
+	}
+	if (cli_quiet || !type)
+		return;
+	if (!strcmp(type, "stage_start")) {
+		const char *st = jsonx_str(ev, "stage");
+		long it = (long)jsonx_int(ev, "iteration", 0);
+
+		if (it > 0 && (!strcmp(st, "verify") || !strcmp(st, "review") ||
+			       !strcmp(st, "repair")))
+			fprintf(f, "==> %s (iteration %ld)\n", st, it);
+		else
+			fprintf(f, "==> %s\n", st);
+	} else if (!strcmp(type, "progress")) {
+		fprintf(f, "    %s\n", jsonx_str(ev, "message") ? jsonx_str(ev, "message") : "");
+	} else if (!strcmp(type, "plan")) {
+		print_plan(f, json_object_get(ev, "plan"));
+	} else if (!strcmp(type, "test_result")) {
+		const json_t *r = json_object_get(ev, "result");
+
+		if (!jsonx_bool(ev, "ran", 0))
+			fprintf(f, "    tests (%s): not run: %s\n", jsonx_str(ev, "what"),
+				jsonx_str(ev, "reason") ? jsonx_str(ev, "reason") : "");
+		else
+			fprintf(f, "    tests (%s): %lld passed, %lld failed, %lld errors\n",
+				jsonx_str(ev, "what"), (long long)jsonx_int(r, "passed", 0),
+				(long long)jsonx_int(r, "failed", 0),
+				(long long)jsonx_int(r, "errors", 0));
+	} else if (!strcmp(type, "vote")) {
+		fprintf(f, "    vote of %s: %s%s%s\n", jsonx_str(ev, "voter"),
+			jsonx_str(ev, "verdict"), jsonx_str(ev, "error") ? " — " : "",
+			jsonx_str(ev, "error") ? jsonx_str(ev, "error") : "");
+	} else if (!strcmp(type, "verdict")) {
+		const char *gate = jsonx_str(ev, "gate");
+
+		fprintf(f, "    verdict: %s%s%s\n", jsonx_str(ev, "verdict"),
+			gate ? " (test gate: " : "", gate ? gate : "");
+		if (gate)
+			fputs(")\n", f);
+	} else if (!strcmp(type, "checkpoint") && !strcmp(jsonx_str(ev, "action"), "restore")) {
+		fprintf(f, "    restored checkpoint %.12s (%s)\n", jsonx_str(ev, "id"),
+			jsonx_str(ev, "why"));
+	}
+	fflush(f);
+}
+
+static void show_start(void *data, const struct session *s)
+{
+	struct view *v = data;
+
+	if (!v->json && !cli_quiet)
+		fprintf(v->progress, "forgex: run %s\n", s->id);
+}
+
+static int exit_for(const struct pipeline_result *r)
+{
+	switch (r->outcome) {
+	case PIPELINE_PASS:
+	case PIPELINE_PLANNED:
+		return EXIT_OK;
+	case PIPELINE_FAIL:
+		return EXIT_FAIL;
+	case PIPELINE_INTERRUPTED:
+		return EXIT_INTERRUPTED;
+	case PIPELINE_ERROR:
+	default:
+		if (r->code == FX_EPROVIDER)
+			return EXIT_PROVIDER;
+		if (r->code == FX_EDENIED || r->code == FX_EUNSUPPORTED)
+			return EXIT_DENIED;
+		if (r->code == FX_EINVAL)
+			return EXIT_USAGE;
+		return EXIT_FAIL;
+	}
+}
+
+static void print_tests(const char *what, const json_t *t)
+{
+	if (!json_is_object(t)) {
+		printf("  tests %-7s not run\n", what);
+		return;
+	}
+	printf("  tests %-7s %lld passed, %lld failed, %lld errors\n", what,
+	       (long long)jsonx_int(t, "passed", 0), (long long)jsonx_int(t, "failed", 0),
+	       (long long)jsonx_int(t, "errors", 0));
+}
+
+static void print_result(const struct pipeline_result *r, const char *cmd)
+{
+	const json_t *s = r->summary;
+
+	if (r->outcome == PIPELINE_PLANNED) {
+		printf("Plan (run %s):\n", r->run_id);
+		if (r->plan) {
+			struct buf b = BUF_INIT;
+
+			print_plan(stdout, r->plan);
+			jsonx_dump(&b, r->plan, JSON_INDENT(2));
+			printf("\n%s\n", b.buf);
+			buf_release(&b);
+		}
+		return;
+	}
+	printf("%s: %s", r->outcome == PIPELINE_PASS ? "PASS" : r->outcome == PIPELINE_FAIL ?
+	       "FAIL" : r->outcome == PIPELINE_INTERRUPTED ? "INTERRUPTED" : "ERROR",
+	       r->run_id ? r->run_id : "");
+	if (r->reason && *r->reason)
+		printf(" — %s", r->reason);
+	putchar('\n');
+	if (r->diffstat && *r->diffstat)
+		printf("  files changed%s:\n%s", r->rolled_back ? " (undone)" : "", r->diffstat);
+	if (s) {
+		print_tests("before", json_object_get(s, "tests_before"));
+		print_tests("after", json_object_get(s, "tests_after"));
+	}
+	printf("  iterations %d, tokens %ld, cost $%.4f, time %.1fs\n", r->iterations, r->tokens,
+	       r->cost_usd, r->seconds);
+	if (r->rolled_back)
+		printf("The tree was restored to how it was before the run.\n");
+	else if (r->kept)
+		printf("The last attempt was kept in the tree; undo it with: forgex undo %s\n",
+		       r->run_id);
+	else if (r->committed)
+		printf("The change was committed on the current branch.\n");
+	else if (r->outcome == PIPELINE_PASS)
+		printf("The change is in the working tree; undo it with: forgex undo %s\n",
+		       r->run_id);
+	(void)cmd;
+}
+
+int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, int json)
+{
+	struct pipeline_result res = PIPELINE_RESULT_INIT;
+	struct sigaction sa, old_int, old_term;
+	struct view v;
+	int ret, status;
+
+	memset(&v, 0, sizeof(v));
+	v.json = json;
+	v.tty = isatty(2);
+	v.progress = stderr;
+	interrupted = 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	po->cfg = cfg;
+	po->cancel = &interrupted;
+	po->on_event = show_event;
+	po->event_data = &v;
+	po->on_session = show_start;
+	ret = pipeline_run(&res, po);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	if (ret < 0) {
+		cli_print_error();
+		status = ret == FX_EINVAL || ret == FX_ENOTFOUND || ret == FX_EPARSE ? EXIT_USAGE
+										      : EXIT_FAIL;
+		goto out;
+	}
+	status = exit_for(&res);
+	if (res.outcome == PIPELINE_ERROR)
+		log_error("%s", res.reason);
+	if (!json)
+		print_result(&res, cmd);
+out:
+	pipeline_result_release(&res);
+	return status;
+}
+
+/* The request from the operands, or asked for on the terminal. */
+int cli_read_request(struct buf *out, int argc, char **argv, int ask)
+{
+	int i;
+
+	for (i = 0; i < argc; i++) {
+		if (out->len)
+			buf_addch(out, ' ');
+		buf_addstr(out, argv[i]);
+	}
+	buf_trim(out);
+	if (!out->len && ask && isatty(0) && isatty(2)) {
+		char line[4096];
+
+		fputs("What should forgex do? ", stderr);
+		fflush(stderr);
+		if (fgets(line, sizeof(line), stdin))
+			buf_addstr(out, line);
+		buf_trim(out);
+	}
+	return out->len ? 0 : -1;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct pipeline_opts po = PIPELINE_OPTS_INIT;
+	struct buf request = BUF_INIT;
+	struct config cfg;
+	int json = 0, c, status;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			return cli_help("run");
+		default:
+			return cli_usage_error("run", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (cli_read_request(&request, argc - optind, argv + optind, 1) < 0) {
+		buf_release(&request);
+		return cli_usage_error("run", "a request is required");
+	}
+	if (cli_load_config(&cfg) != 0) {
+		buf_release(&request);
+		return EXIT_USAGE;
+	}
+	po.request = request.buf;
+	status = cli_pipeline("run", &cfg, &po, json);
+	config_release(&cfg);
+	buf_release(&request);
+	return status;
+}

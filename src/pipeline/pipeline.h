@@ -1,0 +1,136 @@
+#ifndef FX_PIPELINE_H
+#define FX_PIPELINE_H
+
+/*
+ * The pipeline: the state machine of `forgex run` (DESIGN.md, top).
+ *
+ *   baseline tests -> checkpoint -> Architect (submit_plan) -> Builder
+ *   (finish) -> Expert Coder (finish) -> [ verify -> Supervisor and the
+ *   voters (submit_verdict) -> gate -> PASS: done | FAIL: checkpoint ->
+ *   Expert Coder repairs -> verify ... ] at most max_iterations reviews.
+ *
+ * The deterministic gate: a PASS from the review does not pass when a test
+ * that passed at baseline now fails, or when the test command could not
+ * run (refused, timed out, failed to start). Its reason is recorded and
+ * given to the repair.
+ *
+ * Endings: PASS leaves the change in the tree (or commits it with
+ * [pipeline] commit); a final FAIL, a spent budget or a provider failure
+ * restores the pre-run checkpoint ([pipeline] on_failure = "rollback") or
+ * leaves the last attempt ("keep"); an interrupt always restores the
+ * pre-run checkpoint.
+ *
+ * Every stage start and end, model call, tool call and result, command,
+ * checkpoint, test result and verdict is an event of the run's session
+ * (pipeline/session.h). After each stage the tree is checkpointed and
+ * state.json says which stage comes next, so a run killed at any point can
+ * be resumed from its last completed stage (`resume_id`).
+ *
+ * The caller (src/cli/cmd_run.c and friends):
+ *   1. loads the configuration;
+ *   2. fills `struct pipeline_opts` (PIPELINE_OPTS_INIT first), with a
+ *      cancel flag its SIGINT handler sets;
+ *   3. pipeline_run() blocks until the run ends, calling `on_event` for
+ *      every event; reads `struct pipeline_result`;
+ *   4. pipeline_result_release().
+ * Nothing here prints.
+ */
+
+#include <jansson.h>
+#include <signal.h>
+
+#include "base/buf.h"
+#include "config/config.h"
+#include "pipeline/session.h"
+#include "verify/verify.h"
+
+enum pipeline_outcome {
+	PIPELINE_PASS = 0,	/* the change passed and stays */
+	PIPELINE_FAIL,		/* failed after the last iteration (or a budget ran out) */
+	PIPELINE_PLANNED,	/* plan_only: the Architect's plan was made */
+	PIPELINE_INTERRUPTED,	/* cancelled; the tree was restored */
+	PIPELINE_ERROR,		/* could not run: provider, config, sandbox (see `code`) */
+};
+
+/** "pass", "fail", "planned", "interrupted", "error". */
+const char *pipeline_outcome_name(enum pipeline_outcome o);
+
+struct pipeline_opts {
+	struct config *cfg;		/* required; cfg->workspace is the project */
+	const char *request;		/* required unless resume_id */
+	int plan_only;			/* stop after the Architect (forgex plan) */
+	const char *resume_id;		/* continue this run from its last completed stage */
+	/*
+	 * Every role and voter talks to this [providers.NAME] (keeping its
+	 * own model), e.g. a replay provider; NULL: as configured.
+	 */
+	const char *force_provider;
+	/* Record the model exchanges to this transcript instead of the run's own. */
+	const char *transcript_path;
+	const volatile sig_atomic_t *cancel;	/* non-zero: stop (NULL: never) */
+	session_event_fn on_event;	/* every event, after it is recorded (may be NULL) */
+	void *event_data;
+	/* Called with the run's session as soon as it exists (may be NULL). */
+	void (*on_session)(void *data, const struct session *s);
+};
+
+#define PIPELINE_OPTS_INIT { NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+
+struct pipeline_result {
+	enum pipeline_outcome outcome;
+	int code;		/* PIPELINE_ERROR: the FX_E* code; else 0 */
+	char *run_id;
+	char *run_dir;
+	char *reason;		/* why it failed or stopped ("" on PASS) */
+	char *pre_checkpoint;	/* the checkpoint taken before any change ("" when none) */
+	int rolled_back;	/* the tree was restored to pre_checkpoint */
+	int kept;		/* on_failure = keep: the last attempt is in the tree */
+	int committed;		/* commit = true: the change was committed */
+	int iterations;		/* reviews done */
+	long tokens;
+	double cost_usd;
+	double seconds;
+	char *diffstat;		/* what changed, as `forgex diff --stat` shows */
+	json_t *plan;		/* the Architect's plan, or NULL */
+	json_t *summary;	/* summary.json */
+};
+
+#define PIPELINE_RESULT_INIT { PIPELINE_ERROR, 0, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0.0, 0.0, NULL, NULL, NULL }
+
+/**
+ * Run (or resume) the pipeline. Returns 0 when the run reached an ending
+ * (see out->outcome, including PIPELINE_ERROR for a provider that failed
+ * mid-run), or a negative FX_E* code when it could not start (no request,
+ * bad configuration, no such run to resume); `out` is then as far as it
+ * got. Blocks until the end.
+ */
+int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts);
+
+void pipeline_result_release(struct pipeline_result *r);
+
+/**
+ * The deterministic gate. Whether the tests of `current` (compared with
+ * the baseline in `cmp`) forbid a PASS: 1 with the reason appended to
+ * `why` when the tests could not run (`ran` is 0, or the run timed out)
+ * or when a test that passed at baseline (or, without test names, more
+ * tests than before) fails now; else 0.
+ */
+int pipeline_gate(struct buf *why, int ran, const struct verify_result *current,
+		  const struct verify_comparison *cmp);
+
+/**
+ * Append a short text of the test outcome for a model: the counts, the
+ * change from the baseline, and each failing test with its excerpt (at
+ * most `max` bytes in all).
+ */
+void pipeline_describe_tests(struct buf *out, const struct verify_result *r,
+			     const struct verify_comparison *cmp, size_t max);
+
+/**
+ * Restore the pre-run checkpoint of run `id` in `workspace` (forgex
+ * undo). `*checkpoint` (may be NULL) receives its id (caller frees).
+ * FX_ENOTFOUND when the run recorded none.
+ */
+int pipeline_undo(char **checkpoint, const char *workspace, const char *id);
+
+#endif

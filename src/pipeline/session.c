@@ -1,0 +1,463 @@
+/*
+ * Run folders and their event logs (see session.h).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/fsutil.h"
+#include "base/jsonx.h"
+#include "base/path.h"
+#include "pipeline/session.h"
+
+#define EVENTS "events.jsonl"
+#define RUNS_DIR ".forgex/runs"
+#define MAX_EVENTS_FILE (256u << 20)
+
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void session_make_id(char *out, size_t size, long long t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	unsigned short rnd = 0;
+
+	gmtime_r(&tt, &tm);
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+		rnd = (unsigned short)(getpid() ^ (unsigned)clock());
+	snprintf(out, size, "%04d%02d%02d-%02d%02d%02d-%04x", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)rnd);
+}
+
+char *session_dir(const char *workspace, const char *id)
+{
+	return xstrfmt("%s/" RUNS_DIR "/%s", workspace, id);
+}
+
+char *session_path(const struct session *s, const char *name)
+{
+	return xstrfmt("%s/%s", s->dir, name);
+}
+
+static int open_events(struct session *s)
+{
+	char *p = session_path(s, EVENTS);
+	int ret = 0;
+
+	s->events_fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (s->events_fd < 0)
+		ret = err_set_errno(FX_EOS, "cannot open %s", p);
+	free(p);
+	return ret;
+}
+
+int session_create(struct session *s, const char *workspace, const char *request)
+{
+	char id[32];
+	int ret, tries;
+
+	memset(s, 0, sizeof(*s));
+	s->events_fd = -1;
+	s->workspace = xstrdup(workspace);
+	{
+		char *runs = xstrfmt("%s/" RUNS_DIR, workspace);
+
+		ret = fsutil_mkdir_p(runs, 0755);
+		free(runs);
+		if (ret < 0)
+			goto fail;
+	}
+	for (tries = 0; tries < 16; tries++) {
+		session_make_id(id, sizeof(id), (long long)time(NULL));
+		free(s->dir);
+		s->dir = session_dir(workspace, id);
+		if (!mkdir(s->dir, 0700))
+			break;
+		if (errno != EEXIST) {
+			ret = err_set_errno(FX_EOS, "cannot create %s", s->dir);
+			goto fail;
+		}
+	}
+	if (tries == 16) {
+		ret = err_set(FX_EEXISTS, "cannot find a free run id in %s", s->dir);
+		goto fail;
+	}
+	s->id = xstrdup(id);
+	s->started = mono_now();
+	ret = open_events(s);
+	if (ret < 0)
+		goto fail;
+	if (request) {
+		char *p = session_path(s, "request.txt");
+
+		ret = fsutil_write_atomic(p, request, strlen(request), 0600);
+		free(p);
+		if (ret < 0)
+			goto fail;
+	}
+	return 0;
+fail:
+	session_release(s);
+	return ret;
+}
+
+int session_open(struct session *s, const char *workspace, const char *id)
+{
+	json_t *events = NULL;
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	s->events_fd = -1;
+	s->workspace = xstrdup(workspace);
+	s->id = xstrdup(id);
+	s->dir = session_dir(workspace, id);
+	if (!fsutil_is_dir(s->dir)) {
+		ret = err_set(FX_ENOTFOUND, "no run '%s' in %s/" RUNS_DIR, id, workspace);
+		goto fail;
+	}
+	ret = session_load_events(&events, s->dir);
+	if (ret < 0)
+		goto fail;
+	if (json_array_size(events)) {
+		json_t *last = json_array_get(events, json_array_size(events) - 1);
+
+		s->seq = (unsigned long)jsonx_int(last, "seq", (json_int_t)json_array_size(events));
+	}
+	json_decref(events);
+	s->started = mono_now();
+	ret = open_events(s);
+	if (ret < 0)
+		goto fail;
+	return 0;
+fail:
+	session_release(s);
+	return ret;
+}
+
+void session_release(struct session *s)
+{
+	if (s->events_fd >= 0)
+		close(s->events_fd);
+	free(s->workspace);
+	free(s->id);
+	free(s->dir);
+	memset(s, 0, sizeof(*s));
+	s->events_fd = -1;
+}
+
+static void iso_time(char *out, size_t size)
+{
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	snprintf(out, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		 (int)(ts.tv_nsec / 1000000L) % 1000);
+}
+
+int session_event(struct session *s, const char *type, json_t *fields)
+{
+	json_t *ev = json_object();
+	char when[64];
+	int ret = 0;
+
+	iso_time(when, sizeof(when));
+	jsonx_set(ev, "seq", json_integer((json_int_t)++s->seq));
+	jsonx_set(ev, "time", jsonx_string(when));
+	jsonx_set(ev, "elapsed_ms",
+		  json_integer((json_int_t)((mono_now() - s->started) * 1000.0 + 0.5)));
+	jsonx_set(ev, "type", jsonx_string(type));
+	if (fields) {
+		const char *k;
+		json_t *v;
+
+		json_object_foreach(fields, k, v)
+			if (!json_object_get(ev, k))
+				json_object_set(ev, k, v);
+		json_decref(fields);
+	}
+	if (s->events_fd >= 0) {
+		ret = jsonx_write_line(s->events_fd, ev);
+		if (ret < 0)
+			err_prefix(ret, "cannot write %s/" EVENTS, s->dir);
+	}
+	if (s->on_event)
+		s->on_event(s->on_event_data, ev);
+	json_decref(ev);
+	return ret;
+}
+
+int session_eventf(struct session *s, const char *type, const char *fmt, ...)
+{
+	json_error_t jerr;
+	json_t *fields;
+	va_list ap;
+
+	va_start(ap, fmt);
+	fields = json_vpack_ex(&jerr, 0, fmt, ap);
+	va_end(ap);
+	if (!fields)
+		BUG("session_eventf(%s): %s", type, jerr.text);
+	return session_event(s, type, fields);
+}
+
+int session_write_json(const struct session *s, const char *name, const json_t *j)
+{
+	struct buf b = BUF_INIT;
+	char *p = session_path(s, name);
+	int ret;
+
+	jsonx_dump(&b, j, JSON_INDENT(2));
+	buf_addch(&b, '\n');
+	ret = fsutil_write_atomic(p, b.buf, b.len, 0600);
+	free(p);
+	buf_release(&b);
+	return ret;
+}
+
+int session_read_json(json_t **out, const char *dir, const char *name)
+{
+	char *p = xstrfmt("%s/%s", dir, name);
+	int ret = jsonx_load_file(out, p, 64u << 20);
+
+	free(p);
+	return ret;
+}
+
+int session_load_events(json_t **out, const char *dir)
+{
+	char *p = xstrfmt("%s/" EVENTS, dir);
+	struct buf b = BUF_INIT;
+	json_t *arr = NULL;
+	size_t pos = 0, line = 0;
+	int ret;
+
+	ret = fsutil_read_file(&b, p, MAX_EVENTS_FILE);
+	if (ret == FX_ENOTFOUND) {
+		ret = 0;
+	} else if (ret < 0) {
+		goto out;
+	}
+	arr = json_array();
+	while (pos < b.len) {
+		const char *nl = memchr(b.buf + pos, '\n', b.len - pos);
+		size_t n = nl ? (size_t)(nl - b.buf) - pos : b.len - pos;
+		json_t *j = NULL;
+
+		line++;
+		if (n) {
+			ret = jsonx_parse(&j, b.buf + pos, n, p);
+			if (ret < 0) {
+				/* a run killed mid-write leaves at most a torn last line */
+				if (!nl) {
+					ret = 0;
+					err_clear();
+					break;
+				}
+				err_prefix(ret, "line %zu", line);
+				json_decref(arr);
+				arr = NULL;
+				goto out;
+			}
+			json_array_append_new(arr, j);
+		}
+		pos += n + 1;
+	}
+	*out = arr;
+	arr = NULL;
+out:
+	json_decref(arr);
+	buf_release(&b);
+	free(p);
+	return ret;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int session_list(struct strvec *out, const char *workspace)
+{
+	char *runs = xstrfmt("%s/" RUNS_DIR, workspace);
+	struct strvec ids = STRVEC_INIT;
+	struct dirent *de;
+	DIR *d;
+	size_t i;
+
+	d = opendir(runs);
+	free(runs);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		/* only names shaped like run ids: 8 digits, '-' */
+		if (strlen(de->d_name) < 15 || de->d_name[8] != '-')
+			continue;
+		strvec_push(&ids, de->d_name);
+	}
+	closedir(d);
+	qsort(ids.v, ids.nr, sizeof(*ids.v), cmp_str);
+	for (i = 0; i < ids.nr; i++)
+		strvec_push(out, ids.v[i]);
+	strvec_clear(&ids);
+	return 0;
+}
+
+int session_resolve(char **out, const char *workspace, const char *name)
+{
+	struct strvec ids = STRVEC_INIT;
+	const char *found = NULL;
+	size_t i, n;
+	int ret = 0;
+
+	session_list(&ids, workspace);
+	if (!ids.nr) {
+		ret = err_set(FX_ENOTFOUND, "no runs yet in %s/" RUNS_DIR, workspace);
+		goto out;
+	}
+	if (!name || !strcmp(name, "last")) {
+		found = ids.v[ids.nr - 1];
+		goto done;
+	}
+	n = strlen(name);
+	for (i = 0; i < ids.nr; i++) {
+		if (!strcmp(ids.v[i], name)) {
+			found = ids.v[i];
+			break;
+		}
+		if (!strncmp(ids.v[i], name, n)) {
+			if (found) {
+				ret = err_set(FX_EINVAL, "run '%s' is ambiguous: %s, %s, ...", name,
+					      found, ids.v[i]);
+				goto out;
+			}
+			found = ids.v[i];
+		}
+	}
+	if (!found) {
+		ret = err_set(FX_ENOTFOUND, "no run '%s' (see 'forgex log')", name);
+		goto out;
+	}
+done:
+	*out = xstrdup(found);
+out:
+	strvec_clear(&ids);
+	return ret;
+}
+
+/*
+ * The git folder of the work tree whose top is `dir`: `dir`/.git when a
+ * folder, or the target of a "gitdir: PATH" file. NULL when none.
+ */
+static char *git_dir_of(const char *dir)
+{
+	struct buf p = BUF_INIT, c = BUF_INIT;
+	char *ret = NULL;
+
+	path_join(&p, dir, ".git");
+	if (fsutil_is_dir(p.buf)) {
+		ret = buf_detach(&p, NULL);
+	} else if (!fsutil_read_file(&c, p.buf, 4096) && !strncmp(c.buf, "gitdir:", 7)) {
+		struct buf t = BUF_INIT;
+
+		buf_addstr(&t, c.buf + 7);
+		buf_trim(&t);
+		if (t.buf[0] == '/') {
+			ret = buf_detach(&t, NULL);
+		} else {
+			buf_reset(&p);
+			path_join(&p, dir, t.buf);
+			ret = buf_detach(&p, NULL);
+		}
+		buf_release(&t);
+	}
+	buf_release(&p);
+	buf_release(&c);
+	return ret;
+}
+
+int session_exclude(const char *workspace, int *added)
+{
+	static const char *const excluded[] = { ".forgex/runs/", ".forgex/checkpoints/" };
+	struct buf common = BUF_INIT, path = BUF_INIT, content = BUF_INIT, c = BUF_INIT;
+	char *gitdir = git_dir_of(workspace);
+	size_t i;
+	int ret = 0, n_added = 0;
+
+	if (!gitdir)
+		goto out;
+	path_join(&path, gitdir, "commondir");
+	if (!fsutil_read_file(&c, path.buf, 4096)) {
+		buf_trim(&c);
+		if (c.buf[0] == '/')
+			buf_addbuf(&common, &c);
+		else
+			path_join(&common, gitdir, c.buf);
+	} else {
+		err_clear();
+		buf_addstr(&common, gitdir);
+	}
+	buf_reset(&path);
+	path_join(&path, common.buf, "info");
+	ret = fsutil_mkdir_p(path.buf, 0755);
+	if (ret < 0)
+		goto out;
+	buf_addstr(&path, "/exclude");
+	ret = fsutil_read_file(&content, path.buf, 16u << 20);
+	if (ret == FX_ENOTFOUND) {
+		ret = 0;
+		err_clear();
+	}
+	if (ret < 0)
+		goto out;
+	for (i = 0; i < ARRAY_SIZE(excluded); i++) {
+		const char *p = content.buf;
+		size_t n = strlen(excluded[i]);
+		int present = 0;
+
+		while (p && *p) {
+			if (!strncmp(p, excluded[i], n) && (p[n] == '\n' || p[n] == '\0'))
+				present = 1;
+			p = strchr(p, '\n');
+			if (p)
+				p++;
+		}
+		if (present)
+			continue;
+		if (content.len && content.buf[content.len - 1] != '\n')
+			buf_addch(&content, '\n');
+		if (!n_added)
+			buf_addstr(&content, "# forgex run data\n");
+		buf_addf(&content, "%s\n", excluded[i]);
+		n_added++;
+	}
+	if (n_added)
+		ret = fsutil_write_atomic(path.buf, content.buf, content.len, 0644);
+out:
+	if (added)
+		*added = ret < 0 ? 0 : n_added;
+	free(gitdir);
+	buf_release(&common);
+	buf_release(&path);
+	buf_release(&content);
+	buf_release(&c);
+	return ret;
+}

@@ -1,0 +1,126 @@
+#ifndef FX_SESSION_H
+#define FX_SESSION_H
+
+/*
+ * Sessions: the folder of one run, `<workspace>/.forgex/runs/<run-id>/`,
+ * and the record of what happened in it.
+ *
+ *   events.jsonl      one JSON object per line, each written with a single
+ *                     write(2): {"seq": N, "time": "2026-11-30T03:15:00.123Z",
+ *                     "elapsed_ms": N, "type": "stage_start", ...fields}
+ *   transcript.jsonl  every model exchange (llm/transcript.h writes it)
+ *   request.txt       the request, as given
+ *   state.json        what a resume needs: the stages completed so far and
+ *                     the checkpoint taken after each (rewritten atomically)
+ *   plan.json         the Architect's plan
+ *   summary.json      the outcome, written at the end
+ *
+ * A run id is "YYYYMMDD-HHMMSS-xxxx" (UTC, four random hex digits), so ids
+ * sort by time.
+ *
+ * The caller:
+ *   1. session_create() for a new run (or session_open() for an existing
+ *      one, e.g. to resume it); session_exclude() once per workspace;
+ *   2. session_event() for everything that happens; session_write_json()
+ *      for plan.json, state.json, summary.json;
+ *   3. session_release().
+ * Listing and reading runs: session_list(), session_resolve(),
+ * session_load_events(), session_read_json().
+ *
+ * Nothing here prints.
+ */
+
+#include <jansson.h>
+
+#include "base/buf.h"
+#include "base/strvec.h"
+
+/**
+ * Called with every event after it is written (e.g. to print progress or
+ * to copy it to stdout for --json). `ev` is borrowed.
+ */
+typedef void (*session_event_fn)(void *data, const json_t *ev);
+
+/** One run's folder and event log. */
+struct session {
+	char *workspace;	/* absolute */
+	char *id;		/* the run id */
+	char *dir;		/* <workspace>/.forgex/runs/<id> */
+	int events_fd;		/* events.jsonl, O_APPEND; -1 when closed */
+	unsigned long seq;	/* events written so far (numbering continues on open) */
+	double started;		/* CLOCK_MONOTONIC seconds at create/open */
+	session_event_fn on_event;	/* may be NULL */
+	void *on_event_data;
+};
+
+#define SESSION_INIT { NULL, NULL, NULL, -1, 0, 0.0, NULL, NULL }
+
+/**
+ * Make a new run folder under `workspace`/.forgex/runs/ with a fresh id
+ * and an empty events.jsonl. `request` (may be NULL) is saved as
+ * request.txt. FX_EOS when a folder or file cannot be made.
+ */
+int session_create(struct session *s, const char *workspace, const char *request);
+
+/**
+ * Open the existing run `id` of `workspace` to append to its events
+ * (numbering continues after its last event). FX_ENOTFOUND when there is
+ * no such run.
+ */
+int session_open(struct session *s, const char *workspace, const char *id);
+
+/** Close the events file and free the contents; `s` is left as SESSION_INIT. */
+void session_release(struct session *s);
+
+/** A new string "<dir>/<name>" (caller frees). */
+char *session_path(const struct session *s, const char *name);
+
+/**
+ * Append one event of `type` with the members of `fields` (may be NULL;
+ * the reference is taken, even on failure) to events.jsonl with a single
+ * write(2), adding "seq", "time", "elapsed_ms" and "type". Then calls
+ * `on_event`. Returns 0 or FX_EOS.
+ */
+int session_event(struct session *s, const char *type, json_t *fields);
+
+/** As session_event() with fields from json_pack() format `fmt`. */
+int session_eventf(struct session *s, const char *type, const char *fmt, ...);
+
+/** Write `j` indented to `name` in the run folder, atomically. */
+int session_write_json(const struct session *s, const char *name, const json_t *j);
+
+/** Read `name` of the run folder `dir`. FX_ENOTFOUND when missing. */
+int session_read_json(json_t **out, const char *dir, const char *name);
+
+/**
+ * Add ".forgex/runs/" and ".forgex/checkpoints/" to the info/exclude file
+ * of the git repository at `workspace` (the common one for a linked
+ * worktree), each once. Nothing happens when `workspace` is not the top of
+ * a git work tree. `*added` (may be NULL) receives the lines added.
+ */
+int session_exclude(const char *workspace, int *added);
+
+/** Push the ids of the runs of `workspace`, oldest first. */
+int session_list(struct strvec *out, const char *workspace);
+
+/**
+ * The run id that `name` designates: an exact id, a unique prefix, or
+ * "last" / NULL for the newest. FX_ENOTFOUND when no run matches,
+ * FX_EINVAL when a prefix matches several.
+ */
+int session_resolve(char **out, const char *workspace, const char *name);
+
+/** The folder of run `id` (caller frees). */
+char *session_dir(const char *workspace, const char *id);
+
+/**
+ * Read events.jsonl of the run folder `dir` as a JSON array. A torn last
+ * line (a run killed mid-write) is skipped; any other bad line is
+ * FX_EPARSE naming it.
+ */
+int session_load_events(json_t **out, const char *dir);
+
+/** Make a run id for the wall-clock time `t` (seconds) into `out` (>= 21 bytes). */
+void session_make_id(char *out, size_t size, long long t);
+
+#endif

@@ -1,0 +1,876 @@
+/*
+ * forgex run, end to end: the real binary against build/mockllm playing
+ * the four roles, in temporary git repositories with a Python project
+ * whose tests really run.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/fsutil.h"
+#include "base/jsonx.h"
+#include "base/strvec.h"
+#include "helpers/testutil.h"
+#include "mockllm/mockctl.h"
+
+extern char **environ;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct run {
+	int status;		/* exit status, or 128+signal */
+	struct buf out, err;
+};
+
+/*
+ * Run forgex with `args` in `cwd`. Sends `sig` once `marker` shows on
+ * stderr (or at `sig_after` seconds when marker is NULL; sig 0: never);
+ * kills it after `deadline` seconds.
+ */
+static void run_forgex(struct run *r, const char *cwd, const char *const *args, int sig,
+		       const char *marker, double sig_after, double deadline)
+{
+	struct strvec argv = STRVEC_INIT;
+	int out[2], err[2], st, sent = 0, open_fds = 2;
+	double started;
+	pid_t pid;
+	char *abs = realpath(tu_forgex(), NULL);
+
+	memset(r, 0, sizeof(*r));
+	buf_init(&r->out, 0);
+	buf_init(&r->err, 0);
+	strvec_push(&argv, abs ? abs : tu_forgex());
+	free(abs);
+	strvec_pushv(&argv, args);
+	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
+		die("pipe");
+	started = now();
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		int null = open("/dev/null", O_RDONLY);
+
+		dup2(null, 0);
+		dup2(out[1], 1);
+		dup2(err[1], 2);
+		if (chdir(cwd))
+			_exit(125);
+		execve(argv.v[0], (char *const *)argv.v, environ);
+		_exit(127);
+	}
+	close(out[1]);
+	close(err[1]);
+	while (open_fds) {
+		struct pollfd p[2] = { { out[0], POLLIN, 0 }, { err[0], POLLIN, 0 } };
+		double t = now() - started;
+		int i;
+
+		if (t > deadline) {
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (sig && !sent && (marker ? strstr(r->err.buf, marker) != NULL : t >= sig_after)) {
+			kill(pid, sig);
+			sent = 1;
+		}
+		if (poll(p, 2, 20) < 0 && errno != EINTR)
+			die("poll");
+		for (i = 0; i < 2; i++) {
+			char chunk[4096];
+			ssize_t n;
+
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			n = read(p[i].fd, chunk, sizeof(chunk));
+			if (n > 0) {
+				buf_add(i ? &r->err : &r->out, chunk, (size_t)n);
+			} else if (n == 0 || errno != EINTR) {
+				close(p[i].fd);
+				if (i)
+					err[0] = -1;
+				else
+					out[0] = -1;
+				open_fds--;
+			}
+		}
+	}
+	if (out[0] >= 0)
+		close(out[0]);
+	if (err[0] >= 0)
+		close(err[0]);
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			die("waitpid");
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	strvec_clear(&argv);
+}
+
+static void run_release(struct run *r)
+{
+	buf_release(&r->out);
+	buf_release(&r->err);
+}
+
+#define FORGEX(r, dir, ...) \
+	do { \
+		const char *a_[] = { __VA_ARGS__, NULL }; \
+		run_forgex((r), (dir), a_, 0, NULL, 0, 120); \
+	} while (0)
+
+static const char calc_py[] =
+	"def add(a, b):\n"
+	"    return a - b\n"
+	"\n"
+	"\n"
+	"def sub(a, b):\n"
+	"    return a - b\n";
+
+static const char test_calc_py[] =
+	"import unittest\n"
+	"\n"
+	"from calc import add, sub\n"
+	"\n"
+	"\n"
+	"class CalcTest(unittest.TestCase):\n"
+	"    def test_add(self):\n"
+	"        self.assertEqual(add(2, 3), 5)\n"
+	"\n"
+	"    def test_sub(self):\n"
+	"        self.assertEqual(sub(5, 3), 2)\n"
+	"\n"
+	"\n"
+	"if __name__ == '__main__':\n"
+	"    unittest.main()\n";
+
+static void sh(const char *dir, const char *cmd)
+{
+	const char *argv[] = { "sh", "-c", cmd, NULL };
+	struct tu_result r;
+
+	tu_run(&r, argv, dir, NULL, NULL);
+	if (r.status)
+		fail_msg("%s: %s%s", cmd, r.out.buf, r.err.buf);
+	tu_result_release(&r);
+}
+
+/* A git repository with calc.py (add is wrong), its tests and a config for the mock. */
+static char *project(const struct mock *m, const char *more)
+{
+	char *dir = tu_mkdtemp();
+	char *cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
+			    "api_key_env = \"FX_E2E_NO_KEY\"\nmax_retries = 0\ntimeout_seconds = 30\n"
+			    "[permissions]\nmode = \"auto\"\n"
+			    "[pipeline]\ntest_command = [\"python3\", \"-B\", \"-m\", \"unittest\", \"-v\"]\n%s",
+			    m->base_url, more ? more : "");
+
+	tu_write(dir, "calc.py", calc_py);
+	tu_write(dir, "test_calc.py", test_calc_py);
+	tu_write(dir, ".gitignore", "__pycache__/\n");
+	sh(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
+		"commit -qm init");
+	tu_write(dir, "notes.txt", "untracked, not ignored\n");
+	tu_write(dir, ".forgex/config.toml", cfg);
+	free(cfg);
+	return dir;
+}
+
+/* Every file of `dir` but .git, .forgex and __pycache__, with its bytes. */
+static void snapshot_into(struct buf *out, const char *dir, const char *rel)
+{
+	struct dirent **names;
+	int n, i;
+	char *path = xstrfmt("%s/%s", dir, rel);
+
+	n = scandir(path, &names, NULL, alphasort);
+	for (i = 0; i < n; i++) {
+		const char *nm = names[i]->d_name;
+		char *sub = *rel ? xstrfmt("%s/%s", rel, nm) : xstrdup(nm);
+		char *full = xstrfmt("%s/%s", dir, sub);
+		struct stat st;
+
+		if (strcmp(nm, ".") && strcmp(nm, "..") && strcmp(nm, ".git") &&
+		    strcmp(nm, ".forgex") && strcmp(nm, "__pycache__") && !lstat(full, &st)) {
+			if (S_ISDIR(st.st_mode)) {
+				snapshot_into(out, dir, sub);
+			} else {
+				buf_addf(out, "== %s %o\n", sub, st.st_mode);
+				fsutil_read_file(out, full, 0);
+			}
+		}
+		free(sub);
+		free(full);
+		free(names[i]);
+	}
+	if (n >= 0)
+		free(names);
+	free(path);
+}
+
+static char *snapshot(const char *dir)
+{
+	struct buf b = BUF_INIT;
+
+	snapshot_into(&b, dir, "");
+	return buf_detach(&b, NULL);
+}
+
+/*
+ * Script steps
+ */
+
+static void call(json_t *steps, const char *name, const char *args)
+{
+	static int n;
+	json_t *a = NULL;
+	char id[32];
+
+	if (jsonx_parse(&a, args, strlen(args), "step"))
+		die("bad args: %s", args);
+	snprintf(id, sizeof(id), "call_%d", ++n);
+	json_array_append_new(steps, json_pack("{s:[{s:s, s:s, s:o}]}", "tool_calls", "id", id,
+					       "name", name, "arguments", a));
+}
+
+#define PLAN "{\"summary\": \"Fix add\", \"steps\": [{\"id\": \"1\", \"title\": \"Make add add\"," \
+	" \"description\": \"return a + b\", \"files\": [\"calc.py\"]}], \"acceptance\": [\"test_add passes\"]}"
+#define FIX_ADD "{\"path\": \"calc.py\", \"old_string\": \"def add(a, b):\\n    return a - b\"," \
+	" \"new_string\": \"def add(a, b):\\n    return a + b\"}"
+#define WRONG_ADD "{\"path\": \"calc.py\", \"old_string\": \"def add(a, b):\\n    return a - b\"," \
+	" \"new_string\": \"def add(a, b):\\n    return a * b\"}"
+#define FIX_WRONG "{\"path\": \"calc.py\", \"old_string\": \"return a * b\", \"new_string\": \"return a + b\"}"
+#define FINISH "{\"summary\": \"done\"}"
+#define PASS "{\"verdict\": \"PASS\", \"reasons\": [\"tests pass\"], \"required_fixes\": []}"
+#define FAIL "{\"verdict\": \"FAIL\", \"reasons\": [\"test_add fails\"], \"required_fixes\": [\"add must return a + b\"]}"
+
+static char *script(json_t *steps)
+{
+	struct buf b = BUF_INIT;
+	json_t *s = json_pack("{s:o}", "steps", steps);
+
+	jsonx_dump(&b, s, 0);
+	json_decref(s);
+	return buf_detach(&b, NULL);
+}
+
+/* The events of the newest run of `dir`. */
+static json_t *events(const char *dir)
+{
+	struct buf p = BUF_INIT;
+	char *last = NULL;
+	json_t *arr = json_array();
+	struct dirent **names;
+	int n, i;
+	char *runs = xstrfmt("%s/.forgex/runs", dir);
+
+	n = scandir(runs, &names, NULL, alphasort);
+	for (i = 0; i < n; i++) {
+		if (names[i]->d_name[0] != '.') {
+			free(last);
+			last = xstrdup(names[i]->d_name);
+		}
+		free(names[i]);
+	}
+	if (n >= 0)
+		free(names);
+	if (last) {
+		buf_addf(&p, "%s/%s/events.jsonl", runs, last);
+		{
+			struct buf b = BUF_INIT;
+			size_t pos = 0;
+
+			fsutil_read_file(&b, p.buf, 0);
+			while (pos < b.len) {
+				const char *nl = memchr(b.buf + pos, '\n', b.len - pos);
+				size_t len = nl ? (size_t)(nl - b.buf) - pos : b.len - pos;
+				json_t *j = NULL;
+
+				if (len && !jsonx_parse(&j, b.buf + pos, len, "events"))
+					json_array_append_new(arr, j);
+				pos += len + 1;
+			}
+			buf_release(&b);
+		}
+	}
+	free(last);
+	free(runs);
+	buf_release(&p);
+	return arr;
+}
+
+/* The first event of `type` (borrowed from `evs`), or NULL. */
+static json_t *find_event(json_t *evs, const char *type, int nth)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(evs, i, e)
+		if (!strcmp(jsonx_str(e, "type"), type) && nth-- == 0)
+			return e;
+	return NULL;
+}
+
+static size_t count_events(json_t *evs, const char *type)
+{
+	size_t i, n = 0;
+	json_t *e;
+
+	json_array_foreach(evs, i, e)
+		n += !strcmp(jsonx_str(e, "type"), type);
+	return n;
+}
+
+static void assert_file(const char *dir, const char *rel, const char *want)
+{
+	char *got = tu_read(dir, rel);
+
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	free(got);
+}
+
+static void test_pipeline_pass_at_once(void **state)
+{
+	json_t *steps = json_array(), *evs;
+	struct mock m;
+	struct run r;
+	char *s, *dir, *ex;
+	size_t before;
+
+	(void)state;
+	call(steps, "read_file", "{\"path\": \"calc.py\"}");
+	call(steps, "submit_plan", PLAN);
+	call(steps, "edit_file", FIX_ADD);
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, NULL);
+	FORGEX(&r, dir, "run", "make add add");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out.buf, "PASS: "));
+	assert_non_null(strstr(r.out.buf, "calc.py"));
+	assert_non_null(strstr(r.out.buf, "tests before  1 passed, 1 failed"));
+	assert_non_null(strstr(r.out.buf, "tests after   2 passed, 0 failed"));
+	assert_non_null(strstr(r.err.buf, "==> architect"));
+	assert_non_null(strstr(calc_py, "a - b"));
+	{
+		char *c = tu_read(dir, "calc.py");
+
+		assert_non_null(strstr(c, "def add(a, b):\n    return a + b"));
+		free(c);
+	}
+	evs = events(dir);
+	assert_non_null(find_event(evs, "plan", 0));
+	assert_int_equal(count_events(evs, "stage_start"), 7);
+	assert_int_equal(count_events(evs, "model_call"), 6);
+	assert_string_equal(jsonx_str(find_event(evs, "run_end", 0), "outcome"), "pass");
+	assert_string_equal(jsonx_str(find_event(evs, "verdict", 0), "verdict"), "PASS");
+	json_decref(evs);
+	ex = tu_read(dir, ".git/info/exclude");
+	assert_non_null(strstr(ex, ".forgex/runs/"));
+	free(ex);
+	run_release(&r);
+
+	/* forgex log lists it */
+	FORGEX(&r, dir, "log");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out.buf, "pass"));
+	assert_non_null(strstr(r.out.buf, "make add add"));
+	run_release(&r);
+	FORGEX(&r, dir, "log", "last");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out.buf, "submit_verdict"));
+	run_release(&r);
+
+	/* forgex replay: offline, the same outcome, no request to the model */
+	before = mock_count(&m, "/chat/completions");
+	FORGEX(&r, dir, "replay", "last");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out.buf, "Same outcome"));
+	assert_int_equal(mock_count(&m, "/chat/completions"), before);
+	run_release(&r);
+
+	/* forgex undo puts the tree back */
+	FORGEX(&r, dir, "undo");
+	assert_int_equal(r.status, 0);
+	assert_file(dir, "calc.py", calc_py);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+}
+
+static void test_pipeline_fail_repair_pass(void **state)
+{
+	json_t *steps = json_array(), *evs;
+	struct mock m;
+	struct run r;
+	char *s, *dir;
+
+	(void)state;
+	call(steps, "submit_plan", PLAN);
+	call(steps, "edit_file", WRONG_ADD);
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", FAIL);
+	call(steps, "edit_file", FIX_WRONG);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, NULL);
+	FORGEX(&r, dir, "run", "make add add");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out.buf, "iterations 2"));
+	evs = events(dir);
+	assert_int_equal(count_events(evs, "verdict"), 2);
+	assert_string_equal(jsonx_str(find_event(evs, "verdict", 0), "verdict"), "FAIL");
+	/* the repair was told the failing test and the required fix */
+	{
+		json_t *reqs = mock_requests(&m), *req = json_array_get(reqs, 5);
+		struct buf b = BUF_INIT;
+
+		jsonx_dump(&b, json_object_get(req, "body"), 0);
+		assert_non_null(strstr(b.buf, "add must return a + b"));
+		assert_non_null(strstr(b.buf, "test_add"));
+		buf_release(&b);
+		json_decref(reqs);
+	}
+	json_decref(evs);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+}
+
+static void test_pipeline_fail_until_max_then_rollback(void **state)
+{
+	json_t *steps = json_array();
+	struct mock m;
+	struct run r;
+	char *s, *dir, *before, *after;
+
+	(void)state;
+	call(steps, "submit_plan", PLAN);
+	call(steps, "edit_file", WRONG_ADD);
+	call(steps, "write_file", "{\"path\": \"extra/new.py\", \"content\": \"x = 1\\n\"}");
+	call(steps, "delete_file", "{\"path\": \"notes.txt\"}");
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", FAIL);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", FAIL);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, "max_iterations = 2\n");
+	before = snapshot(dir);
+	FORGEX(&r, dir, "run", "make add add");
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.out.buf, "FAIL: "));
+	assert_non_null(strstr(r.out.buf, "restored"));
+	after = snapshot(dir);
+	assert_string_equal(after, before);
+	assert_int_equal(mock_count(&m, "/chat/completions"), 9);
+	free(after);
+	free(before);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+}
+
+static void test_pipeline_keep_leaves_last_attempt(void **state)
+{
+	json_t *steps = json_array();
+	struct mock m;
+	struct run r;
+	char *s, *dir, *c;
+
+	(void)state;
+	call(steps, "submit_plan", PLAN);
+	call(steps, "edit_file", WRONG_ADD);
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", FAIL);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, "max_iterations = 1\non_failure = \"keep\"\n");
+	FORGEX(&r, dir, "run", "make add add");
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.out.buf, "forgex undo"));
+	c = tu_read(dir, "calc.py");
+	assert_non_null(strstr(c, "a * b"));
+	free(c);
+	run_release(&r);
+	FORGEX(&r, dir, "undo");
+	assert_int_equal(r.status, 0);
+	assert_file(dir, "calc.py", calc_py);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+}
+
+static void test_pipeline_gate_overrules_pass(void **state)
+{
+	json_t *steps = json_array(), *evs, *v;
+	struct mock m;
+	struct run r;
+	char *s, *dir, *before, *after;
+
+	(void)state;
+	call(steps, "submit_plan", PLAN);
+	call(steps, "edit_file", FIX_ADD);
+	/* ... and breaks sub, which passed at baseline */
+	call(steps, "edit_file", "{\"path\": \"calc.py\", \"old_string\": \"def sub(a, b):\\n    return a - b\","
+				 " \"new_string\": \"def sub(a, b):\\n    return b - a\"}");
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, "max_iterations = 1\n");
+	before = snapshot(dir);
+	FORGEX(&r, dir, "run", "make add add");
+	if (r.status != 1)
+		fail_msg("status %d: %s\n%s", r.status, r.out.buf, r.err.buf);
+	evs = events(dir);
+	v = find_event(evs, "verdict", 0);
+	assert_non_null(v);
+	assert_string_equal(jsonx_str(v, "verdict"), "FAIL");
+	assert_non_null(jsonx_str(v, "gate"));
+	assert_non_null(strstr(jsonx_str(v, "gate"), "test_sub"));
+	assert_true(jsonx_bool(json_object_get(v, "review"), "pass", 0));
+	after = snapshot(dir);
+	assert_string_equal(after, before);
+	json_decref(evs);
+	free(before);
+	free(after);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+}
+
+static void test_pipeline_ensemble_two_of_three(void **state)
+{
+	json_t *steps = json_array(), *evs, *v, *reqs;
+	struct mock m;
+	struct run r;
+	char *s, *dir;
+
+	(void)state;
+	call(steps, "submit_plan", PLAN);
+	call(steps, "edit_file", FIX_ADD);
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	call(steps, "submit_verdict", FAIL);
+	call(steps, "submit_verdict", PASS);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, "[review]\nvoters = [\"default:voter-a\", \"default:voter-b\"]\n"
+			  "quorum = \"majority\"\n");
+	FORGEX(&r, dir, "run", "make add add");
+	assert_int_equal(r.status, 0);
+	evs = events(dir);
+	v = find_event(evs, "verdict", 0);
+	assert_string_equal(jsonx_str(v, "verdict"), "PASS");
+	v = json_object_get(v, "review");
+	assert_int_equal(json_array_size(json_object_get(v, "votes")), 3);
+	assert_int_equal(jsonx_int(v, "passes", 0), 2);
+	assert_string_equal(jsonx_str(json_array_get(json_object_get(v, "votes"), 1), "voter"),
+			    "default:voter-a");
+	/* each voter asked with its own model */
+	reqs = mock_requests(&m);
+	assert_string_equal(jsonx_str(json_object_get(json_array_get(reqs, 5), "body"), "model"),
+			    "voter-a");
+	assert_string_equal(jsonx_str(json_object_get(json_array_get(reqs, 6), "body"), "model"),
+			    "voter-b");
+	json_decref(reqs);
+	json_decref(evs);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+
+	/* the same votes under "unanimous" fail */
+	steps = json_array();
+	call(steps, "submit_plan", PLAN);
+	call(steps, "edit_file", FIX_ADD);
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	call(steps, "submit_verdict", FAIL);
+	call(steps, "submit_verdict", PASS);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, "max_iterations = 1\n[review]\nvoters = [\"default:voter-a\", "
+			  "\"default:voter-b\"]\nquorum = \"unanimous\"\n");
+	FORGEX(&r, dir, "run", "make add add");
+	assert_int_equal(r.status, 1);
+	assert_file(dir, "calc.py", calc_py);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+}
+
+/* A budget that runs out ends the run as on_failure says, with a clear message. */
+static void budget_case(const char *budget, const char *delay_step, const char *want)
+{
+	json_t *steps = json_array();
+	struct mock m;
+	struct run r;
+	char *s, *dir, *before, *after, *more;
+	size_t nsteps;
+
+	call(steps, "submit_plan", PLAN);
+	call(steps, "edit_file", FIX_ADD);
+	if (delay_step) {
+		json_t *d = NULL;
+
+		jsonx_parse(&d, delay_step, strlen(delay_step), "step");
+		json_array_append_new(steps, d);
+	}
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	nsteps = json_array_size(steps);
+	s = script(steps);
+	mock_start(&m, s);
+	more = xstrfmt("[budget]\n%s\n", budget);
+	dir = project(&m, more);
+	before = snapshot(dir);
+	FORGEX(&r, dir, "run", "make add add");
+	assert_int_equal(r.status, 1);
+	if (!strstr(r.out.buf, want) && !strstr(r.err.buf, want))
+		fail_msg("'%s' not in: %s %s", want, r.out.buf, r.err.buf);
+	after = snapshot(dir);
+	assert_string_equal(after, before);
+	/* it stopped early: not every step was asked for */
+	assert_true(mock_count(&m, "/chat/completions") < nsteps);
+	free(before);
+	free(after);
+	free(more);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+}
+
+static void test_pipeline_budget_tokens(void **state)
+{
+	(void)state;
+	budget_case("max_tokens = 100", NULL, "token budget");
+}
+
+static void test_pipeline_budget_cost(void **state)
+{
+	(void)state;
+	budget_case("max_cost_usd = 0.01\nprices = [\"mock-model=10/10\"]", NULL, "cost budget");
+}
+
+static void test_pipeline_budget_wall(void **state)
+{
+	(void)state;
+	budget_case("max_wall_seconds = 1",
+		    "{\"tool_calls\": [{\"id\": \"w\", \"name\": \"list_dir\", \"arguments\": {}}],"
+		    " \"delay_ms\": 1500}", "wall-clock budget");
+}
+
+/* Whether a process whose command line holds `needle` is alive. */
+static int process_alive(const char *needle)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int found = 0;
+
+	while (d && (de = readdir(d))) {
+		char *p;
+		struct buf b = BUF_INIT;
+		size_t i;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		p = xstrfmt("/proc/%s/cmdline", de->d_name);
+		if (!fsutil_read_file(&b, p, 0)) {
+			for (i = 0; i < b.len; i++)
+				if (!b.buf[i])
+					b.buf[i] = ' ';
+			if (strstr(b.buf, needle))
+				found = 1;
+		}
+		err_clear();
+		buf_release(&b);
+		free(p);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+static void test_pipeline_ctrl_c_during_command(void **state)
+{
+	json_t *steps = json_array();
+	struct mock m;
+	struct run r;
+	char *s, *dir, *before, *after;
+	const char *args[] = { "run", "make add add", NULL };
+	int i;
+
+	(void)state;
+	call(steps, "submit_plan", PLAN);
+	call(steps, "edit_file", FIX_ADD);
+	call(steps, "run_command", "{\"argv\": [\"sleep\", \"41.75\"]}");
+	call(steps, "finish", FINISH);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, NULL);
+	before = snapshot(dir);
+	run_forgex(&r, dir, args, SIGINT, "run_command", 0, 60);
+	assert_int_equal(r.status, 130);
+	after = snapshot(dir);
+	assert_string_equal(after, before);
+	/* the command and everything it started are gone */
+	for (i = 0; i < 50 && process_alive("sleep 41.75"); i++)
+		usleep(20000);
+	assert_false(process_alive("sleep 41.75"));
+	free(before);
+	free(after);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+}
+
+static void test_pipeline_kill9_then_resume(void **state)
+{
+	json_t *steps = json_array(), *evs;
+	struct mock m;
+	struct run r;
+	char *s, *dir;
+	const char *args[] = { "run", "make add add", NULL };
+
+	(void)state;
+	call(steps, "submit_plan", PLAN);
+	call(steps, "write_file", "{\"path\": \"half.txt\", \"content\": \"half done\\n\"}");
+	call(steps, "run_command", "{\"argv\": [\"sleep\", \"42.25\"]}");
+	/* after the resume, the Builder starts again */
+	call(steps, "edit_file", FIX_ADD);
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, NULL);
+	run_forgex(&r, dir, args, SIGKILL, "run_command", 0, 60);
+	assert_int_equal(r.status, 128 + SIGKILL);
+	run_release(&r);
+	FORGEX(&r, dir, "log");
+	assert_non_null(strstr(r.out.buf, "unfinished"));
+	run_release(&r);
+	FORGEX(&r, dir, "resume", "last");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out.buf, "PASS"));
+	/* the half-done Builder's file is gone: the stage started again from the checkpoint */
+	assert_null(tu_read(dir, "half.txt"));
+	{
+		char *c = tu_read(dir, "calc.py");
+
+		assert_non_null(strstr(c, "return a + b"));
+		free(c);
+	}
+	evs = events(dir);
+	assert_non_null(find_event(evs, "run_resume", 0));
+	assert_string_equal(jsonx_str(find_event(evs, "run_end", 0), "outcome"), "pass");
+	json_decref(evs);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+}
+
+/* make demo, on a fresh copy */
+static void test_pipeline_demo(void **state)
+{
+	const char *top = getenv("FORGEX_TOP");
+	char *bin = realpath(tu_forgex(), NULL), *build, *script_path, *dir;
+	struct tu_result r;
+
+	(void)state;
+	if (!top || !bin) {
+		free(bin);
+		skip();
+	}
+	build = xstrdup(bin);
+	*strrchr(build, '/') = '\0';
+	script_path = xstrfmt("%s/examples/demo/run.sh", top);
+	dir = tu_mkdtemp();
+	{
+		char *env_build = xstrfmt("BUILD=%s", build);
+		const char *argv[] = { "sh", script_path, dir, NULL };
+		const char *env[] = { env_build, NULL };
+
+		tu_run(&r, argv, top, env, NULL);
+		free(env_build);
+	}
+	if (r.status)
+		fail_msg("demo failed (%d): %s\n%s", r.status, r.out.buf, r.err.buf);
+	assert_non_null(strstr(r.out.buf, "PASS: "));
+	assert_non_null(strstr(r.out.buf, "iterations 2"));
+	assert_non_null(strstr(r.err.buf, "verdict: FAIL"));
+	{
+		char *c = tu_read(dir, "inventory.py");
+
+		assert_non_null(strstr(c, "total += price * qty"));
+		assert_non_null(strstr(c, "if qty < 0"));
+		free(c);
+	}
+	tu_result_release(&r);
+	free(script_path);
+	free(build);
+	free(bin);
+	tu_rmtree(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pipeline_pass_at_once),
+		cmocka_unit_test(test_pipeline_fail_repair_pass),
+		cmocka_unit_test(test_pipeline_fail_until_max_then_rollback),
+		cmocka_unit_test(test_pipeline_keep_leaves_last_attempt),
+		cmocka_unit_test(test_pipeline_gate_overrules_pass),
+		cmocka_unit_test(test_pipeline_ensemble_two_of_three),
+		cmocka_unit_test(test_pipeline_budget_tokens),
+		cmocka_unit_test(test_pipeline_budget_cost),
+		cmocka_unit_test(test_pipeline_budget_wall),
+		cmocka_unit_test(test_pipeline_ctrl_c_during_command),
+		cmocka_unit_test(test_pipeline_kill9_then_resume),
+		cmocka_unit_test(test_pipeline_demo),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,109 @@
+/* The deterministic gate and the test description given to the roles. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "pipeline/pipeline.h"
+
+static void parse_str(struct verify_result *r, const char *out, int exit_code)
+{
+	struct verify_output o;
+
+	memset(&o, 0, sizeof(o));
+	o.out = out;
+	o.out_len = strlen(out);
+	o.exit_code = exit_code;
+	verify_parse(r, &o);
+}
+
+static int gate(struct buf *why, const char *base, int base_exit, const char *cur, int cur_exit)
+{
+	struct verify_result b = VERIFY_RESULT_INIT, c = VERIFY_RESULT_INIT;
+	struct verify_comparison cmp = VERIFY_COMPARISON_INIT;
+	int blocked;
+
+	parse_str(&b, base, base_exit);
+	parse_str(&c, cur, cur_exit);
+	verify_compare(&cmp, &b, &c);
+	blocked = pipeline_gate(why, 1, &c, &cmp);
+	verify_comparison_release(&cmp);
+	verify_result_release(&b);
+	verify_result_release(&c);
+	return blocked;
+}
+
+static void test_pipeline_gate_baseline_pass_now_fails(void **state)
+{
+	struct buf why = BUF_INIT;
+
+	(void)state;
+	assert_int_equal(gate(&why, "1..2\nok 1 - a\nok 2 - b\n", 0,
+			      "1..2\nok 1 - a\nnot ok 2 - b\n", 1), 1);
+	assert_non_null(strstr(why.buf, "passed at baseline now fail"));
+	assert_non_null(strstr(why.buf, "b"));
+	buf_release(&why);
+}
+
+static void test_pipeline_gate_still_failing_is_for_review(void **state)
+{
+	struct buf why = BUF_INIT;
+
+	(void)state;
+	/* failing before and after: not the gate's business, the reviewers judge */
+	assert_int_equal(gate(&why, "1..2\nok 1 - a\nnot ok 2 - b\n", 1,
+			      "1..2\nok 1 - a\nnot ok 2 - b\n", 1), 0);
+	/* fixed: passes the gate */
+	assert_int_equal(gate(&why, "1..2\nok 1 - a\nnot ok 2 - b\n", 1,
+			      "1..2\nok 1 - a\nok 2 - b\n", 0), 0);
+	assert_int_equal(why.len, 0);
+	buf_release(&why);
+}
+
+static void test_pipeline_gate_tests_could_not_run(void **state)
+{
+	struct buf why = BUF_INIT;
+	struct verify_result r = VERIFY_RESULT_INIT;
+
+	(void)state;
+	assert_int_equal(pipeline_gate(&why, 0, NULL, NULL), 1);
+	assert_non_null(strstr(why.buf, "could not run"));
+	buf_reset(&why);
+	parse_str(&r, "1..1\nok 1 - a\n", 0);
+	r.timed_out = 1;
+	assert_int_equal(pipeline_gate(&why, 1, &r, NULL), 1);
+	assert_non_null(strstr(why.buf, "timed out"));
+	verify_result_release(&r);
+	buf_release(&why);
+}
+
+static void test_pipeline_describe_tests_has_excerpts(void **state)
+{
+	struct verify_result r = VERIFY_RESULT_INIT;
+	struct buf out = BUF_INIT;
+
+	(void)state;
+	parse_str(&r, "1..2\nok 1 - a\nnot ok 2 - subtracts\n  ---\n  message: 'expected 1 got 5'\n"
+		  "  ...\n", 1);
+	pipeline_describe_tests(&out, &r, NULL, 4096);
+	assert_non_null(strstr(out.buf, "passed 1, failed 1"));
+	assert_non_null(strstr(out.buf, "- subtracts: fail"));
+	buf_reset(&out);
+	pipeline_describe_tests(&out, &r, NULL, 10);
+	assert_non_null(strstr(out.buf, "[... cut ...]"));
+	verify_result_release(&r);
+	buf_release(&out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pipeline_gate_baseline_pass_now_fails),
+		cmocka_unit_test(test_pipeline_gate_still_failing_is_for_review),
+		cmocka_unit_test(test_pipeline_gate_tests_could_not_run),
+		cmocka_unit_test(test_pipeline_describe_tests_has_excerpts),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
