@@ -83,7 +83,7 @@ size_t fs_utf8_cut(const char *s, size_t len, size_t max)
 		return len;
 	n = max;
 	/* Step back over continuation bytes to the start of the cut sequence. */
-	while (n > 0 && n > max - 4 && ((unsigned char)s[n] & 0xc0) == 0x80)
+	while (n > 0 && n + 4 > max && ((unsigned char)s[n] & 0xc0) == 0x80)
 		n--;
 	return n;
 }

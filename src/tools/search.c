@@ -186,6 +186,19 @@ static int match_at(struct worker *w, const char *d, size_t len, size_t from)
 	return pcre2_match(w->s->code, (PCRE2_SPTR)d, len, from, 0, w->md, w->mc);
 }
 
+/* A match error (the match limit, a JIT stack too small) ends the whole search. */
+static int match_failed(struct worker *w, const char *rel, int rc)
+{
+	PCRE2_UCHAR msg[256];
+
+	pcre2_get_error_message(rc, msg, sizeof(msg));
+	if (!w->err_msg)
+		w->err_msg = xstrfmt("matching in '%s' failed: %s; simplify the pattern", rel,
+				     (char *)msg);
+	w->err = FX_ELIMIT;
+	return FX_ELIMIT;
+}
+
 static int search_buffer(struct worker *w, const char *rel, const char *d, size_t len)
 {
 	size_t pos = 0, line = 1, counted = 0, path_off = SIZE_MAX;
@@ -198,15 +211,8 @@ static int search_buffer(struct worker *w, const char *rel, const char *d, size_
 
 		if (rc == PCRE2_ERROR_NOMATCH)
 			break;
-		if (rc < 0) {
-			PCRE2_UCHAR msg[256];
-
-			pcre2_get_error_message(rc, msg, sizeof(msg));
-			if (!w->err_msg)
-				w->err_msg = xstrfmt("matching in '%s' failed: %s", rel, (char *)msg);
-			w->err = FX_ELIMIT;
-			return FX_ELIMIT;
-		}
+		if (rc < 0)
+			return match_failed(w, rel, rc);
 		ov = pcre2_get_ovector_pointer(w->md);
 		p = ov[0] > pos ? memrchr(d + pos, '\n', ov[0] - pos) : NULL;
 		ls = p ? (size_t)(p - d) + 1 : pos;
@@ -222,7 +228,7 @@ static int search_buffer(struct worker *w, const char *rel, const char *d, size_
 				continue;
 			}
 			if (rc < 0)
-				continue;	/* reported on the next full match */
+				return match_failed(w, rel, rc);
 			ov = pcre2_get_ovector_pointer(w->md);
 			if (ov[0] > le || ov[1] > le) {
 				pos = le + 1;

@@ -210,6 +210,12 @@ static void test_search_errors_and_links(void **state)
 	assert_contains(t.out.buf, "invalid regular expression at offset 7");
 	assert_int_equal(search(&t, json_pack("{s:s,s:s}", "pattern", "x", "path", "nope")), TOOL_FAILED);
 	assert_contains(t.out.buf, "does not exist");
+	/* A pattern that backtracks without end stops at PCRE2's match limit, with a message. */
+	tu_write(t.ws, "real/aaa.txt", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab\n");
+	assert_int_equal(search(&t, json_pack("{s:s,s:s}", "pattern", "(a|aa)+$", "path",
+					      "real/aaa.txt")), TOOL_FAILED);
+	assert_contains(t.out.buf, "matching in 'real/aaa.txt' failed");
+	unlink(tt_path(&t, "real/aaa.txt"));
 	/* Links are not followed while walking (as ripgrep does): one hit, not three. */
 	assert_int_equal(search(&t, json_pack("{s:s}", "pattern", "needle")), TOOL_OK);
 	assert_string_equal(t.out.buf, "real/a.txt:1:needle\n");
