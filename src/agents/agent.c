@@ -362,8 +362,8 @@ static void emit(struct loop *l, const char *type, json_t *fields)
 	l->o->on_event(l->o->event_data, type, fields);
 }
 
-static void progress(struct loop *l, const char *fmt, ...) FX_PRINTF(2, 3);
-static void progress(struct loop *l, const char *fmt, ...)
+static void progress(struct loop *l, const char *kind, const char *fmt, ...) FX_PRINTF(3, 4);
+static void progress(struct loop *l, const char *kind, const char *fmt, ...)
 {
 	struct buf msg = BUF_INIT;
 	json_t *f;
@@ -379,6 +379,7 @@ static void progress(struct loop *l, const char *fmt, ...)
 	f = json_object();
 	jsonx_set(f, "message", jsonx_stringn_lossy(msg.buf, msg.len));
 	jsonx_set(f, "tokens", json_integer(l->budget->tokens_used));
+	jsonx_set(f, "kind", jsonx_string(kind));
 	emit(l, "progress", f);
 	buf_release(&msg);
 }
@@ -738,7 +739,7 @@ static int run_calls(struct loop *l, const struct llm_response *resp)
 						c->arguments ? strlen(c->arguments) : 0));
 		emit(l, "tool_call", f);
 		add_call_summary(&summary, name, args);
-		progress(l, "%s", summary.buf);
+		progress(l, "tool", "%s", summary.buf);
 
 		if (!role_tool_allowed(l->o->tools->registry, name, l->terminal, &result))
 			status = TOOL_REFUSED;
@@ -924,7 +925,7 @@ int agent_run(struct agent_result *out, const struct agent_opts *o)
 		}
 		trim_context(&l);
 		l.turn = ++out->turns;
-		progress(&l, "asking %s", l.model);
+		progress(&l, "model", "asking %s", l.model);
 		prompt_chars = conversation_chars(&l);
 		saved_stream = o->provider->stream;
 		o->provider->stream = o->stream ? 1 : 0;

@@ -85,8 +85,10 @@
  *                   usage {prompt_tokens, completion_tokens,
  *                   total_tokens}, cost_usd, error (string or null)
  *   "progress"      message (one line for a person: "builder turn 3:
- *                   read_file src/main.c (12.4k tokens so far)"), tokens
- *                   — for display; a session need not store it
+ *                   read_file src/main.c (12.4k tokens so far)"), tokens,
+ *                   kind ("model": a call to the model begins; "tool": a
+ *                   tool call begins) — for display; a session need not
+ *                   store it
  */
 
 #include <jansson.h>

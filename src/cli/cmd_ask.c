@@ -132,7 +132,8 @@ static void on_event(void *data, const char *type, json_t *fields)
 		fflush(stdout);
 		ev->out->last = '\n';
 	}
-	if (ev->show_progress && !strcmp(type, "progress"))
+	if (ev->show_progress && !strcmp(type, "progress") &&
+	    (cli_verbose || !strcmp(jsonx_str(fields, "kind") ? jsonx_str(fields, "kind") : "", "tool")))
 		fprintf(stderr, "forgex: %s\n", jsonx_str(fields, "message"));
 	json_decref(fields);
 }

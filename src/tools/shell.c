@@ -10,7 +10,6 @@
 #include "sandbox/approval.h"
 #include "sandbox/executor.h"
 #include "sandbox/permissions.h"
-#include "tools/fs.h"
 #include "tools/shell.h"
 #include "verify/verify.h"
 
@@ -45,6 +44,16 @@ static size_t utf8_start(const char *s, size_t len, size_t pos)
 	return pos;
 }
 
+/* The longest prefix of `s` of at most `max` bytes that does not split a UTF-8 sequence. */
+static size_t utf8_cut(const char *s, size_t len, size_t max)
+{
+	size_t n = max < len ? max : len;
+
+	while (n > 0 && n < len && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	return n;
+}
+
 /*
  * Append `data` to `out` as the model sees it: at most `head` + `tail`
  * bytes, the middle replaced by a marker counting what was left out of
@@ -57,7 +66,7 @@ static void add_stream(struct buf *out, const char *name, const struct buf *data
 	json_t *clean;
 
 	if (data->len > head + tail) {
-		size_t h = fs_utf8_cut(data->buf, data->len, head);
+		size_t h = utf8_cut(data->buf, data->len, head);
 		size_t t = utf8_start(data->buf, data->len, data->len - tail);
 		uint64_t kept = h + (data->len - t);
 
@@ -122,7 +131,7 @@ out:
 
 static void add_excerpt(struct buf *out, const char *text, size_t max)
 {
-	size_t len = strlen(text), n = fs_utf8_cut(text, len, max), i, start = 0;
+	size_t len = strlen(text), n = utf8_cut(text, len, max), i, start = 0;
 
 	for (i = 0; i <= n; i++) {
 		if (i < n && text[i] != '\n')

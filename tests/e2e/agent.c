@@ -325,6 +325,10 @@ static void test_agent_events_are_complete_and_in_order(void **state)
 		    strstr(jsonx_str(e, "message"), "builder turn 1: read_file nope.txt"))
 			break;
 	assert_true(i < json_array_size(f.events));
+	assert_string_equal(jsonx_str(e, "kind"), "tool");
+	e = event(&f, "progress", 0);
+	assert_string_equal(jsonx_str(e, "kind"), "model");
+	assert_string_equal(jsonx_str(e, "message"), "builder turn 1: asking mock-model (0.0k tokens so far)");
 	assert_int_equal(f.r.usage.total_tokens, 280);
 	assert_string_equal(jsonx_str(f.r.terminal_args, "summary"), "read it");
 	assert_string_equal(f.r.terminal_tool, "finish");
@@ -918,7 +922,7 @@ static void test_agent_ask_binary_reads_project(void **state)
 	struct tu_result r;
 	char *dir, *cfg, *script;
 	char *bin = realpath(tu_forgex(), NULL);
-	const char *argv[] = { bin, "ask", "Which", "port?", NULL };
+	const char *argv[] = { bin, "-v", "ask", "Which", "port?", NULL };
 	const char *env[] = { "FX_E2E_KEY", NULL };
 	json_t *reqs;
 	const char *res;
@@ -937,6 +941,10 @@ static void test_agent_ask_binary_reads_project(void **state)
 	tu_run(&r, argv, dir, env, NULL);
 	assert_int_equal(r.status, 0);
 	assert_string_equal(r.out.buf, "Looking.\nIt listens on 8080 (server.h).\n");
+	/* progress for a person on stderr, never on stdout */
+	assert_non_null(strstr(r.err.buf, "forgex: architect turn 1: search PORT ("));
+	assert_non_null(strstr(r.err.buf, "forgex: architect turn 2: write_file pwned ("));
+	assert_non_null(strstr(r.err.buf, "forgex: architect turn 3: asking mock-model ("));
 	reqs = mock_requests(&m);
 	assert_int_equal(json_array_size(reqs), 3);
 	res = tool_result_in(reqs, 1, "s");

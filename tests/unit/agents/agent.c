@@ -1,0 +1,506 @@
+/*
+ * The agent loop with an in-process scripted provider (no HTTP): options,
+ * estimates, streaming, calls after the terminal one, refusals, the cancel
+ * flag, the deadline, context control of old arguments, and the parser of
+ * text-mode tool calls.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "agents/agent.h"
+#include "agents/roles.h"
+#include "base/jsonx.h"
+#include "helpers/testutil.h"
+
+/* One scripted reply. */
+struct step {
+	const char *text;
+	const char *call_name;		/* NULL: no tool call */
+	const char *call_args;
+	const char *call2_name;		/* a second call in the same reply */
+	const char *call2_args;
+	int usage;			/* send usage (prompt 10, completion 5) */
+};
+
+struct fake {
+	const struct step *steps;
+	size_t nr, next;
+	json_t *bodies;			/* every request body */
+	int saw_stream;			/* p->stream of the last call */
+	int saw_on_text;		/* whether on_text was passed */
+	int fail;			/* answer FX_EPROVIDER */
+};
+
+static void add_call(struct llm_response *r, const char *id, const char *name, const char *args)
+{
+	ALLOC_GROW(r->tool_calls, r->tool_calls_nr + 1, r->tool_calls_alloc);
+	r->tool_calls[r->tool_calls_nr].id = xstrdup(id);
+	r->tool_calls[r->tool_calls_nr].name = xstrdup(name);
+	r->tool_calls[r->tool_calls_nr].arguments = xstrdup(args);
+	r->tool_calls_nr++;
+}
+
+static int fake_chat(struct provider *p, struct llm_response *out, const struct llm_request *req,
+		     const json_t *body, llm_text_fn on_text, void *cb_data)
+{
+	struct fake *f = p->impl;
+	const struct step *s;
+
+	(void)req;
+	json_array_append_new(f->bodies, json_deep_copy(body));
+	f->saw_stream = p->stream;
+	f->saw_on_text = on_text != NULL;
+	if (f->fail)
+		return err_set(FX_EPROVIDER, "fake: the server is down");
+	if (f->next >= f->nr)
+		return err_set(FX_EPROVIDER, "fake: no step left");
+	s = &f->steps[f->next++];
+	out->content = xstrdup(s->text ? s->text : "");
+	if (on_text && s->text)
+		on_text(cb_data, s->text, strlen(s->text));
+	if (s->call_name)
+		add_call(out, "c1", s->call_name, s->call_args);
+	if (s->call2_name)
+		add_call(out, "c2", s->call2_name, s->call2_args);
+	out->finish_reason = xstrdup(s->call_name ? "tool_calls" : "stop");
+	out->model = xstrdup("fake-model-2024");
+	if (s->usage) {
+		out->usage.present = 1;
+		out->usage.prompt_tokens = 10;
+		out->usage.completion_tokens = 5;
+		out->usage.total_tokens = 15;
+	}
+	if (f->next == 1)
+		strvec_push(&out->warnings, "fake warning");
+	return 0;
+}
+
+static const struct provider_ops fake_ops = { "fake", fake_chat, NULL };
+
+struct env {
+	struct fake fake;
+	struct provider p;
+	struct tool_registry reg;
+	struct tool_ctx ctx;
+	char *ws;
+	struct agent_opts o;
+	struct agent_result r;
+	json_t *events;
+	struct buf streamed;
+	volatile sig_atomic_t cancel;
+};
+
+static void on_event(void *data, const char *type, json_t *fields)
+{
+	struct env *e = data;
+
+	jsonx_set(fields, "type", jsonx_string(type));
+	json_array_append_new(e->events, fields);
+}
+
+static void on_text(void *data, const char *text, size_t len)
+{
+	buf_add(data, text, len);
+}
+
+static int setup(void **state)
+{
+	struct env *e = xcalloc(1, sizeof(*e));
+
+	e->ws = tu_mkdtemp();
+	registry_init(&e->reg);
+	if (tools_register_builtin(&e->reg) < 0 || roles_register_tools(&e->reg) < 0 ||
+	    tool_ctx_init(&e->ctx, &e->reg, e->ws) < 0)
+		fail_msg("%s", err_last());
+	e->fake.bodies = json_array();
+	e->p.ops = &fake_ops;
+	e->p.name = xstrdup("fake");
+	e->p.model = xstrdup("fake-model");
+	e->p.impl = &e->fake;
+	e->events = json_array();
+	buf_init(&e->streamed, 0);
+	e->o = (struct agent_opts)AGENT_OPTS_INIT;
+	e->o.role = ROLE_BUILDER;
+	e->o.task = "Do it.";
+	e->o.provider = &e->p;
+	e->o.tools = &e->ctx;
+	e->o.on_event = on_event;
+	e->o.event_data = e;
+	e->o.cancel = &e->cancel;
+	e->r = (struct agent_result)AGENT_RESULT_INIT;
+	*state = e;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct env *e = *state;
+
+	agent_result_release(&e->r);
+	json_decref(e->fake.bodies);
+	json_decref(e->events);
+	tool_ctx_release(&e->ctx);
+	registry_release(&e->reg);
+	buf_release(&e->streamed);
+	free(e->p.name);
+	free(e->p.model);
+	tu_rmtree(e->ws);
+	free(e);
+	return 0;
+}
+
+static void script(struct env *e, const struct step *steps, size_t nr)
+{
+	e->fake.steps = steps;
+	e->fake.nr = nr;
+}
+
+static json_t *event_of(struct env *e, const char *type)
+{
+	json_t *ev;
+	size_t i;
+
+	json_array_foreach(e->events, i, ev)
+		if (!strcmp(jsonx_str(ev, "type"), type))
+			return ev;
+	return NULL;
+}
+
+static void test_agent_bad_options(void **state)
+{
+	struct env *e = *state;
+	struct agent_opts o = e->o;
+
+	e->r.turns = 77;
+	o.task = "";
+	assert_int_equal(agent_run(&e->r, &o), FX_EINVAL);
+	o = e->o;
+	o.provider = NULL;
+	assert_int_equal(agent_run(&e->r, &o), FX_EINVAL);
+	o = e->o;
+	o.tools = NULL;
+	assert_int_equal(agent_run(&e->r, &o), FX_EINVAL);
+	o = e->o;
+	o.role = ROLE__COUNT;
+	assert_int_equal(agent_run(&e->r, &o), FX_EINVAL);
+	o = e->o;
+	o.tool_mode = (enum agent_tool_mode)7;
+	assert_int_equal(agent_run(&e->r, &o), FX_EINVAL);
+	assert_int_equal(agent_run(&e->r, NULL), FX_EINVAL);
+	/* nothing was filled, nothing was asked */
+	assert_int_equal(e->r.turns, 77);
+	assert_int_equal(json_array_size(e->fake.bodies), 0);
+	assert_int_equal(json_array_size(e->events), 0);
+}
+
+static void test_agent_status_names(void **state)
+{
+	(void)state;
+	assert_string_equal(agent_status_name(AGENT_DONE), "done");
+	assert_string_equal(agent_status_name(AGENT_ANSWERED), "answered");
+	assert_string_equal(agent_status_name(AGENT_NO_TERMINAL), "no_terminal");
+	assert_string_equal(agent_status_name(AGENT_MAX_TURNS), "max_turns");
+	assert_string_equal(agent_status_name(AGENT_BUDGET), "budget");
+	assert_string_equal(agent_status_name(AGENT_LOOP_GUARD), "loop_guard");
+	assert_string_equal(agent_status_name(AGENT_PROVIDER_ERROR), "provider_error");
+	assert_string_equal(agent_status_name(AGENT_INTERRUPTED), "interrupted");
+	assert_string_equal(agent_status_name(AGENT_STATUS__COUNT), "unknown");
+}
+
+static void test_agent_estimates_usage_without_one(void **state)
+{
+	struct env *e = *state;
+	struct agent_budget b = AGENT_BUDGET_INIT;
+	char text[401];
+	struct step s[1];
+	json_t *u;
+
+	memset(text, 'x', 400);
+	text[400] = '\0';
+	memset(s, 0, sizeof(s));
+	s[0].text = text;
+	script(e, s, 1);
+	e->o.plain_answer = 1;
+	e->o.budget = &b;
+	assert_int_equal(agent_run(&e->r, &e->o), 0);
+	assert_int_equal(e->r.status, AGENT_ANSWERED);
+	u = json_object_get(event_of(e, "model_call"), "usage");
+	assert_true(json_is_true(json_object_get(u, "estimated")));
+	assert_int_equal(jsonx_int(u, "completion_tokens", -1), 101);
+	assert_true(jsonx_int(u, "prompt_tokens", -1) > 100);	/* the prompt and the tools */
+	assert_true(b.estimated);
+	assert_int_equal(b.tokens_used, e->r.usage.total_tokens);
+	assert_string_equal(e->r.model, "fake-model-2024");
+	assert_string_equal(e->r.finish_reason, "stop");
+	assert_int_equal(e->r.warnings.nr, 1);
+	assert_string_equal(e->r.warnings.v[0], "fake warning");
+	agent_budget_release(&b);
+}
+
+static void test_agent_streaming_is_the_callers_choice(void **state)
+{
+	struct env *e = *state;
+	struct step s[2] = {
+		{ "Reading. ", "read_file", "{\"path\": \"a\"}", NULL, NULL, 1 },
+		{ "Answer.", NULL, NULL, NULL, NULL, 1 },
+	};
+
+	tu_write(e->ws, "a", "content\n");
+	script(e, s, 2);
+	e->o.role = ROLE_ARCHITECT;
+	e->o.plain_answer = 1;
+	e->o.stream = 1;
+	e->o.on_text = on_text;
+	e->o.text_data = &e->streamed;
+	assert_int_equal(agent_run(&e->r, &e->o), 0);
+	assert_int_equal(e->r.status, AGENT_ANSWERED);
+	assert_true(e->fake.saw_stream);
+	assert_true(e->fake.saw_on_text);
+	assert_int_equal(e->p.stream, 0);	/* restored */
+	assert_string_equal(e->streamed.buf, "Reading. Answer.");
+	assert_string_equal(e->r.answer, "Answer.");
+	assert_true(json_is_true(json_object_get(json_array_get(e->fake.bodies, 0), "stream")));
+
+	agent_result_release(&e->r);
+	e->fake.next = 0;
+	e->p.stream = 1;
+	e->o.stream = 0;
+	assert_int_equal(agent_run(&e->r, &e->o), 0);
+	assert_false(e->fake.saw_stream);
+	assert_false(e->fake.saw_on_text);
+	assert_int_equal(e->p.stream, 1);
+}
+
+static void test_agent_calls_after_terminal_are_not_run(void **state)
+{
+	struct env *e = *state;
+	struct step s[1] = {
+		{ "", "finish", "{\"summary\": \"done\"}", "write_file",
+		  "{\"path\": \"late.txt\", \"content\": \"x\"}", 1 },
+	};
+
+	script(e, s, 1);
+	assert_int_equal(agent_run(&e->r, &e->o), 0);
+	assert_int_equal(e->r.status, AGENT_DONE);
+	assert_int_equal(e->r.tool_calls, 1);
+	assert_null(tu_read(e->ws, "late.txt"));
+	assert_int_equal(e->ctx.changed.nr, 0);
+}
+
+static void test_agent_refusals_go_back_to_the_model(void **state)
+{
+	struct env *e = *state;
+	struct step s[3] = {
+		{ "", "no_such_tool", "{}", "read_file", "{not json", 1 },
+		{ "", "submit_plan", "{\"summary\": \"x\"}", NULL, NULL, 1 },
+		{ "", "finish", "{\"summary\": \"ok\"}", NULL, NULL, 1 },
+	};
+	json_t *msgs, *ev;
+	const char *c1, *c2;
+	size_t i, n = 0;
+
+	script(e, s, 3);
+	assert_int_equal(agent_run(&e->r, &e->o), 0);
+	assert_int_equal(e->r.status, AGENT_DONE);
+	msgs = json_object_get(json_array_get(e->fake.bodies, 1), "messages");
+	c1 = jsonx_str(json_array_get(msgs, 3), "content");
+	c2 = jsonx_str(json_array_get(msgs, 4), "content");
+	assert_non_null(strstr(c1, "refused: unknown tool 'no_such_tool'"));
+	assert_non_null(strstr(c2, "refused: invalid arguments for read_file: not JSON"));
+	msgs = json_object_get(json_array_get(e->fake.bodies, 2), "messages");
+	assert_non_null(strstr(jsonx_str(json_array_get(msgs, 6), "content"),
+			       "submit_plan is not available to this role; end with finish"));
+	/* the event carries the text the model sent when it is not JSON */
+	json_array_foreach(e->events, i, ev)
+		if (!strcmp(jsonx_str(ev, "type"), "tool_call") && n++ == 1)
+			assert_string_equal(jsonx_str(ev, "arguments"), "{not json");
+}
+
+static void test_agent_cancelled_before_asking(void **state)
+{
+	struct env *e = *state;
+	struct step s[1] = { { "hi", NULL, NULL, NULL, NULL, 1 } };
+
+	script(e, s, 1);
+	e->cancel = 1;
+	assert_int_equal(agent_run(&e->r, &e->o), 0);
+	assert_int_equal(e->r.status, AGENT_INTERRUPTED);
+	assert_int_equal(e->r.turns, 0);
+	assert_int_equal(json_array_size(e->fake.bodies), 0);
+	assert_string_equal(e->r.error, "interrupted");
+	assert_string_equal(jsonx_str(event_of(e, "agent_end"), "status"), "interrupted");
+}
+
+static void test_agent_deadline(void **state)
+{
+	struct env *e = *state;
+	struct agent_budget b = AGENT_BUDGET_INIT;
+	struct step s[1] = { { "hi", NULL, NULL, NULL, NULL, 1 } };
+
+	script(e, s, 1);
+	b.deadline = agent_now() - 0.001;
+	e->o.budget = &b;
+	assert_int_equal(agent_run(&e->r, &e->o), 0);
+	assert_int_equal(e->r.status, AGENT_BUDGET);
+	assert_non_null(strstr(e->r.error, "wall-clock"));
+	assert_int_equal(json_array_size(e->fake.bodies), 0);
+	agent_budget_release(&b);
+}
+
+static void test_agent_provider_failure(void **state)
+{
+	struct env *e = *state;
+
+	e->fake.fail = 1;
+	assert_int_equal(agent_run(&e->r, &e->o), 0);
+	assert_int_equal(e->r.status, AGENT_PROVIDER_ERROR);
+	assert_int_equal(e->r.error_code, FX_EPROVIDER);
+	assert_string_equal(e->r.error, "fake: the server is down");
+	assert_int_equal(e->r.turns, 1);
+}
+
+static void test_agent_trims_old_arguments(void **state)
+{
+	struct env *e = *state;
+	struct buf big = BUF_INIT, args = BUF_INIT;
+	struct step s[4];
+	json_t *msgs, *calls;
+	const char *first_args;
+	size_t i;
+
+	for (i = 0; i < 3000; i++)
+		buf_addch(&big, 'a' + (char)(i % 26));
+	buf_addf(&args, "{\"path\": \"big.txt\", \"content\": \"%s\"}", big.buf);
+	memset(s, 0, sizeof(s));
+	s[0].call_name = "write_file";
+	s[0].call_args = args.buf;
+	s[1].text = big.buf;	/* a long text with a call */
+	s[1].call_name = "list_dir";
+	s[1].call_args = "{}";
+	s[2].call_name = "list_dir";
+	s[2].call_args = "{\"depth\": 2}";
+	s[3].call_name = "finish";
+	s[3].call_args = "{\"summary\": \"wrote\"}";
+	script(e, s, 4);
+	e->o.context_chars = 1000;	/* far less than the tools alone */
+	assert_int_equal(agent_run(&e->r, &e->o), 0);
+	assert_int_equal(e->r.status, AGENT_DONE);
+	/* the write happened in full */
+	{
+		char *text = tu_read(e->ws, "big.txt");
+
+		assert_string_equal(text, big.buf);
+		free(text);
+	}
+	/* by the fourth request, the old arguments and text are stubs */
+	msgs = json_object_get(json_array_get(e->fake.bodies, 3), "messages");
+	calls = json_object_get(json_array_get(msgs, 2), "tool_calls");
+	first_args = jsonx_str(json_object_get(json_array_get(calls, 0), "function"), "arguments");
+	assert_non_null(strstr(first_args, "removed to save context"));
+	assert_non_null(strstr(jsonx_str(json_array_get(msgs, 4), "content"),
+			       "[forgex: earlier text (3000 bytes) removed"));
+	/* never the system prompt or the task */
+	assert_string_equal(jsonx_str(json_array_get(msgs, 0), "content"), role_prompt(ROLE_BUILDER));
+	assert_string_equal(jsonx_str(json_array_get(msgs, 1), "content"), "Do it.");
+	/* nor the latest turn */
+	calls = json_object_get(json_array_get(msgs, json_array_size(msgs) - 2), "tool_calls");
+	assert_string_equal(jsonx_str(json_object_get(json_array_get(calls, 0), "function"),
+				      "arguments"), "{\"depth\": 2}");
+	buf_release(&big);
+	buf_release(&args);
+}
+
+static void parse(struct llm_response *r, const char *text)
+{
+	*r = (struct llm_response)LLM_RESPONSE_INIT;
+	r->content = xstrdup(text);
+}
+
+static void test_agent_parse_text_calls(void **state)
+{
+	struct llm_response r;
+
+	(void)state;
+	parse(&r, "First:\n```json\n{\"tool\": \"read_file\", \"arguments\": {\"path\": \"a.c\"}}\n```\n"
+		  "and\n```\n{\"name\": \"search\", \"arguments\": {\"pattern\": \"x\"}}\n```\n"
+		  "not a call:\n```json\n{\"path\": \"b\"}\n```\n```c\nint x;\n```\n"
+		  "```JSON\n{\"tool\": \"list_dir\"}\n```");
+	assert_int_equal(agent_parse_text_calls(&r, 4), 3);
+	assert_int_equal(r.tool_calls_nr, 3);
+	assert_string_equal(r.tool_calls[0].id, "text-4-1");
+	assert_string_equal(r.tool_calls[0].name, "read_file");
+	assert_string_equal(r.tool_calls[0].arguments, "{\"path\":\"a.c\"}");
+	assert_string_equal(r.tool_calls[1].name, "search");
+	assert_string_equal(r.tool_calls[2].name, "list_dir");
+	assert_string_equal(r.tool_calls[2].arguments, "{}");
+	assert_string_equal(r.tool_calls[2].id, "text-4-3");
+	llm_response_release(&r);
+
+	/* a bare object; arguments given as JSON text */
+	parse(&r, "  {\"tool\": \"finish\", \"arguments\": \"{\\\"summary\\\": \\\"s\\\"}\"}\n");
+	assert_int_equal(agent_parse_text_calls(&r, 1), 1);
+	assert_string_equal(r.tool_calls[0].arguments, "{\"summary\": \"s\"}");
+	llm_response_release(&r);
+
+	/* none: plain text, broken JSON, an unclosed fence, arguments of the wrong type */
+	parse(&r, "I am done.");
+	assert_int_equal(agent_parse_text_calls(&r, 1), 0);
+	llm_response_release(&r);
+	parse(&r, "```json\n{\"tool\": \"x\", \n```");
+	assert_int_equal(agent_parse_text_calls(&r, 1), 0);
+	llm_response_release(&r);
+	parse(&r, "```json\n{\"tool\": \"x\"}");
+	assert_int_equal(agent_parse_text_calls(&r, 1), 0);
+	llm_response_release(&r);
+	parse(&r, "```json\n{\"tool\": \"x\", \"arguments\": [1]}\n```");
+	assert_int_equal(agent_parse_text_calls(&r, 1), 0);
+	llm_response_release(&r);
+	parse(&r, "```json\n{\"tool\": 5}\n```");
+	assert_int_equal(agent_parse_text_calls(&r, 1), 0);
+	llm_response_release(&r);
+}
+
+static void test_agent_text_mode_nudge_shows_the_form(void **state)
+{
+	struct env *e = *state;
+	struct step s[2] = {
+		{ "Finished.", NULL, NULL, NULL, NULL, 1 },
+		{ "```json\n{\"tool\": \"finish\", \"arguments\": {\"summary\": \"ok\"}}\n```", NULL,
+		  NULL, NULL, NULL, 1 },
+	};
+	json_t *msgs;
+
+	script(e, s, 2);
+	e->o.tool_mode = AGENT_TOOLS_TEXT;
+	assert_int_equal(agent_run(&e->r, &e->o), 0);
+	assert_int_equal(e->r.status, AGENT_DONE);
+	msgs = json_object_get(json_array_get(e->fake.bodies, 1), "messages");
+	assert_non_null(strstr(jsonx_str(json_array_get(msgs, 3), "content"),
+			       "{\"tool\": \"finish\", \"arguments\": {...}}"));
+	assert_string_equal(jsonx_str(json_array_get(msgs, 2), "content"), "Finished.");
+	assert_string_equal(jsonx_str(event_of(e, "agent_start"), "tool_mode"), "text");
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_agent_bad_options),
+		cmocka_unit_test(test_agent_status_names),
+		T(test_agent_estimates_usage_without_one),
+		T(test_agent_streaming_is_the_callers_choice),
+		T(test_agent_calls_after_terminal_are_not_run),
+		T(test_agent_refusals_go_back_to_the_model),
+		T(test_agent_cancelled_before_asking),
+		T(test_agent_deadline),
+		T(test_agent_provider_failure),
+		T(test_agent_trims_old_arguments),
+		cmocka_unit_test(test_agent_parse_text_calls),
+		T(test_agent_text_mode_nudge_shows_the_form),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
