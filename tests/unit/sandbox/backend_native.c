@@ -524,7 +524,7 @@ static void test_native_fork_bomb_unprivileged(void **state)
 {
 	struct buf err = BUF_INIT;
 	struct timespec a, b;
-	int ret;
+	int ret, before;
 
 	(void)state;
 	need_native();
@@ -532,6 +532,8 @@ static void test_native_fork_bomb_unprivileged(void **state)
 		skip_msg("needs root to drop to the unprivileged uid %d (running as %d)", NOBODY,
 			 (int)geteuid());
 	assert_int_equal(chown(ws, NOBODY, NOBODY), 0);
+	/* other test runs on this machine may have processes as nobody too */
+	before = count_uid_procs(NOBODY);
 	ret = run_limited(NOBODY, ws, 40, "f() { f | f & }; f; sleep 3", 4000, &err);
 	if (ret == 11)
 		skip_msg("cannot drop privileges to uid %d", NOBODY);
@@ -541,7 +543,7 @@ static void test_native_fork_bomb_unprivileged(void **state)
 	/* the shell ran into the limit... */
 	assert_non_null(strstr(err.buf, "fork"));
 	/* ...and nothing is left, and the machine answers */
-	assert_int_equal(count_uid_procs(NOBODY), 0);
+	assert_true(count_uid_procs(NOBODY) <= before);
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	{
 		struct tu_result r;
