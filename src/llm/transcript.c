@@ -383,9 +383,42 @@ static json_t *str_or_null(const char *s)
 	return s ? jsonx_string(s) : json_null();
 }
 
+/*
+ * `red` (an object) as one compact JSON line, the same bytes as
+ * jsonx_write_line() would write. A member whose value is `request`
+ * itself (redaction left it unchanged, so redact_json() shared it) is
+ * written as `request_text` when given: the request was encoded already to
+ * be sent, and it is most of the line.
+ */
+static void encode_line(struct buf *out, const json_t *red, const json_t *request,
+			const struct buf *request_text)
+{
+	const char *key;
+	json_t *v;
+	int first = 1;
+
+	buf_addch(out, '{');
+	json_object_foreach((json_t *)red, key, v) {
+		json_t *k = jsonx_string(key);
+
+		if (!first)
+			buf_addch(out, ',');
+		first = 0;
+		jsonx_dump(out, k, JSON_COMPACT);
+		json_decref(k);
+		buf_addch(out, ':');
+		if (request_text && request && v == request)
+			buf_addbuf(out, request_text);
+		else
+			jsonx_dump(out, v, JSON_COMPACT);
+	}
+	buf_addstr(out, "}\n");
+}
+
 int transcript_record(struct transcript *t, const struct transcript_exchange *x)
 {
 	json_t *j = json_object(), *red;
+	struct buf line = BUF_INIT;
 	char when[32];
 	time_t secs = (time_t)(x->started_ms / 1000);
 	struct tm tm;
@@ -420,9 +453,11 @@ int transcript_record(struct transcript *t, const struct transcript_exchange *x)
 	jsonx_set(j, "retries", json_integer(x->retries));
 	jsonx_set(j, "elapsed_ms", json_integer((json_int_t)(x->elapsed * 1000.0 + 0.5)));
 	red = redact_json(j, &t->secrets);
-	ret = jsonx_write_line(t->fd, red);
+	encode_line(&line, red, x->request, x->request_text);
+	ret = fsutil_write_all(t->fd, line.buf, line.len);
 	if (ret < 0)
 		err_prefix(ret, "cannot write the transcript '%s'", t->path);
+	buf_release(&line);
 	json_decref(red);
 	json_decref(j);
 	return ret;

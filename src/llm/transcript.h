@@ -53,6 +53,8 @@ struct transcript_exchange {
 	const char *provider, *provider_type, *base_url, *model;
 	int stream;
 	const json_t *request;			/* the request body */
+	/* NULL, or `request` as sent: jsonx_dump(..., JSON_COMPACT) of it, reused */
+	const struct buf *request_text;
 	const struct llm_response *response;	/* NULL when the exchange failed */
 	int code;				/* 0, or the FX_E* code of the failure */
 	const char *error;			/* the failure's message */
