@@ -43,6 +43,8 @@ static size_t key_word(const char *s, size_t len)
 	size_t i, p, n;
 
 	for (i = 0; i < ARRAY_SIZE(key_prefixes); i++) {
+		if (key_prefixes[i][0] != *s)
+			continue;
 		p = strlen(key_prefixes[i]);
 		if (len < p || memcmp(s, key_prefixes[i], p))
 			continue;
@@ -72,20 +74,14 @@ static int prefix_ci(const char *s, size_t len, const char *word)
 #define SECRETS_ON_STACK 16
 
 /*
- * Could a key-shaped word, an "Authorization:" header or a bearer token
- * start with byte c? (The first bytes of key_prefixes, "eyJ", "a"/"A" and
- * "b"/"B".) Everything else at a word start is copied without a look.
+ * Bytes that could start a key-shaped word, an "Authorization:" header or
+ * a bearer token (the first bytes of key_prefixes, "eyJ", "a"/"A" and
+ * "b"/"B"). Any other byte that starts no secret is copied without a look.
  */
-static int may_start_word(int c)
-{
-	switch (c) {
-	case 'a': case 'A': case 'b': case 'B': case 'e': case 'g': case 'h':
-	case 'p': case 'r': case 's': case 'x':
-		return 1;
-	default:
-		return 0;
-	}
-}
+static const unsigned char word_first[256] = {
+	['a'] = 1, ['A'] = 1, ['b'] = 1, ['B'] = 1, ['e'] = 1, ['g'] = 1, ['h'] = 1,
+	['p'] = 1, ['r'] = 1, ['s'] = 1, ['x'] = 1,
+};
 
 /*
  * The redaction of s[0..len): appended to `out`, or, when `out` is NULL,
@@ -115,6 +111,10 @@ static int redact_core(struct buf *out, const char *s, size_t len, const struct 
 		unsigned char c = (unsigned char)*p;
 		int word_start;
 
+		if (!word_first[c] && !(first[c / 8] & (1u << (c % 8)))) {
+			i++;
+			continue;
+		}
 		hit = NULL;
 		hit_n = 0;
 		n = 0;
@@ -129,11 +129,11 @@ static int redact_core(struct buf *out, const char *s, size_t len, const struct 
 			}
 		}
 		word_start = !i || !is_token_char((unsigned char)s[i - 1]);
-		if (!word_start || !may_start_word(c)) {
+		if (!word_start || !word_first[c]) {
 			i++;
 			continue;
 		}
-		if (prefix_ci(p, rest, "authorization:")) {
+		if ((c | 0x20) == 'a' && prefix_ci(p, rest, "authorization:")) {
 			/* a header: the rest of the line is the credential */
 			hit_n = 14;
 			while (hit_n < rest && p[hit_n] == ' ')
@@ -144,7 +144,7 @@ static int redact_core(struct buf *out, const char *s, size_t len, const struct 
 				n++;
 			goto redact;
 		}
-		if (prefix_ci(p, rest, "bearer ")) {
+		if ((c | 0x20) == 'b' && prefix_ci(p, rest, "bearer ")) {
 			hit_n = 7;
 			while (hit_n < rest && p[hit_n] == ' ')
 				hit_n++;
