@@ -483,8 +483,12 @@ static int openai_chat(struct provider *p, struct llm_response *out, const struc
 	struct buf wire = BUF_INIT, msg = BUF_INIT;
 	int attempt_nr, code = 0, ret;
 	const char *model = req->model && *req->model ? req->model : p->model;
+	const struct buf *send = p->wire;
 
-	jsonx_dump(&wire, body, JSON_COMPACT);
+	if (!send) {
+		jsonx_dump(&wire, body, JSON_COMPACT);
+		send = &wire;
+	}
 	for (attempt_nr = 0;; attempt_nr++) {
 		struct attempt a;
 		enum outcome oc;
@@ -493,7 +497,7 @@ static int openai_chat(struct provider *p, struct llm_response *out, const struc
 
 		buf_reset(&msg);
 		attempt_init(&a, p, on_text, cb_data);
-		setup_transfer(p, &a, wire.buf, wire.len);
+		setup_transfer(p, &a, send->buf, send->len);
 		oc = attempt_run(&a, out, &msg, &code, &ra);
 		attempt_release(&a);
 		out->retries = attempt_nr;

@@ -312,11 +312,18 @@ int provider_chat(struct provider *p, struct llm_response *out, const struct llm
 	json_t *body = llm_request_to_json(req, p->model, p->stream);
 	double t0 = mono_seconds();
 	long long started = wall_ms();
+	struct buf wire = BUF_INIT;
 	char *msg = NULL;
 	int ret, rec;
 
+	/* encoded once, for the wire and the transcript */
+	if (p->transcript) {
+		jsonx_dump(&wire, body, JSON_COMPACT);
+		p->wire = &wire;
+	}
 	p->exchanges++;
 	ret = p->ops->chat(p, &r, req, body, on_text, cb_data);
+	p->wire = NULL;
 	r.elapsed = mono_seconds() - t0;
 	if (ret < 0)
 		msg = xstrdup(err_last());
@@ -328,6 +335,7 @@ int provider_chat(struct provider *p, struct llm_response *out, const struct llm
 		x.model = req->model && *req->model ? req->model : p->model;
 		x.stream = p->stream;
 		x.request = body;
+		x.request_text = p->transcript ? &wire : NULL;
 		x.response = ret < 0 ? NULL : &r;
 		x.code = ret;
 		x.error = msg;
@@ -348,6 +356,7 @@ int provider_chat(struct provider *p, struct llm_response *out, const struct llm
 		*out = r;
 	}
 	free(msg);
+	buf_release(&wire);
 	json_decref(body);
 	return ret;
 }

@@ -189,6 +189,8 @@ struct provider {
 	struct transcript *transcript;	/* borrowed; NULL: no recording */
 	const volatile sig_atomic_t *cancel;	/* borrowed; NULL: never cancelled */
 	unsigned long exchanges;	/* provider_chat() calls so far */
+	/* during chat(): NULL, or its `body` encoded with JSON_COMPACT, to send as is */
+	const struct buf *wire;
 	void *impl;		/* the implementation's state */
 };
 

@@ -43,6 +43,8 @@ static size_t key_word(const char *s, size_t len)
 	size_t i, p, n;
 
 	for (i = 0; i < ARRAY_SIZE(key_prefixes); i++) {
+		if (key_prefixes[i][0] != *s)
+			continue;
 		p = strlen(key_prefixes[i]);
 		if (len < p || memcmp(s, key_prefixes[i], p))
 			continue;
@@ -68,60 +70,120 @@ static int prefix_ci(const char *s, size_t len, const char *word)
 	return len >= n && !strncasecmp(s, word, n);
 }
 
-void redact_text(struct buf *out, const char *s, size_t len, const struct strvec *secrets)
-{
-	size_t i = 0, j, n;
+/* Secrets measured once per redact_core() call; few are ever registered. */
+#define SECRETS_ON_STACK 16
 
+/*
+ * Bytes that could start a key-shaped word, an "Authorization:" header or
+ * a bearer token (the first bytes of key_prefixes, "eyJ", "a"/"A" and
+ * "b"/"B"). Any other byte that starts no secret is copied without a look.
+ */
+static const unsigned char word_first[256] = {
+	['a'] = 1, ['A'] = 1, ['b'] = 1, ['B'] = 1, ['e'] = 1, ['g'] = 1, ['h'] = 1,
+	['p'] = 1, ['r'] = 1, ['s'] = 1, ['x'] = 1,
+};
+
+/*
+ * The redaction of s[0..len): appended to `out`, or, when `out` is NULL,
+ * only whether anything would change (stops at the first redaction).
+ * Returns 1 when something was (or would be) redacted, else 0. Bytes that
+ * cannot start a redaction are copied in runs.
+ */
+static int redact_core(struct buf *out, const char *s, size_t len, const struct strvec *secrets)
+{
+	size_t stack_lens[SECRETS_ON_STACK], *lens = stack_lens;
+	unsigned char first[256 / 8] = { 0 };
+	size_t i = 0, run = 0, j, n, hit_n;
+	const char *hit;
+	int changed = 0;
+
+	if (secrets->nr > SECRETS_ON_STACK)
+		lens = xcalloc(secrets->nr, sizeof(*lens));
+	for (j = 0; j < secrets->nr; j++) {
+		lens[j] = strlen(secrets->v[j]);
+		if (lens[j])
+			first[(unsigned char)secrets->v[j][0] / 8] |=
+				(unsigned char)(1u << ((unsigned char)secrets->v[j][0] % 8));
+	}
 	while (i < len) {
 		const char *p = s + i;
 		size_t rest = len - i;
-		int word_start = !i || !is_token_char((unsigned char)s[i - 1]);
+		unsigned char c = (unsigned char)*p;
+		int word_start;
 
-		for (j = 0; j < secrets->nr; j++) {
-			n = strlen(secrets->v[j]);
-			if (n && n <= rest && !memcmp(p, secrets->v[j], n))
-				break;
-		}
-		if (j < secrets->nr) {
-			buf_addstr(out, REDACTED);
-			i += strlen(secrets->v[j]);
+		if (!word_first[c] && !(first[c / 8] & (1u << (c % 8)))) {
+			i++;
 			continue;
 		}
-		if (word_start && prefix_ci(p, rest, "authorization:")) {
-			/* a header: the rest of the line is the credential */
-			n = 14;
-			while (n < rest && p[n] == ' ')
-				n++;
-			buf_add(out, p, n);
-			buf_addstr(out, REDACTED);
-			while (n < rest && p[n] != '\n' && p[n] != '\r' && p[n] != '"')
-				n++;
-			i += n;
-			continue;
-		}
-		if (word_start && prefix_ci(p, rest, "bearer ")) {
-			n = 7;
-			while (n < rest && p[n] == ' ')
-				n++;
-			j = 0;
-			while (n + j < rest && (is_token_char((unsigned char)p[n + j]) ||
-						strchr(".~+/=", p[n + j])))
-				j++;
-			if (j >= 8) {
-				buf_add(out, p, n);
-				buf_addstr(out, REDACTED);
-				i += n + j;
-				continue;
+		hit = NULL;
+		hit_n = 0;
+		n = 0;
+		if (first[c / 8] & (1u << (c % 8))) {
+			for (j = 0; j < secrets->nr; j++)
+				if (lens[j] && lens[j] <= rest && !memcmp(p, secrets->v[j], lens[j]))
+					break;
+			if (j < secrets->nr) {
+				/* the secret itself is replaced */
+				n = lens[j];
+				goto redact;
 			}
 		}
-		if (word_start && (n = key_word(p, rest))) {
-			buf_addstr(out, REDACTED);
-			i += n;
+		word_start = !i || !is_token_char((unsigned char)s[i - 1]);
+		if (!word_start || !word_first[c]) {
+			i++;
 			continue;
 		}
-		buf_addch(out, *p);
+		if ((c | 0x20) == 'a' && prefix_ci(p, rest, "authorization:")) {
+			/* a header: the rest of the line is the credential */
+			hit_n = 14;
+			while (hit_n < rest && p[hit_n] == ' ')
+				hit_n++;
+			hit = p;
+			n = hit_n;
+			while (n < rest && p[n] != '\n' && p[n] != '\r' && p[n] != '"')
+				n++;
+			goto redact;
+		}
+		if ((c | 0x20) == 'b' && prefix_ci(p, rest, "bearer ")) {
+			hit_n = 7;
+			while (hit_n < rest && p[hit_n] == ' ')
+				hit_n++;
+			j = 0;
+			while (hit_n + j < rest && (is_token_char((unsigned char)p[hit_n + j]) ||
+						    strchr(".~+/=", p[hit_n + j])))
+				j++;
+			if (j >= 8) {
+				hit = p;
+				n = hit_n + j;
+				goto redact;
+			}
+			hit_n = 0;
+		}
+		if ((n = key_word(p, rest)))
+			goto redact;
 		i++;
+		continue;
+redact:
+		changed = 1;
+		if (!out)
+			break;
+		buf_add(out, s + run, i - run);
+		if (hit)
+			buf_add(out, hit, hit_n);
+		buf_addstr(out, REDACTED);
+		i += n;
+		run = i;
 	}
+	if (out && run < len)
+		buf_add(out, s + run, len - run);
+	if (lens != stack_lens)
+		free(lens);
+	return changed;
+}
+
+void redact_text(struct buf *out, const char *s, size_t len, const struct strvec *secrets)
+{
+	redact_core(out, s, len, secrets);
 }
 
 static int secret_member(const char *key)
@@ -138,47 +200,100 @@ static int secret_member(const char *key)
 	return 0;
 }
 
-json_t *redact_json(const json_t *j, const struct strvec *secrets)
+/* A copy of the members of `j` before `stop` (unchanged: values shared). */
+static json_t *object_prefix(const json_t *j, const char *stop)
 {
-	json_t *r, *v;
+	json_t *r = json_object(), *v;
 	const char *key;
-	size_t i;
+
+	if (!r)
+		die("out of memory");
+	json_object_foreach((json_t *)j, key, v) {
+		if (key == stop)
+			break;
+		jsonx_set(r, key, json_incref(v));
+	}
+	return r;
+}
+
+/*
+ * The redaction of `j`, or NULL when it would be the same as `j`. A new
+ * container shares its unchanged members with `j` (nothing modifies a
+ * redacted tree, and strings in a tree are valid UTF-8 already).
+ */
+static json_t *redact_node(const json_t *j, const struct strvec *secrets)
+{
+	json_t *r = NULL, *v, *c;
+	const char *key;
+	size_t i, k;
 
 	switch (json_typeof(j)) {
 	case JSON_OBJECT:
-		r = json_object();
-		if (!r)
-			die("out of memory");
 		json_object_foreach((json_t *)j, key, v) {
-			struct buf k = BUF_INIT;
+			struct buf kb = BUF_INIT;
+			int key_changed;
 
-			redact_text(&k, key, strlen(key), secrets);
+			k = strlen(key);
+			key_changed = redact_core(NULL, key, k, secrets);
 			if (secret_member(key) && (json_is_string(v) || json_is_number(v)))
-				jsonx_set(r, k.buf, jsonx_string(REDACTED));
+				c = jsonx_string(REDACTED);
 			else
-				jsonx_set(r, k.buf, redact_json(v, secrets));
-			buf_release(&k);
+				c = redact_node(v, secrets);
+			if (!key_changed && !c) {
+				if (r)
+					jsonx_set(r, key, json_incref(v));
+				continue;
+			}
+			if (!r)
+				r = object_prefix(j, key);
+			if (key_changed)
+				redact_core(&kb, key, k, secrets);
+			jsonx_set(r, key_changed ? kb.buf : key, c ? c : json_incref(v));
+			buf_release(&kb);
 		}
 		return r;
 	case JSON_ARRAY:
-		r = json_array();
-		if (!r)
-			die("out of memory");
-		json_array_foreach(j, i, v)
-			if (json_array_append_new(r, redact_json(v, secrets)) < 0)
+		json_array_foreach(j, i, v) {
+			c = redact_node(v, secrets);
+			if (!c && !r)
+				continue;
+			if (!r) {
+				r = json_array();
+				if (!r)
+					die("out of memory");
+				for (k = 0; k < i; k++)
+					if (json_array_append(r, json_array_get(j, k)) < 0)
+						die("out of memory");
+			}
+			if (json_array_append_new(r, c ? c : json_incref(v)) < 0)
 				die("out of memory");
+		}
 		return r;
 	case JSON_STRING: {
 		struct buf b = BUF_INIT;
 
-		redact_text(&b, json_string_value(j), json_string_length(j), secrets);
+		if (!redact_core(NULL, json_string_value(j), json_string_length(j), secrets))
+			return NULL;
+		redact_core(&b, json_string_value(j), json_string_length(j), secrets);
 		r = jsonx_stringn_lossy(b.buf, b.len);
 		buf_release(&b);
 		return r;
 	}
 	default:
-		return json_deep_copy(j);
+		return NULL;
 	}
+}
+
+json_t *redact_json(const json_t *j, const struct strvec *secrets)
+{
+	json_t *r = redact_node(j, secrets);
+
+	if (r)
+		return r;
+	/* a new top-level container, which the caller may change */
+	if (json_is_object(j) || json_is_array(j))
+		return json_copy((json_t *)j);
+	return json_incref((json_t *)j);
 }
 
 static int secret_name(const char *name, size_t n)
@@ -268,9 +383,42 @@ static json_t *str_or_null(const char *s)
 	return s ? jsonx_string(s) : json_null();
 }
 
+/*
+ * `red` (an object) as one compact JSON line, the same bytes as
+ * jsonx_write_line() would write. A member whose value is `request`
+ * itself (redaction left it unchanged, so redact_json() shared it) is
+ * written as `request_text` when given: the request was encoded already to
+ * be sent, and it is most of the line.
+ */
+static void encode_line(struct buf *out, const json_t *red, const json_t *request,
+			const struct buf *request_text)
+{
+	const char *key;
+	json_t *v;
+	int first = 1;
+
+	buf_addch(out, '{');
+	json_object_foreach((json_t *)red, key, v) {
+		json_t *k = jsonx_string(key);
+
+		if (!first)
+			buf_addch(out, ',');
+		first = 0;
+		jsonx_dump(out, k, JSON_COMPACT);
+		json_decref(k);
+		buf_addch(out, ':');
+		if (request_text && request && v == request)
+			buf_addbuf(out, request_text);
+		else
+			jsonx_dump(out, v, JSON_COMPACT);
+	}
+	buf_addstr(out, "}\n");
+}
+
 int transcript_record(struct transcript *t, const struct transcript_exchange *x)
 {
 	json_t *j = json_object(), *red;
+	struct buf line = BUF_INIT;
 	char when[32];
 	time_t secs = (time_t)(x->started_ms / 1000);
 	struct tm tm;
@@ -288,7 +436,7 @@ int transcript_record(struct transcript *t, const struct transcript_exchange *x)
 	jsonx_set(j, "base_url", str_or_null(x->base_url));
 	jsonx_set(j, "model", str_or_null(x->model));
 	jsonx_set(j, "stream", json_boolean(x->stream));
-	jsonx_set(j, "request", x->request ? json_deep_copy(x->request) : json_null());
+	jsonx_set(j, "request", x->request ? json_incref((json_t *)x->request) : json_null());
 	if (x->response) {
 		jsonx_set(j, "response", llm_response_to_json(x->response));
 		jsonx_set(j, "usage", usage_json(&x->response->usage));
@@ -305,9 +453,11 @@ int transcript_record(struct transcript *t, const struct transcript_exchange *x)
 	jsonx_set(j, "retries", json_integer(x->retries));
 	jsonx_set(j, "elapsed_ms", json_integer((json_int_t)(x->elapsed * 1000.0 + 0.5)));
 	red = redact_json(j, &t->secrets);
-	ret = jsonx_write_line(t->fd, red);
+	encode_line(&line, red, x->request, x->request_text);
+	ret = fsutil_write_all(t->fd, line.buf, line.len);
 	if (ret < 0)
 		err_prefix(ret, "cannot write the transcript '%s'", t->path);
+	buf_release(&line);
 	json_decref(red);
 	json_decref(j);
 	return ret;

@@ -53,6 +53,8 @@ struct transcript_exchange {
 	const char *provider, *provider_type, *base_url, *model;
 	int stream;
 	const json_t *request;			/* the request body */
+	/* NULL, or `request` as sent: jsonx_dump(..., JSON_COMPACT) of it, reused */
+	const struct buf *request_text;
 	const struct llm_response *response;	/* NULL when the exchange failed */
 	int code;				/* 0, or the FX_E* code of the failure */
 	const char *error;			/* the failure's message */
@@ -90,7 +92,11 @@ void redact_collect_env(struct strvec *secrets, const char *const *envp);
 /** Append `len` bytes of `s` to `out` with secrets replaced by "[REDACTED]". */
 void redact_text(struct buf *out, const char *s, size_t len, const struct strvec *secrets);
 
-/** A redacted deep copy of `j` (new reference). */
+/**
+ * A redacted copy of `j` (new reference). The top-level container is new;
+ * below it, parts that redaction leaves unchanged are shared with `j`, so
+ * change only the top level of the result.
+ */
 json_t *redact_json(const json_t *j, const struct strvec *secrets);
 
 #endif
