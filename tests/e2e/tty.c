@@ -136,8 +136,8 @@ static void run_pty(struct ptyrun *r, const char *cwd, const char *const *args,
 			const char *at = strstr(r->tty.buf + seen, replies[next].prompt);
 
 			if (at) {
-				/* the question is written before the answer is read */
-				usleep(50000);
+				/* take longer than a person's glance: a spinner would redraw */
+				usleep(400000);
 				seen = (size_t)(at - r->tty.buf) + strlen(replies[next].prompt);
 				if (write(master, replies[next].type, strlen(replies[next].type)) < 0)
 					die("write to the pty");
@@ -256,6 +256,26 @@ static char *request_body(const struct mock *m, size_t n)
 	return buf_detach(&b, NULL);
 }
 
+/* `text` without the spinner's redraws ("\r" up to "\033[K"); caller frees. */
+static char *without_spinner(const char *text)
+{
+	struct buf b = BUF_INIT;
+
+	while (*text) {
+		const char *cr = strchr(text, '\r'), *end;
+
+		if (!cr) {
+			buf_addstr(&b, text);
+			break;
+		}
+		buf_add(&b, text, (size_t)(cr - text));
+		end = strstr(cr, "\033[K");
+		assert_non_null(end);	/* every redraw ends by clearing the rest of the line */
+		text = end + 3;
+	}
+	return buf_detach(&b, NULL);
+}
+
 static void approval_case(const char *answer, int approved)
 {
 	struct mock m;
@@ -277,6 +297,16 @@ static void approval_case(const char *answer, int approved)
 	assert_non_null(builder);
 	assert_true(builder < prompt);
 	assert_true(prompt[-1] == '\n');
+	/* the spinner left the line to the question and stayed away until the answer */
+	{
+		char *clean = without_spinner(r.tty.buf);
+		const char *q = strstr(prompt, "Run it? [y/N] ");
+
+		assert_non_null(strstr(clean, " so far)\n\nforgex: this command needs approval"));
+		assert_non_null(q);
+		assert_null(memchr(prompt, '\r', (size_t)(q - prompt) + 16));
+		free(clean);
+	}
 	/* the exact argv, quoted for a shell */
 	assert_non_null(strstr(prompt, "  $ pip --version 'it'\"'\"'s'\nRun it? [y/N] "));
 	/* the run went on after the answer */
@@ -382,6 +412,86 @@ static void test_tty_no_args_without_terminal_prints_help(void **state)
 	tu_rmtree(dir);
 }
 
+/* A passing run whose Architect takes 0.8 s to answer. */
+static char *slow_script(void)
+{
+	json_t *steps = json_array();
+
+	call(steps, "submit_plan", PLAN);
+	json_object_set_new(json_array_get(steps, 0), "delay_ms", json_integer(800));
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	return script(steps);
+}
+
+static void test_tty_spinner_on_terminal_only(void **state)
+{
+	struct mock m;
+	struct ptyrun r;
+	struct tu_result piped;
+	char *s = slow_script(), *dir, *clean, *abs = realpath(tu_forgex(), NULL);
+	const char *args[] = { "run", "wait for it", NULL };
+	const char *json_args[] = { "run", "--json", "wait for it", NULL };
+	const char *piped_argv[] = { abs, "run", "wait for it", NULL };
+	const char *spin;
+
+	(void)state;
+	mock_start(&m, s);
+	dir = project(&m, "auto");
+	run_pty(&r, dir, args, NULL, 0, 0, 120);
+	if (r.status)
+		fail_msg("run failed (%d):\n%s", r.status, r.tty.buf);
+	/* the wait for the Architect: role, turn, what it waits for, seconds */
+	{
+		const char *fr = "|/-\\";
+		char want[128];
+
+		for (spin = NULL; !spin && *fr; fr++) {
+			snprintf(want, sizeof(want), "\r%c architect turn 1: asking mock-model  0.", *fr);
+			spin = strstr(r.tty.buf, want);
+		}
+	}
+	assert_non_null(spin);
+	assert_non_null(strstr(spin, "s\033[K"));
+	/* erased before the next line: with the redraws taken out the lines are whole */
+	clean = without_spinner(r.tty.buf);
+	assert_null(strchr(clean, '\033'));
+	assert_non_null(strstr(clean, "\n==> architect\n    architect turn 1: asking mock-model"));
+	assert_non_null(strstr(clean, "\n    architect turn 1: submit_plan Check pip"));
+	assert_non_null(strstr(clean, "\nPASS: "));
+	free(clean);
+	ptyrun_release(&r);
+	mock_release(&m);
+	tu_rmtree(dir);
+
+	/* stderr piped: no spinner */
+	mock_start(&m, s);
+	dir = project(&m, "auto");
+	tu_run(&piped, piped_argv, dir, NULL, NULL);
+	assert_int_equal(piped.status, 0);
+	assert_non_null(strstr(piped.err.buf, "architect turn 1: asking mock-model"));
+	assert_null(strchr(piped.err.buf, '\r'));
+	assert_null(strstr(piped.err.buf, "\033[K"));
+	tu_result_release(&piped);
+	mock_release(&m);
+	tu_rmtree(dir);
+
+	/* --json on a terminal: events on stdout, no spinner on stderr */
+	mock_start(&m, s);
+	dir = project(&m, "auto");
+	run_pty(&r, dir, json_args, NULL, 0, 1, 120);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out.buf, "\"type\":\"run_end\""));
+	assert_null(strchr(r.tty.buf, '\r'));
+	assert_null(strstr(r.tty.buf, "\033[K"));
+	ptyrun_release(&r);
+	mock_release(&m);
+	tu_rmtree(dir);
+	free(abs);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -389,6 +499,7 @@ int main(void)
 		cmocka_unit_test(test_tty_approval_yes_runs),
 		cmocka_unit_test(test_tty_no_args_asks_for_the_request),
 		cmocka_unit_test(test_tty_no_args_without_terminal_prints_help),
+		cmocka_unit_test(test_tty_spinner_on_terminal_only),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
