@@ -956,6 +956,108 @@ static void test_pipeline_commit_exact_paths(void **state)
 	tu_rmtree(dir);
 }
 
+/*
+ * The model's key is refused after the Builder has edited (in review when
+ * `in_review`): exit 3, tree restored.
+ */
+static void provider_401_case(int in_review)
+{
+	json_t *steps = json_array(), *evs;
+	struct mock m;
+	struct run r;
+	char *s, *dir, *before, *after;
+
+	call(steps, "submit_plan", PLAN);
+	call(steps, "edit_file", FIX_ADD);
+	if (in_review) {
+		call(steps, "finish", FINISH);
+		call(steps, "finish", FINISH);
+	}
+	json_array_append_new(steps, json_pack("{s:i, s:i}", "status", 401, "repeat", -1));
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, in_review == 2 ? "[review]\nvoters = [\"default:voter-a\", "
+				 "\"default:voter-b\"]\nquorum = \"majority\"\n" : NULL);
+	before = snapshot(dir);
+	FORGEX(&r, dir, "run", "make add add");
+	if (r.status != 3)
+		fail_msg("status %d:\n%s\n%s", r.status, r.out.buf, r.err.buf);
+	/* clear: which provider, what it said, and that the tree is back */
+	assert_non_null(strstr(r.err.buf, "forgex: error: provider 'default'"));
+	assert_non_null(strstr(r.err.buf, "HTTP 401"));
+	assert_non_null(strstr(r.out.buf, "ERROR: "));
+	assert_non_null(strstr(r.out.buf, "The tree was restored to how it was before the run."));
+	after = snapshot(dir);
+	assert_string_equal(after, before);
+	evs = events(dir);
+	/* the edit was made (and then undone) */
+	{
+		json_t *e;
+		size_t i;
+		int edited = 0;
+
+		json_array_foreach(evs, i, e)
+			if (!strcmp(jsonx_str(e, "type"), "tool_call") &&
+			    jsonx_str(e, "name") && !strcmp(jsonx_str(e, "name"), "edit_file"))
+				edited = 1;
+		assert_true(edited);
+	}
+	assert_non_null(find_event(evs, "checkpoint", 0));
+	assert_string_equal(jsonx_str(find_event(evs, "run_end", 0), "outcome"), "error");
+	json_decref(evs);
+	free(before);
+	free(after);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+}
+
+static void test_pipeline_provider_401_restores_tree(void **state)
+{
+	(void)state;
+	provider_401_case(0);
+}
+
+static void test_pipeline_provider_401_in_review(void **state)
+{
+	(void)state;
+	provider_401_case(1);
+}
+
+/* The Supervisor and both voters are refused: no verdict is a provider error, not a FAIL. */
+static void test_pipeline_provider_401_in_ensemble_review(void **state)
+{
+	(void)state;
+	provider_401_case(2);
+}
+
+/* Nothing listens where the provider should be: exit 3, nothing changed. */
+static void test_pipeline_provider_down(void **state)
+{
+	struct mock m;
+	struct run r;
+	char *dir, *before, *after;
+
+	(void)state;
+	mock_start(&m, "[]");
+	dir = project(&m, NULL);
+	mock_stop(&m);	/* its port is closed now */
+	before = snapshot(dir);
+	FORGEX(&r, dir, "run", "make add add");
+	assert_int_equal(r.status, 3);
+	assert_non_null(strstr(r.err.buf, "forgex: error: provider 'default'"));
+	assert_non_null(strstr(r.err.buf, m.base_url));
+	assert_non_null(strstr(r.out.buf, "ERROR: "));
+	after = snapshot(dir);
+	assert_string_equal(after, before);
+	free(before);
+	free(after);
+	run_release(&r);
+	mock_release(&m);
+	tu_rmtree(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -972,6 +1074,10 @@ int main(void)
 		cmocka_unit_test(test_pipeline_kill9_then_resume),
 		cmocka_unit_test(test_pipeline_demo),
 		cmocka_unit_test(test_pipeline_commit_exact_paths),
+		cmocka_unit_test(test_pipeline_provider_401_restores_tree),
+		cmocka_unit_test(test_pipeline_provider_401_in_review),
+		cmocka_unit_test(test_pipeline_provider_401_in_ensemble_review),
+		cmocka_unit_test(test_pipeline_provider_down),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
