@@ -1,6 +1,7 @@
 /*
  * The spinner on a terminal; see progress.h.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -9,7 +10,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/fsutil.h"
 #include "cli/progress.h"
 
 /* Redraws per second. */
@@ -40,11 +40,26 @@ static double mono_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Write all of `s`; a terminal that stops taking output only loses a frame. */
+/*
+ * Write all of `s`; a terminal that stops taking output only loses a frame.
+ * Plain write(2): this runs on the caller's thread too, whose pending
+ * err_last() must survive.
+ */
 static void put(const char *s, size_t n)
 {
-	if (fsutil_write_all(sp.fd, s, n) < 0)
-		err_clear();
+	int saved = errno;
+
+	while (n) {
+		ssize_t w = write(sp.fd, s, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		s += w;
+		n -= (size_t)w;
+	}
+	errno = saved;
 }
 
 /* The caller holds sp.lock. */
