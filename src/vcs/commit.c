@@ -1,5 +1,6 @@
 /* Commit what changed since a checkpoint on the user's branch; see commit.h. */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -87,6 +88,48 @@ static int repo_path(struct buf *out, const char *prefix, const char *rel)
 	return 0;
 }
 
+/*
+ * The identity git itself would use for `who` ("AUTHOR" or "COMMITTER"):
+ * $GIT_<who>_NAME and $GIT_<who>_EMAIL, else user.name and user.email,
+ * else $EMAIL for the address; the time is now.
+ */
+static int identity(git_signature **out, git_repository *repo, const char *who)
+{
+	git_config *cfg = NULL;
+	git_buf name = GIT_BUF_INIT, email = GIT_BUF_INIT;
+	char var[32];
+	const char *n, *e;
+	int ret = 0, gerr;
+
+	if (git_repository_config_snapshot(&cfg, repo) < 0)
+		cfg = NULL;
+	git_error_clear();
+	snprintf(var, sizeof(var), "GIT_%s_NAME", who);
+	n = getenv(var);
+	if ((!n || !*n) && cfg && !git_config_get_string_buf(&name, cfg, "user.name"))
+		n = name.ptr;
+	snprintf(var, sizeof(var), "GIT_%s_EMAIL", who);
+	e = getenv(var);
+	if ((!e || !*e) && cfg && !git_config_get_string_buf(&email, cfg, "user.email"))
+		e = email.ptr;
+	if (!e || !*e)
+		e = getenv("EMAIL");
+	git_error_clear();
+	if (!n || !*n || !e || !*e) {
+		ret = err_set(FX_ERROR, "no git identity: set user.name and user.email "
+			      "(git config user.name NAME; git config user.email ADDRESS)");
+		goto out;
+	}
+	gerr = git_signature_now(out, n, e);
+	if (gerr < 0)
+		ret = vcs_git_error(gerr, "bad git identity '%s <%s>'", n, e);
+out:
+	git_buf_dispose(&name);
+	git_buf_dispose(&email);
+	git_config_free(cfg);
+	return ret;
+}
+
 int vcs_commit_paths(char *out, const char *workspace, const struct strvec *paths,
 		     const char *message)
 {
@@ -95,7 +138,7 @@ int vcs_commit_paths(char *out, const char *workspace, const struct strvec *path
 	git_commit *parent = NULL;
 	git_tree *base = NULL, *tree = NULL;
 	git_index *index = NULL;
-	git_signature *sig = NULL;
+	git_signature *sig = NULL, *author = NULL;
 	git_tree_update *ups = NULL;
 	char **upaths = NULL;
 	int *present = NULL;
@@ -213,13 +256,11 @@ int vcs_commit_paths(char *out, const char *workspace, const struct strvec *path
 		ret = vcs_git_error(gerr, "cannot read the tree to commit");
 		goto out;
 	}
-	gerr = git_signature_default(&sig, repo);
-	if (gerr < 0) {
-		ret = vcs_git_error(gerr, "no git identity (set user.name and user.email)");
+	if ((ret = identity(&author, repo, "AUTHOR")) < 0 ||
+	    (ret = identity(&sig, repo, "COMMITTER")) < 0)
 		goto out;
-	}
 	/* moves the branch HEAD points at, and only if it still points at `parent` */
-	gerr = git_commit_create(&commit_id, repo, "HEAD", sig, sig, NULL, message, tree,
+	gerr = git_commit_create(&commit_id, repo, "HEAD", author, sig, NULL, message, tree,
 				 parent ? 1 : 0, (const git_commit **)&parent);
 	if (gerr < 0) {
 		ret = vcs_git_error(gerr, "cannot commit");
@@ -251,6 +292,7 @@ out:
 	buf_release(&rp);
 	buf_release(&full);
 	git_signature_free(sig);
+	git_signature_free(author);
 	git_index_free(index);
 	git_tree_free(tree);
 	git_tree_free(base);

@@ -32,7 +32,8 @@ int vcs_changed_paths(struct strvec *out, struct checkpoints *cps, const char *i
 /**
  * Commit `paths` (relative to `workspace`) as they are in the working tree
  * on the current branch of the repository holding `workspace`, with
- * `message` and the user's configured identity. A path missing from the
+ * `message` and the identity git would use ($GIT_AUTHOR_NAME and friends,
+ * else user.name and user.email). A path missing from the
  * tree is removed from the commit. Returns 1 when it committed, with the
  * new commit's id in hex in `out` (41 bytes; may be NULL), or 0 when the
  * result would equal HEAD (no empty commit is made). FX_ENOTFOUND when `workspace` is in no git
