@@ -13,7 +13,9 @@
 #include "base/log.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "pipeline/pipeline.h"
+#include "sandbox/approval.h"
 
 static volatile sig_atomic_t interrupted;
 
@@ -44,10 +46,57 @@ static void print_plan(FILE *f, const json_t *plan)
 	}
 }
 
+/*
+ * What the spinner shows after `ev`: what forgex waits for until the next
+ * event. NULL: as before.
+ */
+static const char *spinner_label(struct buf *out, const json_t *ev, const char *type)
+{
+	buf_reset(out);
+	if (!strcmp(type, "stage_start")) {
+		const char *st = jsonx_str(ev, "stage");
+		long it = (long)jsonx_int(ev, "iteration", 0);
+
+		buf_addstr(out, st ? st : "");
+		if (it > 0)
+			buf_addf(out, " (iteration %ld)", it);
+		if (st && (!strcmp(st, "baseline") || !strcmp(st, "verify")))
+			buf_addstr(out, ": running the tests");
+	} else if (!strcmp(type, "progress") && jsonx_str(ev, "message")) {
+		const char *m = jsonx_str(ev, "message"), *paren = strrchr(m, '(');
+		size_t n = strlen(m);
+
+		/* "builder turn 2: asking m (1.5k tokens so far)": drop the count */
+		if (paren && n > 8 && !strcmp(m + n - 8, " so far)"))
+			n = (size_t)(paren - m);
+		buf_add(out, m, n);
+		buf_trim(out);
+	} else {
+		return NULL;
+	}
+	return out->buf;
+}
+
+static void print_event(struct view *v, const json_t *ev, const char *type);
+
 static void show_event(void *data, const json_t *ev)
 {
 	struct view *v = data;
 	const char *type = jsonx_str(ev, "type");
+	struct buf label = BUF_INIT;
+
+	if (v->json || !progress_active()) {
+		print_event(v, ev, type);
+		return;
+	}
+	progress_hold();
+	print_event(v, ev, type);
+	progress_release(type ? spinner_label(&label, ev, type) : NULL);
+	buf_release(&label);
+}
+
+static void print_event(struct view *v, const json_t *ev, const char *type)
+{
 	FILE *f = v->progress;
 
 	if (v->json) {
@@ -107,8 +156,22 @@ static void show_start(void *data, const struct session *s)
 {
 	struct view *v = data;
 
-	if (!v->json && !cli_quiet)
+	if (!v->json && !cli_quiet) {
+		progress_hold();
 		fprintf(v->progress, "forgex: run %s\n", s->id);
+		fflush(v->progress);
+		progress_release(NULL);
+	}
+}
+
+/* Around an approval question: the spinner leaves the line to it. */
+static void approval_hook(void *data, int asking)
+{
+	(void)data;
+	if (asking)
+		progress_hold();
+	else
+		progress_release(NULL);
 }
 
 static int exit_for(const struct pipeline_result *r)
@@ -209,7 +272,14 @@ int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, 
 	po->on_event = show_event;
 	po->event_data = &v;
 	po->on_session = show_start;
+	/* a spinner only on a terminal, never with --json, -q or -v (debug lines) */
+	if (!json && !cli_quiet && !cli_verbose && v.tty && progress_start(stderr))
+		approval_set_hook(approval_hook, NULL);
 	ret = pipeline_run(&res, po);
+	if (progress_active()) {
+		approval_set_hook(NULL, NULL);
+		progress_stop();
+	}
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	if (ret < 0) {

@@ -476,9 +476,20 @@ int main(int argc, char **argv)
 
 			if (!run->fn) {
 				char **nargv = xcalloc((size_t)argc + 2, sizeof(*nargv));
+				int j, n = 0;
 
-				memcpy(nargv, argv, (size_t)argc * sizeof(*nargv));
-				nargv[argc] = run_argv[0];
+				/*
+				 * The global options again, but not -C DIR: we are in DIR
+				 * already, and a relative DIR would not be found twice.
+				 */
+				nargv[n++] = argv[0];
+				for (j = 1; j < i; j++) {
+					if (!strcmp(argv[j], "-C"))
+						j++;
+					else if (strcmp(argv[j], "--"))
+						nargv[n++] = argv[j];
+				}
+				nargv[n] = run_argv[0];
 				return exec_core(nargv);
 			}
 			ret = run->fn(1, run_argv);

@@ -22,6 +22,7 @@
 #include "tools/registry.h"
 #include "tools/shell.h"
 #include "vcs/checkpoint.h"
+#include "vcs/commit.h"
 #include "vcs/diff.h"
 
 #define DIFF_MAX (48u << 10)		/* bytes of diff shown to a role */
@@ -824,78 +825,28 @@ static void teardown(struct pl *pl)
 		session_release(&pl->s);
 }
 
-/* Commit the change on the current branch with `git`: only the paths it touched. */
+/*
+ * Commit the change on the current branch: exactly the paths that differ
+ * from the pre-run checkpoint (see vcs/commit.h).
+ */
 static int commit_change(struct pl *pl, const char *message)
 {
-	struct buf stat = BUF_INIT;
-	struct strvec argv = STRVEC_INIT;
-	const char *line;
-	size_t changed = 0;
-	int ret, pass;
+	struct strvec paths = STRVEC_INIT;
+	char id[41] = "";
+	int ret;
 
-	ret = vcs_diff_ext(&stat, &changed, pl->cps, pl->pre_checkpoint, VCS_DIFF_STAT);
-	if (ret < 0)
+	ret = vcs_changed_paths(&paths, pl->cps, pl->pre_checkpoint);
+	if (ret < 0 || !paths.nr)
 		goto out;
-	if (!changed)
+	ret = vcs_commit_paths(id, pl->cfg->workspace, &paths, message);
+	if (ret <= 0)
 		goto out;
-	/* " path | 3 ++-": the paths the change touched */
-	for (pass = 0; pass < 2; pass++) {
-		pid_t pid;
-		int st;
-
-		strvec_clear(&argv);
-		strvec_pushv(&argv, (const char *const[]){ "git", "-C", pl->cfg->workspace, NULL });
-		if (!pass)
-			strvec_pushv(&argv, (const char *const[]){ "add", "-A", "--", NULL });
-		else
-			strvec_pushv(&argv, (const char *const[]){ "commit", "-q", "-m", message,
-								 "--", NULL });
-		for (line = stat.buf; *line;) {
-			const char *nl = strchr(line, '\n'), *bar;
-			size_t n = nl ? (size_t)(nl - line) : strlen(line);
-
-			bar = memchr(line, '|', n);
-			if (bar) {
-				const char *s = line, *e = bar;
-
-				while (s < e && *s == ' ')
-					s++;
-				while (e > s && e[-1] == ' ')
-					e--;
-				if (e > s) {
-					char *p = xstrndup(s, (size_t)(e - s));
-
-					strvec_push(&argv, p);
-					free(p);
-				}
-			}
-			line += n + (nl ? 1 : 0);
-		}
-		pid = fork();
-		if (pid < 0) {
-			ret = err_set_errno(FX_EOS, "fork");
-			goto out;
-		}
-		if (!pid) {
-			execvp("git", (char *const *)argv.v);
-			_exit(127);
-		}
-		while (waitpid(pid, &st, 0) < 0)
-			if (errno != EINTR) {
-				ret = err_set_errno(FX_EOS, "waitpid");
-				goto out;
-			}
-		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-			ret = err_set(FX_ERROR, "git %s failed (status %d)", pass ? "commit" : "add",
-				      WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
-			goto out;
-		}
-	}
+	ret = 0;
 	pl->out->committed = 1;
-	emit(pl, "commit", json_pack("{s:s}", "message", message));
+	emit(pl, "commit", json_pack("{s:s, s:s, s:i}", "message", message, "id", id,
+				     "paths", (int)paths.nr));
 out:
-	strvec_clear(&argv);
-	buf_release(&stat);
+	strvec_clear(&paths);
 	return ret;
 }
 

@@ -18,6 +18,16 @@
 #define MAX_ANSWER 64
 
 static pthread_mutex_t ask_lock = PTHREAD_MUTEX_INITIALIZER;
+static void (*ask_hook)(void *data, int asking);
+static void *ask_hook_data;
+
+void approval_set_hook(void (*fn)(void *data, int asking), void *data)
+{
+	pthread_mutex_lock(&ask_lock);
+	ask_hook = fn;
+	ask_hook_data = data;
+	pthread_mutex_unlock(&ask_lock);
+}
 
 /* ---- showing the command ---------------------------------------------- */
 
@@ -276,7 +286,11 @@ int approval_ask_fd(int in, int out, const char *const *argv, size_t argc, const
 	int answer;
 
 	pthread_mutex_lock(&ask_lock);
+	if (ask_hook)
+		ask_hook(ask_hook_data, 1);
 	answer = ask_locked(in, out, argv, argc, reason);
+	if (ask_hook)
+		ask_hook(ask_hook_data, 0);
 	pthread_mutex_unlock(&ask_lock);
 	return answer;
 }

@@ -49,6 +49,15 @@ int approval_ask_tty(const char *tty, const char *const *argv, size_t argc, cons
 int approval_ask_fd(int in, int out, const char *const *argv, size_t argc, const char *reason);
 
 /**
+ * Call `fn(data, 1)` just before every question is written to the terminal
+ * and `fn(data, 0)` once it is answered (or given up), with the question's
+ * lock held, e.g. so that the front can erase a spinner drawn on the same
+ * terminal. NULL removes it. Set by src/cli/ before any question can be
+ * asked.
+ */
+void approval_set_hook(void (*fn)(void *data, int asking), void *data);
+
+/**
  * Append `argv` as a person should see it: arguments separated by spaces,
  * each quoted for a POSIX shell when needed (buf_add_shell_quoted()); an
  * argument holding control characters, bytes that are not UTF-8, or

@@ -855,6 +855,209 @@ static void test_pipeline_demo(void **state)
 	tu_rmtree(dir);
 }
 
+/* stdout of `sh -c cmd` in `dir` (the caller frees). */
+static char *sh_out(const char *dir, const char *cmd)
+{
+	const char *argv[] = { "sh", "-c", cmd, NULL };
+	struct tu_result r;
+	char *out;
+
+	tu_run(&r, argv, dir, NULL, NULL);
+	if (r.status)
+		fail_msg("%s: %s%s", cmd, r.out.buf, r.err.buf);
+	out = buf_detach(&r.out, NULL);
+	tu_result_release(&r);
+	return out;
+}
+
+#define LONG_NAME "a rather long folder name/that goes on/and on past eighty columns/of a diffstat.txt"
+
+static void test_pipeline_commit_exact_paths(void **state)
+{
+	json_t *steps = json_array(), *evs;
+	struct mock m;
+	struct run r;
+	char *s, *dir, *head0, *refs0, *refs1, *branch, *names, *status, *count, *msg, *parent;
+
+	(void)state;
+	call(steps, "submit_plan", PLAN);
+	call(steps, "edit_file", FIX_ADD);
+	call(steps, "write_file", "{\"path\": \"new file \\u00fc.txt\", \"content\": \"new\\n\"}");
+	call(steps, "delete_file", "{\"path\": \"obsolete.txt\"}");
+	call(steps, "move_file", "{\"from\": \"docs/old name.txt\", \"to\": \"docs/new n\\u00e4me.txt\"}");
+	call(steps, "write_file", "{\"path\": \"a|b.txt\", \"content\": \"pipe\\n\"}");
+	call(steps, "write_file", "{\"path\": \" lead\\nline.txt\", \"content\": \"nl\\n\"}");
+	call(steps, "write_file", "{\"path\": \"" LONG_NAME "\", \"content\": \"long\\n\"}");
+	call(steps, "write_file", "{\"path\": \"debug.log\", \"content\": \"ignored\\n\"}");
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, "commit = true\n");
+	tu_write(dir, "obsolete.txt", "to be deleted\n");
+	tu_write(dir, "docs/old name.txt", "to be renamed\n");
+	sh(dir, "rm notes.txt && echo '*.log' >> .git/info/exclude && "
+		"git config user.name tester && git config user.email tester@example.com && "
+		"git add -A && git commit -qm second && git branch other && git tag v0 HEAD~1 && "
+		"echo stash-me >> test_calc.py && git stash -q");
+	head0 = sh_out(dir, "git rev-parse HEAD");
+	refs0 = sh_out(dir, "git for-each-ref --format='%(refname) %(objectname)' | "
+			    "grep -v \"^$(git symbolic-ref HEAD) \"");
+	branch = sh_out(dir, "git symbolic-ref HEAD");
+	FORGEX(&r, dir, "run", "make add add");
+	if (r.status)
+		fail_msg("run failed (%d): %s\n%s", r.status, r.out.buf, r.err.buf);
+	assert_non_null(strstr(r.out.buf, "The change was committed on the current branch."));
+	/* exactly the changed paths: modified, added (space, unicode), deleted, renamed */
+	names = sh_out(dir, "git -c core.quotepath=off show --no-renames --name-status "
+			    "--format= HEAD");
+	assert_string_equal(names, "A\t\" lead\\nline.txt\"\n"
+				   "A\t" LONG_NAME "\n"
+				   "A\ta|b.txt\n"
+				   "M\tcalc.py\n"
+				   "A\tdocs/new n\u00e4me.txt\n"
+				   "D\tdocs/old name.txt\n"
+				   "A\tnew file \u00fc.txt\n"
+				   "D\tobsolete.txt\n");
+	/* the index and the tree match the commit; the ignored file stays out */
+	status = sh_out(dir, "git status --porcelain");
+	assert_string_equal(status, "");
+	assert_file(dir, "debug.log", "ignored\n");
+	/* one commit on the same branch, other refs (branch, tag, stash) untouched */
+	count = sh_out(dir, "git rev-list --count HEAD ^$(git rev-parse HEAD~1)");
+	assert_string_equal(count, "1\n");
+	parent = sh_out(dir, "git rev-parse HEAD~1");
+	assert_string_equal(parent, head0);
+	free(branch);
+	branch = sh_out(dir, "git symbolic-ref HEAD");
+	refs1 = sh_out(dir, "git for-each-ref --format='%(refname) %(objectname)' | "
+			    "grep -v \"^$(git symbolic-ref HEAD) \"");
+	assert_string_equal(refs1, refs0);
+	assert_non_null(strstr(refs1, "refs/stash "));
+	msg = sh_out(dir, "git log -1 --format=%B");
+	assert_non_null(strstr(msg, "make add add"));
+	assert_non_null(strstr(msg, "Made by forgex run"));
+	evs = events(dir);
+	assert_non_null(find_event(evs, "commit", 0));
+	json_decref(evs);
+	free(head0);
+	free(refs0);
+	free(refs1);
+	free(branch);
+	free(names);
+	free(status);
+	free(count);
+	free(msg);
+	free(parent);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+}
+
+/*
+ * The model's key is refused after the Builder has edited (in review when
+ * `in_review`): exit 3, tree restored.
+ */
+static void provider_401_case(int in_review)
+{
+	json_t *steps = json_array(), *evs;
+	struct mock m;
+	struct run r;
+	char *s, *dir, *before, *after;
+
+	call(steps, "submit_plan", PLAN);
+	call(steps, "edit_file", FIX_ADD);
+	if (in_review) {
+		call(steps, "finish", FINISH);
+		call(steps, "finish", FINISH);
+	}
+	json_array_append_new(steps, json_pack("{s:i, s:i}", "status", 401, "repeat", -1));
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, in_review == 2 ? "[review]\nvoters = [\"default:voter-a\", "
+				 "\"default:voter-b\"]\nquorum = \"majority\"\n" : NULL);
+	before = snapshot(dir);
+	FORGEX(&r, dir, "run", "make add add");
+	if (r.status != 3)
+		fail_msg("status %d:\n%s\n%s", r.status, r.out.buf, r.err.buf);
+	/* clear: which provider, what it said, and that the tree is back */
+	assert_non_null(strstr(r.err.buf, "forgex: error: provider 'default'"));
+	assert_non_null(strstr(r.err.buf, "HTTP 401"));
+	assert_non_null(strstr(r.out.buf, "ERROR: "));
+	assert_non_null(strstr(r.out.buf, "The tree was restored to how it was before the run."));
+	after = snapshot(dir);
+	assert_string_equal(after, before);
+	evs = events(dir);
+	/* the edit was made (and then undone) */
+	{
+		json_t *e;
+		size_t i;
+		int edited = 0;
+
+		json_array_foreach(evs, i, e)
+			if (!strcmp(jsonx_str(e, "type"), "tool_call") &&
+			    jsonx_str(e, "name") && !strcmp(jsonx_str(e, "name"), "edit_file"))
+				edited = 1;
+		assert_true(edited);
+	}
+	assert_non_null(find_event(evs, "checkpoint", 0));
+	assert_string_equal(jsonx_str(find_event(evs, "run_end", 0), "outcome"), "error");
+	json_decref(evs);
+	free(before);
+	free(after);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+}
+
+static void test_pipeline_provider_401_restores_tree(void **state)
+{
+	(void)state;
+	provider_401_case(0);
+}
+
+static void test_pipeline_provider_401_in_review(void **state)
+{
+	(void)state;
+	provider_401_case(1);
+}
+
+/* The Supervisor and both voters are refused: no verdict is a provider error, not a FAIL. */
+static void test_pipeline_provider_401_in_ensemble_review(void **state)
+{
+	(void)state;
+	provider_401_case(2);
+}
+
+/* Nothing listens where the provider should be: exit 3, nothing changed. */
+static void test_pipeline_provider_down(void **state)
+{
+	struct mock m;
+	struct run r;
+	char *dir, *before, *after;
+
+	(void)state;
+	mock_start(&m, "[]");
+	dir = project(&m, NULL);
+	mock_stop(&m);	/* its port is closed now */
+	before = snapshot(dir);
+	FORGEX(&r, dir, "run", "make add add");
+	assert_int_equal(r.status, 3);
+	assert_non_null(strstr(r.err.buf, "forgex: error: provider 'default'"));
+	assert_non_null(strstr(r.err.buf, m.base_url));
+	assert_non_null(strstr(r.out.buf, "ERROR: "));
+	after = snapshot(dir);
+	assert_string_equal(after, before);
+	free(before);
+	free(after);
+	run_release(&r);
+	mock_release(&m);
+	tu_rmtree(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -870,6 +1073,11 @@ int main(void)
 		cmocka_unit_test(test_pipeline_ctrl_c_during_command),
 		cmocka_unit_test(test_pipeline_kill9_then_resume),
 		cmocka_unit_test(test_pipeline_demo),
+		cmocka_unit_test(test_pipeline_commit_exact_paths),
+		cmocka_unit_test(test_pipeline_provider_401_restores_tree),
+		cmocka_unit_test(test_pipeline_provider_401_in_review),
+		cmocka_unit_test(test_pipeline_provider_401_in_ensemble_review),
+		cmocka_unit_test(test_pipeline_provider_down),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

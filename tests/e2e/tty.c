@@ -1,0 +1,506 @@
+/*
+ * forgex on a terminal, end to end: the real binary in a new session whose
+ * controlling terminal is a pseudo-terminal (so /dev/tty is the pty), with
+ * build/mockllm playing the roles. Approval prompts in line with the
+ * progress, the request asked for when there is none, the spinner, and
+ * the same run with no terminal.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/jsonx.h"
+#include "base/strvec.h"
+#include "helpers/testutil.h"
+#include "mockllm/mockctl.h"
+
+extern char **environ;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A prompt to wait for and what to type once it shows (the nth time it shows). */
+struct reply {
+	const char *prompt;
+	const char *type;
+};
+
+struct ptyrun {
+	int status;		/* exit status, or 128+signal */
+	struct buf tty;		/* everything written to the terminal (stdout and stderr) */
+	struct buf out;		/* stdout when it is a pipe */
+};
+
+/*
+ * Run forgex with `args` in `cwd` as the leader of a new session whose
+ * controlling terminal is a new pty: stdin and stderr are the pty; stdout
+ * too unless `stdout_pipe`. Each `replies[i].prompt` is answered with its
+ * text once it appears (in order). Killed after `deadline` seconds.
+ */
+static void run_pty(struct ptyrun *r, const char *cwd, const char *const *args,
+		    const struct reply *replies, size_t nreplies, int stdout_pipe, double deadline)
+{
+	struct strvec argv = STRVEC_INIT;
+	int master, out[2] = { -1, -1 }, st;
+	size_t next = 0, seen = 0;
+	double started = now();
+	char *abs = realpath(tu_forgex(), NULL);
+	pid_t pid;
+
+	memset(r, 0, sizeof(*r));
+	buf_init(&r->tty, 0);
+	buf_init(&r->out, 0);
+	strvec_push(&argv, abs ? abs : tu_forgex());
+	free(abs);
+	strvec_pushv(&argv, args);
+	master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (master < 0 || grantpt(master) || unlockpt(master))
+		die("posix_openpt");
+	if (stdout_pipe && pipe2(out, O_CLOEXEC))
+		die("pipe");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		struct termios t;
+		int slave;
+
+		if (setsid() < 0)
+			_exit(124);
+		slave = open(ptsname(master), O_RDWR);
+		if (slave < 0 || ioctl(slave, TIOCSCTTY, 0) < 0)
+			_exit(124);
+		/* keep "\n" as written, so the test sees what forgex wrote */
+		if (!tcgetattr(slave, &t)) {
+			t.c_oflag &= ~(tcflag_t)OPOST;
+			tcsetattr(slave, TCSANOW, &t);
+		}
+		dup2(slave, 0);
+		dup2(stdout_pipe ? out[1] : slave, 1);
+		dup2(slave, 2);
+		if (slave > 2)
+			close(slave);
+		if (chdir(cwd))
+			_exit(125);
+		execve(argv.v[0], (char *const *)argv.v, environ);
+		_exit(127);
+	}
+	if (stdout_pipe)
+		close(out[1]);
+	for (;;) {
+		struct pollfd p[2] = { { master, POLLIN, 0 }, { out[0], POLLIN, 0 } };
+		char chunk[4096];
+		ssize_t n;
+
+		if (now() - started > deadline) {
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (poll(p, 2, 20) < 0 && errno != EINTR)
+			die("poll");
+		if (out[0] >= 0 && p[1].revents) {
+			n = read(out[0], chunk, sizeof(chunk));
+			if (n > 0) {
+				buf_add(&r->out, chunk, (size_t)n);
+			} else if (n == 0 || errno != EINTR) {
+				close(out[0]);
+				out[0] = -1;
+			}
+		}
+		if (p[0].revents) {
+			n = read(master, chunk, sizeof(chunk));
+			if (n > 0)
+				buf_add(&r->tty, chunk, (size_t)n);
+			else if (n == 0 || errno != EINTR)
+				break;	/* EIO: every holder of the terminal is gone */
+		}
+		if (next < nreplies) {
+			const char *at = strstr(r->tty.buf + seen, replies[next].prompt);
+
+			if (at) {
+				/* take longer than a person's glance: a spinner would redraw */
+				usleep(400000);
+				seen = (size_t)(at - r->tty.buf) + strlen(replies[next].prompt);
+				if (write(master, replies[next].type, strlen(replies[next].type)) < 0)
+					die("write to the pty");
+				next++;
+			}
+		}
+	}
+	while (out[0] >= 0) {
+		char chunk[4096];
+		ssize_t n = read(out[0], chunk, sizeof(chunk));
+
+		if (n > 0)
+			buf_add(&r->out, chunk, (size_t)n);
+		else if (n == 0 || errno != EINTR) {
+			close(out[0]);
+			out[0] = -1;
+		}
+	}
+	close(master);
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			die("waitpid");
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	strvec_clear(&argv);
+}
+
+static void ptyrun_release(struct ptyrun *r)
+{
+	buf_release(&r->tty);
+	buf_release(&r->out);
+}
+
+static void sh(const char *dir, const char *cmd)
+{
+	const char *argv[] = { "sh", "-c", cmd, NULL };
+	struct tu_result r;
+
+	tu_run(&r, argv, dir, NULL, NULL);
+	if (r.status)
+		fail_msg("%s: %s%s", cmd, r.out.buf, r.err.buf);
+	tu_result_release(&r);
+}
+
+/* A git repository with a passing Python test and a config for the mock. */
+static char *project(const struct mock *m, const char *mode)
+{
+	char *dir = tu_mkdtemp();
+	char *cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
+			    "api_key_env = \"FX_E2E_NO_KEY\"\nmax_retries = 0\ntimeout_seconds = 30\n"
+			    "[permissions]\nmode = \"%s\"\n"
+			    "[pipeline]\ntest_command = [\"python3\", \"-B\", \"-m\", \"unittest\"]\n",
+			    m->base_url, mode);
+
+	tu_write(dir, "calc.py", "def add(a, b):\n    return a + b\n");
+	tu_write(dir, "test_calc.py", "import unittest\nfrom calc import add\n\n\n"
+		 "class T(unittest.TestCase):\n    def test_add(self):\n"
+		 "        self.assertEqual(add(2, 3), 5)\n");
+	tu_write(dir, ".gitignore", "__pycache__/\n");
+	sh(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
+		"commit -qm init");
+	tu_write(dir, ".forgex/config.toml", cfg);
+	free(cfg);
+	return dir;
+}
+
+static void call(json_t *steps, const char *name, const char *args)
+{
+	static int n;
+	json_t *a = NULL;
+	char id[32];
+
+	if (jsonx_parse(&a, args, strlen(args), "step"))
+		die("bad args: %s", args);
+	snprintf(id, sizeof(id), "call_%d", ++n);
+	json_array_append_new(steps, json_pack("{s:[{s:s, s:s, s:o}]}", "tool_calls", "id", id,
+					       "name", name, "arguments", a));
+}
+
+static char *script(json_t *steps)
+{
+	struct buf b = BUF_INIT;
+	json_t *s = json_pack("{s:o}", "steps", steps);
+
+	jsonx_dump(&b, s, 0);
+	json_decref(s);
+	return buf_detach(&b, NULL);
+}
+
+#define PLAN "{\"summary\": \"Check pip\", \"steps\": [{\"id\": \"1\", \"title\": \"Ask pip\"," \
+	" \"description\": \"run pip\", \"files\": []}], \"acceptance\": [\"ok\"]}"
+#define FINISH "{\"summary\": \"done\"}"
+#define PASS "{\"verdict\": \"PASS\", \"reasons\": [\"fine\"], \"required_fixes\": []}"
+#define PIP "{\"argv\": [\"pip\", \"--version\", \"it's\"]}"
+
+/* A run whose Builder asks to run a command that needs approval. */
+static char *approval_script(void)
+{
+	json_t *steps = json_array();
+
+	call(steps, "submit_plan", PLAN);
+	call(steps, "run_command", PIP);
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	return script(steps);
+}
+
+/* The body of the mock's `n`th chat request, as JSON text (caller frees). */
+static char *request_body(const struct mock *m, size_t n)
+{
+	json_t *reqs = mock_requests(m);
+	struct buf b = BUF_INIT;
+
+	jsonx_dump(&b, json_object_get(json_array_get(reqs, n), "body"), 0);
+	json_decref(reqs);
+	return buf_detach(&b, NULL);
+}
+
+/* `text` without the spinner's redraws ("\r" up to "\033[K"); caller frees. */
+static char *without_spinner(const char *text)
+{
+	struct buf b = BUF_INIT;
+
+	while (*text) {
+		const char *cr = strchr(text, '\r'), *end;
+
+		if (!cr) {
+			buf_addstr(&b, text);
+			break;
+		}
+		buf_add(&b, text, (size_t)(cr - text));
+		end = strstr(cr, "\033[K");
+		assert_non_null(end);	/* every redraw ends by clearing the rest of the line */
+		text = end + 3;
+	}
+	return buf_detach(&b, NULL);
+}
+
+static void approval_case(const char *answer, int approved)
+{
+	struct mock m;
+	struct ptyrun r;
+	char *s = approval_script(), *dir, *body;
+	const char *args[] = { "run", "check pip", NULL };
+	struct reply replies[] = { { "Run it? [y/N] ", answer } };
+	const char *prompt, *builder, *after;
+
+	mock_start(&m, s);
+	dir = project(&m, "ask");
+	run_pty(&r, dir, args, replies, 1, 0, 120);
+	if (r.status)
+		fail_msg("run failed (%d):\n%s", r.status, r.tty.buf);
+	prompt = strstr(r.tty.buf, "forgex: this command needs approval");
+	assert_non_null(prompt);
+	/* in line: after the progress that led to it, on a line of its own */
+	builder = strstr(r.tty.buf, "==> builder");
+	assert_non_null(builder);
+	assert_true(builder < prompt);
+	assert_true(prompt[-1] == '\n');
+	/* the spinner left the line to the question and stayed away until the answer */
+	{
+		char *clean = without_spinner(r.tty.buf);
+		const char *q = strstr(prompt, "Run it? [y/N] ");
+
+		assert_non_null(strstr(clean, " so far)\n\nforgex: this command needs approval"));
+		assert_non_null(q);
+		assert_null(memchr(prompt, '\r', (size_t)(q - prompt) + 16));
+		free(clean);
+	}
+	/* the exact argv, quoted for a shell */
+	assert_non_null(strstr(prompt, "  $ pip --version 'it'\"'\"'s'\nRun it? [y/N] "));
+	/* the run went on after the answer */
+	after = strstr(prompt, "==> expert");
+	assert_non_null(after);
+	assert_non_null(strstr(r.tty.buf, "PASS: "));
+	/* the model was told the outcome (request 2 answers the run_command call) */
+	body = request_body(&m, 2);
+	if (approved) {
+		/* it ran: its exit code and output came back */
+		assert_null(strstr(body, "not approved"));
+		assert_non_null(strstr(body, "exit_code: "));
+		assert_non_null(strstr(body, "--- stdout"));
+	} else {
+		assert_non_null(strstr(body, "Command not approved: pip --version"));
+		assert_null(strstr(body, "exit_code: "));
+	}
+	free(body);
+	ptyrun_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+}
+
+static void test_tty_approval_no_goes_back_to_model(void **state)
+{
+	(void)state;
+	approval_case("n\n", 0);
+}
+
+static void test_tty_approval_yes_runs(void **state)
+{
+	(void)state;
+	approval_case("y\n", 1);
+}
+
+/* A run that changes nothing and passes. */
+static char *quiet_script(void)
+{
+	json_t *steps = json_array();
+
+	call(steps, "submit_plan", PLAN);
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	return script(steps);
+}
+
+static void test_tty_no_args_asks_for_the_request(void **state)
+{
+	struct mock m;
+	struct ptyrun r;
+	char *s = quiet_script(), *dir, *parent, *body;
+	const char *slash;
+	struct reply replies[] = { { "What should forgex do? ", "say hello to the tests\n" } };
+
+	(void)state;
+	mock_start(&m, s);
+	dir = project(&m, "auto");
+	/* from the parent folder, with a relative -C: the folder is entered once */
+	slash = strrchr(dir, '/');
+	parent = xstrndup(dir, (size_t)(slash - dir));
+	{
+		const char *args[] = { "-C", slash + 1, NULL };
+
+		run_pty(&r, parent, args, replies, 1, 0, 120);
+	}
+	if (r.status)
+		fail_msg("forgex alone failed (%d):\n%s", r.status, r.tty.buf);
+	assert_non_null(strstr(r.tty.buf, "What should forgex do? say hello to the tests\n"));
+	assert_non_null(strstr(r.tty.buf, "forgex: run "));
+	assert_non_null(strstr(r.tty.buf, "==> architect"));
+	assert_non_null(strstr(r.tty.buf, "PASS: "));
+	/* the Architect was given what was typed */
+	body = request_body(&m, 0);
+	assert_non_null(strstr(body, "say hello to the tests"));
+	free(body);
+	free(parent);
+	ptyrun_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+}
+
+static void test_tty_no_args_without_terminal_prints_help(void **state)
+{
+	const char *argv[] = { tu_forgex(), NULL };
+	struct tu_result r;
+	char *dir = tu_mkdtemp();
+	char *abs = realpath(tu_forgex(), NULL);
+
+	(void)state;
+	argv[0] = abs;
+	tu_run(&r, argv, dir, NULL, "make it so\n");
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.out.buf, "usage: forgex"));
+	assert_null(strstr(r.err.buf, "What should forgex do?"));
+	assert_null(strstr(r.out.buf, "What should forgex do?"));
+	/* nothing ran: no session was made */
+	assert_null(tu_read(dir, ".forgex/runs"));
+	tu_result_release(&r);
+	free(abs);
+	tu_rmtree(dir);
+}
+
+/* A passing run whose Architect takes 0.8 s to answer. */
+static char *slow_script(void)
+{
+	json_t *steps = json_array();
+
+	call(steps, "submit_plan", PLAN);
+	json_object_set_new(json_array_get(steps, 0), "delay_ms", json_integer(800));
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	return script(steps);
+}
+
+static void test_tty_spinner_on_terminal_only(void **state)
+{
+	struct mock m;
+	struct ptyrun r;
+	struct tu_result piped;
+	char *s = slow_script(), *dir, *clean, *abs = realpath(tu_forgex(), NULL);
+	const char *args[] = { "run", "wait for it", NULL };
+	const char *json_args[] = { "run", "--json", "wait for it", NULL };
+	const char *piped_argv[] = { abs, "run", "wait for it", NULL };
+	const char *spin;
+
+	(void)state;
+	mock_start(&m, s);
+	dir = project(&m, "auto");
+	run_pty(&r, dir, args, NULL, 0, 0, 120);
+	if (r.status)
+		fail_msg("run failed (%d):\n%s", r.status, r.tty.buf);
+	/* the wait for the Architect: role, turn, what it waits for, seconds */
+	{
+		const char *fr = "|/-\\";
+		char want[128];
+
+		for (spin = NULL; !spin && *fr; fr++) {
+			snprintf(want, sizeof(want), "\r%c architect turn 1: asking mock-model  0.", *fr);
+			spin = strstr(r.tty.buf, want);
+		}
+	}
+	assert_non_null(spin);
+	assert_non_null(strstr(spin, "s\033[K"));
+	/* erased before the next line: with the redraws taken out the lines are whole */
+	clean = without_spinner(r.tty.buf);
+	assert_null(strchr(clean, '\033'));
+	assert_non_null(strstr(clean, "\n==> architect\n    architect turn 1: asking mock-model"));
+	assert_non_null(strstr(clean, "\n    architect turn 1: submit_plan Check pip"));
+	assert_non_null(strstr(clean, "\nPASS: "));
+	free(clean);
+	ptyrun_release(&r);
+	mock_release(&m);
+	tu_rmtree(dir);
+
+	/* stderr piped: no spinner */
+	mock_start(&m, s);
+	dir = project(&m, "auto");
+	tu_run(&piped, piped_argv, dir, NULL, NULL);
+	assert_int_equal(piped.status, 0);
+	assert_non_null(strstr(piped.err.buf, "architect turn 1: asking mock-model"));
+	assert_null(strchr(piped.err.buf, '\r'));
+	assert_null(strstr(piped.err.buf, "\033[K"));
+	tu_result_release(&piped);
+	mock_release(&m);
+	tu_rmtree(dir);
+
+	/* --json on a terminal: events on stdout, no spinner on stderr */
+	mock_start(&m, s);
+	dir = project(&m, "auto");
+	run_pty(&r, dir, json_args, NULL, 0, 1, 120);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out.buf, "\"type\":\"run_end\""));
+	assert_null(strchr(r.tty.buf, '\r'));
+	assert_null(strstr(r.tty.buf, "\033[K"));
+	ptyrun_release(&r);
+	mock_release(&m);
+	tu_rmtree(dir);
+	free(abs);
+	free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tty_approval_no_goes_back_to_model),
+		cmocka_unit_test(test_tty_approval_yes_runs),
+		cmocka_unit_test(test_tty_no_args_asks_for_the_request),
+		cmocka_unit_test(test_tty_no_args_without_terminal_prints_help),
+		cmocka_unit_test(test_tty_spinner_on_terminal_only),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
