@@ -321,7 +321,11 @@ int cli_read_request(struct buf *out, int argc, char **argv, int ask)
 	return out->len ? 0 : -1;
 }
 
-int cmd_run(int argc, char **argv)
+/*
+ * `forgex run` and `forgex plan` (plan_only: the Architect alone, with no
+ * baseline test run since it only reads) share their options.
+ */
+int cli_run_request(const char *name, int plan_only, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
@@ -341,22 +345,30 @@ int cmd_run(int argc, char **argv)
 			json = 1;
 			break;
 		case 'h':
-			return cli_help("run");
+			return cli_help(name);
 		default:
-			return cli_usage_error("run", "unknown option '%s'", argv[optind - 1]);
+			return cli_usage_error(name, "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (cli_read_request(&request, argc - optind, argv + optind, 1) < 0) {
 		buf_release(&request);
-		return cli_usage_error("run", "a request is required");
+		return cli_usage_error(name, "a request is required");
 	}
 	if (cli_load_config(&cfg) != 0) {
 		buf_release(&request);
 		return EXIT_USAGE;
 	}
+	if (plan_only)
+		cfg.pipeline.baseline = 0;
 	po.request = request.buf;
-	status = cli_pipeline("run", &cfg, &po, json);
+	po.plan_only = plan_only;
+	status = cli_pipeline(name, &cfg, &po, json);
 	config_release(&cfg);
 	buf_release(&request);
 	return status;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	return cli_run_request("run", 0, argc, argv);
 }

@@ -38,4 +38,7 @@ int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, 
  */
 int cli_read_request(struct buf *out, int argc, char **argv, int ask);
 
+/** `forgex run` (plan_only 0) and `forgex plan` (1): parse, run the pipeline, present. */
+int cli_run_request(const char *name, int plan_only, int argc, char **argv);
+
 #endif
