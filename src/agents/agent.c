@@ -879,7 +879,8 @@ int agent_run(struct agent_result *out, const struct agent_opts *o)
 	out->answer = xstrdup("");
 	out->finish_reason = xstrdup("");
 
-	tools = role_tools_json(o->tools->registry, l.granted, l.terminal);
+	o->tools->role = (int)o->role;
+	tools = role_tools_json_for(o->tools->registry, (int)o->role, l.granted, l.terminal);
 	buf_addstr(&sys, o->system_prompt ? o->system_prompt : role_prompt(o->role));
 	if (l.text_mode) {
 		add_text_tools(&sys, tools);

@@ -176,6 +176,12 @@ const char *role_terminal_tool(enum agent_role role)
 
 json_t *role_tools_json(const struct tool_registry *reg, unsigned granted, const char *terminal)
 {
+	return role_tools_json_for(reg, -1, granted, terminal);
+}
+
+json_t *role_tools_json_for(const struct tool_registry *reg, int role, unsigned granted,
+			    const char *terminal)
+{
 	json_t *all = tools_for_role(reg, PERM_ALL), *out = json_array(), *entry;
 	size_t i;
 
@@ -187,6 +193,8 @@ json_t *role_tools_json(const struct tool_registry *reg, unsigned granted, const
 		const struct tool *t = name ? registry_find(reg, name) : NULL;
 
 		if (!t)
+			continue;
+		if (t->roles && (role < 0 || !(t->roles & (1u << role))))
 			continue;
 		if (t->flags & TOOL_TERMINAL) {
 			if (!terminal || strcmp(terminal, t->name))

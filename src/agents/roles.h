@@ -102,6 +102,13 @@ json_t *role_tools(const struct tool_registry *reg, enum agent_role role);
 json_t *role_tools_json(const struct tool_registry *reg, unsigned granted, const char *terminal);
 
 /**
+ * The same for the role `role` (enum agent_role; -1: none): a tool whose
+ * `roles` bits are set is listed only for those roles.
+ */
+json_t *role_tools_json_for(const struct tool_registry *reg, int role, unsigned granted,
+			    const char *terminal);
+
+/**
  * Whether a call of the tool `name` is open to a loop holding `granted`
  * whose terminal tool is `terminal` (NULL: none): a terminal tool only
  * when it is that one. When not, appends the refusal the model gets

@@ -145,6 +145,16 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 			gate ? " (test gate: " : "", gate ? gate : "");
 		if (gate)
 			fputs(")\n", f);
+	} else if (!strcmp(type, "mcp_server")) {
+		const char *st = jsonx_str(ev, "state");
+
+		if (st && !strcmp(st, "ready"))
+			fprintf(f, "    MCP server %s: %zu tools\n", jsonx_str(ev, "name"),
+				json_array_size(json_object_get(ev, "tools")));
+		else
+			fprintf(f, "    warning: MCP server %s %s: %s\n", jsonx_str(ev, "name"),
+				st && !strcmp(st, "skipped") ? "not started" : "did not start",
+				jsonx_str(ev, "error") ? jsonx_str(ev, "error") : "");
 	} else if (!strcmp(type, "checkpoint") && !strcmp(jsonx_str(ev, "action"), "restore")) {
 		fprintf(f, "    restored checkpoint %.12s (%s)\n", jsonx_str(ev, "id"),
 			jsonx_str(ev, "why"));

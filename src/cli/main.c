@@ -129,6 +129,20 @@ static const struct cli_command commands[] = {
 	  "the run's events, numbered and timed: stages, model calls, tool calls\n"
 	  "and results, commands, checkpoints, test results, votes and verdicts.\n"
 	  "--json   one JSON object per line\n" },
+	{ "mcp", HEAVY(cmd_mcp), CLI_HEAVY, "List the configured MCP servers and their tools, or call one",
+	  "usage: forgex mcp list [--json]\n"
+	  "       forgex mcp call [--json] [--yes] NAME TOOL [ARGUMENTS-JSON]\n"
+	  "\n"
+	  "list   start every enabled [mcp_servers.NAME], run the MCP handshake and\n"
+	  "       show its state, protocol revision and tools (as the model sees\n"
+	  "       them: NAME__TOOL), then stop it\n"
+	  "call   start server NAME (even when enabled = false) and call TOOL with\n"
+	  "       ARGUMENTS-JSON (default {}); asks for approval unless\n"
+	  "       permissions.mode is auto or --yes is given; prints the result's\n"
+	  "       text (--json: the whole result object)\n"
+	  "\n"
+	  "Exit status: 0 done, 1 a server did not start or the tool reported an\n"
+	  "error, 2 usage or configuration error, 4 not approved, 130 interrupted.\n" },
 	{ "plan", HEAVY(cmd_plan), CLI_HEAVY, "Ask the Architect for a plan, changing nothing",
 	  "usage: forgex plan [--json] REQUEST...\n"
 	  "\n"

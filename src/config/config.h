@@ -53,6 +53,28 @@ struct provider_config {
 	char *replay_mode;	/* replay: "strict" | "lenient" */
 };
 
+/**
+ * One [mcp_servers.NAME] table: a Model Context Protocol server whose tools
+ * the agents may call (src/mcp/). Exactly one of `command` (stdio: a
+ * child process) and `url` (Streamable HTTP) is set.
+ */
+struct mcp_server_config {
+	char *name;
+	char *command;		/* stdio: the program; "" for an HTTP server */
+	struct strvec args;
+	struct strvec env;	/* "NAME=value", or "NAME" to pass forgex's own value on */
+	char *cwd;		/* relative to the workspace; "": the workspace */
+	char *url;		/* Streamable HTTP endpoint; "" for a stdio server */
+	char *bearer_token_env;	/* the NAME of the variable holding the token */
+	int enabled;
+	long startup_timeout_seconds;
+	long tool_timeout_seconds;
+	struct strvec enabled_tools;	/* empty: every tool */
+	struct strvec disabled_tools;
+	struct strvec roles;	/* empty: builder and expert_coder (read-only tools: every role) */
+	enum cfg_origin origin;	/* the layer that first named this server */
+};
+
 /** One [agents.ROLE] table. */
 struct agent_config {
 	char *provider;
@@ -94,6 +116,8 @@ struct config {
 	struct provider_config *providers;
 	size_t providers_nr, providers_alloc;
 	struct agent_config agents[ROLE__COUNT];
+	struct mcp_server_config *mcp_servers;
+	size_t mcp_servers_nr, mcp_servers_alloc;
 	struct {
 		long max_iterations;
 		struct strvec test_command;
@@ -173,6 +197,9 @@ int config_validate(struct config *cfg);
 
 /** The provider called `name`, or NULL. */
 struct provider_config *config_provider(struct config *cfg, const char *name);
+
+/** The MCP server called `name`, or NULL. */
+struct mcp_server_config *config_mcp_server(struct config *cfg, const char *name);
 
 /** The agent settings of `role`. */
 struct agent_config *config_agent(struct config *cfg, enum agent_role role);

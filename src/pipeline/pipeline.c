@@ -19,6 +19,7 @@
 #include "llm/transcript.h"
 #include "pipeline/pipeline.h"
 #include "sandbox/executor.h"
+#include "tools/mcp_tools.h"
 #include "tools/registry.h"
 #include "tools/shell.h"
 #include "vcs/checkpoint.h"
@@ -56,6 +57,7 @@ struct pl {
 	struct executor ex;
 	int have_ex;
 	struct tool_registry reg;
+	struct mcp_set mcp;
 	struct tool_ctx tctx;
 	int have_tctx;
 	struct shell_tools st;
@@ -773,6 +775,14 @@ static int setup(struct pl *pl)
 	    (ret = tools_register_shell(&pl->reg, &pl->st)) < 0 ||
 	    (ret = roles_register_tools(&pl->reg)) < 0)
 		return ret;
+	if (cfg->mcp_servers_nr) {
+		mcp_set_start(&pl->mcp, cfg, pl->s.dir, NULL, pl->o->cancel);
+		for (i = 0; i < pl->mcp.nr; i++)
+			emit(pl, "mcp_server", mcp_set_server_json(&pl->mcp, i));
+		ret = tools_register_mcp(&pl->reg, &pl->mcp);
+		if (ret < 0)
+			return ret;
+	}
 	ret = tool_ctx_init(&pl->tctx, &pl->reg, cfg->workspace);
 	if (ret < 0)
 		return ret;
@@ -805,6 +815,7 @@ static void teardown(struct pl *pl)
 	if (pl->have_tctx)
 		tool_ctx_release(&pl->tctx);
 	registry_release(&pl->reg);
+	mcp_set_release(&pl->mcp);
 	shell_tools_release(&pl->st);
 	if (pl->have_ex)
 		executor_release(&pl->ex);
@@ -1098,6 +1109,7 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 	verify_result_release(&pl.last);
 	verify_comparison_release(&pl.cmp);
 	registry_init(&pl.reg);
+	mcp_set_init(&pl.mcp);
 	pl.st = (struct shell_tools)SHELL_TOOLS_INIT;
 
 	if (!pl.cfg || !pl.cfg->workspace) {

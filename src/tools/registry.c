@@ -362,7 +362,8 @@ int registry_add(struct tool_registry *reg, const struct tool_def *def)
 	ret = jsonx_parse(&schema, def->parameters, strlen(def->parameters), def->name);
 	if (ret < 0)
 		return ret;
-	ret = schema_check(schema);
+	ret = def->flags & TOOL_OPEN_SCHEMA ? (json_is_object(schema) ? 0 :
+		err_set(FX_EINVAL, "the parameters schema is not an object")) : schema_check(schema);
 	if (ret < 0) {
 		json_decref(schema);
 		return err_prefix(ret, "tool '%s'", def->name);
@@ -376,6 +377,7 @@ int registry_add(struct tool_registry *reg, const struct tool_def *def)
 	t->flags = def->flags;
 	t->fn = def->fn;
 	t->data = def->data;
+	t->roles = def->roles;
 	return 0;
 }
 
@@ -434,6 +436,7 @@ int tool_ctx_init(struct tool_ctx *ctx, const struct tool_registry *reg, const c
 	strvec_init(&ctx->changed);
 	ctx->limits = lim;
 	ctx->current = NULL;
+	ctx->role = -1;
 	return 0;
 }
 
@@ -531,7 +534,12 @@ int tool_dispatch(struct tool_ctx *ctx, unsigned granted, const char *name,
 		json_decref(args);
 		return TOOL_REFUSED;
 	}
-	if (schema_validate(t->schema, args, &why) < 0) {
+	if (t->roles && (ctx->role < 0 || !(t->roles & (1u << ctx->role)))) {
+		buf_addf(result, "refused: the tool %s is not available to this role", t->name);
+		json_decref(args);
+		return TOOL_REFUSED;
+	}
+	if (!(t->flags & TOOL_OPEN_SCHEMA) && schema_validate(t->schema, args, &why) < 0) {
 		buf_addf(result, "refused: invalid arguments for %s: %s", t->name, why.buf);
 		buf_release(&why);
 		json_decref(args);
