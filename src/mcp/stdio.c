@@ -154,8 +154,15 @@ static void stdio_describe_exit(struct mcp_transport *base, struct buf *out)
 static int gone(struct stdio_transport *t)
 {
 	struct buf why = BUF_INIT;
+	int64_t until = mcp_now_ms() + 200;
 	int ret;
 
+	/* its output closes as it exits: give the exit a moment to be seen */
+	while (!t->exited && mcp_now_ms() < until) {
+		reap(t, 0);
+		if (!t->exited)
+			usleep(5000);
+	}
 	stdio_describe_exit(&t->base, &why);
 	ret = err_set(FX_EOS, "MCP server '%s' closed its output%s", t->base.server, why.buf);
 	buf_release(&why);

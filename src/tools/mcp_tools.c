@@ -320,8 +320,12 @@ static int mcp_tools_call(struct tool_ctx *ctx, const json_t *args, struct buf *
 	}
 	ret = mcp_client_call(&res, e->client, b->tool, (json_t *)args, 0, set->cancel);
 	if (ret < 0) {
-		if (e->client->state == MCP_BROKEN)
-			return err_set(ret, "%s (the server is down for the rest of this run)", err_last());
+		if (e->client->state == MCP_BROKEN) {
+			char *why = xstrdup(err_last());
+
+			err_set(ret, "%s (the server is down for the rest of this run)", why);
+			free(why);
+		}
 		return ret;
 	}
 	is_error = mcp_result_text(result, res);
