@@ -145,6 +145,17 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 			gate ? " (test gate: " : "", gate ? gate : "");
 		if (gate)
 			fputs(")\n", f);
+	} else if (!strcmp(type, "hook")) {
+		const json_t *cmd = json_object_get(ev, "command");
+		const char *prog = json_string_value(json_array_get(cmd, 0));
+
+		if (jsonx_bool(ev, "blocked", 0))
+			fprintf(f, "    %s hook (%s) blocked: %s\n", jsonx_str(ev, "event"),
+				prog ? prog : "?", jsonx_str(ev, "reason") ? jsonx_str(ev, "reason") : "");
+		else if (jsonx_str(ev, "error"))
+			fprintf(f, "    warning: %s hook (%s, %s): %s\n", jsonx_str(ev, "event"),
+				prog ? prog : "?", jsonx_str(ev, "where") ? jsonx_str(ev, "where") : "",
+				jsonx_str(ev, "error"));
 	} else if (!strcmp(type, "mcp_server")) {
 		const char *st = jsonx_str(ev, "state");
 

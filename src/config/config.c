@@ -180,6 +180,11 @@ static const struct cfg_key schema[] = {
 	  "model prices for max_cost_usd: \"MODEL=PROMPT/COMPLETION\" in USD per million tokens; MODEL * for any other" },
 };
 
+const char *const config_hook_events[] = {
+	"session_start", "user_prompt", "pre_tool", "post_tool", "pre_verify", "post_verify", "stop",
+	NULL,
+};
+
 static const char *const role_names[ROLE__COUNT] = {
 	"architect", "builder", "expert_coder", "supervisor",
 };
@@ -333,6 +338,13 @@ void config_release(struct config *cfg)
 	for (j = 0; j < cfg->mcp_servers_nr; j++)
 		free(cfg->mcp_servers[j].name);
 	free(cfg->mcp_servers);
+	for (j = 0; j < cfg->hooks_nr; j++) {
+		free(cfg->hooks[j].event);
+		strvec_clear(&cfg->hooks[j].command);
+		free(cfg->hooks[j].matcher);
+		free(cfg->hooks[j].where);
+	}
+	free(cfg->hooks);
 	for (i = 0; i < cfg->records_nr; i++) {
 		free(cfg->records[i].key);
 		free(cfg->records[i].where);
@@ -810,6 +822,100 @@ next:
 	return 0;
 }
 
+/*
+ * [[hooks.EVENT]]: an array of tables per event, each {command = [argv],
+ * matcher = "...", timeout_seconds = N}.
+ */
+static int apply_hook(struct apply_ctx *c, const char *event, const struct toml_value *t)
+{
+	const struct toml_value *cmd = NULL, *matcher = NULL, *timeout = NULL;
+	struct hook_config *h;
+	size_t i;
+
+	for (i = 0; i < t->u.tab.nr; i++) {
+		const struct toml_kv *kv = &t->u.tab.items[i];
+
+		if (!strcmp(kv->key, "command"))
+			cmd = kv->value;
+		else if (!strcmp(kv->key, "matcher"))
+			matcher = kv->value;
+		else if (!strcmp(kv->key, "timeout_seconds"))
+			timeout = kv->value;
+		else
+			return err_set(FX_EINVAL, "%s:%d: unknown key 'hooks.%s.%s' (command, matcher, "
+				       "timeout_seconds)", c->name, kv->line, event, kv->key);
+	}
+	if (!cmd || cmd->type != TOML_ARRAY || !cmd->u.arr.nr)
+		return err_set(FX_EINVAL, "%s:%d: [[hooks.%s]] needs command = [\"program\", \"arg\", ...]",
+			       c->name, cmd ? cmd->line : t->line, event);
+	for (i = 0; i < cmd->u.arr.nr; i++) {
+		const struct toml_value *e = cmd->u.arr.items[i];
+
+		if (e->type != TOML_STRING || memchr(e->u.str.ptr, '\0', e->u.str.len) ||
+		    (i == 0 && !e->u.str.len))
+			return err_set(FX_EINVAL, "%s:%d: key 'hooks.%s.command': expected an array of "
+				       "strings (element %zu)", c->name, cmd->line, event, i + 1);
+	}
+	if (matcher && (matcher->type != TOML_STRING || memchr(matcher->u.str.ptr, '\0',
+							     matcher->u.str.len)))
+		return err_set(FX_EINVAL, "%s:%d: key 'hooks.%s.matcher': expected a string",
+			       c->name, matcher->line, event);
+	if (timeout && (timeout->type != TOML_INTEGER || timeout->u.i < 1 || timeout->u.i > 3600))
+		return err_set(FX_EINVAL, "%s:%d: key 'hooks.%s.timeout_seconds': expected an "
+			       "integer from 1 to 3600", c->name, timeout->line, event);
+	if (!c->apply)
+		return 0;
+	ALLOC_GROW(c->cfg->hooks, c->cfg->hooks_nr + 1, c->cfg->hooks_alloc);
+	h = &c->cfg->hooks[c->cfg->hooks_nr++];
+	memset(h, 0, sizeof(*h));
+	h->event = xstrdup(event);
+	strvec_init(&h->command);
+	for (i = 0; i < cmd->u.arr.nr; i++)
+		strvec_push(&h->command, cmd->u.arr.items[i]->u.str.ptr);
+	h->matcher = xstrdup(matcher ? matcher->u.str.ptr : "");
+	h->timeout_seconds = timeout ? (long)timeout->u.i : 60;
+	h->origin = c->origin;
+	h->where = xstrfmt("%s:%d", c->name, t->line);
+	return 0;
+}
+
+static int apply_hooks(struct apply_ctx *c, const struct toml_kv *sec)
+{
+	const struct toml_value *tab = sec->value;
+	size_t i, j;
+	int ret;
+
+	if (tab->type != TOML_TABLE)
+		return err_set(FX_EINVAL, "%s:%d: 'hooks' must hold [[hooks.EVENT]] tables",
+			       c->name, sec->line);
+	for (i = 0; i < tab->u.tab.nr; i++) {
+		const struct toml_kv *kv = &tab->u.tab.items[i];
+		const char *const *e;
+
+		for (e = config_hook_events; *e; e++)
+			if (!strcmp(*e, kv->key))
+				break;
+		if (!*e || strlen(kv->key) != kv->keylen)
+			return err_set(FX_EINVAL, "%s:%d: unknown hook event '%s' (session_start, "
+				       "user_prompt, pre_tool, post_tool, pre_verify, post_verify, stop)",
+				       c->name, kv->line, kv->key);
+		if (kv->value->type != TOML_ARRAY)
+			return err_set(FX_EINVAL, "%s:%d: 'hooks.%s' must be written [[hooks.%s]]",
+				       c->name, kv->line, kv->key, kv->key);
+		for (j = 0; j < kv->value->u.arr.nr; j++) {
+			const struct toml_value *t = kv->value->u.arr.items[j];
+
+			if (t->type != TOML_TABLE)
+				return err_set(FX_EINVAL, "%s:%d: 'hooks.%s' must be written [[hooks.%s]]",
+					       c->name, kv->line, kv->key, kv->key);
+			ret = apply_hook(c, kv->key, t);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	return 0;
+}
+
 static int apply_root(struct apply_ctx *c, const struct toml_value *root)
 {
 	size_t i;
@@ -818,6 +924,12 @@ static int apply_root(struct apply_ctx *c, const struct toml_value *root)
 	for (i = 0; i < root->u.tab.nr; i++) {
 		const struct toml_kv *sec = &root->u.tab.items[i];
 
+		if (!strcmp(sec->key, "hooks") && strlen(sec->key) == sec->keylen) {
+			ret = apply_hooks(c, sec);
+			if (ret < 0)
+				return ret;
+			continue;
+		}
 		if (!known_section(sec->key) || strlen(sec->key) != sec->keylen) {
 			if (sec->value->type == TOML_TABLE)
 				return err_set(FX_EINVAL, "%s:%d: unknown section '[%s]'",
@@ -1322,6 +1434,29 @@ void config_visit(const struct config *cfg, config_visit_fn fn, void *data)
 				}
 			}
 		}
+	}
+	for (i = 0; i < cfg->hooks_nr; i++) {
+		const struct hook_config *h = &cfg->hooks[i];
+		struct buf v = BUF_INIT;
+		size_t k, nth = 0;
+
+		for (k = 0; k < i; k++)
+			nth += !strcmp(cfg->hooks[k].event, h->event);
+		buf_reset(&dotted);
+		buf_addf(&dotted, "hooks.%s.%zu.command", h->event, nth);
+		buf_addch(&v, '[');
+		for (k = 0; k < h->command.nr; k++) {
+			if (k)
+				buf_addstr(&v, ", ");
+			add_toml_string(&v, h->command.v[k]);
+		}
+		buf_addch(&v, ']');
+		if (*h->matcher) {
+			buf_addstr(&v, "  # matcher = ");
+			add_toml_string(&v, h->matcher);
+		}
+		fn(dotted.buf, v.buf, h->origin, h->where, "a hook", data);
+		buf_release(&v);
 	}
 	buf_release(&dotted);
 }

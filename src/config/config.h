@@ -75,6 +75,23 @@ struct mcp_server_config {
 	enum cfg_origin origin;	/* the layer that first named this server */
 };
 
+/**
+ * One [[hooks.EVENT]] entry: a command run around a step (see
+ * src/pipeline/hooks.h). Hooks of the user file and the project file all
+ * run, in that order.
+ */
+struct hook_config {
+	char *event;		/* session_start, user_prompt, pre_tool, post_tool, pre_verify, post_verify, stop */
+	struct strvec command;	/* argv */
+	char *matcher;		/* tool name patterns "a|b*" (pre_tool, post_tool); "": every tool */
+	long timeout_seconds;
+	enum cfg_origin origin;
+	char *where;		/* "FILE:LINE" */
+};
+
+/** The events a hook may be configured for, NULL-terminated. */
+extern const char *const config_hook_events[];
+
 /** One [agents.ROLE] table. */
 struct agent_config {
 	char *provider;
@@ -118,6 +135,8 @@ struct config {
 	struct agent_config agents[ROLE__COUNT];
 	struct mcp_server_config *mcp_servers;
 	size_t mcp_servers_nr, mcp_servers_alloc;
+	struct hook_config *hooks;
+	size_t hooks_nr, hooks_alloc;
 	struct {
 		long max_iterations;
 		struct strvec test_command;

@@ -19,6 +19,7 @@
 #include "llm/transcript.h"
 #include "pipeline/pipeline.h"
 #include "sandbox/executor.h"
+#include "pipeline/hooks.h"
 #include "tools/mcp_tools.h"
 #include "tools/registry.h"
 #include "tools/shell.h"
@@ -58,6 +59,7 @@ struct pl {
 	int have_ex;
 	struct tool_registry reg;
 	struct mcp_set mcp;
+	struct hooks hooks;
 	struct tool_ctx tctx;
 	int have_tctx;
 	struct shell_tools st;
@@ -153,6 +155,11 @@ static void on_command(void *data, const char *tool, const struct strvec *argv, 
 		jsonx_set(f, "duration_ms", json_integer((json_int_t)r->duration_ms));
 	}
 	emit(pl, "command", f);
+}
+
+static void on_hook_event(void *data, json_t *fields)
+{
+	emit(data, "hook", fields);
 }
 
 static void stage_event(struct pl *pl, const char *what, enum stage st, const char *fmt, ...)
@@ -482,7 +489,21 @@ static int run_tests(struct pl *pl, struct verify_result *out, const char *what)
 	req.workspace = pl->cfg->workspace;
 	emit(pl, "command", json_pack("{s:s, s:o}", "tool", "verify",
 				      "argv", jsonx_from_strvec(&pl->cmd.argv)));
+	if (hooks_have(&pl->hooks, "pre_verify")) {
+		json_t *in = json_pack("{s:s, s:o}", "what", what, "command",
+				       jsonx_from_strvec(&pl->cmd.argv));
+
+		hooks_fire(&pl->hooks, "pre_verify", NULL, in, NULL, NULL);
+		json_decref(in);
+	}
 	ret = verify_run(out, &req, verify_executor_run, &pl->ex);
+	if (hooks_have(&pl->hooks, "post_verify")) {
+		json_t *in = json_pack("{s:s, s:b, s:o}", "what", what, "ran", ret >= 0,
+				       "result", ret >= 0 ? verify_result_to_json(out) : json_null());
+
+		hooks_fire(&pl->hooks, "post_verify", NULL, in, NULL, NULL);
+		json_decref(in);
+	}
 	if (ret < 0) {
 		emit(pl, "test_result", json_pack("{s:s, s:b, s:s}", "what", what, "ran", 0,
 						  "reason", err_last()));
@@ -787,6 +808,8 @@ static int setup(struct pl *pl)
 	if (ret < 0)
 		return ret;
 	pl->have_tctx = 1;
+	hooks_init(&pl->hooks, cfg, &pl->ex, pl->s.id, on_hook_event, pl);
+	hooks_tool_hooks(&pl->tctx.hooks, &pl->hooks);
 	agent_budget_init(&pl->budget, cfg->budget.max_tokens, cfg->budget.max_cost_usd,
 			  (double)cfg->budget.max_wall_seconds);
 	for (i = 0; i < cfg->budget.prices.nr; i++) {
@@ -955,6 +978,13 @@ static void finish(struct pl *pl, int code, int pass, const char *reason)
 	pl->next = ST_DONE;
 	if (save_state(pl) < 0)
 		err_clear();
+	if (hooks_have(&pl->hooks, "stop")) {
+		json_t *in = json_pack("{s:s, s:s}", "outcome", pipeline_outcome_name(out->outcome),
+				       "reason", out->reason);
+
+		hooks_fire(&pl->hooks, "stop", NULL, in, NULL, NULL);
+		json_decref(in);
+	}
 	emit(pl, "run_end", json_pack("{s:s, s:s, s:b, s:b, s:i, s:I}", "outcome",
 				      pipeline_outcome_name(out->outcome), "reason", out->reason,
 				      "rolled_back", out->rolled_back, "kept", out->kept,
@@ -1160,6 +1190,27 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 			ret = 0;
 			goto out;
 		}
+	}
+	{
+		json_t *in = json_pack("{s:s, s:b}", "request", pl.request, "resumed",
+				       opts->resume_id != NULL);
+		struct buf why = BUF_INIT;
+		int blocked;
+
+		hooks_fire(&pl.hooks, "session_start", NULL, in, NULL, NULL);
+		blocked = !opts->resume_id &&
+			  hooks_fire(&pl.hooks, "user_prompt", NULL, in, &why, NULL);
+		json_decref(in);
+		if (blocked) {
+			reason = xstrfmt("a user_prompt hook blocked the request: %s",
+					 why.len ? why.buf : "(it gave no reason)");
+			buf_release(&why);
+			err_set(FX_EDENIED, "%s", reason);
+			finish(&pl, FX_EDENIED, 0, reason);
+			ret = 0;
+			goto out;
+		}
+		buf_release(&why);
 	}
 	if (!opts->resume_id)
 		save_state(&pl);

@@ -437,6 +437,7 @@ int tool_ctx_init(struct tool_ctx *ctx, const struct tool_registry *reg, const c
 	ctx->limits = lim;
 	ctx->current = NULL;
 	ctx->role = -1;
+	memset(&ctx->hooks, 0, sizeof(ctx->hooks));
 	return 0;
 }
 
@@ -545,10 +546,33 @@ int tool_dispatch(struct tool_ctx *ctx, unsigned granted, const char *name,
 		json_decref(args);
 		return TOOL_REFUSED;
 	}
+	buf_reset(&why);
+	if (ctx->hooks.pre && !(t->flags & TOOL_TERMINAL) &&
+	    ctx->hooks.pre(ctx->hooks.data, t->name, ctx->role, args, &why) > 0) {
+		buf_addf(result, "refused: blocked by a pre_tool hook: %s",
+			 why.len ? why.buf : "(it gave no reason)");
+		buf_release(&why);
+		json_decref(args);
+		return TOOL_REFUSED;
+	}
+	buf_release(&why);
 	err_clear();
 	ctx->current = t;
 	ret = t->fn(ctx, args, result);
 	ctx->current = NULL;
+	if (ctx->hooks.post && !(t->flags & TOOL_TERMINAL)) {
+		struct buf note = BUF_INIT;
+
+		ctx->hooks.post(ctx->hooks.data, t->name, ctx->role, args,
+				ret >= 0 ? TOOL_OK : TOOL_FAILED, result, &note);
+		if (note.len) {
+			if (result->len == start && ret < 0)
+				buf_addf(result, "error: %s", *err_last() ? err_last() :
+					 "the tool failed without saying why");
+			buf_addf(result, "\n[post_tool hook] %s", note.buf);
+		}
+		buf_release(&note);
+	}
 	json_decref(args);
 	if (ret >= 0)
 		return TOOL_OK;

@@ -131,6 +131,19 @@ struct tool_limits {
 
 #define TOOL_LIMITS_DEFAULT { 256 * 1024, 2000, 16 * 1024 * 1024, 1000, 200, 300, 128 * 1024 }
 
+/**
+ * Called by tool_dispatch() around a call that passed its checks (user
+ * hooks, src/pipeline/hooks.h). `pre` returns 1 to block the call, with
+ * the reason in `why` (the model is told); `post` may append a message for
+ * the model to `note`. Both may be NULL.
+ */
+struct tool_hooks {
+	int (*pre)(void *data, const char *tool, int role, const json_t *args, struct buf *why);
+	void (*post)(void *data, const char *tool, int role, const json_t *args, int status,
+		     const struct buf *result, struct buf *note);
+	void *data;
+};
+
 /** What every handler gets: the workspace and the record of changes. */
 struct tool_ctx {
 	const struct tool_registry *registry;
@@ -139,6 +152,7 @@ struct tool_ctx {
 	struct tool_limits limits;
 	const struct tool *current;	/* the tool being dispatched */
 	int role;			/* enum agent_role of the caller; -1: none (see `roles`) */
+	struct tool_hooks hooks;	/* zero: none */
 };
 
 /**

@@ -30,6 +30,7 @@
 #include "base/jsonx.h"
 #include "base/strvec.h"
 #include "helpers/testutil.h"
+#include "helpers/scripted.h"
 #include "mockllm/mockctl.h"
 
 extern char **environ;
@@ -51,168 +52,26 @@ static char *server_py(void)
 	return abs;
 }
 
-/* A test project: a git repository, a passing test, and a user config in `home`. */
-struct proj {
-	char *dir, *home, *srvlog;
-	const char *env[4];
-	char *env_home, *env_xdg;
-};
-
-static void sh(const char *dir, const char *cmd)
-{
-	const char *argv[] = { "sh", "-c", cmd, NULL };
-	struct tu_result r;
-
-	tu_run(&r, argv, dir, NULL, NULL);
-	if (r.status)
-		fail_msg("%s: %s%s", cmd, r.out.buf, r.err.buf);
-	tu_result_release(&r);
-}
-
-/*
- * The providers, the permission mode and the MCP servers go in the user
- * file: a project file's would need `forgex trust`.
- */
-static void proj_init(struct proj *p, const struct mock *m, const char *mode, const char *servers)
-{
-	char *cfg;
-
-	memset(p, 0, sizeof(*p));
-	p->dir = tu_mkdtemp();
-	p->home = tu_mkdtemp();
-	p->srvlog = xstrfmt("%s/server-log.jsonl", p->home);
-	cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
-		      "api_key_env = \"FX_E2E_NO_KEY\"\nmax_retries = 0\ntimeout_seconds = 30\n"
-		      "[permissions]\nmode = \"%s\"\n%s", m ? m->base_url : "http://127.0.0.1:9/v1",
-		      mode, servers);
-	tu_write(p->home, "forgex/config.toml", cfg);
-	free(cfg);
-	tu_write(p->dir, "calc.py", "def add(a, b):\n    return a + b\n");
-	tu_write(p->dir, "test_calc.py", "import unittest\nfrom calc import add\n\n\n"
-		 "class T(unittest.TestCase):\n    def test_add(self):\n"
-		 "        self.assertEqual(add(2, 3), 5)\n");
-	tu_write(p->dir, ".gitignore", "__pycache__/\n");
-	tu_write(p->dir, ".forgex/config.toml",
-		 "[pipeline]\ntest_command = [\"python3\", \"-m\", \"unittest\"]\n");
-	sh(p->dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
-		"commit -qm init");
-	p->env_home = xstrfmt("HOME=%s", p->home);
-	p->env_xdg = xstrfmt("XDG_CONFIG_HOME=%s", p->home);
-	p->env[0] = p->env_home;
-	p->env[1] = p->env_xdg;
-	p->env[2] = NULL;
-}
-
-static void proj_release(struct proj *p)
-{
-	tu_rmtree(p->dir);
-	tu_rmtree(p->home);
-	free(p->srvlog);
-	free(p->env_home);
-	free(p->env_xdg);
-}
-
-/* The [mcp_servers.t] table for the stdio server, logging to p->srvlog. */
-static char *stdio_server(const struct proj *p, const char *name, const char *more)
+/* The [mcp_servers.NAME] table of the stdio server, logging to `log`. */
+static char *stdio_server(const char *log, const char *name, const char *more)
 {
 	char *py = server_py();
 	char *t = xstrfmt("[mcp_servers.%s]\ncommand = \"python3\"\nargs = [\"%s\"]\n"
-			  "env = { MCP_LOG = \"%s\" }\n%s", name, py, p->srvlog, more ? more : "");
+			  "env = { MCP_LOG = \"%s\" }\n%s", name, py, log, more ? more : "");
 
 	free(py);
 	return t;
 }
 
-static void forgex(struct tu_result *r, const struct proj *p, const char *const *args)
+static char *srvlog_of(const struct sc_proj *p)
 {
-	struct strvec argv = STRVEC_INIT;
-	char *abs = realpath(tu_forgex(), NULL);
-
-	strvec_push(&argv, abs ? abs : tu_forgex());
-	free(abs);
-	strvec_pushv(&argv, args);
-	tu_run(r, (const char *const *)argv.v, p->dir, p->env, NULL);
-	strvec_clear(&argv);
-}
-
-#define FORGEX(r, p, ...) \
-	do { \
-		const char *a_[] = { __VA_ARGS__, NULL }; \
-		forgex((r), (p), a_); \
-	} while (0)
-
-static void call(json_t *steps, const char *name, const char *args)
-{
-	static int n;
-	json_t *a = NULL;
-	char id[32];
-
-	if (jsonx_parse(&a, args, strlen(args), "step"))
-		die("bad args: %s", args);
-	snprintf(id, sizeof(id), "call_%d", ++n);
-	json_array_append_new(steps, json_pack("{s:[{s:s, s:s, s:o}]}", "tool_calls", "id", id,
-					       "name", name, "arguments", a));
-}
-
-static char *script(json_t *steps)
-{
-	struct buf b = BUF_INIT;
-	json_t *s = json_pack("{s:o}", "steps", steps);
-
-	jsonx_dump(&b, s, 0);
-	json_decref(s);
-	return buf_detach(&b, NULL);
+	return xstrfmt("%s/server-log.jsonl", p->home);
 }
 
 #define PLAN "{\"summary\": \"Use the server\", \"steps\": [{\"id\": \"1\", \"title\": \"Ask\"," \
 	" \"description\": \"call the tools\", \"files\": [\"calc.py\"]}], \"acceptance\": [\"tests pass\"]}"
 #define FINISH "{\"summary\": \"done\"}"
 #define PASS "{\"verdict\": \"PASS\", \"reasons\": [\"tests pass\"], \"required_fixes\": []}"
-
-/* The chat requests the mock received, in order. */
-static json_t *chat_requests(const struct mock *m)
-{
-	json_t *all = mock_requests(m), *out = json_array(), *r;
-	size_t i;
-	const char *path;
-
-	json_array_foreach(all, i, r) {
-		path = jsonx_str(r, "path");
-		if (path && strstr(path, "/chat/completions"))
-			json_array_append(out, json_object_get(r, "body"));
-	}
-	json_decref(all);
-	return out;
-}
-
-/* The result the model was given for the call `id` (borrowed from `reqs`), or NULL. */
-static const char *tool_result(json_t *reqs, const char *id)
-{
-	size_t i, j;
-	json_t *body, *msg;
-
-	json_array_foreach(reqs, i, body) {
-		json_array_foreach(json_object_get(body, "messages"), j, msg) {
-			const char *role = jsonx_str(msg, "role"), *cid = jsonx_str(msg, "tool_call_id");
-
-			if (role && !strcmp(role, "tool") && cid && !strcmp(cid, id))
-				return jsonx_str(msg, "content");
-		}
-	}
-	return NULL;
-}
-
-/* The tool names offered in request `n`. */
-static char *tools_of(json_t *reqs, size_t n)
-{
-	struct buf b = BUF_INIT;
-	json_t *t;
-	size_t i;
-
-	json_array_foreach(json_object_get(json_array_get(reqs, n), "tools"), i, t)
-		buf_addf(&b, "%s ", jsonx_str(json_object_get(t, "function"), "name"));
-	return buf_detach(&b, NULL);
-}
 
 static char *read_all(const char *path)
 {
@@ -226,70 +85,65 @@ static char *read_all(const char *path)
 static void test_mcp_run_stdio(void **state)
 {
 	json_t *steps = json_array(), *reqs;
-	struct proj p;
+	struct sc_proj p;
 	struct mock m;
 	struct tu_result r;
-	char *s, *srv, *t0, *t1, *log, *runs;
+	char *s, *srv, *t0, *t1, *log, *runs, *srvlog;
 	const char *res;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);			/* call_1 */
-	call(steps, "t__echo", "{\"text\": \"hello\"}");	/* call_2 */
-	call(steps, "t__image", "{}");				/* call_3 */
-	call(steps, "t__add_tool", "{}");			/* call_4 */
-	call(steps, "t__late", "{}");				/* call_5 */
-	call(steps, "t__fail", "{}");				/* call_6 */
-	call(steps, "t__crash", "{}");				/* call_7 */
-	call(steps, "t__echo", "{\"text\": \"again\"}");	/* call_8 */
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);			/* call_1 */
+	sc_call(steps, "t__echo", "{\"text\": \"hello\"}");	/* call_2 */
+	sc_call(steps, "t__image", "{}");				/* call_3 */
+	sc_call(steps, "t__add_tool", "{}");			/* call_4 */
+	sc_call(steps, "t__late", "{}");				/* call_5 */
+	sc_call(steps, "t__fail", "{}");				/* call_6 */
+	sc_call(steps, "t__crash", "{}");				/* call_7 */
+	sc_call(steps, "t__echo", "{\"text\": \"again\"}");	/* call_8 */
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
-	proj_init(&p, &m, "auto", "");
-	srv = stdio_server(&p, "t", NULL);
-	{
-		char *cfg = tu_read(p.home, "forgex/config.toml"), *all = xstrfmt("%s%s", cfg, srv);
-
-		tu_write(p.home, "forgex/config.toml", all);
-		free(cfg);
-		free(all);
-	}
-	FORGEX(&r, &p, "run", "use the server");
+	sc_proj_init(&p, &m, "auto", "");
+	srvlog = srvlog_of(&p);
+	srv = stdio_server(srvlog, "t", NULL);
+	sc_proj_config(&p, &m, "auto", srv);
+	SC_FORGEX(&r, &p, "run", "use the server");
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.err.buf, "MCP server t: 10 tools"));
-	reqs = chat_requests(&m);
+	reqs = sc_chat_requests(&m);
 
 	/* the architect sees only the read-only tool; the builder all of them */
-	t0 = tools_of(reqs, 0);
-	t1 = tools_of(reqs, 1);
+	t0 = sc_tools_of(reqs, 0);
+	t1 = sc_tools_of(reqs, 1);
 	assert_non_null(strstr(t0, "t__echo "));
 	assert_null(strstr(t0, "t__crash "));
 	assert_non_null(strstr(t1, "t__echo "));
 	assert_non_null(strstr(t1, "t__crash "));
 	assert_null(strstr(t1, "t__late "));
 
-	res = tool_result(reqs, "call_2");
+	res = sc_tool_result(reqs, "call_2");
 	assert_non_null(res);
 	assert_string_equal(res, "echo: hello");
-	res = tool_result(reqs, "call_3");
+	res = sc_tool_result(reqs, "call_3");
 	assert_non_null(strstr(res, "[image: image/png, 72 bytes; not shown to the model]"));
 	assert_non_null(strstr(res, "resource text"));
-	res = tool_result(reqs, "call_4");
+	res = sc_tool_result(reqs, "call_4");
 	assert_non_null(strstr(res, "added"));
 	assert_non_null(strstr(res, "new: t__late"));
-	res = tool_result(reqs, "call_5");
+	res = sc_tool_result(reqs, "call_5");
 	assert_string_equal(res, "late tool ran");
-	res = tool_result(reqs, "call_6");
+	res = sc_tool_result(reqs, "call_6");
 	assert_string_equal(res, "error: the tool failed on purpose");
-	res = tool_result(reqs, "call_7");
+	res = sc_tool_result(reqs, "call_7");
 	assert_non_null(strstr(res, "error: MCP server 't' closed its output (it exited with status 3)"));
 	assert_non_null(strstr(res, "boom"));
-	res = tool_result(reqs, "call_8");
+	res = sc_tool_result(reqs, "call_8");
 	assert_non_null(strstr(res, "error: MCP server 't' is not running"));
 
 	/* what the server saw: the handshake, in order, and pages of tools/list */
-	log = read_all(p.srvlog);
+	log = read_all(srvlog);
 	assert_non_null(strstr(log, "\"method\": \"initialize\""));
 	assert_true(strstr(log, "\"method\": \"initialize\"") <
 		    strstr(log, "\"method\": \"notifications/initialized\""));
@@ -312,7 +166,8 @@ static void test_mcp_run_stdio(void **state)
 	json_decref(reqs);
 	tu_result_release(&r);
 	mock_release(&m);
-	proj_release(&p);
+	sc_proj_release(&p);
+	free(srvlog);
 	free(srv);
 	free(s);
 }
@@ -320,61 +175,41 @@ static void test_mcp_run_stdio(void **state)
 /* a slow tool times out cleanly, is cancelled, and the server goes on */
 static void test_mcp_slow_tool_times_out(void **state)
 {
-	json_t *steps = json_array(), *reqs;
-	struct proj p;
+	json_t *steps = json_array();
+	struct sc_proj p;
 	struct mock m;
 	struct tu_result r;
-	char *s, *srv, *cfg, *all, *log;
-	const char *res;
+	char *s, *srv, *log, *srvlog;
 	double t0;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "t__slow", "{\"seconds\": 60}");		/* call_N */
-	call(steps, "t__echo", "{\"text\": \"after\"}");
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "t__slow", "{\"seconds\": 60}");		/* call_N */
+	sc_call(steps, "t__echo", "{\"text\": \"after\"}");
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
-	proj_init(&p, &m, "auto", "");
-	srv = stdio_server(&p, "t", "tool_timeout_seconds = 1\n");
-	cfg = tu_read(p.home, "forgex/config.toml");
-	all = xstrfmt("%s%s", cfg, srv);
-	tu_write(p.home, "forgex/config.toml", all);
+	sc_proj_init(&p, &m, "auto", "");
+	srvlog = srvlog_of(&p);
+	srv = stdio_server(srvlog, "t", "tool_timeout_seconds = 1\n");
+	sc_proj_config(&p, &m, "auto", srv);
 	t0 = now();
-	FORGEX(&r, &p, "run", "use the slow tool");
+	SC_FORGEX(&r, &p, "run", "use the slow tool");
 	assert_int_equal(r.status, 0);
 	assert_true(now() - t0 < 40);
-	reqs = chat_requests(&m);
-	{
-		size_t i, found = 0;
-		json_t *body, *msg;
-
-		json_array_foreach(reqs, i, body) {
-			size_t j;
-
-			json_array_foreach(json_object_get(body, "messages"), j, msg) {
-				res = jsonx_str(msg, "content");
-				if (res && strstr(res, "did not answer within 1 s (tool_timeout_seconds); "
-						  "the call was cancelled"))
-					found = 1;
-				if (res && !strcmp(res, "echo: after"))
-					found |= 2;
-			}
-		}
-		assert_int_equal(found, 3);
-	}
-	log = read_all(p.srvlog);
+	assert_true(sc_model_saw(&m, "did not answer within 1 s (tool_timeout_seconds); "
+				 "the call was cancelled"));
+	assert_true(sc_model_saw(&m, "echo: after"));
+	log = read_all(srvlog);
 	assert_non_null(strstr(log, "\"method\": \"notifications/cancelled\""));
 	assert_non_null(strstr(log, "\"reason\": \"timed out\""));
 	free(log);
-	json_decref(reqs);
 	tu_result_release(&r);
 	mock_release(&m);
-	proj_release(&p);
-	free(cfg);
-	free(all);
+	sc_proj_release(&p);
+	free(srvlog);
 	free(srv);
 	free(s);
 }
@@ -382,29 +217,29 @@ static void test_mcp_slow_tool_times_out(void **state)
 /* Streamable HTTP: bearer token, session id, SSE answers */
 static void test_mcp_http(void **state)
 {
-	json_t *steps = json_array(), *reqs;
-	struct proj p;
+	json_t *steps = json_array();
+	struct sc_proj p;
 	struct mock m;
 	struct tu_result r;
-	char *s, *py = server_py(), *portfile, *port = NULL, *cfg, *all, *log, *env_tok;
-	const char *env[4];
+	char *s, *py = server_py(), *portfile, *port = NULL, *srv, *log, *srvlog, *env_tok;
 	pid_t pid;
 	int i, st;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "h__echo", "{\"text\": \"over http\"}");	/* a later call id */
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "h__echo", "{\"text\": \"over http\"}");	/* a later call id */
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
-	proj_init(&p, &m, "auto", "");
+	sc_proj_init(&p, &m, "auto", "");
+	srvlog = srvlog_of(&p);
 	portfile = xstrfmt("%s/port", p.home);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (!pid) {
-		setenv("MCP_LOG", p.srvlog, 1);
+		setenv("MCP_LOG", srvlog, 1);
 		setenv("MCP_TOKEN", "sekrit-token", 1);
 		execlp("python3", "python3", py, "--http", portfile, (char *)NULL);
 		_exit(127);
@@ -415,41 +250,15 @@ static void test_mcp_http(void **state)
 			port = tu_read(p.home, "port");
 	}
 	assert_non_null(port);
-	cfg = tu_read(p.home, "forgex/config.toml");
-	all = xstrfmt("%s[mcp_servers.h]\nurl = \"http://127.0.0.1:%s/mcp\"\n"
-		      "bearer_token_env = \"FX_MCP_TOKEN\"\n", cfg, port);
-	tu_write(p.home, "forgex/config.toml", all);
-	env_tok = xstrfmt("FX_MCP_TOKEN=%s", "sekrit-token");
-	env[0] = p.env[0];
-	env[1] = p.env[1];
-	env[2] = env_tok;
-	env[3] = NULL;
-	{
-		const char *argv[] = { NULL, "run", "use the http server", NULL };
-		char *abs = realpath(tu_forgex(), NULL);
-
-		argv[0] = abs;
-		tu_run(&r, argv, p.dir, env, NULL);
-		free(abs);
-	}
+	srv = xstrfmt("[mcp_servers.h]\nurl = \"http://127.0.0.1:%s/mcp\"\n"
+		      "bearer_token_env = \"FX_MCP_TOKEN\"\n", port);
+	sc_proj_config(&p, &m, "auto", srv);
+	env_tok = xstrdup("FX_MCP_TOKEN=sekrit-token");
+	sc_proj_env(&p, env_tok);
+	SC_FORGEX(&r, &p, "run", "use the http server");
 	assert_int_equal(r.status, 0);
-	reqs = chat_requests(&m);
-	{
-		size_t k, found = 0;
-		json_t *body, *msg;
-
-		json_array_foreach(reqs, k, body) {
-			size_t j;
-
-			json_array_foreach(json_object_get(body, "messages"), j, msg) {
-				const char *c = jsonx_str(msg, "content");
-
-				found |= c && !strcmp(c, "echo: over http");
-			}
-		}
-		assert_true(found);
-	}
-	log = read_all(p.srvlog);
+	assert_true(sc_model_saw(&m, "echo: over http"));
+	log = read_all(srvlog);
 	assert_non_null(strstr(log, "\"mcp-session-id\": \"sess-42\""));
 	assert_non_null(strstr(log, "\"mcp-protocol-version\": \"2025-11-25\""));
 	assert_non_null(strstr(log, "\"authorization\": \"Bearer sekrit-token\""));
@@ -459,27 +268,19 @@ static void test_mcp_http(void **state)
 	/* a wrong token: a clear refusal */
 	free(env_tok);
 	env_tok = xstrdup("FX_MCP_TOKEN=wrong");
-	env[2] = env_tok;
-	{
-		const char *argv[] = { NULL, "mcp", "list", NULL };
-		char *abs = realpath(tu_forgex(), NULL);
-
-		argv[0] = abs;
-		tu_run(&r, argv, p.dir, env, NULL);
-		free(abs);
-	}
+	p.env[p.env_nr - 1] = env_tok;
+	SC_FORGEX(&r, &p, "mcp", "list");
 	assert_int_equal(r.status, 1);
 	assert_non_null(strstr(r.out.buf, "refused the request (HTTP 401)"));
 	tu_result_release(&r);
 
 	kill(pid, SIGTERM);
 	waitpid(pid, &st, 0);
-	json_decref(reqs);
 	mock_release(&m);
-	proj_release(&p);
+	sc_proj_release(&p);
 	free(env_tok);
-	free(cfg);
-	free(all);
+	free(srv);
+	free(srvlog);
 	free(port);
 	free(portfile);
 	free(py);
@@ -489,49 +290,44 @@ static void test_mcp_http(void **state)
 /* forgex mcp list / call for a person; garbage and floods are clear errors, memory bounded */
 static void test_mcp_cli(void **state)
 {
-	struct proj p;
+	struct sc_proj p;
 	struct tu_result r;
 	struct rusage ru;
-	char *srv;
+	char *srv, *srvlog;
 
 	(void)state;
-	proj_init(&p, NULL, "auto", "");
-	srv = stdio_server(&p, "t", NULL);
-	{
-		char *cfg = tu_read(p.home, "forgex/config.toml"), *all = xstrfmt("%s%s", cfg, srv);
-
-		tu_write(p.home, "forgex/config.toml", all);
-		free(cfg);
-		free(all);
-	}
-	FORGEX(&r, &p, "mcp", "list");
+	sc_proj_init(&p, NULL, "auto", "");
+	srvlog = srvlog_of(&p);
+	srv = stdio_server(srvlog, "t", NULL);
+	sc_proj_config(&p, NULL, "auto", srv);
+	SC_FORGEX(&r, &p, "mcp", "list");
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out.buf, "t (stdio python3): ready, protocol 2025-11-25"));
 	assert_non_null(strstr(r.out.buf, "t__echo (read-only)  Echo the text back."));
 	tu_result_release(&r);
 
-	FORGEX(&r, &p, "mcp", "list", "--json");
+	SC_FORGEX(&r, &p, "mcp", "list", "--json");
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out.buf, "\"state\":\"ready\""));
 	tu_result_release(&r);
 
-	FORGEX(&r, &p, "mcp", "call", "t", "echo", "{\"text\": \"hi\"}");
+	SC_FORGEX(&r, &p, "mcp", "call", "t", "echo", "{\"text\": \"hi\"}");
 	assert_int_equal(r.status, 0);
 	assert_string_equal(r.out.buf, "echo: hi\n");
 	tu_result_release(&r);
 
-	FORGEX(&r, &p, "mcp", "call", "t", "fail");
+	SC_FORGEX(&r, &p, "mcp", "call", "t", "fail");
 	assert_int_equal(r.status, 1);
 	assert_string_equal(r.out.buf, "the tool failed on purpose\n");
 	tu_result_release(&r);
 
-	FORGEX(&r, &p, "mcp", "call", "t", "garbage");
+	SC_FORGEX(&r, &p, "mcp", "call", "t", "garbage");
 	assert_int_equal(r.status, 1);
 	assert_non_null(strstr(r.err.buf, "sent malformed JSON-RPC"));
 	assert_non_null(strstr(r.err.buf, "this is not json"));
 	tu_result_release(&r);
 
-	FORGEX(&r, &p, "mcp", "call", "t", "flood");
+	SC_FORGEX(&r, &p, "mcp", "call", "t", "flood");
 	assert_int_equal(r.status, 1);
 	assert_non_null(strstr(r.err.buf, "sent a message over 8 MiB"));
 	tu_result_release(&r);
@@ -539,12 +335,12 @@ static void test_mcp_cli(void **state)
 	getrusage(RUSAGE_CHILDREN, &ru);
 	assert_true(ru.ru_maxrss < 96 * 1024);
 
-	FORGEX(&r, &p, "mcp", "call", "t", "nosuchtool");
+	SC_FORGEX(&r, &p, "mcp", "call", "t", "nosuchtool");
 	assert_int_equal(r.status, 2);
 	assert_non_null(strstr(r.err.buf, "has no tool 'nosuchtool'"));
 	tu_result_release(&r);
 
-	FORGEX(&r, &p, "mcp", "call", "nosuch", "echo");
+	SC_FORGEX(&r, &p, "mcp", "call", "nosuch", "echo");
 	assert_int_equal(r.status, 2);
 	assert_non_null(strstr(r.err.buf, "no MCP server named 'nosuch'"));
 	tu_result_release(&r);
@@ -552,7 +348,7 @@ static void test_mcp_cli(void **state)
 	/* a program that does not exist: a clear startup error */
 	tu_write(p.home, "forgex/config.toml",
 		 "[mcp_servers.gone]\ncommand = \"/nonexistent/mcp-server\"\n");
-	FORGEX(&r, &p, "mcp", "list");
+	SC_FORGEX(&r, &p, "mcp", "list");
 	assert_int_equal(r.status, 1);
 	assert_non_null(strstr(r.out.buf, "gone (stdio /nonexistent/mcp-server): failed: "
 			       "MCP server 'gone': cannot run /nonexistent/mcp-server"));
@@ -564,7 +360,7 @@ static void test_mcp_cli(void **state)
 	{
 		double t0 = now();
 
-		FORGEX(&r, &p, "mcp", "list");
+		SC_FORGEX(&r, &p, "mcp", "list");
 		assert_true(now() - t0 < 10);
 	}
 	assert_int_equal(r.status, 1);
@@ -573,22 +369,23 @@ static void test_mcp_cli(void **state)
 
 	/* bad configuration names file, line and key */
 	tu_write(p.home, "forgex/config.toml", "[mcp_servers.both]\ncommand = \"x\"\nurl = \"http://h\"\n");
-	FORGEX(&r, &p, "mcp", "list");
+	SC_FORGEX(&r, &p, "mcp", "list");
 	assert_int_equal(r.status, 2);
 	assert_non_null(strstr(r.err.buf, "needs exactly one of 'command'"));
 	tu_result_release(&r);
 	tu_write(p.home, "forgex/config.toml", "[mcp_servers.x]\ncommand = \"x\"\nroles = [\"boss\"]\n");
-	FORGEX(&r, &p, "mcp", "list");
+	SC_FORGEX(&r, &p, "mcp", "list");
 	assert_int_equal(r.status, 2);
 	assert_non_null(strstr(r.err.buf, "unknown role 'boss'"));
 	tu_result_release(&r);
 	tu_write(p.home, "forgex/config.toml", "[mcp_servers.x]\ncommand = \"x\"\nenv = { \"1BAD\" = \"v\" }\n");
-	FORGEX(&r, &p, "mcp", "list");
+	SC_FORGEX(&r, &p, "mcp", "list");
 	assert_int_equal(r.status, 2);
 	assert_non_null(strstr(r.err.buf, "config.toml:3: key 'mcp_servers.x.env'"));
 	tu_result_release(&r);
 
-	proj_release(&p);
+	sc_proj_release(&p);
+	free(srvlog);
 	free(srv);
 }
 
@@ -602,7 +399,7 @@ struct ptyrun {
 	struct buf tty;
 };
 
-static void run_pty(struct ptyrun *r, const struct proj *p, const char *const *args,
+static void run_pty(struct ptyrun *r, const struct sc_proj *p, const char *const *args,
 		    const char *const *prompts, const char *const *answers, double deadline)
 {
 	struct strvec argv = STRVEC_INIT, env = STRVEC_INIT;
@@ -686,24 +483,6 @@ static void run_pty(struct ptyrun *r, const struct proj *p, const char *const *a
 	strvec_clear(&env);
 }
 
-/* Whether any message the model was sent holds `needle`. */
-static int model_saw(const struct mock *m, const char *needle)
-{
-	json_t *reqs = chat_requests(m), *body, *msg;
-	size_t i, j;
-	int found = 0;
-
-	json_array_foreach(reqs, i, body) {
-		json_array_foreach(json_object_get(body, "messages"), j, msg) {
-			const char *c = jsonx_str(msg, "content");
-
-			found |= c && strstr(c, needle) != NULL;
-		}
-	}
-	json_decref(reqs);
-	return found;
-}
-
 static int exists_in(const char *dir, const char *rel)
 {
 	char *path = xstrfmt("%s/%s", dir, rel);
@@ -713,53 +492,44 @@ static int exists_in(const char *dir, const char *rel)
 	return r;
 }
 
-static char *with_servers(const struct mock *m, const char *mode, const char *srv)
-{
-	return xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
-		       "api_key_env = \"FX_E2E_NO_KEY\"\nmax_retries = 0\n[permissions]\nmode = \"%s\"\n%s",
-		       m->base_url, mode, srv);
-}
-
 static void test_mcp_approval(void **state)
 {
 	json_t *steps = json_array();
-	struct proj p;
+	struct sc_proj p;
 	struct mock m;
 	struct tu_result r;
 	struct ptyrun pr;
-	char *s, *srv, *cfg;
+	char *s, *srv, *srvlog;
 	static const char *const prompts[] = { "[N]o: ", "[N]o: ", NULL };
 	static const char *const answers[] = { "a\n", "n\n", NULL };
 
 	(void)state;
 	/* ask with no terminal: the answer is no, the tool does not run */
-	call(steps, "submit_plan", PLAN);
-	call(steps, "t__write_file", "{\"path\": \"by-mcp.txt\"}");
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "t__write_file", "{\"path\": \"by-mcp.txt\"}");
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
-	proj_init(&p, &m, "ask", "");
-	srv = stdio_server(&p, "t", NULL);
-	cfg = with_servers(&m, "ask", srv);
-	tu_write(p.home, "forgex/config.toml", cfg);
-	FORGEX(&r, &p, "run", "write through mcp");
+	sc_proj_init(&p, &m, "ask", "");
+	srvlog = srvlog_of(&p);
+	srv = stdio_server(srvlog, "t", NULL);
+	sc_proj_config(&p, &m, "ask", srv);
+	SC_FORGEX(&r, &p, "run", "write through mcp");
 	assert_int_equal(r.status, 0);
 	assert_false(exists_in(p.dir, "by-mcp.txt"));
-	assert_true(model_saw(&m, "refused: not approved: no terminal to ask for approval on"));
+	assert_true(sc_model_saw(&m, "refused: not approved: no terminal to ask for approval on"));
 	tu_result_release(&r);
 
 	/* safe: refused with the reason */
 	mock_release(&m);
 	mock_start(&m, s);
-	free(cfg);
-	cfg = with_servers(&m, "safe", srv);
-	tu_write(p.home, "forgex/config.toml", cfg);
-	FORGEX(&r, &p, "run", "write through mcp");
+	sc_proj_config(&p, &m, "safe", srv);
+	SC_FORGEX(&r, &p, "run", "write through mcp");
 	assert_int_equal(r.status, 0);
 	assert_false(exists_in(p.dir, "by-mcp.txt"));
-	assert_true(model_saw(&m, "refused: not approved: permissions.mode is safe: MCP tool calls "
+	assert_true(sc_model_saw(&m, "refused: not approved: permissions.mode is safe: MCP tool calls "
 			      "need approval and do not run"));
 	tu_result_release(&r);
 	mock_release(&m);
@@ -767,18 +537,16 @@ static void test_mcp_approval(void **state)
 
 	/* a terminal: 'a' covers both calls of write_file; 'n' refuses echo */
 	steps = json_array();
-	call(steps, "submit_plan", PLAN);
-	call(steps, "t__write_file", "{\"path\": \"one.txt\"}");
-	call(steps, "t__write_file", "{\"path\": \"two.txt\"}");
-	call(steps, "t__echo", "{\"text\": \"no\"}");
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "t__write_file", "{\"path\": \"one.txt\"}");
+	sc_call(steps, "t__write_file", "{\"path\": \"two.txt\"}");
+	sc_call(steps, "t__echo", "{\"text\": \"no\"}");
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
-	free(cfg);
-	cfg = with_servers(&m, "ask", srv);
-	tu_write(p.home, "forgex/config.toml", cfg);
+	sc_proj_config(&p, &m, "ask", srv);
 	{
 		const char *args[] = { "run", "write through mcp", NULL };
 
@@ -789,14 +557,14 @@ static void test_mcp_approval(void **state)
 	assert_non_null(strstr(pr.tty.buf, "arguments: {\"path\":\"one.txt\"}"));
 	assert_null(strstr(pr.tty.buf, "arguments: {\"path\":\"two.txt\"}"));
 	assert_non_null(strstr(pr.tty.buf, "the MCP tool echo (server t) needs approval"));
-	assert_true(model_saw(&m, "refused: not approved: the person said no"));
-	assert_false(model_saw(&m, "echo: no"));
+	assert_true(sc_model_saw(&m, "refused: not approved: the person said no"));
+	assert_false(sc_model_saw(&m, "echo: no"));
 	assert_true(exists_in(p.dir, "one.txt"));
 	assert_true(exists_in(p.dir, "two.txt"));
 	buf_release(&pr.tty);
 	mock_release(&m);
-	proj_release(&p);
-	free(cfg);
+	sc_proj_release(&p);
+	free(srvlog);
 	free(srv);
 	free(s);
 }
