@@ -36,15 +36,6 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The guard of docs/usage.md: no writes under migrations/. */
-static const char guard_py[] =
-	"import json, sys\n"
-	"ev = json.load(sys.stdin)\n"
-	"path = ev.get('arguments', {}).get('path', '')\n"
-	"if path.startswith('migrations/'):\n"
-	"    sys.stderr.write('migrations are written by a person, not by ' + ev['role'] + '\\n')\n"
-	"    sys.exit(2)\n";
-
 /* Records the input of every event it is called for. */
 static const char record_py[] =
 	"import sys\n"
@@ -100,19 +91,27 @@ static void test_hooks_pre_tool_blocks_a_write(void **state)
 	s = sc_script(steps);
 	mock_start(&m, s);
 	sc_proj_init(&p, &m, "auto", "");
-	tu_write(p.dir, "tools/guard.py", guard_py);
-	hooks = xstrdup("[[hooks.pre_tool]]\nmatcher = \"write_file|edit_file|apply_patch\"\n"
-			"command = [\"python3\", \"tools/guard.py\"]\n");
+	/* the example of docs/configuration.md, as it is */
+	{
+		char *ex = tu_read(".", "examples/hooks/no_migrations.py");
+
+		assert_non_null(ex);
+		tu_write(p.dir, "tools/no_migrations.py", ex);
+		free(ex);
+	}
+	hooks = xstrdup("[[hooks.pre_tool]]\nmatcher = \"write_file|edit_file|delete_file|move_file|apply_patch\"\n"
+			"command = [\"python3\", \"tools/no_migrations.py\"]\n");
 	sc_proj_config(&p, &m, "auto", hooks);
 	SC_FORGEX(&r, &p, "run", "write a migration");
 	assert_int_equal(r.status, 0);
-	assert_non_null(strstr(r.err.buf, "pre_tool hook (python3) blocked: migrations are written "
-			       "by a person, not by builder"));
+	assert_non_null(strstr(r.err.buf, "pre_tool hook (python3) blocked: migrations/001.sql: "
+			       "migrations are written by a person, not by the builder"));
 	reqs = sc_chat_requests(&m);
 	res = sc_tool_result(reqs, blocked_id);
 	assert_non_null(res);
-	assert_string_equal(res, "refused: blocked by a pre_tool hook: migrations are written by a "
-			    "person, not by builder");
+	assert_string_equal(res, "refused: blocked by a pre_tool hook: migrations/001.sql: migrations "
+			    "are written by a person, not by the builder; describe the schema change in "
+			    "your summary instead");
 	res = sc_tool_result(reqs, allowed_id);
 	assert_non_null(res);
 	assert_null(strstr(res, "refused"));

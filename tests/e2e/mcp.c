@@ -345,6 +345,22 @@ static void test_mcp_cli(void **state)
 	assert_non_null(strstr(r.err.buf, "no MCP server named 'nosuch'"));
 	tu_result_release(&r);
 
+	/* the example of docs/configuration.md, as it is */
+	tu_write(p.dir, "docs/notes.md", "# Notes\n\nThe release branch is cut on Fridays.\n");
+	tu_write(p.home, "forgex/config.toml", "[mcp_servers.notes]\ncommand = \"python3\"\n"
+		 "args = [\"examples/mcp/notes_server.py\"]\nenv = { NOTES_DIR = \"docs\" }\n");
+	{
+		char *ex = tu_read(".", "examples/mcp/notes_server.py");
+
+		assert_non_null(ex);
+		tu_write(p.dir, "examples/mcp/notes_server.py", ex);
+		free(ex);
+	}
+	SC_FORGEX(&r, &p, "mcp", "call", "--yes", "notes", "search_notes", "{\"word\": \"friday\"}");
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out.buf, "docs/notes.md:3: The release branch is cut on Fridays.\n");
+	tu_result_release(&r);
+
 	/* a program that does not exist: a clear startup error */
 	tu_write(p.home, "forgex/config.toml",
 		 "[mcp_servers.gone]\ncommand = \"/nonexistent/mcp-server\"\n");
