@@ -54,12 +54,13 @@ static int mcp_list(int json)
 {
 	struct config cfg = CONFIG_INIT;
 	struct mcp_set set = MCP_SET_INIT;
-	json_t *all = json_array();
+	json_t *all;
 	size_t i, j;
 	int ret = EXIT_OK;
 
 	if (cli_load_config(&cfg) != 0)
 		return EXIT_USAGE;
+	all = json_array();
 	mcp_set_init(&set);
 	catch_interrupts();
 	mcp_set_start(&set, &cfg, NULL, NULL, &mcp_interrupted);

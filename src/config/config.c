@@ -1549,10 +1549,12 @@ void config_write_template(struct buf *out)
 	}
 	for (i = 0; i < ARRAY_SIZE(later); i++)
 		template_section(out, later[i], S_ROOT, later[i]);
-	buf_addstr(out, "\n# MCP servers whose tools the agents may call (see docs/configuration.md):\n"
-			"# [mcp_servers.docs]\n"
-			"# command = \"python3\"                   # stdio: a child process\n"
-			"# args = [\"tools/docs_server.py\"]\n"
-			"# url = \"http://127.0.0.1:8000/mcp\"     # or Streamable HTTP\n"
-			"# roles = [\"builder\"]                   # who sees its tools\n");
+	buf_addstr(out, "\n# MCP servers whose tools the agents may call, and hooks: commands run\n"
+			"# around each step (see docs/configuration.md). For example:\n"
+			"#   [mcp_servers.docs]\n"
+			"#   command = \"python3\"                 # a stdio server (or url = \"http://...\")\n"
+			"#   args = [\"tools/docs_server.py\"]\n"
+			"#   [[hooks.pre_tool]]\n"
+			"#   matcher = \"write_file|edit_file\"\n"
+			"#   command = [\"python3\", \"tools/guard.py\"]\n");
 }
