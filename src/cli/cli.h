@@ -12,6 +12,8 @@
  * returns the process exit status.
  */
 
+#include <stdio.h>
+
 #include "base/buf.h"
 #include "config/config.h"
 
@@ -38,6 +40,16 @@ struct cli_command {
 	const char *summary;	/* one line for `forgex --help` */
 	const char *usage;	/* full text for `forgex help NAME` / NAME --help */
 };
+
+/** Every command of the table, in order (`*nr` of them). */
+const struct cli_command *cli_commands(size_t *nr);
+
+/** The global options' lines of `forgex --help`, and the usage line. */
+extern const char cli_global_options[];
+const char *cli_global_usage(void);
+
+/** Write the forgex(1) manual page, made from the help texts, to `f` (cmd_completion.c). */
+int cli_write_manpage(FILE *f);
 
 /** The command called `name`, or NULL. */
 const struct cli_command *cli_find_command(const char *name);

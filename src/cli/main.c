@@ -71,6 +71,17 @@ static const struct cli_command commands[] = {
 	  "         was is saved first as a checkpoint \"before restore of ID\".\n"
 	  "\n"
 	  "Exit status: 0 done, 1 failed (or refused), 2 usage error or unknown ID.\n" },
+	{ "completion", cmd_completion, 0, "Print the shell completion script for bash, zsh or fish",
+	  "usage: forgex completion bash|zsh|fish\n"
+	  "\n"
+	  "Prints a completion script for the shell: commands, their options and\n"
+	  "subcommands, as the help texts name them. For example:\n"
+	  "\n"
+	  "  source <(forgex completion bash)          # in ~/.bashrc\n"
+	  "  forgex completion zsh > ~/.zfunc/_forgex   # with fpath+=(~/.zfunc)\n"
+	  "  forgex completion fish > ~/.config/fish/completions/forgex.fish\n"
+	  "\n"
+	  "make install puts all three where the shells look.\n" },
 	{ "config", cmd_config, 0, "Show or query the effective configuration",
 	  "usage: forgex config show [--json]\n"
 	  "       forgex config get KEY\n"
@@ -111,7 +122,10 @@ static const struct cli_command commands[] = {
 	  "--json        print the result as one JSON object: argv, exit_code,\n"
 	  "              stdout, stderr, timed_out, duration_ms, truncated\n" },
 	{ "help", cmd_help, 0, "Show help for a command",
-	  "usage: forgex help [COMMAND]\n" },
+	  "usage: forgex help [COMMAND]\n"
+	  "       forgex help --man\n"
+	  "\n"
+	  "--man   print the forgex(1) manual page (roff), made from these help texts\n" },
 	{ "init", cmd_init, 0, "Write .forgex/config.toml for this project",
 	  "usage: forgex init [--force]\n"
 	  "\n"
@@ -218,6 +232,24 @@ static const char global_usage[] =
 	"usage: forgex [--version] [--help] [-C DIR] [-c KEY=VALUE] [-q] [-v]\n"
 	"              COMMAND [ARGS]\n";
 
+const struct cli_command *cli_commands(size_t *nr)
+{
+	*nr = ARRAY_SIZE(commands);
+	return commands;
+}
+
+const char cli_global_options[] =
+	"  -C DIR          run as if started in DIR\n"
+	"  -c KEY=VALUE    set a configuration key (highest precedence)\n"
+	"  -q, --quiet     print errors only\n"
+	"  -v, --verbose   print more (repeat for more)\n"
+	"  --version       print the version\n";
+
+const char *cli_global_usage(void)
+{
+	return global_usage;
+}
+
 const struct cli_command *cli_find_command(const char *name)
 {
 	size_t i;
@@ -238,13 +270,9 @@ static void print_global_help(void)
 	for (i = 0; i < ARRAY_SIZE(commands); i++)
 		if (!(commands[i].flags & CLI_HIDDEN))
 			printf("  %-12s %s\n", commands[i].name, commands[i].summary);
-	fputs("\nGlobal options:\n"
-	      "  -C DIR          run as if started in DIR\n"
-	      "  -c KEY=VALUE    set a configuration key (highest precedence)\n"
-	      "  -q, --quiet     print errors only\n"
-	      "  -v, --verbose   print more (repeat for more)\n"
-	      "  --version       print the version\n"
-	      "\n'forgex help COMMAND' shows a command's options.\n", stdout);
+	fputs("\nGlobal options:\n", stdout);
+	fputs(cli_global_options, stdout);
+	fputs("\n'forgex help COMMAND' shows a command's options.\n", stdout);
 }
 
 int cli_help(const char *name)
@@ -337,6 +365,8 @@ int cmd_help(int argc, char **argv)
 		print_global_help();
 		return EXIT_OK;
 	}
+	if (!strcmp(argv[1], "--man"))
+		return cli_write_manpage(stdout);
 	return cli_help(argv[1]);
 }
 
@@ -406,10 +436,13 @@ static int command_index(int argc, char **argv)
 	return i;
 }
 
-/* Run forgex-core, the program beside this one, with the same arguments. */
+/*
+ * Run forgex-core with the same arguments: the program beside this one
+ * (the build folder), else ../libexec/forgex/forgex-core (make install).
+ */
 static int exec_core(char **argv)
 {
-	char self[4096], *slash, *core;
+	char self[4096], *slash, *core, *installed;
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
 	if (n < 0 || n >= (ssize_t)sizeof(self) - 1) {
@@ -421,8 +454,12 @@ static int exec_core(char **argv)
 	*slash = '\0';
 	core = xstrfmt("%s/forgex-core", self);
 	execv(core, argv);
-	fprintf(stderr, "forgex: cannot run %s: %s\n", core, strerror(errno));
+	installed = xstrfmt("%s/../libexec/forgex/forgex-core", self);
+	if (errno == ENOENT)
+		execv(installed, argv);
+	fprintf(stderr, "forgex: cannot run %s (nor %s): %s\n", core, installed, strerror(errno));
 	free(core);
+	free(installed);
 	return EXIT_FAIL;
 }
 
