@@ -68,6 +68,13 @@ int cli_usage_error(const char *name, const char *fmt, ...) FX_PRINTF(2, 3);
 int cli_load_config(struct config *cfg);
 
 /**
+ * Apply the -c flags to `cfg` (loaded already) and validate it again;
+ * FX_EINVAL naming the flag. For commands that load the files themselves
+ * (doctor, which reports a broken configuration instead of stopping).
+ */
+int cli_apply_config_flags(struct config *cfg);
+
+/**
  * The exit status for a failed service call's FX_E* `code`: refusals 4,
  * interrupts 130, bad input 2, provider failures 3, anything else 1.
  */

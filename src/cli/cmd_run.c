@@ -14,8 +14,12 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "llm/provider.h"
 #include "pipeline/pipeline.h"
 #include "sandbox/approval.h"
+
+/* how long the check of the model servers before a run may take */
+#define PREFLIGHT_MS 5000
 
 static volatile sig_atomic_t interrupted;
 
@@ -207,7 +211,7 @@ static void print_tests(const char *what, const json_t *t)
 	       (long long)jsonx_int(t, "errors", 0));
 }
 
-static void print_result(const struct pipeline_result *r, const char *cmd)
+static void print_result(const struct pipeline_result *r, const char *cmd, int priced)
 {
 	const json_t *s = r->summary;
 
@@ -235,8 +239,12 @@ static void print_result(const struct pipeline_result *r, const char *cmd)
 		print_tests("before", json_object_get(s, "tests_before"));
 		print_tests("after", json_object_get(s, "tests_after"));
 	}
-	printf("  iterations %d, tokens %ld, cost $%.4f, time %.1fs\n", r->iterations, r->tokens,
-	       r->cost_usd, r->seconds);
+	if (priced)
+		printf("  iterations %d, tokens %ld, cost $%.4f, time %.1fs\n", r->iterations,
+		       r->tokens, r->cost_usd, r->seconds);
+	else
+		printf("  iterations %d, tokens %ld, cost unknown (no [budget] prices), time %.1fs\n",
+		       r->iterations, r->tokens, r->seconds);
 	if (r->rolled_back)
 		printf("The tree was restored to how it was before the run.\n");
 	else if (r->kept)
@@ -250,6 +258,38 @@ static void print_result(const struct pipeline_result *r, const char *cmd)
 	(void)cmd;
 }
 
+/*
+ * Before anything runs: can the model servers the roles use be reached?
+ * A run against a server that is not there would first run the whole
+ * baseline suite, then retry, then fail; say so now, with what to change.
+ * Only a connection is made (nothing is sent).
+ */
+static int check_providers(const struct config *cfg)
+{
+	struct strvec seen = STRVEC_INIT;
+	int r, ret = 0;
+
+	for (r = 0; r < ROLE__COUNT && !ret; r++) {
+		const char *name = cfg->agents[r].provider;
+		const struct provider_config *pc = config_provider((struct config *)cfg, name);
+
+		if (!pc || strvec_find(&seen, name) >= 0 || (pc->type && strcmp(pc->type, "openai")))
+			continue;
+		strvec_push(&seen, name);
+		if (provider_reachable(pc, PREFLIGHT_MS) == 0)
+			continue;
+		log_error("provider '%s': %s", name, err_last());
+		fprintf(stderr, "hint: is the model server running? Or point providers.%s.base_url "
+			"at one (now %s): forgex -c providers.%s.base_url=URL ..., or in "
+			"~/.config/forgex/config.toml; 'forgex doctor' checks it\n", name, pc->base_url,
+			name);
+		err_clear();
+		ret = EXIT_PROVIDER;
+	}
+	strvec_clear(&seen);
+	return ret;
+}
+
 int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, int json)
 {
 	struct pipeline_result res = PIPELINE_RESULT_INIT;
@@ -257,6 +297,8 @@ int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, 
 	struct view v;
 	int ret, status;
 
+	if ((ret = check_providers(cfg)))
+		return ret;
 	memset(&v, 0, sizeof(v));
 	v.json = json;
 	v.tty = isatty(2);
@@ -292,7 +334,7 @@ int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, 
 	if (res.outcome == PIPELINE_ERROR)
 		log_error("%s", res.reason);
 	if (!json)
-		print_result(&res, cmd);
+		print_result(&res, cmd, cfg->budget.prices.nr > 0);
 out:
 	pipeline_result_release(&res);
 	return status;

@@ -127,13 +127,17 @@ static const struct cli_command commands[] = {
 	  "\n"
 	  "--man   print the forgex(1) manual page (roff), made from these help texts\n" },
 	{ "init", cmd_init, 0, "Write .forgex/config.toml for this project",
-	  "usage: forgex init [--force]\n"
+	  "usage: forgex init [--force] [--here]\n"
 	  "\n"
-	  "Writes .forgex/config.toml in the current folder with every key\n"
-	  "present but commented out, showing its default. Inside a git\n"
-	  "repository, adds .forgex/runs/ and .forgex/checkpoints/ to\n"
-	  ".git/info/exclude. Refuses to overwrite an existing file unless\n"
-	  "--force is given.\n" },
+	  "Writes .forgex/config.toml in the project with every key present but\n"
+	  "commented out, showing its default. The project is the nearest folder\n"
+	  "up from here holding .forgex/ or .git, as for every other command: in\n"
+	  "a subfolder of a repository, the repository's top (it says so).\n"
+	  "Inside a git repository, adds .forgex/runs/ and .forgex/checkpoints/\n"
+	  "to .git/info/exclude. Refuses to overwrite an existing file unless\n"
+	  "--force is given.\n"
+	  "\n"
+	  "--here    make the current folder the project, even inside a repository\n" },
 	{ "log", HEAVY(cmd_log), CLI_HEAVY, "List runs, or show one run's timeline",
 	  "usage: forgex log [--json] [RUN]\n"
 	  "\n"
@@ -180,7 +184,9 @@ static const struct cli_command commands[] = {
 	  "Runs the tests once (baseline), takes a checkpoint, then: the Architect\n"
 	  "plans, the Builder implements, the Expert Coder reviews and fixes, the\n"
 	  "tests run, and the Supervisor (with [review] voters) judges; on FAIL the\n"
-	  "Expert Coder repairs, at most [pipeline] max_iterations times. A PASS\n"
+	  "Expert Coder repairs and the tests and the review run again, for at\n"
+	  "most [pipeline] max_iterations reviews in all (3: the first attempt and\n"
+	  "two repairs). A PASS\n"
 	  "is refused when a test that passed at baseline now fails or the tests\n"
 	  "could not run. On PASS the change stays in the tree (committed with\n"
 	  "[pipeline] commit = true); on the final FAIL the tree is restored\n"
@@ -328,30 +334,31 @@ void cli_print_error(void)
 	log_error("%s", err_last()[0] ? err_last() : "unknown error");
 }
 
-int cli_load_config(struct config *cfg)
+int cli_apply_config_flags(struct config *cfg)
 {
 	size_t i;
 
-	config_init(cfg);
-	if (config_load(cfg, NULL) < 0)
-		goto fail;
 	for (i = 0; i < cli_config_flags.nr; i++) {
 		const char *kv = cli_config_flags.v[i], *eq = strchr(kv, '=');
 		char *key;
 		int ret;
 
-		if (!eq) {
-			err_set(FX_EINVAL, "-c %s: expected KEY=VALUE", kv);
-			goto fail;
-		}
+		if (!eq)
+			return err_set(FX_EINVAL, "-c %s: expected KEY=VALUE", kv);
 		key = xstrndup(kv, (size_t)(eq - kv));
 		ret = config_set(cfg, key, eq + 1, CFG_FLAG);
 		free(key);
-		if (ret < 0) {
-			err_prefix(ret, "-c %s", kv);
-			goto fail;
-		}
+		if (ret < 0)
+			return err_prefix(ret, "-c %s", kv);
 	}
+	return config_validate(cfg);
+}
+
+int cli_load_config(struct config *cfg)
+{
+	config_init(cfg);
+	if (config_load(cfg, NULL) < 0 || cli_apply_config_flags(cfg) < 0)
+		goto fail;
 	return 0;
 fail:
 	cli_print_error();
