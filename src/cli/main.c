@@ -105,7 +105,8 @@ static const struct cli_command commands[] = {
 	  "Reports the programs and libraries forgex uses and what it found.\n"
 	  "Exits 1 when something required is missing.\n" },
 	{ "exec", cmd_exec, 0, "Run one command as an agent's command runs",
-	  "usage: forgex exec [--backend B] [--cwd DIR] [--timeout S] [--json] -- CMD [ARG...]\n"
+	  "usage: forgex exec [--backend B] [--cwd DIR] [--timeout S] [--json]\n"
+	  "                   [--yes|--ask|--safe] -- CMD [ARG...]\n"
 	  "\n"
 	  "Runs CMD ARG... (an argv, never a shell string) exactly as an agent's\n"
 	  "command runs: the command policy, approval in \"ask\" mode (on the\n"
@@ -120,7 +121,10 @@ static const struct cli_command commands[] = {
 	  "              workspace (default: the current folder)\n"
 	  "--timeout S   seconds (default: [terminal] timeout_seconds)\n"
 	  "--json        print the result as one JSON object: argv, exit_code,\n"
-	  "              stdout, stderr, timed_out, duration_ms, truncated\n" },
+	  "              stdout, stderr, timed_out, duration_ms, truncated\n"
+	  "--yes, --ask, --safe\n"
+	  "              the approval mode for this command only (permissions.mode\n"
+	  "              auto, ask or safe)\n" },
 	{ "help", cmd_help, 0, "Show help for a command",
 	  "usage: forgex help [COMMAND]\n"
 	  "       forgex help --man\n"
@@ -179,7 +183,7 @@ static const struct cli_command commands[] = {
 	  "completed stage: the tree is put back to how that stage left it, then\n"
 	  "the pipeline goes on. Exit status as for 'forgex run'.\n" },
 	{ "run", HEAVY(cmd_run), CLI_HEAVY, "Turn a request into a verified change (the main job)",
-	  "usage: forgex run [--json] REQUEST...\n"
+	  "usage: forgex run [--json] [--yes|--ask|--safe] REQUEST...\n"
 	  "\n"
 	  "Runs the tests once (baseline), takes a checkpoint, then: the Architect\n"
 	  "plans, the Builder implements, the Expert Coder reviews and fixes, the\n"
@@ -198,6 +202,14 @@ static const struct cli_command commands[] = {
 	  "\n"
 	  "--json   every event as one JSON line on stdout instead of the progress\n"
 	  "         and the summary\n"
+	  "--yes, --ask, --safe\n"
+	  "         the approval mode for this run only (permissions.mode auto, ask\n"
+	  "         or safe)\n"
+	  "\n"
+	  "The progress shows each stage, each tool call, every refused or failed\n"
+	  "tool call with why, the tests' counts and the failing tests by name, and\n"
+	  "each reviewer's verdict with its reasons and the fixes it asks for; -v\n"
+	  "adds the model's text as it streams.\n"
 	  "\n"
 	  "Exit status: 0 PASS, 1 FAIL (or a budget ran out), 2 usage or\n"
 	  "configuration error, 3 the provider failed, 4 refused by the sandbox,\n"
@@ -247,8 +259,9 @@ const struct cli_command *cli_commands(size_t *nr)
 const char cli_global_options[] =
 	"  -C DIR          run as if started in DIR\n"
 	"  -c KEY=VALUE    set a configuration key (highest precedence)\n"
-	"  -q, --quiet     print errors only\n"
-	"  -v, --verbose   print more (repeat for more)\n"
+	"  -q, --quiet     print errors only (no progress)\n"
+	"  -v, --verbose   print more: the model's text and every tool call (-v),\n"
+	"                  debug lines too (-vv); a -q and a -v cancel (-qv)\n"
 	"  --version       print the version\n";
 
 const char *cli_global_usage(void)
@@ -473,7 +486,7 @@ static int exec_core(char **argv)
 int main(int argc, char **argv)
 {
 	const struct cli_command *c;
-	int i, ret;
+	int i, ret, quiet = 0, verbose = 0;
 
 	i = command_index(argc, argv);
 	if (i < argc && (c = cli_find_command(argv[i])) && !c->fn)
@@ -487,10 +500,16 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			print_global_help();
 			return EXIT_OK;
-		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-			cli_quiet = 1;
-		} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-			cli_verbose++;
+		} else if (!strcmp(a, "--quiet")) {
+			quiet++;
+		} else if (!strcmp(a, "--verbose")) {
+			verbose++;
+		} else if (a[1] && strspn(a + 1, "qv") == strlen(a + 1)) {
+			/* -q, -v, and bundles of them: -vv, -qv */
+			const char *f;
+
+			for (f = a + 1; *f; f++)
+				*f == 'q' ? quiet++ : verbose++;
 		} else if (!strcmp(a, "-C") || !strcmp(a, "-c")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "forgex: %s needs an argument\n%s", a, global_usage);
@@ -511,6 +530,9 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
+	/* each -v says more, each -q less: -qv is the default */
+	cli_quiet = verbose - quiet < 0;
+	cli_verbose = verbose - quiet > 0 ? verbose - quiet : 0;
 	log_setup(cli_quiet, cli_verbose);
 	if (i >= argc) {
 		/* `forgex` alone on a terminal: ask for a request and run it */
