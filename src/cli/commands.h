@@ -5,6 +5,7 @@
 
 int cmd_ask(int argc, char **argv);
 int cmd_checkpoint(int argc, char **argv);
+int cmd_completion(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);

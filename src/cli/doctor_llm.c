@@ -83,11 +83,24 @@ static void check_openai(struct doctor *d, const struct provider_config *pc, con
 	buf_reset(&what);
 	buf_addf(&what, "%s: server", name);
 	if (provider_list_models(&models, pc, DOCTOR_TIMEOUT_MS) < 0) {
+		const char *e = err_last();
+
 		/*
-		 * A warning, not a failure: nothing is wrong with this machine or
-		 * the configuration; the server may just not be running yet.
+		 * Nothing answering is a warning: nothing is wrong with this
+		 * machine or the configuration; the server may not be running
+		 * yet. A server that answers "no" is a failure: the key or the
+		 * address is wrong, and every run would fail.
 		 */
-		doctor_item(d, DOCTOR_WARN, what.buf, "%s", err_last());
+		if (!strncmp(e, "cannot reach", 12))
+			doctor_item(d, DOCTOR_WARN, what.buf, "%s", e);
+		else if (strstr(e, "HTTP 401") || strstr(e, "HTTP 403"))
+			doctor_item(d, DOCTOR_FAIL, what.buf, "%s: the server refused the key; set $%s "
+				    "to a valid key", e, *var ? var : "(providers.NAME.api_key_env)");
+		else if (strstr(e, "HTTP 404"))
+			doctor_item(d, DOCTOR_FAIL, what.buf, "%s: no model server at this address; "
+				    "is providers.%s.base_url right (it usually ends in /v1)?", e, name);
+		else
+			doctor_item(d, DOCTOR_FAIL, what.buf, "%s", e);
 		goto out;
 	}
 	doctor_item(d, DOCTOR_OK, what.buf, "%s answers (%zu model%s listed)", url, models.nr,

@@ -49,7 +49,9 @@ static const char *const tool_modes[] = { "native", "text", NULL };
 static const char *const replay_modes[] = { "strict", "lenient", NULL };
 static const char *const on_failures[] = { "rollback", "keep", NULL };
 static const char *const quorums[] = { "majority", "unanimous", "any", NULL };
-static const char *const def_instructions[] = { "AGENTS.md", "FORGEX.md", NULL };
+static const char *const def_instructions[] = {
+	"AGENTS.md", "FORGEX.md", "CLAUDE.md", ".github/copilot-instructions.md", NULL,
+};
 static const char *const empty_list[] = { NULL };
 
 #define R(field) S_ROOT, offsetof(struct config, field)
@@ -150,7 +152,7 @@ static const struct cfg_key schema[] = {
 	  "roles that see the tools; empty: builder, expert_coder (and all roles for readOnlyHint tools)" },
 
 	{ "pipeline", "max_iterations", T_INT, R(pipeline.max_iterations), NULL, 3, NULL, NULL, 1, 100,
-	  "repair rounds before giving up" },
+	  "reviews in all, the first attempt's and each repair's (3: two repairs)" },
 	{ "pipeline", "test_command", T_LIST, R(pipeline.test_command), NULL, 0, empty_list, NULL, 0, 0,
 	  "argv of the test command; empty: detect" },
 	{ "pipeline", "baseline", T_BOOL, R(pipeline.baseline), NULL, 1, NULL, NULL, 0, 0,

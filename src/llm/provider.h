@@ -235,6 +235,12 @@ int provider_list_models(struct strvec *out, const struct provider_config *pc, l
 int provider_url_is_local(const char *base_url);
 
 /**
+ * Whether the server of `pc` can be connected to (host and port; nothing is
+ * sent) within `timeout_ms`. FX_EPROVIDER "cannot reach URL: why" when not.
+ */
+int provider_reachable(const struct provider_config *pc, long timeout_ms);
+
+/**
  * How long to wait before retry number `attempt` (0 for the first retry):
  * `retry_after_ms` when the server asked (>= 0), else exponential backoff
  * from 500 ms doubling to at most 30 s, with "equal jitter" (half fixed,

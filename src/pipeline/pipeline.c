@@ -397,6 +397,10 @@ static int run_agent(struct pl *pl, struct agent_result *res, enum agent_role ro
 	ao.event_data = pl;
 	ao.cancel = pl->o->cancel;
 	ao.stream = p->stream;
+	if (pl->o->on_text) {
+		ao.on_text = pl->o->on_text;
+		ao.text_data = pl->o->event_data;
+	}
 	ret = agent_run(res, &ao);
 	buf_release(&prompt);
 	buf_release(&extra);
