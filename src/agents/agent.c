@@ -559,9 +559,23 @@ static size_t latest_turn(const struct loop *l)
 	return l->req.messages_nr;
 }
 
+/* The bytes `s` takes as a JSON string's contents (escapes counted). */
+static size_t json_len(const char *s)
+{
+	size_t n = 0;
+
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		n += c == '"' || c == '\\' || c == '\n' || c == '\t' || c == '\r' || c == '\b' ||
+		     c == '\f' ? 2 : c < 0x20 ? 6 : 1;
+	}
+	return n;
+}
+
 static void set_content(struct llm_message *m, char *text, size_t *bytes)
 {
-	size_t old = m->content ? strlen(m->content) : 0, now = strlen(text);
+	size_t old = json_len(m->content), now = json_len(text);
 
 	free(m->content);
 	m->content = text;
@@ -609,15 +623,16 @@ static long stub_assistant(struct loop *l, size_t to, long goal, size_t *bytes)
 		}
 		for (k = 0; k < m->tool_calls_nr; k++) {
 			struct llm_tool_call *c = &m->tool_calls[k];
-			size_t len = c->arguments ? strlen(c->arguments) : 0;
+			size_t len = c->arguments ? strlen(c->arguments) : 0, jl;
 
 			if (len <= ARGS_STUB_MIN)
 				continue;
+			jl = json_len(c->arguments);
 			free(c->arguments);
 			/* still a JSON object, so the conversation stays well-formed */
 			c->arguments = xstrfmt("{\"forgex_note\": \"arguments (%zu bytes) removed to "
 					       "save context\"}", len);
-			*bytes -= len - strlen(c->arguments);
+			*bytes -= jl > json_len(c->arguments) ? jl - json_len(c->arguments) : 0;
 			changed = 1;
 		}
 		n += changed;
