@@ -121,6 +121,9 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 			fprintf(f, "==> %s\n", st);
 	} else if (!strcmp(type, "progress")) {
 		fprintf(f, "    %s\n", jsonx_str(ev, "message") ? jsonx_str(ev, "message") : "");
+	} else if (!strcmp(type, "context_window") && jsonx_str(ev, "warning")) {
+		/* said once per provider: Ollama cutting prompts, a window too small */
+		fprintf(f, "    warning: %s\n", jsonx_str(ev, "warning"));
 	} else if (!strcmp(type, "plan")) {
 		print_plan(f, json_object_get(ev, "plan"));
 	} else if (!strcmp(type, "test_result")) {

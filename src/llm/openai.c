@@ -683,10 +683,18 @@ int provider_list_models(struct strvec *out, const struct provider_config *pc, l
 	ret = curl_ready();
 	if (ret < 0)
 		return ret;
-	buf_addstr(&url, pc->base_url ? pc->base_url : "");
-	while (url.len && url.buf[url.len - 1] == '/')
-		buf_setlen(&url, url.len - 1);
-	buf_addstr(&url, "/models");
+	if (pc->type && !strcmp(pc->type, "ollama")) {
+		/* Ollama's own list: {"models": [{"name": ...}]} */
+		char *root = provider_root_url(pc->base_url ? pc->base_url : "");
+
+		buf_addf(&url, "%s/api/tags", root);
+		free(root);
+	} else {
+		buf_addstr(&url, pc->base_url ? pc->base_url : "");
+		while (url.len && url.buf[url.len - 1] == '/')
+			buf_setlen(&url, url.len - 1);
+		buf_addstr(&url, "/models");
+	}
 	ret = build_headers(&headers, key, &pc->headers, "application/json",
 			    pc->name ? pc->name : "");
 	if (ret < 0)

@@ -98,6 +98,12 @@ int textcalls_repair_json(struct buf *out, struct buf *notes, struct buf *why, c
 			continue;
 		}
 		if (c == '{' || c == '[') {
+			if (depth && state[depth - 1] != ST_VALUE) {
+				buf_addf(why, "a '%c' at byte %zu where %s", c, i + 1,
+					 state[depth - 1] == ST_AFTER ? "a comma is missing before it"
+					 : "a key (a string) is expected");
+				goto fail;
+			}
 			if (depth >= REPAIR_DEPTH) {
 				buf_addf(why, "it nests deeper than %d levels", REPAIR_DEPTH);
 				goto fail;
@@ -206,7 +212,8 @@ int textcalls_repair_json(struct buf *out, struct buf *notes, struct buf *why, c
 		buf_setlen(out, out->len - 1);
 		note(notes, "removed a trailing comma");
 	}
-	buf_rtrim(out);
+	while (out->len > start && memchr(" \t\n\r", out->buf[out->len - 1], 4))
+		buf_setlen(out, out->len - 1);	/* JSON's own whitespace only */
 	note(notes, depth == 1 ? "added a missing closing bracket at the end"
 			       : "added missing closing brackets at the end");
 	while (depth)
@@ -453,8 +460,10 @@ static int take_call_obj(struct scan *sc, const json_t *obj, const char *dialect
 		return 0;
 	}
 	args = call_args(obj, &present);
-	if (!present && how == 2 && !tool)
+	if (!present && how == 2 && !tool) {
+		json_decref(args);
 		return 0;	/* {"name": "read_file"} alone in prose */
+	}
 	if (!args) {
 		call_error(sc, dialect, name, "its arguments are not a JSON object");
 		return 1;
@@ -575,7 +584,13 @@ static void take_qwen_xml(struct scan *sc, size_t p, size_t end)
 			free(name);
 			return;
 		}
-		jsonx_set(args, key, xml_value(t + p, (size_t)(close - t) - p));
+		{
+			/* a name that is not UTF-8 would make jansson refuse the key */
+			json_t *k = jsonx_stringn_lossy(key, strlen(key));
+
+			jsonx_set(args, json_string_value(k), xml_value(t + p, (size_t)(close - t) - p));
+			json_decref(k);
+		}
 		free(key);
 		p = (size_t)(close - t) + strlen("</parameter>");
 	}
@@ -599,7 +614,7 @@ static void scan_hermes(struct scan *sc)
 			end = (size_t)(next - sc->text);
 		b = c && (size_t)(c - sc->text) == end ? end + strlen("</tool_call>") : end;
 		body = skip_ws(sc, body, end);
-		if (body < end && sc->text[body] == '<' && !strncmp(sc->text + body, "<function=", 10))
+		if (end - body >= 10 && !memcmp(sc->text + body, "<function=", 10))
 			take_qwen_xml(sc, body, end);
 		else if (body < end)
 			take_calls_at(sc, body, end, "hermes", 0, &used);
