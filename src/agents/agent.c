@@ -18,6 +18,8 @@
 #define STUB_MIN 200
 /* Old tool-call arguments longer than this are replaced when the context is full. */
 #define ARGS_STUB_MIN 512
+/* Bytes a summary of old turns is expected to take, when choosing what it replaces. */
+#define SUMMARY_ROOM 2500
 /* Characters a token stands for in estimates. */
 #define CHARS_PER_TOKEN 4
 /* Bytes of a tool call's main argument shown in progress lines. */
@@ -787,25 +789,32 @@ static int fit_context(struct loop *l)
 		stubbed += stub_assistant(l, last, goal, &bytes);
 	bytes = request_bytes(l);
 	if (est_tokens(l, bytes) > goal && last < l->req.messages_nr && last > 2) {
-		/* the oldest turns go, up to the latest; the cut is at an assistant turn */
-		size_t cut = last, i;
+		/*
+		 * The oldest turns go, up to the latest: the cut is the first
+		 * assistant turn after which what stays, with room for the
+		 * summary (SUMMARY_ROOM bytes), is under the goal.
+		 */
+		size_t cut = last, i, removed = 0;
 
-		for (i = 3; i < last; i++) {
-			if (l->req.messages[i].role == LLM_ASSISTANT) {
+		for (i = 2; i < last; i++) {
+			const struct llm_message *m = &l->req.messages[i];
+			size_t k;
+
+			if (i > 2 && m->role == LLM_ASSISTANT &&
+			    est_tokens(l, bytes - removed + SUMMARY_ROOM) <= goal) {
 				cut = i;
-				/* enough when what stays (from i) fits in the goal with room for the summary */
-				{
-					size_t rest = 0, k;
-
-					for (k = i; k < l->req.messages_nr; k++)
-						rest += l->req.messages[k].content ?
-							strlen(l->req.messages[k].content) : 0;
-					if (est_tokens(l, rest) < goal / 2)
-						break;
-				}
+				break;
 			}
+			removed += json_len(m->content) + 64;
+			for (k = 0; k < m->tool_calls_nr; k++)
+				removed += json_len(m->tool_calls[k].arguments) +
+					   strlen(m->tool_calls[k].name) + 64;
+			if (removed > bytes)
+				removed = bytes;
 		}
 		summarised = summarise(l, cut, &how);
+		bytes = request_bytes(l);
+		stubbed += stub_results(l, 2, latest_turn(l), goal, &bytes);
 		bytes = request_bytes(l);
 	}
 	if (est_tokens(l, bytes) > limit) {

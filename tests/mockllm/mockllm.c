@@ -189,6 +189,27 @@ static void log_request(const struct request *rq, json_t *body, long step)
 	json_decref(j);
 }
 
+/*
+ * A step of the script's "on_match" list whose "body_contains" occurs in
+ * the request body (a new reference), or NULL. Such steps answer every
+ * request they match and take no turn from "steps".
+ */
+static json_t *match_step(const struct request *rq, long *index)
+{
+	json_t *list = json_object_get(script_server, "on_match"), *m;
+	size_t i;
+
+	json_array_foreach(list, i, m) {
+		const char *needle = jsonx_str(m, "body_contains");
+
+		if (needle && *needle && memmem(rq->body.buf, rq->body.len, needle, strlen(needle))) {
+			*index = -2 - (long)i;
+			return json_incref(m);
+		}
+	}
+	return NULL;
+}
+
 /* Take the next step (a new reference), or NULL when the script is exhausted. */
 static json_t *next_step(long *index)
 {
@@ -645,7 +666,10 @@ static void wait_for_close(int fd)
 static int answer_chat(int fd, struct request *rq, json_t *body)
 {
 	long index = -1, status;
-	json_t *step = next_step(&index);
+	json_t *step = match_step(rq, &index);
+
+	if (!step)
+		step = next_step(&index);
 	int want_stream, close_after = rq->close, ret;
 	const char *model, *raw;
 
@@ -851,12 +875,14 @@ static void add_line(struct wlist *w, json_t *j, long delay)
 static int answer_ollama_chat(int fd, struct request *rq, json_t *body)
 {
 	long index = -1, every;
-	json_t *step = next_step(&index), *calls, *final, *u, *tc;
+	json_t *step = match_step(rq, &index), *calls, *final, *u, *tc;
 	const char *model = jsonx_str(body, "model"), *text;
 	struct wlist w = { 0 };
 	size_t n, pos, i;
 	int ret, stream = jsonx_bool(body, "stream", 1);
 
+	if (!step)
+		step = next_step(&index);
 	log_request(rq, body, index);
 	if (!step) {
 		const char *e = "{\"error\":\"mockllm: no script step left\"}";

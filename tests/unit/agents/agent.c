@@ -32,6 +32,7 @@ struct fake {
 	int saw_stream;			/* p->stream of the last call */
 	int saw_on_text;		/* whether on_text was passed */
 	int fail;			/* answer FX_EPROVIDER */
+	int summaries;			/* summary requests answered */
 };
 
 static void add_call(struct llm_response *r, const char *id, const char *name, const char *args)
@@ -49,7 +50,15 @@ static int fake_chat(struct provider *p, struct llm_response *out, const struct 
 	struct fake *f = p->impl;
 	const struct step *s;
 
-	(void)req;
+	if (req->messages_nr && req->messages[0].content &&
+	    !strncmp(req->messages[0].content, "You compress", 12)) {
+		/* a compaction's summary: answered without taking a step */
+		f->summaries++;
+		out->content = xstrdup("SUMMARY: listed the folder many times; nothing changed.");
+		out->finish_reason = xstrdup("stop");
+		out->model = xstrdup("fake-model-2024");
+		return 0;
+	}
 	json_array_append_new(f->bodies, json_deep_copy(body));
 	f->saw_stream = p->stream;
 	f->saw_on_text = on_text != NULL;
@@ -471,6 +480,59 @@ static void test_agent_compacts_in_one_step(void **state)
 	buf_release(&big);
 }
 
+/*
+ * Many small turns whose results are too small to stub: compaction then
+ * replaces the oldest turns by a summary the model writes, appended to the
+ * task; the conversation goes on from an assistant turn.
+ */
+static void test_agent_compaction_summarises(void **state)
+{
+	struct env *e = *state;
+	struct step s[41];
+	json_t *ev = NULL, *msgs = NULL, *b;
+	size_t i, nr, big = 0;
+
+	memset(s, 0, sizeof(s));
+	for (i = 0; i < 40; i++) {
+		s[i].text = "Looking at the folder once more, to be sure nothing was missed.";
+		s[i].call_name = "list_dir";
+		s[i].call_args = "{}";
+	}
+	s[40].text = "It is empty.";
+	script(e, s, 41);
+	e->o.role = ROLE_ARCHITECT;
+	e->o.plain_answer = 1;
+	e->o.context_window = 3000;
+	e->o.max_turns = 50;
+	assert_int_equal(agent_run(&e->r, &e->o), 0);
+	if (e->r.status != AGENT_ANSWERED)
+		fail_msg("%s", e->r.error ? e->r.error : agent_status_name(e->r.status));
+	assert_true(e->fake.summaries >= 1);
+	assert_true(events_named(e, "context_compact", &ev) >= 1);
+	assert_string_equal(jsonx_str(ev, "summary"), "model");
+	assert_true(jsonx_int(ev, "summarised", 0) > 0);
+	/* no request went over the window less the reply's reserve (375 tokens) */
+	nr = json_array_size(e->fake.bodies);
+	for (i = 0; i < nr; i++) {
+		struct buf d = BUF_INIT;
+
+		b = json_array_get(e->fake.bodies, i);
+		jsonx_dump(&d, b, JSON_COMPACT);
+		assert_true((double)d.len * AGENT_TOKENS_PER_BYTE <= 3000 - 375);
+		if (strstr(jsonx_str(json_array_get(json_object_get(b, "messages"), 1), "content"),
+			   "SUMMARY: listed"))
+			msgs = json_object_get(b, "messages");
+		big = d.len > big ? d.len : big;
+		buf_release(&d);
+	}
+	assert_non_null(msgs);
+	assert_non_null(strstr(jsonx_str(json_array_get(msgs, 1), "content"), "Do it.\n\n[forgex: "
+			       "the first "));
+	assert_string_equal(jsonx_str(json_array_get(msgs, 2), "role"), "assistant");
+	/* compaction steps are rare: most requests extend the one before */
+	assert_true(e->r.compactions * 5 <= (int)nr);
+}
+
 /* A window that cannot hold even the first request: nothing is sent. */
 static void test_agent_refuses_a_request_over_the_window(void **state)
 {
@@ -615,6 +677,7 @@ int main(void)
 		T(test_agent_provider_failure),
 		T(test_agent_compacts_in_one_step),
 		T(test_agent_refuses_a_request_over_the_window),
+		T(test_agent_compaction_summarises),
 		T(test_agent_native_call_in_text),
 		cmocka_unit_test(test_agent_parse_text_calls),
 		T(test_agent_text_mode_nudge_shows_the_form),
