@@ -346,6 +346,7 @@ int provider_chat(struct provider *p, struct llm_response *out, const struct llm
 		x.elapsed = r.elapsed;
 		x.retries = r.retries;
 		x.http_status = r.http_status;
+		x.context_window = p->window_probed ? p->context_window : 0;
 		rec = transcript_record(p->transcript, &x);
 		if (rec < 0 && ret >= 0)
 			ret = rec;
