@@ -1018,7 +1018,8 @@ static void text_fallback(struct loop *l, struct llm_response *resp, struct strv
 
 			ALLOC_GROW(resp->tool_calls, resp->tool_calls_nr + 1, resp->tool_calls_alloc);
 			c = &resp->tool_calls[resp->tool_calls_nr++];
-			c->id = xstrfmt("text-%d-%zu", l->turn, resp->tool_calls_nr);
+			/* 9 letters and digits: Mistral's chat templates refuse any other id */
+			c->id = xstrfmt("tx%03d%04zu", l->turn % 1000, resp->tool_calls_nr % 10000);
 			c->name = tc.v[i].name;
 			c->arguments = tc.v[i].arguments;
 			tc.v[i].name = tc.v[i].arguments = NULL;

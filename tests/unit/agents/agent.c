@@ -575,6 +575,10 @@ static void test_agent_native_call_in_text(void **state)
 	assert_string_equal(jsonx_str(json_object_get(json_array_get(json_object_get(m,
 			    "tool_calls"), 0), "function"), "name"), "list_dir");
 	assert_string_equal(jsonx_str(json_array_get(msgs, 3), "role"), "tool");
+	/* an id Mistral's templates accept: nine letters and digits */
+	assert_string_equal(jsonx_str(json_array_get(json_object_get(m, "tool_calls"), 0), "id"),
+			    "tx0010001");
+	assert_string_equal(jsonx_str(json_array_get(msgs, 3), "tool_call_id"), "tx0010001");
 	/* the second reply: one call repaired (missing brace) and run, one refused with the fix */
 	assert_int_equal(events_named(e, "text_call_error", &ev), 1);
 	msgs = json_object_get(json_array_get(e->fake.bodies, 2), "messages");
