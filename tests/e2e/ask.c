@@ -534,7 +534,11 @@ static void test_ask_doctor_checks_providers(void **state)
 	assert_non_null(strstr(seen.buf, "cloud: key|fail|$FX_E2E_CLOUD_KEY is not set"));
 	/* no key for a remote server: it is not contacted at all */
 	assert_null(strstr(seen.buf, "cloud: server"));
-	assert_int_equal(mock_count(&m, "/models"), 2);
+	/* the window: the mock says nothing of it (404 for /props and /api/show) */
+	assert_non_null(strstr(seen.buf, "default: context window|ok|32768 tokens (default)"));
+	/* the list, and the window's question, for each of the two reachable providers */
+	assert_int_equal(mock_count(&m, "/models"), 4);
+	assert_int_equal(mock_count(&m, "/props"), 2);
 	json_decref(j);
 	free(cfg);
 	buf_release(&seen);
