@@ -49,8 +49,12 @@
  *     ```json
  *     {"tool": "read_file", "arguments": {"path": "src/main.c"}}
  *     ```
- * (several blocks: several calls, in order); results come back as user
- * messages "Result of read_file (call text-1-1): ...".
+ * (several blocks: several calls, in order; the other dialects of
+ * llm/textcalls.h are read too); results come back as user messages
+ * "Result of read_file (call text-1-1): ...". In native mode, a reply
+ * without a structured call whose text holds one in any of those dialects
+ * runs it the same way; a call that cannot be read is answered with what
+ * to fix ("text_call_error").
  *
  * The caller:
  *   1. a tool registry with the tools (roles.h lists the order) and a
