@@ -963,6 +963,41 @@ static void test_agent_requests_append_only(void **state)
 	fx_end(&f);
 }
 
+/*
+ * Native mode against a server running the model without a tool parser:
+ * the calls arrive as text (Mistral's, then Hermes'), run, and go back as
+ * structured calls.
+ */
+static void test_agent_native_calls_in_text(void **state)
+{
+	struct fx f;
+	json_t *reqs, *msgs, *m;
+
+	(void)state;
+	fx_start(&f, "["
+		 "{'text': '[TOOL_CALLS]read_file[ARGS]{\\\"path\\\": \\\"a.txt\\\"}'},"
+		 "{'text': 'Done.\\n<tool_call>\\n{\\\"name\\\": \\\"finish\\\", \\\"arguments\\\": "
+		 "{\\\"summary\\\": \\\"a.txt says hi\\\",}}\\n</tool_call>'}]",
+		 NULL);
+	fx_write(&f, "a.txt", "hi there\n");
+	fx_run(&f);
+	if (f.r.status != AGENT_DONE)
+		fail_msg("%s", f.r.error);
+	assert_string_equal(jsonx_str(f.r.terminal_args, "summary"), "a.txt says hi");
+	reqs = mock_requests(&f.m);
+	assert_int_equal(json_array_size(reqs), 2);
+	msgs = messages(reqs, 1);
+	m = json_array_get(msgs, 2);
+	assert_string_equal(jsonx_str(m, "role"), "assistant");
+	assert_true(json_is_null(json_object_get(m, "content")));
+	m = json_array_get(json_object_get(m, "tool_calls"), 0);
+	assert_string_equal(jsonx_str(m, "id"), "tx0010001");
+	assert_string_equal(jsonx_str(json_object_get(m, "function"), "name"), "read_file");
+	assert_non_null(strstr(tool_result_in(reqs, 1, "tx0010001"), "hi there"));
+	json_decref(reqs);
+	fx_end(&f);
+}
+
 static void test_agent_text_tool_mode(void **state)
 {
 	struct fx f;
@@ -1065,6 +1100,7 @@ int main(void)
 		cmocka_unit_test(test_agent_interrupted_between_tools),
 		cmocka_unit_test(test_agent_context_control),
 		cmocka_unit_test(test_agent_requests_append_only),
+		cmocka_unit_test(test_agent_native_calls_in_text),
 		cmocka_unit_test(test_agent_text_tool_mode),
 		cmocka_unit_test(test_agent_ask_binary_reads_project),
 	};
