@@ -877,15 +877,6 @@ static void test_agent_context_control(void **state)
 	fx_write(&f, "small.txt", big.buf);
 	f.o.tool_result_max = 8000;	/* more than an eighth of the window: the window wins */
 	fx_run(&f);
-	if (getenv("FX_DEBUG")) {
-		json_t *all = mock_all_requests(&f.m), *e;
-		json_array_foreach(all, i, e)
-			fprintf(stderr, "%s %s %zu\n", jsonx_str(e, "method"), jsonx_str(e, "path"),
-				strlen(jsonx_str(e, "raw")));
-		json_array_foreach(f.events, i, e)
-			if (!strcmp(jsonx_str(e, "type"), "context_compact"))
-				fprintf(stderr, "%s\n", json_dumps(e, JSON_COMPACT));
-	}
 	if (f.r.status != AGENT_DONE)
 		fail_msg("%s", f.r.error);
 	/* the window came from the server */
