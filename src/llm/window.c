@@ -188,6 +188,32 @@ static json_t *show(struct provider *p, const char *root, int *unreachable)
 	return j;
 }
 
+/*
+ * The context of `p->model` as Ollama has it loaded (GET /api/ps, newer
+ * versions: models[].context_length), which reflects OLLAMA_CONTEXT_LENGTH
+ * and Ollama's own default; 0 when it is not loaded or not said.
+ */
+static long ollama_loaded_ctx(struct provider *p, const char *root)
+{
+	char *url = xstrfmt("%s/api/ps", root), *latest = xstrfmt("%s:latest", p->model);
+	int unreachable = 0;
+	json_t *j = ask(p, url, NULL, &unreachable), *m;
+	long n = 0;
+	size_t i;
+
+	json_array_foreach(json_object_get(j, "models"), i, m) {
+		const char *name = jsonx_str(m, "name"), *model = jsonx_str(m, "model");
+
+		if ((name && (!strcmp(name, p->model) || !strcmp(name, latest))) ||
+		    (model && (!strcmp(model, p->model) || !strcmp(model, latest))))
+			n = positive(json_object_get(m, "context_length"));
+	}
+	json_decref(j);
+	free(url);
+	free(latest);
+	return n;
+}
+
 /* type "ollama": decide the num_ctx every request carries. */
 static void decide_ollama(struct provider *p, const char *root)
 {
@@ -253,11 +279,13 @@ long provider_context_window(struct provider *p, const char **source, const char
 				json_decref(j);
 			}
 			if (!p->context_window && !unreachable && (j = show(p, root, &unreachable))) {
-				long ctxlen, num_ctx;
+				long ctxlen, num_ctx, loaded = 0;
 
 				ollama_show(j, &ctxlen, &num_ctx);
 				json_decref(j);
-				n = num_ctx ? num_ctx : LLM_OLLAMA_DEFAULT_CTX;
+				if (!num_ctx)
+					loaded = ollama_loaded_ctx(p, root);
+				n = num_ctx ? num_ctx : loaded ? loaded : LLM_OLLAMA_DEFAULT_CTX;
 				if (ctxlen && n > ctxlen)
 					n = ctxlen;
 				set_window(p, n, "Ollama /api/show");
@@ -270,7 +298,9 @@ long provider_context_window(struct provider *p, const char **source, const char
 					     "OLLAMA_CONTEXT_LENGTH=%d, or add PARAMETER num_ctx %d to "
 					     "the model's Modelfile. Until then forgex keeps every "
 					     "request within %ld tokens", p->name, p->model, n,
-					     num_ctx ? "" : " (its default; the model sets none)",
+					     num_ctx || loaded ? "" : " (assumed: its default when "
+					     "neither the model nor the server sets one; set "
+					     "context_window if yours is larger)",
 					     LLM_WINDOW_NEEDED, p->name, LLM_OLLAMA_NUM_CTX,
 					     LLM_OLLAMA_NUM_CTX, n);
 			}

@@ -837,6 +837,21 @@ static int answer_show(int fd, struct request *rq, json_t *body)
 	return send_json(fd, rq, j);
 }
 
+/* Ollama: GET /api/ps, the loaded models (with "loaded_context": one, with that context) */
+static int answer_ps(int fd, struct request *rq)
+{
+	json_t *j = json_pack("{s:[]}", "models");
+	long ctx = server_int("loaded_context", 0);
+
+	log_request(rq, NULL, -1);
+	if (ctx && json_array_size(script_models))
+		json_array_append_new(json_object_get(j, "models"), json_pack("{s:O, s:O, s:I, s:s, s:I}",
+			"name", json_array_get(script_models, 0), "model", json_array_get(script_models, 0),
+			"size", (json_int_t)5137025024LL, "expires_at", "2024-06-04T14:38:31.83753-07:00",
+			"context_length", (json_int_t)ctx));
+	return send_json(fd, rq, j);
+}
+
 /* Ollama: GET /api/tags */
 static int answer_tags(int fd, struct request *rq)
 {
@@ -994,6 +1009,9 @@ static void *serve(void *arg)
 		} else if (!strcmp(server_kind, "ollama") && !strcmp(rq.method, "GET") &&
 			   !strcmp(rq.path.buf, "/api/tags")) {
 			ret = answer_tags(fd, &rq);
+		} else if (!strcmp(server_kind, "ollama") && !strcmp(rq.method, "GET") &&
+			   !strcmp(rq.path.buf, "/api/ps")) {
+			ret = answer_ps(fd, &rq);
 		} else if (!strcmp(server_kind, "ollama") && !strcmp(rq.method, "POST") &&
 			   !strcmp(rq.path.buf, "/api/chat")) {
 			ret = answer_ollama_chat(fd, &rq, body);

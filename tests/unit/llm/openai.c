@@ -499,7 +499,10 @@ static void test_openai_context_window(void **state)
 		{ "{\"server\": \"ollama\", \"num_ctx\": 20000, \"context_length\": 131072, "
 		  "\"steps\": []}", NULL, 20000, "Ollama /api/show", 3, 0 },
 		{ "{\"server\": \"ollama\", \"context_length\": 131072, \"steps\": []}", NULL, 4096,
-		  "Ollama /api/show", 3, 1 },
+		  "Ollama /api/show", 4, 1 },
+		/* no num_ctx in the model, but loaded with 32768 (OLLAMA_CONTEXT_LENGTH): no warning */
+		{ "{\"server\": \"ollama\", \"context_length\": 131072, \"loaded_context\": 32768, "
+		  "\"steps\": []}", NULL, 32768, "Ollama /api/show", 4, 0 },
 		{ "{\"server\": \"ollama\", \"num_ctx\": 2048, \"context_length\": 131072, "
 		  "\"steps\": []}", "type = \"ollama\"", 32768, "Ollama /api/show", 1, 0 },
 		{ "{\"server\": \"ollama\", \"num_ctx\": 2048, \"context_length\": 131072, "
