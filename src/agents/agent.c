@@ -1010,6 +1010,15 @@ static void text_fallback(struct loop *l, struct llm_response *resp, struct strv
 	size_t i;
 
 	textcalls_parse(&tc, resp->content, strlen(resp->content), &l->tool_names);
+	/*
+	 * A plain answer (ask) may show what a call looks like ("<tool_call>
+	 * {"name": "get_weather", ...}"): markup naming no tool at all is then
+	 * the answer, not a failed call.
+	 */
+	if (!tc.nr && !l->terminal && tc.errors.nr && tc.errors.nr == tc.unknown) {
+		textcalls_release(&tc);
+		return;
+	}
 	for (i = 0; i < tc.errors.nr; i++)
 		strvec_push(errors, tc.errors.v[i]);
 	if (tc.nr) {

@@ -299,6 +299,7 @@ static void unknown_error(struct scan *sc, const char *dialect, const char *name
 		buf_addf(&list, "%s%s", i ? ", " : "", sc->tools->v[i]);
 	call_error(sc, dialect, NULL, "there is no tool called \"%s\"; the tools are: %s", name,
 		   list.buf);
+	sc->out->unknown++;
 	buf_release(&list);
 }
 
@@ -993,5 +994,6 @@ void textcalls_release(struct text_calls *tc)
 	buf_release(&tc->prose);
 	tc->v = NULL;
 	tc->nr = tc->alloc = 0;
+	tc->unknown = 0;
 	buf_init(&tc->prose, 0);
 }

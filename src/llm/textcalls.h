@@ -56,10 +56,11 @@ struct text_calls {
 	struct text_call *v;
 	size_t nr, alloc;
 	struct strvec errors;	/* one message per call that could not be read, for the model */
+	size_t unknown;		/* of the errors, those about a name that is no tool */
 	struct buf prose;	/* the text with the calls taken out (trimmed) */
 };
 
-#define TEXT_CALLS_INIT { NULL, 0, 0, STRVEC_INIT, BUF_INIT }
+#define TEXT_CALLS_INIT { NULL, 0, 0, STRVEC_INIT, 0, BUF_INIT }
 
 /** The most calls one reply may hold; the rest are an error. */
 #define TEXTCALLS_MAX 64

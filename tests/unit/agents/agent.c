@@ -533,6 +533,24 @@ static void test_agent_compaction_summarises(void **state)
 	assert_true(e->r.compactions * 5 <= (int)nr);
 }
 
+/* A plain answer that shows call markup for a tool that does not exist is an answer. */
+static void test_agent_answer_showing_markup(void **state)
+{
+	struct env *e = *state;
+	struct step s[1] = {
+		{ "Qwen writes:\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+		  "{\"city\": \"Paris\"}}\n</tool_call>", NULL, NULL, NULL, NULL, 0 },
+	};
+
+	script(e, s, 1);
+	e->o.role = ROLE_ARCHITECT;
+	e->o.plain_answer = 1;
+	assert_int_equal(agent_run(&e->r, &e->o), 0);
+	assert_int_equal(e->r.status, AGENT_ANSWERED);
+	assert_non_null(strstr(e->r.answer, "get_weather"));
+	assert_int_equal(events_named(e, "text_call_error", NULL), 0);
+}
+
 /* A window that cannot hold even the first request: nothing is sent. */
 static void test_agent_refuses_a_request_over_the_window(void **state)
 {
@@ -682,6 +700,7 @@ int main(void)
 		T(test_agent_compacts_in_one_step),
 		T(test_agent_refuses_a_request_over_the_window),
 		T(test_agent_compaction_summarises),
+		T(test_agent_answer_showing_markup),
 		T(test_agent_native_call_in_text),
 		cmocka_unit_test(test_agent_parse_text_calls),
 		T(test_agent_text_mode_nudge_shows_the_form),
