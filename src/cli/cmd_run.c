@@ -160,10 +160,9 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 	} else if (!strcmp(type, "tool_result") && jsonx_str(ev, "status") &&
 		   strcmp(jsonx_str(ev, "status"), "ok")) {
 		const char *pv = jsonx_str(ev, "preview") ? jsonx_str(ev, "preview") : "";
-		char *prefix = xstrfmt("    %s %s: %s %s: ", !strcmp(jsonx_str(ev, "status"), "refused") ?
-				       "refused" : "failed", jsonx_str(ev, "role") ? jsonx_str(ev, "role") : "",
-				       jsonx_str(ev, "name") ? jsonx_str(ev, "name") : "",
-				       jsonx_str(ev, "status"));
+		char *prefix = xstrfmt("    %s: %s %s: ", jsonx_str(ev, "status"),
+				       jsonx_str(ev, "role") ? jsonx_str(ev, "role") : "",
+				       jsonx_str(ev, "name") ? jsonx_str(ev, "name") : "");
 
 		if (v->text_open) {
 			fputc('\n', f);
@@ -172,6 +171,9 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 		put_visible_line(f, prefix, pv, first_line(pv, 200));
 		fputc('\n', f);
 		free(prefix);
+	} else if (!strcmp(type, "context_window") && jsonx_str(ev, "warning")) {
+		/* said once per provider: Ollama cutting prompts, a window too small */
+		fprintf(f, "    warning: %s\n", jsonx_str(ev, "warning"));
 	} else if (!strcmp(type, "plan")) {
 		print_plan(f, json_object_get(ev, "plan"));
 	} else if (!strcmp(type, "test_result")) {

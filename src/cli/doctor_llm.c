@@ -54,7 +54,8 @@ static void list_some(struct buf *out, const struct strvec *models, size_t max)
 		buf_addf(out, ", ... (%zu in all)", models->nr);
 }
 
-static void check_openai(struct doctor *d, const struct provider_config *pc, const char *name)
+static void check_openai(struct doctor *d, const struct config *cfg,
+			 const struct provider_config *pc, const char *name)
 {
 	const char *url = pc->base_url ? pc->base_url : "";
 	const char *var = pc->api_key_env ? pc->api_key_env : "";
@@ -120,6 +121,25 @@ static void check_openai(struct doctor *d, const struct provider_config *pc, con
 		doctor_item(d, DOCTOR_FAIL, what.buf, "%s is not among the models %s lists: %s",
 			    pc->model, url, some.buf);
 	}
+	/* the window requests are fitted to, and whether the server would cut them */
+	if (cfg) {
+		struct provider *p = NULL;
+
+		buf_reset(&what);
+		buf_addf(&what, "%s: context window", name);
+		if (provider_open(&p, cfg, name, NULL) == 0) {
+			const char *source = NULL, *warning = NULL;
+			long w = provider_context_window(p, &source, &warning);
+
+			if (warning)
+				doctor_item(d, DOCTOR_WARN, what.buf, "%s", warning);
+			else
+				doctor_item(d, DOCTOR_OK, what.buf, "%ld tokens (%s)", w, source);
+			provider_free(p);
+		} else {
+			err_clear();
+		}
+	}
 out:
 	strvec_clear(&models);
 	buf_release(&what);
@@ -146,6 +166,6 @@ void doctor_llm(struct doctor *d, const struct config *cfg)
 		if (pc->type && !strcmp(pc->type, "replay"))
 			check_replay(d, pc, name, cfg->workspace);
 		else
-			check_openai(d, pc, name);
+			check_openai(d, cfg, pc, name);
 	}
 }

@@ -44,7 +44,7 @@ struct cfg_set_record {
 
 static const char *const modes[] = { "safe", "ask", "auto", NULL };
 static const char *const backends[] = { "auto", "native", "docker", "none", NULL };
-static const char *const provider_types[] = { "openai", "replay", NULL };
+static const char *const provider_types[] = { "openai", "ollama", "replay", NULL };
 static const char *const tool_modes[] = { "native", "text", NULL };
 static const char *const replay_modes[] = { "strict", "lenient", NULL };
 static const char *const on_failures[] = { "rollback", "keep", NULL };
@@ -95,7 +95,7 @@ static const struct cfg_key schema[] = {
 	  "may auto fall back to policy-only execution?" },
 
 	{ "providers", "type", T_STR, P(type), "openai", 0, NULL, provider_types, 0, 0,
-	  "openai (any OpenAI-compatible server) or replay (answer from a transcript)" },
+	  "openai (any OpenAI-compatible server), ollama (Ollama's own API) or replay (a transcript)" },
 	{ "providers", "base_url", T_STR, P(base_url), "http://127.0.0.1:11434/v1", 0, NULL, NULL, 0, 0,
 	  "any OpenAI-compatible endpoint" },
 	{ "providers", "api_key_env", T_STR, P(api_key_env), "OPENAI_API_KEY", 0, NULL, NULL, 0, 0,
@@ -116,6 +116,8 @@ static const struct cfg_key schema[] = {
 	  "replay: the transcript to answer from" },
 	{ "providers", "replay_mode", T_STR, P(replay_mode), "strict", 0, NULL, replay_modes, 0, 0,
 	  "replay: strict (a changed request is an error) or lenient" },
+	{ "providers", "context_window", T_INT, P(context_window), NULL, 0, NULL, NULL, 0, 10000000,
+	  "the model's context window in tokens; 0: ask the server (ollama: the num_ctx sent)" },
 
 	{ "agents", "provider", T_STR, A(provider), "default", 0, NULL, NULL, 0, 0,
 	  "which [providers.NAME] this role uses" },

@@ -40,7 +40,7 @@ enum cfg_origin {
 /** One [providers.NAME] table. */
 struct provider_config {
 	char *name;
-	char *type;		/* "openai" (any OpenAI-compatible server) | "replay" */
+	char *type;		/* "openai" (any OpenAI-compatible server) | "ollama" | "replay" */
 	char *base_url;
 	char *api_key_env;	/* the NAME of the variable holding the key */
 	char *model;
@@ -51,6 +51,7 @@ struct provider_config {
 	struct strvec headers;	/* extra request headers, "Name: value" */
 	char *transcript;	/* replay: the transcript to answer from */
 	char *replay_mode;	/* replay: "strict" | "lenient" */
+	long context_window;	/* tokens; 0: ask the server */
 };
 
 /**
