@@ -223,6 +223,8 @@ static void print_result(const struct pipeline_result *r, const char *cmd)
 		}
 		return;
 	}
+	if (r->outcome == PIPELINE_INTERRUPTED && r->run_id)
+		printf("(resume it with: forgex resume)\n");
 	printf("%s: %s", r->outcome == PIPELINE_PASS ? "PASS" : r->outcome == PIPELINE_FAIL ?
 	       "FAIL" : r->outcome == PIPELINE_INTERRUPTED ? "INTERRUPTED" : "ERROR",
 	       r->run_id ? r->run_id : "");
@@ -237,9 +239,25 @@ static void print_result(const struct pipeline_result *r, const char *cmd)
 	}
 	printf("  iterations %d, tokens %ld, cost $%.4f, time %.1fs\n", r->iterations, r->tokens,
 	       r->cost_usd, r->seconds);
-	if (r->rolled_back)
+	if (r->rolled_back && !r->kept_paths.nr) {
 		printf("The tree was restored to how it was before the run.\n");
-	else if (r->kept)
+	} else if (r->rolled_back) {
+		size_t i;
+
+		printf("The run's changes were undone. These files were changed by you during the "
+		       "run too, and are kept as you left them:\n");
+		for (i = 0; i < r->kept_paths.nr; i++)
+			printf("  %s\n", r->kept_paths.v[i]);
+	} else if (r->failed_paths.nr) {
+		size_t i;
+
+		printf("The tree could NOT be fully restored. Not put back:\n");
+		for (i = 0; i < r->failed_paths.nr; i++)
+			printf("  %s\n", r->failed_paths.v[i]);
+		for (i = 0; i < r->kept_paths.nr; i++)
+			printf("  kept as you left it: %s\n", r->kept_paths.v[i]);
+		printf("Try again with: forgex undo %s\n", r->run_id);
+	} else if (r->kept)
 		printf("The last attempt was kept in the tree; undo it with: forgex undo %s\n",
 		       r->run_id);
 	else if (r->committed)
@@ -250,10 +268,28 @@ static void print_result(const struct pipeline_result *r, const char *cmd)
 	(void)cmd;
 }
 
+static void on_wait(void *data, const char *holder)
+{
+	struct view *v = data;
+
+	progress_hold();
+	fprintf(v->progress, "forgex: waiting for %s to finish ('--no-wait' fails instead)\n",
+		holder);
+	fflush(v->progress);
+	progress_release(NULL);
+}
+
+/*
+ * The signals that end a run as Ctrl-C does: the terminal closing (HUP),
+ * Ctrl-\ (QUIT), a reader going away (PIPE: `forgex run --json | head`).
+ */
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE };
+
 int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, int json)
 {
 	struct pipeline_result res = PIPELINE_RESULT_INIT;
-	struct sigaction sa, old_int, old_term;
+	struct sigaction sa, old[ARRAY_SIZE(stop_signals)];
+	size_t i;
 	struct view v;
 	int ret, status;
 
@@ -265,9 +301,10 @@ int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
+	for (i = 0; i < ARRAY_SIZE(stop_signals); i++)
+		sigaction(stop_signals[i], &sa, &old[i]);
 	po->cfg = cfg;
+	po->on_wait = on_wait;
 	po->cancel = &interrupted;
 	po->on_event = show_event;
 	po->event_data = &v;
@@ -280,8 +317,11 @@ int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, 
 		approval_set_hook(NULL, NULL);
 		progress_stop();
 	}
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
+	for (i = 0; i < ARRAY_SIZE(stop_signals); i++)
+		if (stop_signals[i] != SIGPIPE)
+			sigaction(stop_signals[i], &old[i], NULL);
+	/* a reader that went away must not kill forgex while it prints the ending */
+	signal(SIGPIPE, SIG_IGN);
 	if (ret < 0) {
 		cli_print_error();
 		status = ret == FX_EINVAL || ret == FX_ENOTFOUND || ret == FX_EPARSE ? EXIT_USAGE
@@ -329,13 +369,14 @@ int cli_run_request(const char *name, int plan_only, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "no-wait", no_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct pipeline_opts po = PIPELINE_OPTS_INIT;
 	struct buf request = BUF_INIT;
 	struct config cfg;
-	int json = 0, c, status;
+	int json = 0, c, status, no_wait = 0;
 
 	optind = 1;
 	opterr = 0;
@@ -343,6 +384,9 @@ int cli_run_request(const char *name, int plan_only, int argc, char **argv)
 		switch (c) {
 		case 'j':
 			json = 1;
+			break;
+		case 'n':
+			no_wait = 1;
 			break;
 		case 'h':
 			return cli_help(name);
@@ -362,6 +406,7 @@ int cli_run_request(const char *name, int plan_only, int argc, char **argv)
 		cfg.pipeline.baseline = 0;
 	po.request = request.buf;
 	po.plan_only = plan_only;
+	po.no_wait = no_wait;
 	status = cli_pipeline(name, &cfg, &po, json);
 	config_release(&cfg);
 	buf_release(&request);

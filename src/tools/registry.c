@@ -429,6 +429,7 @@ int tool_ctx_init(struct tool_ctx *ctx, const struct tool_registry *reg, const c
 
 	if (ret < 0)
 		return ret;
+	ctx->hooks = NULL;
 	ctx->registry = reg;
 	ctx->root = root;
 	strvec_init(&ctx->changed);
@@ -448,6 +449,15 @@ void tool_ctx_changed(struct tool_ctx *ctx, const char *rel)
 {
 	if (strvec_find(&ctx->changed, rel) < 0)
 		strvec_push(&ctx->changed, rel);
+	if (ctx->hooks && ctx->hooks->after_change)
+		ctx->hooks->after_change(ctx->hooks->data, rel);
+}
+
+int tool_ctx_before_change(struct tool_ctx *ctx, const struct wspath_loc *loc)
+{
+	if (ctx->hooks && ctx->hooks->before_change)
+		return ctx->hooks->before_change(ctx->hooks->data, loc);
+	return 0;
 }
 
 void *tool_ctx_data(const struct tool_ctx *ctx)
@@ -539,7 +549,11 @@ int tool_dispatch(struct tool_ctx *ctx, unsigned granted, const char *name,
 	}
 	err_clear();
 	ctx->current = t;
+	if (ctx->hooks && ctx->hooks->around_call)
+		ctx->hooks->around_call(ctx->hooks->data, t, 0);
 	ret = t->fn(ctx, args, result);
+	if (ctx->hooks && ctx->hooks->around_call)
+		ctx->hooks->around_call(ctx->hooks->data, t, 1);
 	ctx->current = NULL;
 	json_decref(args);
 	if (ret >= 0)

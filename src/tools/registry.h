@@ -120,8 +120,24 @@ struct tool_limits {
 
 #define TOOL_LIMITS_DEFAULT { 256 * 1024, 2000, 16 * 1024 * 1024, 1000, 200, 300, 128 * 1024 }
 
+/*
+ * Hooks a run sets so that it knows (and can undo) everything the tools
+ * change (pipeline/journal.h). Every tool that writes, replaces, moves or
+ * deletes an entry of the workspace calls tool_ctx_before_change() on it
+ * before, and tool_ctx_changed() after; a non-zero return refuses the
+ * change (the message says why). around_call is called before (after = 0)
+ * and after (after = 1) every dispatched call.
+ */
+struct tool_hooks {
+	int (*before_change)(void *data, const struct wspath_loc *loc);
+	void (*after_change)(void *data, const char *rel);
+	void (*around_call)(void *data, const struct tool *t, int after);
+	void *data;
+};
+
 /** What every handler gets: the workspace and the record of changes. */
 struct tool_ctx {
+	const struct tool_hooks *hooks;	/* NULL: none */
 	const struct tool_registry *registry;
 	struct wspath_root root;	/* the workspace */
 	struct strvec changed;		/* relative paths the tools changed, first change first */
@@ -139,6 +155,12 @@ void tool_ctx_release(struct tool_ctx *ctx);
 
 /** Record that the tools changed (or removed) `rel`; each path is kept once. */
 void tool_ctx_changed(struct tool_ctx *ctx, const char *rel);
+
+/**
+ * Before a tool changes the entry `loc` (which may not exist yet): the
+ * hook's answer (0, or a negative code refusing the change).
+ */
+int tool_ctx_before_change(struct tool_ctx *ctx, const struct wspath_loc *loc);
 
 /** The `data` of the tool being dispatched (NULL outside a handler). */
 void *tool_ctx_data(const struct tool_ctx *ctx);
