@@ -137,9 +137,46 @@ static void emit(struct pl *pl, const char *type, json_t *fields)
 	free(keep);
 }
 
+#define ARG_STRING_MAX 256	/* longer tool argument strings stay in the transcript only */
+
+/*
+ * The model's tool arguments are in transcript.jsonl already (the reply
+ * that made the call): events.jsonl keeps each long string once, as a
+ * note of its size, so the run's logs do not hold a file's content twice.
+ */
+static void shorten_arguments(json_t *fields)
+{
+	json_t *args = json_object_get(fields, "arguments"), *v;
+	const char *k;
+
+	if (json_is_string(args) && json_string_length(args) > ARG_STRING_MAX) {
+		char *note = xstrfmt("[%zu bytes; in transcript.jsonl]", json_string_length(args));
+
+		json_object_set_new(fields, "arguments", json_string(note));
+		free(note);
+		return;
+	}
+	if (!json_is_object(args))
+		return;
+	/* the agent still uses its own object: change a copy */
+	args = json_deep_copy(args);
+	json_object_set_new(fields, "arguments", args);
+	json_object_foreach(args, k, v) {
+		if (json_is_string(v) && json_string_length(v) > ARG_STRING_MAX) {
+			char *note = xstrfmt("[%zu bytes; in transcript.jsonl]", json_string_length(v));
+
+			json_object_set_new(args, k, json_string(note));
+			free(note);
+		}
+	}
+}
+
 static void on_agent_event(void *data, const char *type, json_t *fields)
 {
 	struct pl *pl = data;
+
+	if (!strcmp(type, "tool_call"))
+		shorten_arguments(fields);
 
 	if (!strcmp(type, "progress")) {
 		/* for display only: not stored */
