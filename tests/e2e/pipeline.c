@@ -1692,15 +1692,55 @@ static void test_resume_after_ctrl_c(void **state)
 	user_project_done(dir);
 }
 
-/* A full disk (a small tmpfs): the run fails, the tree is back after at most one undo. */
+/* In a child: once calc.py holds the fix, fill the disk of `dir` (the file `fill`). */
+static pid_t fill_disk_when_fixed(const char *dir)
+{
+	pid_t pid = fork();
+	int i;
+
+	if (pid)
+		return pid;
+	for (i = 0; i < 3000; i++) {
+		char *c = tu_read(dir, "calc.py");
+		int seen = c && strstr(c, "a + b");
+
+		free(c);
+		if (seen)
+			break;
+		usleep(10000);
+	}
+	{
+		char *p = xstrfmt("%s/fill", dir), block[65536];
+		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		memset(block, 'f', sizeof(block));
+		while (fd >= 0 && write(fd, block, sizeof(block)) > 0)
+			;
+		/* the last pages too */
+		while (fd >= 0 && write(fd, block, 1) > 0)
+			;
+		if (fd >= 0)
+			close(fd);
+		free(p);
+	}
+	_exit(0);
+}
+
+/*
+ * A full disk (a small tmpfs) while the run goes on: the rollback says what
+ * it could not put back and where its bytes are (never an empty reason);
+ * once there is room again, one undo makes the tree byte-identical.
+ */
 static void test_full_disk_restores(void **state)
 {
 	json_t *steps = json_array();
 	struct mock m;
 	struct run r;
 	char *s, *base = tu_mkdtemp(), *dir, *before, *after, *mnt;
-	const char *argv[] = { "mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", NULL, NULL };
+	const char *argv[] = { "mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", NULL, NULL };
 	struct tu_result mr;
+	pid_t filler;
+	int ws;
 
 	(void)state;
 	mnt = xstrfmt("%s/small", base);
@@ -1716,26 +1756,46 @@ static void test_full_disk_restores(void **state)
 	}
 	tu_result_release(&mr);
 	call(steps, "submit_plan", PLAN);
+	call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
 	call(steps, "edit_file", FIX_ADD);
-	call(steps, "run_command", "{\"argv\": [\"sh\", \"-c\", \"dd if=/dev/zero of=fill bs=1M count=64 2>/dev/null; true\"]}");
+	delayed_finish(steps, 1500);
 	call(steps, "write_file", "{\"path\": \"more.txt\", \"content\": \"x\\n\"}");
-	call(steps, "finish", FINISH);
 	call(steps, "finish", FINISH);
 	call(steps, "submit_verdict", FAIL);
 	s = script(steps);
 	mock_start(&m, s);
 	{
-		char *proj = user_project(&m, "max_iterations = 1\n");
+		char *proj = kill_project(&m);
 
 		dir = xstrfmt("%s/p", mnt);
 		sh(base, xstrfmt_tmp("cp -a '%s' '%s'", proj, dir));
 		setenv("XDG_CONFIG_HOME", xstrfmt_tmp("%s.home", proj), 1);
 		tu_rmtree(proj);
 	}
+	sh(dir, "echo fill >> .git/info/exclude");
 	before = snapshot(dir);
-	FORGEX(&r, dir, "run", "make add add");
+	filler = fill_disk_when_fixed(dir);
+	FORGEX(&r, dir, "run", "--", "make add add");
+	waitpid(filler, &ws, 0);
+	if (getenv("FX_TEST_SHOW"))
+		print_message("%s%s", r.out.buf, r.err.buf);
+	assert_int_not_equal(r.status, 0);
+	/* never an empty reason; a claim of "restored" only when true */
 	assert_null(strstr(r.err.buf, "error: ; "));
+	assert_null(strstr(r.out.buf, " — ; "));
 	after = snapshot(dir);
+	{
+		char *env = tu_read(dir, ".env");
+		int same = !strcmp(after, before) && env && !strcmp(env, "SECRET=1\n");
+
+		free(env);
+		if (strstr(r.out.buf, "The tree was restored to how it was before the run."))
+			assert_true(same);
+		else if (!same)
+			assert_non_null(strstr(r.out.buf, "what it was before the run: "));
+	}
+	/* room again: at most one undo */
+	unlink(xstrfmt_tmp("%s/fill", dir));
 	if (strcmp(after, before)) {
 		run_release(&r);
 		FORGEX(&r, dir, "undo");
@@ -1744,6 +1804,7 @@ static void test_full_disk_restores(void **state)
 	}
 	if (strcmp(after, before))
 		fail_msg("full disk: the tree is not back\n%s%s", r.out.buf, r.err.buf);
+	assert_file(dir, ".env", "SECRET=1\n");
 	free(before);
 	free(after);
 	run_release(&r);
