@@ -262,6 +262,12 @@ static void print_result(const struct pipeline_result *r, const char *cmd)
 		       r->run_id);
 	else if (r->committed)
 		printf("The change was committed on the current branch.\n");
+	if (!r->rolled_back && !r->failed_paths.nr && r->kept_paths.nr) {
+		size_t i;
+
+		for (i = 0; i < r->kept_paths.nr; i++)
+			printf("  %s\n", r->kept_paths.v[i]);
+	}
 	else if (r->outcome == PIPELINE_PASS)
 		printf("The change is in the working tree; undo it with: forgex undo %s\n",
 		       r->run_id);

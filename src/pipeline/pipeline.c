@@ -929,6 +929,17 @@ static int commit_change(struct pl *pl, const char *message, char *id, struct st
 	int ret;
 
 	/* the run's own paths only: what the user changed meanwhile is not the run's */
+	{
+		struct strvec both = STRVEC_INIT;
+		size_t i;
+
+		if (journal_conflicts(&pl->jr, &both) < 0)
+			err_clear();
+		for (i = 0; i < both.nr; i++)
+			strvec_pushf(&pl->out->kept_paths, "%s (changed by you too during the run: "
+				     "not committed)", both.v[i]);
+		strvec_clear(&both);
+	}
 	ret = journal_own_changes(&pl->jr, &paths);
 	if (ret < 0 || !paths.nr)
 		goto out;
@@ -1074,7 +1085,12 @@ static void finish(struct pl *pl, int code, int pass, const char *reason)
 	out->pre_checkpoint = xstrdup(pl->pre_checkpoint ? pl->pre_checkpoint : "");
 	if (pl->plan)
 		out->plan = json_incref(pl->plan);
-	strvec_copy(&out->kept_paths, &jo.kept);
+	{
+		size_t i;
+
+		for (i = 0; i < jo.kept.nr; i++)
+			strvec_push(&out->kept_paths, jo.kept.v[i]);
+	}
 	strvec_copy(&out->failed_paths, &jo.failed);
 
 	sum = json_object();

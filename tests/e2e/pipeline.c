@@ -1113,7 +1113,7 @@ static void delayed_finish(json_t *steps, int ms)
 }
 
 /* In a child: once `rel` of `dir` holds `needle`, make the user's edits. */
-static pid_t user_edits_when(const char *dir, const char *rel, const char *needle)
+static pid_t user_edits_when(const char *dir, const char *rel, const char *needle, int calc)
 {
 	pid_t pid = fork();
 	int i;
@@ -1132,7 +1132,7 @@ static pid_t user_edits_when(const char *dir, const char *rel, const char *needl
 	usleep(200000);
 	tu_write(dir, "notes.txt", "the user's own notes\n");
 	tu_write(dir, "mine.txt", "a file the user made during the run\n");
-	{
+	if (calc) {
 		char *c = tu_read(dir, "calc.py"), *n = xstrfmt("%s# the user's line\n", c);
 
 		tu_write(dir, "calc.py", n);
@@ -1168,7 +1168,7 @@ static void test_rollback_keeps_user_edits_and_ignored_env(void **state)
 	sh(dir, "echo .env >> .gitignore && git add .gitignore && "
 		"git -c user.name=t -c user.email=t@e commit -qm ignore");
 	before = snapshot(dir);
-	user = user_edits_when(dir, "calc.py", "a + b");
+	user = user_edits_when(dir, "calc.py", "a + b", 1);
 	FORGEX(&r, dir, "run", "make add add");
 	waitpid(user, &ws, 0);
 	if (getenv("FX_TEST_SHOW"))
@@ -1206,6 +1206,45 @@ static void test_rollback_keeps_user_edits_and_ignored_env(void **state)
 	assert_string_equal(after, before);
 	free(before);
 	free(after);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	user_project_done(dir);
+}
+
+/* commit = true commits the run's paths only, never what the user changed meanwhile. */
+static void test_commit_only_the_runs_paths(void **state)
+{
+	json_t *steps = json_array();
+	struct mock m;
+	struct run r;
+	char *s, *dir, *names, *status;
+	pid_t user;
+	int ws;
+
+	(void)state;
+	call(steps, "submit_plan", PLAN);
+	call(steps, "edit_file", FIX_ADD);
+	delayed_finish(steps, 2000);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = user_project(&m, "commit = true\n");
+	sh(dir, "git config user.name tester && git config user.email tester@example.com && "
+		"git add notes.txt && git commit -qm notes");
+	user = user_edits_when(dir, "calc.py", "a + b", 0);
+	FORGEX(&r, dir, "run", "make add add");
+	waitpid(user, &ws, 0);
+	if (r.status)
+		fail_msg("run: %s%s", r.out.buf, r.err.buf);
+	names = sh_out(dir, "git show --name-only --format= HEAD");
+	assert_string_equal(names, "calc.py\n");
+	status = sh_out(dir, "git status --porcelain -- calc.py notes.txt mine.txt");
+	assert_string_equal(status, " M notes.txt\n?? mine.txt\n");
+	assert_file(dir, "notes.txt", "the user's own notes\n");
+	free(names);
+	free(status);
 	run_release(&r);
 	mock_release(&m);
 	free(s);
@@ -1543,6 +1582,12 @@ static void test_undo_refuses_then_force_and_redo(void **state)
 	call(steps, "submit_plan", PLAN);
 	call(steps, "edit_file", FIX_ADD);
 	call(steps, "write_file", "{\"path\": \"added.txt\", \"content\": \"by the run\\n\"}");
+	{
+		char *big = xstrfmt("{\"path\": \"big.txt\", \"content\": \"%0600d\"}", 7);
+
+		call(steps, "write_file", big);
+		free(big);
+	}
 	call(steps, "finish", FINISH);
 	call(steps, "finish", FINISH);
 	call(steps, "submit_verdict", PASS);
@@ -1553,6 +1598,18 @@ static void test_undo_refuses_then_force_and_redo(void **state)
 	FORGEX(&r, dir, "run", "make add add");
 	assert_int_equal(r.status, 0);
 	run_release(&r);
+	/* a tool call's long argument is stored once: in the transcript, not in events.jsonl */
+	{
+		char *ev = sh_out(dir, "cat .forgex/runs/*/events.jsonl");
+		char *tr = sh_out(dir, "cat .forgex/runs/*/transcript.jsonl");
+
+		assert_null(strstr(ev, "0000000000000000000000000000000000000000007"));
+		assert_non_null(strstr(ev, "[600 bytes; in transcript.jsonl]"));
+		assert_non_null(strstr(tr, "0000000000000000000000000000000000000000007"));
+		free(ev);
+		free(tr);
+	}
+	unlink(xstrfmt_tmp("%s/big.txt", dir));
 	/* diff right after the run shows its whole change; options after the id */
 	FORGEX(&r, dir, "diff", "last", "--stat");
 	assert_int_equal(r.status, 0);
@@ -1843,6 +1900,7 @@ int main(void)
 		cmocka_unit_test(test_pipeline_provider_401_in_ensemble_review),
 		cmocka_unit_test(test_pipeline_provider_down),
 		cmocka_unit_test(test_rollback_keeps_user_edits_and_ignored_env),
+		cmocka_unit_test(test_commit_only_the_runs_paths),
 		cmocka_unit_test(test_lock_second_run_refused_or_waits),
 		cmocka_unit_test(test_kill_at_many_points_then_undo),
 		cmocka_unit_test(test_sighup_restores_the_tree),
