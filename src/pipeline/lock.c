@@ -13,7 +13,26 @@
 #include "pipeline/lock.h"
 #include "pipeline/session.h"
 
-#define LOCK_NAME "lock"
+#define LOCK_NAME "runs/.lock"
+#define RUNS_IGNORE "runs/.gitignore"
+
+/*
+ * `git status` must not show forgex's own files, even where nothing added
+ * .forgex/runs/ to .git/info/exclude (a checkpoint restore before any run):
+ * the folder ignores itself, as the shadow repository does.
+ */
+static void ignore_runs(const char *workspace)
+{
+	static const char text[] = "# written by forgex\n*\n";
+	int fd = session_forgex_open(workspace, RUNS_IGNORE, O_WRONLY | O_CREAT | O_EXCL, 0644);
+
+	if (fd >= 0) {
+		if (fsutil_write_all(fd, text, sizeof(text) - 1) < 0)
+			err_clear();
+		close(fd);
+	}
+	err_clear();
+}
 
 unsigned long long ws_lock_start_ticks(long pid)
 {
@@ -96,7 +115,10 @@ static void describe_holder(struct buf *out, int fd)
 
 static int open_lock(const char *workspace)
 {
-	int fd = session_forgex_open(workspace, LOCK_NAME, O_RDWR | O_CREAT, 0600);
+	int fd;
+
+	ignore_runs(workspace);
+	fd = session_forgex_open(workspace, LOCK_NAME, O_RDWR | O_CREAT, 0600);
 
 	if (fd < 0)
 		return err_prefix(fd, "cannot open the workspace lock");
@@ -171,6 +193,7 @@ void ws_lock_release(struct ws_lock *l)
 int ws_lock_holder(struct buf *out, const char *workspace)
 {
 	int fd = session_forgex_open(workspace, LOCK_NAME, O_RDONLY, 0), held = 0;
+
 
 	if (fd < 0) {
 		err_clear();

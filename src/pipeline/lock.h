@@ -4,7 +4,7 @@
 /*
  * One writer at a time per workspace: `forgex run`, `resume`, `replay`,
  * `undo`, `checkpoint restore` and a chat session's writing turns each
- * hold `<workspace>/.forgex/lock` while they change the tree.
+ * hold `<workspace>/.forgex/runs/.lock` while they change the tree.
  *
  * The lock is flock(2) on that file (opened without following links, see
  * session_forgex_open()), so the kernel drops it when its holder dies,
@@ -39,7 +39,7 @@ typedef void (*ws_lock_wait_fn)(void *data, const char *holder);
  * When another process holds it: with `no_wait`, FX_EEXISTS naming the
  * holder; else calls `on_wait` (may be NULL) and waits until it is free
  * or `cancel` (may be NULL) is set (FX_EINTR). A link or FIFO at
- * .forgex/lock is FX_EDENIED naming it.
+ * .forgex/runs/.lock is FX_EDENIED naming it.
  */
 int ws_lock_acquire(struct ws_lock *l, const char *workspace, const char *what, int no_wait,
 		    ws_lock_wait_fn on_wait, void *data, const volatile sig_atomic_t *cancel);

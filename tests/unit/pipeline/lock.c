@@ -122,24 +122,24 @@ static void test_lock_cancelled_while_waiting(void **state)
 	tu_rmtree(ws);
 }
 
-/* A link or FIFO planted as .forgex/lock is refused by name, never followed. */
+/* A link or FIFO planted as .forgex/runs/.lock is refused by name, never followed. */
 static void test_lock_planted_link_or_fifo(void **state)
 {
 	char *ws = tu_mkdtemp(), *other = tu_mkdtemp();
-	char *lock = xstrfmt("%s/.forgex/lock", ws), *target = xstrfmt("%s/victim", other);
+	char *lock = xstrfmt("%s/.forgex/runs/.lock", ws), *target = xstrfmt("%s/victim", other);
 	struct ws_lock l = WS_LOCK_INIT;
 	struct stat st;
 
 	(void)state;
-	tu_write(ws, ".forgex/config.toml", "");
+	tu_write(ws, ".forgex/runs/.gitignore", "*\n");
 	assert_int_equal(symlink(target, lock), 0);
 	assert_int_equal(ws_lock_acquire(&l, ws, "run", 1, NULL, NULL, NULL), FX_EDENIED);
-	assert_non_null(strstr(err_last(), ".forgex/lock is a symbolic link"));
+	assert_non_null(strstr(err_last(), ".forgex/runs/.lock is a symbolic link"));
 	assert_int_not_equal(lstat(target, &st), 0);
 	unlink(lock);
 	assert_int_equal(mkfifo(lock, 0600), 0);
 	assert_int_equal(ws_lock_acquire(&l, ws, "run", 1, NULL, NULL, NULL), FX_EDENIED);
-	assert_non_null(strstr(err_last(), ".forgex/lock is a named pipe"));
+	assert_non_null(strstr(err_last(), ".forgex/runs/.lock is a named pipe"));
 	free(lock);
 	free(target);
 	tu_rmtree(ws);
