@@ -232,7 +232,8 @@ static void print_result(const struct pipeline_result *r, const char *cmd)
 		printf(" — %s", r->reason);
 	putchar('\n');
 	if (r->diffstat && *r->diffstat)
-		printf("  files changed%s:\n%s", r->rolled_back ? " (undone)" : "", r->diffstat);
+		printf("  files changed%s:\n%s", !r->rolled_back ? "" : r->kept_paths.nr ?
+		       " (undone, but for the files named below)" : " (undone)", r->diffstat);
 	if (s) {
 		print_tests("before", json_object_get(s, "tests_before"));
 		print_tests("after", json_object_get(s, "tests_after"));

@@ -279,6 +279,11 @@ out:
 	strvec_clear(&changed);
 }
 
+static int cmp_fwd(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 void journal_paths(const struct journal *j, struct strvec *out)
 {
 	struct strvec all = STRVEC_INIT;
@@ -290,17 +295,8 @@ void journal_paths(const struct journal *j, struct strvec *out)
 		if (json_object_get(v, "before"))
 			strvec_push(&all, k);
 	/* json objects keep insertion order: sort for a stable answer */
-	for (i = 1; i < all.nr; i++) {
-		size_t k2 = i;
-
-		while (k2 > 0 && strcmp(all.v[k2 - 1], all.v[k2]) > 0) {
-			const char *t = all.v[k2];
-
-			all.v[k2] = all.v[k2 - 1];
-			all.v[k2 - 1] = t;
-			k2--;
-		}
-	}
+	if (all.nr)
+		qsort(all.v, all.nr, sizeof(*all.v), cmp_fwd);
 	for (i = 0; i < all.nr; i++)
 		strvec_push(out, all.v[i]);
 	strvec_clear(&all);
