@@ -1693,7 +1693,12 @@ static void test_undo_reverts_commit(void **state)
 	assert_string_equal(status, "");
 	msg = sh_out(dir, "git log -1 --format=%s");
 	assert_string_equal(msg, "Revert \"make add add\"\n");
-	assert_string_equal(sh_out(dir, "git diff HEAD~2 HEAD --stat"), "");
+	{
+		char *d = sh_out(dir, "git diff HEAD~2 HEAD --stat");
+
+		assert_string_equal(d, "");
+		free(d);
+	}
 	free(head0);
 	free(head1);
 	free(count);
