@@ -487,9 +487,13 @@ int journal_revert(struct journal *j, int force, struct journal_outcome *o)
 				}
 				if (strcmp(now, "") && save_version(j, &where, "user-versions", rel,
 								    now) < 0) {
+					struct buf w = BUF_INIT;
+
+					before_where(&w, j, before);
 					strvec_pushf(&o->failed, "%s: changed since the run and its "
-						     "current version could not be saved (%s); left as it is",
-						     rel, err_last());
+						     "current version could not be saved (%s); left as it is; "
+						     "what it was before the run: %s", rel, err_last(), w.buf);
+					buf_release(&w);
 					err_clear();
 					nfailed++;
 					buf_release(&where);
