@@ -70,6 +70,8 @@ int journal_open(struct journal *j, struct checkpoints *cps, const char *dir, in
 	j->paths = json_object();
 	j->nsaved = 0;
 	j->snap[0] = '\0';
+	j->gaps = 0;
+	j->gap_why = NULL;
 	fd = session_file_open(dir, CHANGES, O_RDONLY, 0);
 	if (fd >= 0) {
 		ret = fsutil_read_fd(&b, fd, 256u << 20);
@@ -120,6 +122,7 @@ void journal_release(struct journal *j)
 	if (j->fd >= 0)
 		close(j->fd);
 	free(j->dir);
+	free(j->gap_why);
 	json_decref(j->paths);
 	memset(j, 0, sizeof(*j));
 	j->fd = -1;
@@ -231,12 +234,20 @@ void journal_after_change(struct journal *j, const char *rel)
 	set_left(j, rel, oid);
 }
 
+static void gap(struct journal *j)
+{
+	j->gaps++;
+	if (!j->gap_why)
+		j->gap_why = xstrdup(err_last());
+	err_clear();
+}
+
 void journal_command_begin(struct journal *j)
 {
 	if (!j || !j->paths)
 		return;
 	if (vcs_snapshot(j->snap, j->cps) < 0) {
-		err_clear();
+		gap(j);
 		j->snap[0] = '\0';
 	}
 }
@@ -251,7 +262,7 @@ void journal_command_end(struct journal *j)
 		return;
 	if (vcs_snapshot(after, j->cps) < 0 ||
 	    vcs_tree_changes(&changed, j->cps, j->snap, after) < 0) {
-		err_clear();
+		gap(j);
 		goto out;
 	}
 	for (i = 0; i < changed.nr; i++) {

@@ -46,9 +46,11 @@ struct journal {
 	json_t *paths;			/* path -> {"before": {...}, "left": id} */
 	unsigned long nsaved;
 	char snap[VCS_OID_HEX];		/* snapshot before the running command ("": none) */
+	unsigned gaps;			/* commands whose changes could not be recorded */
+	char *gap_why;			/* why the first one could not */
 };
 
-#define JOURNAL_INIT { NULL, NULL, -1, NULL, 0, "" }
+#define JOURNAL_INIT { NULL, NULL, -1, NULL, 0, "", 0, NULL }
 
 /**
  * Open the journal of the run folder `dir` and read what it holds; with

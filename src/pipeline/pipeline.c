@@ -1047,6 +1047,13 @@ static void finish(struct pl *pl, int code, int pass, const char *reason)
 	if (restore && pl->have_journal) {
 		int failed = roll_back(pl, &jo, pipeline_outcome_name(out->outcome));
 
+		if (pl->jr.gaps) {
+			/* never claim a restore that may have missed a command's changes */
+			strvec_pushf(&jo.failed, "(what %u command%s changed): not recorded (%s), so "
+				     "not put back; compare with 'forgex diff %s'", pl->jr.gaps,
+				     pl->jr.gaps == 1 ? "" : "s", pl->jr.gap_why, pl->s.id);
+			failed++;
+		}
 		if (failed) {
 			struct buf r = BUF_INIT;
 			size_t i;
@@ -1392,6 +1399,7 @@ void pipeline_result_release(struct pipeline_result *r)
 
 int pipeline_restore_start(char **checkpoint, const char *workspace, const char *id)
 {
+	struct ws_lock lock = WS_LOCK_INIT;
 	struct checkpoints *cps = NULL;
 	struct checkpoint_restore_result res;
 	char *dir = session_dir(workspace, id);
@@ -1400,6 +1408,9 @@ int pipeline_restore_start(char **checkpoint, const char *workspace, const char 
 	int ret;
 
 	memset(&res, 0, sizeof(res));
+	ret = ws_lock_acquire(&lock, workspace, "replay", 0, NULL, NULL, NULL);
+	if (ret < 0)
+		goto out;
 	ret = session_read_json(&st, dir, "state.json");
 	if (ret < 0)
 		goto out;
@@ -1417,6 +1428,7 @@ int pipeline_restore_start(char **checkpoint, const char *workspace, const char 
 	if (checkpoint)
 		*checkpoint = xstrdup(pre);
 out:
+	ws_lock_release(&lock);
 	checkpoint_restore_result_release(&res);
 	checkpoint_close(cps);
 	json_decref(st);
