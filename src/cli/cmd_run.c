@@ -332,7 +332,7 @@ int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, 
 	if (ret < 0) {
 		cli_print_error();
 		status = ret == FX_EINVAL || ret == FX_ENOTFOUND || ret == FX_EPARSE ? EXIT_USAGE
-										      : EXIT_FAIL;
+			 : ret == FX_EINTR ? EXIT_INTERRUPTED : EXIT_FAIL;
 		goto out;
 	}
 	status = exit_for(&res);

@@ -148,6 +148,45 @@ static int save_file(struct journal *j, const char *name, const void *data, size
 	return ret;
 }
 
+/*
+ * The run changes `rel` again. If someone else changed it since the run
+ * last did (the user, between two of the run's writes), their version is
+ * copied to user-versions/PATH first, so it is not lost.
+ */
+static int keep_user_version(struct journal *j, int dirfd, const char *name, const char *rel)
+{
+	const char *left = jsonx_str(json_object_get(j->paths, rel), "left");
+	struct buf data = BUF_INIT;
+	struct stat st;
+	char oid[VCS_OID_HEX];
+	char *file;
+	int fd, ret;
+
+	if (!left || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+	    (size_t)st.st_size > MAX_SAVE)
+		return 0;
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ret = fsutil_read_fd(&data, fd, MAX_SAVE);
+	close(fd);
+	if (ret < 0 || vcs_hash_buffer(oid, data.buf, data.len) < 0 || !strcmp(oid, left)) {
+		err_clear();
+		buf_release(&data);
+		return 0;
+	}
+	file = xstrfmt("user-versions/%s", rel);
+	ret = save_file(j, file, data.buf, data.len, st.st_mode);
+	if (!ret)
+		ret = append(j, json_pack("{s:s, s:s}", "path", rel, "user_version", file));
+	if (ret < 0)
+		err_prefix(ret, "not changed: it was changed by someone else since the run changed "
+			   "it, and that version could not be saved first");
+	free(file);
+	buf_release(&data);
+	return ret;
+}
+
 int journal_before_change(struct journal *j, int dirfd, const char *name, const char *rel)
 {
 	struct stat st;
@@ -156,8 +195,10 @@ int journal_before_change(struct journal *j, int dirfd, const char *name, const 
 	json_t *before;
 	int ret = 0;
 
-	if (!j || !j->paths || json_object_get(j->paths, rel))
+	if (!j || !j->paths)
 		return 0;
+	if (json_object_get(j->paths, rel))
+		return keep_user_version(j, dirfd, name, rel);
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno != ENOENT)
 			return err_set_errno(FX_EOS, "cannot look at '%s' before changing it", rel);

@@ -175,6 +175,25 @@ static void test_journal_read_back_and_force(void **state)
 	fx_close(&f);
 }
 
+/* The user edits a file between two of the run's writes: their version is kept aside. */
+static void test_journal_keeps_a_user_version_between_writes(void **state)
+{
+	struct fx f;
+	struct journal_outcome o;
+
+	(void)state;
+	fx_open(&f);
+	tool_write(&f, "", "a.txt", "a by the run\n");
+	tu_write(f.ws, "a.txt", "a by the user, in between\n");
+	tool_write(&f, "", "a.txt", "a by the run, again\n");
+	assert_text(f.run, "user-versions/a.txt", "a by the user, in between\n");
+	journal_outcome_init(&o);
+	assert_int_equal(journal_revert(&f.j, 0, &o), 0);
+	assert_text(f.ws, "a.txt", "a before\n");
+	journal_outcome_release(&o);
+	fx_close(&f);
+}
+
 /* A folder replaced by a link to elsewhere: the revert does not follow it. */
 static void test_journal_never_follows_a_planted_link(void **state)
 {
@@ -204,6 +223,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_journal_reverts_the_runs_paths_only),
 		cmocka_unit_test(test_journal_read_back_and_force),
+		cmocka_unit_test(test_journal_keeps_a_user_version_between_writes),
 		cmocka_unit_test(test_journal_never_follows_a_planted_link),
 	};
 
