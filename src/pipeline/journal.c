@@ -97,6 +97,8 @@ int journal_open(struct journal *j, struct checkpoints *cps, const char *dir, in
 				json_object_set(e, "before", before);
 			if (jsonx_str(rec, "left"))
 				json_object_set(e, "left", json_object_get(rec, "left"));
+			if (json_is_object(json_object_get(rec, "user_version")))
+				json_object_set(e, "user_version", json_object_get(rec, "user_version"));
 			if (jsonx_str(before, "file"))
 				j->nsaved++;
 		}
@@ -177,8 +179,16 @@ static int keep_user_version(struct journal *j, int dirfd, const char *name, con
 	}
 	file = xstrfmt("user-versions/%s", rel);
 	ret = save_file(j, file, data.buf, data.len, st.st_mode);
-	if (!ret)
-		ret = append(j, json_pack("{s:s, s:s}", "path", rel, "user_version", file));
+	if (!ret) {
+		/* a rollback puts the user's version back, not the one from before the run */
+		json_t *uv = json_pack("{s:s, s:s, s:i, s:s}", "kind", "saved", "file", file,
+				       "mode", (int)st.st_mode, "oid", oid);
+
+		ret = append(j, json_pack("{s:s, s:O}", "path", rel, "user_version", uv));
+		if (!ret)
+			json_object_set(json_object_get(j->paths, rel), "user_version", uv);
+		json_decref(uv);
+	}
 	if (ret < 0)
 		err_prefix(ret, "not changed: it was changed by someone else since the run changed "
 			   "it, and that version could not be saved first");
@@ -510,7 +520,9 @@ int journal_revert(struct journal *j, int force, struct journal_outcome *o)
 		for (i = 0; i < all.nr; i++) {
 			const char *rel = all.v[pass ? all.nr - 1 - i : i];
 			json_t *e = json_object_get(j->paths, rel);
-			const json_t *before = json_object_get(e, "before");
+			const json_t *before = json_object_get(e, "user_version") ?
+					       json_object_get(e, "user_version") :
+					       json_object_get(e, "before");
 			const char *was = jsonx_str(before, "oid"), *left = jsonx_str(e, "left");
 			int absent = !was || !*was;
 			char now[VCS_OID_HEX];
