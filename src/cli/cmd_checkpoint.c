@@ -7,6 +7,7 @@
 #include "base/jsonx.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "pipeline/lock.h"
 #include "vcs/checkpoint.h"
 
 static json_t *info_json(const struct checkpoint_info *info, int with_files)
@@ -37,6 +38,12 @@ static int fail_status(int ret)
 {
 	cli_print_error();
 	return ret == FX_ENOTFOUND || ret == FX_EINVAL ? EXIT_USAGE : EXIT_FAIL;
+}
+
+static void on_wait(void *data, const char *holder)
+{
+	(void)data;
+	fprintf(stderr, "forgex: waiting for %s to finish ('--no-wait' fails instead)\n", holder);
 }
 
 static int do_create(struct checkpoints *cps, const char *message, int json)
@@ -127,13 +134,15 @@ int cmd_checkpoint(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "message", required_argument, NULL, 'm' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "no-wait", no_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct checkpoints *cps = NULL;
 	struct config cfg;
 	const char *sub, *message = NULL;
-	int json = 0, c, ret, nargs;
+	int json = 0, c, ret, nargs, no_wait = 0;
+	struct ws_lock lock = WS_LOCK_INIT;
 
 	if (argc < 2)
 		return cli_usage_error("checkpoint", "a subcommand is required (create, list, restore)");
@@ -142,8 +151,12 @@ int cmd_checkpoint(int argc, char **argv)
 		return cli_help("checkpoint");
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc - 1, argv + 1, "+m:h", opts, NULL)) != -1) {
+	/* options may come before or after the ID */
+	while ((c = getopt_long(argc - 1, argv + 1, "m:h", opts, NULL)) != -1) {
 		switch (c) {
+		case 'n':
+			no_wait = 1;
+			break;
 		case 'm':
 			message = optarg;
 			break;
@@ -183,8 +196,12 @@ int cmd_checkpoint(int argc, char **argv)
 		ret = do_create(cps, message, json);
 	else if (!strcmp(sub, "list"))
 		ret = do_list(cps, json);
+	else if (ws_lock_acquire(&lock, cfg.workspace, "checkpoint restore", no_wait, on_wait,
+				 NULL, NULL) < 0)
+		ret = fail_status(err_last_code());
 	else
 		ret = do_restore(cps, argv[1 + optind], json);
+	ws_lock_release(&lock);
 	checkpoint_close(cps);
 	config_release(&cfg);
 	return ret;

@@ -1,4 +1,4 @@
-/* forgex diff [ID]: what changed since a checkpoint. */
+/* forgex diff [RUN|ID]: a run's whole change, or what changed since a checkpoint. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -6,8 +6,91 @@
 #include "base/log.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "base/jsonx.h"
+#include "pipeline/journal.h"
+#include "pipeline/session.h"
 #include "vcs/checkpoint.h"
 #include "vcs/diff.h"
+#include "vcs/paths.h"
+
+/*
+ * The whole change of run `id`: from its pre-run checkpoint to the tree it
+ * ended with (to the tree now while it has not ended), the run's own
+ * paths only.
+ */
+static int run_diff(struct buf *out, struct checkpoints *cps, const char *workspace,
+		    const char *id, unsigned flags)
+{
+	char *dir = session_dir(workspace, id);
+	struct journal jr = JOURNAL_INIT;
+	struct strvec paths = STRVEC_INIT;
+	json_t *st = NULL, *sum = NULL;
+	char now[VCS_OID_HEX];
+	const char *pre, *end;
+	int ret;
+
+	ret = session_read_json(&st, dir, "state.json");
+	if (ret < 0)
+		goto out;
+	if (session_read_json(&sum, dir, "summary.json") < 0)
+		err_clear();
+	pre = jsonx_str(st, "pre_checkpoint");
+	if (!pre) {
+		ret = err_set(FX_ENOTFOUND, "run %s changed nothing (it has no pre-run checkpoint)", id);
+		goto out;
+	}
+	ret = journal_open(&jr, cps, dir, 0);
+	if (ret < 0)
+		goto out;
+	journal_paths(&jr, &paths);
+	journal_release(&jr);
+	end = jsonx_str(sum, "end_tree");
+	if (!end) {
+		ret = vcs_snapshot(now, cps);
+		if (ret < 0)
+			goto out;
+		end = now;
+	}
+	/* a run from an older forgex has no journal: everything since it started */
+	ret = vcs_diff_trees(out, NULL, cps, pre, end,
+			     paths.nr || json_object_get(st, "interrupted") ? &paths : NULL, flags);
+out:
+	strvec_clear(&paths);
+	json_decref(st);
+	json_decref(sum);
+	free(dir);
+	return ret;
+}
+
+/* Whether `name` designates a run rather than a checkpoint. */
+static int is_run(char **run, struct checkpoints *cps, const char *workspace, const char *name)
+{
+	char *full = NULL;
+
+	if (!name || !strcmp(name, "last") || strchr(name, '-')) {
+		if (!name) {
+			struct strvec ids = STRVEC_INIT;
+			int any = !session_list(&ids, workspace) && ids.nr;
+
+			strvec_clear(&ids);
+			err_clear();
+			if (!any)
+				return 0;	/* no runs yet: the newest checkpoint */
+		}
+		return session_resolve(run, workspace, name) < 0 ? -1 : 1;
+	}
+	if (!checkpoint_resolve(&full, cps, name)) {
+		free(full);
+		return 0;
+	}
+	if (!session_resolve(run, workspace, name)) {
+		err_clear();
+		return 1;
+	}
+	/* neither: say what a checkpoint lookup says */
+	checkpoint_resolve(&full, cps, name);
+	return -1;
+}
 
 int cmd_diff(int argc, char **argv)
 {
@@ -21,12 +104,14 @@ int cmd_diff(int argc, char **argv)
 	struct buf out = BUF_INIT;
 	struct config cfg;
 	const char *id = NULL;
+	char *run_id = NULL;
 	unsigned flags = 0;
-	int color = -1, c, ret;
+	int color = -1, c, ret, run = 0;
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	/* options may come before or after the ID */
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			if (!optarg || !strcmp(optarg, "always"))
@@ -49,7 +134,7 @@ int cmd_diff(int argc, char **argv)
 		}
 	}
 	if (argc - optind > 1)
-		return cli_usage_error("diff", "at most one checkpoint ID");
+		return cli_usage_error("diff", "at most one RUN or checkpoint ID");
 	if (argc - optind == 1)
 		id = argv[optind];
 	if (color < 0)
@@ -60,7 +145,9 @@ int cmd_diff(int argc, char **argv)
 	if (ret)
 		return ret;
 	if (checkpoint_open(&cps, cfg.workspace) < 0 ||
-	    vcs_diff_ext(&out, NULL, cps, id, flags) < 0) {
+	    (run = is_run(&run_id, cps, cfg.workspace, id)) < 0 ||
+	    (run ? run_diff(&out, cps, cfg.workspace, run_id, flags)
+		 : vcs_diff_ext(&out, NULL, cps, id, flags)) < 0) {
 		int code = err_last_code();
 
 		cli_print_error();
@@ -70,6 +157,7 @@ int cmd_diff(int argc, char **argv)
 		ret = EXIT_OK;
 	}
 	buf_release(&out);
+	free(run_id);
 	checkpoint_close(cps);
 	config_release(&cfg);
 	return ret;

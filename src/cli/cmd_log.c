@@ -1,5 +1,7 @@
 /* forgex log: the runs of this project, or one run's timeline. */
+#include <fcntl.h>
 #include <getopt.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,12 +22,15 @@ static void id_time(char *out, size_t size, const char *id)
 		snprintf(out, size, "?");
 }
 
-static void list_runs(const char *workspace, int json)
+static int list_runs(const char *workspace, int json)
 {
 	struct strvec ids = STRVEC_INIT;
 	size_t i;
 
-	session_list(&ids, workspace);
+	if (session_list(&ids, workspace) < 0) {
+		cli_print_error();
+		return EXIT_FAIL;
+	}
 	if (!ids.nr && !json)
 		printf("No runs yet. Start one with: forgex run \"REQUEST\"\n");
 	for (i = 0; i < ids.nr; i++) {
@@ -36,7 +41,15 @@ static void list_runs(const char *workspace, int json)
 		char when[32];
 		size_t n;
 
-		fsutil_read_file(&req, rp, 64u << 10);
+		{
+			int fd = session_file_open(dir, "request.txt", O_RDONLY, 0);
+
+			if (fd >= 0) {
+				fsutil_read_fd(&req, fd, 64u << 10);
+				close(fd);
+			}
+			err_clear();
+		}
 		if (!session_read_json(&sum, dir, "summary.json") && jsonx_str(sum, "outcome"))
 			outcome = jsonx_str(sum, "outcome");
 		err_clear();
@@ -62,6 +75,7 @@ static void list_runs(const char *workspace, int json)
 		free(dir);
 	}
 	strvec_clear(&ids);
+	return EXIT_OK;
 }
 
 static void detail(struct buf *b, const json_t *ev)
@@ -136,7 +150,8 @@ int cmd_log(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	/* options may come before or after the RUN */
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = 1;
@@ -152,7 +167,7 @@ int cmd_log(int argc, char **argv)
 	if (cli_load_config(&cfg) != 0)
 		return EXIT_USAGE;
 	if (optind == argc) {
-		list_runs(cfg.workspace, json);
+		status = list_runs(cfg.workspace, json);
 	} else if (session_resolve(&id, cfg.workspace, argv[optind]) < 0) {
 		cli_print_error();
 		status = EXIT_USAGE;

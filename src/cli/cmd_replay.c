@@ -31,7 +31,7 @@ int cmd_replay(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = 1;
@@ -69,7 +69,7 @@ int cmd_replay(int argc, char **argv)
 		       strict ? "strict" : "lenient", CFG_FLAG) < 0)
 		goto fail;
 	/* the run starts from the tree it started from */
-	if (pipeline_undo(NULL, cfg.workspace, id) < 0) {
+	if (pipeline_restore_start(NULL, cfg.workspace, id) < 0) {
 		if (err_last_code() != FX_ENOTFOUND)
 			goto fail;
 		err_clear();

@@ -12,20 +12,25 @@ int cmd_resume(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "no-wait", no_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct pipeline_opts po = PIPELINE_OPTS_INIT;
 	struct config cfg;
 	char *id = NULL;
-	int json = 0, c, status;
+	int json = 0, c, status, no_wait = 0;
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	/* options may come before or after the RUN */
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = 1;
+			break;
+		case 'n':
+			no_wait = 1;
 			break;
 		case 'h':
 			return cli_help("resume");
@@ -33,16 +38,17 @@ int cmd_resume(int argc, char **argv)
 			return cli_usage_error("resume", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (argc - optind != 1)
-		return cli_usage_error("resume", "one RUN is required");
+	if (argc - optind > 1)
+		return cli_usage_error("resume", "at most one RUN (default: the last run)");
 	if (cli_load_config(&cfg) != 0)
 		return EXIT_USAGE;
-	if (session_resolve(&id, cfg.workspace, argv[optind]) < 0) {
+	if (session_resolve(&id, cfg.workspace, optind < argc ? argv[optind] : NULL) < 0) {
 		cli_print_error();
 		config_release(&cfg);
 		return EXIT_USAGE;
 	}
 	po.resume_id = id;
+	po.no_wait = no_wait;
 	status = cli_pipeline("resume", &cfg, &po, json);
 	free(id);
 	config_release(&cfg);

@@ -380,6 +380,8 @@ static void print_result(const struct pipeline_result *r, const char *cmd, int p
 		}
 		return;
 	}
+	if (r->outcome == PIPELINE_INTERRUPTED && r->run_id)
+		printf("(resume it with: forgex resume)\n");
 	printf("%s: %s", r->outcome == PIPELINE_PASS ? "PASS" : r->outcome == PIPELINE_FAIL ?
 	       "FAIL" : r->outcome == PIPELINE_INTERRUPTED ? "INTERRUPTED" : "ERROR",
 	       r->run_id ? r->run_id : "");
@@ -387,7 +389,8 @@ static void print_result(const struct pipeline_result *r, const char *cmd, int p
 		printf(" — %s", r->reason);
 	putchar('\n');
 	if (r->diffstat && *r->diffstat)
-		printf("  files changed%s:\n%s", r->rolled_back ? " (undone)" : "", r->diffstat);
+		printf("  files changed%s:\n%s", !r->rolled_back ? "" : r->kept_paths.nr ?
+		       " (undone, but for the files named below)" : " (undone)", r->diffstat);
 	if (s) {
 		print_tests("before", json_object_get(s, "tests_before"));
 		print_tests("after", json_object_get(s, "tests_after"));
@@ -398,13 +401,35 @@ static void print_result(const struct pipeline_result *r, const char *cmd, int p
 	else
 		printf("  iterations %d, tokens %ld, cost unknown (no [budget] prices), time %.1fs\n",
 		       r->iterations, r->tokens, r->seconds);
-	if (r->rolled_back)
+	if (r->rolled_back && !r->kept_paths.nr) {
 		printf("The tree was restored to how it was before the run.\n");
-	else if (r->kept)
+	} else if (r->rolled_back) {
+		size_t i;
+
+		printf("The run's changes were undone. These files were changed by you during the "
+		       "run too, and are kept as you left them:\n");
+		for (i = 0; i < r->kept_paths.nr; i++)
+			printf("  %s\n", r->kept_paths.v[i]);
+	} else if (r->failed_paths.nr) {
+		size_t i;
+
+		printf("The tree could NOT be fully restored. Not put back:\n");
+		for (i = 0; i < r->failed_paths.nr; i++)
+			printf("  %s\n", r->failed_paths.v[i]);
+		for (i = 0; i < r->kept_paths.nr; i++)
+			printf("  kept as you left it: %s\n", r->kept_paths.v[i]);
+		printf("Try again with: forgex undo %s\n", r->run_id);
+	} else if (r->kept)
 		printf("The last attempt was kept in the tree; undo it with: forgex undo %s\n",
 		       r->run_id);
 	else if (r->committed)
 		printf("The change was committed on the current branch.\n");
+	if (!r->rolled_back && !r->failed_paths.nr && r->kept_paths.nr) {
+		size_t i;
+
+		for (i = 0; i < r->kept_paths.nr; i++)
+			printf("  %s\n", r->kept_paths.v[i]);
+	}
 	else if (r->outcome == PIPELINE_PASS)
 		printf("The change is in the working tree; undo it with: forgex undo %s\n",
 		       r->run_id);
@@ -443,10 +468,28 @@ static int check_providers(const struct config *cfg)
 	return ret;
 }
 
+static void on_wait(void *data, const char *holder)
+{
+	struct view *v = data;
+
+	progress_hold();
+	fprintf(v->progress, "forgex: waiting for %s to finish ('--no-wait' fails instead)\n",
+		holder);
+	fflush(v->progress);
+	progress_release(NULL);
+}
+
+/*
+ * The signals that end a run as Ctrl-C does: the terminal closing (HUP),
+ * Ctrl-\ (QUIT), a reader going away (PIPE: `forgex run --json | head`).
+ */
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE };
+
 int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, int json)
 {
 	struct pipeline_result res = PIPELINE_RESULT_INIT;
-	struct sigaction sa, old_int, old_term;
+	struct sigaction sa, old[ARRAY_SIZE(stop_signals)];
+	size_t i;
 	struct view v;
 	int ret, status;
 
@@ -460,9 +503,10 @@ int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
+	for (i = 0; i < ARRAY_SIZE(stop_signals); i++)
+		sigaction(stop_signals[i], &sa, &old[i]);
 	po->cfg = cfg;
+	po->on_wait = on_wait;
 	po->cancel = &interrupted;
 	po->on_event = show_event;
 	po->event_data = &v;
@@ -477,12 +521,15 @@ int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, 
 		approval_set_hook(NULL, NULL);
 		progress_stop();
 	}
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
+	for (i = 0; i < ARRAY_SIZE(stop_signals); i++)
+		if (stop_signals[i] != SIGPIPE)
+			sigaction(stop_signals[i], &old[i], NULL);
+	/* a reader that went away must not kill forgex while it prints the ending */
+	signal(SIGPIPE, SIG_IGN);
 	if (ret < 0) {
 		cli_print_error();
 		status = ret == FX_EINVAL || ret == FX_ENOTFOUND || ret == FX_EPARSE ? EXIT_USAGE
-										      : EXIT_FAIL;
+			 : ret == FX_EINTR ? EXIT_INTERRUPTED : EXIT_FAIL;
 		goto out;
 	}
 	status = exit_for(&res);
@@ -529,6 +576,7 @@ int cli_run_request(const char *name, int plan_only, int argc, char **argv)
 		{ "yes", no_argument, NULL, 'Y' },
 		{ "ask", no_argument, NULL, 'A' },
 		{ "safe", no_argument, NULL, 'S' },
+		{ "no-wait", no_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -536,7 +584,7 @@ int cli_run_request(const char *name, int plan_only, int argc, char **argv)
 	const char *mode = NULL;
 	struct buf request = BUF_INIT;
 	struct config cfg;
-	int json = 0, c, status;
+	int json = 0, c, status, no_wait = 0;
 
 	optind = 1;
 	opterr = 0;
@@ -553,6 +601,9 @@ int cli_run_request(const char *name, int plan_only, int argc, char **argv)
 			break;
 		case 'S':
 			mode = "safe";
+			break;
+		case 'n':
+			no_wait = 1;
 			break;
 		case 'h':
 			return cli_help(name);
@@ -579,6 +630,7 @@ int cli_run_request(const char *name, int plan_only, int argc, char **argv)
 		cfg.pipeline.baseline = 0;
 	po.request = request.buf;
 	po.plan_only = plan_only;
+	po.no_wait = no_wait;
 	status = cli_pipeline(name, &cfg, &po, json);
 	config_release(&cfg);
 	buf_release(&request);

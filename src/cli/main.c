@@ -58,7 +58,7 @@ static const struct cli_command commands[] = {
 	{ "checkpoint", HEAVY(cmd_checkpoint), CLI_HEAVY, "Save, list and restore snapshots of the working tree",
 	  "usage: forgex checkpoint create [-m MESSAGE] [--json]\n"
 	  "       forgex checkpoint list [--json]\n"
-	  "       forgex checkpoint restore ID [--json]\n"
+	  "       forgex checkpoint restore ID [--json] [--no-wait]\n"
 	  "\n"
 	  "create   record the whole working tree: files git tracks and untracked\n"
 	  "         files that are not ignored (.gitignore, .git/info/exclude,\n"
@@ -90,12 +90,15 @@ static const struct cli_command commands[] = {
 	  "       (default, user, project, env, flag); --json for a JSON array\n"
 	  "get    print the effective value of KEY (e.g. sandbox.backend,\n"
 	  "       providers.default.model); exit 2 for an unknown key\n" },
-	{ "diff", HEAVY(cmd_diff), CLI_HEAVY, "Show what changed since a checkpoint",
-	  "usage: forgex diff [ID] [--stat] [--color[=always|never|auto]]\n"
+	{ "diff", HEAVY(cmd_diff), CLI_HEAVY, "Show a run's change, or what changed since a checkpoint",
+	  "usage: forgex diff [RUN|ID] [--stat] [--color[=always|never|auto]]\n"
 	  "\n"
-	  "A unified diff from checkpoint ID (default: the newest) to the working\n"
-	  "tree, with the files a checkpoint records: new files as added, deleted\n"
-	  "ones as removed, mode changes, binary files noted.\n"
+	  "With RUN ('last', an id or a unique prefix; the default when there are\n"
+	  "runs): the run's whole change, from before it to how it ended, its own\n"
+	  "files only. With a checkpoint ID (4+ hex digits; the default when there\n"
+	  "are no runs: the newest): from it to the working tree, with the files a\n"
+	  "checkpoint records: new files as added, deleted ones as removed, mode\n"
+	  "changes, binary files noted. Options may follow the id.\n"
 	  "--stat        a summary per file instead of the patch\n"
 	  "--color=WHEN  colour the output: always, never, or auto (default: when\n"
 	  "              standard output is a terminal and NO_COLOR is unset)\n" },
@@ -191,13 +194,14 @@ static const struct cli_command commands[] = {
 	  "--strict  a request that differs from the recording is an error (default:\n"
 	  "          a warning, and the recorded answer is used)\n" },
 	{ "resume", HEAVY(cmd_resume), CLI_HEAVY, "Continue an interrupted run",
-	  "usage: forgex resume [--json] RUN\n"
+	  "usage: forgex resume [--json] [--no-wait] [RUN]\n"
 	  "\n"
-	  "Continues RUN (killed, crashed, or stopped by a power cut) from its last\n"
-	  "completed stage: the tree is put back to how that stage left it, then\n"
-	  "the pipeline goes on. Exit status as for 'forgex run'.\n" },
+	  "Continues RUN (default: the last run; interrupted, killed, crashed, or\n"
+	  "stopped by a power cut) from its last completed stage: the run's files\n"
+	  "are put back to how that stage left them (yours stay), then the\n"
+	  "pipeline goes on. Exit status as for 'forgex run'.\n" },
 	{ "run", HEAVY(cmd_run), CLI_HEAVY, "Turn a request into a verified change (the main job)",
-	  "usage: forgex run [--json] [--yes|--ask|--safe] REQUEST...\n"
+	  "usage: forgex run [--json] [--no-wait] [--yes|--ask|--safe] REQUEST...\n"
 	  "\n"
 	  "Runs the tests once (baseline), takes a checkpoint, then: the Architect\n"
 	  "plans, the Builder implements, the Expert Coder reviews and fixes, the\n"
@@ -207,9 +211,13 @@ static const struct cli_command commands[] = {
 	  "two repairs). A PASS\n"
 	  "is refused when a test that passed at baseline now fails or the tests\n"
 	  "could not run. On PASS the change stays in the tree (committed with\n"
-	  "[pipeline] commit = true); on the final FAIL the tree is restored\n"
-	  "([pipeline] on_failure = \"rollback\") or the attempt is kept (\"keep\").\n"
-	  "Ctrl-C stops the model and any command and restores the tree.\n"
+	  "[pipeline] commit = true: the run's files only); on the final FAIL the\n"
+	  "run's changes are undone ([pipeline] on_failure = \"rollback\"; files you\n"
+	  "changed meanwhile stay yours) or the attempt is kept (\"keep\").\n"
+	  "Ctrl-C (or the terminal closing, SIGQUIT, SIGPIPE) stops the model and\n"
+	  "any command and undoes the run's changes; 'forgex resume' goes on.\n"
+	  "One run at a time per workspace: a second waits for the first; with\n"
+	  "--no-wait it fails at once, naming the holder (pid, run, since when).\n"
 	  "[budget] max_tokens, max_cost_usd and max_wall_seconds end a run early.\n"
 	  "Everything is recorded in .forgex/runs/RUN/ (see 'forgex log').\n"
 	  "With no REQUEST on a terminal, forgex asks for one.\n"
@@ -228,11 +236,15 @@ static const struct cli_command commands[] = {
 	  "Exit status: 0 PASS, 1 FAIL (or a budget ran out), 2 usage or\n"
 	  "configuration error, 3 the provider failed, 4 refused by the sandbox,\n"
 	  "130 interrupted (tree restored).\n" },
-	{ "undo", HEAVY(cmd_undo), CLI_HEAVY, "Put the tree back to before a run",
-	  "usage: forgex undo [RUN]\n"
+	{ "undo", HEAVY(cmd_undo), CLI_HEAVY, "Revert a run's changes",
+	  "usage: forgex undo [--force] [--no-wait] [RUN]\n"
 	  "\n"
-	  "Restores the checkpoint taken before RUN (default: the last run)\n"
-	  "changed anything; the tree as it is now is saved as a checkpoint first.\n" },
+	  "Puts RUN's own files (default: the last run) back as they were before\n"
+	  "it, ignored files included; other files stay as they are. Refuses when\n"
+	  "a file of RUN changed since it ended, listing them; --force reverts them\n"
+	  "anyway, saving your versions in the run folder. A commit the run made is\n"
+	  "reverted by a new commit while it is HEAD. The tree before the undo is\n"
+	  "saved as a checkpoint, and the undo prints the command that redoes it.\n" },
 	{ "verify", cmd_verify, 0, "Run the project's tests and report what failed",
 	  "usage: forgex verify [--json]\n"
 	  "\n"

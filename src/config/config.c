@@ -103,7 +103,7 @@ static const struct cfg_key schema[] = {
 	{ "providers", "model", T_STR, P(model), "qwen2.5-coder", 0, NULL, NULL, 0, 0,
 	  "model name sent to the server" },
 	{ "providers", "timeout_seconds", T_INT, P(timeout_seconds), NULL, 300, NULL, NULL, 1, 86400,
-	  "a request with no progress for this long is retried" },
+	  "the longest one model call may take, retries and waits included" },
 	{ "providers", "max_retries", T_INT, P(max_retries), NULL, 4, NULL, NULL, 0, 100,
 	  "retries on 429, 5xx, resets and timeouts" },
 	{ "providers", "tool_mode", T_STR, P(tool_mode), "native", 0, NULL, tool_modes, 0, 0,

@@ -43,6 +43,8 @@ struct openai {
 	struct curl_slist *headers;
 	char errbuf[CURL_ERROR_SIZE];
 	int ollama;		/* Ollama's /api/chat: NDJSON lines, its own shapes */
+	double deadline;	/* the whole call ends by then (monotonic s; 0: none) */
+	int past_deadline;	/* the last attempt ended at the deadline */
 };
 
 struct attempt {
@@ -317,7 +319,9 @@ static int perform(struct attempt *a, CURLcode *res)
 			ret = -1;
 			break;
 		}
-		if (mono_now() - a->last_rx >= (double)a->p->timeout_seconds) {
+		if (mono_now() - a->last_rx >= (double)a->p->timeout_seconds ||
+		    (o->deadline > 0 && mono_now() >= o->deadline)) {
+			o->past_deadline = o->deadline > 0 && mono_now() >= o->deadline;
 			curl_multi_remove_handle(o->multi, o->easy);
 			*res = CURLE_OPERATION_TIMEDOUT;
 			return 0;
@@ -417,7 +421,10 @@ static enum outcome attempt_run(struct attempt *a, struct llm_response *out, str
 		res = CURLE_OK;
 	}
 	if (res != CURLE_OK) {
-		if (res == CURLE_OPERATION_TIMEDOUT)
+		if (res == CURLE_OPERATION_TIMEDOUT && a->o->past_deadline)
+			buf_addf(msg, "no answer within %ld seconds (timeout_seconds bounds the whole "
+				 "call, retries included)", a->p->timeout_seconds);
+		else if (res == CURLE_OPERATION_TIMEDOUT)
 			buf_addf(msg, "no data from the server for %ld seconds (timeout_seconds)",
 				 a->p->timeout_seconds);
 		else
@@ -528,6 +535,9 @@ static int openai_chat(struct provider *p, struct llm_response *out, const struc
 		jsonx_dump(&wire, body, JSON_COMPACT);
 		send = &wire;
 	}
+	/* timeout_seconds bounds the whole call: every attempt and every wait between */
+	((struct openai *)p->impl)->deadline = mono_now() + (double)p->timeout_seconds;
+	((struct openai *)p->impl)->past_deadline = 0;
 	for (attempt_nr = 0;; attempt_nr++) {
 		struct attempt a;
 		enum outcome oc;
@@ -544,7 +554,8 @@ static int openai_chat(struct provider *p, struct llm_response *out, const struc
 			ret = 0;
 			goto out;
 		}
-		if (oc == OUT_FAIL || attempt_nr >= p->max_retries)
+		if (oc == OUT_FAIL || attempt_nr >= p->max_retries ||
+		    ((struct openai *)p->impl)->past_deadline)
 			break;
 		if (ra > MAX_RETRY_AFTER_MS) {
 			buf_addf(&msg, " (the server asks to wait %ld s before retrying; giving up)",
@@ -554,6 +565,15 @@ static int openai_chat(struct provider *p, struct llm_response *out, const struc
 		if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
 			rnd = (unsigned int)time(NULL) * 2654435761u + (unsigned int)attempt_nr;
 		delay = llm_backoff_ms(attempt_nr, ra, rnd);
+		{
+			double left = ((struct openai *)p->impl)->deadline - mono_now();
+
+			if (left * 1000.0 < (double)delay) {
+				buf_addf(&msg, " (no time left for a retry within timeout_seconds = %ld)",
+					 p->timeout_seconds);
+				break;
+			}
+		}
 		log_debug("provider '%s': HTTP %ld, retry %d in %ld ms", p->name, out->http_status,
 			  attempt_nr + 1, delay);
 		if (wait_ms(p, delay) < 0) {

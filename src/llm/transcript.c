@@ -1,6 +1,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -341,9 +342,20 @@ int transcript_open(struct transcript **out, const char *path)
 		return err_prefix(FX_EOS, "cannot create the transcript's folder");
 	}
 	buf_release(&dir);
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	/* a link or FIFO planted in its place is refused, never followed or waited on */
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
 	if (fd < 0)
-		return err_set_errno(FX_EOS, "cannot open the transcript '%s'", path);
+		return err_set_errno(FX_EOS, "cannot open the transcript '%s'%s", path,
+				     errno == ELOOP || errno == ENXIO ? " (not a regular file)" : "");
+	{
+		struct stat st;
+
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			close(fd);
+			return err_set(FX_EDENIED, "the transcript '%s' is not a regular file", path);
+		}
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	}
 	t = xcalloc(1, sizeof(*t));
 	t->fd = fd;
 	t->path = xstrdup(path);
@@ -472,7 +484,21 @@ int transcript_load(json_t **out, const char *path)
 	size_t pos = 0, line = 0;
 	int ret;
 
-	ret = fsutil_read_file(&b, path, 1u << 30);
+	{
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+		struct stat st;
+
+		if (fd < 0) {
+			ret = errno == ENOENT ? err_set(FX_ENOTFOUND, "no such file")
+					      : err_set_errno(FX_EOS, "cannot open it");
+		} else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			ret = err_set(FX_EDENIED, "not a regular file");
+		} else {
+			ret = fsutil_read_fd(&b, fd, 1u << 30);
+		}
+		if (fd >= 0)
+			close(fd);
+	}
 	if (ret < 0) {
 		err_prefix(ret, "cannot read the transcript '%s'", path);
 		goto out;

@@ -265,7 +265,7 @@ static void post_tool(void *data, const char *tool, int role, const json_t *args
 	json_decref(in);
 }
 
-void hooks_tool_hooks(struct tool_hooks *out, struct hooks *h)
+void hooks_tool_hooks(struct tool_user_hooks *out, struct hooks *h)
 {
 	out->pre = pre_tool;
 	out->post = post_tool;

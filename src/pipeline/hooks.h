@@ -77,6 +77,6 @@ int hooks_fire(struct hooks *h, const char *event, const char *tool, const json_
 	       struct buf *why, struct buf *message);
 
 /** pre_tool / post_tool as tool_dispatch() calls them. */
-void hooks_tool_hooks(struct tool_hooks *out, struct hooks *h);
+void hooks_tool_hooks(struct tool_user_hooks *out, struct hooks *h);
 
 #endif

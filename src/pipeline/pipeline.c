@@ -17,7 +17,10 @@
 #include "base/jsonx.h"
 #include "llm/provider.h"
 #include "llm/transcript.h"
+#include "pipeline/journal.h"
+#include "pipeline/lock.h"
 #include "pipeline/pipeline.h"
+#include "sandbox/permissions.h"
 #include "sandbox/executor.h"
 #include "pipeline/hooks.h"
 #include "tools/mcp_tools.h"
@@ -26,6 +29,7 @@
 #include "vcs/checkpoint.h"
 #include "vcs/commit.h"
 #include "vcs/diff.h"
+#include "vcs/paths.h"
 
 #define DIFF_MAX (48u << 10)		/* bytes of diff shown to a role */
 #define TESTS_TEXT_MAX (16u << 10)	/* bytes of test outcome shown to a role */
@@ -59,9 +63,14 @@ struct pl {
 	int have_ex;
 	struct tool_registry reg;
 	struct mcp_set mcp;
-	struct hooks hooks;
+	struct hooks uhooks;		/* the user's [[hooks.EVENT]] */
 	struct tool_ctx tctx;
 	int have_tctx;
+	struct tool_hooks hooks;
+	struct journal jr;
+	int have_journal;
+	struct ws_lock lock;
+	char *end_checkpoint;		/* the tree as the run ended, before any rollback */
 	struct shell_tools st;
 	struct agent_budget budget;
 	struct pl_provider provs[MAX_PROVIDERS];
@@ -82,6 +91,7 @@ struct pl {
 	int iteration;
 	enum stage next;
 	int budget_hit;
+	int interrupted;		/* ended by an interrupt: state.json stays resumable */
 	struct buf budget_why;
 	double t0;
 };
@@ -114,14 +124,63 @@ static int cancelled(const struct pl *pl)
 
 static void emit(struct pl *pl, const char *type, json_t *fields)
 {
-	/* a failure to record is not a reason to stop changing code halfway */
-	if (session_event(&pl->s, type, fields) < 0)
-		err_clear();
+	/*
+	 * A failure to record is not a reason to stop changing code halfway,
+	 * and must not wipe the error being handled (a full disk used to turn
+	 * "cannot restore: No space left" into an empty reason).
+	 */
+	char *keep = xstrdup(err_last());
+	int code = err_last_code();
+
+	if (session_event(&pl->s, type, fields) < 0) {
+		if (*keep)
+			err_set(code, "%s", keep);
+		else
+			err_clear();
+	}
+	free(keep);
+}
+
+#define ARG_STRING_MAX 256	/* longer tool argument strings stay in the transcript only */
+
+/*
+ * The model's tool arguments are in transcript.jsonl already (the reply
+ * that made the call): events.jsonl keeps each long string once, as a
+ * note of its size, so the run's logs do not hold a file's content twice.
+ */
+static void shorten_arguments(json_t *fields)
+{
+	json_t *args = json_object_get(fields, "arguments"), *v;
+	const char *k;
+
+	if (json_is_string(args) && json_string_length(args) > ARG_STRING_MAX) {
+		char *note = xstrfmt("[%zu bytes; in transcript.jsonl]", json_string_length(args));
+
+		json_object_set_new(fields, "arguments", json_string(note));
+		free(note);
+		return;
+	}
+	if (!json_is_object(args))
+		return;
+	/* the agent still uses its own object: change a copy */
+	args = json_deep_copy(args);
+	json_object_set_new(fields, "arguments", args);
+	json_object_foreach(args, k, v) {
+		if (json_is_string(v) && json_string_length(v) > ARG_STRING_MAX) {
+			char *note = xstrfmt("[%zu bytes; in transcript.jsonl]", json_string_length(v));
+
+			json_object_set_new(args, k, json_string(note));
+			free(note);
+		}
+	}
 }
 
 static void on_agent_event(void *data, const char *type, json_t *fields)
 {
 	struct pl *pl = data;
+
+	if (!strcmp(type, "tool_call"))
+		shorten_arguments(fields);
 
 	if (!strcmp(type, "progress")) {
 		/* for display only: not stored */
@@ -201,6 +260,7 @@ static int save_state(struct pl *pl)
 	jsonx_set(j, "baseline", pl->have_baseline ? verify_result_to_json(&pl->baseline)
 						   : json_null());
 	jsonx_set(j, "feedback", jsonx_string(pl->feedback.buf));
+	jsonx_set(j, "interrupted", json_boolean(pl->interrupted));
 	ret = session_write_json(&pl->s, "state.json", j);
 	json_decref(j);
 	return ret;
@@ -220,7 +280,8 @@ static int load_state(struct pl *pl)
 		goto out;
 	}
 	if (st == ST_DONE) {
-		ret = err_set(FX_EINVAL, "run %s has already ended", pl->s.id);
+		ret = err_set(FX_EINVAL, "run %s has already ended (%s); nothing to resume", pl->s.id,
+			      jsonx_str(j, "outcome") ? jsonx_str(j, "outcome") : "see 'forgex log'");
 		goto out;
 	}
 	pl->next = (enum stage)st;
@@ -270,23 +331,6 @@ static int take_checkpoint(struct pl *pl, char **id_out, const char *what)
 	emit(pl, "checkpoint", json_pack("{s:s, s:s, s:s}", "action", "create", "id", info.id,
 					 "what", what));
 	checkpoint_info_release(&info);
-	return 0;
-}
-
-static int restore_checkpoint(struct pl *pl, const char *id, const char *why)
-{
-	struct checkpoint_restore_result res;
-	int ret;
-
-	memset(&res, 0, sizeof(res));
-	ret = checkpoint_restore(&res, pl->cps, id);
-	if (ret < 0)
-		return err_prefix(ret, "cannot restore checkpoint %.12s", id);
-	emit(pl, "checkpoint", json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "action", "restore",
-					 "id", id, "why", why, "backup", res.backup.id,
-					 "written", (json_int_t)res.written,
-					 "removed", (json_int_t)res.removed));
-	checkpoint_restore_result_release(&res);
 	return 0;
 }
 
@@ -493,19 +537,23 @@ static int run_tests(struct pl *pl, struct verify_result *out, const char *what)
 	req.workspace = pl->cfg->workspace;
 	emit(pl, "command", json_pack("{s:s, s:o}", "tool", "verify",
 				      "argv", jsonx_from_strvec(&pl->cmd.argv)));
-	if (hooks_have(&pl->hooks, "pre_verify")) {
+	if (hooks_have(&pl->uhooks, "pre_verify")) {
 		json_t *in = json_pack("{s:s, s:o}", "what", what, "command",
 				       jsonx_from_strvec(&pl->cmd.argv));
 
-		hooks_fire(&pl->hooks, "pre_verify", NULL, in, NULL, NULL);
+		hooks_fire(&pl->uhooks, "pre_verify", NULL, in, NULL, NULL);
 		json_decref(in);
 	}
+	if (pl->have_journal)
+		journal_command_begin(&pl->jr);
 	ret = verify_run(out, &req, verify_executor_run, &pl->ex);
-	if (hooks_have(&pl->hooks, "post_verify")) {
+	if (pl->have_journal)
+		journal_command_end(&pl->jr);
+	if (hooks_have(&pl->uhooks, "post_verify")) {
 		json_t *in = json_pack("{s:s, s:b, s:o}", "what", what, "ran", ret >= 0,
 				       "result", ret >= 0 ? verify_result_to_json(out) : json_null());
 
-		hooks_fire(&pl->hooks, "post_verify", NULL, in, NULL, NULL);
+		hooks_fire(&pl->uhooks, "post_verify", NULL, in, NULL, NULL);
 		json_decref(in);
 	}
 	if (ret < 0) {
@@ -764,6 +812,39 @@ out:
 }
 
 /*
+ * The tools' hooks: everything the tools change goes into the journal.
+ */
+
+static int hook_before_change(void *data, const struct wspath_loc *loc)
+{
+	struct pl *pl = data;
+
+	return pl->have_journal ? journal_before_change(&pl->jr, loc->dirfd, loc->name, loc->rel)
+				: 0;
+}
+
+static void hook_after_change(void *data, const char *rel)
+{
+	struct pl *pl = data;
+
+	if (pl->have_journal)
+		journal_after_change(&pl->jr, rel);
+}
+
+static void hook_around_call(void *data, const struct tool *t, int after)
+{
+	struct pl *pl = data;
+
+	/* a command can change any file: what it changed is the run's */
+	if (!pl->have_journal || !(t->needs & (PERM_TERMINAL | PERM_TEST | PERM_BUILD)))
+		return;
+	if (after)
+		journal_command_end(&pl->jr);
+	else
+		journal_command_begin(&pl->jr);
+}
+
+/*
  * Set up and tear down
  */
 
@@ -786,6 +867,10 @@ static int setup(struct pl *pl)
 	ret = checkpoint_open(&pl->cps, cfg->workspace);
 	if (ret < 0)
 		return ret;
+	ret = journal_open(&pl->jr, pl->cps, pl->s.dir, 1);
+	if (ret < 0)
+		return ret;
+	pl->have_journal = 1;
 	ret = executor_init(&pl->ex, cfg, cfg->workspace);
 	if (ret < 0)
 		return err_prefix(ret, "sandbox");
@@ -812,8 +897,13 @@ static int setup(struct pl *pl)
 	if (ret < 0)
 		return ret;
 	pl->have_tctx = 1;
-	hooks_init(&pl->hooks, cfg, &pl->ex, pl->s.id, on_hook_event, pl);
-	hooks_tool_hooks(&pl->tctx.hooks, &pl->hooks);
+	hooks_init(&pl->uhooks, cfg, &pl->ex, pl->s.id, on_hook_event, pl);
+	hooks_tool_hooks(&pl->tctx.user_hooks, &pl->uhooks);
+	pl->hooks.before_change = hook_before_change;
+	pl->hooks.after_change = hook_after_change;
+	pl->hooks.around_call = hook_around_call;
+	pl->hooks.data = pl;
+	pl->tctx.hooks = &pl->hooks;
 	agent_budget_init(&pl->budget, cfg->budget.max_tokens, cfg->budget.max_cost_usd,
 			  (double)cfg->budget.max_wall_seconds);
 	for (i = 0; i < cfg->budget.prices.nr; i++) {
@@ -846,7 +936,10 @@ static void teardown(struct pl *pl)
 	shell_tools_release(&pl->st);
 	if (pl->have_ex)
 		executor_release(&pl->ex);
+	if (pl->have_journal)
+		journal_release(&pl->jr);
 	checkpoint_close(pl->cps);
+	free(pl->end_checkpoint);
 	transcript_free(pl->tr);
 	agent_budget_release(&pl->budget);
 	verify_command_release(&pl->cmd);
@@ -861,19 +954,31 @@ static void teardown(struct pl *pl)
 	free(pl->tree_checkpoint);
 	if (pl->have_session)
 		session_release(&pl->s);
+	ws_lock_release(&pl->lock);
 }
 
 /*
  * Commit the change on the current branch: exactly the paths that differ
  * from the pre-run checkpoint (see vcs/commit.h).
  */
-static int commit_change(struct pl *pl, const char *message)
+static int commit_change(struct pl *pl, const char *message, char *id, struct strvec *out)
 {
 	struct strvec paths = STRVEC_INIT;
-	char id[41] = "";
 	int ret;
 
-	ret = vcs_changed_paths(&paths, pl->cps, pl->pre_checkpoint);
+	/* the run's own paths only: what the user changed meanwhile is not the run's */
+	{
+		struct strvec both = STRVEC_INIT;
+		size_t i;
+
+		if (journal_conflicts(&pl->jr, &both) < 0)
+			err_clear();
+		for (i = 0; i < both.nr; i++)
+			strvec_pushf(&pl->out->kept_paths, "%s (changed by you too during the run: "
+				     "not committed)", both.v[i]);
+		strvec_clear(&both);
+	}
+	ret = journal_own_changes(&pl->jr, &paths);
 	if (ret < 0 || !paths.nr)
 		goto out;
 	ret = vcs_commit_paths(id, pl->cfg->workspace, &paths, message);
@@ -881,8 +986,9 @@ static int commit_change(struct pl *pl, const char *message)
 		goto out;
 	ret = 0;
 	pl->out->committed = 1;
-	emit(pl, "commit", json_pack("{s:s, s:s, s:i}", "message", message, "id", id,
-				     "paths", (int)paths.nr));
+	emit(pl, "commit", json_pack("{s:s, s:s, s:i, s:o}", "message", message, "id", id,
+				     "paths", (int)paths.nr, "files", jsonx_from_strvec(&paths)));
+	strvec_copy(out, &paths);
 out:
 	strvec_clear(&paths);
 	return ret;
@@ -902,14 +1008,47 @@ static json_t *tests_json(const struct verify_result *r, int have)
  * `code` is 0 (PASS or FAIL by `pass`), FX_EINTR, FX_ELIMIT (budget) or
  * another failure (error).
  */
+static json_t *strvec_json(const struct strvec *v)
+{
+	return jsonx_from_strvec(v);
+}
+
+/*
+ * Put back what the run changed (and only that): the journal's paths that
+ * are still what the run left. Fills `o`; returns the number that failed.
+ */
+static int roll_back(struct pl *pl, struct journal_outcome *o, const char *why)
+{
+	int failed = journal_revert(&pl->jr, 0, o);
+
+	if (failed < 0) {
+		strvec_pushf(&o->failed, "(all): %s", err_last());
+		err_clear();
+		failed = 1;
+	}
+	emit(pl, "rollback", json_pack("{s:s, s:o, s:o, s:o}", "why", why,
+				       "reverted", strvec_json(&o->reverted),
+				       "kept", strvec_json(&o->kept),
+				       "failed", strvec_json(&o->failed)));
+	return failed;
+}
+
+/*
+ * Reach an ending: restore or keep, write summary.json, fill `out`.
+ * `code` is 0 (PASS or FAIL by `pass`), FX_EINTR, FX_ELIMIT (budget) or
+ * another failure (error).
+ */
 static void finish(struct pl *pl, int code, int pass, const char *reason)
 {
 	struct pipeline_result *out = pl->out;
-	struct buf stat = BUF_INIT;
+	struct journal_outcome jo;
+	struct strvec own = STRVEC_INIT;
 	const char *on_failure = pl->cfg->pipeline.on_failure;
+	char commit_id[41] = "";
 	int restore = 0;
-	json_t *sum;
+	json_t *sum, *restore_j = json_null(), *commit_files = NULL;
 
+	journal_outcome_init(&jo);
 	if (code == FX_EINTR)
 		out->outcome = PIPELINE_INTERRUPTED;
 	else if (code == 0 && pl->o->plan_only)
@@ -921,36 +1060,67 @@ static void finish(struct pl *pl, int code, int pass, const char *reason)
 	else
 		out->outcome = PIPELINE_ERROR;
 	out->code = out->outcome == PIPELINE_ERROR ? code : 0;
-	out->reason = xstrdup(reason ? reason : "");
-	if (pl->cps && pl->pre_checkpoint) {
-		if (vcs_diff_ext(&stat, NULL, pl->cps, pl->pre_checkpoint, VCS_DIFF_STAT) < 0)
+	out->reason = xstrdup(reason && *reason ? reason :
+			      out->outcome == PIPELINE_ERROR ? "failed without saying why" : "");
+	if (pl->have_journal) {
+		struct buf stat = BUF_INIT;
+		char snap[VCS_OID_HEX];
+
+		journal_paths(&pl->jr, &own);
+		/* the tree as the run ended: `forgex diff RUN` shows pre -> this */
+		if (pl->pre_checkpoint && !vcs_snapshot(snap, pl->cps)) {
+			pl->end_checkpoint = xstrdup(snap);
+			if (vcs_diff_trees(&stat, NULL, pl->cps, pl->pre_checkpoint, snap, &own,
+					   VCS_DIFF_STAT) < 0)
+				err_clear();
+		} else {
 			err_clear();
+		}
 		out->diffstat = buf_detach(&stat, NULL);
 	}
 	if (out->outcome == PIPELINE_INTERRUPTED)
 		restore = 1;
 	else if (out->outcome == PIPELINE_FAIL || out->outcome == PIPELINE_ERROR)
 		restore = !on_failure || strcmp(on_failure, "keep");
-	if (restore && pl->cps && pl->pre_checkpoint) {
-		if (restore_checkpoint(pl, pl->pre_checkpoint, pipeline_outcome_name(out->outcome)) < 0) {
+	if (restore && pl->have_journal) {
+		int failed = roll_back(pl, &jo, pipeline_outcome_name(out->outcome));
+
+		if (pl->jr.gaps) {
+			/* never claim a restore that may have missed a command's changes */
+			strvec_pushf(&jo.failed, "(what %u command%s changed): not recorded (%s), so "
+				     "not put back; compare with 'forgex diff %s'", pl->jr.gaps,
+				     pl->jr.gaps == 1 ? "" : "s", pl->jr.gap_why, pl->s.id);
+			failed++;
+		}
+		if (failed) {
+			struct buf r = BUF_INIT;
+			size_t i;
+
+			buf_addf(&r, "%s; and the tree could not be fully restored: ", out->reason);
+			for (i = 0; i < jo.failed.nr; i++)
+				buf_addf(&r, "%s%s", i ? "; " : "", jo.failed.v[i]);
 			free(out->reason);
-			out->reason = xstrfmt("%s; and the tree could not be restored: %s",
-					      reason ? reason : "", err_last());
+			out->reason = buf_detach(&r, NULL);
 		} else {
 			out->rolled_back = 1;
 		}
+		restore_j = json_pack("{s:o, s:o, s:o}", "reverted", strvec_json(&jo.reverted),
+				      "kept", strvec_json(&jo.kept), "failed", strvec_json(&jo.failed));
 	} else if (!restore && pl->pre_checkpoint && out->outcome != PIPELINE_PASS &&
 		   out->outcome != PIPELINE_PLANNED) {
 		out->kept = 1;
 	}
 	if (out->outcome == PIPELINE_PASS && pl->cfg->pipeline.commit) {
 		char *msg = xstrfmt("%s\n\nMade by forgex run %s.", pl->request, pl->s.id);
+		struct strvec paths = STRVEC_INIT;
 
-		if (commit_change(pl, msg) < 0) {
+		if (commit_change(pl, msg, commit_id, &paths) < 0) {
 			free(out->reason);
 			out->reason = xstrfmt("the change passed but could not be committed: %s",
 					      err_last());
 		}
+		commit_files = strvec_json(&paths);
+		strvec_clear(&paths);
 		free(msg);
 	}
 	out->iterations = pl->iteration;
@@ -960,6 +1130,13 @@ static void finish(struct pl *pl, int code, int pass, const char *reason)
 	out->pre_checkpoint = xstrdup(pl->pre_checkpoint ? pl->pre_checkpoint : "");
 	if (pl->plan)
 		out->plan = json_incref(pl->plan);
+	{
+		size_t i;
+
+		for (i = 0; i < jo.kept.nr; i++)
+			strvec_push(&out->kept_paths, jo.kept.v[i]);
+	}
+	strvec_copy(&out->failed_paths, &jo.failed);
 
 	sum = json_object();
 	jsonx_set(sum, "run_id", jsonx_string(pl->s.id));
@@ -967,9 +1144,15 @@ static void finish(struct pl *pl, int code, int pass, const char *reason)
 	jsonx_set(sum, "outcome", jsonx_string(pipeline_outcome_name(out->outcome)));
 	jsonx_set(sum, "reason", jsonx_string(out->reason));
 	jsonx_set(sum, "pre_checkpoint", jsonx_string(out->pre_checkpoint));
+	jsonx_set(sum, "end_tree", pl->end_checkpoint ? jsonx_string(pl->end_checkpoint)
+						      : json_null());
 	jsonx_set(sum, "rolled_back", json_boolean(out->rolled_back));
+	jsonx_set(sum, "restore", restore_j);
 	jsonx_set(sum, "kept", json_boolean(out->kept));
 	jsonx_set(sum, "committed", json_boolean(out->committed));
+	jsonx_set(sum, "commit", *commit_id ? jsonx_string(commit_id) : json_null());
+	jsonx_set(sum, "commit_files", commit_files ? commit_files : json_null());
+	jsonx_set(sum, "paths", strvec_json(&own));
 	jsonx_set(sum, "iterations", json_integer(out->iterations));
 	jsonx_set(sum, "tokens", json_integer(out->tokens));
 	jsonx_set(sum, "cost_usd", json_real(out->cost_usd));
@@ -979,14 +1162,18 @@ static void finish(struct pl *pl, int code, int pass, const char *reason)
 	jsonx_set(sum, "tests_after", tests_json(&pl->last, pl->last_ran));
 	if (session_write_json(&pl->s, "summary.json", sum) < 0)
 		err_clear();
-	pl->next = ST_DONE;
+	/* an interrupted run can be resumed: state.json keeps the stage it was in */
+	if (out->outcome == PIPELINE_INTERRUPTED)
+		pl->interrupted = 1;
+	else
+		pl->next = ST_DONE;
 	if (save_state(pl) < 0)
 		err_clear();
-	if (hooks_have(&pl->hooks, "stop")) {
+	if (hooks_have(&pl->uhooks, "stop")) {
 		json_t *in = json_pack("{s:s, s:s}", "outcome", pipeline_outcome_name(out->outcome),
 				       "reason", out->reason);
 
-		hooks_fire(&pl->hooks, "stop", NULL, in, NULL, NULL);
+		hooks_fire(&pl->uhooks, "stop", NULL, in, NULL, NULL);
 		json_decref(in);
 	}
 	emit(pl, "run_end", json_pack("{s:s, s:s, s:b, s:b, s:i, s:I}", "outcome",
@@ -994,7 +1181,8 @@ static void finish(struct pl *pl, int code, int pass, const char *reason)
 				      "rolled_back", out->rolled_back, "kept", out->kept,
 				      "iterations", out->iterations, "tokens", (json_int_t)out->tokens));
 	out->summary = sum;
-	buf_release(&stat);
+	strvec_clear(&own);
+	journal_outcome_release(&jo);
 }
 
 /* After a stage that may have changed the tree: checkpoint it and save the state. */
@@ -1150,6 +1338,21 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 		ret = err_set(FX_EINVAL, "no workspace");
 		goto out;
 	}
+	if (!opts->resume_id && (!opts->request || !*opts->request)) {
+		ret = err_set(FX_EINVAL, "a request is required");
+		goto out;
+	}
+	/* one run at a time per workspace (plan only reads: no lock) */
+	if (!opts->plan_only) {
+		char *what = opts->resume_id ? xstrfmt("resume of run %s", opts->resume_id)
+					     : xstrdup("run");
+
+		ret = ws_lock_acquire(&pl.lock, pl.cfg->workspace, what, opts->no_wait,
+				      opts->on_wait, opts->event_data, opts->cancel);
+		free(what);
+		if (ret < 0)
+			goto out;
+	}
 	if (opts->resume_id) {
 		ret = session_open(&pl.s, pl.cfg->workspace, opts->resume_id);
 		if (ret < 0)
@@ -1159,10 +1362,6 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 		if (ret < 0)
 			goto out;
 	} else {
-		if (!opts->request || !*opts->request) {
-			ret = err_set(FX_EINVAL, "a request is required");
-			goto out;
-		}
 		ret = session_create(&pl.s, pl.cfg->workspace, opts->request);
 		if (ret < 0)
 			goto out;
@@ -1172,6 +1371,12 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 	}
 	pl.s.on_event = opts->on_event;
 	pl.s.on_event_data = opts->event_data;
+	if (!opts->resume_id) {
+		char *what = xstrfmt("run %s", pl.s.id);
+
+		ws_lock_describe(&pl.lock, what);
+		free(what);
+	}
 	out->run_id = xstrdup(pl.s.id);
 	out->run_dir = xstrdup(pl.s.dir);
 	if (opts->on_session)
@@ -1187,13 +1392,22 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 		goto out;
 	}
 	if (opts->resume_id && pl.tree_checkpoint) {
-		ret = restore_checkpoint(&pl, pl.tree_checkpoint, "resume");
+		/* the run's own paths go back to its last completed stage; the user's stay */
+		struct strvec failed = STRVEC_INIT;
+
+		ret = journal_restore_to(&pl.jr, pl.tree_checkpoint, &failed);
+		if (ret > 0)
+			ret = err_set(FX_EOS, "cannot put back the tree of the last completed stage: "
+				      "%s", failed.v[0]);
+		strvec_clear(&failed);
 		if (ret < 0) {
 			reason = xstrdup(err_last());
 			finish(&pl, ret, 0, reason);
 			ret = 0;
 			goto out;
 		}
+		emit(&pl, "checkpoint", json_pack("{s:s, s:s, s:s}", "action", "restore", "id",
+						  pl.tree_checkpoint, "why", "resume"));
 	}
 	{
 		json_t *in = json_pack("{s:s, s:b}", "request", pl.request, "resumed",
@@ -1201,9 +1415,9 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 		struct buf why = BUF_INIT;
 		int blocked;
 
-		hooks_fire(&pl.hooks, "session_start", NULL, in, NULL, NULL);
+		hooks_fire(&pl.uhooks, "session_start", NULL, in, NULL, NULL);
 		blocked = !opts->resume_id &&
-			  hooks_fire(&pl.hooks, "user_prompt", NULL, in, &why, NULL);
+			  hooks_fire(&pl.uhooks, "user_prompt", NULL, in, &why, NULL);
 		json_decref(in);
 		if (blocked) {
 			reason = xstrfmt("a user_prompt hook blocked the request: %s",
@@ -1245,11 +1459,14 @@ void pipeline_result_release(struct pipeline_result *r)
 	free(r->diffstat);
 	json_decref(r->plan);
 	json_decref(r->summary);
+	strvec_clear(&r->kept_paths);
+	strvec_clear(&r->failed_paths);
 	memset(r, 0, sizeof(*r));
 }
 
-int pipeline_undo(char **checkpoint, const char *workspace, const char *id)
+int pipeline_restore_start(char **checkpoint, const char *workspace, const char *id)
 {
+	struct ws_lock lock = WS_LOCK_INIT;
 	struct checkpoints *cps = NULL;
 	struct checkpoint_restore_result res;
 	char *dir = session_dir(workspace, id);
@@ -1258,6 +1475,9 @@ int pipeline_undo(char **checkpoint, const char *workspace, const char *id)
 	int ret;
 
 	memset(&res, 0, sizeof(res));
+	ret = ws_lock_acquire(&lock, workspace, "replay", 0, NULL, NULL, NULL);
+	if (ret < 0)
+		goto out;
 	ret = session_read_json(&st, dir, "state.json");
 	if (ret < 0)
 		goto out;
@@ -1274,20 +1494,208 @@ int pipeline_undo(char **checkpoint, const char *workspace, const char *id)
 		goto out;
 	if (checkpoint)
 		*checkpoint = xstrdup(pre);
+out:
+	ws_lock_release(&lock);
+	checkpoint_restore_result_release(&res);
+	checkpoint_close(cps);
+	json_decref(st);
+	free(dir);
+	return ret;
+}
+
+void pipeline_undo_result_init(struct pipeline_undo_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	strvec_init(&r->conflicts);
+	strvec_init(&r->reverted);
+	strvec_init(&r->kept);
+	strvec_init(&r->overwritten);
+	strvec_init(&r->failed);
+}
+
+void pipeline_undo_result_release(struct pipeline_undo_result *r)
+{
+	strvec_clear(&r->conflicts);
+	strvec_clear(&r->reverted);
+	strvec_clear(&r->kept);
+	strvec_clear(&r->overwritten);
+	strvec_clear(&r->failed);
+	free(r->commit_note);
+	memset(r, 0, sizeof(*r));
+}
+
+/* After the tree is reverted: revert the run's commit with a new one, or say why not. */
+static void undo_commit(struct pipeline_undo_result *out, const char *workspace, const char *id,
+			const json_t *sum)
+{
+	const char *commit = jsonx_str(sum, "commit");
+	const json_t *files = json_object_get(sum, "commit_files");
+	struct strvec paths = STRVEC_INIT;
+	char head[VCS_OID_HEX];
+	char *msg;
+	int ret;
+
+	if (!commit)
+		return;
+	if (vcs_head(head, workspace) < 0) {
+		out->commit_note = xstrfmt("the run's commit %.12s was not reverted: %s", commit,
+					   err_last());
+		err_clear();
+		return;
+	}
+	if (strcmp(head, commit)) {
+		out->commit_note = xstrfmt("the run's commit %.12s is no longer HEAD (HEAD is %.12s), "
+					   "so no revert commit was made; the files are reverted in "
+					   "the working tree; to record it: git revert %.12s",
+					   commit, head, commit);
+		return;
+	}
+	if (jsonx_to_strvec(&paths, files) < 0 || !paths.nr) {
+		err_clear();
+		out->commit_note = xstrfmt("the run's commit %.12s lists no files; not reverted",
+					   commit);
+		goto out;
+	}
+	{
+		const char *req = jsonx_str(sum, "request");
+		size_t n = req ? strcspn(req, "\n") : 0;
+
+		msg = xstrfmt("Revert \"%.*s\"\n\nThis reverts commit %s,\nmade by forgex run %s "
+			      "(forgex undo %s).", (int)(n > 60 ? 60 : n), req ? req : "", commit,
+			      id, id);
+	}
+	ret = vcs_commit_paths(out->revert_commit, workspace, &paths, msg);
+	free(msg);
+	if (ret < 0) {
+		out->commit_note = xstrfmt("the run's commit %.12s could not be reverted by a new "
+					   "commit: %s; the files are reverted in the working tree",
+					   commit, err_last());
+		err_clear();
+		out->revert_commit[0] = '\0';
+	} else if (ret == 0) {
+		out->revert_commit[0] = '\0';
+	}
+out:
+	strvec_clear(&paths);
+}
+
+int pipeline_undo(struct pipeline_undo_result *out, const char *workspace, const char *id,
+		  int force, int no_wait, void (*on_wait)(void *data, const char *holder),
+		  void *data, const volatile sig_atomic_t *cancel)
+{
+	struct ws_lock lock = WS_LOCK_INIT;
+	struct checkpoints *cps = NULL;
+	struct journal jr = JOURNAL_INIT;
+	struct journal_outcome jo;
+	struct checkpoint_info info;
+	struct strvec paths = STRVEC_INIT;
+	char *dir = session_dir(workspace, id), *what;
+	json_t *st = NULL, *sum = NULL;
+	int ret, have_journal = 0;
+
+	journal_outcome_init(&jo);
+	memset(&info, 0, sizeof(info));
+	what = xstrfmt("undo of run %s", id);
+	ret = ws_lock_acquire(&lock, workspace, what, no_wait, on_wait, data, cancel);
+	free(what);
+	if (ret < 0)
+		goto out;
+	ret = session_read_json(&st, dir, "state.json");
+	if (ret < 0)
+		goto out;
+	if (session_read_json(&sum, dir, "summary.json") < 0)
+		err_clear();
+	ret = checkpoint_open(&cps, workspace);
+	if (ret < 0)
+		goto out;
+	ret = journal_open(&jr, cps, dir, 0);
+	if (ret < 0)
+		goto out;
+	have_journal = 1;
+	journal_paths(&jr, &paths);
+	if (!paths.nr) {
+		/* a run from before the journal: its pre-run checkpoint, whole */
+		struct checkpoint_restore_result res;
+		const char *pre = jsonx_str(st, "pre_checkpoint");
+
+		if (!pre) {
+			ret = err_set(FX_ENOTFOUND, "run %s changed nothing", id);
+			goto out;
+		}
+		if (json_object_get(st, "interrupted")) {
+			/* this forgex recorded the run: it changed no file */
+			ret = err_set(FX_ENOTFOUND, "run %s changed no file: nothing to undo", id);
+			goto out;
+		}
+		if (!force) {
+			ret = err_set(FX_EDENIED, "run %s is from an older forgex that did not record "
+				      "which files it changed; undoing it restores the whole tree "
+				      "to before the run, losing every change made since; "
+				      "'forgex undo %s --force' does it", id, id);
+			goto out;
+		}
+		memset(&res, 0, sizeof(res));
+		ret = checkpoint_restore(&res, cps, pre);
+		if (!ret)
+			snprintf(out->backup, sizeof(out->backup), "%s", res.backup.id);
+		checkpoint_restore_result_release(&res);
+		out->legacy = 1;
+		goto out;
+	}
+	ret = journal_conflicts(&jr, &out->conflicts);
+	if (ret < 0)
+		goto out;
+	if (out->conflicts.nr && !force) {
+		ret = err_set(FX_EDENIED, "%zu file%s of run %s changed since the run ended; undoing "
+			      "it would lose %s", out->conflicts.nr,
+			      out->conflicts.nr == 1 ? "" : "s", id,
+			      out->conflicts.nr == 1 ? "that change" : "those changes");
+		goto out;
+	}
+	/* the tree just before, so the undo can itself be undone */
+	what = xstrfmt("before undo of run %s", id);
+	ret = checkpoint_create(&info, cps, what);
+	free(what);
+	if (ret < 0)
+		goto out;
+	snprintf(out->backup, sizeof(out->backup), "%s", info.id);
+	ret = journal_revert(&jr, force, &jo);
+	if (ret < 0)
+		goto out;
+	strvec_copy(&out->reverted, &jo.reverted);
+	strvec_copy(&out->kept, &jo.kept);
+	strvec_copy(&out->overwritten, &jo.overwritten);
+	strvec_copy(&out->failed, &jo.failed);
+	if (ret > 0) {
+		ret = err_set(FX_ERROR, "%d file%s of run %s could not be put back", ret,
+			      ret == 1 ? "" : "s", id);
+		goto out;
+	}
+	undo_commit(out, workspace, id, sum);
 	{
 		struct session s;
 
 		if (!session_open(&s, workspace, id)) {
-			session_event(&s, "undo", json_pack("{s:s, s:s}", "checkpoint", pre,
-							    "backup", res.backup.id));
+			session_event(&s, "undo", json_pack("{s:s, s:b, s:o, s:s?}", "backup",
+							    out->backup, "force", force,
+							    "reverted", jsonx_from_strvec(&out->reverted),
+							    "revert_commit", *out->revert_commit ?
+							    out->revert_commit : NULL));
 			session_release(&s);
 		}
 		err_clear();
 	}
+	ret = 0;
 out:
-	checkpoint_restore_result_release(&res);
+	if (have_journal)
+		journal_release(&jr);
+	journal_outcome_release(&jo);
+	checkpoint_info_release(&info);
+	strvec_clear(&paths);
 	checkpoint_close(cps);
+	ws_lock_release(&lock);
 	json_decref(st);
+	json_decref(sum);
 	free(dir);
 	return ret;
 }

@@ -74,9 +74,16 @@ struct pipeline_opts {
 	void (*on_session)(void *data, const struct session *s);
 	/* Every piece of the model's text as it streams (may be NULL), with event_data. */
 	void (*on_text)(void *data, const char *text, size_t len);
+	/*
+	 * The workspace lock (pipeline/lock.h): with no_wait, a run that finds
+	 * it held fails at once naming the holder; else on_wait (may be NULL)
+	 * is told once, with event_data, and the run waits.
+	 */
+	int no_wait;
+	void (*on_wait)(void *data, const char *holder);
 };
 
-#define PIPELINE_OPTS_INIT { NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+#define PIPELINE_OPTS_INIT { NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL }
 
 struct pipeline_result {
 	enum pipeline_outcome outcome;
@@ -95,9 +102,13 @@ struct pipeline_result {
 	char *diffstat;		/* what changed, as `forgex diff --stat` shows */
 	json_t *plan;		/* the Architect's plan, or NULL */
 	json_t *summary;	/* summary.json */
+	/* the rollback: paths kept as the user changed them ("PATH (the run's version: FILE)") */
+	struct strvec kept_paths;
+	/* the rollback: paths that could not be put back ("PATH: why; ... WHERE") */
+	struct strvec failed_paths;
 };
 
-#define PIPELINE_RESULT_INIT { PIPELINE_ERROR, 0, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0.0, 0.0, NULL, NULL, NULL }
+#define PIPELINE_RESULT_INIT { PIPELINE_ERROR, 0, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0.0, 0.0, NULL, NULL, NULL, STRVEC_INIT, STRVEC_INIT }
 
 /**
  * Run (or resume) the pipeline. Returns 0 when the run reached an ending
@@ -129,10 +140,36 @@ void pipeline_describe_tests(struct buf *out, const struct verify_result *r,
 			     const struct verify_comparison *cmp, size_t max);
 
 /**
- * Restore the pre-run checkpoint of run `id` in `workspace` (forgex
- * undo). `*checkpoint` (may be NULL) receives its id (caller frees).
- * FX_ENOTFOUND when the run recorded none.
+ * Restore the whole pre-run checkpoint of run `id` in `workspace` (forgex
+ * replay starts there). `*checkpoint` (may be NULL) receives its id
+ * (caller frees). FX_ENOTFOUND when the run recorded none.
  */
-int pipeline_undo(char **checkpoint, const char *workspace, const char *id);
+int pipeline_restore_start(char **checkpoint, const char *workspace, const char *id);
+
+/** What pipeline_undo() did, or why it did not. */
+struct pipeline_undo_result {
+	struct strvec conflicts;	/* the run's paths changed since it ended */
+	struct strvec reverted, kept, overwritten, failed;	/* see journal_outcome */
+	char backup[41];		/* checkpoint of the tree just before the undo */
+	char revert_commit[41];		/* the commit that reverts the run's commit */
+	char *commit_note;		/* why the run's commit was not reverted (or NULL) */
+	int legacy;			/* an old run without a journal: whole-tree restore */
+};
+
+void pipeline_undo_result_init(struct pipeline_undo_result *r);
+void pipeline_undo_result_release(struct pipeline_undo_result *r);
+
+/**
+ * forgex undo: revert run `id`'s own changes (its journal) in `workspace`.
+ * When a path of the run changed since the run ended, nothing is done and
+ * FX_EDENIED returned with the paths in `out->conflicts`, unless `force`
+ * (the current versions are then saved in the run folder). A run that
+ * committed (commit = true) has its commit reverted by a new commit when
+ * HEAD is still that commit, else `commit_note` says why not. Takes the
+ * workspace lock (see pipeline_opts.no_wait / on_wait).
+ */
+int pipeline_undo(struct pipeline_undo_result *out, const char *workspace, const char *id,
+		  int force, int no_wait, void (*on_wait)(void *data, const char *holder),
+		  void *data, const volatile sig_atomic_t *cancel);
 
 #endif

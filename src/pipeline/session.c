@@ -53,39 +53,213 @@ char *session_path(const struct session *s, const char *name)
 	return xstrfmt("%s/%s", s->dir, name);
 }
 
+
+/*
+ * forgex's own files are opened beneath the workspace without following a
+ * link, and a FIFO, device or socket planted in their place is refused:
+ * a command may have made any of them (issue 11).
+ */
+static int refuse_type(const char *shown, mode_t type)
+{
+	const char *what = S_ISLNK(type) ? "a symbolic link" : S_ISFIFO(type) ? "a named pipe" :
+			   S_ISSOCK(type) ? "a socket" : S_ISDIR(type) ? "a folder" :
+			   S_ISCHR(type) || S_ISBLK(type) ? "a device" : "not a regular file";
+
+	return err_set(FX_EDENIED, "%s is %s, not what forgex made; forgex does not follow or "
+		       "read it (remove it to go on)", shown, what);
+}
+
+int session_forgex_open(const char *workspace, const char *rel, int flags, mode_t mode)
+{
+	struct buf shown = BUF_INIT;
+	const char *p = rel, *slash;
+	struct stat st;
+	int fd, next, ret;
+
+	fd = open(workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set_errno(FX_EOS, "cannot open %s", workspace);
+	buf_addf(&shown, "%s/.forgex", workspace);
+	next = openat(fd, ".forgex", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (next < 0 && errno == ENOENT && (flags & O_CREAT)) {
+		if (mkdirat(fd, ".forgex", 0755) < 0 && errno != EEXIST)
+			goto os_fail;
+		next = openat(fd, ".forgex", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	for (;;) {
+		if (next < 0) {
+			if (errno == ELOOP || errno == ENOTDIR) {
+				if (!fstatat(fd, strrchr(shown.buf, '/') + 1, &st, AT_SYMLINK_NOFOLLOW))
+					ret = refuse_type(shown.buf, st.st_mode);
+				else
+					ret = err_set_errno(FX_EOS, "cannot open %s", shown.buf);
+				goto fail;
+			}
+			goto os_fail;
+		}
+		close(fd);
+		fd = next;
+		slash = strchr(p, '/');
+		if (!slash)
+			break;
+		buf_addch(&shown, '/');
+		buf_add(&shown, p, (size_t)(slash - p));
+		{
+			char *name = xstrndup(p, (size_t)(slash - p));
+
+			next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (next < 0 && errno == ENOENT && (flags & O_CREAT)) {
+				if (mkdirat(fd, name, 0700) < 0 && errno != EEXIST) {
+					free(name);
+					goto os_fail;
+				}
+				next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			}
+			free(name);
+		}
+		p = slash + 1;
+	}
+	if (!*p) {
+		ret = fd;
+		goto out;
+	}
+	buf_addch(&shown, '/');
+	buf_addstr(&shown, p);
+	if (flags & O_DIRECTORY) {
+		next = openat(fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0 && errno == ENOENT && (flags & O_CREAT)) {
+			if (mkdirat(fd, p, mode) < 0 && errno != EEXIST)
+				goto os_fail;
+			next = openat(fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
+	} else {
+		next = openat(fd, p, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
+	}
+	if (next < 0) {
+		if ((errno == ELOOP || errno == ENOTDIR || errno == ENXIO || errno == EISDIR) &&
+		    !fstatat(fd, p, &st, AT_SYMLINK_NOFOLLOW)) {
+			ret = refuse_type(shown.buf, st.st_mode);
+			goto fail;
+		}
+		if (errno == ENOENT) {
+			ret = err_set(FX_ENOTFOUND, "%s does not exist", shown.buf);
+			goto fail;
+		}
+		goto os_fail;
+	}
+	close(fd);
+	fd = -1;
+	if (fstat(next, &st) < 0 || ((flags & O_DIRECTORY) ? !S_ISDIR(st.st_mode)
+							   : !S_ISREG(st.st_mode))) {
+		ret = refuse_type(shown.buf, st.st_mode);
+		close(next);
+		goto out;
+	}
+	if (!(flags & O_DIRECTORY)) {
+		/* back to blocking reads and writes on a regular file */
+		int fl = fcntl(next, F_GETFL);
+
+		if (fl >= 0 && !(flags & O_NONBLOCK))
+			fcntl(next, F_SETFL, fl & ~O_NONBLOCK);
+	}
+	ret = next;
+	goto out;
+os_fail:
+	ret = errno == ENOENT ? err_set(FX_ENOTFOUND, "%s does not exist", shown.buf)
+			      : err_set_errno(FX_EOS, "cannot open %s", shown.buf);
+fail:
+	if (fd >= 0)
+		close(fd);
+out:
+	buf_release(&shown);
+	return ret;
+}
+
+/*
+ * Split a run folder `dir` ("<workspace>/.forgex/runs/<id>") and `name`
+ * into the workspace and ".forgex"-relative path, and open it.
+ */
+static int open_in_dir(const char *dir, const char *name, int flags, mode_t mode)
+{
+	const char *at = NULL, *p = dir;
+	char *ws, *rel;
+	int fd;
+
+	while ((p = strstr(p, "/.forgex/"))) {
+		at = p;
+		p++;
+	}
+	if (!at)
+		return err_set(FX_EINVAL, "%s is not a folder of .forgex", dir);
+	ws = xstrndup(dir, (size_t)(at - dir));
+	rel = name ? xstrfmt("%s/%s", at + 9, name) : xstrdup(at + 9);
+	fd = session_forgex_open(ws, rel, flags, mode);
+	free(ws);
+	free(rel);
+	return fd;
+}
+
+int session_file_open(const char *dir, const char *name, int flags, mode_t mode)
+{
+	return open_in_dir(dir, name, flags, mode);
+}
+
 static int open_events(struct session *s)
 {
-	char *p = session_path(s, EVENTS);
-	int ret = 0;
+	int fd = open_in_dir(s->dir, EVENTS, O_WRONLY | O_CREAT | O_APPEND, 0600);
 
-	s->events_fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	if (s->events_fd < 0)
-		ret = err_set_errno(FX_EOS, "cannot open %s", p);
-	free(p);
+	if (fd < 0)
+		return fd;
+	s->events_fd = fd;
+	return 0;
+}
+
+/* Write `data` to `name` in the run folder `dir`, atomically, without following links. */
+static int write_in_dir(const char *dir, const char *name, const void *data, size_t len)
+{
+	int dfd = open_in_dir(dir, NULL, O_DIRECTORY, 0), ret;
+
+	if (dfd < 0)
+		return dfd;
+	ret = fsutil_write_atomic_at(dfd, name, data, len, 0600);
+	close(dfd);
+	if (ret < 0)
+		err_prefix(ret, "%s/%s", dir, name);
+	return ret;
+}
+
+/* Read `name` of the run folder `dir` (at most `max` bytes). */
+static int read_in_dir(struct buf *out, const char *dir, const char *name, size_t max)
+{
+	int fd = open_in_dir(dir, name, O_RDONLY, 0), ret;
+
+	if (fd < 0)
+		return fd;
+	ret = fsutil_read_fd(out, fd, max);
+	close(fd);
+	if (ret < 0)
+		err_prefix(ret, "%s/%s", dir, name);
 	return ret;
 }
 
 int session_create(struct session *s, const char *workspace, const char *request)
 {
 	char id[32];
-	int ret, tries;
+	int ret, tries, runs_fd = -1;
 
 	memset(s, 0, sizeof(*s));
 	s->events_fd = -1;
 	s->workspace = xstrdup(workspace);
-	{
-		char *runs = xstrfmt("%s/" RUNS_DIR, workspace);
-
-		ret = fsutil_mkdir_p(runs, 0755);
-		free(runs);
-		if (ret < 0)
-			goto fail;
+	runs_fd = session_forgex_open(workspace, "runs", O_DIRECTORY | O_CREAT, 0755);
+	if (runs_fd < 0) {
+		ret = runs_fd;
+		goto fail;
 	}
 	for (tries = 0; tries < 16; tries++) {
 		session_make_id(id, sizeof(id), (long long)time(NULL));
 		free(s->dir);
 		s->dir = session_dir(workspace, id);
-		if (!mkdir(s->dir, 0700))
+		if (!mkdirat(runs_fd, id, 0700))
 			break;
 		if (errno != EEXIST) {
 			ret = err_set_errno(FX_EOS, "cannot create %s", s->dir);
@@ -102,15 +276,15 @@ int session_create(struct session *s, const char *workspace, const char *request
 	if (ret < 0)
 		goto fail;
 	if (request) {
-		char *p = session_path(s, "request.txt");
-
-		ret = fsutil_write_atomic(p, request, strlen(request), 0600);
-		free(p);
+		ret = write_in_dir(s->dir, "request.txt", request, strlen(request));
 		if (ret < 0)
 			goto fail;
 	}
+	close(runs_fd);
 	return 0;
 fail:
+	if (runs_fd >= 0)
+		close(runs_fd);
 	session_release(s);
 	return ret;
 }
@@ -125,9 +299,15 @@ int session_open(struct session *s, const char *workspace, const char *id)
 	s->workspace = xstrdup(workspace);
 	s->id = xstrdup(id);
 	s->dir = session_dir(workspace, id);
-	if (!fsutil_is_dir(s->dir)) {
-		ret = err_set(FX_ENOTFOUND, "no run '%s' in %s/" RUNS_DIR, id, workspace);
-		goto fail;
+	{
+		int dfd = open_in_dir(s->dir, NULL, O_DIRECTORY, 0);
+
+		if (dfd < 0) {
+			ret = dfd == FX_ENOTFOUND ? err_set(FX_ENOTFOUND, "no run '%s' in %s/" RUNS_DIR,
+							    id, workspace) : dfd;
+			goto fail;
+		}
+		close(dfd);
 	}
 	ret = session_load_events(&events, s->dir);
 	if (ret < 0)
@@ -220,13 +400,11 @@ int session_eventf(struct session *s, const char *type, const char *fmt, ...)
 int session_write_json(const struct session *s, const char *name, const json_t *j)
 {
 	struct buf b = BUF_INIT;
-	char *p = session_path(s, name);
 	int ret;
 
 	jsonx_dump(&b, j, JSON_INDENT(2));
 	buf_addch(&b, '\n');
-	ret = fsutil_write_atomic(p, b.buf, b.len, 0600);
-	free(p);
+	ret = write_in_dir(s->dir, name, b.buf, b.len);
 	buf_release(&b);
 	return ret;
 }
@@ -234,8 +412,12 @@ int session_write_json(const struct session *s, const char *name, const json_t *
 int session_read_json(json_t **out, const char *dir, const char *name)
 {
 	char *p = xstrfmt("%s/%s", dir, name);
-	int ret = jsonx_load_file(out, p, 64u << 20);
+	struct buf b = BUF_INIT;
+	int ret = read_in_dir(&b, dir, name, 64u << 20);
 
+	if (!ret)
+		ret = jsonx_parse(out, b.buf, b.len, p);
+	buf_release(&b);
 	free(p);
 	return ret;
 }
@@ -248,7 +430,7 @@ int session_load_events(json_t **out, const char *dir)
 	size_t pos = 0, line = 0;
 	int ret;
 
-	ret = fsutil_read_file(&b, p, MAX_EVENTS_FILE);
+	ret = read_in_dir(&b, dir, EVENTS, MAX_EVENTS_FILE);
 	if (ret == FX_ENOTFOUND) {
 		ret = 0;
 	} else if (ret < 0) {
@@ -301,10 +483,23 @@ int session_list(struct strvec *out, const char *workspace)
 	DIR *d;
 	size_t i;
 
-	d = opendir(runs);
 	free(runs);
-	if (!d)
-		return 0;
+	{
+		int fd = session_forgex_open(workspace, "runs", O_DIRECTORY, 0);
+
+		if (fd < 0) {
+			if (fd == FX_ENOTFOUND || err_last_code() == FX_ENOTFOUND) {
+				err_clear();
+				return 0;
+			}
+			return fd;
+		}
+		d = fdopendir(fd);
+		if (!d) {
+			close(fd);
+			return err_set_errno(FX_EOS, "cannot read %s/" RUNS_DIR, workspace);
+		}
+	}
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
@@ -328,7 +523,9 @@ int session_resolve(char **out, const char *workspace, const char *name)
 	size_t i, n;
 	int ret = 0;
 
-	session_list(&ids, workspace);
+	ret = session_list(&ids, workspace);
+	if (ret < 0)
+		goto out;
 	if (!ids.nr) {
 		ret = err_set(FX_ENOTFOUND, "no runs yet in %s/" RUNS_DIR, workspace);
 		goto out;

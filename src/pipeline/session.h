@@ -31,6 +31,7 @@
  */
 
 #include <jansson.h>
+#include <sys/types.h>
 
 #include "base/buf.h"
 #include "base/strvec.h"
@@ -119,6 +120,20 @@ char *session_dir(const char *workspace, const char *id);
  * FX_EPARSE naming it.
  */
 int session_load_events(json_t **out, const char *dir);
+
+/**
+ * Open `<workspace>/.forgex/<rel>` without following a link anywhere below
+ * the workspace, and refuse (FX_EDENIED, naming it) a link, FIFO, device
+ * or socket in the place of a folder or file. `flags` are open(2) flags:
+ * O_DIRECTORY opens a folder; O_CREAT makes the missing folders on the way
+ * (0700) and the file or folder itself with `mode`. Files are opened
+ * O_NONBLOCK (then set back to blocking), so a FIFO never hangs.
+ * Returns the descriptor or a negative FX_E* code (FX_ENOTFOUND: missing).
+ */
+int session_forgex_open(const char *workspace, const char *rel, int flags, mode_t mode);
+
+/** As session_forgex_open() for `name` in the run folder `dir`; NULL: the folder. */
+int session_file_open(const char *dir, const char *name, int flags, mode_t mode);
 
 /** Make a run id for the wall-clock time `t` (seconds) into `out` (>= 21 bytes). */
 void session_make_id(char *out, size_t size, long long t);

@@ -172,7 +172,11 @@ int fs_load_text(struct buf *out, struct wspath_loc *loc, struct tool_ctx *ctx, 
 
 int fs_write_loc(struct tool_ctx *ctx, const struct wspath_loc *loc, const void *data, size_t len)
 {
-	int ret = fsutil_write_atomic_at(loc->dirfd, loc->name, data, len, 0644);
+	int ret = tool_ctx_before_change(ctx, loc);
+
+	if (ret < 0)
+		return err_prefix(ret, "'%s'", loc->rel);
+	ret = fsutil_write_atomic_at(loc->dirfd, loc->name, data, len, 0644);
 
 	if (ret < 0)
 		return err_prefix(ret, "cannot write '%s'", loc->rel);
@@ -443,6 +447,13 @@ static int tool_delete_file(struct tool_ctx *ctx, const json_t *args, struct buf
 		ret = err_set(FX_EDENIED, "'%s' is the workspace itself", path);
 		goto out;
 	}
+	if (loc.type) {
+		ret = tool_ctx_before_change(ctx, &loc);
+		if (ret < 0) {
+			err_prefix(ret, "'%s'", loc.rel);
+			goto out;
+		}
+	}
 	if (loc.type == S_IFDIR) {
 		if (unlinkat(loc.dirfd, loc.name, AT_REMOVEDIR) < 0) {
 			ret = errno == ENOTEMPTY || errno == EEXIST
@@ -488,6 +499,11 @@ static int tool_move_file(struct tool_ctx *ctx, const json_t *args, struct buf *
 	if (dst.type) {
 		ret = err_set(FX_EEXISTS, "'%s' already exists; move_file does not overwrite "
 			      "(delete it first, or choose another name)", to);
+		goto out;
+	}
+	if ((ret = tool_ctx_before_change(ctx, &src)) < 0 ||
+	    (ret = tool_ctx_before_change(ctx, &dst)) < 0) {
+		err_prefix(ret, "'%s'", from);
 		goto out;
 	}
 	if (renameat2(src.dirfd, src.name, dst.dirfd, dst.name, RENAME_NOREPLACE) < 0) {

@@ -431,13 +431,14 @@ int tool_ctx_init(struct tool_ctx *ctx, const struct tool_registry *reg, const c
 
 	if (ret < 0)
 		return ret;
+	ctx->hooks = NULL;
 	ctx->registry = reg;
 	ctx->root = root;
 	strvec_init(&ctx->changed);
 	ctx->limits = lim;
 	ctx->current = NULL;
 	ctx->role = -1;
-	memset(&ctx->hooks, 0, sizeof(ctx->hooks));
+	memset(&ctx->user_hooks, 0, sizeof(ctx->user_hooks));
 	return 0;
 }
 
@@ -452,6 +453,15 @@ void tool_ctx_changed(struct tool_ctx *ctx, const char *rel)
 {
 	if (strvec_find(&ctx->changed, rel) < 0)
 		strvec_push(&ctx->changed, rel);
+	if (ctx->hooks && ctx->hooks->after_change)
+		ctx->hooks->after_change(ctx->hooks->data, rel);
+}
+
+int tool_ctx_before_change(struct tool_ctx *ctx, const struct wspath_loc *loc)
+{
+	if (ctx->hooks && ctx->hooks->before_change)
+		return ctx->hooks->before_change(ctx->hooks->data, loc);
+	return 0;
 }
 
 void *tool_ctx_data(const struct tool_ctx *ctx)
@@ -547,8 +557,8 @@ int tool_dispatch(struct tool_ctx *ctx, unsigned granted, const char *name,
 		return TOOL_REFUSED;
 	}
 	buf_reset(&why);
-	if (ctx->hooks.pre && !(t->flags & TOOL_TERMINAL) &&
-	    ctx->hooks.pre(ctx->hooks.data, t->name, ctx->role, args, &why) > 0) {
+	if (ctx->user_hooks.pre && !(t->flags & TOOL_TERMINAL) &&
+	    ctx->user_hooks.pre(ctx->user_hooks.data, t->name, ctx->role, args, &why) > 0) {
 		buf_addf(result, "refused: blocked by a pre_tool hook: %s",
 			 why.len ? why.buf : "(it gave no reason)");
 		buf_release(&why);
@@ -558,12 +568,16 @@ int tool_dispatch(struct tool_ctx *ctx, unsigned granted, const char *name,
 	buf_release(&why);
 	err_clear();
 	ctx->current = t;
+	if (ctx->hooks && ctx->hooks->around_call)
+		ctx->hooks->around_call(ctx->hooks->data, t, 0);
 	ret = t->fn(ctx, args, result);
+	if (ctx->hooks && ctx->hooks->around_call)
+		ctx->hooks->around_call(ctx->hooks->data, t, 1);
 	ctx->current = NULL;
-	if (ctx->hooks.post && !(t->flags & TOOL_TERMINAL)) {
+	if (ctx->user_hooks.post && !(t->flags & TOOL_TERMINAL)) {
 		struct buf note = BUF_INIT;
 
-		ctx->hooks.post(ctx->hooks.data, t->name, ctx->role, args,
+		ctx->user_hooks.post(ctx->user_hooks.data, t->name, ctx->role, args,
 				ret >= 0 ? TOOL_OK : TOOL_FAILED, result, &note);
 		if (note.len) {
 			if (result->len == start && ret < 0)

@@ -137,22 +137,38 @@ struct tool_limits {
  * the reason in `why` (the model is told); `post` may append a message for
  * the model to `note`. Both may be NULL.
  */
-struct tool_hooks {
+struct tool_user_hooks {
 	int (*pre)(void *data, const char *tool, int role, const json_t *args, struct buf *why);
 	void (*post)(void *data, const char *tool, int role, const json_t *args, int status,
 		     const struct buf *result, struct buf *note);
 	void *data;
 };
 
+/*
+ * Hooks a run sets so that it knows (and can undo) everything the tools
+ * change (pipeline/journal.h). Every tool that writes, replaces, moves or
+ * deletes an entry of the workspace calls tool_ctx_before_change() on it
+ * before, and tool_ctx_changed() after; a non-zero return refuses the
+ * change (the message says why). around_call is called before (after = 0)
+ * and after (after = 1) every dispatched call.
+ */
+struct tool_hooks {
+	int (*before_change)(void *data, const struct wspath_loc *loc);
+	void (*after_change)(void *data, const char *rel);
+	void (*around_call)(void *data, const struct tool *t, int after);
+	void *data;
+};
+
 /** What every handler gets: the workspace and the record of changes. */
 struct tool_ctx {
+	const struct tool_hooks *hooks;	/* NULL: none */
 	const struct tool_registry *registry;
 	struct wspath_root root;	/* the workspace */
 	struct strvec changed;		/* relative paths the tools changed, first change first */
 	struct tool_limits limits;
 	const struct tool *current;	/* the tool being dispatched */
 	int role;			/* enum agent_role of the caller; -1: none (see `roles`) */
-	struct tool_hooks hooks;	/* zero: none */
+	struct tool_user_hooks user_hooks;	/* zero: none */
 };
 
 /**
@@ -165,6 +181,12 @@ void tool_ctx_release(struct tool_ctx *ctx);
 
 /** Record that the tools changed (or removed) `rel`; each path is kept once. */
 void tool_ctx_changed(struct tool_ctx *ctx, const char *rel);
+
+/**
+ * Before a tool changes the entry `loc` (which may not exist yet): the
+ * hook's answer (0, or a negative code refusing the change).
+ */
+int tool_ctx_before_change(struct tool_ctx *ctx, const struct wspath_loc *loc);
 
 /** The `data` of the tool being dispatched (NULL outside a handler). */
 void *tool_ctx_data(const struct tool_ctx *ctx);

@@ -162,6 +162,23 @@ static const char test_calc_py[] =
 	"if __name__ == '__main__':\n"
 	"    unittest.main()\n";
 
+/* xstrfmt() into a small ring of buffers the test never frees (short-lived strings). */
+static char *xstrfmt_tmp(const char *fmt, ...) FX_PRINTF(1, 2);
+static char *xstrfmt_tmp(const char *fmt, ...)
+{
+	static char *ring[16];
+	static unsigned n;
+	va_list ap;
+	char *p;
+
+	va_start(ap, fmt);
+	p = xstrvfmt(fmt, ap);
+	va_end(ap);
+	free(ring[n % 16]);
+	ring[n++ % 16] = p;
+	return p;
+}
+
 static void sh(const char *dir, const char *cmd)
 {
 	const char *argv[] = { "sh", "-c", cmd, NULL };
@@ -1068,6 +1085,815 @@ static void test_pipeline_provider_down(void **state)
 	tu_rmtree(dir);
 }
 
+
+/*
+ * Issue 11: nothing the user did is lost, nothing forgex did is left.
+ */
+
+/* As project(), with the provider and permissions in the USER file (XDG_CONFIG_HOME). */
+static char *user_project(const struct mock *m, const char *more)
+{
+	char *dir = project(m, more);
+	char *home = xstrfmt("%s.home", dir), *ucfg;
+
+	ucfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
+		       "api_key_env = \"FX_E2E_NO_KEY\"\nmax_retries = 0\ntimeout_seconds = 30\n"
+		       "[permissions]\nmode = \"auto\"\n", m->base_url);
+	tu_write(home, "forgex/config.toml", ucfg);
+	setenv("XDG_CONFIG_HOME", home, 1);
+	free(ucfg);
+	free(home);
+	return dir;
+}
+
+static void user_project_done(char *dir)
+{
+	char *home = xstrfmt("%s.home", dir);
+
+	unsetenv("XDG_CONFIG_HOME");
+	tu_rmtree(home);	/* frees it */
+	tu_rmtree(dir);
+}
+
+static void delayed_finish(json_t *steps, int ms)
+{
+	json_array_append_new(steps, json_pack("{s:i, s:[{s:s, s:s, s:{s:s}}]}", "delay_ms", ms,
+					       "tool_calls", "id", "delayed", "name", "finish",
+					       "arguments", "summary", "done"));
+}
+
+/* In a child: once `rel` of `dir` holds `needle`, make the user's edits. */
+static pid_t user_edits_when(const char *dir, const char *rel, const char *needle, int calc)
+{
+	pid_t pid = fork();
+	int i;
+
+	if (pid)
+		return pid;
+	for (i = 0; i < 3000; i++) {
+		char *c = tu_read(dir, rel);
+		int seen = c && strstr(c, needle);
+
+		free(c);
+		if (seen)
+			break;
+		usleep(10000);
+	}
+	usleep(200000);
+	tu_write(dir, "notes.txt", "the user's own notes\n");
+	tu_write(dir, "mine.txt", "a file the user made during the run\n");
+	if (calc) {
+		char *c = tu_read(dir, "calc.py"), *n = xstrfmt("%s# the user's line\n", c);
+
+		tu_write(dir, "calc.py", n);
+		free(n);
+		free(c);
+	}
+	_exit(0);
+}
+
+static void test_rollback_keeps_user_edits_and_ignored_env(void **state)
+{
+	json_t *steps = json_array();
+	struct mock m;
+	struct run r;
+	struct stat st;
+	char *s, *dir, *before, *after, *c, *runv;
+	pid_t user;
+	int ws;
+
+	(void)state;
+	call(steps, "submit_plan", PLAN);
+	call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
+	call(steps, "write_file", "{\"path\": \"half.txt\", \"content\": \"the run's\\n\"}");
+	call(steps, "edit_file", FIX_ADD);
+	delayed_finish(steps, 2500);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", FAIL);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = user_project(&m, "max_iterations = 1\n");
+	tu_write(dir, ".env", "SECRET=1\n");
+	chmod(xstrfmt_tmp("%s/.env", dir), 0600);
+	sh(dir, "echo .env >> .gitignore && git add .gitignore && "
+		"git -c user.name=t -c user.email=t@e commit -qm ignore");
+	before = snapshot(dir);
+	user = user_edits_when(dir, "calc.py", "a + b", 1);
+	FORGEX(&r, dir, "run", "make add add");
+	waitpid(user, &ws, 0);
+	if (getenv("FX_TEST_SHOW"))
+		print_message("%s%s", r.out.buf, r.err.buf);
+	assert_int_equal(r.status, 1);
+	/* the ignored .env, which no checkpoint holds, is back byte for byte, mode too */
+	assert_file(dir, ".env", "SECRET=1\n");
+	assert_int_equal(lstat(xstrfmt_tmp("%s/.env", dir), &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	/* the run's own new file is gone; the user's edits and new file stay */
+	assert_null(tu_read(dir, "half.txt"));
+	assert_file(dir, "notes.txt", "the user's own notes\n");
+	assert_file(dir, "mine.txt", "a file the user made during the run\n");
+	/* both changed calc.py: the user's version stays, the run's is saved and named */
+	c = tu_read(dir, "calc.py");
+	assert_non_null(strstr(c, "return a + b\n"));
+	assert_non_null(strstr(c, "# the user's line\n"));
+	free(c);
+	assert_non_null(strstr(r.out.buf, "calc.py (the run's version: "));
+	runv = strstr(r.out.buf, "(the run's version: ");
+	{
+		char path[4096];
+
+		assert_int_equal(sscanf(runv, "(the run's version: %4095[^)])", path), 1);
+		c = tu_read("/", path);
+		assert_non_null(c);
+		assert_non_null(strstr(c, "return a + b\n"));
+		assert_null(strstr(c, "the user's line"));
+		free(c);
+	}
+	/* without the user's own edits, the tree is byte-identical to before */
+	sh(dir, "rm mine.txt && git checkout -q calc.py");
+	tu_write(dir, "notes.txt", "untracked, not ignored\n");
+	after = snapshot(dir);
+	assert_string_equal(after, before);
+	free(before);
+	free(after);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	user_project_done(dir);
+}
+
+/* commit = true commits the run's paths only, never what the user changed meanwhile. */
+static void test_commit_only_the_runs_paths(void **state)
+{
+	json_t *steps = json_array();
+	struct mock m;
+	struct run r;
+	char *s, *dir, *names, *status;
+	pid_t user;
+	int ws;
+
+	(void)state;
+	call(steps, "submit_plan", PLAN);
+	call(steps, "edit_file", FIX_ADD);
+	delayed_finish(steps, 2000);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = user_project(&m, "commit = true\n");
+	sh(dir, "git config user.name tester && git config user.email tester@example.com && "
+		"git add notes.txt && git commit -qm notes");
+	user = user_edits_when(dir, "calc.py", "a + b", 0);
+	FORGEX(&r, dir, "run", "make add add");
+	waitpid(user, &ws, 0);
+	if (r.status)
+		fail_msg("run: %s%s", r.out.buf, r.err.buf);
+	names = sh_out(dir, "git show --name-only --format= HEAD");
+	assert_string_equal(names, "calc.py\n");
+	status = sh_out(dir, "git status --porcelain -- calc.py notes.txt mine.txt");
+	assert_string_equal(status, " M notes.txt\n?? mine.txt\n");
+	assert_file(dir, "notes.txt", "the user's own notes\n");
+	free(names);
+	free(status);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	user_project_done(dir);
+}
+
+/* A run holding the workspace (a command sleeps); returns its pid. */
+static pid_t background_run(const char *dir, const char *seconds)
+{
+	pid_t pid = fork();
+
+	if (!pid) {
+		struct run r;
+		const char *args[] = { "run", "make add add", NULL };
+
+		(void)seconds;
+		run_forgex(&r, dir, args, 0, NULL, 0, 60);
+		_exit(r.status);
+	}
+	return pid;
+}
+
+static void wait_for_file_text(const char *dir, const char *rel, const char *needle)
+{
+	int i;
+
+	for (i = 0; i < 3000; i++) {
+		char *c = tu_read(dir, rel);
+		int seen = c && strstr(c, needle);
+
+		free(c);
+		if (seen)
+			return;
+		usleep(10000);
+	}
+	fail_msg("%s never held %s", rel, needle);
+}
+
+static void test_lock_second_run_refused_or_waits(void **state)
+{
+	json_t *steps = json_array();
+	struct mock m;
+	struct run r;
+	char *s, *dir, *before, *after;
+	pid_t first;
+	int ws;
+	double t0;
+
+	(void)state;
+	call(steps, "submit_plan", PLAN);
+	call(steps, "edit_file", FIX_ADD);
+	call(steps, "run_command", "{\"argv\": [\"sleep\", \"3\"]}");
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", FAIL);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = user_project(&m, "max_iterations = 1\n");
+	before = snapshot(dir);
+	first = background_run(dir, "3");
+	wait_for_file_text(dir, "calc.py", "a + b");
+	/* --no-wait: a clear error naming the holder (pid, run id, since when) */
+	FORGEX(&r, dir, "run", "--no-wait", "something else");
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err.buf, "another forgex is changing this workspace: pid "));
+	assert_non_null(strstr(r.err.buf, "(run 20"));
+	assert_non_null(strstr(r.err.buf, ", since 20"));
+	run_release(&r);
+	FORGEX(&r, dir, "undo", "--no-wait");
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err.buf, "another forgex is changing this workspace"));
+	run_release(&r);
+	FORGEX(&r, dir, "checkpoint", "restore", "0000", "--no-wait");
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err.buf, "another forgex is changing this workspace"));
+	run_release(&r);
+	/* without --no-wait: it says so and waits for the first run to end */
+	t0 = now();
+	FORGEX(&r, dir, "undo");
+	assert_non_null(strstr(r.err.buf, "forgex: waiting for pid "));
+	assert_true(now() - t0 > 0.5);
+	waitpid(first, &ws, 0);
+	assert_int_equal(WEXITSTATUS(ws), 1);
+	run_release(&r);
+	/* the first run failed and rolled back under nobody else: the tree is as before */
+	after = snapshot(dir);
+	assert_string_equal(after, before);
+	free(before);
+	free(after);
+	mock_release(&m);
+	free(s);
+	user_project_done(dir);
+}
+
+/* The steps of a run that touches an ignored file, a tracked one and a new one. */
+static json_t *kill_steps(void)
+{
+	json_t *steps = json_array();
+
+	call(steps, "submit_plan", PLAN);
+	call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
+	call(steps, "edit_file", FIX_ADD);
+	call(steps, "write_file", "{\"path\": \"sub/new.txt\", \"content\": \"new\\n\"}");
+	call(steps, "run_command", "{\"argv\": [\"sh\", \"-c\", \"echo made > by-command.txt; sleep 0.3\"]}");
+	call(steps, "delete_file", "{\"path\": \"notes.txt\"}");
+	delayed_finish(steps, 300);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	return steps;
+}
+
+static char *kill_project(const struct mock *m)
+{
+	char *dir = user_project(m, NULL);
+
+	tu_write(dir, ".env", "SECRET=1\n");
+	sh(dir, "echo .env >> .gitignore && git add .gitignore && "
+		"git -c user.name=t -c user.email=t@e commit -qm ignore");
+	return dir;
+}
+
+static void test_kill_at_many_points_then_undo(void **state)
+{
+	static const double delays[] = { 0.2, 0.5, 0.8, 1.1, 1.4, 1.8, 2.3 };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(delays); i++) {
+		json_t *steps = kill_steps();
+		struct mock m;
+		struct run r;
+		char *s = script(steps), *dir, *before, *after;
+		const char *args[] = { "run", "make add add", NULL };
+		double t0;
+
+		mock_start(&m, s);
+		dir = kill_project(&m);
+		before = snapshot(dir);
+		run_forgex(&r, dir, args, SIGKILL, NULL, delays[i], 60);
+		run_release(&r);
+		/* at most one undo: the tree is byte-identical, and nothing hangs */
+		t0 = now();
+		FORGEX(&r, dir, "undo");
+		assert_true(now() - t0 < 30);
+		after = snapshot(dir);
+		if (strcmp(after, before))
+			fail_msg("killed after %.1fs (exit %d): undo left\n%s\nwanted\n%s\n%s%s",
+				 delays[i], r.status, after, before, r.out.buf, r.err.buf);
+		assert_file(dir, ".env", "SECRET=1\n");
+		run_release(&r);
+		/* and the lock of the killed forgex is free */
+		FORGEX(&r, dir, "checkpoint", "restore", "--no-wait", "ffff");
+		assert_null(strstr(r.err.buf, "another forgex"));
+		run_release(&r);
+		free(before);
+		free(after);
+		mock_release(&m);
+		free(s);
+		user_project_done(dir);
+	}
+}
+
+static void signal_case(int sig)
+{
+	json_t *steps = json_array();
+	struct mock m;
+	struct run r;
+	char *s, *dir, *before, *after;
+	const char *args[] = { "run", "make add add", NULL };
+
+	call(steps, "submit_plan", PLAN);
+	call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
+	call(steps, "edit_file", FIX_ADD);
+	call(steps, "run_command", "{\"argv\": [\"sleep\", \"43.5\"]}");
+	call(steps, "finish", FINISH);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = kill_project(&m);
+	before = snapshot(dir);
+	run_forgex(&r, dir, args, sig, "run_command", 0, 60);
+	assert_int_equal(r.status, 130);
+	after = snapshot(dir);
+	assert_string_equal(after, before);
+	assert_file(dir, ".env", "SECRET=1\n");
+	free(before);
+	free(after);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	user_project_done(dir);
+}
+
+static void test_sighup_restores_the_tree(void **state)
+{
+	(void)state;
+	signal_case(SIGHUP);
+}
+
+static void test_sigquit_restores_the_tree(void **state)
+{
+	(void)state;
+	signal_case(SIGQUIT);
+}
+
+/* `forgex run --json | head -1`: the reader goes away; the tree is restored. */
+static void test_sigpipe_restores_the_tree(void **state)
+{
+	json_t *steps = json_array();
+	struct mock m;
+	struct tu_result r;
+	char *s, *dir, *before, *after, *cmd, *bin = realpath(tu_forgex(), NULL);
+	const char *argv[] = { "sh", "-c", NULL, NULL };
+	json_t *evs;
+
+	(void)state;
+	call(steps, "submit_plan", PLAN);
+	call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
+	call(steps, "edit_file", FIX_ADD);
+	delayed_finish(steps, 1500);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = kill_project(&m);
+	before = snapshot(dir);
+	/* head reads two lines and goes away while the run goes on */
+	cmd = xstrfmt("'%s' run --json 'make add add' | head -2 >/dev/null; sleep 4", bin);
+	argv[2] = cmd;
+	tu_run(&r, argv, dir, NULL, NULL);
+	after = snapshot(dir);
+	assert_string_equal(after, before);
+	evs = events(dir);
+	assert_string_equal(jsonx_str(find_event(evs, "run_end", 0), "outcome"), "interrupted");
+	json_decref(evs);
+	tu_result_release(&r);
+	free(cmd);
+	free(bin);
+	free(before);
+	free(after);
+	mock_release(&m);
+	free(s);
+	user_project_done(dir);
+}
+
+/* Planted run files: a FIFO as state.json, a symlinked .forgex/runs. Nothing hangs. */
+static void test_planted_run_files_refused(void **state)
+{
+	json_t *steps = json_array();
+	struct mock m;
+	struct run r;
+	char *s, *dir, *runs, *elsewhere;
+	struct strvec ids = STRVEC_INIT;
+	double t0;
+
+	(void)state;
+	call(steps, "submit_plan", PLAN);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = user_project(&m, NULL);
+	FORGEX(&r, dir, "plan", "make add add");
+	run_release(&r);
+	runs = xstrfmt("%s/.forgex/runs", dir);
+	{
+		struct dirent **names;
+		int n = scandir(runs, &names, NULL, alphasort), i;
+
+		for (i = 0; i < n; i++) {
+			if (names[i]->d_name[0] != '.')
+				strvec_push(&ids, names[i]->d_name);
+			free(names[i]);
+		}
+		free(names);
+	}
+	assert_int_equal(ids.nr, 1);
+	{
+		char *st = xstrfmt("%s/%s/state.json", runs, ids.v[0]);
+		char *ev = xstrfmt("%s/%s/events.jsonl", runs, ids.v[0]);
+
+		unlink(st);
+		assert_int_equal(mkfifo(st, 0600), 0);
+		unlink(ev);
+		assert_int_equal(mkfifo(ev, 0600), 0);
+		free(st);
+		free(ev);
+	}
+	t0 = now();
+	FORGEX(&r, dir, "resume");
+	assert_int_not_equal(r.status, 0);
+	assert_non_null(strstr(r.err.buf, "is a named pipe"));
+	run_release(&r);
+	FORGEX(&r, dir, "undo");
+	assert_int_not_equal(r.status, 0);
+	assert_non_null(strstr(r.err.buf, "is a named pipe"));
+	run_release(&r);
+	FORGEX(&r, dir, "log", "last");
+	assert_int_not_equal(r.status, 0);
+	assert_non_null(strstr(r.err.buf, "is a named pipe"));
+	run_release(&r);
+	assert_true(now() - t0 < 20);
+	/* a symlinked .forgex/runs: an error naming it, nothing written elsewhere */
+	elsewhere = tu_mkdtemp();
+	tu_rmtree(xstrdup(runs));
+	assert_int_equal(symlink(elsewhere, runs), 0);
+	FORGEX(&r, dir, "run", "make add add");
+	assert_int_not_equal(r.status, 0);
+	assert_non_null(strstr(r.err.buf, ".forgex/runs is a symbolic link"));
+	run_release(&r);
+	FORGEX(&r, dir, "log");
+	assert_int_not_equal(r.status, 0);
+	assert_non_null(strstr(r.err.buf, ".forgex/runs is a symbolic link"));
+	run_release(&r);
+	{
+		char *e = snapshot(elsewhere);
+
+		assert_string_equal(e, "");
+		free(e);
+	}
+	tu_rmtree(elsewhere);
+	strvec_clear(&ids);
+	free(runs);
+	mock_release(&m);
+	free(s);
+	user_project_done(dir);
+}
+
+/* undo RUN: refuses over later changes without --force, prints the redo command. */
+static void test_undo_refuses_then_force_and_redo(void **state)
+{
+	json_t *steps = json_array();
+	struct mock m;
+	struct run r;
+	char *s, *dir, *before, *redo, *c;
+
+	(void)state;
+	call(steps, "submit_plan", PLAN);
+	call(steps, "edit_file", FIX_ADD);
+	call(steps, "write_file", "{\"path\": \"added.txt\", \"content\": \"by the run\\n\"}");
+	{
+		char *big = xstrfmt("{\"path\": \"big.txt\", \"content\": \"%0600d\"}", 7);
+
+		call(steps, "write_file", big);
+		free(big);
+	}
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = user_project(&m, NULL);
+	before = snapshot(dir);
+	FORGEX(&r, dir, "run", "make add add");
+	assert_int_equal(r.status, 0);
+	run_release(&r);
+	/* a tool call's long argument is stored once: in the transcript, not in events.jsonl */
+	{
+		char *ev = sh_out(dir, "cat .forgex/runs/*/events.jsonl");
+		char *tr = sh_out(dir, "cat .forgex/runs/*/transcript.jsonl");
+
+		assert_null(strstr(ev, "0000000000000000000000000000000000000000007"));
+		assert_non_null(strstr(ev, "[600 bytes; in transcript.jsonl]"));
+		assert_non_null(strstr(tr, "0000000000000000000000000000000000000000007"));
+		free(ev);
+		free(tr);
+	}
+	unlink(xstrfmt_tmp("%s/big.txt", dir));
+	/* diff right after the run shows its whole change; options after the id */
+	FORGEX(&r, dir, "diff", "last", "--stat");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out.buf, "calc.py"));
+	assert_non_null(strstr(r.out.buf, "added.txt"));
+	run_release(&r);
+	FORGEX(&r, dir, "diff");
+	assert_non_null(strstr(r.out.buf, "+    return a + b"));
+	run_release(&r);
+	/* the user changes a file of the run, and another one */
+	tu_write(dir, "added.txt", "the user's now\n");
+	tu_write(dir, "notes.txt", "the user's notes\n");
+	FORGEX(&r, dir, "undo", "last");
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err.buf, "changed since the run ended"));
+	assert_non_null(strstr(r.err.buf, "  added.txt\n"));
+	assert_null(strstr(r.err.buf, "notes.txt"));
+	assert_file(dir, "added.txt", "the user's now\n");
+	run_release(&r);
+	FORGEX(&r, dir, "undo", "last", "--force");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out.buf, "your versions, saved"));
+	redo = strstr(r.out.buf, "To redo it: forgex checkpoint restore ");
+	assert_non_null(redo);
+	assert_null(tu_read(dir, "added.txt"));
+	assert_file(dir, "notes.txt", "the user's notes\n");	/* not the run's: kept */
+	c = tu_read(dir, "calc.py");
+	assert_non_null(strstr(c, "return a - b"));
+	free(c);
+	{
+		char id[64];
+
+		assert_int_equal(sscanf(redo, "To redo it: forgex checkpoint restore %63s", id), 1);
+		run_release(&r);
+		FORGEX(&r, dir, "checkpoint", "restore", id, "--json");
+		assert_int_equal(r.status, 0);
+		assert_file(dir, "added.txt", "the user's now\n");
+		c = tu_read(dir, "calc.py");
+		assert_non_null(strstr(c, "return a + b"));
+		free(c);
+	}
+	free(before);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	user_project_done(dir);
+}
+
+/* After commit = true, undo reverts the commit with a new commit. */
+static void test_undo_reverts_commit(void **state)
+{
+	json_t *steps = json_array();
+	struct mock m;
+	struct run r;
+	char *s, *dir, *head0, *head1, *count, *status, *msg;
+
+	(void)state;
+	call(steps, "submit_plan", PLAN);
+	call(steps, "edit_file", FIX_ADD);
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = user_project(&m, "commit = true\n");
+	sh(dir, "git config user.name tester && git config user.email tester@example.com");
+	head0 = sh_out(dir, "git rev-parse HEAD");
+	FORGEX(&r, dir, "run", "make add add");
+	assert_int_equal(r.status, 0);
+	run_release(&r);
+	head1 = sh_out(dir, "git rev-parse HEAD");
+	assert_string_not_equal(head0, head1);
+	FORGEX(&r, dir, "undo");
+	if (r.status)
+		fail_msg("undo: %s%s", r.out.buf, r.err.buf);
+	assert_non_null(strstr(r.out.buf, "The run's commit is reverted by commit "));
+	/* a new commit on top: history is not rewritten */
+	count = sh_out(dir, "git rev-list --count HEAD");
+	assert_string_equal(count, "3\n");
+	status = sh_out(dir, "git status --porcelain calc.py");
+	assert_string_equal(status, "");
+	msg = sh_out(dir, "git log -1 --format=%s");
+	assert_string_equal(msg, "Revert \"make add add\"\n");
+	{
+		char *d = sh_out(dir, "git diff HEAD~2 HEAD --stat");
+
+		assert_string_equal(d, "");
+		free(d);
+	}
+	free(head0);
+	free(head1);
+	free(count);
+	free(status);
+	free(msg);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	user_project_done(dir);
+}
+
+/* Ctrl-C, then `forgex resume` (no id) goes on and passes. */
+static void test_resume_after_ctrl_c(void **state)
+{
+	json_t *steps = json_array(), *evs;
+	struct mock m;
+	struct run r;
+	char *s, *dir, *c;
+	const char *args[] = { "run", "make add add", NULL };
+
+	(void)state;
+	call(steps, "submit_plan", PLAN);
+	call(steps, "edit_file", FIX_ADD);
+	call(steps, "run_command", "{\"argv\": [\"sleep\", \"44.5\"]}");
+	/* after the resume the Builder starts again from the plan */
+	call(steps, "edit_file", FIX_ADD);
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = user_project(&m, NULL);
+	run_forgex(&r, dir, args, SIGINT, "run_command", 0, 60);
+	assert_int_equal(r.status, 130);
+	run_release(&r);
+	FORGEX(&r, dir, "resume");
+	if (r.status)
+		fail_msg("resume: %s%s", r.out.buf, r.err.buf);
+	assert_non_null(strstr(r.out.buf, "PASS"));
+	c = tu_read(dir, "calc.py");
+	assert_non_null(strstr(c, "return a + b"));
+	free(c);
+	evs = events(dir);
+	assert_non_null(find_event(evs, "run_resume", 0));
+	json_decref(evs);
+	run_release(&r);
+	FORGEX(&r, dir, "resume");
+	assert_int_not_equal(r.status, 0);
+	assert_non_null(strstr(r.err.buf, "has already ended"));
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	user_project_done(dir);
+}
+
+/* In a child: once calc.py holds the fix, fill the disk of `dir` (the file `fill`). */
+static pid_t fill_disk_when_fixed(const char *dir)
+{
+	pid_t pid = fork();
+	int i;
+
+	if (pid)
+		return pid;
+	for (i = 0; i < 3000; i++) {
+		char *c = tu_read(dir, "calc.py");
+		int seen = c && strstr(c, "a + b");
+
+		free(c);
+		if (seen)
+			break;
+		usleep(10000);
+	}
+	{
+		char *p = xstrfmt("%s/fill", dir), block[65536];
+		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		memset(block, 'f', sizeof(block));
+		while (fd >= 0 && write(fd, block, sizeof(block)) > 0)
+			;
+		/* the last pages too */
+		while (fd >= 0 && write(fd, block, 1) > 0)
+			;
+		if (fd >= 0)
+			close(fd);
+		free(p);
+	}
+	_exit(0);
+}
+
+/*
+ * A full disk (a small tmpfs) while the run goes on: the rollback says what
+ * it could not put back and where its bytes are (never an empty reason);
+ * once there is room again, one undo makes the tree byte-identical.
+ */
+static void test_full_disk_restores(void **state)
+{
+	json_t *steps = json_array();
+	struct mock m;
+	struct run r;
+	char *s, *base = tu_mkdtemp(), *dir, *before, *after, *mnt;
+	const char *argv[] = { "mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", NULL, NULL };
+	struct tu_result mr;
+	pid_t filler;
+	int ws;
+
+	(void)state;
+	mnt = xstrfmt("%s/small", base);
+	mkdir(mnt, 0755);
+	argv[6] = mnt;
+	tu_run(&mr, argv, base, NULL, NULL);
+	if (mr.status) {
+		tu_result_release(&mr);
+		tu_rmtree(base);
+		free(mnt);
+		print_message("skipped: cannot mount a tmpfs (not root?)\n");
+		skip();
+	}
+	tu_result_release(&mr);
+	call(steps, "submit_plan", PLAN);
+	call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
+	call(steps, "edit_file", FIX_ADD);
+	delayed_finish(steps, 1500);
+	call(steps, "write_file", "{\"path\": \"more.txt\", \"content\": \"x\\n\"}");
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", FAIL);
+	s = script(steps);
+	mock_start(&m, s);
+	{
+		char *proj = kill_project(&m);
+
+		dir = xstrfmt("%s/p", mnt);
+		sh(base, xstrfmt_tmp("cp -a '%s' '%s'", proj, dir));
+		setenv("XDG_CONFIG_HOME", xstrfmt_tmp("%s.home", proj), 1);
+		tu_rmtree(proj);
+	}
+	sh(dir, "echo fill >> .git/info/exclude");
+	before = snapshot(dir);
+	filler = fill_disk_when_fixed(dir);
+	FORGEX(&r, dir, "run", "--", "make add add");
+	waitpid(filler, &ws, 0);
+	if (getenv("FX_TEST_SHOW"))
+		print_message("%s%s", r.out.buf, r.err.buf);
+	assert_int_not_equal(r.status, 0);
+	/* never an empty reason; a claim of "restored" only when true */
+	assert_null(strstr(r.err.buf, "error: ; "));
+	assert_null(strstr(r.out.buf, " — ; "));
+	after = snapshot(dir);
+	{
+		char *env = tu_read(dir, ".env");
+		int same = !strcmp(after, before) && env && !strcmp(env, "SECRET=1\n");
+
+		free(env);
+		if (strstr(r.out.buf, "The tree was restored to how it was before the run."))
+			assert_true(same);
+		else if (!same)
+			assert_non_null(strstr(r.out.buf, "what it was before the run: "));
+	}
+	/* room again: at most one undo */
+	unlink(xstrfmt_tmp("%s/fill", dir));
+	if (strcmp(after, before)) {
+		run_release(&r);
+		FORGEX(&r, dir, "undo");
+		free(after);
+		after = snapshot(dir);
+	}
+	if (strcmp(after, before))
+		fail_msg("full disk: the tree is not back\n%s%s", r.out.buf, r.err.buf);
+	assert_file(dir, ".env", "SECRET=1\n");
+	free(before);
+	free(after);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	{
+		const char *um[] = { "umount", mnt, NULL };
+
+		tu_run(&mr, um, base, NULL, NULL);
+		tu_result_release(&mr);
+	}
+	unsetenv("XDG_CONFIG_HOME");
+	free(dir);
+	free(mnt);
+	tu_rmtree(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1088,6 +1914,18 @@ int main(void)
 		cmocka_unit_test(test_pipeline_provider_401_in_review),
 		cmocka_unit_test(test_pipeline_provider_401_in_ensemble_review),
 		cmocka_unit_test(test_pipeline_provider_down),
+		cmocka_unit_test(test_rollback_keeps_user_edits_and_ignored_env),
+		cmocka_unit_test(test_commit_only_the_runs_paths),
+		cmocka_unit_test(test_lock_second_run_refused_or_waits),
+		cmocka_unit_test(test_kill_at_many_points_then_undo),
+		cmocka_unit_test(test_sighup_restores_the_tree),
+		cmocka_unit_test(test_sigquit_restores_the_tree),
+		cmocka_unit_test(test_sigpipe_restores_the_tree),
+		cmocka_unit_test(test_planted_run_files_refused),
+		cmocka_unit_test(test_undo_refuses_then_force_and_redo),
+		cmocka_unit_test(test_undo_reverts_commit),
+		cmocka_unit_test(test_resume_after_ctrl_c),
+		cmocka_unit_test(test_full_disk_restores),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

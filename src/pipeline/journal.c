@@ -1,0 +1,621 @@
+/* The journal of a run's own changes; see journal.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/fsutil.h"
+#include "base/jsonx.h"
+#include "pipeline/journal.h"
+#include "pipeline/session.h"
+
+#define CHANGES "changes.jsonl"
+#define MAX_SAVE ((size_t)1 << 30)	/* larger files cannot be saved: the change is refused */
+#define GITMODE_FILE 0100644u
+#define GITMODE_EXEC 0100755u
+#define GITMODE_LINK 0120000u
+
+void journal_outcome_init(struct journal_outcome *o)
+{
+	strvec_init(&o->reverted);
+	strvec_init(&o->kept);
+	strvec_init(&o->overwritten);
+	strvec_init(&o->failed);
+}
+
+void journal_outcome_release(struct journal_outcome *o)
+{
+	strvec_clear(&o->reverted);
+	strvec_clear(&o->kept);
+	strvec_clear(&o->overwritten);
+	strvec_clear(&o->failed);
+}
+
+static int append(struct journal *j, json_t *rec)
+{
+	int ret = 0;
+
+	if (j->fd >= 0)
+		ret = jsonx_write_line(j->fd, rec);
+	json_decref(rec);
+	if (ret < 0)
+		err_prefix(ret, "cannot write %s/" CHANGES, j->dir);
+	return ret;
+}
+
+static json_t *entry(struct journal *j, const char *rel)
+{
+	json_t *e = json_object_get(j->paths, rel);
+
+	if (!e) {
+		e = json_object();
+		json_object_set_new(j->paths, rel, e);
+	}
+	return e;
+}
+
+int journal_open(struct journal *j, struct checkpoints *cps, const char *dir, int append_mode)
+{
+	struct buf b = BUF_INIT;
+	size_t pos = 0;
+	int fd, ret = 0;
+
+	j->cps = cps;
+	j->dir = xstrdup(dir);
+	j->fd = -1;
+	j->paths = json_object();
+	j->nsaved = 0;
+	j->snap[0] = '\0';
+	j->gaps = 0;
+	j->gap_why = NULL;
+	fd = session_file_open(dir, CHANGES, O_RDONLY, 0);
+	if (fd >= 0) {
+		ret = fsutil_read_fd(&b, fd, 256u << 20);
+		close(fd);
+		if (ret < 0)
+			goto out;
+	} else if (fd != FX_ENOTFOUND) {
+		ret = fd;
+		goto out;
+	}
+	err_clear();
+	while (pos < b.len) {
+		const char *nl = memchr(b.buf + pos, '\n', b.len - pos);
+		size_t n = nl ? (size_t)(nl - b.buf) - pos : b.len - pos;
+		json_t *rec = NULL;
+
+		/* a torn last line (killed mid-write) is skipped */
+		if (n && !jsonx_parse(&rec, b.buf + pos, n, CHANGES) && jsonx_str(rec, "path")) {
+			json_t *e = entry(j, jsonx_str(rec, "path"));
+			json_t *before = json_object_get(rec, "before");
+
+			if (json_is_object(before) && !json_object_get(e, "before"))
+				json_object_set(e, "before", before);
+			if (jsonx_str(rec, "left"))
+				json_object_set(e, "left", json_object_get(rec, "left"));
+			if (json_is_object(json_object_get(rec, "user_version")))
+				json_object_set(e, "user_version", json_object_get(rec, "user_version"));
+			if (jsonx_str(before, "file"))
+				j->nsaved++;
+		}
+		err_clear();
+		json_decref(rec);
+		pos += n + 1;
+	}
+	if (append_mode) {
+		fd = session_file_open(dir, CHANGES, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (fd < 0) {
+			ret = fd;
+			goto out;
+		}
+		j->fd = fd;
+	}
+out:
+	buf_release(&b);
+	return ret;
+}
+
+void journal_release(struct journal *j)
+{
+	if (j->fd >= 0)
+		close(j->fd);
+	free(j->dir);
+	free(j->gap_why);
+	json_decref(j->paths);
+	memset(j, 0, sizeof(*j));
+	j->fd = -1;
+}
+
+/* Write `data` to the new file `name` of the run folder. */
+static int save_file(struct journal *j, const char *name, const void *data, size_t len,
+		     mode_t mode)
+{
+	int fd = session_file_open(j->dir, name, O_WRONLY | O_CREAT | O_TRUNC, 0600), ret;
+
+	if (fd < 0)
+		return fd;
+	ret = fsutil_write_all(fd, data, len);
+	if (!ret && fchmod(fd, mode & 0777 ? mode & 0600 : 0600) < 0)
+		ret = err_set_errno(FX_EOS, "cannot set the mode");
+	if (!ret && fsync(fd) < 0)
+		ret = err_set_errno(FX_EOS, "cannot flush it to disk");
+	if (close(fd) < 0 && !ret)
+		ret = err_set_errno(FX_EOS, "cannot close it");
+	if (ret < 0)
+		err_prefix(ret, "cannot save %s/%s", j->dir, name);
+	return ret;
+}
+
+/*
+ * The run changes `rel` again. If someone else changed it since the run
+ * last did (the user, between two of the run's writes), their version is
+ * copied to user-versions/PATH first, so it is not lost.
+ */
+static int keep_user_version(struct journal *j, int dirfd, const char *name, const char *rel)
+{
+	const char *left = jsonx_str(json_object_get(j->paths, rel), "left");
+	struct buf data = BUF_INIT;
+	struct stat st;
+	char oid[VCS_OID_HEX];
+	char *file;
+	int fd, ret;
+
+	if (!left || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+	    (size_t)st.st_size > MAX_SAVE)
+		return 0;
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ret = fsutil_read_fd(&data, fd, MAX_SAVE);
+	close(fd);
+	if (ret < 0 || vcs_hash_buffer(oid, data.buf, data.len) < 0 || !strcmp(oid, left)) {
+		err_clear();
+		buf_release(&data);
+		return 0;
+	}
+	file = xstrfmt("user-versions/%s", rel);
+	ret = save_file(j, file, data.buf, data.len, st.st_mode);
+	if (!ret) {
+		/* a rollback puts the user's version back, not the one from before the run */
+		json_t *uv = json_pack("{s:s, s:s, s:i, s:s}", "kind", "saved", "file", file,
+				       "mode", (int)st.st_mode, "oid", oid);
+
+		ret = append(j, json_pack("{s:s, s:O}", "path", rel, "user_version", uv));
+		if (!ret)
+			json_object_set(json_object_get(j->paths, rel), "user_version", uv);
+		json_decref(uv);
+	}
+	if (ret < 0)
+		err_prefix(ret, "not changed: it was changed by someone else since the run changed "
+			   "it, and that version could not be saved first");
+	free(file);
+	buf_release(&data);
+	return ret;
+}
+
+int journal_before_change(struct journal *j, int dirfd, const char *name, const char *rel)
+{
+	struct stat st;
+	struct buf data = BUF_INIT;
+	char oid[VCS_OID_HEX];
+	json_t *before;
+	int ret = 0;
+
+	if (!j || !j->paths)
+		return 0;
+	if (json_object_get(j->paths, rel))
+		return keep_user_version(j, dirfd, name, rel);
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno != ENOENT)
+			return err_set_errno(FX_EOS, "cannot look at '%s' before changing it", rel);
+		before = json_pack("{s:s, s:s}", "kind", "absent", "oid", "");
+	} else if (S_ISDIR(st.st_mode)) {
+		before = json_pack("{s:s, s:s}", "kind", "dir", "oid", "dir");
+	} else if (S_ISLNK(st.st_mode)) {
+		char target[PATH_MAX];
+		ssize_t n = readlinkat(dirfd, name, target, sizeof(target));
+
+		if (n < 0 || (size_t)n >= sizeof(target))
+			return err_set_errno(FX_EOS, "cannot read the link '%s' before changing it", rel);
+		vcs_hash_buffer(oid, target, (size_t)n);
+		before = json_pack("{s:s, s:s%, s:s}", "kind", "link", "target", target, (size_t)n,
+				   "oid", oid);
+	} else if (S_ISREG(st.st_mode)) {
+		char *file;
+		int fd;
+
+		if ((size_t)st.st_size > MAX_SAVE)
+			return err_set(FX_ELIMIT, "'%s' is %lld bytes: too large to save a copy before "
+				       "changing it, so it is not changed", rel, (long long)st.st_size);
+		fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			return err_set_errno(FX_EOS, "cannot read '%s' before changing it", rel);
+		ret = fsutil_read_fd(&data, fd, MAX_SAVE);
+		close(fd);
+		if (ret < 0)
+			goto out;
+		file = xstrfmt("saved/%lu", ++j->nsaved);
+		ret = save_file(j, file, data.buf, data.len, st.st_mode);
+		if (ret < 0) {
+			free(file);
+			goto out;
+		}
+		vcs_hash_buffer(oid, data.buf, data.len);
+		before = json_pack("{s:s, s:s, s:i, s:s}", "kind", "saved", "file", file,
+				   "mode", (int)st.st_mode, "oid", oid);
+		free(file);
+	} else {
+		return err_set(FX_EDENIED, "'%s' is not a file, link or folder; not changed", rel);
+	}
+	ret = append(j, json_pack("{s:s, s:O}", "path", rel, "before", before));
+	if (ret < 0) {
+		json_decref(before);
+		goto out;
+	}
+	json_object_set_new(entry(j, rel), "before", before);
+out:
+	if (ret < 0)
+		err_prefix(ret, "not changed, because what is there could not be saved first");
+	buf_release(&data);
+	return ret;
+}
+
+static void set_left(struct journal *j, const char *rel, const char *oid)
+{
+	json_object_set_new(entry(j, rel), "left", json_string(oid));
+	if (append(j, json_pack("{s:s, s:s}", "path", rel, "left", oid)) < 0)
+		err_clear();	/* the "before" is recorded: undo still works, only less exactly */
+}
+
+void journal_after_change(struct journal *j, const char *rel)
+{
+	char oid[VCS_OID_HEX];
+
+	if (!j || !j->paths)
+		return;
+	/* stored in the shadow: the run's version can be copied out later */
+	if (vcs_hash_path(oid, NULL, j->cps, rel, 1) < 0) {
+		err_clear();
+		snprintf(oid, sizeof(oid), "unknown");
+	}
+	set_left(j, rel, oid);
+}
+
+static void gap(struct journal *j)
+{
+	j->gaps++;
+	if (!j->gap_why)
+		j->gap_why = xstrdup(err_last());
+	err_clear();
+}
+
+void journal_command_begin(struct journal *j)
+{
+	if (!j || !j->paths)
+		return;
+	if (vcs_snapshot(j->snap, j->cps) < 0) {
+		gap(j);
+		j->snap[0] = '\0';
+	}
+}
+
+void journal_command_end(struct journal *j)
+{
+	struct strvec changed = STRVEC_INIT;
+	char after[VCS_OID_HEX], oid[VCS_OID_HEX];
+	size_t i;
+
+	if (!j || !j->paths || !j->snap[0])
+		return;
+	if (vcs_snapshot(after, j->cps) < 0 ||
+	    vcs_tree_changes(&changed, j->cps, j->snap, after) < 0) {
+		gap(j);
+		goto out;
+	}
+	for (i = 0; i < changed.nr; i++) {
+		const char *rel = changed.v[i];
+
+		if (!json_object_get(json_object_get(j->paths, rel), "before")) {
+			json_t *before;
+
+			if (vcs_tree_entry(oid, NULL, j->cps, j->snap, rel) < 0)
+				err_clear();
+			before = json_pack("{s:s, s:s, s:s}", "kind", "tree", "tree", j->snap,
+					   "oid", oid);
+			if (append(j, json_pack("{s:s, s:O}", "path", rel, "before", before)) < 0)
+				err_clear();
+			json_object_set_new(entry(j, rel), "before", before);
+		}
+		if (vcs_tree_entry(oid, NULL, j->cps, after, rel) < 0) {
+			err_clear();
+			snprintf(oid, sizeof(oid), "unknown");
+		}
+		set_left(j, rel, oid);
+	}
+out:
+	j->snap[0] = '\0';
+	strvec_clear(&changed);
+}
+
+static int cmp_fwd(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void journal_paths(const struct journal *j, struct strvec *out)
+{
+	struct strvec all = STRVEC_INIT;
+	const char *k;
+	json_t *v;
+	size_t i;
+
+	json_object_foreach(j->paths, k, v)
+		if (json_object_get(v, "before"))
+			strvec_push(&all, k);
+	/* json objects keep insertion order: sort for a stable answer */
+	if (all.nr)
+		qsort(all.v, all.nr, sizeof(*all.v), cmp_fwd);
+	for (i = 0; i < all.nr; i++)
+		strvec_push(out, all.v[i]);
+	strvec_clear(&all);
+}
+
+/* What `rel` is now ("" absent); "?" when it cannot be read. */
+static void current(char oid[VCS_OID_HEX], struct journal *j, const char *rel, int store)
+{
+	if (vcs_hash_path(oid, NULL, j->cps, rel, store) < 0) {
+		err_clear();
+		snprintf(oid, VCS_OID_HEX, "?");
+	}
+}
+
+int journal_conflicts(struct journal *j, struct strvec *out)
+{
+	struct strvec all = STRVEC_INIT;
+	size_t i;
+
+	journal_paths(j, &all);
+	for (i = 0; i < all.nr; i++) {
+		json_t *e = json_object_get(j->paths, all.v[i]);
+		const char *left = jsonx_str(e, "left");
+		const char *was = jsonx_str(json_object_get(e, "before"), "oid");
+		char now[VCS_OID_HEX];
+
+		current(now, j, all.v[i], 0);
+		/* never left (killed mid-change) counts as left as it is */
+		if (left && strcmp(now, left) && (!was || strcmp(now, was)))
+			strvec_push(out, all.v[i]);
+	}
+	strvec_clear(&all);
+	return 0;
+}
+
+int journal_own_changes(struct journal *j, struct strvec *out)
+{
+	struct strvec all = STRVEC_INIT;
+	size_t i;
+
+	journal_paths(j, &all);
+	for (i = 0; i < all.nr; i++) {
+		json_t *e = json_object_get(j->paths, all.v[i]);
+		const char *left = jsonx_str(e, "left");
+		const char *was = jsonx_str(json_object_get(e, "before"), "oid");
+		char now[VCS_OID_HEX];
+
+		current(now, j, all.v[i], 0);
+		if (left && !strcmp(now, left) && (!was || strcmp(now, was)) && strcmp(now, "dir"))
+			strvec_push(out, all.v[i]);
+	}
+	strvec_clear(&all);
+	return 0;
+}
+
+/* "run-versions/a/b.txt" style name in the run folder for `rel`. */
+static int save_version(struct journal *j, struct buf *where, const char *sub, const char *rel,
+			const char *oid)
+{
+	struct buf data = BUF_INIT;
+	char *name;
+	int ret;
+
+	if (!oid || !*oid || !strcmp(oid, "dir") || !strcmp(oid, "?") || !strcmp(oid, "unknown"))
+		return err_set(FX_ENOTFOUND, "no copy of it was kept");
+	ret = vcs_blob_read(&data, j->cps, oid);
+	if (ret < 0)
+		goto out;
+	name = xstrfmt("%s/%s", sub, rel);
+	ret = save_file(j, name, data.buf, data.len, 0600);
+	if (!ret)
+		buf_addf(where, "%s/%s", j->dir, name);
+	free(name);
+out:
+	buf_release(&data);
+	return ret;
+}
+
+/* Where the bytes `before` describes can be found, for a message. */
+static void before_where(struct buf *out, const struct journal *j, const json_t *before)
+{
+	const char *kind = jsonx_str(before, "kind");
+
+	if (kind && !strcmp(kind, "saved"))
+		buf_addf(out, "%s/%s", j->dir, jsonx_str(before, "file"));
+	else if (kind && !strcmp(kind, "tree"))
+		buf_addf(out, "the checkpoint snapshot %.12s", jsonx_str(before, "tree"));
+	else if (kind && !strcmp(kind, "link"))
+		buf_addf(out, "a link to '%s'", jsonx_str(before, "target"));
+	else
+		buf_addstr(out, "nothing: it did not exist");
+}
+
+static int put_before(struct journal *j, const char *rel, const json_t *before)
+{
+	const char *kind = jsonx_str(before, "kind");
+	int ret = 0;
+
+	if (!kind)
+		return err_set(FX_EPARSE, "the journal does not say what it was");
+	if (!strcmp(kind, "absent")) {
+		ret = vcs_put_path(j->cps, rel, NULL, 0, 0, 0);
+	} else if (!strcmp(kind, "link")) {
+		const char *t = jsonx_str(before, "target");
+
+		ret = vcs_put_path(j->cps, rel, t, strlen(t), GITMODE_LINK, 0);
+	} else if (!strcmp(kind, "saved")) {
+		struct buf data = BUF_INIT;
+		int fd = session_file_open(j->dir, jsonx_str(before, "file"), O_RDONLY, 0);
+		unsigned mode = (unsigned)jsonx_int(before, "mode", 0100644);
+
+		if (fd < 0)
+			return fd;
+		ret = fsutil_read_fd(&data, fd, MAX_SAVE);
+		close(fd);
+		if (!ret)
+			ret = vcs_put_path(j->cps, rel, data.buf, data.len,
+					   mode & 0111 ? GITMODE_EXEC : GITMODE_FILE, mode & 07777);
+		buf_release(&data);
+	} else if (!strcmp(kind, "tree")) {
+		struct strvec one = STRVEC_INIT, failed = STRVEC_INIT;
+
+		strvec_push(&one, rel);
+		ret = vcs_restore_paths(j->cps, jsonx_str(before, "tree"), &one, &failed);
+		if (ret > 0)
+			ret = err_set(FX_EOS, "%s", failed.v[0]);
+		strvec_clear(&one);
+		strvec_clear(&failed);
+	} else if (!strcmp(kind, "dir")) {
+		char *full = xstrfmt("%s/%s", checkpoint_workspace(j->cps), rel);
+		struct stat st;
+
+		if (lstat(full, &st) < 0 && mkdir(full, 0755) < 0)
+			ret = err_set_errno(FX_EOS, "cannot make the folder again");
+		free(full);
+	} else {
+		ret = err_set(FX_EPARSE, "unknown kind '%s' in the journal", kind);
+	}
+	return ret;
+}
+
+static int cmp_rev(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)b, *(const char *const *)a);
+}
+
+int journal_revert(struct journal *j, int force, struct journal_outcome *o)
+{
+	struct strvec all = STRVEC_INIT;
+	size_t i;
+	int pass, nfailed = 0;
+
+	journal_paths(j, &all);
+	/* deepest first, so a folder the run made is empty when its turn comes */
+	if (all.nr)
+		qsort(all.v, all.nr, sizeof(*all.v), cmp_rev);
+	/* pass 0 removes what the run made, pass 1 puts back the rest */
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < all.nr; i++) {
+			const char *rel = all.v[pass ? all.nr - 1 - i : i];
+			json_t *e = json_object_get(j->paths, rel);
+			const json_t *before = json_object_get(e, "user_version") ?
+					       json_object_get(e, "user_version") :
+					       json_object_get(e, "before");
+			const char *was = jsonx_str(before, "oid"), *left = jsonx_str(e, "left");
+			int absent = !was || !*was;
+			char now[VCS_OID_HEX];
+			struct buf where = BUF_INIT;
+
+			if (absent != !pass)
+				continue;
+			current(now, j, rel, 1);
+			if (was && !strcmp(now, was)) {
+				strvec_push(&o->reverted, rel);
+				continue;
+			}
+			if (left && strcmp(now, left)) {
+				if (!force) {
+					/* both changed it: the user's version stays */
+					if (save_version(j, &where, "run-versions", rel, left) < 0) {
+						strvec_pushf(&o->kept, "%s (the run's version: not kept: %s)",
+							     rel, err_last());
+						err_clear();
+					} else {
+						strvec_pushf(&o->kept, "%s (the run's version: %s)", rel,
+							     where.buf);
+					}
+					buf_release(&where);
+					continue;
+				}
+				if (strcmp(now, "") && save_version(j, &where, "user-versions", rel,
+								    now) < 0) {
+					struct buf w = BUF_INIT;
+
+					before_where(&w, j, before);
+					strvec_pushf(&o->failed, "%s: changed since the run and its "
+						     "current version could not be saved (%s); left as it is; "
+						     "what it was before the run: %s", rel, err_last(), w.buf);
+					buf_release(&w);
+					err_clear();
+					nfailed++;
+					buf_release(&where);
+					continue;
+				}
+				if (where.len)
+					strvec_pushf(&o->overwritten, "%s (your version: %s)", rel, where.buf);
+				buf_reset(&where);
+			}
+			if (put_before(j, rel, before) < 0) {
+				before_where(&where, j, before);
+				strvec_pushf(&o->failed, "%s: %s; what it was before the run: %s", rel,
+					     err_last(), where.buf);
+				err_clear();
+				nfailed++;
+			} else {
+				current(now, j, rel, 0);
+				if (was && strcmp(now, was) && strcmp(was, "dir")) {
+					before_where(&where, j, before);
+					strvec_pushf(&o->failed, "%s: still differs after it was put back; "
+						     "what it was before the run: %s", rel, where.buf);
+					nfailed++;
+				} else {
+					strvec_push(&o->reverted, rel);
+				}
+			}
+			buf_release(&where);
+		}
+	}
+	strvec_clear(&all);
+	return nfailed;
+}
+
+int journal_restore_to(struct journal *j, const char *tree, struct strvec *failed)
+{
+	struct strvec all = STRVEC_INIT, held = STRVEC_INIT;
+	char snap[VCS_OID_HEX], a[VCS_OID_HEX], b[VCS_OID_HEX];
+	size_t i;
+	int ret;
+
+	ret = vcs_snapshot(snap, j->cps);
+	if (ret < 0)
+		return ret;
+	journal_paths(j, &all);
+	for (i = 0; i < all.nr; i++) {
+		/* a path neither tree holds is ignored (or absent in both): not a checkpoint's */
+		int in_now = vcs_tree_entry(a, NULL, j->cps, snap, all.v[i]);
+		int in_tree = vcs_tree_entry(b, NULL, j->cps, tree, all.v[i]);
+
+		if (in_now < 0 || in_tree < 0)
+			err_clear();
+		if (in_now > 0 && in_tree > 0 && !strcmp(a, b))
+			continue;
+		if (in_now > 0 || in_tree > 0)
+			strvec_push(&held, all.v[i]);
+	}
+	ret = held.nr ? vcs_restore_paths(j->cps, tree, &held, failed) : 0;
+	strvec_clear(&all);
+	strvec_clear(&held);
+	return ret;
+}
