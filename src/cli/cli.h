@@ -55,6 +55,16 @@ int cli_usage_error(const char *name, const char *fmt, ...) FX_PRINTF(2, 3);
  */
 int cli_load_config(struct config *cfg);
 
+/** config_trust_fn over the user's trust store (cmd_trust.c). */
+int cli_trust_check(const char *path, const char *hash, int *changed, void *data);
+
+/**
+ * Say on stderr which settings of an untrusted project file were not
+ * applied and how to trust it, and which nested .forgex/config.toml files
+ * were ignored (cli_load_config() does).
+ */
+void cli_report_trust(const struct config *cfg);
+
 /**
  * The exit status for a failed service call's FX_E* `code`: refusals 4,
  * interrupts 130, bad input 2, provider failures 3, anything else 1.

@@ -22,6 +22,17 @@ const char *const policy_default_denied[] = {
 	NULL,
 };
 
+/*
+ * Beyond the seed: shells its list misses, denied with the default list
+ * (a restricted shell still runs any command on PATH, and `busybox ash`
+ * is judged as `ash`). A custom deny list replaces these too.
+ */
+const char *const policy_extra_denied[] = {
+	"rbash", "ash", "mksh", "lksh", "oksh", "loksh", "yash", "posh", "sash",
+	"elvish", "xonsh", "nu", "ion", "rc", "es", "osh", "oil", "ysh",
+	NULL,
+};
+
 const char *const policy_default_network[] = {
 	"pip", "pip3", "uv", "npm", "npx", "pnpm", "yarn", "bun", "cargo", "go",
 	"curl", "wget", "docker", "podman",
@@ -533,7 +544,8 @@ static int listed(const struct strvec *list, const char *const *defaults, const 
 static enum policy_decision decide(const struct policy *p, const char *base, const char *norm,
 				   struct buf *reason)
 {
-	if (listed(&p->denied, policy_default_denied, base, norm)) {
+	if (listed(&p->denied, policy_default_denied, base, norm) ||
+	    (!p->denied.nr && listed(&p->denied, policy_extra_denied, base, norm))) {
 		if (reason)
 			buf_addf(reason, "Command '%s' is in the deny list", base);
 		return POLICY_DENY;
@@ -809,6 +821,7 @@ void policy_init_defaults(struct policy *p)
 	struct policy d = POLICY_INIT;
 
 	strvec_pushv(&d.denied, policy_default_denied);
+	strvec_pushv(&d.denied, policy_extra_denied);
 	strvec_pushv(&d.network, policy_default_network);
 	*p = d;
 }
@@ -828,7 +841,12 @@ int policy_init_from_config(struct policy *p, const struct config *cfg)
 			strvec_push(&d.denied, cfg->terminal.denied.v[i]);
 	} else {
 		strvec_pushv(&d.denied, policy_default_denied);
+		strvec_pushv(&d.denied, policy_extra_denied);
 	}
+	/* what an untrusted project file adds: never a replacement */
+	for (i = 0; i < cfg->terminal.denied_add.nr; i++)
+		if (strvec_find(&d.denied, cfg->terminal.denied_add.v[i]) < 0)
+			strvec_push(&d.denied, cfg->terminal.denied_add.v[i]);
 	strvec_pushv(&d.network, policy_default_network);
 	d.mode = mode;
 	d.network_allowed = mode == APPROVAL_AUTO;

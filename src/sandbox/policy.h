@@ -73,6 +73,8 @@ struct policy {
 
 /** The seed's DEFAULT_DENIED, NULL-terminated, in the seed's order. */
 extern const char *const policy_default_denied[];
+/** Shells beyond the seed's list, denied along with the default list (rbash, ash, ...). */
+extern const char *const policy_extra_denied[];
 /** The seed's DEFAULT_NETWORK_COMMANDS, NULL-terminated, in the seed's order. */
 extern const char *const policy_default_network[];
 

@@ -55,6 +55,7 @@ static void test_config_file_sets_values_and_origins(void **state)
 
 	(void)state;
 	config_init(&cfg);
+	cfg.project_trusted = 1;	/* as after `forgex trust` */
 	apply_ok(&cfg,
 		 "[permissions]\nmode = \"auto\"\n"
 		 "[terminal]\nallowed = [\"ls\", \"cat\"]\n"
