@@ -190,6 +190,7 @@ static char *project(const struct mock *m, const char *more)
 		"commit -qm init");
 	tu_write(dir, "notes.txt", "untracked, not ignored\n");
 	tu_write(dir, ".forgex/config.toml", cfg);
+	tu_trust(dir, NULL);
 	free(cfg);
 	return dir;
 }

@@ -52,7 +52,7 @@ static int setup_with(void **state, const char *toml)
 
 	e->ws = tu_mkdtemp();
 	config_init(&e->cfg);
-	if (config_apply_string(&e->cfg, toml, strlen(toml), "t.toml", CFG_PROJECT) < 0 ||
+	if (config_apply_string(&e->cfg, toml, strlen(toml), "t.toml", CFG_USER) < 0 ||
 	    executor_init(&e->ex, &e->cfg, e->ws) < 0)
 		fail_msg("%s", err_last());
 	e->sh = (struct shell_tools)SHELL_TOOLS_INIT;
