@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -95,14 +96,15 @@ int fs_check_allowed(const char *rel, const char *shown, int modify)
 	while (*p) {
 		const char *e = strchrnul(p, '/');
 
-		if (e - p == 4 && !memcmp(p, ".git", 4))
+		if (e - p == 4 && !strncasecmp(p, ".git", 4))
 			return err_set(FX_EDENIED, "'%s' is inside a .git folder, which the tools do not "
 				       "touch; use git_status and git_diff", shown);
+		if (modify && e - p == 7 && !strncasecmp(p, ".forgex", 7))
+			return err_set(FX_EDENIED, "'%s' is inside .forgex, forgex's own folder (its "
+				       "configuration, runs and checkpoints); the tools do not change it",
+				       shown);
 		p = *e ? e + 1 : e;
 	}
-	if (modify && (!strcmp(rel, ".forgex") || !strncmp(rel, ".forgex/", 8)))
-		return err_set(FX_EDENIED, "'%s' is inside .forgex, forgex's own folder (runs and "
-			       "checkpoints); the tools do not change it", shown);
 	return 0;
 }
 
@@ -303,7 +305,7 @@ static int list_into(struct lister *l, int dfd, const char *rel, long depth)
 		struct stat st;
 		int ignored;
 
-		if (!strcmp(name, ".git"))
+		if (!strcasecmp(name, ".git"))
 			continue;
 		if (l->count >= l->max) {
 			l->full = 1;
