@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/redact.h"
 #include "base/strvec.h"
 #include "base/termsafe.h"
 #include "cli/cli.h"
@@ -391,6 +392,14 @@ int cli_load_config(struct config *cfg)
 			err_prefix(ret, "-c %s", kv);
 			goto fail;
 		}
+	}
+	/* forgex's own keys, whatever their variables are called, are redacted everywhere */
+	redact_register_env(NULL);
+	for (i = 0; i < cfg->providers_nr; i++) {
+		const char *v = cfg->providers[i].api_key_env;
+
+		if (v && *v && getenv(v))
+			redact_register(getenv(v));
 	}
 	return 0;
 fail:

@@ -16,6 +16,7 @@
 #include "base/fsutil.h"
 #include "base/jsonx.h"
 #include "base/path.h"
+#include "base/redact.h"
 #include "pipeline/session.h"
 
 #define EVENTS "events.jsonl"
@@ -103,8 +104,11 @@ int session_create(struct session *s, const char *workspace, const char *request
 		goto fail;
 	if (request) {
 		char *p = session_path(s, "request.txt");
+		struct buf clean = BUF_INIT;
 
-		ret = fsutil_write_atomic(p, request, strlen(request), 0600);
+		redact_text(&clean, request, strlen(request), NULL);
+		ret = fsutil_write_atomic(p, clean.buf, clean.len, 0600);
+		buf_release(&clean);
 		free(p);
 		if (ret < 0)
 			goto fail;
@@ -192,6 +196,13 @@ int session_event(struct session *s, const char *type, json_t *fields)
 				json_object_set(ev, k, v);
 		json_decref(fields);
 	}
+	{
+		/* what a run records holds no secret (base/redact.h) */
+		json_t *clean = redact_json(ev, NULL);
+
+		json_decref(ev);
+		ev = clean;
+	}
 	if (s->events_fd >= 0) {
 		ret = jsonx_write_line(s->events_fd, ev);
 		if (ret < 0)
@@ -221,9 +232,11 @@ int session_write_json(const struct session *s, const char *name, const json_t *
 {
 	struct buf b = BUF_INIT;
 	char *p = session_path(s, name);
+	json_t *clean = redact_json(j, NULL);
 	int ret;
 
-	jsonx_dump(&b, j, JSON_INDENT(2));
+	jsonx_dump(&b, clean, JSON_INDENT(2));
+	json_decref(clean);
 	buf_addch(&b, '\n');
 	ret = fsutil_write_atomic(p, b.buf, b.len, 0600);
 	free(p);

@@ -422,6 +422,99 @@ static void test_pipeline_pass_at_once(void **state)
 	tu_rmtree(dir);
 }
 
+/* Every file of `dir`/.forgex/runs, concatenated. */
+static void runs_text(struct buf *out, const char *dir, const char *rel)
+{
+	struct dirent **names;
+	char *path = xstrfmt("%s/%s", dir, rel);
+	int n, i;
+
+	n = scandir(path, &names, NULL, alphasort);
+	for (i = 0; i < n; i++) {
+		char *sub = xstrfmt("%s/%s", rel, names[i]->d_name);
+		char *full = xstrfmt("%s/%s", dir, sub);
+		struct stat st;
+
+		if (names[i]->d_name[0] != '.' && !lstat(full, &st)) {
+			if (S_ISDIR(st.st_mode))
+				runs_text(out, dir, sub);
+			else
+				fsutil_read_file(out, full, 0);
+		}
+		free(sub);
+		free(full);
+		free(names[i]);
+	}
+	if (n >= 0)
+		free(names);
+	free(path);
+}
+
+/*
+ * forgex's own key (its variable has no secret-looking name) and an AWS
+ * secret, printed by a command and read from a file: neither the model
+ * (the mock's recorded requests) nor anything in .forgex/runs sees them.
+ */
+static void test_pipeline_secrets_are_redacted(void **state)
+{
+	const char *key = "plain-Forgex-Key-4711-value";
+	const char *aws = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+	json_t *steps = json_array(), *reqs;
+	struct buf all = BUF_INIT, recorded = BUF_INIT;
+	struct mock m;
+	struct run r;
+	char *s, *dir, *leak;
+	size_t i;
+
+	(void)state;
+	call(steps, "read_file", "{\"path\": \"leak.txt\"}");
+	call(steps, "submit_plan", PLAN);
+	call(steps, "run_command", "{\"argv\": [\"cat\", \"leak.txt\"]}");
+	call(steps, "edit_file", FIX_ADD);
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, NULL);
+	leak = xstrfmt("key=%s\naws_secret_access_key = %s\n", key, aws);
+	tu_write(dir, "leak.txt", leak);
+	setenv("FX_E2E_NO_KEY", key, 1);
+	FORGEX(&r, dir, "run", "make add add");
+	unsetenv("FX_E2E_NO_KEY");
+	assert_int_equal(r.status, 0);
+	reqs = mock_requests(&m);
+	assert_true(json_array_size(reqs) >= 7);
+	for (i = 0; i < json_array_size(reqs); i++) {
+		json_t *body = json_object_get(json_array_get(reqs, i), "body");
+
+		if (body)
+			jsonx_dump(&all, body, JSON_COMPACT);
+	}
+	/* the key went where it belongs, the Authorization header, and nowhere else */
+	assert_null(strstr(all.buf, key));
+	assert_null(strstr(all.buf, aws));
+	assert_non_null(strstr(all.buf, "key=[REDACTED]"));
+	assert_non_null(strstr(all.buf, "aws_secret_access_key = [REDACTED]"));
+	runs_text(&recorded, dir, ".forgex/runs");
+	assert_true(recorded.len > 0);
+	assert_non_null(strstr(recorded.buf, "\"run_command\""));
+	assert_null(strstr(recorded.buf, key));
+	assert_null(strstr(recorded.buf, aws));
+	assert_null(strstr(r.out.buf, key));
+	assert_null(strstr(r.err.buf, key));
+	/* the file itself is the user's and unchanged */
+	assert_file(dir, "leak.txt", leak);
+	json_decref(reqs);
+	buf_release(&all);
+	buf_release(&recorded);
+	run_release(&r);
+	mock_release(&m);
+	free(leak);
+	free(s);
+	tu_rmtree(dir);
+}
+
 static void test_pipeline_fail_repair_pass(void **state)
 {
 	json_t *steps = json_array(), *evs;
@@ -1063,6 +1156,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pipeline_pass_at_once),
+		cmocka_unit_test(test_pipeline_secrets_are_redacted),
 		cmocka_unit_test(test_pipeline_fail_repair_pass),
 		cmocka_unit_test(test_pipeline_fail_until_max_then_rollback),
 		cmocka_unit_test(test_pipeline_keep_leaves_last_attempt),
