@@ -92,6 +92,23 @@ static int scan(struct buf *out, const char *str, size_t len, unsigned flags)
 	return changed;
 }
 
+size_t termsafe_partial_tail(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t k, need;
+
+	for (k = 1; k <= 3 && k <= len; k++) {
+		unsigned char c = u[len - k];
+
+		if ((c & 0xc0) == 0x80)
+			continue;	/* a continuation byte: look further back */
+		need = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 && c <= 0xef ? 3 :
+		       c >= 0xc2 && c <= 0xdf ? 2 : 1;
+		return need > k ? k : 0;
+	}
+	return 0;
+}
+
 void buf_add_termsafe(struct buf *out, const char *s, size_t len, unsigned flags)
 {
 	scan(out, s, len, flags);

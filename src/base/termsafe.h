@@ -29,6 +29,13 @@ void buf_add_termsafe(struct buf *out, const char *s, size_t len, unsigned flags
 /** Whether `len` bytes of `s` would be changed by buf_add_termsafe(). */
 int termsafe_needed(const char *s, size_t len, unsigned flags);
 
+/**
+ * How many bytes at the end of s[0..len) begin a UTF-8 sequence that is
+ * not complete yet (0-3): text that arrives in pieces keeps them for the
+ * next piece instead of escaping half a character.
+ */
+size_t termsafe_partial_tail(const char *s, size_t len);
+
 /** fputs() for untrusted text: `s` made safe, then written to `f`. */
 void fputs_termsafe(const char *s, FILE *f, unsigned flags);
 

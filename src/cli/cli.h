@@ -12,6 +12,8 @@
  * returns the process exit status.
  */
 
+#include <stdio.h>
+
 #include "base/buf.h"
 #include "config/config.h"
 
@@ -70,6 +72,13 @@ void cli_report_trust(const struct config *cfg);
  * interrupts 130, bad input 2, provider failures 3, anything else 1.
  */
 int cli_exit_for_error(int code);
+
+/**
+ * printf for text that holds what a model or a command wrote: control
+ * characters are escaped (base/termsafe.h), newlines and tabs kept.
+ * Every human (not --json) view of such text goes through it.
+ */
+void cli_printf(FILE *f, const char *fmt, ...) FX_PRINTF(2, 3);
 
 /** Print "forgex: error: " + err_last() to stderr. */
 void cli_print_error(void);

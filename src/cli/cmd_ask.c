@@ -17,6 +17,7 @@
 #include "base/jsonx.h"
 #include "base/log.h"
 #include "base/path.h"
+#include "base/termsafe.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "llm/provider.h"
@@ -38,18 +39,44 @@ static void on_sigint(int sig)
 struct out_state {
 	size_t printed;
 	char last;
+	char held[4];		/* the start of a UTF-8 sequence cut between deltas */
+	size_t held_len;
 };
 
+/* The model's text as it arrives, with control characters escaped (base/termsafe.h). */
 static void print_delta(void *data, const char *text, size_t len)
 {
 	struct out_state *o = data;
+	struct buf in = BUF_INIT, out = BUF_INIT;
+	size_t keep;
 
 	if (!len)
 		return;
-	fwrite(text, 1, len, stdout);
+	buf_add(&in, o->held, o->held_len);
+	buf_add(&in, text, len);
+	keep = termsafe_partial_tail(in.buf, in.len);
+	memcpy(o->held, in.buf + in.len - keep, keep);
+	o->held_len = keep;
+	buf_add_termsafe(&out, in.buf, in.len - keep, TERMSAFE_MULTILINE);
+	fwrite(out.buf, 1, out.len, stdout);
 	fflush(stdout);
 	o->printed += len;
 	o->last = text[len - 1];
+	buf_release(&in);
+	buf_release(&out);
+}
+
+/* What print_delta() still holds: an incomplete sequence at the very end is escaped. */
+static void flush_delta(struct out_state *o)
+{
+	struct buf out = BUF_INIT;
+
+	if (!o->held_len)
+		return;
+	buf_add_termsafe(&out, o->held, o->held_len, TERMSAFE_MULTILINE);
+	fwrite(out.buf, 1, out.len, stdout);
+	o->held_len = 0;
+	buf_release(&out);
 }
 
 /*
@@ -134,7 +161,7 @@ static void on_event(void *data, const char *type, json_t *fields)
 	}
 	if (ev->show_progress && !strcmp(type, "progress") &&
 	    (cli_verbose || !strcmp(jsonx_str(fields, "kind") ? jsonx_str(fields, "kind") : "", "tool")))
-		fprintf(stderr, "forgex: %s\n", jsonx_str(fields, "message"));
+		cli_printf(stderr, "forgex: %s\n", jsonx_str(fields, "message"));
 	json_decref(fields);
 }
 
@@ -284,6 +311,7 @@ int cmd_ask(int argc, char **argv)
 	started = agent_now();
 	ret = agent_run(&res, &ao);
 	sigaction(SIGINT, &old_sa, NULL);
+	flush_delta(&out);
 	if (!json && out.printed && out.last != '\n')
 		putchar('\n');
 	if (ret < 0) {
@@ -308,7 +336,7 @@ int cmd_ask(int argc, char **argv)
 		print_json(p, &res, agent_now() - started);
 	} else if (!out.printed && *res.answer) {
 		/* a reply that was not streamed (stream = false) */
-		fputs(res.answer, stdout);
+		fputs_termsafe(res.answer, stdout, TERMSAFE_MULTILINE);
 		if (res.answer[strlen(res.answer) - 1] != '\n')
 			putchar('\n');
 	}

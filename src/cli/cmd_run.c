@@ -37,11 +37,11 @@ static void print_plan(FILE *f, const json_t *plan)
 	size_t i;
 
 	if (jsonx_str(plan, "summary"))
-		fprintf(f, "  plan: %s\n", jsonx_str(plan, "summary"));
+		cli_printf(f, "  plan: %s\n", jsonx_str(plan, "summary"));
 	json_array_foreach(steps, i, s) {
 		const char *t = jsonx_str(s, "title");
 
-		fprintf(f, "  %zu. %s\n", i + 1, t ? t : jsonx_str(s, "description") ?
+		cli_printf(f, "  %zu. %s\n", i + 1, t ? t : jsonx_str(s, "description") ?
 			jsonx_str(s, "description") : "");
 	}
 }
@@ -116,37 +116,37 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 
 		if (it > 0 && (!strcmp(st, "verify") || !strcmp(st, "review") ||
 			       !strcmp(st, "repair")))
-			fprintf(f, "==> %s (iteration %ld)\n", st, it);
+			cli_printf(f, "==> %s (iteration %ld)\n", st, it);
 		else
-			fprintf(f, "==> %s\n", st);
+			cli_printf(f, "==> %s\n", st);
 	} else if (!strcmp(type, "progress")) {
-		fprintf(f, "    %s\n", jsonx_str(ev, "message") ? jsonx_str(ev, "message") : "");
+		cli_printf(f, "    %s\n", jsonx_str(ev, "message") ? jsonx_str(ev, "message") : "");
 	} else if (!strcmp(type, "plan")) {
 		print_plan(f, json_object_get(ev, "plan"));
 	} else if (!strcmp(type, "test_result")) {
 		const json_t *r = json_object_get(ev, "result");
 
 		if (!jsonx_bool(ev, "ran", 0))
-			fprintf(f, "    tests (%s): not run: %s\n", jsonx_str(ev, "what"),
+			cli_printf(f, "    tests (%s): not run: %s\n", jsonx_str(ev, "what"),
 				jsonx_str(ev, "reason") ? jsonx_str(ev, "reason") : "");
 		else
-			fprintf(f, "    tests (%s): %lld passed, %lld failed, %lld errors\n",
+			cli_printf(f, "    tests (%s): %lld passed, %lld failed, %lld errors\n",
 				jsonx_str(ev, "what"), (long long)jsonx_int(r, "passed", 0),
 				(long long)jsonx_int(r, "failed", 0),
 				(long long)jsonx_int(r, "errors", 0));
 	} else if (!strcmp(type, "vote")) {
-		fprintf(f, "    vote of %s: %s%s%s\n", jsonx_str(ev, "voter"),
+		cli_printf(f, "    vote of %s: %s%s%s\n", jsonx_str(ev, "voter"),
 			jsonx_str(ev, "verdict"), jsonx_str(ev, "error") ? " — " : "",
 			jsonx_str(ev, "error") ? jsonx_str(ev, "error") : "");
 	} else if (!strcmp(type, "verdict")) {
 		const char *gate = jsonx_str(ev, "gate");
 
-		fprintf(f, "    verdict: %s%s%s\n", jsonx_str(ev, "verdict"),
+		cli_printf(f, "    verdict: %s%s%s\n", jsonx_str(ev, "verdict"),
 			gate ? " (test gate: " : "", gate ? gate : "");
 		if (gate)
 			fputs(")\n", f);
 	} else if (!strcmp(type, "checkpoint") && !strcmp(jsonx_str(ev, "action"), "restore")) {
-		fprintf(f, "    restored checkpoint %.12s (%s)\n", jsonx_str(ev, "id"),
+		cli_printf(f, "    restored checkpoint %.12s (%s)\n", jsonx_str(ev, "id"),
 			jsonx_str(ev, "why"));
 	}
 	fflush(f);
@@ -158,7 +158,7 @@ static void show_start(void *data, const struct session *s)
 
 	if (!v->json && !cli_quiet) {
 		progress_hold();
-		fprintf(v->progress, "forgex: run %s\n", s->id);
+		cli_printf(v->progress, "forgex: run %s\n", s->id);
 		fflush(v->progress);
 		progress_release(NULL);
 	}
@@ -199,10 +199,10 @@ static int exit_for(const struct pipeline_result *r)
 static void print_tests(const char *what, const json_t *t)
 {
 	if (!json_is_object(t)) {
-		printf("  tests %-7s not run\n", what);
+		cli_printf(stdout, "  tests %-7s not run\n", what);
 		return;
 	}
-	printf("  tests %-7s %lld passed, %lld failed, %lld errors\n", what,
+	cli_printf(stdout, "  tests %-7s %lld passed, %lld failed, %lld errors\n", what,
 	       (long long)jsonx_int(t, "passed", 0), (long long)jsonx_int(t, "failed", 0),
 	       (long long)jsonx_int(t, "errors", 0));
 }
@@ -212,40 +212,40 @@ static void print_result(const struct pipeline_result *r, const char *cmd)
 	const json_t *s = r->summary;
 
 	if (r->outcome == PIPELINE_PLANNED) {
-		printf("Plan (run %s):\n", r->run_id);
+		cli_printf(stdout, "Plan (run %s):\n", r->run_id);
 		if (r->plan) {
 			struct buf b = BUF_INIT;
 
 			print_plan(stdout, r->plan);
 			jsonx_dump(&b, r->plan, JSON_INDENT(2));
-			printf("\n%s\n", b.buf);
+			cli_printf(stdout, "\n%s\n", b.buf);
 			buf_release(&b);
 		}
 		return;
 	}
-	printf("%s: %s", r->outcome == PIPELINE_PASS ? "PASS" : r->outcome == PIPELINE_FAIL ?
+	cli_printf(stdout, "%s: %s", r->outcome == PIPELINE_PASS ? "PASS" : r->outcome == PIPELINE_FAIL ?
 	       "FAIL" : r->outcome == PIPELINE_INTERRUPTED ? "INTERRUPTED" : "ERROR",
 	       r->run_id ? r->run_id : "");
 	if (r->reason && *r->reason)
-		printf(" — %s", r->reason);
+		cli_printf(stdout, " — %s", r->reason);
 	putchar('\n');
 	if (r->diffstat && *r->diffstat)
-		printf("  files changed%s:\n%s", r->rolled_back ? " (undone)" : "", r->diffstat);
+		cli_printf(stdout, "  files changed%s:\n%s", r->rolled_back ? " (undone)" : "", r->diffstat);
 	if (s) {
 		print_tests("before", json_object_get(s, "tests_before"));
 		print_tests("after", json_object_get(s, "tests_after"));
 	}
-	printf("  iterations %d, tokens %ld, cost $%.4f, time %.1fs\n", r->iterations, r->tokens,
+	cli_printf(stdout, "  iterations %d, tokens %ld, cost $%.4f, time %.1fs\n", r->iterations, r->tokens,
 	       r->cost_usd, r->seconds);
 	if (r->rolled_back)
-		printf("The tree was restored to how it was before the run.\n");
+		cli_printf(stdout, "The tree was restored to how it was before the run.\n");
 	else if (r->kept)
-		printf("The last attempt was kept in the tree; undo it with: forgex undo %s\n",
+		cli_printf(stdout, "The last attempt was kept in the tree; undo it with: forgex undo %s\n",
 		       r->run_id);
 	else if (r->committed)
-		printf("The change was committed on the current branch.\n");
+		cli_printf(stdout, "The change was committed on the current branch.\n");
 	else if (r->outcome == PIPELINE_PASS)
-		printf("The change is in the working tree; undo it with: forgex undo %s\n",
+		cli_printf(stdout, "The change is in the working tree; undo it with: forgex undo %s\n",
 		       r->run_id);
 	(void)cmd;
 }

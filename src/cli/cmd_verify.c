@@ -16,6 +16,7 @@
 #include "base/fsutil.h"
 #include "base/jsonx.h"
 #include "base/log.h"
+#include "base/termsafe.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "sandbox/approval.h"
@@ -40,7 +41,7 @@ static void print_argv(const struct strvec *argv)
 			buf_addch(&b, ' ');
 		buf_add_shell_quoted(&b, argv->v[i]);
 	}
-	fputs(b.buf, stdout);
+	fputs_termsafe(b.buf, stdout, 0);
 	buf_release(&b);
 }
 

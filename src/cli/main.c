@@ -315,6 +315,18 @@ int cli_exit_for_error(int code)
 	}
 }
 
+void cli_printf(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	s = xstrvfmt(fmt, ap);
+	va_end(ap);
+	fputs_termsafe(s, f, TERMSAFE_MULTILINE);
+	free(s);
+}
+
 void cli_print_error(void)
 {
 	log_error("%s", err_last()[0] ? err_last() : "unknown error");

@@ -515,6 +515,53 @@ static void test_pipeline_secrets_are_redacted(void **state)
 	tu_rmtree(dir);
 }
 
+/*
+ * A model's plan summary, step titles and a file name it reads carry
+ * OSC 52 (clipboard write), a screen clear and BEL: the terminal views
+ * (progress, the plan, forgex log) show them escaped, never raw.
+ */
+static void test_pipeline_terminal_injection_is_escaped(void **state)
+{
+#define EVIL "\\u001b]52;c;ZXZpbA==\\u0007\\u001b[2J\\u009b2J"
+	json_t *steps = json_array();
+	struct mock m;
+	struct run r;
+	char *s, *dir;
+
+	(void)state;
+	call(steps, "read_file", "{\"path\": \"x" EVIL ".py\"}");
+	call(steps, "submit_plan", "{\"summary\": \"Fix " EVIL " add\", \"steps\": [{\"id\": \"1\","
+	     " \"title\": \"Make " EVIL " add\", \"description\": \"d\", \"files\": [\"calc.py\"]}],"
+	     " \"acceptance\": [\"ok\"]}");
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, NULL);
+	FORGEX(&r, dir, "-v", "plan", "fix it");
+	assert_int_equal(r.status, 0);
+	assert_null(memchr(r.out.buf, 0x1b, r.out.len));
+	assert_null(memchr(r.err.buf, 0x1b, r.err.len));
+	assert_null(memchr(r.out.buf, 0x07, r.out.len));
+	assert_null(strstr(r.out.buf, "\xc2\x9b"));
+	assert_non_null(strstr(r.out.buf, "Fix \\e]52;c;ZXZpbA==\\x07\\e[2J\\u{009B}2J add"));
+	assert_non_null(strstr(r.err.buf, "\\e[2J"));
+	run_release(&r);
+	FORGEX(&r, dir, "log", "last");
+	assert_int_equal(r.status, 0);
+	assert_null(memchr(r.out.buf, 0x1b, r.out.len));
+	assert_non_null(strstr(r.out.buf, "\\e]52"));
+	run_release(&r);
+	/* --json keeps the text, JSON-escaped */
+	FORGEX(&r, dir, "log", "--json", "last");
+	assert_null(memchr(r.out.buf, 0x1b, r.out.len));
+	if (!strstr(r.out.buf, "\\u001b]52") && !strstr(r.out.buf, "\\u001B]52"))
+		fail_msg("log --json: %.2000s", r.out.buf);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+#undef EVIL
+}
+
 static void test_pipeline_fail_repair_pass(void **state)
 {
 	json_t *steps = json_array(), *evs;
@@ -1157,6 +1204,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pipeline_pass_at_once),
 		cmocka_unit_test(test_pipeline_secrets_are_redacted),
+		cmocka_unit_test(test_pipeline_terminal_injection_is_escaped),
 		cmocka_unit_test(test_pipeline_fail_repair_pass),
 		cmocka_unit_test(test_pipeline_fail_until_max_then_rollback),
 		cmocka_unit_test(test_pipeline_keep_leaves_last_attempt),
