@@ -17,6 +17,7 @@
 #include "base/jsonx.h"
 #include "base/log.h"
 #include "base/path.h"
+#include "base/fsutil.h"
 #include "base/termsafe.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -87,29 +88,19 @@ static void flush_delta(struct out_state *o)
 static size_t add_instructions(struct buf *prompt, const char *workspace, const char *name,
 			       size_t max)
 {
-	char *path = NULL, chunk[8192];
 	struct buf content = BUF_INIT;
 	size_t added = 0;
-	int fd = -1, cut = 0;
+	int cut = 0, ret;
 
-	if (!max || path_resolve_in_workspace(&path, workspace, name) < 0)
+	if (!max)
+		return 0;
+	/* beneath the workspace, following no link (fsutil_read_beneath) */
+	ret = fsutil_read_beneath(&content, workspace, name, max, &cut);
+	if (ret < 0) {
+		if (ret != FX_ENOTFOUND)
+			log_warn("%s", err_last());
+		err_clear();
 		goto out;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		goto out;
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof(chunk));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		if (content.len + (size_t)n > max) {
-			buf_add(&content, chunk, max - content.len);
-			cut = 1;
-			break;
-		}
-		buf_add(&content, chunk, (size_t)n);
 	}
 	if (!content.len)
 		goto out;
@@ -119,9 +110,6 @@ static size_t add_instructions(struct buf *prompt, const char *workspace, const 
 		buf_addstr(prompt, "\n[... the rest of this file was left out ...]");
 	added = content.len;
 out:
-	if (fd >= 0)
-		close(fd);
-	free(path);
 	buf_release(&content);
 	return added;
 }

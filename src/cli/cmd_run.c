@@ -121,6 +121,8 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 			cli_printf(f, "==> %s\n", st);
 	} else if (!strcmp(type, "progress")) {
 		cli_printf(f, "    %s\n", jsonx_str(ev, "message") ? jsonx_str(ev, "message") : "");
+	} else if (!strcmp(type, "warning")) {
+		cli_printf(f, "forgex: warning: %s\n", jsonx_str(ev, "message") ? jsonx_str(ev, "message") : "");
 	} else if (!strcmp(type, "plan")) {
 		print_plan(f, json_object_get(ev, "plan"));
 	} else if (!strcmp(type, "test_result")) {

@@ -8,9 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-#include <linux/openat2.h>
 
 #include "base/fsutil.h"
 #include "base/path.h"
@@ -1290,45 +1288,6 @@ static int validate(struct config *cfg)
 	return 0;
 }
 
-#ifndef SYS_openat2
-#define SYS_openat2 437
-#endif
-
-/*
- * Open `rel` beneath the folder `dirfd` for reading, following no symbolic
- * link on the way (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS; where the
- * kernel lacks openat2, component by component with O_NOFOLLOW). A FIFO
- * or device is not waited on (O_NONBLOCK); the caller checks the type.
- */
-static int open_beneath(int dirfd, const char *rel)
-{
-	struct open_how how;
-	char *copy, *p, *slash;
-	int fd, next;
-
-	memset(&how, 0, sizeof(how));
-	how.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
-	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-	fd = (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
-	if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
-		return fd;
-	copy = xstrdup(rel);
-	fd = dup(dirfd);
-	for (p = copy; fd >= 0 && (slash = strchr(p, '/')); p = slash + 1) {
-		*slash = '\0';
-		next = openat(fd, p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		close(fd);
-		fd = next;
-	}
-	if (fd >= 0) {
-		next = openat(fd, p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
-		close(fd);
-		fd = next;
-	}
-	free(copy);
-	return fd;
-}
-
 /*
  * Read the project file into `out`: FX_ENOTFOUND when there is none; an
  * error naming a symbolic link, a FIFO or anything but a regular file.
@@ -1341,7 +1300,7 @@ static int read_project_file(struct buf *out, const char *workspace, const char 
 	wfd = open(workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (wfd < 0)
 		return err_set_errno(FX_EOS, "cannot open the workspace %s", workspace);
-	fd = open_beneath(wfd, ".forgex/config.toml");
+	fd = fsutil_open_beneath(wfd, ".forgex/config.toml");
 	if (fd < 0) {
 		ret = errno == ENOENT ? FX_ENOTFOUND
 		      : errno == ELOOP || errno == EXDEV || errno == ENOTDIR

@@ -75,6 +75,7 @@ struct pl {
 	struct verify_comparison cmp;
 	int last_ran;
 	struct buf feedback;		/* what the repair is told */
+	int instructions_warned;	/* a refused instruction file was reported */
 	int iteration;
 	enum stage next;
 	int budget_hit;
@@ -340,14 +341,22 @@ static void instructions(struct pl *pl, struct buf *out)
 	size_t i;
 
 	for (i = 0; i < pl->cfg->context.instructions.nr; i++) {
-		char *p = xstrfmt("%s/%s", pl->cfg->workspace, pl->cfg->context.instructions.v[i]);
+		const char *name = pl->cfg->context.instructions.v[i];
 		struct buf c = BUF_INIT;
+		int ret, cut;
 
-		if (!fsutil_read_file(&c, p, 32u << 10) && c.len)
-			buf_addf(out, "## %s\n\n%s\n", pl->cfg->context.instructions.v[i], c.buf);
+		/* beneath the workspace, no link followed: AGENTS.md -> ~/.ssh/id_ed25519 is refused */
+		ret = fsutil_read_beneath(&c, pl->cfg->workspace, name, 32u << 10, &cut);
+		if (!ret && c.len)
+			buf_addf(out, "## %s\n\n%s\n%s", name, c.buf,
+				 cut ? "[... the rest of this file was left out ...]\n" : "");
+		else if (ret < 0 && ret != FX_ENOTFOUND && !pl->instructions_warned)
+			session_eventf(&pl->s, "warning", "{s:s, s:s}", "message", err_last(),
+				       "file", name);
+		if (ret < 0 && ret != FX_ENOTFOUND)
+			pl->instructions_warned = 1;
 		err_clear();
 		buf_release(&c);
-		free(p);
 	}
 }
 

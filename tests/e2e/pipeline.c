@@ -562,6 +562,85 @@ static void test_pipeline_terminal_injection_is_escaped(void **state)
 #undef EVIL
 }
 
+/*
+ * AGENTS.md -> a private key outside the workspace, FORGEX.md a FIFO:
+ * neither is read into any prompt, and the warning names the link.
+ */
+static void test_pipeline_instruction_links_are_refused(void **state)
+{
+	json_t *steps = json_array(), *reqs;
+	struct buf all = BUF_INIT;
+	struct mock m;
+	struct run r;
+	char *s, *dir, *outside = tu_mkdtemp(), *key = xstrfmt("%s/id_ed25519", outside);
+	char *link, *fifo;
+	size_t i;
+
+	(void)state;
+	tu_write(outside, "id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----\nTOPSECRETKEYMATERIAL\n"
+		 "-----END OPENSSH PRIVATE KEY-----\n");
+	call(steps, "submit_plan", PLAN);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, NULL);
+	link = xstrfmt("%s/AGENTS.md", dir);
+	fifo = xstrfmt("%s/FORGEX.md", dir);
+	assert_int_equal(symlink(key, link), 0);
+	assert_int_equal(mkfifo(fifo, 0644), 0);
+	FORGEX(&r, dir, "plan", "fix it");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err.buf, "AGENTS.md is (or passes through) a symbolic link; it is not read"));
+	reqs = mock_requests(&m);
+	assert_true(json_array_size(reqs) >= 1);
+	for (i = 0; i < json_array_size(reqs); i++)
+		jsonx_dump(&all, json_object_get(json_array_get(reqs, i), "body"), JSON_COMPACT);
+	assert_null(strstr(all.buf, "TOPSECRETKEYMATERIAL"));
+	assert_null(strstr(all.buf, "PRIVATE KEY"));
+	json_decref(reqs);
+	run_release(&r);
+
+	/* forgex ask confines them the same way */
+	{
+		const char *args[] = { "ask", "hi", NULL };
+		json_t *steps2 = json_array();
+		char *s2;
+		struct mock m2;
+
+		json_array_append_new(steps2, json_pack("{s:s}", "text", "hello"));
+		s2 = script(steps2);
+		mock_start(&m2, s2);
+		{
+			char *cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
+					    "api_key_env = \"FX_E2E_NO_KEY\"\nmax_retries = 0\n", m2.base_url);
+
+			tu_write(dir, ".forgex/config.toml", cfg);
+			tu_trust(dir, NULL);
+			free(cfg);
+		}
+		run_forgex(&r, dir, args, 0, NULL, 0, 60);
+		assert_int_equal(r.status, 0);
+		assert_non_null(strstr(r.err.buf, "AGENTS.md is (or passes through) a symbolic link"));
+		assert_non_null(strstr(r.err.buf, "FORGEX.md is not a regular file"));
+		reqs = mock_requests(&m2);
+		buf_reset(&all);
+		for (i = 0; i < json_array_size(reqs); i++)
+			jsonx_dump(&all, json_object_get(json_array_get(reqs, i), "body"), JSON_COMPACT);
+		assert_null(strstr(all.buf, "TOPSECRETKEYMATERIAL"));
+		json_decref(reqs);
+		run_release(&r);
+		mock_release(&m2);
+		free(s2);
+	}
+	buf_release(&all);
+	mock_release(&m);
+	free(s);
+	free(link);
+	free(fifo);
+	free(key);
+	tu_rmtree(outside);
+	tu_rmtree(dir);
+}
+
 static void test_pipeline_fail_repair_pass(void **state)
 {
 	json_t *steps = json_array(), *evs;
@@ -1205,6 +1284,7 @@ int main(void)
 		cmocka_unit_test(test_pipeline_pass_at_once),
 		cmocka_unit_test(test_pipeline_secrets_are_redacted),
 		cmocka_unit_test(test_pipeline_terminal_injection_is_escaped),
+		cmocka_unit_test(test_pipeline_instruction_links_are_refused),
 		cmocka_unit_test(test_pipeline_fail_repair_pass),
 		cmocka_unit_test(test_pipeline_fail_until_max_then_rollback),
 		cmocka_unit_test(test_pipeline_keep_leaves_last_attempt),
