@@ -86,13 +86,19 @@ static void check_programs(struct doctor *d)
 	char *v;
 
 	doctor_section(d, "Programs");
-	v = first_line("git --version 2>/dev/null");
+	/*
+	 * From /, and ctags with --options=NONE first: Universal Ctags reads
+	 * the option files in .ctags.d/ and ctags.d/ of the current folder (and
+	 * ~/.ctags.d, $CTAGS) before anything else, so in the workspace a
+	 * cloned repository's option files would run with our privileges.
+	 */
+	v = first_line("cd / && git --version 2>/dev/null");
 	if (v)
 		doctor_item(d, DOCTOR_OK, "git", "%s", v);
 	else
 		doctor_item(d, DOCTOR_FAIL, "git", "not found on PATH (apt-get install git)");
 	free(v);
-	v = first_line("ctags --version 2>/dev/null");
+	v = first_line("cd / && ctags --options=NONE --version 2>/dev/null");
 	if (v && strstr(v, "Universal Ctags"))
 		doctor_item(d, DOCTOR_OK, "ctags", "%s", v);
 	else if (v)

@@ -105,6 +105,13 @@ void policy_release(struct policy *p);
  * found inside a wrapper the reason adds where ("... (run by 'busybox')").
  * Never fails.
  */
+/**
+ * Whether the approval policy_check() asks for is needed even in mode auto
+ * (`git clean`, which deletes files no checkpoint holds): the executor then
+ * asks on the terminal as in mode ask.
+ */
+int policy_always_ask(const struct policy *p, const char *const *argv, size_t argc);
+
 enum policy_decision policy_check(const struct policy *p, const char *const *argv, size_t argc,
 				  struct buf *reason);
 

@@ -306,6 +306,79 @@ static void test_trust_store_must_be_private(void **state)
 	free(store);
 }
 
+/* git clean in mode auto: still needs a yes, and with no terminal it is refused; nothing deleted. */
+static void test_trust_git_clean_needs_approval_in_auto(void **state)
+{
+	struct tu_result r;
+
+	(void)state;
+	tu_write(ws, ".gitignore", "build/\n");
+	tu_write(ws, "build/cache.o", "precious\n");
+	tu_write(ws, "new.txt", "untracked\n");
+	run(&r, NULL, NULL, "-c", "permissions.mode=auto", "-c", "sandbox.backend=none",
+	    "-c", "sandbox.allow_unconfined=true", "exec", "--", "git", "clean", "-fdx", NULL);
+	assert_int_equal(r.status, 4);
+	assert_non_null(strstr(r.err.buf, "Command not approved: git clean -fdx"));
+	tu_result_release(&r);
+	{
+		char *c = tu_read(ws, "build/cache.o"), *n = tu_read(ws, "new.txt");
+
+		assert_string_equal(c, "precious\n");
+		assert_non_null(n);
+		free(c);
+		free(n);
+	}
+	run(&r, NULL, NULL, "-c", "permissions.mode=auto", "policy", "check", "--", "git", "clean", "-n",
+	    NULL);
+	assert_int_equal(r.status, 5);
+	assert_non_null(strstr(r.out.buf, "approval: Command 'git clean' deletes untracked and ignored"));
+	tu_result_release(&r);
+}
+
+/*
+ * forgex doctor runs ctags with --options=NONE from /, so a repository's
+ * .ctags.d is never loaded: a ctags on PATH records how it was run.
+ */
+static void test_trust_doctor_ctags_ignores_workspace_options(void **state)
+{
+	char *bin = tu_mkdtemp(), *log = xstrfmt("%s/ctags.log", bin);
+	char *script = xstrfmt("#!/bin/sh\necho \"cwd=$(pwd) args=$*\" >> %s\n"
+			       "echo 'Universal Ctags 9.9.9'\n", log);
+	char *path = xstrfmt("PATH=%s:%s", bin, getenv("PATH"));
+	const char *env[] = { path, NULL };
+	struct tu_result r;
+	char *got;
+
+	(void)state;
+	tu_write(bin, "ctags", script);
+	{
+		char *exe = xstrfmt("%s/ctags", bin);
+
+		assert_int_equal(chmod(exe, 0755), 0);
+		free(exe);
+	}
+	tu_write(ws, ".ctags.d/evil.ctags", "--_echo=PWNED\n");
+	tu_write(ws, ".forgex/config.toml", "[sandbox]\nbackend = \"none\"\n");
+	run(&r, NULL, env, "doctor", NULL);
+	got = tu_read(bin, "ctags.log");
+	assert_non_null(got);
+	assert_string_equal(got, "cwd=/ args=--options=NONE --version\n");
+	/* and doctor shows the project file's trust state and what it ignored */
+	assert_non_null(strstr(r.out.buf, "project trust"));
+	assert_non_null(strstr(r.out.buf, "not trusted: 1 setting not applied"));
+	assert_non_null(strstr(r.out.buf, "sandbox.backend = \"none\""));
+	tu_result_release(&r);
+	tu_trust(ws, NULL);
+	run(&r, NULL, env, "doctor", NULL);
+	assert_non_null(strstr(r.out.buf, "trusted (sha256 "));
+	tu_result_release(&r);
+	free(got);
+	free(path);
+	free(script);
+	free(log);
+	tu_rmtree(bin);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -315,6 +388,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_trust_nested_config_is_ignored, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trust_linked_project_file_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trust_store_must_be_private, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_trust_git_clean_needs_approval_in_auto, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_trust_doctor_ctags_ignores_workspace_options, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
