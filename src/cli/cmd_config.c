@@ -78,10 +78,10 @@ static int config_show(struct config *cfg, int json)
 	if (json) {
 		s.arr = json_array();
 	} else if (cfg->project_exists) {
-		char *line = xstrfmt("# project file %s: %s\n", cfg->project_file,
+		char *line = xstrfmt("# trust: %s is %s\n", cfg->project_file,
 				     cfg->project_trusted ? "trusted" :
-				     cfg->project_changed ? "not trusted (changed since you trusted it)"
-				     : "not trusted");
+				     cfg->project_changed ? "not trusted (it changed since you trusted it)"
+				     : "not trusted ('forgex trust' trusts it)");
 
 		fputs_termsafe(line, stdout, TERMSAFE_MULTILINE);
 		free(line);
