@@ -172,6 +172,8 @@ int cmd_verify(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	ret = verify_detect(&cmd, cfg.workspace, &cfg.pipeline.test_command);
+	if (!ret && config_from_untrusted_project(&cfg, "pipeline.test_command"))
+		cmd.configured = 0;	/* an untrusted project file approves nothing */
 	if (ret < 0) {
 		cli_print_error();
 		status = EXIT_USAGE;

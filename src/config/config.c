@@ -1400,6 +1400,13 @@ int config_load(struct config *cfg, const char *start)
 	return validate(cfg);
 }
 
+int config_from_untrusted_project(const struct config *cfg, const char *key)
+{
+	const struct cfg_set_record *r = find_record(cfg, key);
+
+	return r && r->origin == CFG_PROJECT && !cfg->project_trusted;
+}
+
 int config_validate(struct config *cfg)
 {
 	return validate(cfg);

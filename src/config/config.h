@@ -216,6 +216,14 @@ int config_set(struct config *cfg, const char *key, const char *value, enum cfg_
  */
 int config_validate(struct config *cfg);
 
+/**
+ * Whether `key`'s value came from a project file nobody trusted. An
+ * ungated key applies from there, but what it would approve on the user's
+ * behalf must not: `pipeline.test_command` counts as approved only from a
+ * trusted layer.
+ */
+int config_from_untrusted_project(const struct config *cfg, const char *key);
+
 /** The provider called `name`, or NULL. */
 struct provider_config *config_provider(struct config *cfg, const char *name);
 

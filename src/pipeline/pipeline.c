@@ -775,6 +775,7 @@ static int setup(struct pl *pl)
 	executor_set_cancel(&pl->ex, -1, pl->o->cancel);
 	pl->st.executor = &pl->ex;
 	pl->st.test_command = &cfg->pipeline.test_command;
+	pl->st.test_command_untrusted = config_from_untrusted_project(cfg, "pipeline.test_command");
 	pl->st.on_command = on_command;
 	pl->st.data = pl;
 	registry_init(&pl->reg);
@@ -794,6 +795,9 @@ static int setup(struct pl *pl)
 			return err_prefix(ret, "budget.prices");
 	}
 	ret = verify_detect(&pl->cmd, cfg->workspace, &cfg->pipeline.test_command);
+	/* a test command from an untrusted project file is not approved by being there */
+	if (!ret && config_from_untrusted_project(cfg, "pipeline.test_command"))
+		pl->cmd.configured = 0;
 	if (ret == FX_ENOTFOUND) {
 		err_clear();
 		ret = 0;

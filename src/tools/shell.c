@@ -206,6 +206,8 @@ static int run_tests(struct tool_ctx *ctx, const json_t *args, struct buf *resul
 	(void)args;
 	*res = (struct verify_result)VERIFY_RESULT_INIT;
 	ret = verify_detect(&cmd, st->executor->workspace, st->test_command);
+	if (!ret && st->test_command_untrusted)
+		cmd.configured = 0;	/* an untrusted project file approves nothing */
 	if (ret < 0) {
 		buf_addf(result, "error: no test command: %s", err_last());
 		goto out;
