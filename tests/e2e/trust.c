@@ -105,6 +105,33 @@ static void test_trust_untrusted_sandbox_keys_are_ignored(void **state)
 	assert_non_null(strstr(r.err.buf, "\"none\" does not confine more than \"auto\""));
 	tu_result_release(&r);
 	expect_get("sandbox.backend", "\"auto\"\n");
+	/* config show: the effective value, and what was ignored from where */
+	run(&r, NULL, NULL, "config", "show", NULL);
+	assert_non_null(strstr(r.out.buf, "is not trusted ('forgex trust' trusts it)\n"));
+	assert_non_null(strstr(r.out.buf, "sandbox.backend = \"auto\"  # default\n#   ignored from the "
+			       "untrusted project file ("));
+	assert_non_null(strstr(r.out.buf, ".forgex/config.toml:2): sandbox.backend = \"none\": "));
+	tu_result_release(&r);
+	run(&r, NULL, NULL, "config", "show", "--json", NULL);
+	{
+		json_t *j = json_loads(r.out.buf, 0, NULL), *k;
+		size_t i;
+		int seen = 0;
+
+		assert_non_null(j);
+		assert_true(json_is_false(json_object_get(j, "project_trusted")));
+		json_array_foreach(json_object_get(j, "keys"), i, k)
+			if (!strcmp(jsonx_str(k, "key"), "sandbox.backend")) {
+				json_t *ig = json_object_get(k, "ignored");
+
+				assert_string_equal(jsonx_str(ig, "value"), "none");
+				assert_non_null(jsonx_str(ig, "reason"));
+				seen = 1;
+			}
+		assert_true(seen);
+		json_decref(j);
+	}
+	tu_result_release(&r);
 	expect_get("sandbox.writable_roots", "[]\n");
 	expect_get("sandbox.allow_unconfined", "false\n");
 	expect_get("sandbox.network", "false\n");
