@@ -470,13 +470,16 @@ static void test_pipeline_secrets_are_redacted(void **state)
 	call(steps, "read_file", "{\"path\": \"leak.txt\"}");
 	call(steps, "submit_plan", PLAN);
 	call(steps, "run_command", "{\"argv\": [\"cat\", \"leak.txt\"]}");
+	/* forgex's own environment, as an unconfined command can read it */
+	call(steps, "run_command", "{\"argv\": [\"python3\", \"-c\", \"import os; print(open("
+	     "'/proc/%d/environ' % os.getppid()).read().replace(chr(0), chr(10)))\"]}");
 	call(steps, "edit_file", FIX_ADD);
 	call(steps, "finish", FINISH);
 	call(steps, "finish", FINISH);
 	call(steps, "submit_verdict", PASS);
 	s = script(steps);
 	mock_start(&m, s);
-	dir = project(&m, NULL);
+	dir = project(&m, "[sandbox]\nbackend = \"none\"\n");
 	leak = xstrfmt("key=%s\naws_secret_access_key = %s\n", key, aws);
 	tu_write(dir, "leak.txt", leak);
 	setenv("FX_E2E_NO_KEY", key, 1);
@@ -484,7 +487,7 @@ static void test_pipeline_secrets_are_redacted(void **state)
 	unsetenv("FX_E2E_NO_KEY");
 	assert_int_equal(r.status, 0);
 	reqs = mock_requests(&m);
-	assert_true(json_array_size(reqs) >= 7);
+	assert_true(json_array_size(reqs) >= 8);
 	for (i = 0; i < json_array_size(reqs); i++) {
 		json_t *body = json_object_get(json_array_get(reqs, i), "body");
 
@@ -496,6 +499,7 @@ static void test_pipeline_secrets_are_redacted(void **state)
 	assert_null(strstr(all.buf, aws));
 	assert_non_null(strstr(all.buf, "key=[REDACTED]"));
 	assert_non_null(strstr(all.buf, "aws_secret_access_key = [REDACTED]"));
+	assert_non_null(strstr(all.buf, "FX_E2E_NO_KEY=[REDACTED]"));
 	runs_text(&recorded, dir, ".forgex/runs");
 	assert_true(recorded.len > 0);
 	assert_non_null(strstr(recorded.buf, "\"run_command\""));
