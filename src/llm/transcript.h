@@ -19,7 +19,8 @@
  *    "retries": 0, "elapsed_ms": 1234}
  * The replay provider reads "request", "response", "status" and "error".
  *
- * Redaction (redact_text(), redact_json()) replaces with "[REDACTED]":
+ * Redaction is base/redact.h's, shared by everything forgex records or
+ * sends; among what it replaces with "[REDACTED]":
  * the registered secret values (the key of each open provider, and the
  * values of variables named *_API_KEY, *_TOKEN, *_SECRET*, *PASSWORD* in
  * the environment), "Authorization:" header values, "Bearer <token>",
