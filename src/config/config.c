@@ -1303,10 +1303,12 @@ static int read_project_file(struct buf *out, const char *workspace, const char 
 	fd = fsutil_open_beneath(wfd, ".forgex/config.toml");
 	if (fd < 0) {
 		ret = errno == ENOENT ? FX_ENOTFOUND
-		      : errno == ELOOP || errno == EXDEV || errno == ENOTDIR
+		      : errno == ELOOP || errno == EXDEV
 		      ? err_set(FX_EDENIED, "%s: it or its folder .forgex is a symbolic link; forgex "
 				"reads its own files without following links (replace the link with "
 				"the file itself)", shown)
+		      : errno == ENOTDIR
+		      ? err_set(FX_EINVAL, "%s: .forgex in the workspace is not a folder", shown)
 		      : err_set_errno(FX_EOS, "cannot read %s", shown);
 		close(wfd);
 		return ret;
