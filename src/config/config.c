@@ -612,7 +612,8 @@ static const struct trust_gate trust_gates[] = {
 	{ "terminal", "timeout_seconds", TIGHTEN_LOWER, "may only go down" },
 	{ "terminal", "max_output_bytes", TIGHTEN_LOWER, "may only go down" },
 	{ "terminal", NULL, TIGHTEN_NEVER, "never taken" },
-	{ "sandbox", "backend", TIGHTEN_BACKEND, "may only change from none or auto to native" },
+	{ "sandbox", "backend", TIGHTEN_BACKEND,
+	  "may only change from none (to anything) or from auto to native" },
 	{ "sandbox", "network", TIGHTEN_OFF, "may only turn network access off" },
 	{ "sandbox", "writable_roots", TIGHTEN_SUBSET, "may only drop folders" },
 	{ "sandbox", "max_processes", TIGHTEN_LOWER, "may only go down" },
@@ -789,7 +790,8 @@ static int tightens(const struct trust_gate *g, const void *base, const struct c
 	case TIGHTEN_ADD:
 		return v->list.nr ? 2 : 1;
 	case TIGHTEN_BACKEND:
-		if (!strcmp(v->s, "native") && (!strcmp(cur_s, "none") || !strcmp(cur_s, "auto")))
+		/* none confines nothing; auto may fall back to it, native never does */
+		if (!strcmp(cur_s, "none") || (!strcmp(cur_s, "auto") && !strcmp(v->s, "native")))
 			return 1;
 		buf_addf(why, "\"%s\" does not confine more than \"%s\"", v->s, cur_s);
 		return 0;
