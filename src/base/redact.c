@@ -37,6 +37,27 @@ static size_t token_len(const char *s, size_t len)
 	return n;
 }
 
+/*
+ * Whether a key's body looks random: at least two of lower case, upper
+ * case and digits. Keys are random (and tool results are redacted too, so
+ * the model must still see code): "sk-learn-compatible-estimator" or
+ * "hf_transformers_pipeline" are identifiers, not keys.
+ */
+static int random_looking(const char *s, size_t n)
+{
+	int lower = 0, upper = 0, digit = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		lower |= c >= 'a' && c <= 'z';
+		upper |= c >= 'A' && c <= 'Z';
+		digit |= c >= '0' && c <= '9';
+	}
+	return lower + upper + digit >= 2;
+}
+
 /* A key-shaped word starting at s (which starts a word): its length, or 0. */
 static size_t key_word(const char *s, size_t len)
 {
@@ -49,7 +70,7 @@ static size_t key_word(const char *s, size_t len)
 		if (len < p || memcmp(s, key_prefixes[i], p))
 			continue;
 		n = token_len(s + p, len - p);
-		if (n >= 16)
+		if (n >= 16 && random_looking(s + p, n))
 			return p + n;
 	}
 	/* a JSON Web Token: eyJ<header>.<payload>[.<signature>] */

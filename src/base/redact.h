@@ -17,8 +17,10 @@
  *     ghr_/github_pat_, AWS access key ids AKIA.../ASIA..., Slack xoxb-/
  *     xoxp-/xoxa-/xoxr-/xoxs-/xoxe-/xapp-, Groq gsk_, xAI xai-, Hugging
  *     Face hf_, GitLab glpat-, npm npm_, Stripe sk_live_/pk_live_/rk_live_,
- *     Google AIza (each followed by 16+ letters, digits, '-' or '_'), and
- *     JSON Web Tokens;
+ *     Google AIza (each followed by 16+ letters, digits, '-' or '_' with
+ *     at least two of lower case, upper case and digits, as random keys
+ *     have and identifiers such as "sk-learn-compatible-estimator" do
+ *     not), and JSON Web Tokens;
  *   - the value after "aws_secret_access_key" (any case, '=' or ':');
  *   - PEM private key blocks (BEGIN ... PRIVATE KEY to its END line; a
  *     block cut short is redacted to the end);
