@@ -1219,18 +1219,28 @@ out:
  * (the nearest folder holding .git, as git finds it). Outside git, it is
  * the outermost folder holding .forgex/, so a .forgex/ a command made in
  * a subfolder never becomes a workspace of its own; with neither, the
- * start folder itself.
+ * start folder itself. The walk stops below $HOME (unless it starts
+ * there): a dotfiles repository in ~, or a stray ~/.forgex, must not make
+ * the whole home folder the workspace of every project under it.
  */
 int config_find_workspace(char **out, const char *start)
 {
 	struct buf dir = BUF_INIT, probe = BUF_INIT;
-	char *abs, *forgex_top = NULL;
+	const char *h = getenv("HOME");
+	char *abs, *forgex_top = NULL, *home = h && *h == '/' ? realpath(h, NULL) : NULL;
 
 	abs = realpath(start ? start : ".", NULL);
-	if (!abs)
+	if (!abs) {
+		free(home);
 		return err_set_errno(FX_ENOTFOUND, "cannot resolve '%s'", start ? start : ".");
+	}
 	buf_addstr(&dir, abs);
 	for (;;) {
+		if (home && !strcmp(dir.buf, home) && strcmp(abs, home)) {
+			buf_reset(&dir);
+			buf_addstr(&dir, forgex_top ? forgex_top : abs);
+			break;
+		}
 		buf_reset(&probe);
 		path_join(&probe, dir.buf, ".git");
 		if (fsutil_exists(probe.buf))
@@ -1252,6 +1262,7 @@ int config_find_workspace(char **out, const char *start)
 		buf_addbuf(&dir, &probe);
 	}
 	free(forgex_top);
+	free(home);
 	free(abs);
 	buf_release(&probe);
 	*out = buf_detach(&dir, NULL);

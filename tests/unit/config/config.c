@@ -321,6 +321,28 @@ static void test_config_find_workspace(void **state)
 	assert_int_equal(config_find_workspace(&found, sub), 0);
 	assert_string_equal(found, ws);
 	free(found);
+	/* never above $HOME: a dotfiles repository there is not every project's workspace */
+	{
+		char *home = xstrfmt("%s/a", ws), *old = getenv("HOME") ? xstrdup(getenv("HOME")) : NULL;
+
+		tu_write(ws, ".git/HEAD", "ref: refs/heads/main\n");
+		setenv("HOME", home, 1);
+		assert_int_equal(config_find_workspace(&found, sub), 0);
+		assert_int_equal(strcmp(found + strlen(ws), "/a/b"), 0);	/* the start itself */
+		free(found);
+		setenv("HOME", ws, 1);	/* starting in ~ itself, ~'s own repository counts */
+		assert_int_equal(config_find_workspace(&found, ws), 0);
+		assert_string_equal(found, ws);
+		free(found);
+		if (old)
+			setenv("HOME", old, 1);
+		free(old);
+		free(home);
+		/* without that HOME, the git top at ws wins over a/.forgex */
+		assert_int_equal(config_find_workspace(&found, sub), 0);
+		assert_string_equal(found, ws);
+		free(found);
+	}
 	/* in git, the git top, whatever .forgex/ sits between */
 	tu_write(ws, "a/b/c/file", "");
 	assert_int_equal(mkdir(xstrfmt_tmp(ws, "a/b/.git"), 0755), 0);
