@@ -23,7 +23,10 @@ export FORGEX_BIN="$top/$BUILD/forgex"
 export FORGEX_MOCKLLM="$top/$BUILD/mockllm"
 export FORGEX_TOP="$top"
 export CMOCKA_MESSAGE_OUTPUT=TAP
-# Tests must not see the developer's own configuration or keys.
+# Tests must not see the developer's own configuration or keys. Every test
+# program also gives itself (and so every forgex it starts) a temporary
+# HOME, XDG_CONFIG_HOME, XDG_STATE_HOME and XDG_CACHE_HOME before main()
+# (tests/helpers/testutil.h); TU_KEEP_HOME=1 keeps the real ones.
 export XDG_CONFIG_HOME="$top/$BUILD/test-xdg"
 unset OPENAI_API_KEY GROQ_API_KEY
 for v in $(env | sed -n 's/^\(FORGEX_[A-Z0-9_]*\)=.*/\1/p'); do

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "agents/agent.h"
+#include "base/redact.h"
 #include "agents/roles.h"
 #include "base/jsonx.h"
 #include "llm/textcalls.h"
@@ -948,6 +949,8 @@ static int run_calls(struct loop *l, const struct llm_response *resp)
 			status = TOOL_REFUSED;
 		else
 			status = tool_dispatch(l->o->tools, l->granted, name, c->arguments, &result);
+		/* secrets in a command's output or a file never reach the model or the events */
+		redact_buf(&result);
 		l->out->tool_calls++;
 		cut = prepare_result(&shown, &result, l->result_max);
 		terminal = status == TOOL_OK && l->terminal && !strcmp(name, l->terminal);

@@ -43,6 +43,23 @@ int fsutil_is_dir(const char *path);
 /** Remove `path` and everything beneath it; a missing path is fine. */
 int fsutil_remove_tree(const char *path);
 
+/**
+ * Open `rel` beneath the folder `dirfd` for reading, following no symbolic
+ * link on the way (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+ * RESOLVE_NO_MAGICLINKS; where the kernel lacks openat2, component by
+ * component with O_NOFOLLOW). O_NONBLOCK, so a FIFO is not waited on:
+ * check the type. -1 with errno (ELOOP for a link, EXDEV for a way out).
+ */
+int fsutil_open_beneath(int dirfd, const char *rel);
+
+/**
+ * Append up to `max` bytes (0: all) of `dir`/`rel` to `out`, opened with
+ * fsutil_open_beneath(); `*cut` (may be NULL) says whether more was left.
+ * Errors name `rel`: FX_ENOTFOUND, FX_EDENIED for a link, a way out of
+ * `dir` or anything but a regular file.
+ */
+int fsutil_read_beneath(struct buf *out, const char *dir, const char *rel, size_t max, int *cut);
+
 /** Write all of `len` bytes, retrying on EINTR and short writes. */
 int fsutil_write_all(int fd, const void *data, size_t len);
 

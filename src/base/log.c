@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/termsafe.h"
 
 static enum log_level level = LOG_INFO;
 static int color = -1;
@@ -51,6 +52,7 @@ void log_msg(enum log_level l, const char *fmt, ...)
 	static const char *const names[] = { "error", "warning", "info", "debug", "trace" };
 	static const char *const colors[] = { "\033[1;31m", "\033[1;33m", "\033[1;34m", "\033[2m", "\033[2m" };
 	va_list ap;
+	char *msg;
 
 	if (l > level)
 		return;
@@ -59,7 +61,10 @@ void log_msg(enum log_level l, const char *fmt, ...)
 	else
 		fprintf(stderr, "forgex: %s: ", names[l]);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	msg = xstrvfmt(fmt, ap);
 	va_end(ap);
+	/* messages quote paths, commands and replies from others: no raw controls */
+	fputs_termsafe(msg, stderr, TERMSAFE_MULTILINE);
+	free(msg);
 	fputc('\n', stderr);
 }

@@ -67,6 +67,16 @@ int cli_usage_error(const char *name, const char *fmt, ...) FX_PRINTF(2, 3);
  */
 int cli_load_config(struct config *cfg);
 
+/** config_trust_fn over the user's trust store (cmd_trust.c). */
+int cli_trust_check(const char *path, const char *hash, int *changed, void *data);
+
+/**
+ * Say on stderr which settings of an untrusted project file were not
+ * applied and how to trust it, and which nested .forgex/config.toml files
+ * were ignored (cli_load_config() does).
+ */
+void cli_report_trust(const struct config *cfg);
+
 /**
  * Apply the -c flags to `cfg` (loaded already) and validate it again;
  * FX_EINVAL naming the flag. For commands that load the files themselves
@@ -79,6 +89,13 @@ int cli_apply_config_flags(struct config *cfg);
  * interrupts 130, bad input 2, provider failures 3, anything else 1.
  */
 int cli_exit_for_error(int code);
+
+/**
+ * printf for text that holds what a model or a command wrote: control
+ * characters are escaped (base/termsafe.h), newlines and tabs kept.
+ * Every human (not --json) view of such text goes through it.
+ */
+void cli_printf(FILE *f, const char *fmt, ...) FX_PRINTF(2, 3);
 
 /** Print "forgex: error: " + err_last() to stderr. */
 void cli_print_error(void);

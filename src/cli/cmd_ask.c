@@ -17,6 +17,8 @@
 #include "base/jsonx.h"
 #include "base/log.h"
 #include "base/path.h"
+#include "base/fsutil.h"
+#include "base/termsafe.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "llm/provider.h"
@@ -38,18 +40,44 @@ static void on_sigint(int sig)
 struct out_state {
 	size_t printed;
 	char last;
+	char held[4];		/* the start of a UTF-8 sequence cut between deltas */
+	size_t held_len;
 };
 
+/* The model's text as it arrives, with control characters escaped (base/termsafe.h). */
 static void print_delta(void *data, const char *text, size_t len)
 {
 	struct out_state *o = data;
+	struct buf in = BUF_INIT, out = BUF_INIT;
+	size_t keep;
 
 	if (!len)
 		return;
-	fwrite(text, 1, len, stdout);
+	buf_add(&in, o->held, o->held_len);
+	buf_add(&in, text, len);
+	keep = termsafe_partial_tail(in.buf, in.len);
+	memcpy(o->held, in.buf + in.len - keep, keep);
+	o->held_len = keep;
+	buf_add_termsafe(&out, in.buf, in.len - keep, TERMSAFE_MULTILINE);
+	fwrite(out.buf, 1, out.len, stdout);
 	fflush(stdout);
 	o->printed += len;
 	o->last = text[len - 1];
+	buf_release(&in);
+	buf_release(&out);
+}
+
+/* What print_delta() still holds: an incomplete sequence at the very end is escaped. */
+static void flush_delta(struct out_state *o)
+{
+	struct buf out = BUF_INIT;
+
+	if (!o->held_len)
+		return;
+	buf_add_termsafe(&out, o->held, o->held_len, TERMSAFE_MULTILINE);
+	fwrite(out.buf, 1, out.len, stdout);
+	o->held_len = 0;
+	buf_release(&out);
 }
 
 /*
@@ -60,29 +88,19 @@ static void print_delta(void *data, const char *text, size_t len)
 static size_t add_instructions(struct buf *prompt, const char *workspace, const char *name,
 			       size_t max)
 {
-	char *path = NULL, chunk[8192];
 	struct buf content = BUF_INIT;
 	size_t added = 0;
-	int fd = -1, cut = 0;
+	int cut = 0, ret;
 
-	if (!max || path_resolve_in_workspace(&path, workspace, name) < 0)
+	if (!max)
+		return 0;
+	/* beneath the workspace, following no link (fsutil_read_beneath) */
+	ret = fsutil_read_beneath(&content, workspace, name, max, &cut);
+	if (ret < 0) {
+		if (ret != FX_ENOTFOUND)
+			log_warn("%s", err_last());
+		err_clear();
 		goto out;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		goto out;
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof(chunk));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		if (content.len + (size_t)n > max) {
-			buf_add(&content, chunk, max - content.len);
-			cut = 1;
-			break;
-		}
-		buf_add(&content, chunk, (size_t)n);
 	}
 	if (!content.len)
 		goto out;
@@ -92,9 +110,6 @@ static size_t add_instructions(struct buf *prompt, const char *workspace, const 
 		buf_addstr(prompt, "\n[... the rest of this file was left out ...]");
 	added = content.len;
 out:
-	if (fd >= 0)
-		close(fd);
-	free(path);
 	buf_release(&content);
 	return added;
 }
@@ -134,7 +149,7 @@ static void on_event(void *data, const char *type, json_t *fields)
 	}
 	if (ev->show_progress && !strcmp(type, "progress") &&
 	    (cli_verbose || !strcmp(jsonx_str(fields, "kind") ? jsonx_str(fields, "kind") : "", "tool")))
-		fprintf(stderr, "forgex: %s\n", jsonx_str(fields, "message"));
+		cli_printf(stderr, "forgex: %s\n", jsonx_str(fields, "message"));
 	json_decref(fields);
 }
 
@@ -284,6 +299,7 @@ int cmd_ask(int argc, char **argv)
 	started = agent_now();
 	ret = agent_run(&res, &ao);
 	sigaction(SIGINT, &old_sa, NULL);
+	flush_delta(&out);
 	if (!json && out.printed && out.last != '\n')
 		putchar('\n');
 	if (ret < 0) {
@@ -308,7 +324,7 @@ int cmd_ask(int argc, char **argv)
 		print_json(p, &res, agent_now() - started);
 	} else if (!out.printed && *res.answer) {
 		/* a reply that was not streamed (stream = false) */
-		fputs(res.answer, stdout);
+		fputs_termsafe(res.answer, stdout, TERMSAFE_MULTILINE);
 		if (res.answer[strlen(res.answer) - 1] != '\n')
 			putchar('\n');
 	}

@@ -88,7 +88,7 @@ static int do_list(struct checkpoints *cps, int json)
 
 			if (localtime_r(&t, &tm))
 				strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-			printf("%s  %s  %.*s\n", it->short_id, when, (int)n, it->message);
+			cli_printf(stdout, "%s  %s  %.*s\n", it->short_id, when, (int)n, it->message);
 		}
 	}
 	checkpoint_list_release(&list);

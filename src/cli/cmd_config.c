@@ -4,18 +4,22 @@
 #include <string.h>
 
 #include "base/jsonx.h"
+#include "base/termsafe.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 
 struct show_ctx {
 	int json;
 	json_t *arr;
+	const struct config *cfg;
 };
 
 static void show_cb(const char *key, const char *value, enum cfg_origin origin,
 		    const char *where, const char *doc, void *data)
 {
 	struct show_ctx *s = data;
+	char *line;
+	size_t i;
 
 	(void)doc;
 	if (s->json) {
@@ -30,21 +34,58 @@ static void show_cb(const char *key, const char *value, enum cfg_origin origin,
 		jsonx_set(o, "origin", jsonx_string(config_origin_name(origin)));
 		if (*where)
 			jsonx_set(o, "where", jsonx_string(where));
+		for (i = 0; i < s->cfg->ignored_nr; i++) {
+			const struct cfg_ignored *ig = &s->cfg->ignored[i];
+			json_t *io, *iv = NULL;
+
+			if (strcmp(ig->key, key))
+				continue;
+			io = json_object();
+			if (jsonx_parse(&iv, ig->value, strlen(ig->value), key) < 0)
+				iv = jsonx_string(ig->value);
+			jsonx_set(io, "value", iv);
+			jsonx_set(io, "where", jsonx_string(ig->where));
+			jsonx_set(io, "reason", jsonx_string(ig->reason));
+			jsonx_set(io, "partly", json_boolean(ig->partly));
+			jsonx_set(o, "ignored", io);
+		}
 		json_array_append_new(s->arr, o);
 		return;
 	}
 	if (origin == CFG_DEFAULT)
-		printf("%s = %s  # default\n", key, value);
+		line = xstrfmt("%s = %s  # default\n", key, value);
 	else
-		printf("%s = %s  # %s (%s)\n", key, value, config_origin_name(origin), where);
+		line = xstrfmt("%s = %s  # %s (%s)\n", key, value, config_origin_name(origin), where);
+	fputs_termsafe(line, stdout, TERMSAFE_MULTILINE);
+	free(line);
+	for (i = 0; i < s->cfg->ignored_nr; i++) {
+		const struct cfg_ignored *ig = &s->cfg->ignored[i];
+
+		if (strcmp(ig->key, key))
+			continue;
+		line = xstrfmt("#   %s from the untrusted project file (%s): %s = %s: %s\n",
+			       ig->partly ? "only partly taken" : "ignored", ig->where, key,
+			       ig->value, ig->reason);
+		fputs_termsafe(line, stdout, TERMSAFE_MULTILINE);
+		free(line);
+	}
 }
 
 static int config_show(struct config *cfg, int json)
 {
-	struct show_ctx s = { json, NULL };
+	struct show_ctx s = { json, NULL, cfg };
 
-	if (json)
+	if (json) {
 		s.arr = json_array();
+	} else if (cfg->project_exists) {
+		char *line = xstrfmt("# trust: %s is %s\n", cfg->project_file,
+				     cfg->project_trusted ? "trusted" :
+				     cfg->project_changed ? "not trusted (it changed since you trusted it)"
+				     : "not trusted ('forgex trust' trusts it)");
+
+		fputs_termsafe(line, stdout, TERMSAFE_MULTILINE);
+		free(line);
+	}
 	config_visit(cfg, show_cb, &s);
 	if (json) {
 		struct buf b = BUF_INIT;
@@ -53,6 +94,8 @@ static int config_show(struct config *cfg, int json)
 		jsonx_set(top, "workspace", jsonx_string(cfg->workspace));
 		jsonx_set(top, "user_file", cfg->user_file ? jsonx_string(cfg->user_file) : json_null());
 		jsonx_set(top, "project_file", jsonx_string(cfg->project_file));
+		jsonx_set(top, "project_trusted", cfg->project_exists ? json_boolean(cfg->project_trusted)
+			  : json_null());
 		jsonx_set(top, "keys", s.arr);
 		jsonx_dump(&b, top, JSON_INDENT(2));
 		puts(b.buf);

@@ -1,6 +1,7 @@
 /* forgex diff [RUN|ID]: a run's whole change, or what changed since a checkpoint. */
 #include <getopt.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "base/log.h"
@@ -141,6 +142,9 @@ int cmd_diff(int argc, char **argv)
 		color = log_color_for_fd(1);
 	if (color)
 		flags |= VCS_DIFF_COLOR;
+	/* file names and contents a model wrote: escaped on a terminal, a patch as is elsewhere */
+	if (isatty(STDOUT_FILENO))
+		flags |= VCS_DIFF_TERMSAFE;
 	ret = cli_load_config(&cfg);
 	if (ret)
 		return ret;

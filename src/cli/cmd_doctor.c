@@ -14,6 +14,7 @@
 
 #include "base/jsonx.h"
 #include "base/log.h"
+#include "base/termsafe.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/doctor.h"
@@ -49,10 +50,15 @@ void doctor_item(struct doctor *d, enum doctor_status st, const char *what, cons
 		jsonx_set(o, "status", jsonx_string(st == DOCTOR_FAIL ? "fail" : names[st]));
 		jsonx_set(o, "detail", jsonx_string(detail));
 		json_array_append_new(d->items, o);
-	} else if (log_color_for_fd(STDOUT_FILENO)) {
-		printf("  %s%-4s\033[0m  %-22s %s\n", colors[st], names[st], what, detail);
 	} else {
-		printf("  %-4s  %-22s %s\n", names[st], what, detail);
+		/* details hold paths and values from files anyone may have written */
+		char *shown = termsafe_dup(detail, 0);
+
+		if (log_color_for_fd(STDOUT_FILENO))
+			printf("  %s%-4s\033[0m  %-22s %s\n", colors[st], names[st], what, shown);
+		else
+			printf("  %-4s  %-22s %s\n", names[st], what, shown);
+		free(shown);
 	}
 	free(detail);
 }
@@ -80,13 +86,19 @@ static void check_programs(struct doctor *d)
 	char *v;
 
 	doctor_section(d, "Programs");
-	v = first_line("git --version 2>/dev/null");
+	/*
+	 * From /, and ctags with --options=NONE first: Universal Ctags reads
+	 * the option files in .ctags.d/ and ctags.d/ of the current folder (and
+	 * ~/.ctags.d, $CTAGS) before anything else, so in the workspace a
+	 * cloned repository's option files would run with our privileges.
+	 */
+	v = first_line("cd / && git --version 2>/dev/null");
 	if (v)
 		doctor_item(d, DOCTOR_OK, "git", "%s", v);
 	else
 		doctor_item(d, DOCTOR_FAIL, "git", "not found on PATH (apt-get install git)");
 	free(v);
-	v = first_line("ctags --version 2>/dev/null");
+	v = first_line("cd / && ctags --options=NONE --version 2>/dev/null");
 	if (v && strstr(v, "Universal Ctags"))
 		doctor_item(d, DOCTOR_OK, "ctags", "%s", v);
 	else if (v)
@@ -121,6 +133,38 @@ static void check_libraries(struct doctor *d)
 	doctor_item(d, DOCTOR_OK, "PCRE2", "%s", pcre);
 }
 
+/* Whether the project file is trusted, and what of it was not applied. */
+static void check_trust(struct doctor *d, const struct config *cfg)
+{
+	struct buf q = BUF_INIT;
+	size_t i;
+
+	for (i = 0; i < cfg->nested_ignored.nr; i++)
+		doctor_item(d, DOCTOR_WARN, "nested config", "%s is ignored: only the workspace's own "
+			    ".forgex/config.toml is read", cfg->nested_ignored.v[i]);
+	if (cfg->trust_error)
+		doctor_item(d, DOCTOR_WARN, "trust store", "%s", cfg->trust_error);
+	if (!cfg->project_exists)
+		return;
+	buf_add_shell_quoted(&q, cfg->workspace);
+	if (cfg->project_trusted)
+		doctor_item(d, DOCTOR_OK, "project trust", "trusted (sha256 %.12s): every setting applies",
+			    cfg->project_hash);
+	else if (!cfg->ignored_nr)
+		doctor_item(d, DOCTOR_INFO, "project trust", "not trusted%s; it sets nothing that needs "
+			    "trust ('forgex -C %s trust' would let it)", cfg->project_changed ?
+			    " (changed since you trusted it)" : "", q.buf);
+	else
+		doctor_item(d, DOCTOR_WARN, "project trust", "not trusted%s: %zu setting%s not applied "
+			    "as written; read the file, then 'forgex -C %s trust'",
+			    cfg->project_changed ? " (changed since you trusted it)" : "",
+			    cfg->ignored_nr, cfg->ignored_nr == 1 ? "" : "s", q.buf);
+	for (i = 0; i < cfg->ignored_nr; i++)
+		doctor_item(d, DOCTOR_INFO, "ignored", "%s = %s (%s): %s", cfg->ignored[i].key,
+			    cfg->ignored[i].value, cfg->ignored[i].where, cfg->ignored[i].reason);
+	buf_release(&q);
+}
+
 static void check_config(struct doctor *d, struct config *cfg, int loaded)
 {
 	doctor_section(d, "Configuration");
@@ -134,10 +178,11 @@ static void check_config(struct doctor *d, struct config *cfg, int loaded)
 	else
 		doctor_item(d, DOCTOR_INFO, "user config", "none (%s)",
 			    cfg->user_file ? cfg->user_file : "HOME is not set");
-	if (access(cfg->project_file, F_OK) == 0)
+	if (cfg->project_exists)
 		doctor_item(d, DOCTOR_OK, "project config", "%s", cfg->project_file);
 	else
 		doctor_item(d, DOCTOR_INFO, "project config", "none ('forgex init' writes one)");
+	check_trust(d, cfg);
 }
 
 int cmd_doctor(int argc, char **argv)
@@ -172,6 +217,7 @@ int cmd_doctor(int argc, char **argv)
 		printf("forgex %s\n", FX_VERSION);
 	config_init(&cfg);
 	/* the same configuration as every other command: files, environment, -c */
+	cfg.trust_fn = cli_trust_check;
 	loaded = config_load(&cfg, NULL) == 0 && cli_apply_config_flags(&cfg) == 0;
 	check_programs(&d);
 	check_libraries(&d);

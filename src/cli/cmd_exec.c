@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/fsutil.h"
+#include "base/termsafe.h"
 #include "base/jsonx.h"
 #include "base/log.h"
 #include "base/path.h"
@@ -47,6 +48,24 @@ static int parse_timeout(const char *s)
 static int exit_for_result(const struct exec_result *r)
 {
 	return r->exit_code >= 0 && r->exit_code <= 255 ? r->exit_code : EXIT_FAIL;
+}
+
+/*
+ * A command's output as it is, except on a terminal: there its control
+ * characters are escaped (base/termsafe.h), so it cannot clear the screen,
+ * retitle the window or write the clipboard (OSC 52).
+ */
+static void write_output(int fd, const struct buf *b)
+{
+	struct buf safe = BUF_INIT;
+
+	if (!isatty(fd)) {
+		fsutil_write_all(fd, b->buf, b->len);
+		return;
+	}
+	buf_add_termsafe(&safe, b->buf, b->len, TERMSAFE_MULTILINE);
+	fsutil_write_all(fd, safe.buf, safe.len);
+	buf_release(&safe);
 }
 
 int cmd_exec(int argc, char **argv)
@@ -187,8 +206,8 @@ int cmd_exec(int argc, char **argv)
 		json_decref(o);
 	} else {
 		fflush(stdout);
-		fsutil_write_all(STDOUT_FILENO, r.out.buf, r.out.len);
-		fsutil_write_all(STDERR_FILENO, r.err.buf, r.err.len);
+		write_output(STDOUT_FILENO, &r.out);
+		write_output(STDERR_FILENO, &r.err);
 	}
 	status = exit_for_result(&r);
 	exec_result_release(&r);

@@ -67,7 +67,7 @@ static int list_runs(const char *workspace, int json)
 			n = strcspn(req.buf, "\n");
 			if (n > 60)
 				n = 60;
-			printf("%s  %s  %-11s %.*s\n", ids.v[i], when, outcome, (int)n, req.buf);
+			cli_printf(stdout, "%s  %s  %-11s %.*s\n", ids.v[i], when, outcome, (int)n, req.buf);
 		}
 		json_decref(sum);
 		buf_release(&req);
@@ -130,7 +130,11 @@ static int show_run(const char *workspace, const char *id, int json)
 				 jsonx_str(ev, "type") ? jsonx_str(ev, "type") : "?");
 			detail(&b, ev);
 		}
-		printf("%s\n", b.buf);
+		/* tool arguments, file names, reasons: the model's words, escaped */
+		if (json)
+			printf("%s\n", b.buf);
+		else
+			cli_printf(stdout, "%s\n", b.buf);
 		buf_release(&b);
 	}
 	json_decref(events);

@@ -67,11 +67,11 @@ static void print_plan(FILE *f, const json_t *plan)
 	size_t i;
 
 	if (jsonx_str(plan, "summary"))
-		fprintf(f, "  plan: %s\n", jsonx_str(plan, "summary"));
+		cli_printf(f, "  plan: %s\n", jsonx_str(plan, "summary"));
 	json_array_foreach(steps, i, s) {
 		const char *t = jsonx_str(s, "title");
 
-		fprintf(f, "  %zu. %s\n", i + 1, t ? t : jsonx_str(s, "description") ?
+		cli_printf(f, "  %zu. %s\n", i + 1, t ? t : jsonx_str(s, "description") ?
 			jsonx_str(s, "description") : "");
 	}
 }
@@ -146,15 +146,15 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 
 		if (it > 0 && (!strcmp(st, "verify") || !strcmp(st, "review") ||
 			       !strcmp(st, "repair")))
-			fprintf(f, "==> %s (iteration %ld)\n", st, it);
+			cli_printf(f, "==> %s (iteration %ld)\n", st, it);
 		else
-			fprintf(f, "==> %s\n", st);
+			cli_printf(f, "==> %s\n", st);
 	} else if (!strcmp(type, "progress")) {
 		if (v->text_open) {
 			fputc('\n', f);
 			v->text_open = 0;
 		}
-		fprintf(f, "    %s\n", jsonx_str(ev, "message") ? jsonx_str(ev, "message") : "");
+		cli_printf(f, "    %s\n", jsonx_str(ev, "message") ? jsonx_str(ev, "message") : "");
 	} else if (!strcmp(type, "agent_start")) {
 		snprintf(v->role, sizeof(v->role), "%s", jsonx_str(ev, "role") ? jsonx_str(ev, "role") : "");
 	} else if (!strcmp(type, "tool_result") && jsonx_str(ev, "status") &&
@@ -173,17 +173,19 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 		free(prefix);
 	} else if (!strcmp(type, "context_window") && jsonx_str(ev, "warning")) {
 		/* said once per provider: Ollama cutting prompts, a window too small */
-		fprintf(f, "    warning: %s\n", jsonx_str(ev, "warning"));
+		cli_printf(f, "    warning: %s\n", jsonx_str(ev, "warning"));
+	} else if (!strcmp(type, "warning")) {
+		cli_printf(f, "forgex: warning: %s\n", jsonx_str(ev, "message") ? jsonx_str(ev, "message") : "");
 	} else if (!strcmp(type, "plan")) {
 		print_plan(f, json_object_get(ev, "plan"));
 	} else if (!strcmp(type, "test_result")) {
 		const json_t *r = json_object_get(ev, "result");
 
 		if (!jsonx_bool(ev, "ran", 0))
-			fprintf(f, "    tests (%s): not run: %s\n", jsonx_str(ev, "what"),
+			cli_printf(f, "    tests (%s): not run: %s\n", jsonx_str(ev, "what"),
 				jsonx_str(ev, "reason") ? jsonx_str(ev, "reason") : "");
 		else
-			fprintf(f, "    tests (%s): %lld passed, %lld failed, %lld errors\n",
+			cli_printf(f, "    tests (%s): %lld passed, %lld failed, %lld errors\n",
 				jsonx_str(ev, "what"), (long long)jsonx_int(r, "passed", 0),
 				(long long)jsonx_int(r, "failed", 0),
 				(long long)jsonx_int(r, "errors", 0));
@@ -206,7 +208,7 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 				fprintf(f, "      ... and %zu more failing\n", failing - FAILING_SHOWN);
 		}
 	} else if (!strcmp(type, "vote")) {
-		fprintf(f, "    vote of %s: %s%s%s\n", jsonx_str(ev, "voter"),
+		cli_printf(f, "    vote of %s: %s%s%s\n", jsonx_str(ev, "voter"),
 			jsonx_str(ev, "verdict"), jsonx_str(ev, "error") ? " — " : "",
 			jsonx_str(ev, "error") ? jsonx_str(ev, "error") : "");
 	} else if (!strcmp(type, "verdict")) {
@@ -215,7 +217,7 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 		const json_t *vote;
 		size_t i, k;
 
-		fprintf(f, "    verdict: %s%s%s\n", jsonx_str(ev, "verdict"),
+		cli_printf(f, "    verdict: %s%s%s\n", jsonx_str(ev, "verdict"),
 			gate ? " (test gate: " : "", gate ? gate : "");
 		if (gate)
 			fputs(")\n", f);
@@ -270,7 +272,7 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 				st && !strcmp(st, "skipped") ? "not started" : "did not start",
 				jsonx_str(ev, "error") ? jsonx_str(ev, "error") : "");
 	} else if (!strcmp(type, "checkpoint") && !strcmp(jsonx_str(ev, "action"), "restore")) {
-		fprintf(f, "    restored checkpoint %.12s (%s)\n", jsonx_str(ev, "id"),
+		cli_printf(f, "    restored checkpoint %.12s (%s)\n", jsonx_str(ev, "id"),
 			jsonx_str(ev, "why"));
 	}
 	fflush(f);
@@ -315,7 +317,7 @@ static void show_start(void *data, const struct session *s)
 
 	if (!v->json && !cli_quiet) {
 		progress_hold();
-		fprintf(v->progress, "forgex: run %s\n", s->id);
+		cli_printf(v->progress, "forgex: run %s\n", s->id);
 		fflush(v->progress);
 		progress_release(NULL);
 	}
@@ -356,10 +358,10 @@ static int exit_for(const struct pipeline_result *r)
 static void print_tests(const char *what, const json_t *t)
 {
 	if (!json_is_object(t)) {
-		printf("  tests %-7s not run\n", what);
+		cli_printf(stdout, "  tests %-7s not run\n", what);
 		return;
 	}
-	printf("  tests %-7s %lld passed, %lld failed, %lld errors\n", what,
+	cli_printf(stdout, "  tests %-7s %lld passed, %lld failed, %lld errors\n", what,
 	       (long long)jsonx_int(t, "passed", 0), (long long)jsonx_int(t, "failed", 0),
 	       (long long)jsonx_int(t, "errors", 0));
 }
@@ -369,69 +371,69 @@ static void print_result(const struct pipeline_result *r, const char *cmd, int p
 	const json_t *s = r->summary;
 
 	if (r->outcome == PIPELINE_PLANNED) {
-		printf("Plan (run %s):\n", r->run_id);
+		cli_printf(stdout, "Plan (run %s):\n", r->run_id);
 		if (r->plan) {
 			struct buf b = BUF_INIT;
 
 			print_plan(stdout, r->plan);
 			jsonx_dump(&b, r->plan, JSON_INDENT(2));
-			printf("\n%s\n", b.buf);
+			cli_printf(stdout, "\n%s\n", b.buf);
 			buf_release(&b);
 		}
 		return;
 	}
 	if (r->outcome == PIPELINE_INTERRUPTED && r->run_id)
-		printf("(resume it with: forgex resume)\n");
-	printf("%s: %s", r->outcome == PIPELINE_PASS ? "PASS" : r->outcome == PIPELINE_FAIL ?
+		cli_printf(stdout, "(resume it with: forgex resume)\n");
+	cli_printf(stdout, "%s: %s", r->outcome == PIPELINE_PASS ? "PASS" : r->outcome == PIPELINE_FAIL ?
 	       "FAIL" : r->outcome == PIPELINE_INTERRUPTED ? "INTERRUPTED" : "ERROR",
 	       r->run_id ? r->run_id : "");
 	if (r->reason && *r->reason)
-		printf(" — %s", r->reason);
+		cli_printf(stdout, " — %s", r->reason);
 	putchar('\n');
 	if (r->diffstat && *r->diffstat)
-		printf("  files changed%s:\n%s", !r->rolled_back ? "" : r->kept_paths.nr ?
+		cli_printf(stdout, "  files changed%s:\n%s", !r->rolled_back ? "" : r->kept_paths.nr ?
 		       " (undone, but for the files named below)" : " (undone)", r->diffstat);
 	if (s) {
 		print_tests("before", json_object_get(s, "tests_before"));
 		print_tests("after", json_object_get(s, "tests_after"));
 	}
 	if (priced)
-		printf("  iterations %d, tokens %ld, cost $%.4f, time %.1fs\n", r->iterations,
+		cli_printf(stdout, "  iterations %d, tokens %ld, cost $%.4f, time %.1fs\n", r->iterations,
 		       r->tokens, r->cost_usd, r->seconds);
 	else
-		printf("  iterations %d, tokens %ld, cost unknown (no [budget] prices), time %.1fs\n",
+		cli_printf(stdout, "  iterations %d, tokens %ld, cost unknown (no [budget] prices), time %.1fs\n",
 		       r->iterations, r->tokens, r->seconds);
 	if (r->rolled_back && !r->kept_paths.nr) {
-		printf("The tree was restored to how it was before the run.\n");
+		cli_printf(stdout, "The tree was restored to how it was before the run.\n");
 	} else if (r->rolled_back) {
 		size_t i;
 
-		printf("The run's changes were undone. These files were changed by you during the "
+		cli_printf(stdout, "The run's changes were undone. These files were changed by you during the "
 		       "run too, and are kept as you left them:\n");
 		for (i = 0; i < r->kept_paths.nr; i++)
-			printf("  %s\n", r->kept_paths.v[i]);
+			cli_printf(stdout, "  %s\n", r->kept_paths.v[i]);
 	} else if (r->failed_paths.nr) {
 		size_t i;
 
-		printf("The tree could NOT be fully restored. Not put back:\n");
+		cli_printf(stdout, "The tree could NOT be fully restored. Not put back:\n");
 		for (i = 0; i < r->failed_paths.nr; i++)
-			printf("  %s\n", r->failed_paths.v[i]);
+			cli_printf(stdout, "  %s\n", r->failed_paths.v[i]);
 		for (i = 0; i < r->kept_paths.nr; i++)
-			printf("  kept as you left it: %s\n", r->kept_paths.v[i]);
-		printf("Try again with: forgex undo %s\n", r->run_id);
+			cli_printf(stdout, "  kept as you left it: %s\n", r->kept_paths.v[i]);
+		cli_printf(stdout, "Try again with: forgex undo %s\n", r->run_id);
 	} else if (r->kept)
-		printf("The last attempt was kept in the tree; undo it with: forgex undo %s\n",
+		cli_printf(stdout, "The last attempt was kept in the tree; undo it with: forgex undo %s\n",
 		       r->run_id);
 	else if (r->committed)
-		printf("The change was committed on the current branch.\n");
+		cli_printf(stdout, "The change was committed on the current branch.\n");
 	if (!r->rolled_back && !r->failed_paths.nr && r->kept_paths.nr) {
 		size_t i;
 
 		for (i = 0; i < r->kept_paths.nr; i++)
-			printf("  %s\n", r->kept_paths.v[i]);
+			cli_printf(stdout, "  %s\n", r->kept_paths.v[i]);
 	}
 	else if (r->outcome == PIPELINE_PASS)
-		printf("The change is in the working tree; undo it with: forgex undo %s\n",
+		cli_printf(stdout, "The change is in the working tree; undo it with: forgex undo %s\n",
 		       r->run_id);
 	(void)cmd;
 }

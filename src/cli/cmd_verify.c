@@ -16,6 +16,7 @@
 #include "base/fsutil.h"
 #include "base/jsonx.h"
 #include "base/log.h"
+#include "base/termsafe.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "sandbox/approval.h"
@@ -40,7 +41,7 @@ static void print_argv(const struct strvec *argv)
 			buf_addch(&b, ' ');
 		buf_add_shell_quoted(&b, argv->v[i]);
 	}
-	fputs(b.buf, stdout);
+	fputs_termsafe(b.buf, stdout, 0);
 	buf_release(&b);
 }
 
@@ -171,6 +172,8 @@ int cmd_verify(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	ret = verify_detect(&cmd, cfg.workspace, &cfg.pipeline.test_command);
+	if (!ret && config_from_untrusted_project(&cfg, "pipeline.test_command"))
+		cmd.configured = 0;	/* an untrusted project file approves nothing */
 	if (ret < 0) {
 		cli_print_error();
 		status = EXIT_USAGE;

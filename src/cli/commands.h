@@ -20,6 +20,7 @@ int cmd_log(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
 int cmd_resume(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+int cmd_trust(int argc, char **argv);
 int cmd_undo(int argc, char **argv);
 
 struct config;

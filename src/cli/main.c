@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/redact.h"
 #include "base/strvec.h"
+#include "base/termsafe.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 
@@ -236,6 +238,24 @@ static const struct cli_command commands[] = {
 	  "Exit status: 0 PASS, 1 FAIL (or a budget ran out), 2 usage or\n"
 	  "configuration error, 3 the provider failed, 4 refused by the sandbox,\n"
 	  "130 interrupted (tree restored).\n" },
+	{ "trust", cmd_trust, 0, "Trust this project's .forgex/config.toml as it is now",
+	  "usage: forgex trust [DIR]\n"
+	  "       forgex trust --revoke [DIR]\n"
+	  "       forgex trust --list\n"
+	  "\n"
+	  "A project's .forgex/config.toml may come from a cloned repository or\n"
+	  "be written by a command, so until you trust it, its settings that\n"
+	  "decide where commands run, what they may touch and where data and keys\n"
+	  "go ([sandbox], [terminal], [permissions] mode, [providers.*] base_url,\n"
+	  "api_key_env, headers) may only make things stricter; forgex says on\n"
+	  "stderr which ones it ignored. 'forgex trust' records the file's path\n"
+	  "and the SHA-256 of its content in $XDG_STATE_HOME/forgex/trusted\n"
+	  "(~/.local/state/forgex/trusted); once the file changes it is untrusted\n"
+	  "again. Read it first: 'forgex config show' marks what is ignored.\n"
+	  "\n"
+	  "DIR         the project (default: the current folder's workspace)\n"
+	  "--revoke    forget the file: its settings may only tighten again\n"
+	  "--list      every trusted file, and whether it changed since\n" },
 	{ "undo", HEAVY(cmd_undo), CLI_HEAVY, "Revert a run's changes",
 	  "usage: forgex undo [--force] [--no-wait] [RUN]\n"
 	  "\n"
@@ -368,9 +388,68 @@ int cli_exit_for_error(int code)
 	}
 }
 
+void cli_printf(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	s = xstrvfmt(fmt, ap);
+	va_end(ap);
+	fputs_termsafe(s, f, TERMSAFE_MULTILINE);
+	free(s);
+}
+
 void cli_print_error(void)
 {
 	log_error("%s", err_last()[0] ? err_last() : "unknown error");
+}
+
+void cli_report_trust(const struct config *cfg)
+{
+	size_t i;
+	struct buf q = BUF_INIT;
+	char *file;
+
+	for (i = 0; i < cfg->nested_ignored.nr; i++) {
+		char *p = termsafe_dup(cfg->nested_ignored.v[i], 0);
+
+		log_warn("ignoring %s: only the workspace's own .forgex/config.toml is read", p);
+		free(p);
+	}
+	if (cfg->trust_error) {
+		char *e = termsafe_dup(cfg->trust_error, 0);
+
+		log_warn("%s", e);
+		free(e);
+	}
+	if (!cfg->ignored_nr)
+		return;
+	file = termsafe_dup(cfg->project_file, 0);
+	log_warn("%s is not trusted%s: %zu of its settings %s not applied as written "
+		 "(an untrusted project file may only tighten them):", file,
+		 cfg->project_changed ? " (it changed since you trusted it)" : "",
+		 cfg->ignored_nr, cfg->ignored_nr == 1 ? "was" : "were");
+	for (i = 0; i < cfg->ignored_nr; i++) {
+		const struct cfg_ignored *ig = &cfg->ignored[i];
+		char *k = termsafe_dup(ig->key, 0), *v = termsafe_dup(ig->value, 0);
+		char *r = termsafe_dup(ig->reason, 0), *w = termsafe_dup(ig->where, 0);
+
+		log_warn("  %s = %s (%s): %s", k, v, w, r);
+		free(k);
+		free(v);
+		free(r);
+		free(w);
+	}
+	buf_add_shell_quoted(&q, cfg->workspace);
+	{
+		char *qs = termsafe_dup(q.buf, 0);
+
+		log_warn("read it, then trust it as it is with: forgex -C %s trust", qs);
+		free(qs);
+	}
+	buf_release(&q);
+	free(file);
 }
 
 int cli_apply_config_flags(struct config *cfg)
@@ -395,9 +474,21 @@ int cli_apply_config_flags(struct config *cfg)
 
 int cli_load_config(struct config *cfg)
 {
+	size_t i;
+
 	config_init(cfg);
+	cfg->trust_fn = cli_trust_check;
 	if (config_load(cfg, NULL) < 0 || cli_apply_config_flags(cfg) < 0)
 		goto fail;
+	cli_report_trust(cfg);
+	/* forgex's own keys, whatever their variables are called, are redacted everywhere */
+	redact_register_env(NULL);
+	for (i = 0; i < cfg->providers_nr; i++) {
+		const char *v = cfg->providers[i].api_key_env;
+
+		if (v && *v && getenv(v))
+			redact_register(getenv(v));
+	}
 	return 0;
 fail:
 	cli_print_error();

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/termsafe.h"
 #include "cli/progress.h"
 
 /* Redraws per second. */
@@ -192,23 +193,21 @@ void progress_hold(void)
 
 void progress_release(const char *label)
 {
-	size_t i, n = 0;
+	char *safe;
 
 	if (!sp.running)
 		return;
+	/* labels quote tool arguments and file names a model chose */
+	safe = label ? termsafe_dup(label, 0) : NULL;
 	pthread_mutex_lock(&sp.lock);
-	if (label) {
-		for (i = 0; label[i] && n + 1 < sizeof(sp.label); i++) {
-			unsigned char c = (unsigned char)label[i];
-
-			sp.label[n++] = c < 0x20 || c == 0x7f ? ' ' : (char)c;
-		}
-		sp.label[n] = '\0';
+	if (safe) {
+		snprintf(sp.label, sizeof(sp.label), "%s", safe);
 		sp.since = mono_now();
 	}
 	if (sp.held)
 		sp.held--;
 	pthread_mutex_unlock(&sp.lock);
+	free(safe);
 }
 
 void progress_stop(void)

@@ -1,5 +1,6 @@
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 
 #include "base/fsutil.h"
 #include "base/path.h"
+#include "base/sha256.h"
 #include "config/config.h"
 #include "config/toml.h"
 
@@ -306,6 +308,8 @@ void config_init(struct config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	strvec_init(&cfg->terminal.allowed);
 	strvec_init(&cfg->terminal.denied);
+	strvec_init(&cfg->terminal.denied_add);
+	strvec_init(&cfg->nested_ignored);
 	strvec_init(&cfg->sandbox.writable_roots);
 	strvec_init(&cfg->pipeline.test_command);
 	strvec_init(&cfg->review.voters);
@@ -354,6 +358,16 @@ void config_release(struct config *cfg)
 		free(cfg->records[i].where);
 	}
 	free(cfg->records);
+	for (i = 0; i < cfg->ignored_nr; i++) {
+		free(cfg->ignored[i].key);
+		free(cfg->ignored[i].where);
+		free(cfg->ignored[i].value);
+		free(cfg->ignored[i].reason);
+	}
+	free(cfg->ignored);
+	free(cfg->trust_error);
+	strvec_clear(&cfg->terminal.denied_add);
+	strvec_clear(&cfg->nested_ignored);
 	free(cfg->workspace);
 	free(cfg->project_file);
 	free(cfg->user_file);
@@ -707,7 +721,285 @@ struct apply_ctx {
 	const char *name;		/* file name for messages */
 	enum cfg_origin origin;
 	int apply;			/* 0: validate only */
+	int gated;			/* an untrusted project file: the trust gate applies */
 };
+
+/* ---- project trust ---- */
+
+/*
+ * What an untrusted project file may do with a key that changes where
+ * commands run, what they may touch, or where data and secrets go. New
+ * gated keys (mcp_servers.*, hooks.*) get a row here; a section row with
+ * key NULL covers every key of the section not listed before it, so a key
+ * added to [sandbox] later is gated (never taken) until someone decides
+ * what tightening means for it.
+ */
+enum tighten {
+	TIGHTEN_NEVER,		/* never taken from an untrusted file */
+	TIGHTEN_MODE,		/* safe < ask < auto: may only move towards safe */
+	TIGHTEN_OFF,		/* a boolean that may only be turned off */
+	TIGHTEN_ON,		/* a boolean that may only be turned on */
+	TIGHTEN_LOWER,		/* a number that may only go down */
+	TIGHTEN_SIZE,		/* a size ("2g"; "" unlimited) that may only go down */
+	TIGHTEN_SUBSET,		/* a list that may only lose entries */
+	TIGHTEN_ALLOWLIST,	/* none -> any list; a list -> a non-empty part of it */
+	TIGHTEN_ADD,		/* names are added to the list, never removed */
+	TIGHTEN_BACKEND,	/* none or auto -> native */
+};
+
+struct trust_gate {
+	const char *section;	/* "providers" and "agents" match any NAME */
+	const char *key;	/* NULL: every other key of the section */
+	enum tighten how;
+	const char *rule;	/* what an untrusted file may do, for people */
+};
+
+static const struct trust_gate trust_gates[] = {
+	{ "permissions", "mode", TIGHTEN_MODE, "may only move towards safe (safe < ask < auto)" },
+	{ "terminal", "allowed", TIGHTEN_ALLOWLIST,
+	  "may set an allowlist when there is none, or keep a non-empty part of the one there is" },
+	{ "terminal", "denied", TIGHTEN_ADD,
+	  "its names are added to the effective deny list; none is removed" },
+	{ "terminal", "timeout_seconds", TIGHTEN_LOWER, "may only go down" },
+	{ "terminal", "max_output_bytes", TIGHTEN_LOWER, "may only go down" },
+	{ "terminal", NULL, TIGHTEN_NEVER, "never taken" },
+	{ "sandbox", "backend", TIGHTEN_BACKEND,
+	  "may only change from none (to anything) or from auto to native" },
+	{ "sandbox", "network", TIGHTEN_OFF, "may only turn network access off" },
+	{ "sandbox", "writable_roots", TIGHTEN_SUBSET, "may only drop folders" },
+	{ "sandbox", "max_processes", TIGHTEN_LOWER, "may only go down" },
+	{ "sandbox", "memory_limit", TIGHTEN_SIZE, "may only go down (set one when there is none)" },
+	{ "sandbox", "read_only", TIGHTEN_ON, "may only turn it on" },
+	{ "sandbox", "allow_unconfined", TIGHTEN_OFF, "may only turn it off" },
+	{ "sandbox", NULL, TIGHTEN_NEVER, "never taken" },
+	{ "providers", "base_url", TIGHTEN_NEVER, "never taken" },
+	{ "providers", "api_key_env", TIGHTEN_NEVER, "never taken" },
+	{ "providers", "headers", TIGHTEN_NEVER, "never taken" },
+	/* a server or a hook is a program forgex would start: never from an untrusted file */
+	{ "mcp_servers", NULL, TIGHTEN_NEVER, "never taken: it would start a program or reach a server" },
+};
+
+static const struct trust_gate *find_gate(const char *section, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(trust_gates); i++)
+		if (!strcmp(trust_gates[i].section, section) &&
+		    (!trust_gates[i].key || !strcmp(trust_gates[i].key, key)))
+			return &trust_gates[i];
+	return NULL;
+}
+
+const char *config_trust_rule(const char *key)
+{
+	const char *dot = strchr(key, '.'), *last = strrchr(key, '.');
+	const struct trust_gate *g;
+	char *section;
+
+	if (!dot)
+		return NULL;
+	section = xstrndup(key, (size_t)(dot - key));
+	g = find_gate(section, last + 1);
+	free(section);
+	return g ? g->rule : NULL;
+}
+
+static int mode_rank(const char *m)
+{
+	return !strcmp(m, "safe") ? 0 : !strcmp(m, "ask") ? 1 : 2;
+}
+
+/* "2g", "512m", "1048576": bytes, or -1 when it cannot be read. */
+static double size_bytes(const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || errno || v < 0)
+		return -1;
+	switch (tolower((unsigned char)*end)) {
+	case '\0': return v;
+	case 'b': break;
+	case 'k': v *= 1024; break;
+	case 'm': v *= 1024.0 * 1024; break;
+	case 'g': v *= 1024.0 * 1024 * 1024; break;
+	case 't': v *= 1024.0 * 1024 * 1024 * 1024; break;
+	default: return -1;
+	}
+	end++;
+	if (*end == 'i')
+		end++;
+	if (*end == 'b' || *end == 'B')
+		end++;
+	return *end ? -1 : v;
+}
+
+static int in_list(const struct strvec *l, const char *s)
+{
+	return strvec_find(l, s) >= 0;
+}
+
+static int subset(const struct strvec *a, const struct strvec *b)
+{
+	size_t i;
+
+	for (i = 0; i < a->nr; i++)
+		if (!in_list(b, a->v[i]))
+			return 0;
+	return 1;
+}
+
+static int same_value(const void *base, const struct cfg_key *k, const struct cfg_value *v)
+{
+	const void *f = (const char *)base + k->offset;
+	const struct strvec *l = f;
+	size_t i;
+
+	switch (k->type) {
+	case T_STR:
+		return !strcmp(*(char *const *)f, v->s);
+	case T_INT:
+		return *(const long *)f == (long)v->num;
+	case T_FLOAT:
+		return *(const double *)f == v->num;
+	case T_BOOL:
+		return (*(const int *)f != 0) == (v->num != 0);
+	case T_LIST:
+	case T_MAP:
+		if (l->nr != v->list.nr)
+			return 0;
+		for (i = 0; i < l->nr; i++)
+			if (strcmp(l->v[i], v->list.v[i]))
+				return 0;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * May an untrusted file set `k` (in `base`) to `v`? 1 yes; 0 no, with the
+ * reason in `why`; 2 only as additions (TIGHTEN_ADD: the caller adds the
+ * names to cfg->terminal.denied_add instead of replacing the list).
+ */
+static int tightens(const struct trust_gate *g, const void *base, const struct cfg_key *k,
+		    const struct cfg_value *v, struct buf *why)
+{
+	const void *f = (const char *)base + k->offset;
+	const char *cur_s = k->type == T_STR ? *(char *const *)f : NULL;
+	const struct strvec *cur_l = f;
+	double a, b;
+
+	if (same_value(base, k, v))
+		return 1;
+	switch (g->how) {
+	case TIGHTEN_NEVER:
+		buf_addstr(why, "an untrusted project file may not set it");
+		return 0;
+	case TIGHTEN_MODE:
+		if (mode_rank(v->s) <= mode_rank(cur_s))
+			return 1;
+		buf_addf(why, "\"%s\" is looser than \"%s\"", v->s, cur_s);
+		return 0;
+	case TIGHTEN_OFF:
+		if (!v->num)
+			return 1;
+		buf_addstr(why, "it may only be turned off");
+		return 0;
+	case TIGHTEN_ON:
+		if (v->num)
+			return 1;
+		buf_addstr(why, "it may only be turned on");
+		return 0;
+	case TIGHTEN_LOWER:
+		if (v->num <= (double)*(const long *)f)
+			return 1;
+		buf_addf(why, "%.0f is more than %ld", v->num, *(const long *)f);
+		return 0;
+	case TIGHTEN_SIZE:
+		if (!*cur_s && *v->s && size_bytes(v->s) >= 0)
+			return 1;
+		a = size_bytes(v->s);
+		b = size_bytes(cur_s);
+		if (*v->s && *cur_s && a >= 0 && b >= 0 && a <= b)
+			return 1;
+		if (!*v->s)
+			buf_addf(why, "it would remove the limit of \"%s\"", cur_s);
+		else
+			buf_addf(why, "\"%s\" is not below \"%s\"", v->s, *cur_s ? cur_s : "no limit");
+		return 0;
+	case TIGHTEN_SUBSET:
+		if (subset(&v->list, cur_l))
+			return 1;
+		buf_addstr(why, "it may only drop entries, and this adds some");
+		return 0;
+	case TIGHTEN_ALLOWLIST:
+		if (v->list.nr && (!cur_l->nr || subset(&v->list, cur_l)))
+			return 1;
+		buf_addstr(why, v->list.nr ? "it names commands the allowlist does not allow"
+				       : "it would remove the allowlist");
+		return 0;
+	case TIGHTEN_ADD:
+		return v->list.nr ? 2 : 1;
+	case TIGHTEN_BACKEND:
+		/* none confines nothing; auto may fall back to it, native never does */
+		if (!strcmp(cur_s, "none") || (!strcmp(cur_s, "auto") && !strcmp(v->s, "native")))
+			return 1;
+		buf_addf(why, "\"%s\" does not confine more than \"%s\"", v->s, cur_s);
+		return 0;
+	}
+	return 0;
+}
+
+static void add_toml_string(struct buf *out, const char *s);
+
+static void format_cfg_value(struct buf *out, const struct cfg_key *k, const struct cfg_value *v)
+{
+	size_t i;
+
+	switch (k->type) {
+	case T_STR:
+		add_toml_string(out, v->s);
+		break;
+	case T_INT:
+		buf_addf(out, "%.0f", v->num);
+		break;
+	case T_FLOAT:
+		buf_addf(out, "%g", v->num);
+		break;
+	case T_BOOL:
+		buf_addstr(out, v->num ? "true" : "false");
+		break;
+	case T_LIST:
+	case T_MAP:
+		buf_addch(out, '[');
+		for (i = 0; i < v->list.nr; i++) {
+			if (i)
+				buf_addstr(out, ", ");
+			add_toml_string(out, v->list.v[i]);
+		}
+		buf_addch(out, ']');
+		break;
+	}
+}
+
+static void note_ignored(struct config *cfg, const char *dotted, const char *where,
+			 const struct cfg_key *k, const struct cfg_value *v, const char *reason,
+			 int partly)
+{
+	struct cfg_ignored *ig;
+	struct buf val = BUF_INIT;
+
+	format_cfg_value(&val, k, v);
+	ALLOC_GROW(cfg->ignored, cfg->ignored_nr + 1, cfg->ignored_alloc);
+	ig = &cfg->ignored[cfg->ignored_nr++];
+	ig->key = xstrdup(dotted);
+	ig->where = xstrdup(where);
+	ig->value = buf_detach(&val, NULL);
+	ig->reason = xstrdup(reason);
+	ig->partly = partly;
+}
 
 static int apply_toml_key(struct apply_ctx *c, void *base, const struct cfg_key *k,
 			  const struct toml_kv *kv, const char *dotted)
@@ -722,9 +1014,30 @@ static int apply_toml_key(struct apply_ctx *c, void *base, const struct cfg_key 
 		goto out;
 	}
 	if (c->apply) {
-		store(base, k, &v);
+		const struct trust_gate *g = c->gated ? find_gate(k->section, k->key) : NULL;
+		int ok = 1;
+
 		snprintf(where, sizeof(where), "%s:%d", c->name, kv->line);
-		record(c->cfg, dotted, c->origin, where);
+		if (g) {
+			struct buf why = BUF_INIT;
+			size_t i;
+
+			ok = tightens(g, base, k, &v, &why);
+			if (ok == 2) {
+				for (i = 0; i < v.list.nr; i++)
+					if (!in_list(&c->cfg->terminal.denied_add, v.list.v[i]))
+						strvec_push(&c->cfg->terminal.denied_add, v.list.v[i]);
+				note_ignored(c->cfg, dotted, where, k, &v, "an untrusted file may only add "
+					     "names: they were added to the deny list, which keeps its own", 1);
+			} else if (!ok) {
+				note_ignored(c->cfg, dotted, where, k, &v, why.buf, 0);
+			}
+			buf_release(&why);
+		}
+		if (ok == 1) {
+			store(base, k, &v);
+			record(c->cfg, dotted, c->origin, where);
+		}
 	}
 out:
 	value_release(&v);
@@ -784,7 +1097,8 @@ static int apply_named(struct apply_ctx *c, const struct toml_kv *sec)
 				goto next;
 			}
 			base = config_mcp_server(c->cfg, kv->key);
-			if (!base && c->apply)
+			/* untrusted: every key is gated; the server is not even named */
+			if (!base && c->apply && !c->gated)
 				base = add_mcp_server(c->cfg, kv->key, c->origin);
 			if (!base) {
 				memset(&dummy_m, 0, sizeof(dummy_m));
@@ -869,6 +1183,27 @@ static int apply_hook(struct apply_ctx *c, const char *event, const struct toml_
 			       "integer from 1 to 3600", c->name, timeout->line, event);
 	if (!c->apply)
 		return 0;
+	if (c->gated) {
+		/* a hook is a program forgex would run: never from an untrusted file */
+		struct cfg_ignored *ig;
+		struct buf val = BUF_INIT;
+
+		buf_addch(&val, '[');
+		for (i = 0; i < cmd->u.arr.nr; i++) {
+			if (i)
+				buf_addstr(&val, ", ");
+			add_toml_string(&val, cmd->u.arr.items[i]->u.str.ptr);
+		}
+		buf_addch(&val, ']');
+		ALLOC_GROW(c->cfg->ignored, c->cfg->ignored_nr + 1, c->cfg->ignored_alloc);
+		ig = &c->cfg->ignored[c->cfg->ignored_nr++];
+		ig->key = xstrfmt("hooks.%s.command", event);
+		ig->where = xstrfmt("%s:%d", c->name, t->line);
+		ig->value = buf_detach(&val, NULL);
+		ig->reason = xstrdup("never taken: it would run a program");
+		ig->partly = 0;
+		return 0;
+	}
 	ALLOC_GROW(c->cfg->hooks, c->cfg->hooks_nr + 1, c->cfg->hooks_alloc);
 	h = &c->cfg->hooks[c->cfg->hooks_nr++];
 	memset(h, 0, sizeof(*h));
@@ -958,7 +1293,7 @@ static int apply_root(struct apply_ctx *c, const struct toml_value *root)
 int config_apply_string(struct config *cfg, const char *text, size_t len,
 			const char *name, enum cfg_origin origin)
 {
-	struct apply_ctx c = { cfg, name, origin, 0 };
+	struct apply_ctx c = { cfg, name, origin, 0, origin == CFG_PROJECT && !cfg->project_trusted };
 	struct toml_value *root = NULL;
 	int ret;
 
@@ -1188,27 +1523,46 @@ out:
 
 /* ---- finding files ---- */
 
+/*
+ * The workspace is the top of the git working tree the start folder is in
+ * (the nearest folder holding .git, as git finds it). Outside git, it is
+ * the outermost folder holding .forgex/, so a .forgex/ a command made in
+ * a subfolder never becomes a workspace of its own; with neither, the
+ * start folder itself. The walk stops below $HOME (unless it starts
+ * there): a dotfiles repository in ~, or a stray ~/.forgex, must not make
+ * the whole home folder the workspace of every project under it.
+ */
 int config_find_workspace(char **out, const char *start)
 {
 	struct buf dir = BUF_INIT, probe = BUF_INIT;
-	char *abs;
+	const char *h = getenv("HOME");
+	char *abs, *forgex_top = NULL, *home = h && *h == '/' ? realpath(h, NULL) : NULL;
 
 	abs = realpath(start ? start : ".", NULL);
-	if (!abs)
+	if (!abs) {
+		free(home);
 		return err_set_errno(FX_ENOTFOUND, "cannot resolve '%s'", start ? start : ".");
+	}
 	buf_addstr(&dir, abs);
 	for (;;) {
-		buf_reset(&probe);
-		path_join(&probe, dir.buf, ".forgex");
-		if (fsutil_is_dir(probe.buf))
+		if (home && !strcmp(dir.buf, home) && strcmp(abs, home)) {
+			buf_reset(&dir);
+			buf_addstr(&dir, forgex_top ? forgex_top : abs);
 			break;
+		}
 		buf_reset(&probe);
 		path_join(&probe, dir.buf, ".git");
 		if (fsutil_exists(probe.buf))
 			break;
+		buf_reset(&probe);
+		path_join(&probe, dir.buf, ".forgex");
+		if (fsutil_is_dir(probe.buf)) {
+			free(forgex_top);
+			forgex_top = xstrdup(dir.buf);
+		}
 		if (dir.len == 1) {
 			buf_reset(&dir);
-			buf_addstr(&dir, abs);
+			buf_addstr(&dir, forgex_top ? forgex_top : abs);
 			break;
 		}
 		buf_reset(&probe);
@@ -1216,6 +1570,8 @@ int config_find_workspace(char **out, const char *start)
 		buf_reset(&dir);
 		buf_addbuf(&dir, &probe);
 	}
+	free(forgex_top);
+	free(home);
 	free(abs);
 	buf_release(&probe);
 	*out = buf_detach(&dir, NULL);
@@ -1287,13 +1643,88 @@ static int validate(struct config *cfg)
 	return 0;
 }
 
+/*
+ * Read the project file into `out`: FX_ENOTFOUND when there is none; an
+ * error naming a symbolic link, a FIFO or anything but a regular file.
+ */
+static int read_project_file(struct buf *out, const char *workspace, const char *shown)
+{
+	struct stat st;
+	int wfd, fd, ret;
+
+	wfd = open(workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (wfd < 0)
+		return err_set_errno(FX_EOS, "cannot open the workspace %s", workspace);
+	fd = fsutil_open_beneath(wfd, ".forgex/config.toml");
+	if (fd < 0) {
+		ret = errno == ENOENT ? FX_ENOTFOUND
+		      : errno == ELOOP || errno == EXDEV
+		      ? err_set(FX_EDENIED, "%s: it or its folder .forgex is a symbolic link; forgex "
+				"reads its own files without following links (replace the link with "
+				"the file itself)", shown)
+		      : errno == ENOTDIR
+		      ? err_set(FX_EINVAL, "%s: .forgex in the workspace is not a folder", shown)
+		      : err_set_errno(FX_EOS, "cannot read %s", shown);
+		close(wfd);
+		return ret;
+	}
+	close(wfd);
+	if (fstat(fd, &st) < 0)
+		ret = err_set_errno(FX_EOS, "cannot read %s", shown);
+	else if (!S_ISREG(st.st_mode))
+		ret = err_set(FX_EINVAL, "%s is not a regular file", shown);
+	else if (st.st_size > CONFIG_FILE_MAX)
+		ret = err_set(FX_ELIMIT, "%s is larger than %d bytes", shown, CONFIG_FILE_MAX);
+	else
+		ret = fsutil_read_fd(out, fd, CONFIG_FILE_MAX);
+	close(fd);
+	return ret;
+}
+
+int config_read_project(struct buf *out, const char *workspace)
+{
+	char *shown = xstrfmt("%s/.forgex/config.toml", workspace);
+	int ret = read_project_file(out, workspace, shown);
+
+	free(shown);
+	return ret;
+}
+
+/* Every .forgex/config.toml from `start` up to, not including, the workspace. */
+static void find_nested(struct config *cfg, const char *start)
+{
+	char *abs = realpath(start ? start : ".", NULL);
+	struct buf dir = BUF_INIT, probe = BUF_INIT;
+	size_t wl = strlen(cfg->workspace);
+
+	if (!abs)
+		return;
+	buf_addstr(&dir, abs);
+	while (dir.len > wl && !strncmp(dir.buf, cfg->workspace, wl) &&
+	       (wl == 1 || dir.buf[wl] == '/')) {
+		buf_reset(&probe);
+		path_join(&probe, dir.buf, ".forgex/config.toml");
+		if (fsutil_exists(probe.buf))
+			strvec_push(&cfg->nested_ignored, probe.buf);
+		buf_reset(&probe);
+		path_dirname(&probe, dir.buf);
+		buf_reset(&dir);
+		buf_addbuf(&dir, &probe);
+	}
+	free(abs);
+	buf_release(&dir);
+	buf_release(&probe);
+}
+
 int config_load(struct config *cfg, const char *start)
 {
+	struct buf text = BUF_INIT;
 	int ret;
 
 	ret = config_find_workspace(&cfg->workspace, start);
 	if (ret < 0)
 		return ret;
+	find_nested(cfg, start);
 	cfg->user_file = config_user_file();
 	if (cfg->user_file && fsutil_exists(cfg->user_file)) {
 		ret = config_apply_file(cfg, cfg->user_file, CFG_USER);
@@ -1301,15 +1732,36 @@ int config_load(struct config *cfg, const char *start)
 			return ret;
 	}
 	cfg->project_file = xstrfmt("%s/.forgex/config.toml", cfg->workspace);
-	if (fsutil_exists(cfg->project_file)) {
-		ret = config_apply_file(cfg, cfg->project_file, CFG_PROJECT);
-		if (ret < 0)
-			return ret;
+	ret = read_project_file(&text, cfg->workspace, cfg->project_file);
+	if (ret == FX_ENOTFOUND) {
+		ret = 0;
+	} else if (!ret) {
+		int changed = 0, t;
+
+		cfg->project_exists = 1;
+		sha256_hex(cfg->project_hash, text.buf, text.len);
+		t = cfg->trust_fn ? cfg->trust_fn(cfg->project_file, cfg->project_hash, &changed,
+						  cfg->trust_data) : 0;
+		if (t < 0)
+			cfg->trust_error = xstrdup(err_last());
+		cfg->project_trusted = t > 0;
+		cfg->project_changed = t == 0 && changed;
+		ret = config_apply_string(cfg, text.buf, text.len, cfg->project_file, CFG_PROJECT);
 	}
+	buf_release(&text);
+	if (ret < 0)
+		return ret;
 	ret = config_apply_env(cfg, NULL);
 	if (ret < 0)
 		return ret;
 	return validate(cfg);
+}
+
+int config_from_untrusted_project(const struct config *cfg, const char *key)
+{
+	const struct cfg_set_record *r = find_record(cfg, key);
+
+	return r && r->origin == CFG_PROJECT && !cfg->project_trusted;
 }
 
 int config_validate(struct config *cfg)

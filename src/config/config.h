@@ -109,6 +109,13 @@ enum agent_role {
 	ROLE__COUNT,
 };
 
+/**
+ * Whether the project file `path` with content hash `hash` (hex SHA-256)
+ * is trusted: 1 yes, 0 no (`*changed` = 1 when it was trusted with other
+ * content), negative when that cannot be told (error in err_last()).
+ */
+typedef int (*config_trust_fn)(const char *path, const char *hash, int *changed, void *data);
+
 struct config {
 	struct {
 		char *mode;	/* "safe" | "ask" | "auto" */
@@ -116,6 +123,8 @@ struct config {
 	struct {
 		struct strvec allowed;
 		struct strvec denied;
+		/* names an untrusted project file adds to the deny list (see trust) */
+		struct strvec denied_add;
 		long timeout_seconds;
 		long max_output_bytes;
 	} terminal;
@@ -168,9 +177,38 @@ struct config {
 	/* Origin of every key that was set, for `config show` (private). */
 	struct cfg_set_record *records;
 	size_t records_nr, records_alloc;
+
+	/*
+	 * Project trust (DESIGN.md section 4). config_load() reads the project
+	 * file beneath the workspace without following links, hashes it, and
+	 * asks `trust_fn` (NULL: nothing is trusted) whether the user trusted
+	 * it as it is. An untrusted file's keys in the trust gate may only
+	 * tighten; the others are listed in `ignored`.
+	 */
+	config_trust_fn trust_fn;
+	void *trust_data;
+	int project_exists;	/* there is a project file */
+	int project_trusted;	/* ... and it is trusted (config_apply_*() honours it) */
+	int project_changed;	/* it was trusted with other content */
+	char project_hash[65];	/* SHA-256 of its content, hex; "" when none */
+	char *trust_error;	/* why the trust store could not be read, or NULL */
+	struct cfg_ignored *ignored;
+	size_t ignored_nr, ignored_alloc;
+	/* .forgex/config.toml files below the workspace root, never read */
+	struct strvec nested_ignored;
+};
+
+/** A key of an untrusted project file that was not taken (or taken only in part). */
+struct cfg_ignored {
+	char *key;		/* "sandbox.backend" */
+	char *where;		/* "FILE:LINE" */
+	char *value;		/* as written, TOML */
+	char *reason;		/* "would loosen \"auto\"" */
+	int partly;		/* 1: applied in its tightening part (the deny list's additions) */
 };
 
 #define CONFIG_INIT { 0 }
+
 
 /** Fill `cfg` with the built-in defaults (one provider, "default"). */
 void config_init(struct config *cfg);
@@ -191,6 +229,13 @@ char *config_user_file(void);
  * project file (each when it exists) and the environment.
  */
 int config_load(struct config *cfg, const char *start);
+
+/**
+ * Read `workspace`/.forgex/config.toml as config_load() does: beneath the
+ * workspace, following no symbolic link, regular files only, at most 1 MiB.
+ * FX_ENOTFOUND when there is none, FX_EDENIED naming a link.
+ */
+int config_read_project(struct buf *out, const char *workspace);
 
 /** Apply one TOML file as layer `origin` (CFG_USER or CFG_PROJECT). */
 int config_apply_file(struct config *cfg, const char *path, enum cfg_origin origin);
@@ -215,6 +260,14 @@ int config_set(struct config *cfg, const char *key, const char *value, enum cfg_
  */
 int config_validate(struct config *cfg);
 
+/**
+ * Whether `key`'s value came from a project file nobody trusted. An
+ * ungated key applies from there, but what it would approve on the user's
+ * behalf must not: `pipeline.test_command` counts as approved only from a
+ * trusted layer.
+ */
+int config_from_untrusted_project(const struct config *cfg, const char *key);
+
 /** The provider called `name`, or NULL. */
 struct provider_config *config_provider(struct config *cfg, const char *name);
 
@@ -231,6 +284,13 @@ int config_role_from_name(const char *name);
 
 /** "default", "user", "project", "env", "flag". */
 const char *config_origin_name(enum cfg_origin o);
+
+/**
+ * How an untrusted project file may change gated key `key` ("sandbox.backend",
+ * "providers.NAME.base_url"): a sentence for documentation and messages,
+ * or NULL when the key is not gated.
+ */
+const char *config_trust_rule(const char *key);
 
 /** Calls `fn` for each key in schema order with its TOML-formatted value and origin. */
 typedef void (*config_visit_fn)(const char *key, const char *value, enum cfg_origin origin,

@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 
 #include "base/jsonx.h"
+#include "base/redact.h"
 #include "llm/provider.h"
 #include "llm/transcript.h"
 
@@ -319,6 +320,17 @@ int provider_chat(struct provider *p, struct llm_response *out, const struct llm
 	char *msg = NULL;
 	int ret, rec;
 
+	/*
+	 * Nothing secret goes to a model, whatever part of the conversation it
+	 * came in (a tool's output, an instruction file, the request): the
+	 * body is redacted as a whole before it is sent.
+	 */
+	{
+		json_t *clean = redact_json(body, NULL);
+
+		json_decref(body);
+		body = clean;
+	}
 	/* encoded once, for the wire and the transcript */
 	if (p->transcript) {
 		jsonx_dump(&wire, body, JSON_COMPACT);

@@ -19,7 +19,8 @@
  *    "retries": 0, "elapsed_ms": 1234}
  * The replay provider reads "request", "response", "status" and "error".
  *
- * Redaction (redact_text(), redact_json()) replaces with "[REDACTED]":
+ * Redaction is base/redact.h's, shared by everything forgex records or
+ * sends; among what it replaces with "[REDACTED]":
  * the registered secret values (the key of each open provider, and the
  * values of variables named *_API_KEY, *_TOKEN, *_SECRET*, *PASSWORD* in
  * the environment), "Authorization:" header values, "Bearer <token>",
@@ -38,6 +39,7 @@
 #include <jansson.h>
 
 #include "base/buf.h"
+#include "base/redact.h"
 #include "base/strvec.h"
 #include "llm/provider.h"
 
@@ -87,17 +89,6 @@ void transcript_free(struct transcript *t);
  */
 int transcript_load(json_t **out, const char *path);
 
-/** Push the values of secret-looking variables of `envp` (NULL: environ). */
-void redact_collect_env(struct strvec *secrets, const char *const *envp);
-
-/** Append `len` bytes of `s` to `out` with secrets replaced by "[REDACTED]". */
-void redact_text(struct buf *out, const char *s, size_t len, const struct strvec *secrets);
-
-/**
- * A redacted copy of `j` (new reference). The top-level container is new;
- * below it, parts that redaction leaves unchanged are shared with `j`, so
- * change only the top level of the result.
- */
-json_t *redact_json(const json_t *j, const struct strvec *secrets);
+/* redact_collect_env(), redact_text(), redact_json(): base/redact.h */
 
 #endif

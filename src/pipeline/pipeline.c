@@ -88,6 +88,7 @@ struct pl {
 	struct verify_comparison cmp;
 	int last_ran;
 	struct buf feedback;		/* what the repair is told */
+	int instructions_warned;	/* a refused instruction file was reported */
 	int iteration;
 	enum stage next;
 	int budget_hit;
@@ -393,14 +394,22 @@ static void instructions(struct pl *pl, struct buf *out)
 	size_t i;
 
 	for (i = 0; i < pl->cfg->context.instructions.nr; i++) {
-		char *p = xstrfmt("%s/%s", pl->cfg->workspace, pl->cfg->context.instructions.v[i]);
+		const char *name = pl->cfg->context.instructions.v[i];
 		struct buf c = BUF_INIT;
+		int ret, cut;
 
-		if (!fsutil_read_file(&c, p, 32u << 10) && c.len)
-			buf_addf(out, "## %s\n\n%s\n", pl->cfg->context.instructions.v[i], c.buf);
+		/* beneath the workspace, no link followed: AGENTS.md -> ~/.ssh/id_ed25519 is refused */
+		ret = fsutil_read_beneath(&c, pl->cfg->workspace, name, 32u << 10, &cut);
+		if (!ret && c.len)
+			buf_addf(out, "## %s\n\n%s\n%s", name, c.buf,
+				 cut ? "[... the rest of this file was left out ...]\n" : "");
+		else if (ret < 0 && ret != FX_ENOTFOUND && !pl->instructions_warned)
+			session_eventf(&pl->s, "warning", "{s:s, s:s}", "message", err_last(),
+				       "file", name);
+		if (ret < 0 && ret != FX_ENOTFOUND)
+			pl->instructions_warned = 1;
 		err_clear();
 		buf_release(&c);
-		free(p);
 	}
 }
 
@@ -878,6 +887,7 @@ static int setup(struct pl *pl)
 	executor_set_cancel(&pl->ex, -1, pl->o->cancel);
 	pl->st.executor = &pl->ex;
 	pl->st.test_command = &cfg->pipeline.test_command;
+	pl->st.test_command_untrusted = config_from_untrusted_project(cfg, "pipeline.test_command");
 	pl->st.on_command = on_command;
 	pl->st.data = pl;
 	registry_init(&pl->reg);
@@ -912,6 +922,9 @@ static int setup(struct pl *pl)
 			return err_prefix(ret, "budget.prices");
 	}
 	ret = verify_detect(&pl->cmd, cfg->workspace, &cfg->pipeline.test_command);
+	/* a test command from an untrusted project file is not approved by being there */
+	if (!ret && config_from_untrusted_project(cfg, "pipeline.test_command"))
+		pl->cmd.configured = 0;
 	if (ret == FX_ENOTFOUND) {
 		err_clear();
 		ret = 0;

@@ -16,6 +16,7 @@
 #include "base/fsutil.h"
 #include "base/jsonx.h"
 #include "base/path.h"
+#include "base/redact.h"
 #include "pipeline/session.h"
 
 #define EVENTS "events.jsonl"
@@ -276,7 +277,11 @@ int session_create(struct session *s, const char *workspace, const char *request
 	if (ret < 0)
 		goto fail;
 	if (request) {
-		ret = write_in_dir(s->dir, "request.txt", request, strlen(request));
+		struct buf clean = BUF_INIT;
+
+		redact_text(&clean, request, strlen(request), NULL);
+		ret = write_in_dir(s->dir, "request.txt", clean.buf, clean.len);
+		buf_release(&clean);
 		if (ret < 0)
 			goto fail;
 	}
@@ -372,6 +377,13 @@ int session_event(struct session *s, const char *type, json_t *fields)
 				json_object_set(ev, k, v);
 		json_decref(fields);
 	}
+	{
+		/* what a run records holds no secret (base/redact.h) */
+		json_t *clean = redact_json(ev, NULL);
+
+		json_decref(ev);
+		ev = clean;
+	}
 	if (s->events_fd >= 0) {
 		ret = jsonx_write_line(s->events_fd, ev);
 		if (ret < 0)
@@ -400,9 +412,11 @@ int session_eventf(struct session *s, const char *type, const char *fmt, ...)
 int session_write_json(const struct session *s, const char *name, const json_t *j)
 {
 	struct buf b = BUF_INIT;
+	json_t *clean = redact_json(j, NULL);
 	int ret;
 
-	jsonx_dump(&b, j, JSON_INDENT(2));
+	jsonx_dump(&b, clean, JSON_INDENT(2));
+	json_decref(clean);
 	buf_addch(&b, '\n');
 	ret = write_in_dir(s->dir, name, b.buf, b.len);
 	buf_release(&b);

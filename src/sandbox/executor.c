@@ -1001,7 +1001,10 @@ static int check_policy(struct executor *ex, const struct exec_request *req)
 	if (d == POLICY_DENY) {
 		ret = err_set(FX_EDENIED, "Command denied by policy: %s", reason.buf);
 	} else if (d == POLICY_APPROVAL &&
-		   !approval_resolve(ex->policy.mode, req->argv, req->argc, reason.buf)) {
+		   !approval_resolve(ex->policy.mode == APPROVAL_AUTO &&
+				     policy_always_ask(&ex->policy, req->argv, req->argc)
+				     ? APPROVAL_ASK : ex->policy.mode,
+				     req->argv, req->argc, reason.buf)) {
 		for (i = 0; i < req->argc; i++) {
 			if (i)
 				buf_addch(&q, ' ');

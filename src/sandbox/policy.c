@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "config/config.h"
 #include "sandbox/policy.h"
@@ -19,6 +20,17 @@ const char *const policy_default_denied[] = {
 	"powershell", "pwsh",
 	/* argument launchers / bypasses */
 	"env", "xargs", "find", "nohup", "timeout", "stdbuf", "nice", "watch", "tee",
+	NULL,
+};
+
+/*
+ * Beyond the seed: shells its list misses, denied with the default list
+ * (a restricted shell still runs any command on PATH, and `busybox ash`
+ * is judged as `ash`). A custom deny list replaces these too.
+ */
+const char *const policy_extra_denied[] = {
+	"rbash", "ash", "mksh", "lksh", "oksh", "loksh", "yash", "posh", "sash",
+	"elvish", "xonsh", "nu", "ion", "rc", "es", "osh", "oil", "ysh",
 	NULL,
 };
 
@@ -533,7 +545,8 @@ static int listed(const struct strvec *list, const char *const *defaults, const 
 static enum policy_decision decide(const struct policy *p, const char *base, const char *norm,
 				   struct buf *reason)
 {
-	if (listed(&p->denied, policy_default_denied, base, norm)) {
+	if (listed(&p->denied, policy_default_denied, base, norm) ||
+	    (!p->denied.nr && listed(&p->denied, policy_extra_denied, base, norm))) {
 		if (reason)
 			buf_addf(reason, "Command '%s' is in the deny list", base);
 		return POLICY_DENY;
@@ -724,10 +737,80 @@ static const struct wrapper *wrapper_for(const struct names *n)
 }
 
 /* The answer so far over a chain of programs: the first of the most severe. */
+static int severity(enum policy_decision d);
+
 struct verdict {
 	enum policy_decision decision;
 	struct buf reason;
+	int always;		/* the approval is needed in every mode, auto too */
 };
+
+/*
+ * git's subcommand in argv[i + 1...] (git is argv[i]), after its global
+ * options (git.c handle_options()); "" when there is none. `*alias` is set
+ * when `-c alias.NAME=...` defines an alias on the command line, whose
+ * expansion could be anything.
+ */
+static const char *git_subcommand(const char *const *argv, size_t argc, size_t i, int *alias)
+{
+	static const char *const with_arg[] = {
+		"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix",
+		"--config-env", "--exec-path", "--list-cmds", NULL,
+	};
+	size_t k;
+
+	*alias = 0;
+	for (i++; i < argc; i++) {
+		const char *a = arg_at(argv, i);
+		int takes = 0;
+
+		if (a[0] != '-')
+			return a;
+		if (!strcmp(a, "--"))
+			return i + 1 < argc ? arg_at(argv, i + 1) : "";
+		for (k = 0; with_arg[k]; k++)
+			if (!strcmp(a, with_arg[k]))
+				takes = 1;
+		if (!strncmp(a, "-c", 2) && (a[2] ? !strncasecmp(a + 2, "alias.", 6) :
+		    i + 1 < argc && !strncasecmp(arg_at(argv, i + 1), "alias.", 6)))
+			*alias = 1;
+		if (!strncmp(a, "--config-env=alias.", 19) || (!strcmp(a, "--config-env") &&
+		    i + 1 < argc && !strncasecmp(arg_at(argv, i + 1), "alias.", 6)))
+			*alias = 1;
+		if (takes && strcmp(a, "--exec-path") && strcmp(a, "--list-cmds"))
+			i++;
+	}
+	return "";
+}
+
+/*
+ * `git clean` deletes untracked files, ignored ones too with -x, which no
+ * checkpoint holds (they are ignored): it needs a person's yes in every
+ * mode. So does a command-line alias, which could expand to it.
+ */
+static void judge_git(struct verdict *v, const struct names *n, const char *const *argv,
+		      size_t argc, size_t i)
+{
+	const char *sub;
+	int alias;
+
+	if (strcmp(n->base.buf, "git") && strcmp(n->norm.buf, "git"))
+		return;
+	sub = git_subcommand(argv, argc, i, &alias);
+	if (strcmp(sub, "clean") && !alias)
+		return;
+	v->always = 1;
+	if (severity(POLICY_APPROVAL) > severity(v->decision)) {
+		v->decision = POLICY_APPROVAL;
+		buf_reset(&v->reason);
+		if (alias)
+			buf_addstr(&v->reason, "Command 'git' defines an alias with -c, which could "
+				   "run anything; it needs approval in every mode");
+		else
+			buf_addstr(&v->reason, "Command 'git clean' deletes untracked and ignored "
+				   "files that no checkpoint holds; it needs approval in every mode");
+	}
+}
 
 static int severity(enum policy_decision d)
 {
@@ -750,10 +833,10 @@ static void judge(const struct policy *p, struct verdict *v, const struct names 
 	buf_release(&r);
 }
 
-enum policy_decision policy_check(const struct policy *p, const char *const *argv, size_t argc,
-				  struct buf *reason)
+static enum policy_decision check(const struct policy *p, const char *const *argv, size_t argc,
+				  struct buf *reason, int *always)
 {
-	struct verdict v = { POLICY_ALLOW, BUF_INIT };
+	struct verdict v = { POLICY_ALLOW, BUF_INIT, 0 };
 	struct names n = { BUF_INIT, BUF_INIT }, an = { BUF_INIT, BUF_INIT };
 	struct buf via = BUF_INIT;
 	const char *alias = NULL;
@@ -774,6 +857,8 @@ enum policy_decision policy_check(const struct policy *p, const char *const *arg
 
 		names_set(&n, arg_at(argv, i));
 		judge(p, &v, &n, "run by", i ? via.buf : NULL);
+		if (v.decision != POLICY_DENY)
+			judge_git(&v, &n, argv, argc, i);
 		w = wrapper_for(&n);
 		if (alias) {
 			/* a multi-call binary dispatches on the argv[0] it is given */
@@ -793,6 +878,8 @@ enum policy_decision policy_check(const struct policy *p, const char *const *arg
 	}
 	if (reason)
 		buf_addbuf(reason, &v.reason);
+	if (always)
+		*always = v.always && v.decision == POLICY_APPROVAL;
 	buf_release(&v.reason);
 	buf_release(&n.base);
 	buf_release(&n.norm);
@@ -802,6 +889,20 @@ enum policy_decision policy_check(const struct policy *p, const char *const *arg
 	return v.decision;
 }
 
+enum policy_decision policy_check(const struct policy *p, const char *const *argv, size_t argc,
+				  struct buf *reason)
+{
+	return check(p, argv, argc, reason, NULL);
+}
+
+int policy_always_ask(const struct policy *p, const char *const *argv, size_t argc)
+{
+	int always = 0;
+
+	check(p, argv, argc, NULL, &always);
+	return always;
+}
+
 /* ---- set-up ----------------------------------------------------------- */
 
 void policy_init_defaults(struct policy *p)
@@ -809,6 +910,7 @@ void policy_init_defaults(struct policy *p)
 	struct policy d = POLICY_INIT;
 
 	strvec_pushv(&d.denied, policy_default_denied);
+	strvec_pushv(&d.denied, policy_extra_denied);
 	strvec_pushv(&d.network, policy_default_network);
 	*p = d;
 }
@@ -828,7 +930,12 @@ int policy_init_from_config(struct policy *p, const struct config *cfg)
 			strvec_push(&d.denied, cfg->terminal.denied.v[i]);
 	} else {
 		strvec_pushv(&d.denied, policy_default_denied);
+		strvec_pushv(&d.denied, policy_extra_denied);
 	}
+	/* what an untrusted project file adds: never a replacement */
+	for (i = 0; i < cfg->terminal.denied_add.nr; i++)
+		if (strvec_find(&d.denied, cfg->terminal.denied_add.v[i]) < 0)
+			strvec_push(&d.denied, cfg->terminal.denied_add.v[i]);
 	strvec_pushv(&d.network, policy_default_network);
 	d.mode = mode;
 	d.network_allowed = mode == APPROVAL_AUTO;

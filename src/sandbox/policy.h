@@ -73,6 +73,8 @@ struct policy {
 
 /** The seed's DEFAULT_DENIED, NULL-terminated, in the seed's order. */
 extern const char *const policy_default_denied[];
+/** Shells beyond the seed's list, denied along with the default list (rbash, ash, ...). */
+extern const char *const policy_extra_denied[];
 /** The seed's DEFAULT_NETWORK_COMMANDS, NULL-terminated, in the seed's order. */
 extern const char *const policy_default_network[];
 
@@ -103,6 +105,13 @@ void policy_release(struct policy *p);
  * found inside a wrapper the reason adds where ("... (run by 'busybox')").
  * Never fails.
  */
+/**
+ * Whether the approval policy_check() asks for is needed even in mode auto
+ * (`git clean`, which deletes files no checkpoint holds): the executor then
+ * asks on the terminal as in mode ask.
+ */
+int policy_always_ask(const struct policy *p, const char *const *argv, size_t argc);
+
 enum policy_decision policy_check(const struct policy *p, const char *const *argv, size_t argc,
 				  struct buf *reason);
 

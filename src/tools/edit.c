@@ -604,6 +604,9 @@ static int tool_edit_file(struct tool_ctx *ctx, const json_t *args, struct buf *
 			 loc.rel, result);
 	if (ret < 0)
 		goto out;
+	ret = fs_check_placeholder(data.buf, data.len, res.text.buf, res.text.len, path);
+	if (ret < 0)
+		goto out;
 	ret = fs_write_loc(ctx, &loc, res.text.buf, res.text.len);
 	if (ret < 0)
 		goto out;

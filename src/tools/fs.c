@@ -4,10 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/fsutil.h"
+#include "base/redact.h"
 #include "sandbox/permissions.h"
 #include "tools/fs.h"
 #include "tools/ignore.h"
@@ -95,15 +97,39 @@ int fs_check_allowed(const char *rel, const char *shown, int modify)
 	while (*p) {
 		const char *e = strchrnul(p, '/');
 
-		if (e - p == 4 && !memcmp(p, ".git", 4))
+		if (e - p == 4 && !strncasecmp(p, ".git", 4))
 			return err_set(FX_EDENIED, "'%s' is inside a .git folder, which the tools do not "
 				       "touch; use git_status and git_diff", shown);
+		if (modify && e - p == 7 && !strncasecmp(p, ".forgex", 7))
+			return err_set(FX_EDENIED, "'%s' is inside .forgex, forgex's own folder (its "
+				       "configuration, runs and checkpoints); the tools do not change it",
+				       shown);
 		p = *e ? e + 1 : e;
 	}
-	if (modify && (!strcmp(rel, ".forgex") || !strncmp(rel, ".forgex/", 8)))
-		return err_set(FX_EDENIED, "'%s' is inside .forgex, forgex's own folder (runs and "
-			       "checkpoints); the tools do not change it", shown);
 	return 0;
+}
+
+static size_t count_placeholders(const char *s, size_t len)
+{
+	size_t n = 0, pl = strlen(REDACTED);
+	const char *p = s, *end = s + len, *hit;
+
+	while (p < end && (hit = memmem(p, (size_t)(end - p), REDACTED, pl))) {
+		n++;
+		p = hit + pl;
+	}
+	return n;
+}
+
+int fs_check_placeholder(const char *old, size_t old_len, const char *new_text, size_t new_len,
+			 const char *shown)
+{
+	if (count_placeholders(new_text, new_len) <= count_placeholders(old, old_len))
+		return 0;
+	return err_set(FX_EINVAL, "the new content of '%s' holds " REDACTED ", which stands for a "
+		       "secret forgex hid from you; writing it would replace the secret. Change only "
+		       "the lines around it with edit_file, leaving the line with the secret out of "
+		       "old_string and new_string", shown);
 }
 
 void fs_add_lineno(struct buf *out, size_t n)
@@ -307,7 +333,7 @@ static int list_into(struct lister *l, int dfd, const char *rel, long depth)
 		struct stat st;
 		int ignored;
 
-		if (!strcmp(name, ".git"))
+		if (!strcasecmp(name, ".git"))
 			continue;
 		if (l->count >= l->max) {
 			l->full = 1;
@@ -420,6 +446,21 @@ static int tool_write_file(struct tool_ctx *ctx, const json_t *args, struct buf 
 		ret = err_set(FX_EINVAL, "'%s' is %s; write_file writes regular files only", path,
 			      *loc.name ? type_name(was) : "the workspace folder");
 		goto out;
+	}
+	if (memmem(data, len, REDACTED, strlen(REDACTED))) {
+		/* what the model saw of this file was redacted: keep the secrets it holds */
+		struct buf old = BUF_INIT;
+		int fd = was ? openat(loc.dirfd, loc.name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+				      O_CLOEXEC | O_NOCTTY) : -1;
+
+		if (fd >= 0) {
+			fsutil_read_fd(&old, fd, ctx->limits.file_bytes);
+			close(fd);
+		}
+		ret = fs_check_placeholder(old.buf, old.len, data, len, path);
+		buf_release(&old);
+		if (ret < 0)
+			goto out;
 	}
 	ret = fs_write_loc(ctx, &loc, data, len);
 	if (ret < 0)

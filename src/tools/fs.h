@@ -46,6 +46,14 @@ int fs_load_text(struct buf *out, struct wspath_loc *loc, struct tool_ctx *ctx, 
  * Replace the file at `loc` with `len` bytes atomically (temporary file in
  * the same folder, fsync, rename) and record the change in `ctx`.
  */
+/**
+ * Refuse new content that holds more "[REDACTED]" than the old: the model
+ * saw the file redacted (base/redact.h), and writing what it saw would put
+ * the placeholder where the user's secret was.
+ */
+int fs_check_placeholder(const char *old, size_t old_len, const char *new_text, size_t new_len,
+			 const char *shown);
+
 int fs_write_loc(struct tool_ctx *ctx, const struct wspath_loc *loc, const void *data, size_t len);
 
 /** Append `n` as the line-number column of read_file ("%6zu\t", like cat -n). */

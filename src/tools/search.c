@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -382,7 +383,7 @@ static void walk_folder(struct worker *w, struct job *job)
 
 		if (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2])))
 			continue;
-		if (!strcmp(name, ".git"))
+		if (!strcasecmp(name, ".git"))
 			continue;
 		if (type == DT_UNKNOWN) {
 			struct stat st;

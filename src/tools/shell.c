@@ -29,8 +29,9 @@ static const char run_command_schema[] =
 	"  \"cwd\": {\"type\": \"string\", \"description\": \"Folder to run in, relative to "
 	"the workspace (default: the workspace).\"},"
 	"  \"timeout_seconds\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 3600,"
-	"   \"description\": \"Stop the command after this many seconds (default: the "
-	"configured timeout).\"}"
+	"   \"description\": \"Stop the command sooner than the configured timeout "
+	"([terminal] timeout_seconds), after this many seconds; a longer one is cut to the "
+	"configured timeout.\"}"
 	" }}";
 
 static const char run_tests_schema[] =
@@ -105,6 +106,10 @@ static int run_command(struct tool_ctx *ctx, const json_t *args, struct buf *res
 	req.argc = argv.nr;
 	req.cwd = tool_arg_str(args, "cwd");
 	req.timeout_ms = timeout > INT_MAX / 1000 ? INT_MAX : (int)(timeout * 1000);
+	/* the model may only shorten the user's timeout, never extend it */
+	if (st->executor->default_timeout_ms > 0 &&
+	    (req.timeout_ms <= 0 || req.timeout_ms > st->executor->default_timeout_ms))
+		req.timeout_ms = st->executor->default_timeout_ms;
 	ret = executor_run(&r, st->executor, &req);
 	if (st->on_command)
 		st->on_command(st->data, "run_command", &argv, ret, ret < 0 ? NULL : &r);
@@ -201,6 +206,8 @@ static int run_tests(struct tool_ctx *ctx, const json_t *args, struct buf *resul
 	(void)args;
 	*res = (struct verify_result)VERIFY_RESULT_INIT;
 	ret = verify_detect(&cmd, st->executor->workspace, st->test_command);
+	if (!ret && st->test_command_untrusted)
+		cmd.configured = 0;	/* an untrusted project file approves nothing */
 	if (ret < 0) {
 		buf_addf(result, "error: no test command: %s", err_last());
 		goto out;

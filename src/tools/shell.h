@@ -47,6 +47,8 @@ struct shell_tools {
 	void *data;
 	/* The last run_tests outcome (owned here; NULL until a run). */
 	struct verify_result *last_tests;
+	/* test_command came from an untrusted project file: not approved by being configured */
+	int test_command_untrusted;
 };
 
 /** Default bytes of the head and of the tail of each stream run_command shows. */

@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -316,17 +317,22 @@ static char *read_link(int fd)
 
 /*
  * The folders no tool enters: ".git" anywhere (the repository's objects,
- * hooks and config), and for changes ".forgex" at the top (runs and
- * checkpoints). `depth` is the number of folders above `comp`.
+ * hooks and config), and for changes ".forgex" anywhere (runs,
+ * checkpoints, and the project file whose settings need trust; one below
+ * the top is never read, but no tool makes one either). Both in any letter
+ * case: ".GIT" is the same folder on a case-insensitive file system (a
+ * mounted one, or git's core.ignoreCase checkout), and refusing it costs
+ * nothing. `depth` is the number of folders above `comp`.
  */
 static int protected_name(const char *comp, size_t depth, unsigned flags, const char *path)
 {
-	if (!strcmp(comp, ".git"))
+	(void)depth;
+	if (!strcasecmp(comp, ".git"))
 		return err_set(FX_EDENIED, "'%s' is inside a .git folder, which the tools do not "
 			       "touch; use git_status and git_diff", path);
-	if ((flags & WSPATH_CHANGE) && !depth && !strcmp(comp, ".forgex"))
-		return err_set(FX_EDENIED, "'%s' is inside .forgex, forgex's own folder (runs and "
-			       "checkpoints); the tools do not change it", path);
+	if ((flags & WSPATH_CHANGE) && !strcasecmp(comp, ".forgex"))
+		return err_set(FX_EDENIED, "'%s' is inside .forgex, forgex's own folder (its "
+			       "configuration, runs and checkpoints); the tools do not change it", path);
 	return 0;
 }
 

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/termsafe.h"
 #include "vcs/diff.h"
 #include "vcs/vcs_internal.h"
 
@@ -14,11 +15,12 @@
 struct print_ctx {
 	struct buf *out;
 	int color;
+	int termsafe;
 };
 
 /* Append `len` bytes of `text` line by line, each line wrapped in `color`. */
 static void add_colored(struct buf *out, const char *color, char origin, const char *text,
-			size_t len)
+			size_t len, int termsafe)
 {
 	while (len) {
 		const char *nl = memchr(text, '\n', len);
@@ -28,7 +30,10 @@ static void add_colored(struct buf *out, const char *color, char origin, const c
 			buf_addstr(out, color);
 		if (origin)
 			buf_addch(out, origin);
-		buf_add(out, text, n);
+		if (termsafe)
+			buf_add_termsafe(out, text, n, TERMSAFE_MULTILINE);
+		else
+			buf_add(out, text, n);
 		if (color)
 			buf_addstr(out, COLOR_RESET);
 		if (nl) {
@@ -77,7 +82,7 @@ static int print_cb(const git_diff_delta *delta, const git_diff_hunk *hunk,
 		buf_addch(ctx->out, origin);
 		return 0;
 	}
-	add_colored(ctx->out, color, origin, line->content, line->content_len);
+	add_colored(ctx->out, color, origin, line->content, line->content_len, ctx->termsafe);
 	return 0;
 }
 
@@ -129,9 +134,13 @@ int vcs_diff_ext(struct buf *out, size_t *changed, struct checkpoints *cps, cons
 			ret = vcs_git_error(gerr, "cannot count the changes");
 			goto out;
 		}
-		buf_add(out, sbuf.ptr, sbuf.size);
+		if (flags & VCS_DIFF_TERMSAFE)
+			buf_add_termsafe(out, sbuf.ptr, sbuf.size, TERMSAFE_MULTILINE);
+		else
+			buf_add(out, sbuf.ptr, sbuf.size);
 	} else {
-		struct print_ctx ctx = { out, (flags & VCS_DIFF_COLOR) != 0 };
+		struct print_ctx ctx = { out, (flags & VCS_DIFF_COLOR) != 0,
+					 (flags & VCS_DIFF_TERMSAFE) != 0 };
 
 		gerr = git_diff_print(diff, GIT_DIFF_FORMAT_PATCH, print_cb, &ctx);
 		if (gerr < 0) {

@@ -24,6 +24,7 @@
 enum vcs_diff_flags {
 	VCS_DIFF_COLOR = 1 << 0,	/* ANSI colours, as git diff --color */
 	VCS_DIFF_STAT = 1 << 1,		/* a diffstat instead of the patch */
+	VCS_DIFF_TERMSAFE = 1 << 2,	/* escape control characters of names and content (a terminal) */
 };
 
 /**

@@ -92,7 +92,7 @@ static void fx_mock(struct fx *f, const char *script, const char *more_cfg)
 		       "api_key_env = \"FX_E2E_AGENT_KEY\"\nmax_retries = 0\n"
 		       "timeout_seconds = 10\n[sandbox]\nbackend = \"none\"\n"
 		       "[permissions]\nmode = \"safe\"\n%s", f->m.base_url, more_cfg ? more_cfg : "");
-	if (config_apply_string(&f->cfg, text, strlen(text), "agent-test.toml", CFG_PROJECT) < 0)
+	if (config_apply_string(&f->cfg, text, strlen(text), "agent-test.toml", CFG_USER) < 0)
 		fail_msg("config: %s", err_last());
 	free(text);
 	free(f->cfg.workspace);
@@ -1044,6 +1044,7 @@ static void test_agent_ask_binary_reads_project(void **state)
 	cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
 		      "api_key_env = \"FX_E2E_KEY\"\nmax_retries = 0\n", m.base_url);
 	tu_write(dir, ".forgex/config.toml", cfg);
+	tu_trust(dir, NULL);
 	tu_write(dir, "server.h", "#define PORT 8080\n");
 	tu_run(&r, argv, dir, env, NULL);
 	assert_int_equal(r.status, 0);

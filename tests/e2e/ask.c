@@ -167,6 +167,7 @@ static char *project(const struct mock *m, const char *more)
 			    m ? m->base_url : "http://127.0.0.1:9/v1", more ? more : "");
 
 	tu_write(dir, ".forgex/config.toml", cfg);
+	tu_trust(dir, NULL);
 	free(cfg);
 	return dir;
 }
@@ -514,6 +515,7 @@ static void test_ask_doctor_checks_providers(void **state)
 		char *all = tu_read(dir, ".forgex/config.toml"), *both = xstrfmt("%s%s", all, cfg);
 
 		tu_write(dir, ".forgex/config.toml", both);
+		tu_trust(dir, NULL);
 		free(all);
 		free(both);
 	}

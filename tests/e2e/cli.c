@@ -87,6 +87,7 @@ static void test_cli_config_show_origins(void **state)
 	(void)state;
 	tu_write(ws, ".forgex/config.toml", "[permissions]\nmode = \"auto\"\n");
 	tu_write(ws, "src/deep/x.c", "");
+	tu_trust(ws, NULL);
 	run(&r, sub, env, "config", "show", "--json", NULL);
 	assert_int_equal(r.status, 0);
 	j = json_loads(r.out.buf, 0, &e);
@@ -123,6 +124,7 @@ static void test_cli_config_user_file_layer(void **state)
 	(void)state;
 	tu_write(xdg, "forgex/config.toml", "[sandbox]\nbackend = \"none\"\nmax_processes = 64\n");
 	tu_write(ws, ".forgex/config.toml", "[sandbox]\nmax_processes = 128\n");
+	tu_trust(ws, NULL);
 	run(&r, ws, env, "config", "show", NULL);
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out.buf, "sandbox.backend = \"none\"  # user ("));

@@ -33,6 +33,7 @@ static int setup(void **state)
 	/* sh may run (a non-empty deny list replaces the default one) */
 	tu_write(ws, ".forgex/config.toml",
 		 "[terminal]\ndenied = [\"rm\"]\n[sandbox]\nbackend = \"none\"\n");
+	tu_trust(ws, NULL);
 	return 0;
 }
 

@@ -207,6 +207,7 @@ static char *project(const struct mock *m, const char *more)
 		"commit -qm init");
 	tu_write(dir, "notes.txt", "untracked, not ignored\n");
 	tu_write(dir, ".forgex/config.toml", cfg);
+	tu_trust(dir, NULL);
 	free(cfg);
 	return dir;
 }
@@ -435,6 +436,229 @@ static void test_pipeline_pass_at_once(void **state)
 	run_release(&r);
 	mock_release(&m);
 	free(s);
+	tu_rmtree(dir);
+}
+
+/* Every file of `dir`/.forgex/runs, concatenated. */
+static void runs_text(struct buf *out, const char *dir, const char *rel)
+{
+	struct dirent **names;
+	char *path = xstrfmt("%s/%s", dir, rel);
+	int n, i;
+
+	n = scandir(path, &names, NULL, alphasort);
+	for (i = 0; i < n; i++) {
+		char *sub = xstrfmt("%s/%s", rel, names[i]->d_name);
+		char *full = xstrfmt("%s/%s", dir, sub);
+		struct stat st;
+
+		if (names[i]->d_name[0] != '.' && !lstat(full, &st)) {
+			if (S_ISDIR(st.st_mode))
+				runs_text(out, dir, sub);
+			else
+				fsutil_read_file(out, full, 0);
+		}
+		free(sub);
+		free(full);
+		free(names[i]);
+	}
+	if (n >= 0)
+		free(names);
+	free(path);
+}
+
+/*
+ * forgex's own key (its variable has no secret-looking name) and an AWS
+ * secret, printed by a command and read from a file: neither the model
+ * (the mock's recorded requests) nor anything in .forgex/runs sees them.
+ */
+static void test_pipeline_secrets_are_redacted(void **state)
+{
+	const char *key = "plain-Forgex-Key-4711-value";
+	const char *aws = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+	json_t *steps = json_array(), *reqs;
+	struct buf all = BUF_INIT, recorded = BUF_INIT;
+	struct mock m;
+	struct run r;
+	char *s, *dir, *leak;
+	size_t i;
+
+	(void)state;
+	call(steps, "read_file", "{\"path\": \"leak.txt\"}");
+	call(steps, "submit_plan", PLAN);
+	call(steps, "run_command", "{\"argv\": [\"cat\", \"leak.txt\"]}");
+	/* forgex's own environment, as an unconfined command can read it */
+	call(steps, "run_command", "{\"argv\": [\"python3\", \"-c\", \"import os; print(open("
+	     "'/proc/%d/environ' % os.getppid()).read().replace(chr(0), chr(10)))\"]}");
+	call(steps, "edit_file", FIX_ADD);
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, "[sandbox]\nbackend = \"none\"\n");
+	leak = xstrfmt("key=%s\naws_secret_access_key = %s\n", key, aws);
+	tu_write(dir, "leak.txt", leak);
+	setenv("FX_E2E_NO_KEY", key, 1);
+	FORGEX(&r, dir, "run", "make add add");
+	unsetenv("FX_E2E_NO_KEY");
+	assert_int_equal(r.status, 0);
+	reqs = mock_requests(&m);
+	assert_true(json_array_size(reqs) >= 8);
+	for (i = 0; i < json_array_size(reqs); i++) {
+		json_t *body = json_object_get(json_array_get(reqs, i), "body");
+
+		if (body)
+			jsonx_dump(&all, body, JSON_COMPACT);
+	}
+	/* the key went where it belongs, the Authorization header, and nowhere else */
+	assert_null(strstr(all.buf, key));
+	assert_null(strstr(all.buf, aws));
+	assert_non_null(strstr(all.buf, "key=[REDACTED]"));
+	assert_non_null(strstr(all.buf, "aws_secret_access_key = [REDACTED]"));
+	assert_non_null(strstr(all.buf, "FX_E2E_NO_KEY=[REDACTED]"));
+	runs_text(&recorded, dir, ".forgex/runs");
+	assert_true(recorded.len > 0);
+	assert_non_null(strstr(recorded.buf, "\"run_command\""));
+	assert_null(strstr(recorded.buf, key));
+	assert_null(strstr(recorded.buf, aws));
+	assert_null(strstr(r.out.buf, key));
+	assert_null(strstr(r.err.buf, key));
+	/* the file itself is the user's and unchanged */
+	assert_file(dir, "leak.txt", leak);
+	json_decref(reqs);
+	buf_release(&all);
+	buf_release(&recorded);
+	run_release(&r);
+	mock_release(&m);
+	free(leak);
+	free(s);
+	tu_rmtree(dir);
+}
+
+/*
+ * A model's plan summary, step titles and a file name it reads carry
+ * OSC 52 (clipboard write), a screen clear and BEL: the terminal views
+ * (progress, the plan, forgex log) show them escaped, never raw.
+ */
+static void test_pipeline_terminal_injection_is_escaped(void **state)
+{
+#define EVIL "\\u001b]52;c;ZXZpbA==\\u0007\\u001b[2J\\u009b2J"
+	json_t *steps = json_array();
+	struct mock m;
+	struct run r;
+	char *s, *dir;
+
+	(void)state;
+	call(steps, "read_file", "{\"path\": \"x" EVIL ".py\"}");
+	call(steps, "submit_plan", "{\"summary\": \"Fix " EVIL " add\", \"steps\": [{\"id\": \"1\","
+	     " \"title\": \"Make " EVIL " add\", \"description\": \"d\", \"files\": [\"calc.py\"]}],"
+	     " \"acceptance\": [\"ok\"]}");
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, NULL);
+	FORGEX(&r, dir, "-v", "plan", "fix it");
+	assert_int_equal(r.status, 0);
+	assert_null(memchr(r.out.buf, 0x1b, r.out.len));
+	assert_null(memchr(r.err.buf, 0x1b, r.err.len));
+	assert_null(memchr(r.out.buf, 0x07, r.out.len));
+	assert_null(strstr(r.out.buf, "\xc2\x9b"));
+	assert_non_null(strstr(r.out.buf, "Fix \\e]52;c;ZXZpbA==\\x07\\e[2J\\u{009B}2J add"));
+	assert_non_null(strstr(r.err.buf, "\\e[2J"));
+	run_release(&r);
+	FORGEX(&r, dir, "log", "last");
+	assert_int_equal(r.status, 0);
+	assert_null(memchr(r.out.buf, 0x1b, r.out.len));
+	assert_non_null(strstr(r.out.buf, "\\e]52"));
+	run_release(&r);
+	/* --json keeps the text, JSON-escaped */
+	FORGEX(&r, dir, "log", "--json", "last");
+	assert_null(memchr(r.out.buf, 0x1b, r.out.len));
+	if (!strstr(r.out.buf, "\\u001b]52") && !strstr(r.out.buf, "\\u001B]52"))
+		fail_msg("log --json: %.2000s", r.out.buf);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+#undef EVIL
+}
+
+/*
+ * AGENTS.md -> a private key outside the workspace, FORGEX.md a FIFO:
+ * neither is read into any prompt, and the warning names the link.
+ */
+static void test_pipeline_instruction_links_are_refused(void **state)
+{
+	json_t *steps = json_array(), *reqs;
+	struct buf all = BUF_INIT;
+	struct mock m;
+	struct run r;
+	char *s, *dir, *outside = tu_mkdtemp(), *key = xstrfmt("%s/id_ed25519", outside);
+	char *link, *fifo;
+	size_t i;
+
+	(void)state;
+	tu_write(outside, "id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----\nTOPSECRETKEYMATERIAL\n"
+		 "-----END OPENSSH PRIVATE KEY-----\n");
+	call(steps, "submit_plan", PLAN);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, NULL);
+	link = xstrfmt("%s/AGENTS.md", dir);
+	fifo = xstrfmt("%s/FORGEX.md", dir);
+	assert_int_equal(symlink(key, link), 0);
+	assert_int_equal(mkfifo(fifo, 0644), 0);
+	FORGEX(&r, dir, "plan", "fix it");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err.buf, "AGENTS.md is (or passes through) a symbolic link; it is not read"));
+	reqs = mock_requests(&m);
+	assert_true(json_array_size(reqs) >= 1);
+	for (i = 0; i < json_array_size(reqs); i++)
+		jsonx_dump(&all, json_object_get(json_array_get(reqs, i), "body"), JSON_COMPACT);
+	assert_null(strstr(all.buf, "TOPSECRETKEYMATERIAL"));
+	assert_null(strstr(all.buf, "PRIVATE KEY"));
+	json_decref(reqs);
+	run_release(&r);
+
+	/* forgex ask confines them the same way */
+	{
+		const char *args[] = { "ask", "hi", NULL };
+		json_t *steps2 = json_array();
+		char *s2;
+		struct mock m2;
+
+		json_array_append_new(steps2, json_pack("{s:s}", "text", "hello"));
+		s2 = script(steps2);
+		mock_start(&m2, s2);
+		{
+			char *cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
+					    "api_key_env = \"FX_E2E_NO_KEY\"\nmax_retries = 0\n", m2.base_url);
+
+			tu_write(dir, ".forgex/config.toml", cfg);
+			tu_trust(dir, NULL);
+			free(cfg);
+		}
+		run_forgex(&r, dir, args, 0, NULL, 0, 60);
+		assert_int_equal(r.status, 0);
+		assert_non_null(strstr(r.err.buf, "AGENTS.md is (or passes through) a symbolic link"));
+		assert_non_null(strstr(r.err.buf, "FORGEX.md is not a regular file"));
+		reqs = mock_requests(&m2);
+		buf_reset(&all);
+		for (i = 0; i < json_array_size(reqs); i++)
+			jsonx_dump(&all, json_object_get(json_array_get(reqs, i), "body"), JSON_COMPACT);
+		assert_null(strstr(all.buf, "TOPSECRETKEYMATERIAL"));
+		json_decref(reqs);
+		run_release(&r);
+		mock_release(&m2);
+		free(s2);
+	}
+	buf_release(&all);
+	mock_release(&m);
+	free(s);
+	free(link);
+	free(fifo);
+	free(key);
+	tu_rmtree(outside);
 	tu_rmtree(dir);
 }
 
@@ -1898,6 +2122,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pipeline_pass_at_once),
+		cmocka_unit_test(test_pipeline_secrets_are_redacted),
+		cmocka_unit_test(test_pipeline_terminal_injection_is_escaped),
+		cmocka_unit_test(test_pipeline_instruction_links_are_refused),
 		cmocka_unit_test(test_pipeline_fail_repair_pass),
 		cmocka_unit_test(test_pipeline_fail_until_max_then_rollback),
 		cmocka_unit_test(test_pipeline_keep_leaves_last_attempt),

@@ -32,6 +32,7 @@ static int teardown(void **state)
 static void project(const char *toml)
 {
 	tu_write(ws, ".forgex/config.toml", toml);
+	tu_trust(ws, NULL);
 }
 
 /* Run `forgex ARGS... NULL` in `cwd` (NULL: the project) with `env` added. */
@@ -236,7 +237,8 @@ static void test_policy_check_usage_and_config_errors(void **state)
 	assert_non_null(strstr(r.out.buf, "usage: forgex policy check"));
 	tu_result_release(&r);
 	/* a bad mode is a configuration error, not a decision */
-	project("[permissions]\nmode = \"yolo\"\n");
+	/* an invalid file cannot be trusted; it is an error either way */
+	tu_write(ws, ".forgex/config.toml", "[permissions]\nmode = \"yolo\"\n");
 	run(&r, NULL, NULL, "policy", "check", "--", "ls", NULL);
 	assert_int_equal(r.status, 2);
 	assert_int_equal(r.out.len, 0);

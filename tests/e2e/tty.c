@@ -199,6 +199,7 @@ static char *project(const struct mock *m, const char *mode)
 	sh(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
 		"commit -qm init");
 	tu_write(dir, ".forgex/config.toml", cfg);
+	tu_trust(dir, NULL);
 	free(cfg);
 	return dir;
 }

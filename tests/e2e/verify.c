@@ -244,8 +244,15 @@ static void test_verify_e2e_policy_refuses_detected(void **state)
 	assert_int_equal(r.out.len, 0);
 	tu_result_release(&r);
 
-	/* the same command from the configuration is the user's own: it runs */
+	/* from a project file nobody trusted, configuring it approves nothing */
 	tu_write(ws, ".forgex/config.toml", "[pipeline]\ntest_command = [\"npm\", \"test\"]\n");
+	run(&r, ws, "safe", "verify", NULL);
+	assert_int_equal(r.status, 4);
+	ASSERT_HAS(r.err.buf, "Command not approved: npm test");
+	tu_result_release(&r);
+
+	/* trusted, the same command from the configuration is the user's own: it runs */
+	tu_trust(ws, NULL);
 	run(&r, ws, "safe", "verify", NULL);
 	assert_int_equal(r.status, 1);
 	ASSERT_HAS(r.out.buf, "reason:  [pipeline] test_command is set\n");

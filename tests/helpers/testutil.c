@@ -64,6 +64,61 @@ char *tu_read(const char *dir, const char *rel)
 	return ret;
 }
 
+static char *isolated_home;
+static pid_t isolated_owner;
+
+static void isolated_home_remove(void)
+{
+	/* a forked child that calls exit() must not remove the parent's home */
+	if (getpid() == isolated_owner)
+		tu_rmtree(isolated_home);
+	else
+		free(isolated_home);
+	isolated_home = NULL;
+}
+
+const char *tu_home(void)
+{
+	return isolated_home;
+}
+
+/*
+ * Before main(): give this test process, and so every child it starts
+ * however it starts them, a home of its own (see testutil.h).
+ */
+__attribute__((constructor)) static void isolate_home(void)
+{
+	static const char *const vars[][2] = {
+		{ "HOME", "" }, { "XDG_CONFIG_HOME", "/.config" },
+		{ "XDG_STATE_HOME", "/.local/state" }, { "XDG_CACHE_HOME", "/.cache" },
+	};
+	const char *keep = getenv("TU_KEEP_HOME");
+	size_t i;
+
+	if (keep && *keep && strcmp(keep, "0"))
+		return;
+	isolated_home = tu_mkdtemp();
+	isolated_owner = getpid();
+	atexit(isolated_home_remove);
+	for (i = 0; i < ARRAY_SIZE(vars); i++) {
+		char *v = xstrfmt("%s%s", isolated_home, vars[i][1]);
+
+		setenv(vars[i][0], v, 1);
+		free(v);
+	}
+}
+
+void tu_trust(const char *dir, const char *const *env_extra)
+{
+	const char *argv[] = { tu_forgex(), "-C", dir, "trust", NULL };
+	struct tu_result r;
+
+	tu_run(&r, argv, NULL, env_extra, NULL);
+	if (r.status != 0)
+		die("forgex trust in %s failed (%d): %s", dir, r.status, r.err.buf);
+	tu_result_release(&r);
+}
+
 const char *tu_forgex(void)
 {
 	const char *b = getenv("FORGEX_BIN");

@@ -30,10 +30,28 @@ struct tu_result {
  * Run `argv` in `cwd` (NULL: current), with `env_extra` ("K=V" entries
  * added to the current environment; "K" alone removes K), feeding
  * `input` (may be NULL) on stdin. Waits for the end.
+ *
+ * Isolation: before main(), every program linked with this file sets
+ * HOME, XDG_CONFIG_HOME, XDG_STATE_HOME and XDG_CACHE_HOME to a temporary
+ * folder of its own (tu_home(), removed at exit), so no test and no child
+ * it starts, with tu_run() or its own exec, reads or writes the real
+ * user's configuration, trust store or caches. To override for one
+ * child, pass the variable in `env_extra` ("HOME=/x", or "XDG_CONFIG_HOME"
+ * alone to unset it); run a test with TU_KEEP_HOME=1 in its environment
+ * to keep the real ones.
  */
 void tu_run(struct tu_result *r, const char *const *argv, const char *cwd,
 	    const char *const *env_extra, const char *input);
 void tu_result_release(struct tu_result *r);
+
+/** The isolated home (NULL with TU_KEEP_HOME=1). */
+const char *tu_home(void);
+
+/**
+ * Run `forgex -C dir trust` with `env_extra` (as tu_run), as a user who
+ * read the project file would; dies when it fails.
+ */
+void tu_trust(const char *dir, const char *const *env_extra);
 
 /** The forgex binary under test ($FORGEX_BIN, else build/forgex). */
 const char *tu_forgex(void);

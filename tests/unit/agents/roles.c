@@ -29,7 +29,7 @@ static int setup(void **state)
 
 	e->ws = tu_mkdtemp();
 	config_init(&e->cfg);
-	if (config_apply_string(&e->cfg, toml, strlen(toml), "t.toml", CFG_PROJECT) < 0 ||
+	if (config_apply_string(&e->cfg, toml, strlen(toml), "t.toml", CFG_USER) < 0 ||
 	    executor_init(&e->ex, &e->cfg, e->ws) < 0)
 		fail_msg("%s", err_last());
 	e->sh = (struct shell_tools)SHELL_TOOLS_INIT;

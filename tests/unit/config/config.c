@@ -3,7 +3,9 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config/config.h"
 #include "helpers/testutil.h"
@@ -58,6 +60,7 @@ static void test_config_file_sets_values_and_origins(void **state)
 
 	(void)state;
 	config_init(&cfg);
+	cfg.project_trusted = 1;	/* as after `forgex trust` */
 	apply_ok(&cfg,
 		 "[permissions]\nmode = \"auto\"\n"
 		 "[terminal]\nallowed = [\"ls\", \"cat\"]\n"
@@ -194,6 +197,118 @@ static void test_config_set_flag(void **state)
 	config_release(&cfg);
 }
 
+/* What an untrusted project file may do with each gated key (docs/configuration.md). */
+struct tcase {
+	const char *user, *project, *key, *want;
+	int ignored;
+};
+
+static void test_config_untrusted_project_only_tightens(void **state)
+{
+	static const struct tcase c[] = {
+		{ "", "[permissions]\nmode = \"auto\"\n", "permissions.mode", "\"ask\"", 1 },
+		{ "", "[permissions]\nmode = \"safe\"\n", "permissions.mode", "\"safe\"", 0 },
+		{ "[permissions]\nmode = \"safe\"\n", "[permissions]\nmode = \"ask\"\n", "permissions.mode",
+		  "\"safe\"", 1 },
+		{ "", "[sandbox]\nbackend = \"none\"\n", "sandbox.backend", "\"auto\"", 1 },
+		{ "", "[sandbox]\nbackend = \"docker\"\n", "sandbox.backend", "\"auto\"", 1 },
+		{ "", "[sandbox]\nbackend = \"native\"\n", "sandbox.backend", "\"native\"", 0 },
+		{ "[sandbox]\nbackend = \"none\"\n", "[sandbox]\nbackend = \"native\"\n", "sandbox.backend",
+		  "\"native\"", 0 },
+		{ "[sandbox]\nbackend = \"none\"\n", "[sandbox]\nbackend = \"docker\"\n", "sandbox.backend",
+		  "\"docker\"", 0 },
+		{ "[sandbox]\nbackend = \"native\"\n", "[sandbox]\nbackend = \"auto\"\n", "sandbox.backend",
+		  "\"native\"", 1 },
+		{ "", "[sandbox]\nnetwork = true\n", "sandbox.network", "false", 1 },
+		{ "[sandbox]\nnetwork = true\n", "[sandbox]\nnetwork = false\n", "sandbox.network", "false", 0 },
+		{ "", "[sandbox]\nwritable_roots = [\"/\"]\n", "sandbox.writable_roots", "[]", 1 },
+		{ "[sandbox]\nwritable_roots = [\"/a\", \"/b\"]\n", "[sandbox]\nwritable_roots = [\"/b\"]\n",
+		  "sandbox.writable_roots", "[\"/b\"]", 0 },
+		{ "", "[sandbox]\nmax_processes = 4096\n", "sandbox.max_processes", "512", 1 },
+		{ "", "[sandbox]\nmax_processes = 64\n", "sandbox.max_processes", "64", 0 },
+		{ "", "[sandbox]\nmemory_limit = \"2g\"\n", "sandbox.memory_limit", "\"2g\"", 0 },
+		{ "[sandbox]\nmemory_limit = \"1g\"\n", "[sandbox]\nmemory_limit = \"4g\"\n",
+		  "sandbox.memory_limit", "\"1g\"", 1 },
+		{ "[sandbox]\nmemory_limit = \"1g\"\n", "[sandbox]\nmemory_limit = \"\"\n",
+		  "sandbox.memory_limit", "\"1g\"", 1 },
+		{ "[sandbox]\nmemory_limit = \"1g\"\n", "[sandbox]\nmemory_limit = \"512m\"\n",
+		  "sandbox.memory_limit", "\"512m\"", 0 },
+		{ "", "[sandbox]\nallow_unconfined = true\n", "sandbox.allow_unconfined", "false", 1 },
+		{ "", "[sandbox]\nread_only = false\n", "sandbox.read_only", "true", 1 },
+		{ "", "[sandbox]\nimage = \"evil:latest\"\n", "sandbox.image", "\"python:3.12-slim\"", 1 },
+		{ "", "[terminal]\nallowed = [\"ls\"]\n", "terminal.allowed", "[\"ls\"]", 0 },
+		{ "[terminal]\nallowed = [\"ls\"]\n", "[terminal]\nallowed = []\n", "terminal.allowed",
+		  "[\"ls\"]", 1 },
+		{ "[terminal]\nallowed = [\"ls\"]\n", "[terminal]\nallowed = [\"ls\", \"sh\"]\n",
+		  "terminal.allowed", "[\"ls\"]", 1 },
+		{ "", "[terminal]\ndenied = [\"true\"]\n", "terminal.denied", "[]", 1 },
+		{ "", "[terminal]\ntimeout_seconds = 9999\n", "terminal.timeout_seconds", "120", 1 },
+		{ "", "[terminal]\ntimeout_seconds = 5\n", "terminal.timeout_seconds", "5", 0 },
+		{ "", "[providers.default]\nbase_url = \"http://evil/v1\"\n", "providers.default.base_url",
+		  "\"http://127.0.0.1:11434/v1\"", 1 },
+		{ "", "[providers.default]\napi_key_env = \"AWS_SECRET_ACCESS_KEY\"\n",
+		  "providers.default.api_key_env", "\"OPENAI_API_KEY\"", 1 },
+		{ "", "[providers.x]\nheaders = [\"X: y\"]\n", "providers.x.headers", "[]", 1 },
+		{ "", "[providers.default]\nmodel = \"other\"\n", "providers.default.model", "\"other\"", 0 },
+		/* the same value as in effect is fine */
+		{ "", "[providers.default]\nbase_url = \"http://127.0.0.1:11434/v1\"\n",
+		  "providers.default.base_url", "\"http://127.0.0.1:11434/v1\"", 0 },
+		{ "", "[pipeline]\nmax_iterations = 9\n", "pipeline.max_iterations", "9", 0 },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(c); i++) {
+		struct config cfg;
+		struct buf v = BUF_INIT;
+
+		config_init(&cfg);
+		apply_ok(&cfg, c[i].user, CFG_USER);
+		apply_ok(&cfg, c[i].project, CFG_PROJECT);
+		assert_int_equal(config_get(&cfg, c[i].key, &v, NULL), 0);
+		if (strcmp(v.buf, c[i].want) || (cfg.ignored_nr != 0) != c[i].ignored)
+			fail_msg("case %zu (%s): got %s, %zu ignored; want %s, %s", i, c[i].project,
+				 v.buf, cfg.ignored_nr, c[i].want, c[i].ignored ? "ignored" : "taken");
+		if (c[i].ignored && strcmp(cfg.ignored[0].key, c[i].key))
+			fail_msg("case %zu: ignored %s, not %s", i, cfg.ignored[0].key, c[i].key);
+		buf_release(&v);
+		config_release(&cfg);
+	}
+	/* trusted, everything applies */
+	{
+		struct config cfg;
+
+		config_init(&cfg);
+		cfg.project_trusted = 1;
+		apply_ok(&cfg, "[sandbox]\nbackend = \"none\"\n", CFG_PROJECT);
+		assert_string_equal(cfg.sandbox.backend, "none");
+		assert_int_equal(cfg.ignored_nr, 0);
+		config_release(&cfg);
+	}
+	/* the deny list's names are added, never a replacement */
+	{
+		struct config cfg;
+
+		config_init(&cfg);
+		apply_ok(&cfg, "[terminal]\ndenied = [\"true\", \"curl\"]\n", CFG_PROJECT);
+		assert_int_equal(cfg.terminal.denied.nr, 0);
+		assert_int_equal(cfg.terminal.denied_add.nr, 2);
+		assert_true(cfg.ignored[0].partly);
+		config_release(&cfg);
+	}
+	assert_non_null(config_trust_rule("providers.groq.base_url"));
+	assert_non_null(config_trust_rule("sandbox.some_future_key"));
+	assert_null(config_trust_rule("pipeline.max_iterations"));
+}
+
+static char *xstrfmt_tmp(const char *a, const char *b)
+{
+	static char path[4096];
+
+	snprintf(path, sizeof(path), "%s/%s", a, b);
+	return path;
+}
+
 static void test_config_find_workspace(void **state)
 {
 	char *ws = tu_mkdtemp(), *found = NULL, *sub = xstrfmt("%s/a/b", ws);
@@ -203,6 +318,39 @@ static void test_config_find_workspace(void **state)
 	tu_write(ws, "a/b/file", "");
 	assert_int_equal(config_find_workspace(&found, sub), 0);
 	assert_string_equal(found, ws);
+	free(found);
+	/* a .forgex/ made below the top is no workspace of its own: outermost outside git */
+	tu_write(ws, "a/.forgex/config.toml", "");
+	assert_int_equal(config_find_workspace(&found, sub), 0);
+	assert_string_equal(found, ws);
+	free(found);
+	/* never above $HOME: a dotfiles repository there is not every project's workspace */
+	{
+		char *home = xstrfmt("%s/a", ws), *old = getenv("HOME") ? xstrdup(getenv("HOME")) : NULL;
+
+		tu_write(ws, ".git/HEAD", "ref: refs/heads/main\n");
+		setenv("HOME", home, 1);
+		assert_int_equal(config_find_workspace(&found, sub), 0);
+		assert_int_equal(strcmp(found + strlen(ws), "/a/b"), 0);	/* the start itself */
+		free(found);
+		setenv("HOME", ws, 1);	/* starting in ~ itself, ~'s own repository counts */
+		assert_int_equal(config_find_workspace(&found, ws), 0);
+		assert_string_equal(found, ws);
+		free(found);
+		if (old)
+			setenv("HOME", old, 1);
+		free(old);
+		free(home);
+		/* without that HOME, the git top at ws wins over a/.forgex */
+		assert_int_equal(config_find_workspace(&found, sub), 0);
+		assert_string_equal(found, ws);
+		free(found);
+	}
+	/* in git, the git top, whatever .forgex/ sits between */
+	tu_write(ws, "a/b/c/file", "");
+	assert_int_equal(mkdir(xstrfmt_tmp(ws, "a/b/.git"), 0755), 0);
+	assert_int_equal(config_find_workspace(&found, sub), 0);
+	assert_int_equal(strcmp(found + strlen(ws), "/a/b"), 0);
 	free(found);
 	free(sub);
 	tu_rmtree(ws);
@@ -296,6 +444,7 @@ int main(void)
 		cmocka_unit_test(test_config_env_overrides_and_typos),
 		cmocka_unit_test(test_config_set_flag),
 		cmocka_unit_test(test_config_find_workspace),
+		cmocka_unit_test(test_config_untrusted_project_only_tightens),
 		cmocka_unit_test(test_config_template_parses_to_defaults),
 		cmocka_unit_test(test_config_template_uncommented_is_complete),
 	};

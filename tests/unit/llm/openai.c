@@ -57,7 +57,7 @@ static void start(struct fixture *f, const char *script, const char *settings)
 		fail_msg("config: %s", err_last());
 	buf_reset(&t);
 	buf_addf(&t, "[providers.mock]\n%s\n", settings ? settings : "");
-	if (config_apply_string(&f->cfg, t.buf, t.len, "test.toml", CFG_PROJECT) < 0)
+	if (config_apply_string(&f->cfg, t.buf, t.len, "test.toml", CFG_USER) < 0)
 		fail_msg("config: %s", err_last());
 	if (provider_open(&f->p, &f->cfg, "mock", NULL) < 0)
 		fail_msg("provider_open: %s", err_last());

@@ -74,7 +74,7 @@ static void test_url_is_local(void **state)
 static void load(struct config *cfg, const char *toml)
 {
 	config_init(cfg);
-	if (config_apply_string(cfg, toml, strlen(toml), "t.toml", CFG_PROJECT) < 0)
+	if (config_apply_string(cfg, toml, strlen(toml), "t.toml", CFG_USER) < 0)
 		fail_msg("config: %s", err_last());
 }
 

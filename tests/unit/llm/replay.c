@@ -103,7 +103,7 @@ static void setup(struct fixture *f, const char *mode)
 	config_init(&f->cfg);
 	buf_addf(&toml, "[providers.rec]\ntype = \"replay\"\ntranscript = \"%s\"\n"
 		 "replay_mode = \"%s\"\nmodel = \"other-model\"\nstream = false\n", f->path.buf, mode);
-	if (config_apply_string(&f->cfg, toml.buf, toml.len, "t.toml", CFG_PROJECT) < 0)
+	if (config_apply_string(&f->cfg, toml.buf, toml.len, "t.toml", CFG_USER) < 0)
 		fail_msg("%s", err_last());
 	buf_release(&toml);
 }

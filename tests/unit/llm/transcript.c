@@ -35,7 +35,11 @@ static void test_redact_key_shapes(void **state)
 	check("groq gsk_0123456789abcdefABCDEF0123", "groq [REDACTED]");
 	check("\"sk-ant-api03-aaaaaaaaaaaaaaaaaaaa\"", "\"[REDACTED]\"");
 	check("gh ghp_0123456789abcdefghij0123456789abcd", "gh [REDACTED]");
-	check("hf_abcdefghijklmnopqrstu and AKIAABCDEFGHIJKLMNOP", "[REDACTED] and [REDACTED]");
+	/* real keys are random: mixed case or digits */
+	check("hf_AbCdEfGhIjKlMnOpQrStU and AKIAIOSFODNN7EXAMPLE", "[REDACTED] and [REDACTED]");
+	/* an identifier in code that only starts like a key is code, not a key */
+	check("hf_abcdefghijklmnopqrstu and sk-learn-compatible-estimator",
+	      "hf_abcdefghijklmnopqrstu and sk-learn-compatible-estimator");
 	check("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.sig-nature_x", "jwt [REDACTED]");
 	/* short or embedded words are left alone: prose, paths, identifiers */
 	check("sk-short task-list disk-usage risk-free", "sk-short task-list disk-usage risk-free");

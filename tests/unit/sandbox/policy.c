@@ -25,6 +25,16 @@
 #include "helpers/testutil.h"
 #include "sandbox/policy.h"
 
+/* The shells denied beyond the seed's list, along with it. */
+static size_t n_extra_denied(void)
+{
+	size_t n = 0;
+
+	while (policy_extra_denied[n])
+		n++;
+	return n;
+}
+
 /* ---- the seed table --------------------------------------------------- */
 
 struct row {
@@ -344,7 +354,7 @@ static void test_policy_default_lists_are_the_seeds(void **state)
 	assert_int_equal(table.default_denied.nr, 43);
 	assert_int_equal(table.default_network.nr, 14);
 	policy_init_defaults(&p);
-	assert_int_equal(p.denied.nr, 43);
+	assert_int_equal(p.denied.nr, 43 + n_extra_denied());
 	assert_int_equal(p.network.nr, 14);
 	assert_int_equal(p.allowed.nr, 0);
 	assert_int_equal(p.network_allowed, 0);
@@ -502,7 +512,7 @@ static void test_policy_from_config(void **state)
 	assert_int_equal(policy_init_from_config(&p, &cfg), 0);
 	assert_int_equal(p.mode, APPROVAL_ASK);
 	assert_int_equal(p.network_allowed, 0);
-	assert_int_equal(p.denied.nr, 43);
+	assert_int_equal(p.denied.nr, 43 + n_extra_denied());
 	policy_release(&p);
 	cfg_release(&cfg);
 }
@@ -523,10 +533,11 @@ static void test_policy_from_parsed_config(void **state)
 	/* the built-in defaults are the seed's CommandPolicy() */
 	assert_int_equal(p.mode, APPROVAL_ASK);
 	assert_int_equal(p.allowed.nr, 0);
-	assert_int_equal(p.denied.nr, 43);
+	assert_int_equal(p.denied.nr, 43 + n_extra_denied());
 	assert_int_equal(policy_check(&p, pip, 3, NULL), POLICY_APPROVAL);
 	policy_release(&p);
 
+	cfg.project_trusted = 1;	/* as after `forgex trust` */
 	assert_int_equal(config_apply_string(&cfg, toml, strlen(toml), "test.toml", CFG_PROJECT), 0);
 	assert_int_equal(policy_init_from_config(&p, &cfg), 0);
 	assert_int_equal(policy_check(&p, pip, 3, NULL), POLICY_ALLOW);
@@ -665,6 +676,76 @@ static void check_wcases(const struct policy *p, const struct wcase *c, size_t n
 }
 
 #define DENIED(name, via) "Command '" name "' is in the deny list (run by '" via "')"
+
+#define GIT_CLEAN "Command 'git clean' deletes untracked and ignored files that no checkpoint " \
+	"holds; it needs approval in every mode"
+
+/* Restricted and other shells the seed's list misses (issue 10, item 12). */
+static void test_policy_extra_shells(void **state)
+{
+	static const struct wcase c[] = {
+		{ { "rbash", "-c", "rm -rf ~" }, POLICY_DENY, "Command 'rbash' is in the deny list" },
+		{ { "/bin/ash" }, POLICY_DENY, "Command 'ash' is in the deny list" },
+		{ { "mksh", "-c", "id" }, POLICY_DENY, "Command 'mksh' is in the deny list" },
+		{ { "yash" }, POLICY_DENY, "Command 'yash' is in the deny list" },
+		{ { "busybox", "ash", "-c", "id" }, POLICY_DENY, DENIED("ash", "busybox") },
+		{ { "busybox", "sh" }, POLICY_DENY, DENIED("sh", "busybox") },
+		{ { "toybox", "sh", "-c", "id" }, POLICY_DENY, DENIED("sh", "toybox") },
+		{ { "ls" }, POLICY_ALLOW, "" },
+	};
+	static const struct wcase custom[] = {
+		/* a custom deny list replaces these too, as it replaces the seed's */
+		{ { "rbash" }, POLICY_ALLOW, "" },
+	};
+	struct policy p = POLICY_INIT;
+
+	(void)state;
+	check_wcases(&p, c, ARRAY_SIZE(c));	/* the zeroed policy: default lists */
+	policy_init_defaults(&p);
+	check_wcases(&p, c, ARRAY_SIZE(c));
+	policy_release(&p);
+	strvec_push(&p.denied, "curl");
+	check_wcases(&p, custom, ARRAY_SIZE(custom));
+	policy_release(&p);
+}
+
+/* git clean needs approval in every mode; other git commands are allowed. */
+static void test_policy_git_clean_always_asks(void **state)
+{
+	static const struct wcase c[] = {
+		{ { "git", "clean", "-fdx" }, POLICY_APPROVAL, GIT_CLEAN },
+		{ { "git", "-C", "sub", "clean", "-f" }, POLICY_APPROVAL, GIT_CLEAN },
+		{ { "git", "-c", "core.x=1", "--no-pager", "clean" }, POLICY_APPROVAL, GIT_CLEAN },
+		{ { "git", "--git-dir=.git", "--work-tree", ".", "clean", "-n" }, POLICY_APPROVAL, GIT_CLEAN },
+		{ { "/usr/bin/GIT", "clean" }, POLICY_APPROVAL, GIT_CLEAN },
+		{ { "command", "git", "clean", "-ffdx" }, POLICY_APPROVAL, GIT_CLEAN },
+		{ { "git", "-c", "alias.nuke=clean -fdx", "nuke" }, POLICY_APPROVAL,
+		  "Command 'git' defines an alias with -c, which could run anything; it needs approval "
+		  "in every mode" },
+		{ { "git", "-calias.x=!sh", "x" }, POLICY_APPROVAL,
+		  "Command 'git' defines an alias with -c, which could run anything; it needs approval "
+		  "in every mode" },
+		{ { "git", "status" }, POLICY_ALLOW, "" },
+		{ { "git", "-C", "clean", "status" }, POLICY_ALLOW, "" },
+		{ { "git", "log", "clean" }, POLICY_ALLOW, "" },
+		{ { "git" }, POLICY_ALLOW, "" },
+	};
+	const char *clean[] = { "git", "clean", "-fdx" }, *status[] = { "git", "status" };
+	const char *curl[] = { "curl", "x" };
+	struct policy p;
+
+	(void)state;
+	policy_init_defaults(&p);
+	p.mode = APPROVAL_AUTO;
+	p.network_allowed = 1;
+	check_wcases(&p, c, ARRAY_SIZE(c));
+	assert_true(policy_always_ask(&p, clean, 3));
+	assert_false(policy_always_ask(&p, status, 2));
+	/* auto needs no approval for the network; that one is not "always" */
+	assert_int_equal(policy_check(&p, curl, 2, NULL), POLICY_ALLOW);
+	assert_false(policy_always_ask(&p, curl, 2));
+	policy_release(&p);
+}
 
 static void test_policy_wrapper_busybox_toybox(void **state)
 {
@@ -849,6 +930,8 @@ int main(void)
 		cmocka_unit_test(test_policy_argv_edges),
 		cmocka_unit_test(test_policy_names_of_enums),
 		cmocka_unit_test(test_policy_wrapper_busybox_toybox),
+		cmocka_unit_test(test_policy_extra_shells),
+		cmocka_unit_test(test_policy_git_clean_always_asks),
 		cmocka_unit_test(test_policy_wrapper_command_exec_builtin),
 		cmocka_unit_test(test_policy_wrapper_nested),
 		cmocka_unit_test(test_policy_wrapper_itself_is_checked),

@@ -234,6 +234,38 @@ static void test_edit_keeps_mode_and_follows_inner_link(void **state)
 	tt_teardown(&t);
 }
 
+/*
+ * The model saw .env redacted: writing back what it saw would replace the
+ * secret with the placeholder. Editing around the secret works.
+ */
+static void test_edit_never_writes_the_redaction_placeholder(void **state)
+{
+	struct tt t;
+	char *c;
+
+	(void)state;
+	tt_setup(&t);
+	tu_write(t.ws, ".env", "DEBUG=0\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n");
+	assert_int_equal(tt_callj(&t, tt_builder(), "write_file",
+				  json_pack("{s:s,s:s}", "path", ".env", "content",
+					    "DEBUG=1\nAWS_SECRET_ACCESS_KEY=[REDACTED]\n")), TOOL_FAILED);
+	assert_non_null(strstr(t.out.buf, "stands for a secret forgex hid from you"));
+	assert_int_equal(edit(&t, ".env", "DEBUG=0\nAWS_SECRET_ACCESS_KEY=[REDACTED]",
+			      "DEBUG=1\nAWS_SECRET_ACCESS_KEY=[REDACTED]", 0), TOOL_FAILED);
+	assert_int_equal(edit(&t, ".env", "DEBUG=0", "DEBUG=1\nX=[REDACTED]", 0), TOOL_FAILED);
+	assert_non_null(strstr(t.out.buf, "stands for a secret forgex hid from you"));
+	assert_int_equal(edit(&t, ".env", "DEBUG=0", "DEBUG=1", 0), TOOL_OK);
+	c = tu_read(t.ws, ".env");
+	assert_string_equal(c, "DEBUG=1\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n");
+	free(c);
+	/* a file that already says [REDACTED] may keep saying it */
+	tu_write(t.ws, "doc.md", "output shows [REDACTED] here\n");
+	assert_int_equal(tt_callj(&t, tt_builder(), "write_file",
+				  json_pack("{s:s,s:s}", "path", "doc.md", "content",
+					    "output shows [REDACTED] there\n")), TOOL_OK);
+	tt_teardown(&t);
+}
+
 static void test_edit_apply_line_numbers(void **state)
 {
 	struct edit_result r = EDIT_RESULT_INIT;
@@ -260,6 +292,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_edit_exact_unique),
+		cmocka_unit_test(test_edit_never_writes_the_redaction_placeholder),
 		cmocka_unit_test(test_edit_wrong_indentation_applies_once),
 		cmocka_unit_test(test_edit_tabs_and_crlf),
 		cmocka_unit_test(test_edit_ambiguous_writes_nothing),

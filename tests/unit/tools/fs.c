@@ -607,6 +607,68 @@ static void test_fs_refuses_special_files(void **state)
 	tt_teardown(&t);
 }
 
+/*
+ * No tool writes .git or .forgex at any depth, in any letter case, nor
+ * through a link that leads there (issue 10: a project file written by a
+ * tool would be obeyed by the next run).
+ */
+static void test_fs_protected_folders_any_depth_any_case(void **state)
+{
+	static const char *const paths[] = {
+		".forgex/config.toml", ".Forgex/config.toml", ".FORGEX/x", "sub/.forgex/config.toml",
+		"a/b/.ForGex/config.toml", ".git/config", ".GIT/hooks/post-checkout", "sub/.Git/config",
+		"viaforgex/config.toml", "viagit/hooks/pre-commit",
+	};
+	struct tt t;
+	size_t i;
+
+	set_mode(state);
+	tt_setup(&t);
+	assert_int_equal(mkdir(tt_path(&t, ".forgex"), 0755), 0);
+	assert_int_equal(mkdir(tt_path(&t, ".git"), 0755), 0);
+	tu_write(t.ws, "sub/.forgex/config.toml", "[pipeline]\n");
+	tu_write(t.ws, "sub/ok.txt", "fine\n");
+	assert_int_equal(symlink(".forgex", tt_path(&t, "viaforgex")), 0);
+	assert_int_equal(symlink(".git", tt_path(&t, "viagit")), 0);
+	for (i = 0; i < ARRAY_SIZE(paths); i++) {
+		assert_int_equal(tt_callj(&t, tt_builder(), "write_file",
+					  json_pack("{s:s,s:s}", "path", paths[i], "content",
+						    "[sandbox]\nbackend = \"none\"\n")), TOOL_FAILED);
+		if (!strstr(t.out.buf, "inside .forgex") && !strstr(t.out.buf, "inside a .git"))
+			fail_msg("write_file %s: %s", paths[i], t.out.buf);
+		assert_int_equal(tt_callj(&t, tt_builder(), "delete_file",
+					  json_pack("{s:s}", "path", paths[i])), TOOL_FAILED);
+		if (!strstr(t.out.buf, "inside .forgex") && !strstr(t.out.buf, "inside a .git") &&
+		    !strstr(t.out.buf, "does not exist"))
+			fail_msg("delete_file %s: %s", paths[i], t.out.buf);
+		assert_int_equal(tt_callj(&t, tt_builder(), "move_file",
+					  json_pack("{s:s,s:s}", "from", "sub/ok.txt", "to", paths[i])),
+				 TOOL_FAILED);
+		if (!strstr(t.out.buf, "inside .forgex") && !strstr(t.out.buf, "inside a .git"))
+			fail_msg("move_file to %s: %s", paths[i], t.out.buf);
+	}
+	assert_int_equal(tt_callj(&t, tt_builder(), "edit_file",
+				  json_pack("{s:s,s:s,s:s}", "path", "sub/.forgex/config.toml", "old_string",
+					    "[pipeline]", "new_string", "[sandbox]\nbackend = \"none\"")),
+			 TOOL_FAILED);
+	assert_contains(t.out.buf, "inside .forgex");
+	{
+		char *c = tu_read(t.ws, "sub/.forgex/config.toml");
+
+		assert_string_equal(c, "[pipeline]\n");
+		free(c);
+	}
+	assert_false(fsutil_exists(tt_path(&t, ".forgex/config.toml")));
+	assert_false(fsutil_exists(tt_path(&t, ".git/config")));
+	/* reading .forgex is fine; reading .GIT is not */
+	assert_int_equal(tt_callj(&t, tt_builder(), "read_file",
+				  json_pack("{s:s}", "path", "sub/.forgex/config.toml")), TOOL_OK);
+	assert_int_equal(tt_callj(&t, tt_builder(), "read_file",
+				  json_pack("{s:s}", "path", ".GIT/config")), TOOL_FAILED);
+	assert_contains(t.out.buf, "inside a .git");
+	tt_teardown(&t);
+}
+
 #define BOTH(fn) \
 	cmocka_unit_test_prestate(fn, &mode_openat2), cmocka_unit_test_prestate(fn, &mode_fallback)
 
@@ -626,6 +688,7 @@ int main(void)
 		BOTH(test_fs_move_never_overwrites),
 		BOTH(test_fs_list_dir),
 		BOTH(test_fs_refuses_special_files),
+		BOTH(test_fs_protected_folders_any_depth_any_case),
 	};
 
 	return cmocka_run_group_tests_name("tools/fs", tests, NULL, NULL);

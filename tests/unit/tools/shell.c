@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 
 #include "base/jsonx.h"
@@ -52,7 +53,7 @@ static int setup_with(void **state, const char *toml)
 
 	e->ws = tu_mkdtemp();
 	config_init(&e->cfg);
-	if (config_apply_string(&e->cfg, toml, strlen(toml), "t.toml", CFG_PROJECT) < 0 ||
+	if (config_apply_string(&e->cfg, toml, strlen(toml), "t.toml", CFG_USER) < 0 ||
 	    executor_init(&e->ex, &e->cfg, e->ws) < 0)
 		fail_msg("%s", err_last());
 	e->sh = (struct shell_tools)SHELL_TOOLS_INIT;
@@ -179,6 +180,26 @@ static void test_shell_run_command_timeout(void **state)
 	assert_contains(e->out.buf, "note: the command ran out of time and was stopped\n");
 }
 
+/* [terminal] timeout_seconds = 1: a model asking for 3600 still gets 1 second. */
+static void test_shell_run_command_timeout_never_extends(void **state)
+{
+	struct env *e;
+	double t0;
+	struct timespec ts;
+
+	setup_with(state, "[sandbox]\nbackend = \"none\"\n[permissions]\nmode = \"safe\"\n"
+		   "[terminal]\ntimeout_seconds = 1\n");
+	e = *state;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t0 = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	assert_int_equal(call(e, "run_command", "{\"argv\": [\"sleep\", \"20\"], \"timeout_seconds\": 3600}"),
+			 TOOL_OK);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	assert_contains(e->out.buf, "timed_out: true\n");
+	assert_true((double)ts.tv_sec + ts.tv_nsec / 1e9 - t0 < 15.0);
+	teardown(state);
+}
+
 static void test_shell_run_command_head_and_tail(void **state)
 {
 	struct env *e = *state;
@@ -302,6 +323,7 @@ int main(void)
 		T(test_shell_run_command_result),
 		T(test_shell_run_command_refusals),
 		T(test_shell_run_command_timeout),
+		cmocka_unit_test(test_shell_run_command_timeout_never_extends),
 		T(test_shell_run_command_head_and_tail),
 		T(test_shell_run_command_utf8),
 		T(test_shell_run_tests_failing),

@@ -177,6 +177,34 @@ static void test_diff_color_stat_and_empty(void **state)
 	tu_rmtree(ws);
 }
 
+/* A model's file with OSC 52 and a screen clear, in its name and content: escaped for a terminal. */
+static void test_diff_termsafe(void **state)
+{
+	char *ws = tu_mkdtemp();
+	struct checkpoints *cps;
+	struct buf out = BUF_INIT;
+
+	(void)state;
+	tu_write(ws, "a.txt", "old\n");
+	cps = open_ok(ws);
+	create_ok(NULL, cps, "start");
+	tu_write(ws, "a.txt", "new \033]52;c;ZXZpbA==\007\tok\n");
+	tu_write(ws, "x\033[2J.txt", "y\n");
+	diff_ok(&out, cps, NULL, VCS_DIFF_TERMSAFE | VCS_DIFF_COLOR);
+	assert_non_null(strstr(out.buf, "\033[32m+new \\e]52;c;ZXZpbA==\\x07\tok\033[m\n"));
+	assert_non_null(strstr(out.buf, "2J.txt"));	/* the name: quoted by git, or escaped */
+	assert_null(strstr(out.buf, "\033]52"));
+	assert_null(strstr(out.buf, "\033[2J"));
+	diff_ok(&out, cps, NULL, VCS_DIFF_TERMSAFE | VCS_DIFF_STAT);
+	assert_null(strstr(out.buf, "\033"));
+	/* without the flag the patch is the file's bytes */
+	diff_ok(&out, cps, NULL, 0);
+	assert_non_null(strstr(out.buf, "+new \033]52;c;ZXZpbA==\007\tok\n"));
+	buf_release(&out);
+	checkpoint_close(cps);
+	tu_rmtree(ws);
+}
+
 /* An older checkpoint by id prefix; unknown ids and no checkpoints are clear errors. */
 static void test_diff_by_id_and_errors(void **state)
 {
@@ -248,6 +276,7 @@ int main(void)
 		cmocka_unit_test(test_diff_exact_text),
 		cmocka_unit_test(test_diff_modes_links_binary_ignored),
 		cmocka_unit_test(test_diff_color_stat_and_empty),
+		cmocka_unit_test(test_diff_termsafe),
 		cmocka_unit_test(test_diff_by_id_and_errors),
 		cmocka_unit_test(test_diff_changes_nothing),
 	};
