@@ -1101,10 +1101,18 @@ static int apply_named(struct apply_ctx *c, const struct toml_kv *sec)
 			if (!base && c->apply && !c->gated)
 				base = add_mcp_server(c->cfg, kv->key, c->origin);
 			if (!base) {
+				/* checked (and, untrusted, noted as ignored) but kept nowhere */
+				size_t k;
+
 				memset(&dummy_m, 0, sizeof(dummy_m));
-				base = &dummy_m;
+				scope_defaults(&dummy_m, S_MCP);
+				ret = apply_keys(c, &dummy_m, S_MCP, "mcp_servers", prefix, kv->value);
+				for (k = 0; k < ARRAY_SIZE(schema); k++)
+					if (schema[k].scope == S_MCP)
+						release_field(&dummy_m, &schema[k]);
+			} else {
+				ret = apply_keys(c, base, S_MCP, "mcp_servers", prefix, kv->value);
 			}
-			ret = apply_keys(c, base, S_MCP, "mcp_servers", prefix, kv->value);
 		} else if (providers) {
 			if (!kv->key[0] || strlen(kv->key) != kv->keylen || strspn(kv->key,
 			    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != kv->keylen) {

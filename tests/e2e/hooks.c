@@ -296,6 +296,50 @@ static void test_hooks_user_prompt_blocks_and_events_get_their_input(void **stat
 	free(s);
 }
 
+/* A project file's hooks run only once the project file is trusted. */
+static void test_hooks_untrusted_project_hooks_do_not_run(void **state)
+{
+	json_t *steps = json_array();
+	struct sc_proj p;
+	struct mock m;
+	struct tu_result r;
+	char *s;
+
+	(void)state;
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
+	mock_start(&m, s);
+	sc_proj_init(&p, &m, "auto", "");
+	tu_write(p.dir, "tools/record.py", record_py);
+	tu_write(p.dir, ".forgex/config.toml",
+		 "[pipeline]\ntest_command = [\"python3\", \"-m\", \"unittest\"]\n"
+		 "[[hooks.session_start]]\ncommand = [\"python3\", \"tools/record.py\"]\n");
+	SC_FORGEX(&r, &p, "run", "tidy up");
+	assert_int_equal(r.status, 0);
+	assert_false(exists_in(p.dir, "hook-inputs.jsonl"));
+	assert_non_null(strstr(r.err.buf, "hooks.session_start.command"));
+	assert_non_null(strstr(r.err.buf, "never taken: it would run a program"));
+	tu_result_release(&r);
+	mock_release(&m);
+
+	/* trusted: it runs */
+	SC_FORGEX(&r, &p, "trust");
+	assert_int_equal(r.status, 0);
+	tu_result_release(&r);
+	mock_start(&m, s);
+	sc_proj_config(&p, &m, "auto", "");
+	SC_FORGEX(&r, &p, "run", "tidy up");
+	assert_int_equal(r.status, 0);
+	assert_true(exists_in(p.dir, "hook-inputs.jsonl"));
+	tu_result_release(&r);
+	mock_release(&m);
+	sc_proj_release(&p);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -303,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_hooks_post_tool_message_reaches_the_model),
 		cmocka_unit_test(test_hooks_hang_is_killed_and_cannot_write_outside),
 		cmocka_unit_test(test_hooks_user_prompt_blocks_and_events_get_their_input),
+		cmocka_unit_test(test_hooks_untrusted_project_hooks_do_not_run),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -585,6 +585,47 @@ static void test_mcp_approval(void **state)
 	free(s);
 }
 
+/* A project file's server is started only once the project file is trusted. */
+static void test_mcp_untrusted_project_server_is_not_started(void **state)
+{
+	struct sc_proj p;
+	struct tu_result r;
+	char *srv, *srvlog, *proj;
+
+	(void)state;
+	sc_proj_init(&p, NULL, "auto", "");
+	srvlog = srvlog_of(&p);
+	srv = stdio_server(srvlog, "cloned", NULL);
+	proj = xstrfmt("[pipeline]\ntest_command = [\"python3\", \"-m\", \"unittest\"]\n%s", srv);
+	tu_write(p.dir, ".forgex/config.toml", proj);
+	SC_FORGEX(&r, &p, "mcp", "list");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out.buf, "no MCP servers configured"));
+	assert_non_null(strstr(r.err.buf, "mcp_servers.cloned.command"));
+	assert_non_null(strstr(r.err.buf, "an untrusted project file may not set it"));
+	assert_non_null(strstr(r.err.buf, "trust"));
+	assert_false(fsutil_exists(srvlog));	/* the program never ran */
+	tu_result_release(&r);
+	SC_FORGEX(&r, &p, "doctor");
+	assert_null(strstr(r.out.buf, "MCP servers"));
+	assert_false(fsutil_exists(srvlog));
+	tu_result_release(&r);
+
+	/* trusted as it is: now it starts */
+	SC_FORGEX(&r, &p, "trust");
+	assert_int_equal(r.status, 0);
+	tu_result_release(&r);
+	SC_FORGEX(&r, &p, "mcp", "list");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out.buf, "cloned (stdio python3): ready"));
+	assert_true(fsutil_exists(srvlog));
+	tu_result_release(&r);
+	sc_proj_release(&p);
+	free(proj);
+	free(srvlog);
+	free(srv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -593,6 +634,7 @@ int main(void)
 		cmocka_unit_test(test_mcp_http),
 		cmocka_unit_test(test_mcp_cli),
 		cmocka_unit_test(test_mcp_approval),
+		cmocka_unit_test(test_mcp_untrusted_project_server_is_not_started),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
