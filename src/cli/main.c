@@ -129,6 +129,23 @@ static const struct cli_command commands[] = {
 	  "the run's events, numbered and timed: stages, model calls, tool calls\n"
 	  "and results, commands, checkpoints, test results, votes and verdicts.\n"
 	  "--json   one JSON object per line\n" },
+	{ "map", cmd_map, 0, "Show the repository map the agents are given",
+	  "usage: forgex map [--tokens N] [--focus X]... [--json] [--stats] [REQUEST...]\n"
+	  "\n"
+	  "Prints the repository map: the files of this project ranked by how the\n"
+	  "rest of the code refers to them (personalised PageRank over the names\n"
+	  "each file defines and uses), each with the source lines of its main\n"
+	  "definitions, in at most N tokens. Definitions come from Universal Ctags,\n"
+	  "run in the sandbox; the index is cached in .forgex/map/ and only changed\n"
+	  "files are read again. REQUEST (and --focus) personalise the ranking as\n"
+	  "a request to 'forgex run' would.\n"
+	  "\n"
+	  "--tokens N   the budget (default: [context] map_tokens)\n"
+	  "--focus X    centre on a path, a folder or a symbol name (repeatable)\n"
+	  "--json       one JSON object: budget, tokens, files (path, rank,\n"
+	  "             definitions), text\n"
+	  "--stats      also files, definitions, references, cache hits and times\n"
+	  "             (on stderr; in the object with --json)\n" },
 	{ "plan", HEAVY(cmd_plan), CLI_HEAVY, "Ask the Architect for a plan, changing nothing",
 	  "usage: forgex plan [--json] REQUEST...\n"
 	  "\n"

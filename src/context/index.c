@@ -1,0 +1,1006 @@
+/*
+ * The symbol index: the walk, the refresh from the cache, the identifier
+ * scan and the ctags runs (see index.h and docs/internals/context.md).
+ *
+ * One update: the tree is walked once in this thread, with the rules of
+ * `search` (tools/ignore.h). Each regular file is stat'ed through its
+ * folder's descriptor; when path, size, mtime and inode match the cache
+ * it is taken as it was. Otherwise it is opened (O_NOFOLLOW, O_NONBLOCK,
+ * through the same folder), read and hashed; the same hash as cached
+ * means only its key changed. A file to index is scanned for identifiers
+ * at once and queued for ctags; a second thread runs ctags on batches of
+ * queued files while the walk goes on, and parses its output, so ctags
+ * and the scan use a core each. At the end the definitions are merged,
+ * the files sorted by path, and the cache saved when anything changed.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "base/fsutil.h"
+#include "context/ctags.h"
+#include "context/index.h"
+#include "context/tokenize.h"
+#include "sandbox/executor.h"
+#include "tools/ignore.h"
+
+#define BINARY_WINDOW (64u * 1024)	/* a NUL here makes the file binary, as for search */
+#define BATCH_FILES 1500		/* files per ctags run */
+#define BATCH_BYTES ((size_t)6 << 20)	/* source bytes per ctags run */
+#define CTAGS_OUTPUT_MAX ((size_t)256 << 20)
+#define CTAGS_TIMEOUT_MS (600 * 1000)
+
+int ctx_cache_dir(const struct ctx_index *idx);
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- strings and symbols ---- */
+
+static uint32_t arena_add(struct ctx_index *idx, const char *s, size_t len)
+{
+	size_t off = idx->arena.len;
+
+	if (off + len + 1 > UINT32_MAX)
+		die("repository map: string table over 4 GiB");
+	buf_add(&idx->arena, s, len);
+	buf_addch(&idx->arena, '\0');
+	return (uint32_t)off;
+}
+
+static int sym_equal(const struct ctx_index *idx, uint32_t id, const char *s, size_t len)
+{
+	const char *n = idx->arena.buf + idx->syms[id];
+
+	return !strncmp(n, s, len) && !n[len];
+}
+
+static void symtab_insert(struct ctx_index *idx, uint32_t id, uint64_t h)
+{
+	size_t mask = idx->symtab_size - 1, i = (size_t)h & mask;
+
+	while (idx->symtab[i])
+		i = (i + 1) & mask;
+	idx->symtab[i] = id + 1;
+}
+
+static void symtab_build(struct ctx_index *idx, size_t want)
+{
+	size_t size = 1024, i;
+
+	while (size < 2 * want)
+		size *= 2;
+	free(idx->symtab);
+	idx->symtab = xcalloc(size, sizeof(*idx->symtab));
+	idx->symtab_size = size;
+	for (i = 0; i < idx->nsyms; i++) {
+		const char *n = idx->arena.buf + idx->syms[i];
+
+		symtab_insert(idx, (uint32_t)i, ctx_hash(n, strlen(n)));
+	}
+}
+
+/* The id of `s`, added when `add` (else -1 when absent). */
+static long sym_lookup(struct ctx_index *idx, const char *s, size_t len, uint64_t h, int add)
+{
+	size_t mask, i;
+
+	if (!idx->symtab || 2 * (idx->nsyms + 1) > idx->symtab_size) {
+		if (!add && !idx->symtab && !idx->nsyms)
+			return -1;
+		symtab_build(idx, idx->nsyms + 1 > 4096 ? 2 * idx->nsyms : 4096);
+	}
+	mask = idx->symtab_size - 1;
+	for (i = (size_t)h & mask; idx->symtab[i]; i = (i + 1) & mask)
+		if (sym_equal(idx, idx->symtab[i] - 1, s, len))
+			return (long)idx->symtab[i] - 1;
+	if (!add)
+		return -1;
+	if (idx->nsyms >= UINT32_MAX - 1)
+		die("repository map: too many symbols");
+	ALLOC_GROW(idx->syms, idx->nsyms + 1, idx->asyms);
+	idx->syms[idx->nsyms] = arena_add(idx, s, len);
+	idx->symtab[i] = (uint32_t)idx->nsyms + 1;
+	return (long)idx->nsyms++;
+}
+
+long ctx_index_find_sym(struct ctx_index *idx, const char *name, size_t len)
+{
+	return sym_lookup(idx, name, len, ctx_hash(name, len), 0);
+}
+
+/* The kinds of the loaded definitions (interned, so distinct offsets), found once. */
+static void kinds_prefill(struct ctx_index *idx)
+{
+	size_t i, k;
+
+	for (i = 0; i < idx->ndefs && idx->nkinds < 64; i++) {
+		uint32_t off = idx->defs[i].kind;
+
+		for (k = 0; k < idx->nkinds && idx->kindtab[k] != off; k++)
+			;
+		if (k == idx->nkinds && off) {
+			ALLOC_GROW(idx->kindtab, idx->nkinds + 1, idx->kindtab_size);
+			idx->kindtab[idx->nkinds++] = off;
+		}
+	}
+}
+
+static uint32_t kind_intern(struct ctx_index *idx, const char *s, size_t len)
+{
+	size_t i;
+
+	if (!idx->kindtab)
+		kinds_prefill(idx);
+
+	for (i = 0; i < idx->nkinds; i++) {
+		const char *k = idx->arena.buf + idx->kindtab[i];
+
+		if (!strncmp(k, s, len) && !k[len])
+			return idx->kindtab[i];
+	}
+	if (idx->nkinds >= 256)
+		return arena_add(idx, s, len);	/* a hostile ctags: stop interning */
+	ALLOC_GROW(idx->kindtab, idx->nkinds + 1, idx->kindtab_size);
+	idx->kindtab[idx->nkinds] = arena_add(idx, s, len);
+	return idx->kindtab[idx->nkinds++];
+}
+
+long ctx_index_find_file(const struct ctx_index *idx, const char *path)
+{
+	size_t lo = 0, hi = idx->nfiles;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(idx->arena.buf + idx->files[mid].path, path);
+
+		if (!c)
+			return (long)mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+/* ---- the ctags thread ---- */
+
+struct tag_rec {
+	uint32_t slot;			/* index in the new files array */
+	uint32_t line;
+	uint32_t flags;
+	uint32_t name, kind, text;	/* offsets in the batch's strings */
+	uint32_t name_len, kind_len;
+};
+
+struct batch {
+	struct strvec paths;		/* relative paths */
+	uint32_t *slots;
+	size_t nslots, aslots, bytes;
+	struct buf strs;		/* strings of the tags */
+	struct tag_rec *tags;
+	size_t ntags, atags;
+	int failed;
+	struct batch *next;
+};
+
+struct runner {
+	struct ctx_index *idx;
+	pthread_t thread;
+	int started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct batch *queue, **tail;	/* waiting for ctags */
+	struct batch *done;		/* run (in any order) */
+	int closing;
+	int dead;			/* ctags cannot run: no more attempts */
+	char *error;
+	size_t runs;
+	unsigned seq;
+	int dfd;			/* .forgex/map, for the list files */
+};
+
+static void batch_free(struct batch *b)
+{
+	strvec_clear(&b->paths);
+	free(b->slots);
+	buf_release(&b->strs);
+	free(b->tags);
+	free(b);
+}
+
+static uint32_t batch_str(struct batch *b, const char *s, size_t len)
+{
+	size_t off = b->strs.len;
+
+	buf_add(&b->strs, s, len);
+	buf_addch(&b->strs, '\0');
+	return (uint32_t)off;
+}
+
+/* Path -> slot for one batch: a sorted copy searched by bisection. */
+struct path_slot {
+	const char *path;
+	uint32_t slot;
+};
+
+static int cmp_path_slot(const void *a, const void *b)
+{
+	return strcmp(((const struct path_slot *)a)->path, ((const struct path_slot *)b)->path);
+}
+
+static void parse_output(struct batch *b, const struct buf *out)
+{
+	struct path_slot *ps = xmalloc((b->paths.nr ? b->paths.nr : 1) * sizeof(*ps));
+	struct buf scratch = BUF_INIT, text = BUF_INIT;
+	const char *p = out->buf, *end = out->buf + out->len;
+	size_t i;
+
+	for (i = 0; i < b->paths.nr; i++) {
+		ps[i].path = b->paths.v[i];
+		ps[i].slot = b->slots[i];
+	}
+	qsort(ps, b->paths.nr, sizeof(*ps), cmp_path_slot);
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		struct ctx_tag t;
+		struct path_slot key, *hit;
+		struct tag_rec *r;
+
+		if (ctx_ctags_parse_line(&t, &scratch, p, len) == 1) {
+			key.path = t.path;
+			if (t.path_len > 2 && t.path[0] == '.' && t.path[1] == '/')
+				key.path = t.path + 2;
+			hit = bsearch(&key, ps, b->paths.nr, sizeof(*ps), cmp_path_slot);
+			if (hit && t.name_len <= CTX_IDENT_MAX * 2 && !memchr(t.name, '\n', t.name_len)) {
+				ALLOC_GROW(b->tags, b->ntags + 1, b->atags);
+				r = &b->tags[b->ntags++];
+				r->slot = hit->slot;
+				r->line = (uint32_t)t.line;
+				r->flags = t.file_scope ? CTX_D_FILE_SCOPE : 0;
+				r->name = batch_str(b, t.name, t.name_len);
+				r->name_len = (uint32_t)t.name_len;
+				r->kind_len = (uint32_t)(t.kind_len > 32 ? 32 : t.kind_len);
+				r->kind = batch_str(b, t.kind, r->kind_len);
+				buf_reset(&text);
+				ctx_ctags_pattern_text(&text, t.pattern, t.pattern_len, CTX_TEXT_MAX);
+				r->text = batch_str(b, text.buf, text.len);
+			}
+		}
+		p += len + 1;
+	}
+	buf_release(&scratch);
+	buf_release(&text);
+	free(ps);
+}
+
+/* A name ctags can read from its list: no newline, no trailing blank. */
+static int listable(const char *rel)
+{
+	size_t n = strlen(rel);
+
+	return n && !strchr(rel, '\n') && !strchr(rel, '\r') && rel[n - 1] != ' ' &&
+	       rel[n - 1] != '\t';
+}
+
+static void run_batch(struct runner *ru, struct batch *b)
+{
+	struct ctx_index *idx = ru->idx;
+	struct buf list = BUF_INIT;
+	struct exec_result r = EXEC_RESULT_INIT;
+	struct exec_request req;
+	struct strvec argv = STRVEC_INIT;
+	char name[80], *listrel;
+	size_t i, saved;
+	int fd, ret;
+
+	if (ru->dead || !idx->ex || ru->dfd < 0) {
+		b->failed = 1;
+		return;
+	}
+	for (i = 0; i < b->paths.nr; i++) {
+		buf_addstr(&list, "./");
+		buf_addstr(&list, b->paths.v[i]);
+		buf_addch(&list, '\n');
+	}
+	snprintf(name, sizeof(name), "ctags.%ld.%u.list", (long)getpid(), ru->seq++);
+	fd = openat(ru->dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 || fsutil_write_all(fd, list.buf, list.len) < 0) {
+		if (fd >= 0)
+			close(fd);
+		unlinkat(ru->dfd, name, 0);
+		b->failed = 1;
+		buf_release(&list);
+		return;
+	}
+	close(fd);
+	buf_release(&list);
+	listrel = xstrfmt(".forgex/map/%s", name);
+	strvec_pushv(&argv, ctx_ctags_argv());
+	strvec_push(&argv, "-L");
+	strvec_push(&argv, listrel);
+	memset(&req, 0, sizeof(req));
+	req.argv = argv.v;
+	req.argc = argv.nr;
+	req.cwd = ".";
+	req.timeout_ms = CTAGS_TIMEOUT_MS;
+	saved = idx->ex->max_output_bytes;
+	idx->ex->max_output_bytes = CTAGS_OUTPUT_MAX;
+	ret = executor_run(&r, idx->ex, &req);
+	idx->ex->max_output_bytes = saved;
+	ru->runs++;
+	unlinkat(ru->dfd, name, 0);
+	if (ret < 0) {
+		ru->dead = 1;
+		b->failed = 1;
+		if (!ru->error)
+			ru->error = xstrfmt("ctags could not run: %s", err_last());
+		err_clear();
+	} else if (r.exit_code == 127 || r.exit_code == 126) {
+		ru->dead = 1;
+		b->failed = 1;
+		if (!ru->error)
+			ru->error = xstrdup("ctags not found in the sandbox (apt-get install universal-ctags)");
+	} else if (r.timed_out || r.truncated || (r.exit_code && !r.out.len)) {
+		b->failed = 1;
+		if (!ru->error)
+			ru->error = xstrfmt("ctags failed (exit status %d%s)", r.exit_code,
+					    r.timed_out ? ", timed out" : r.truncated ? ", output cut" : "");
+	} else {
+		parse_output(b, &r.out);
+	}
+	exec_result_release(&r);
+	strvec_clear(&argv);
+	free(listrel);
+}
+
+static void *runner_main(void *arg)
+{
+	struct runner *ru = arg;
+
+	for (;;) {
+		struct batch *b;
+
+		pthread_mutex_lock(&ru->lock);
+		while (!ru->queue && !ru->closing)
+			pthread_cond_wait(&ru->cond, &ru->lock);
+		b = ru->queue;
+		if (!b) {
+			pthread_mutex_unlock(&ru->lock);
+			break;
+		}
+		ru->queue = b->next;
+		if (!ru->queue)
+			ru->tail = &ru->queue;
+		pthread_mutex_unlock(&ru->lock);
+
+		run_batch(ru, b);
+
+		pthread_mutex_lock(&ru->lock);
+		b->next = ru->done;
+		ru->done = b;
+		pthread_mutex_unlock(&ru->lock);
+	}
+	return NULL;
+}
+
+static void runner_submit(struct runner *ru, struct batch *b)
+{
+	if (!ru->started) {
+		if (pthread_create(&ru->thread, NULL, runner_main, ru))
+			die("cannot start the ctags thread");
+		ru->started = 1;
+	}
+	pthread_mutex_lock(&ru->lock);
+	b->next = NULL;
+	*ru->tail = b;
+	ru->tail = &b->next;
+	pthread_cond_signal(&ru->cond);
+	pthread_mutex_unlock(&ru->lock);
+}
+
+/* ---- the walk ---- */
+
+struct old_slot {
+	uint32_t file1;			/* index + 1 in the old files */
+};
+
+struct update {
+	struct ctx_index *idx;
+	struct ctx_file *old_files;
+	size_t old_n;
+	struct ctx_def *old_defs;
+	struct ctx_ref *old_refs;
+	uint32_t *oldtab;		/* path hash -> old file + 1 */
+	size_t oldtab_size;
+
+	struct ctx_file *files;		/* the new files, in walk order */
+	size_t nfiles, afiles;
+	struct ctx_def *defs;
+	size_t ndefs, adefs;
+	struct ctx_ref *refs;
+	size_t nrefs, arefs;
+
+	struct buf content;
+	struct buf path;
+	/* the identifiers of one file: open addressing, reset per file */
+	struct local { uint64_t hash; const char *s; uint32_t len, count; } *local;
+	size_t local_size, local_n;
+
+	struct runner ru;
+	struct batch *cur;
+	struct ignore_chain **nodes;
+	size_t nnodes, anodes;
+	int changed;
+};
+
+static void oldtab_build(struct update *u)
+{
+	size_t size = 1024, i;
+
+	while (size < 2 * u->old_n)
+		size *= 2;
+	u->oldtab = xcalloc(size, sizeof(*u->oldtab));
+	u->oldtab_size = size;
+	for (i = 0; i < u->old_n; i++) {
+		const char *p = u->idx->arena.buf + u->old_files[i].path;
+		size_t j = (size_t)ctx_hash(p, strlen(p)) & (size - 1);
+
+		while (u->oldtab[j])
+			j = (j + 1) & (size - 1);
+		u->oldtab[j] = (uint32_t)i + 1;
+	}
+}
+
+static const struct ctx_file *old_find(struct update *u, const char *rel, size_t len)
+{
+	size_t mask = u->oldtab_size - 1, j;
+
+	if (!u->old_n)
+		return NULL;
+	for (j = (size_t)ctx_hash(rel, len) & mask; u->oldtab[j]; j = (j + 1) & mask) {
+		const struct ctx_file *f = &u->old_files[u->oldtab[j] - 1];
+
+		if (!strcmp(u->idx->arena.buf + f->path, rel))
+			return f;
+	}
+	return NULL;
+}
+
+static int local_add(void *data, const char *s, size_t len, uint64_t h)
+{
+	struct update *u = data;
+	size_t mask, i;
+
+	if (2 * (u->local_n + 1) > u->local_size) {
+		size_t nsize = u->local_size ? 2 * u->local_size : 1024, k;
+		struct local *nl = xcalloc(nsize, sizeof(*nl));
+
+		for (k = 0; k < u->local_size; k++) {
+			size_t j;
+
+			if (!u->local[k].s)
+				continue;
+			for (j = (size_t)u->local[k].hash & (nsize - 1); nl[j].s; j = (j + 1) & (nsize - 1))
+				;
+			nl[j] = u->local[k];
+		}
+		free(u->local);
+		u->local = nl;
+		u->local_size = nsize;
+	}
+	mask = u->local_size - 1;
+	for (i = (size_t)h & mask; u->local[i].s; i = (i + 1) & mask) {
+		if (u->local[i].hash == h && u->local[i].len == len && !memcmp(u->local[i].s, s, len)) {
+			u->local[i].count++;
+			return 0;
+		}
+	}
+	u->local[i].hash = h;
+	u->local[i].s = s;
+	u->local[i].len = (uint32_t)len;
+	u->local[i].count = 1;
+	u->local_n++;
+	return 0;
+}
+
+static int cmp_ref(const void *a, const void *b)
+{
+	uint32_t x = ((const struct ctx_ref *)a)->sym, y = ((const struct ctx_ref *)b)->sym;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Scan the identifiers of the content and append them to the new references of `f`. */
+static void scan_refs(struct update *u, struct ctx_file *f)
+{
+	size_t i;
+
+	u->local_n = 0;
+	if (u->local)
+		memset(u->local, 0, u->local_size * sizeof(*u->local));
+	ctx_tokenize(u->content.buf, u->content.len, local_add, u);
+	f->ref0 = (uint32_t)u->nrefs;
+	f->nrefs = (uint32_t)u->local_n;
+	ALLOC_GROW(u->refs, u->nrefs + u->local_n, u->arefs);
+	for (i = 0; i < u->local_size; i++) {
+		struct local *l = &u->local[i];
+
+		if (!l->s)
+			continue;
+		u->refs[u->nrefs].sym = (uint32_t)sym_lookup(u->idx, l->s, l->len, l->hash, 1);
+		u->refs[u->nrefs].count = l->count;
+		u->nrefs++;
+	}
+	/* one order whatever the table's layout: by symbol id */
+	if (f->nrefs > 1) {
+		struct ctx_ref *r = u->refs + f->ref0;
+		size_t a, b;
+
+		/* insertion sort is enough for most files; qsort for big ones */
+		if (f->nrefs > 64) {
+			qsort(r, f->nrefs, sizeof(*r), cmp_ref);
+		} else {
+			for (a = 1; a < f->nrefs; a++) {
+				struct ctx_ref t = r[a];
+
+				for (b = a; b > 0 && r[b - 1].sym > t.sym; b--)
+					r[b] = r[b - 1];
+				r[b] = t;
+			}
+		}
+	}
+}
+
+static void copy_old(struct update *u, struct ctx_file *nf, const struct ctx_file *of)
+{
+	size_t i;
+
+	nf->def0 = (uint32_t)u->ndefs;
+	nf->ref0 = (uint32_t)u->nrefs;
+	ALLOC_GROW(u->defs, u->ndefs + of->ndefs, u->adefs);
+	ALLOC_GROW(u->refs, u->nrefs + of->nrefs, u->arefs);
+	for (i = 0; i < of->ndefs; i++)
+		u->defs[u->ndefs++] = u->old_defs[of->def0 + i];
+	memcpy(u->refs + u->nrefs, u->old_refs + of->ref0, of->nrefs * sizeof(*u->refs));
+	u->nrefs += of->nrefs;
+	nf->ndefs = of->ndefs;
+	nf->nrefs = of->nrefs;
+}
+
+static int read_fd_whole(struct buf *b, int fd, size_t size)
+{
+	buf_reset(b);
+	buf_grow(b, size + 1);
+	for (;;) {
+		ssize_t n = read(fd, b->buf + b->len, b->alloc - b->len - 1);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return FX_EOS;
+		}
+		if (!n)
+			return 0;
+		buf_setlen(b, b->len + (size_t)n);
+		if (b->len > CTX_FILE_MAX)
+			return FX_ELIMIT;
+		if (b->alloc - b->len - 1 == 0)
+			buf_grow(b, 4096);
+	}
+}
+
+static void queue_ctags(struct update *u, const char *rel, uint32_t slot, size_t bytes)
+{
+	struct batch *b = u->cur;
+	unsigned max = u->idx->batch_files ? u->idx->batch_files : BATCH_FILES;
+
+	if (!b) {
+		b = u->cur = xcalloc(1, sizeof(*b));
+		strvec_init(&b->paths);
+		buf_init(&b->strs, 0);
+	}
+	strvec_push(&b->paths, rel);
+	ALLOC_GROW(b->slots, b->nslots + 1, b->aslots);
+	b->slots[b->nslots++] = slot;
+	b->bytes += bytes;
+	if (b->paths.nr >= max || b->bytes >= BATCH_BYTES) {
+		runner_submit(&u->ru, b);
+		u->cur = NULL;
+	}
+}
+
+static void add_file(struct update *u, int dirfd, const char *name, const char *rel, size_t rel_len)
+{
+	struct ctx_index *idx = u->idx;
+	const struct ctx_file *of;
+	struct ctx_file *nf;
+	struct stat st;
+	int fd;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
+		idx->stats.skipped++;
+		return;
+	}
+	of = old_find(u, rel, rel_len);
+	if (of && of->size == (uint64_t)st.st_size && of->ino == (uint64_t)st.st_ino &&
+	    of->mtime_sec == (int64_t)st.st_mtim.tv_sec &&
+	    of->mtime_nsec == (uint32_t)st.st_mtim.tv_nsec && !(of->flags & CTX_F_NOTAGS)) {
+		ALLOC_GROW(u->files, u->nfiles + 1, u->afiles);
+		nf = &u->files[u->nfiles++];
+		*nf = *of;
+		copy_old(u, nf, of);
+		idx->stats.cache_hits++;
+		return;
+	}
+	u->changed = 1;
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		idx->stats.skipped++;
+		return;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		idx->stats.skipped++;
+		return;
+	}
+	ALLOC_GROW(u->files, u->nfiles + 1, u->afiles);
+	nf = &u->files[u->nfiles];
+	memset(nf, 0, sizeof(*nf));
+	nf->size = (uint64_t)st.st_size;
+	nf->ino = (uint64_t)st.st_ino;
+	nf->mtime_sec = (int64_t)st.st_mtim.tv_sec;
+	nf->mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
+	if ((size_t)st.st_size > CTX_FILE_MAX || read_fd_whole(&u->content, fd, (size_t)st.st_size) < 0) {
+		close(fd);
+		nf->flags = CTX_F_SKIP;
+		nf->path = arena_add(idx, rel, rel_len);
+		u->nfiles++;
+		idx->stats.skipped++;
+		return;
+	}
+	close(fd);
+	nf->hash = ctx_hash(u->content.buf, u->content.len);
+	if (memchr(u->content.buf, '\0', u->content.len < BINARY_WINDOW ? u->content.len
+									  : BINARY_WINDOW)) {
+		nf->flags = CTX_F_SKIP;
+		nf->path = of ? of->path : arena_add(idx, rel, rel_len);
+		u->nfiles++;
+		idx->stats.skipped++;
+		return;
+	}
+	if (of && of->hash == nf->hash && !(of->flags & (CTX_F_NOTAGS | CTX_F_SKIP)) &&
+	    of->size == nf->size) {
+		nf->path = of->path;
+		copy_old(u, nf, of);
+		u->nfiles++;
+		idx->stats.same_content++;
+		return;
+	}
+	nf->path = of ? of->path : arena_add(idx, rel, rel_len);
+	scan_refs(u, nf);
+	u->nfiles++;
+	idx->stats.indexed++;
+	if (!idx->ex)
+		nf->flags |= CTX_F_NOTAGS;	/* definitions when an executor is there */
+	else if (listable(rel))
+		queue_ctags(u, rel, (uint32_t)(u->nfiles - 1), u->content.len);
+	/* else: a name ctags cannot read from its list gets references only */
+}
+
+static const struct ignore_chain *chain_push(struct update *u, const struct ignore_chain *next,
+					     struct ignore_rules *rules)
+{
+	struct ignore_chain *node;
+
+	if (!rules)
+		return next;
+	node = xmalloc(sizeof(*node));
+	node->rules = rules;
+	node->next = next;
+	ALLOC_GROW(u->nodes, u->nnodes + 1, u->anodes);
+	u->nodes[u->nnodes++] = node;
+	return node;
+}
+
+struct subdir {
+	char *rel;
+};
+
+static void walk(struct update *u, const char *rel, const struct ignore_chain *parent)
+{
+	struct ignore_rules *rules = NULL;
+	const struct ignore_chain *chain;
+	struct strvec subdirs = STRVEC_INIT;
+	struct dirent *de;
+	size_t base, i;
+	DIR *d;
+	int fd = wspath_open_dir(&u->idx->root, rel);
+
+	if (fd < 0) {
+		err_clear();
+		return;
+	}
+	if (ignore_rules_load_at(&rules, fd, ".gitignore", rel) < 0) {
+		err_clear();
+		rules = NULL;
+	}
+	chain = chain_push(u, parent, rules);
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	buf_reset(&u->path);
+	if (*rel) {
+		buf_addstr(&u->path, rel);
+		buf_addch(&u->path, '/');
+	}
+	base = u->path.len;
+	while ((de = readdir(d))) {
+		const char *name = de->d_name;
+		unsigned char type = de->d_type;
+		int is_dir;
+
+		if (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2])))
+			continue;
+		if (!strcmp(name, ".git") || (!*rel && !strcmp(name, ".forgex")))
+			continue;
+		if (type == DT_UNKNOWN) {
+			struct stat st;
+
+			if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				continue;
+			type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
+		}
+		if (type != DT_DIR && type != DT_REG)
+			continue;	/* links, devices, pipes: never followed or read */
+		is_dir = type == DT_DIR;
+		buf_setlen(&u->path, base);
+		buf_addstr(&u->path, name);
+		if (ignore_chain_excluded(chain, u->path.buf, u->path.len, is_dir))
+			continue;
+		if (is_dir) {
+			strvec_push(&subdirs, u->path.buf);
+		} else {
+			char *r = xstrndup(u->path.buf, u->path.len);
+
+			add_file(u, dirfd(d), name, r, u->path.len);
+			free(r);
+		}
+	}
+	closedir(d);
+	for (i = 0; i < subdirs.nr; i++)
+		walk(u, subdirs.v[i], chain);
+	strvec_clear(&subdirs);
+}
+
+/* ---- merging ---- */
+
+static int cmp_tag(const void *a, const void *b)
+{
+	const struct tag_rec *x = a, *y = b;
+
+	if (x->slot != y->slot)
+		return x->slot < y->slot ? -1 : 1;
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	return x->name < y->name ? -1 : x->name > y->name;
+}
+
+static void merge_batch(struct update *u, struct batch *b)
+{
+	struct ctx_index *idx = u->idx;
+	size_t i, j;
+
+	if (b->failed) {
+		for (i = 0; i < b->nslots; i++)
+			u->files[b->slots[i]].flags |= CTX_F_NOTAGS;
+		return;
+	}
+	qsort(b->tags, b->ntags, sizeof(*b->tags), cmp_tag);
+	for (i = 0; i < b->ntags; i = j) {
+		struct ctx_file *f = &u->files[b->tags[i].slot];
+
+		f->def0 = (uint32_t)u->ndefs;
+		for (j = i; j < b->ntags && b->tags[j].slot == b->tags[i].slot; j++) {
+			const struct tag_rec *t = &b->tags[j];
+			const char *name = b->strs.buf + t->name;
+			struct ctx_def *d;
+			long sym = sym_lookup(idx, name, t->name_len, ctx_hash(name, t->name_len), 1);
+
+			if (j > i && t->line == b->tags[j - 1].line &&
+			    u->defs[u->ndefs - 1].sym == (uint32_t)sym)
+				continue;	/* the same name twice on a line */
+			ALLOC_GROW(u->defs, u->ndefs + 1, u->adefs);
+			d = &u->defs[u->ndefs++];
+			d->sym = (uint32_t)sym;
+			d->line = t->line;
+			d->flags = t->flags;
+			d->kind = kind_intern(idx, b->strs.buf + t->kind, t->kind_len);
+			d->text = arena_add(idx, b->strs.buf + t->text, strlen(b->strs.buf + t->text));
+		}
+		f->ndefs = (uint32_t)(u->ndefs - f->def0);
+	}
+}
+
+static int cmp_file(const void *a, const void *b, void *arg)
+{
+	const char *arena = arg;
+
+	return strcmp(arena + ((const struct ctx_file *)a)->path,
+		      arena + ((const struct ctx_file *)b)->path);
+}
+
+/* ---- the public side ---- */
+
+int ctx_index_init(struct ctx_index *idx, const char *workspace, struct executor *ex)
+{
+	int ret;
+
+	memset(idx, 0, sizeof(*idx));
+	idx->root.fd = -1;
+	buf_init(&idx->arena, 0);
+	ret = wspath_root_open(&idx->root, workspace);
+	if (ret < 0)
+		return ret;
+	idx->ex = ex;
+	return 0;
+}
+
+void ctx_index_release(struct ctx_index *idx)
+{
+	ctx_index_clear_data(idx);
+	free(idx->stats.ctags_error);
+	wspath_root_release(&idx->root);
+	memset(idx, 0, sizeof(*idx));
+	idx->root.fd = -1;
+}
+
+int ctx_index_update(struct ctx_index *idx)
+{
+	struct update u;
+	struct ignore_rules *exclude = NULL;
+	const struct ignore_chain *chain = NULL;
+	double t0 = now_s();
+	size_t i;
+	int ret;
+
+	free(idx->stats.ctags_error);
+	memset(&idx->stats, 0, sizeof(idx->stats));
+	if (!idx->loaded) {
+		ctx_index_clear_data(idx);
+		ret = ctx_cache_load(idx);
+		if (ret == 0) {
+			idx->stats.cache_loaded = 1;
+		} else {
+			if (ret != FX_ENOTFOUND)
+				idx->stats.cache_rejected = 1;
+			err_clear();
+			ctx_index_clear_data(idx);
+		}
+		if (!idx->arena.len)
+			buf_addch(&idx->arena, '\0');	/* offset 0 is "" */
+		idx->loaded = 1;
+	}
+
+	memset(&u, 0, sizeof(u));
+	u.idx = idx;
+	u.old_files = idx->files;
+	u.old_n = idx->nfiles;
+	u.old_defs = idx->defs;
+	u.old_refs = idx->refs;
+	buf_init(&u.content, 0);
+	buf_init(&u.path, 0);
+	pthread_mutex_init(&u.ru.lock, NULL);
+	pthread_cond_init(&u.ru.cond, NULL);
+	u.ru.idx = idx;
+	u.ru.tail = &u.ru.queue;
+	u.ru.dfd = idx->ex ? ctx_cache_dir(idx) : -1;
+	if (u.ru.dfd < 0)
+		err_clear();
+	oldtab_build(&u);
+
+	ret = ignore_load_exclude(&exclude, &idx->root);
+	if (ret < 0) {
+		err_clear();
+		exclude = NULL;
+	}
+	chain = chain_push(&u, NULL, exclude);
+	walk(&u, "", chain);
+	if (u.cur) {
+		runner_submit(&u.ru, u.cur);
+		u.cur = NULL;
+	}
+	if (u.ru.started) {
+		pthread_mutex_lock(&u.ru.lock);
+		u.ru.closing = 1;
+		pthread_cond_broadcast(&u.ru.cond);
+		pthread_mutex_unlock(&u.ru.lock);
+		pthread_join(u.ru.thread, NULL);
+	}
+	/* merge in the order the batches were made (slots ascending), for one result */
+	{
+		struct batch **all = NULL, *b;
+		size_t nb = 0, ab = 0, k;
+
+		for (b = u.ru.done; b; b = b->next) {
+			ALLOC_GROW(all, nb + 1, ab);
+			all[nb++] = b;
+		}
+		for (k = 0; k < nb; k++) {
+			size_t m;
+
+			for (m = k + 1; m < nb; m++)
+				if (all[m]->slots[0] < all[k]->slots[0]) {
+					b = all[k];
+					all[k] = all[m];
+					all[m] = b;
+				}
+			merge_batch(&u, all[k]);
+		}
+		for (k = 0; k < nb; k++)
+			batch_free(all[k]);
+		free(all);
+	}
+	idx->stats.ctags_runs = u.ru.runs;
+	idx->stats.ctags_error = u.ru.error;
+	if (u.ru.dfd >= 0)
+		close(u.ru.dfd);
+	pthread_mutex_destroy(&u.ru.lock);
+	pthread_cond_destroy(&u.ru.cond);
+
+	if (u.nfiles != u.old_n)
+		u.changed = 1;
+	qsort_r(u.files, u.nfiles, sizeof(*u.files), cmp_file, idx->arena.buf);
+	free(idx->files);
+	free(idx->defs);
+	free(idx->refs);
+	idx->files = u.files;
+	idx->nfiles = u.nfiles;
+	idx->afiles = u.afiles;
+	idx->defs = u.defs;
+	idx->ndefs = u.ndefs;
+	idx->adefs = u.adefs;
+	idx->refs = u.refs;
+	idx->nrefs = u.nrefs;
+	idx->arefs = u.arefs;
+
+	if (u.changed && !idx->no_save) {
+		if (ctx_cache_save(idx) == 0)
+			idx->stats.saved = 1;
+		else
+			err_clear();
+	}
+	idx->stats.files = idx->nfiles;
+	idx->stats.defs = idx->ndefs;
+	idx->stats.refs = idx->nrefs;
+	idx->stats.symbols = idx->nsyms;
+	idx->stats.seconds = now_s() - t0;
+
+	for (i = 0; i < u.nnodes; i++) {
+		ignore_rules_free((struct ignore_rules *)u.nodes[i]->rules);
+		free(u.nodes[i]);
+	}
+	free(u.nodes);
+	free(u.oldtab);
+	free(u.local);
+	buf_release(&u.content);
+	buf_release(&u.path);
+	return 0;
+}
