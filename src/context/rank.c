@@ -631,15 +631,15 @@ static void choose(struct ctx_map *out, struct ranker *k, size_t budget)
 	uint32_t *block_of;	/* file -> block + 1 */
 
 	/*
-	 * The order shown: PageRank plus the file's own share of the focus,
-	 * so that the files the focus names come first (PageRank alone puts
-	 * what they use above them), then the rest by rank.
+	 * The order shown: the files the focus names first, by their share
+	 * of it (PageRank alone would put what they use above them), then
+	 * the rest by rank. Without a focus, by rank alone.
 	 */
 	out->order = xmalloc((nfiles ? nfiles : 1) * sizeof(*out->order));
 	show = xmalloc((nfiles ? nfiles : 1) * sizeof(*show));
 	for (i = 0; i < nfiles; i++) {
 		out->order[i] = (uint32_t)i;
-		show[i] = k->r[i] + (k->focused ? k->p[i] : 0);
+		show[i] = k->r[i] + (k->focused ? 1e3 * k->p[i] : 0);
 	}
 	sort_rank = show;
 	qsort(out->order, nfiles, sizeof(*out->order), cmp_order);
