@@ -341,11 +341,9 @@ static void remove_stale(int dfd)
 		struct stat st;
 		long pid;
 
-		if (strncmp(de->d_name, "index.tmp.", 10) && strncmp(de->d_name, "ctags.", 6))
+		if (strncmp(de->d_name, "index.tmp.", 10))
 			continue;
-		dot = strchr(de->d_name, '.') + 1;
-		if (!strncmp(de->d_name, "index.tmp.", 10))
-			dot = de->d_name + 10;
+		dot = de->d_name + 10;
 		pid = strtol(dot, NULL, 10);
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
@@ -394,11 +392,4 @@ out:
 	close(dfd);
 	buf_release(&img);
 	return ret;
-}
-
-/* The map folder for the ctags list files (index.c). */
-int ctx_cache_dir(const struct ctx_index *idx);
-int ctx_cache_dir(const struct ctx_index *idx)
-{
-	return open_map_dir(idx, 1);
 }

@@ -7,15 +7,14 @@
  * ctags runs as a child through the executor (sandbox/executor.h), so it
  * is confined like any other command, as
  *
- *   ctags --options=NONE --output-format=json --fields=... -f - -L LIST
+ *   ctags --options=NONE --output-format=json --fields=... -f - ./FILE...
  *
  * --options=NONE first, so that neither the workspace's .ctags.d nor
  * ~/.ctags.d nor the environment can add options (an option file can run
- * a regex parser of its own, or send the output elsewhere). The files go
- * through a list file, each as "./path", because ctags accepts options in
- * a list and has no "--": a file called "--options=x" stays a file name.
- * ctags's list cannot hold a name with a newline or a trailing blank;
- * such files get references but no definitions.
+ * a regex parser of its own, or send the output elsewhere). Each file is
+ * given as "./path", because ctags has no "--": a file called
+ * "--options=x" stays a file name. (Not -L LIST: ctags reads options
+ * from a list too, and a list cannot hold a name with a newline.)
  *
  * The output is one JSON object per line, for example
  *   {"_type": "tag", "name": "foo", "path": "./a.c", "pattern": "/^int foo(int a)$/",
@@ -51,7 +50,7 @@ int ctx_ctags_parse_line(struct ctx_tag *out, struct buf *scratch, const char *l
  */
 void ctx_ctags_pattern_text(struct buf *out, const char *pattern, size_t len, size_t max);
 
-/** The arguments before "-L LIST" (NULL-terminated, static). */
+/** The arguments before the files (NULL-terminated, static). */
 const char *const *ctx_ctags_argv(void);
 
 #endif

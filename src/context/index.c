@@ -8,7 +8,7 @@
  * it is taken as it was. Otherwise it is opened (O_NOFOLLOW, O_NONBLOCK,
  * through the same folder), read and hashed; the same hash as cached
  * means only its key changed. A file to index is scanned for identifiers
- * at once and queued for ctags; a second thread runs ctags on batches of
+ * at once and queued for ctags (as "./path" arguments, never a list file); a second thread runs ctags on batches of
  * queued files while the walk goes on, and parses its output, so ctags
  * and the scan use a core each. At the end the definitions are merged,
  * the files sorted by path, and the cache saved when anything changed.
@@ -37,8 +37,6 @@
 #define BATCH_BYTES ((size_t)6 << 20)	/* source bytes per ctags run */
 #define CTAGS_OUTPUT_MAX ((size_t)256 << 20)
 #define CTAGS_TIMEOUT_MS (600 * 1000)
-
-int ctx_cache_dir(const struct ctx_index *idx);
 
 static double now_s(void)
 {
@@ -210,8 +208,6 @@ struct runner {
 	int dead;			/* ctags cannot run: no more attempts */
 	char *error;
 	size_t runs;
-	unsigned seq;
-	int dfd;			/* .forgex/map, for the list files */
 };
 
 static void batch_free(struct batch *b)
@@ -289,51 +285,26 @@ static void parse_output(struct batch *b, const struct buf *out)
 	free(ps);
 }
 
-/* A name ctags can read from its list: no newline, no trailing blank. */
-static int listable(const char *rel)
-{
-	size_t n = strlen(rel);
-
-	return n && !strchr(rel, '\n') && !strchr(rel, '\r') && rel[n - 1] != ' ' &&
-	       rel[n - 1] != '\t';
-}
-
 static void run_batch(struct runner *ru, struct batch *b)
 {
 	struct ctx_index *idx = ru->idx;
-	struct buf list = BUF_INIT;
 	struct exec_result r = EXEC_RESULT_INIT;
 	struct exec_request req;
 	struct strvec argv = STRVEC_INIT;
-	char name[80], *listrel;
 	size_t i, saved;
-	int fd, ret;
+	int ret;
 
-	if (ru->dead || !idx->ex || ru->dfd < 0) {
+	if (ru->dead || !idx->ex) {
 		b->failed = 1;
 		return;
 	}
-	for (i = 0; i < b->paths.nr; i++) {
-		buf_addstr(&list, "./");
-		buf_addstr(&list, b->paths.v[i]);
-		buf_addch(&list, '\n');
-	}
-	snprintf(name, sizeof(name), "ctags.%ld.%u.list", (long)getpid(), ru->seq++);
-	fd = openat(ru->dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0 || fsutil_write_all(fd, list.buf, list.len) < 0) {
-		if (fd >= 0)
-			close(fd);
-		unlinkat(ru->dfd, name, 0);
-		b->failed = 1;
-		buf_release(&list);
-		return;
-	}
-	close(fd);
-	buf_release(&list);
-	listrel = xstrfmt(".forgex/map/%s", name);
+	/*
+	 * The files as "./path": ctags has no "--", and a name starting with
+	 * "./" can never be taken for an option.
+	 */
 	strvec_pushv(&argv, ctx_ctags_argv());
-	strvec_push(&argv, "-L");
-	strvec_push(&argv, listrel);
+	for (i = 0; i < b->paths.nr; i++)
+		strvec_pushf(&argv, "./%s", b->paths.v[i]);
 	memset(&req, 0, sizeof(req));
 	req.argv = argv.v;
 	req.argc = argv.nr;
@@ -344,7 +315,6 @@ static void run_batch(struct runner *ru, struct batch *b)
 	ret = executor_run(&r, idx->ex, &req);
 	idx->ex->max_output_bytes = saved;
 	ru->runs++;
-	unlinkat(ru->dfd, name, 0);
 	if (ret < 0) {
 		ru->dead = 1;
 		b->failed = 1;
@@ -366,7 +336,6 @@ static void run_batch(struct runner *ru, struct batch *b)
 	}
 	exec_result_release(&r);
 	strvec_clear(&argv);
-	free(listrel);
 }
 
 static void *runner_main(void *arg)
@@ -698,9 +667,8 @@ static void add_file(struct update *u, int dirfd, const char *name, const char *
 	idx->stats.indexed++;
 	if (!idx->ex)
 		nf->flags |= CTX_F_NOTAGS;	/* definitions when an executor is there */
-	else if (listable(rel))
+	else
 		queue_ctags(u, rel, (uint32_t)(u->nfiles - 1), u->content.len);
-	/* else: a name ctags cannot read from its list gets references only */
 }
 
 static const struct ignore_chain *chain_push(struct update *u, const struct ignore_chain *next,
@@ -911,9 +879,6 @@ int ctx_index_update(struct ctx_index *idx)
 	pthread_cond_init(&u.ru.cond, NULL);
 	u.ru.idx = idx;
 	u.ru.tail = &u.ru.queue;
-	u.ru.dfd = idx->ex ? ctx_cache_dir(idx) : -1;
-	if (u.ru.dfd < 0)
-		err_clear();
 	oldtab_build(&u);
 
 	ret = ignore_load_exclude(&exclude, &idx->root);
@@ -960,8 +925,6 @@ int ctx_index_update(struct ctx_index *idx)
 	}
 	idx->stats.ctags_runs = u.ru.runs;
 	idx->stats.ctags_error = u.ru.error;
-	if (u.ru.dfd >= 0)
-		close(u.ru.dfd);
 	pthread_mutex_destroy(&u.ru.lock);
 	pthread_cond_destroy(&u.ru.cond);
 
