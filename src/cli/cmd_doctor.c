@@ -86,7 +86,8 @@ static void check_programs(struct doctor *d)
 	else
 		doctor_item(d, DOCTOR_FAIL, "git", "not found on PATH (apt-get install git)");
 	free(v);
-	v = first_line("ctags --version 2>/dev/null");
+	/* --options=NONE first: the workspace's .ctags.d must not run here */
+	v = first_line("ctags --options=NONE --version 2>/dev/null");
 	if (v && strstr(v, "Universal Ctags"))
 		doctor_item(d, DOCTOR_OK, "ctags", "%s", v);
 	else if (v)

@@ -128,7 +128,7 @@ static void test_session_exclude_once(void **state)
 	assert_int_equal(added, 0);
 	tu_write(ws, ".git/info/exclude", "*.o");
 	assert_int_equal(session_exclude(ws, &added), 0);
-	assert_int_equal(added, 2);
+	assert_int_equal(added, 3);
 	assert_int_equal(session_exclude(ws, &added), 0);
 	assert_int_equal(added, 0);
 	ex = tu_read(ws, ".git/info/exclude");
