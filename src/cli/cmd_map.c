@@ -70,10 +70,10 @@ int cmd_map(int argc, char **argv)
 	struct strvec focus = STRVEC_INIT;
 	struct buf request = BUF_INIT, out = BUF_INIT;
 	struct ctx_session s;
-	struct executor ex;
+	struct executor ex, ex2;
 	struct config cfg;
 	long tokens = -1;
-	int json = 0, stats = 0, have_ex = 0, c, ret, status = EXIT_OK, i;
+	int json = 0, stats = 0, have_ex = 0, have_ex2 = 0, c, ret, status = EXIT_OK, i;
 	char *end;
 
 	optind = 1;
@@ -125,6 +125,9 @@ int cmd_map(int argc, char **argv)
 	/* ctags runs in the sandbox, as every command does */
 	if (executor_init(&ex, &cfg, cfg.workspace) == 0) {
 		have_ex = 1;
+		/* a second one: two ctags at a time, one per core */
+		have_ex2 = executor_init(&ex2, &cfg, cfg.workspace) == 0;
+		err_clear();
 	} else {
 		log_warn("no definitions: the sandbox cannot run ctags: %s", err_last());
 		err_clear();
@@ -137,6 +140,8 @@ int cmd_map(int argc, char **argv)
 		status = cli_exit_for_error(ret);
 		goto out_ex;
 	}
+	if (have_ex2)
+		s.idx.ex2 = &ex2;
 	ctx_session_set_request(&s, request.len ? request.buf : NULL);
 	ret = ctx_session_map(&s, &out, focus.nr ? &focus : NULL, NULL, (size_t)tokens);
 	if (ret < 0) {
@@ -166,6 +171,8 @@ int cmd_map(int argc, char **argv)
 out_session:
 	ctx_session_release(&s);
 out_ex:
+	if (have_ex2)
+		executor_release(&ex2);
 	if (have_ex)
 		executor_release(&ex);
 out_cfg:

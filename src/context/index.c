@@ -196,10 +196,20 @@ struct batch {
 	struct batch *next;
 };
 
+struct runner;
+
+/* One ctags thread and the executor it runs ctags with. */
+struct worker {
+	struct runner *ru;
+	struct executor *ex;
+	pthread_t thread;
+};
+
 struct runner {
 	struct ctx_index *idx;
-	pthread_t thread;
-	int started;
+	struct worker workers[2];
+	size_t nworkers, started;
+	size_t submitted;		/* batches so far */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct batch *queue, **tail;	/* waiting for ctags */
@@ -285,19 +295,21 @@ static void parse_output(struct batch *b, const struct buf *out)
 	free(ps);
 }
 
-static void run_batch(struct runner *ru, struct batch *b)
+static void run_batch(struct runner *ru, struct executor *ex, struct batch *b)
 {
-	struct ctx_index *idx = ru->idx;
 	struct exec_result r = EXEC_RESULT_INIT;
 	struct exec_request req;
 	struct strvec argv = STRVEC_INIT;
 	size_t i, saved;
 	int ret;
 
-	if (ru->dead || !idx->ex) {
+	pthread_mutex_lock(&ru->lock);
+	if (ru->dead || !ex) {
+		pthread_mutex_unlock(&ru->lock);
 		b->failed = 1;
 		return;
 	}
+	pthread_mutex_unlock(&ru->lock);
 	/*
 	 * The files as "./path": ctags has no "--", and a name starting with
 	 * "./" can never be taken for an option.
@@ -310,10 +322,21 @@ static void run_batch(struct runner *ru, struct batch *b)
 	req.argc = argv.nr;
 	req.cwd = ".";
 	req.timeout_ms = CTAGS_TIMEOUT_MS;
-	saved = idx->ex->max_output_bytes;
-	idx->ex->max_output_bytes = CTAGS_OUTPUT_MAX;
-	ret = executor_run(&r, idx->ex, &req);
-	idx->ex->max_output_bytes = saved;
+	saved = ex->max_output_bytes;
+	ex->max_output_bytes = CTAGS_OUTPUT_MAX;
+	ret = executor_run(&r, ex, &req);
+	ex->max_output_bytes = saved;
+	if (ret >= 0 && !r.timed_out && !r.truncated && r.exit_code != 127 && r.exit_code != 126 &&
+	    (!r.exit_code || r.out.len)) {
+		parse_output(b, &r.out);	/* outside the lock: the other thread runs on */
+		pthread_mutex_lock(&ru->lock);
+		ru->runs++;
+		pthread_mutex_unlock(&ru->lock);
+		exec_result_release(&r);
+		strvec_clear(&argv);
+		return;
+	}
+	pthread_mutex_lock(&ru->lock);
 	ru->runs++;
 	if (ret < 0) {
 		ru->dead = 1;
@@ -331,16 +354,16 @@ static void run_batch(struct runner *ru, struct batch *b)
 		if (!ru->error)
 			ru->error = xstrfmt("ctags failed (exit status %d%s)", r.exit_code,
 					    r.timed_out ? ", timed out" : r.truncated ? ", output cut" : "");
-	} else {
-		parse_output(b, &r.out);
 	}
+	pthread_mutex_unlock(&ru->lock);
 	exec_result_release(&r);
 	strvec_clear(&argv);
 }
 
 static void *runner_main(void *arg)
 {
-	struct runner *ru = arg;
+	struct worker *w = arg;
+	struct runner *ru = w->ru;
 
 	for (;;) {
 		struct batch *b;
@@ -358,7 +381,7 @@ static void *runner_main(void *arg)
 			ru->tail = &ru->queue;
 		pthread_mutex_unlock(&ru->lock);
 
-		run_batch(ru, b);
+		run_batch(ru, w->ex, b);
 
 		pthread_mutex_lock(&ru->lock);
 		b->next = ru->done;
@@ -370,11 +393,15 @@ static void *runner_main(void *arg)
 
 static void runner_submit(struct runner *ru, struct batch *b)
 {
-	if (!ru->started) {
-		if (pthread_create(&ru->thread, NULL, runner_main, ru))
-			die("cannot start the ctags thread");
-		ru->started = 1;
+	/* a second thread (and ctags) from the second batch on, when there is a second executor */
+	if (ru->started < ru->nworkers && ru->started <= ru->submitted) {
+		struct worker *w = &ru->workers[ru->started];
+
+		if (pthread_create(&w->thread, NULL, runner_main, w))
+			die("cannot start a ctags thread");
+		ru->started++;
 	}
+	ru->submitted++;
 	pthread_mutex_lock(&ru->lock);
 	b->next = NULL;
 	*ru->tail = b;
@@ -578,6 +605,9 @@ static void queue_ctags(struct update *u, const char *rel, uint32_t slot, size_t
 {
 	struct batch *b = u->cur;
 	unsigned max = u->idx->batch_files ? u->idx->batch_files : BATCH_FILES;
+	/* small batches first, so that ctags starts early; then larger ones */
+	if (!u->idx->batch_files && max > (200u << u->ru.submitted))
+		max = 200u << u->ru.submitted;
 
 	if (!b) {
 		b = u->cur = xcalloc(1, sizeof(*b));
@@ -879,6 +909,14 @@ int ctx_index_update(struct ctx_index *idx)
 	pthread_cond_init(&u.ru.cond, NULL);
 	u.ru.idx = idx;
 	u.ru.tail = &u.ru.queue;
+	u.ru.workers[0].ru = &u.ru;
+	u.ru.workers[0].ex = idx->ex;
+	u.ru.nworkers = 1;
+	if (idx->ex && idx->ex2) {
+		u.ru.workers[1].ru = &u.ru;
+		u.ru.workers[1].ex = idx->ex2;
+		u.ru.nworkers = 2;
+	}
 	oldtab_build(&u);
 
 	ret = ignore_load_exclude(&exclude, &idx->root);
@@ -897,7 +935,8 @@ int ctx_index_update(struct ctx_index *idx)
 		u.ru.closing = 1;
 		pthread_cond_broadcast(&u.ru.cond);
 		pthread_mutex_unlock(&u.ru.lock);
-		pthread_join(u.ru.thread, NULL);
+		for (i = 0; i < u.ru.started; i++)
+			pthread_join(u.ru.workers[i].thread, NULL);
 	}
 	/* merge in the order the batches were made (slots ascending), for one result */
 	{

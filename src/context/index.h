@@ -30,7 +30,8 @@
  *      save it; any number of times;
  *   3. the ranking (context/rank.h) reads the index;
  *   4. ctx_index_release().
- * Not thread-safe; update() uses one extra thread of its own for ctags.
+ * Not thread-safe; update() uses one extra thread of its own for ctags,
+ * two when `ex2` is set (each runs its ctags with its own executor).
  */
 
 #include <stddef.h>
@@ -97,6 +98,7 @@ struct ctx_index_stats {
 struct ctx_index {
 	struct wspath_root root;
 	struct executor *ex;		/* borrowed; NULL: no definitions */
+	struct executor *ex2;		/* borrowed, may be NULL: a second ctags at a time */
 	struct buf arena;		/* NUL-terminated strings; offset 0 is "" */
 	uint32_t *syms;			/* symbol id -> arena offset of its name */
 	size_t nsyms, asyms;

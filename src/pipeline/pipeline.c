@@ -62,6 +62,8 @@ struct pl {
 	struct shell_tools st;
 	struct ctx_session ctx;		/* the repository map and repo_map */
 	int have_ctx;
+	struct executor map_ex;		/* a second ctags at a time while indexing */
+	int have_map_ex;
 	struct agent_budget budget;
 	struct pl_provider provs[MAX_PROVIDERS];
 	size_t nprov;
@@ -833,6 +835,12 @@ static int setup(struct pl *pl)
 		return ret;
 	pl->have_ctx = 1;
 	pl->ctx.changed = &pl->tctx.changed;
+	if (executor_init(&pl->map_ex, cfg, cfg->workspace) == 0) {
+		executor_set_cancel(&pl->map_ex, -1, pl->o->cancel);
+		pl->have_map_ex = 1;
+		pl->ctx.idx.ex2 = &pl->map_ex;
+	}
+	err_clear();
 	ret = ctx_register_tool(&pl->reg, &pl->ctx);
 	if (ret < 0)
 		return ret;
@@ -863,6 +871,8 @@ static void teardown(struct pl *pl)
 	}
 	if (pl->have_ctx)
 		ctx_session_release(&pl->ctx);
+	if (pl->have_map_ex)
+		executor_release(&pl->map_ex);
 	if (pl->have_tctx)
 		tool_ctx_release(&pl->tctx);
 	registry_release(&pl->reg);
