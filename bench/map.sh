@@ -8,7 +8,7 @@
 #      each defining functions and a struct and calling functions of other
 #      files.
 # For each tree, median wall time and peak RSS of RUNS (default 3) runs of:
-#   ctags -R    `ctags --options=NONE -R --output-format=json -f /dev/null .`
+#   ctags -R    `ctags --options=NONE -R --output-format=json -f - .`
 #   cold        `forgex map --stats` with no cache (.forgex/map removed)
 #   warm        the same with the cache, nothing changed
 #   1 changed   after appending a line to one file
@@ -75,7 +75,7 @@ measure() {
 	: > "$work/times"
 	i=0
 	while [ "$i" -lt "$RUNS" ]; do
-		/usr/bin/time -f "%e %M" -o "$work/t1" "$@" > "$work/out" 2> "$work/err" ||
+		/usr/bin/time -f "%e %M" -o "$work/t1" "$@" > /dev/null 2> "$work/err" ||
 			{ echo "map.sh: $label failed:" >&2; cat "$work/err" >&2; exit 1; }
 		cat "$work/t1" >> "$work/times"
 		i=$((i + 1))
@@ -94,7 +94,7 @@ bench_tree() {	# bench_tree NAME DIR [warm-budget]
 	cd "$dir"
 	nfiles=$(find . -type f ! -path './.git/*' ! -path './.forgex/*' | wc -l)
 	echo "-- $name: $nfiles files, $(du -sm --exclude=.git . | cut -f1) MB"
-	measure "ctags -R" ctags --options=NONE -R --output-format=json -f /dev/null .
+	measure "ctags -R" ctags --options=NONE -R --output-format=json -f - .
 	ct=$med
 	printf '  %-22s %7.2f s  %6.1f MB\n' "ctags -R" "$ct" "$rss"
 	measure "cold" sh -c "rm -rf .forgex/map && exec '$forgex' map --stats"

@@ -63,16 +63,17 @@ static int sym_equal(const struct ctx_index *idx, uint32_t id, const char *s, si
 {
 	const char *n = idx->arena.buf + idx->syms[id];
 
-	return !strncmp(n, s, len) && !n[len];
+	return !memcmp(n, s, len) && !n[len];
 }
 
+/* The table holds id + 1 in the low 32 bits and the hash's top 32 bits above. */
 static void symtab_insert(struct ctx_index *idx, uint32_t id, uint64_t h)
 {
 	size_t mask = idx->symtab_size - 1, i = (size_t)h & mask;
 
 	while (idx->symtab[i])
 		i = (i + 1) & mask;
-	idx->symtab[i] = id + 1;
+	idx->symtab[i] = (uint64_t)(id + 1) | (h & 0xffffffff00000000ull);
 }
 
 static void symtab_build(struct ctx_index *idx, size_t want)
@@ -87,7 +88,7 @@ static void symtab_build(struct ctx_index *idx, size_t want)
 	for (i = 0; i < idx->nsyms; i++) {
 		const char *n = idx->arena.buf + idx->syms[i];
 
-		symtab_insert(idx, (uint32_t)i, ctx_hash(n, strlen(n)));
+		symtab_insert(idx, (uint32_t)i, ctx_ident_hash(n, strlen(n)));
 	}
 }
 
@@ -102,22 +103,25 @@ static long sym_lookup(struct ctx_index *idx, const char *s, size_t len, uint64_
 		symtab_build(idx, idx->nsyms + 1 > 4096 ? 2 * idx->nsyms : 4096);
 	}
 	mask = idx->symtab_size - 1;
-	for (i = (size_t)h & mask; idx->symtab[i]; i = (i + 1) & mask)
-		if (sym_equal(idx, idx->symtab[i] - 1, s, len))
-			return (long)idx->symtab[i] - 1;
+	for (i = (size_t)h & mask; idx->symtab[i]; i = (i + 1) & mask) {
+		uint64_t e = idx->symtab[i];
+
+		if ((e >> 32) == (h >> 32) && sym_equal(idx, (uint32_t)e - 1, s, len))
+			return (long)(uint32_t)e - 1;
+	}
 	if (!add)
 		return -1;
 	if (idx->nsyms >= UINT32_MAX - 1)
 		die("repository map: too many symbols");
 	ALLOC_GROW(idx->syms, idx->nsyms + 1, idx->asyms);
 	idx->syms[idx->nsyms] = arena_add(idx, s, len);
-	idx->symtab[i] = (uint32_t)idx->nsyms + 1;
+	idx->symtab[i] = (uint64_t)(idx->nsyms + 1) | (h & 0xffffffff00000000ull);
 	return (long)idx->nsyms++;
 }
 
 long ctx_index_find_sym(struct ctx_index *idx, const char *name, size_t len)
 {
-	return sym_lookup(idx, name, len, ctx_hash(name, len), 0);
+	return sym_lookup(idx, name, len, ctx_ident_hash(name, len), 0);
 }
 
 /* The kinds of the loaded definitions (interned, so distinct offsets), found once. */
@@ -437,6 +441,8 @@ struct update {
 	/* the identifiers of one file: open addressing, reset per file */
 	struct local { uint64_t hash; const char *s; uint32_t len, count; } *local;
 	size_t local_size, local_n;
+	uint32_t *used;			/* the slots taken in `local`, in order */
+	size_t aused;
 
 	struct runner ru;
 	struct batch *cur;
@@ -487,14 +493,15 @@ static int local_add(void *data, const char *s, size_t len, uint64_t h)
 		size_t nsize = u->local_size ? 2 * u->local_size : 1024, k;
 		struct local *nl = xcalloc(nsize, sizeof(*nl));
 
-		for (k = 0; k < u->local_size; k++) {
+		/* move the entries in the order they were seen, noting their new slots */
+		for (k = 0; k < u->local_n; k++) {
+			const struct local *o = &u->local[u->used[k]];
 			size_t j;
 
-			if (!u->local[k].s)
-				continue;
-			for (j = (size_t)u->local[k].hash & (nsize - 1); nl[j].s; j = (j + 1) & (nsize - 1))
+			for (j = (size_t)o->hash & (nsize - 1); nl[j].s; j = (j + 1) & (nsize - 1))
 				;
-			nl[j] = u->local[k];
+			nl[j] = *o;
+			u->used[k] = (uint32_t)j;
 		}
 		free(u->local);
 		u->local = nl;
@@ -511,56 +518,34 @@ static int local_add(void *data, const char *s, size_t len, uint64_t h)
 	u->local[i].s = s;
 	u->local[i].len = (uint32_t)len;
 	u->local[i].count = 1;
-	u->local_n++;
+	ALLOC_GROW(u->used, u->local_n + 1, u->aused);
+	u->used[u->local_n++] = (uint32_t)i;
 	return 0;
 }
 
-static int cmp_ref(const void *a, const void *b)
-{
-	uint32_t x = ((const struct ctx_ref *)a)->sym, y = ((const struct ctx_ref *)b)->sym;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Scan the identifiers of the content and append them to the new references of `f`. */
+/*
+ * Scan the identifiers of the content and append them to the new
+ * references of `f`, in the order they first appear in the file.
+ */
 static void scan_refs(struct update *u, struct ctx_file *f)
 {
 	size_t i;
 
 	u->local_n = 0;
-	if (u->local)
-		memset(u->local, 0, u->local_size * sizeof(*u->local));
 	ctx_tokenize(u->content.buf, u->content.len, local_add, u);
 	f->ref0 = (uint32_t)u->nrefs;
 	f->nrefs = (uint32_t)u->local_n;
 	ALLOC_GROW(u->refs, u->nrefs + u->local_n, u->arefs);
-	for (i = 0; i < u->local_size; i++) {
-		struct local *l = &u->local[i];
+	/* in first-seen order, whatever the table's size; then only those slots are cleared */
+	for (i = 0; i < u->local_n; i++) {
+		struct local *l = &u->local[u->used[i]];
 
-		if (!l->s)
-			continue;
 		u->refs[u->nrefs].sym = (uint32_t)sym_lookup(u->idx, l->s, l->len, l->hash, 1);
 		u->refs[u->nrefs].count = l->count;
 		u->nrefs++;
+		memset(l, 0, sizeof(*l));
 	}
-	/* one order whatever the table's layout: by symbol id */
-	if (f->nrefs > 1) {
-		struct ctx_ref *r = u->refs + f->ref0;
-		size_t a, b;
-
-		/* insertion sort is enough for most files; qsort for big ones */
-		if (f->nrefs > 64) {
-			qsort(r, f->nrefs, sizeof(*r), cmp_ref);
-		} else {
-			for (a = 1; a < f->nrefs; a++) {
-				struct ctx_ref t = r[a];
-
-				for (b = a; b > 0 && r[b - 1].sym > t.sym; b--)
-					r[b] = r[b - 1];
-				r[b] = t;
-			}
-		}
-	}
+	u->local_n = 0;
 }
 
 static void copy_old(struct update *u, struct ctx_file *nf, const struct ctx_file *of)
@@ -820,7 +805,7 @@ static void merge_batch(struct update *u, struct batch *b)
 			const struct tag_rec *t = &b->tags[j];
 			const char *name = b->strs.buf + t->name;
 			struct ctx_def *d;
-			long sym = sym_lookup(idx, name, t->name_len, ctx_hash(name, t->name_len), 1);
+			long sym = sym_lookup(idx, name, t->name_len, ctx_ident_hash(name, t->name_len), 1);
 
 			if (j > i && t->line == b->tags[j - 1].line &&
 			    u->defs[u->ndefs - 1].sym == (uint32_t)sym)
@@ -1002,6 +987,7 @@ int ctx_index_update(struct ctx_index *idx)
 	free(u.nodes);
 	free(u.oldtab);
 	free(u.local);
+	free(u.used);
 	buf_release(&u.content);
 	buf_release(&u.path);
 	return 0;

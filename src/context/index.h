@@ -108,7 +108,7 @@ struct ctx_index {
 	size_t ndefs, adefs;
 	struct ctx_ref *refs;
 	size_t nrefs, arefs;
-	uint32_t *symtab;		/* open addressing: name -> id + 1 (built when needed) */
+	uint64_t *symtab;		/* open addressing: name -> id + 1 | hash << 32 (built when needed) */
 	size_t symtab_size;
 	uint32_t *kindtab;		/* the same for kinds */
 	size_t kindtab_size, nkinds;

@@ -48,6 +48,7 @@ struct ranker {
 	double *outw;
 	double *r;
 	double *score;			/* per definition */
+	unsigned char *ref_ok;		/* per reference: it makes edges (usable, not self) */
 	struct msym { uint32_t sym; double w; } *msyms;	/* mentioned symbols */
 	int focused;			/* the personalisation is not uniform */
 	size_t nmsyms, amsyms;
@@ -151,71 +152,80 @@ static int usable(const struct ranker *k, uint32_t sym)
 
 /* ---- the graph ---- */
 
-struct pair {
-	uint32_t to;
-	double w;
-};
+/*
+ * Edge weights are summed as integers (units of 1/QUANTUM): the sum is
+ * then the same in whatever order a file's references come, so a file
+ * indexed alone and the same file in a cold build give the same map to
+ * the last bit. At least one unit, so that no edge vanishes.
+ */
+#define QUANTUM ((double)(1u << 24))
 
-static int cmp_pair(const void *a, const void *b)
+static uint64_t quantise(double w)
 {
-	const struct pair *x = a, *y = b;
+	double q = w * QUANTUM;
 
-	return x->to < y->to ? -1 : x->to > y->to;
+	return q < 1 ? 1 : (uint64_t)q;
 }
 
+/*
+ * The edges out of each file, summed per target in a dense accumulator
+ * (no sort: each target's sum in PageRank gets one term per source, in
+ * source order, whatever the order of a source's edges; outw is summed
+ * in the order of first appearance, canonical for the file's content).
+ */
 static void build_edges(struct ranker *k)
 {
 	struct ctx_index *idx = k->idx;
-	struct pair *tmp = NULL;
-	size_t ntmp = 0, atmp = 0, nedges = 0, aedges = 0, f, i, j;
+	uint64_t *acc = xcalloc(k->n ? k->n : 1, sizeof(*acc));
+	uint32_t *touched = xmalloc((k->n ? k->n : 1) * sizeof(*touched));
+	size_t nedges = 0, aedges = 0, f, i, j, t;
 
 	k->out_start = xcalloc(k->n + 1, sizeof(*k->out_start));
 	k->outw = xcalloc(k->n ? k->n : 1, sizeof(*k->outw));
+	k->ref_ok = xcalloc(idx->nrefs ? idx->nrefs : 1, 1);
 	for (f = 0; f < k->n; f++) {
 		const struct ctx_file *cf = &idx->files[f];
+		size_t nt = 0;
 
-		ntmp = 0;
 		for (i = cf->ref0; i < cf->ref0 + cf->nrefs; i++) {
 			const struct ctx_ref *r = &idx->refs[i];
-			uint32_t g = UINT32_MAX;
+			uint32_t end;
 			double w;
 
 			if (!usable(k, r->sym) || defines(k, r->sym, (uint32_t)f))
 				continue;
+			k->ref_ok[i] = 1;
 			w = ref_weight(k, r);
-			for (j = k->sym_start[r->sym]; j < k->sym_start[r->sym + 1]; j++) {
+			end = k->sym_start[r->sym + 1];
+			for (j = k->sym_start[r->sym]; j < end;) {
 				uint32_t to = k->def_file[k->sym_defs[j]];
-				double kw = k->kw[k->sym_defs[j]];
+				double kw = 0;
 
-				if (to == g) {
-					/* several definitions in one file: one edge, the strongest kind */
-					if (w * kw > tmp[ntmp - 1].w)
-						tmp[ntmp - 1].w = w * kw;
-					continue;
-				}
-				g = to;
-				ALLOC_GROW(tmp, ntmp + 1, atmp);
-				tmp[ntmp].to = to;
-				tmp[ntmp].w = w * kw;
-				ntmp++;
+				/* several definitions in one file: one edge, the strongest kind */
+				for (; j < end && k->def_file[k->sym_defs[j]] == to; j++)
+					if (k->kw[k->sym_defs[j]] > kw)
+						kw = k->kw[k->sym_defs[j]];
+				if (!acc[to])
+					touched[nt++] = to;
+				acc[to] += quantise(w * kw);
 			}
 		}
-		qsort(tmp, ntmp, sizeof(*tmp), cmp_pair);
-		for (i = 0; i < ntmp; i = j) {
-			double w = 0;
-
-			for (j = i; j < ntmp && tmp[j].to == tmp[i].to; j++)
-				w += tmp[j].w;
-			ALLOC_GROW(k->out_to, nedges + 1, aedges);
+		if (nedges + nt > aedges) {
+			aedges = (nedges + nt) * 3 / 2 + 64;
+			k->out_to = xrealloc(k->out_to, aedges * sizeof(*k->out_to));
 			k->out_w = xrealloc(k->out_w, aedges * sizeof(*k->out_w));
-			k->out_to[nedges] = tmp[i].to;
-			k->out_w[nedges] = w;
-			k->outw[f] += w;
+		}
+		for (t = 0; t < nt; t++) {
+			k->out_to[nedges] = touched[t];
+			k->out_w[nedges] = (double)acc[touched[t]] / QUANTUM;
+			k->outw[f] += k->out_w[nedges];
+			acc[touched[t]] = 0;
 			nedges++;
 		}
 		k->out_start[f + 1] = (uint32_t)nedges;
 	}
-	free(tmp);
+	free(acc);
+	free(touched);
 }
 
 /* ---- personalisation ---- */
@@ -463,12 +473,15 @@ static int pagerank(struct ranker *k)
 		double dangling = 0, diff = 0;
 
 		for (f = 0; f < k->n; f++) {
+			double share;
+
 			if (k->outw[f] <= 0) {
 				dangling += k->r[f];
 				continue;
 			}
+			share = DAMPING * k->r[f] / k->outw[f];
 			for (e = k->out_start[f]; e < k->out_start[f + 1]; e++)
-				next[k->out_to[e]] += DAMPING * k->r[f] * k->out_w[e] / k->outw[f];
+				next[k->out_to[e]] += share * k->out_w[e];
 		}
 		for (f = 0; f < k->n; f++) {
 			next[f] += ((1.0 - DAMPING) + DAMPING * dangling) * k->p[f];
@@ -517,7 +530,7 @@ static void score_defs(struct ranker *k)
 			const struct ctx_ref *r = &idx->refs[i];
 			double flow;
 
-			if (!usable(k, r->sym) || defines(k, r->sym, (uint32_t)f))
+			if (!k->ref_ok[i])
 				continue;
 			flow = DAMPING * k->r[f] * ref_weight(k, r) / k->outw[f];
 			for (j = k->sym_start[r->sym]; j < k->sym_start[r->sym + 1]; j++)
@@ -813,6 +826,7 @@ int ctx_map_build(struct ctx_map *out, struct ctx_index *idx, const struct ctx_f
 	free(k.out_w);
 	free(k.outw);
 	free(k.score);
+	free(k.ref_ok);
 	free(k.msyms);
 	out->seconds = now_s() - t0;
 	return 0;

@@ -44,20 +44,27 @@ size_t ctx_tokenize(const char *text, size_t len, ctx_ident_fn fn, void *data)
 	while (p < end) {
 		const unsigned char *s;
 		unsigned char c = cls[*p];
+		uint64_t h;
 
 		if (c == C_OTHER) {
 			p++;
 			continue;
 		}
-		s = p++;
-		while (p < end && cls[*p])
-			p++;
-		if (c == C_DIGIT)
-			continue;	/* a number, with its suffix or hex digits */
+		if (c == C_DIGIT) {
+			/* a number, with its suffix or hex digits */
+			while (++p < end && cls[*p])
+				;
+			continue;
+		}
+		s = p;
+		h = 0xcbf29ce484222325ull;	/* ctx_ident_hash(), as it goes */
+		do
+			h = (h ^ *p) * 0x100000001b3ull;
+		while (++p < end && cls[*p]);
 		if ((size_t)(p - s) < CTX_IDENT_MIN || (size_t)(p - s) > CTX_IDENT_MAX)
 			continue;
 		n++;
-		if (fn(data, (const char *)s, (size_t)(p - s), ctx_hash(s, (size_t)(p - s))))
+		if (fn(data, (const char *)s, (size_t)(p - s), h))
 			break;
 	}
 	return n;

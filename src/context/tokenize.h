@@ -24,7 +24,7 @@
 
 /**
  * Called for each identifier: `s`/`len` point into the scanned text;
- * `hash` is ctx_hash(s, len). Return non-zero to stop the scan.
+ * `hash` is ctx_ident_hash(s, len). Return non-zero to stop the scan.
  */
 typedef int (*ctx_ident_fn)(void *data, const char *s, size_t len, uint64_t hash);
 
@@ -36,6 +36,17 @@ size_t ctx_tokenize(const char *text, size_t len, ctx_ident_fn fn, void *data);
 
 /** Whether byte `c` may continue an identifier. */
 int ctx_ident_char(unsigned char c);
+
+/** FNV-1a over the bytes of a name: what symbols are hashed with (computed during the scan). */
+static inline uint64_t ctx_ident_hash(const char *s, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+	return h;
+}
 
 /** A 64-bit hash of `len` bytes (not cryptographic; stable across runs and machines). */
 uint64_t ctx_hash(const void *data, size_t len);

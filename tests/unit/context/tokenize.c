@@ -16,7 +16,7 @@ static int collect(void *data, const char *s, size_t len, uint64_t h)
 {
 	struct buf *b = data;
 
-	assert_true(h == ctx_hash(s, len));
+	assert_true(h == ctx_ident_hash(s, len));
 	if (b->len)
 		buf_addch(b, ' ');
 	buf_add(b, s, len);
