@@ -3,15 +3,15 @@
  *
  * Layout, all integers little-endian:
  *
- *   "FXMAP01\n"                       8 bytes
- *   u64 hash                          ctx_hash() of everything after the header
+ *   "FXMAP02\n"                       8 bytes
+ *   u64 hash                          ctx_hash() of the hashes of the five sections
  *   u64 params                        ctx_hash() of the ctags arguments and limits:
  *                                     another forgex's cache is rebuilt, not trusted
  *   u64 arena_len, nsyms, nfiles, ndefs, nrefs
  *   arena                             arena_len bytes of NUL-terminated strings
  *   nsyms  x u32                      arena offset of each symbol's name
  *   nfiles x { u32 path, flags, def0, ndefs, ref0, nrefs;
- *              u64 size, ino, hash; i64 mtime_sec; u32 mtime_nsec }   (60 bytes)
+ *              u64 size, ino, hash; i64 mtime_sec; u32 mtime_nsec, 0 } (64 bytes)
  *   ndefs  x { u32 sym, line, kind, text, flags }                      (20 bytes)
  *   nrefs  x { u32 sym, count }                                        (8 bytes)
  *
@@ -38,11 +38,26 @@
 #include "context/index.h"
 #include "context/tokenize.h"
 
-#define MAGIC "FXMAP01\n"
+#define MAGIC "FXMAP02\n"
 #define HEADER (8 + 8 + 8 + 5 * 8)
-#define FILE_REC 60
+#define FILE_REC 64
 #define DEF_REC 20
 #define REF_REC 8
+
+/*
+ * The records on disk are the structs in memory on a little-endian
+ * machine, so the arrays are read and written whole; a big-endian one
+ * swaps them.
+ */
+_Static_assert(sizeof(struct ctx_file) == FILE_REC, "ctx_file is the file record");
+_Static_assert(sizeof(struct ctx_def) == DEF_REC, "ctx_def is the definition record");
+_Static_assert(sizeof(struct ctx_ref) == REF_REC, "ctx_ref is the reference record");
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define CACHE_SWAP 1
+#else
+#define CACHE_SWAP 0
+#endif
 
 /* What the cached data depends on besides the files. */
 static uint64_t params_hash(void)
@@ -60,80 +75,116 @@ static uint64_t params_hash(void)
 	return h;
 }
 
-static void put32(struct buf *b, uint32_t v)
+static void put64_at(unsigned char *p, uint64_t v)
 {
-	unsigned char c[4] = { (unsigned char)v, (unsigned char)(v >> 8),
-			       (unsigned char)(v >> 16), (unsigned char)(v >> 24) };
+	int i;
 
-	buf_add(b, c, 4);
-}
-
-static void put64(struct buf *b, uint64_t v)
-{
-	put32(b, (uint32_t)v);
-	put32(b, (uint32_t)(v >> 32));
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+	for (i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
 }
 
 static uint64_t get64(const unsigned char *p)
 {
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+/* Swap every 4-byte word (a big-endian machine; the 8-byte fields are two words swapped back). */
+static void swap_words(void *data, size_t bytes)
+{
+	uint32_t *w = data;
+	size_t i;
+
+	for (i = 0; i < bytes / 4; i++)
+		w[i] = __builtin_bswap32(w[i]);
+}
+
+static void swap_files(struct ctx_file *f, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		f[i].path = __builtin_bswap32(f[i].path);
+		f[i].flags = __builtin_bswap32(f[i].flags);
+		f[i].def0 = __builtin_bswap32(f[i].def0);
+		f[i].ndefs = __builtin_bswap32(f[i].ndefs);
+		f[i].ref0 = __builtin_bswap32(f[i].ref0);
+		f[i].nrefs = __builtin_bswap32(f[i].nrefs);
+		f[i].size = __builtin_bswap64(f[i].size);
+		f[i].ino = __builtin_bswap64(f[i].ino);
+		f[i].hash = __builtin_bswap64(f[i].hash);
+		f[i].mtime_sec = (int64_t)__builtin_bswap64((uint64_t)f[i].mtime_sec);
+		f[i].mtime_nsec = __builtin_bswap32(f[i].mtime_nsec);
+		f[i].pad = 0;
+	}
+}
+
+/* The checksum: ctx_hash() of the five sections' hashes. */
+static uint64_t body_hash(const void *arena, size_t alen, const void *syms, size_t nsyms,
+			  const void *files, size_t nfiles, const void *defs, size_t ndefs,
+			  const void *refs, size_t nrefs)
+{
+	unsigned char h[40];
+
+	put64_at(h, ctx_hash(arena, alen));
+	put64_at(h + 8, ctx_hash(syms, 4 * nsyms));
+	put64_at(h + 16, ctx_hash(files, FILE_REC * nfiles));
+	put64_at(h + 24, ctx_hash(defs, DEF_REC * ndefs));
+	put64_at(h + 32, ctx_hash(refs, REF_REC * nrefs));
+	return ctx_hash(h, sizeof(h));
+}
+
+/* Append `n` bytes of little-endian records; a big-endian machine swaps a copy. */
+static void add_le(struct buf *out, const void *data, size_t n, int files)
+{
+	size_t at = out->len;
+
+	buf_add(out, data, n);
+	if (CACHE_SWAP) {
+		if (files)
+			swap_files((struct ctx_file *)(void *)(out->buf + at), n / FILE_REC);
+		else
+			swap_words(out->buf + at, n);
+	}
 }
 
 void ctx_cache_serialize(const struct ctx_index *idx, struct buf *out)
 {
 	size_t start = out->len, body, i;
-	uint64_t h;
+	unsigned char hdr[HEADER];
+	const char *b;
 
+	memset(hdr, 0, sizeof(hdr));
+	memcpy(hdr, MAGIC, 8);
+	put64_at(hdr + 16, params_hash());
+	put64_at(hdr + 24, idx->arena.len);
+	put64_at(hdr + 32, idx->nsyms);
+	put64_at(hdr + 40, idx->nfiles);
+	put64_at(hdr + 48, idx->ndefs);
+	put64_at(hdr + 56, idx->nrefs);
 	buf_grow(out, HEADER + idx->arena.len + 4 * idx->nsyms + FILE_REC * idx->nfiles +
 		 DEF_REC * idx->ndefs + REF_REC * idx->nrefs);
-	buf_add(out, MAGIC, 8);
-	put64(out, 0);	/* the hash, filled in below */
-	put64(out, params_hash());
-	put64(out, idx->arena.len);
-	put64(out, idx->nsyms);
-	put64(out, idx->nfiles);
-	put64(out, idx->ndefs);
-	put64(out, idx->nrefs);
+	buf_add(out, hdr, HEADER);
 	body = out->len;
 	buf_add(out, idx->arena.buf, idx->arena.len);
-	for (i = 0; i < idx->nsyms; i++)
-		put32(out, idx->syms[i]);
-	for (i = 0; i < idx->nfiles; i++) {
-		const struct ctx_file *f = &idx->files[i];
-
-		put32(out, f->path);
-		put32(out, f->flags);
-		put32(out, f->def0);
-		put32(out, f->ndefs);
-		put32(out, f->ref0);
-		put32(out, f->nrefs);
-		put64(out, f->size);
-		put64(out, f->ino);
-		put64(out, f->hash);
-		put64(out, (uint64_t)f->mtime_sec);
-		put32(out, f->mtime_nsec);
-	}
-	for (i = 0; i < idx->ndefs; i++) {
-		const struct ctx_def *d = &idx->defs[i];
-
-		put32(out, d->sym);
-		put32(out, d->line);
-		put32(out, d->kind);
-		put32(out, d->text);
-		put32(out, d->flags);
-	}
-	for (i = 0; i < idx->nrefs; i++) {
-		put32(out, idx->refs[i].sym);
-		put32(out, idx->refs[i].count);
-	}
-	h = ctx_hash(out->buf + body, out->len - body);
-	for (i = 0; i < 8; i++)
-		out->buf[start + 8 + i] = (char)(h >> (8 * i));
+	add_le(out, idx->syms, 4 * idx->nsyms, 0);
+	i = out->len;
+	add_le(out, idx->files, FILE_REC * idx->nfiles, 1);
+	for (; i < out->len; i += FILE_REC)
+		memset(out->buf + i + 60, 0, 4);	/* the in-memory pad is nobody's business */
+	add_le(out, idx->defs, DEF_REC * idx->ndefs, 0);
+	add_le(out, idx->refs, REF_REC * idx->nrefs, 0);
+	b = out->buf + body;
+	put64_at((unsigned char *)out->buf + start + 8,
+		 body_hash(b, idx->arena.len, b + idx->arena.len, idx->nsyms,
+			   b + idx->arena.len + 4 * idx->nsyms, idx->nfiles,
+			   b + idx->arena.len + 4 * idx->nsyms + FILE_REC * idx->nfiles, idx->ndefs,
+			   b + idx->arena.len + 4 * idx->nsyms + FILE_REC * idx->nfiles +
+			   DEF_REC * idx->ndefs, idx->nrefs));
 }
 
 /* A path as the walk makes them: relative, no empty, "." or ".." component. */
@@ -171,22 +222,52 @@ void ctx_index_clear_data(struct ctx_index *idx)
 
 #define BAD(...) do { ret = err_set(FX_EPARSE, "repository map cache: " __VA_ARGS__); goto fail; } while (0)
 
-int ctx_cache_parse(struct ctx_index *idx, const unsigned char *data, size_t len)
-{
-	uint64_t alen, nsyms, nfiles, ndefs, nrefs, need;
+/* Where the sections come from: memory, or a file read straight into the arrays. */
+struct src {
 	const unsigned char *p;
+	size_t left;
+	int fd;
+};
+
+static int src_read(struct src *s, void *dst, size_t n)
+{
+	if (s->fd < 0) {
+		if (n > s->left)
+			return -1;
+		memcpy(dst, s->p, n);
+		s->p += n;
+		s->left -= n;
+		return 0;
+	}
+	while (n) {
+		ssize_t r = read(s->fd, dst, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		dst = (char *)dst + r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int parse_from(struct ctx_index *idx, struct src *src, size_t len)
+{
+	unsigned char hdr[HEADER];
+	uint64_t alen, nsyms, nfiles, ndefs, nrefs, need;
 	size_t i;
 	int ret;
 
-	if (len < HEADER || memcmp(data, MAGIC, 8))
+	if (len < HEADER || src_read(src, hdr, HEADER) || memcmp(hdr, MAGIC, 8))
 		return err_set(FX_EPARSE, "repository map cache: not a cache file (or another version)");
-	if (get64(data + 16) != params_hash())
+	if (get64(hdr + 16) != params_hash())
 		return err_set(FX_EPARSE, "repository map cache: made with other ctags options");
-	alen = get64(data + 24);
-	nsyms = get64(data + 32);
-	nfiles = get64(data + 40);
-	ndefs = get64(data + 48);
-	nrefs = get64(data + 56);
+	alen = get64(hdr + 24);
+	nsyms = get64(hdr + 32);
+	nfiles = get64(hdr + 40);
+	ndefs = get64(hdr + 48);
+	nrefs = get64(hdr + 56);
 	if (alen > len || nsyms > len || nfiles > len || ndefs > len || nrefs > len ||
 	    alen > UINT32_MAX || nsyms > UINT32_MAX || nfiles > UINT32_MAX || ndefs > UINT32_MAX ||
 	    nrefs > UINT32_MAX)
@@ -195,38 +276,44 @@ int ctx_cache_parse(struct ctx_index *idx, const unsigned char *data, size_t len
 	if (need != len)
 		return err_set(FX_EPARSE, "repository map cache: %zu bytes, the counts say %llu",
 			       len, (unsigned long long)need);
-	if (get64(data + 8) != ctx_hash(data + HEADER, len - HEADER))
-		return err_set(FX_EPARSE, "repository map cache: checksum mismatch");
-	if (!alen || data[HEADER] != 0 || data[HEADER + alen - 1] != 0)
+	if (!alen)
 		return err_set(FX_EPARSE, "repository map cache: bad string table");
 
-	p = data + HEADER;
 	buf_init(&idx->arena, (size_t)alen + 1);
-	buf_add(&idx->arena, p, (size_t)alen);
-	p += alen;
 	idx->syms = xmalloc((size_t)(nsyms ? nsyms : 1) * sizeof(*idx->syms));
-	for (i = 0; i < nsyms; i++, p += 4) {
-		idx->syms[i] = get32(p);
+	idx->files = xmalloc((size_t)(nfiles ? nfiles : 1) * sizeof(*idx->files));
+	idx->defs = xmalloc((size_t)(ndefs ? ndefs : 1) * sizeof(*idx->defs));
+	idx->refs = xmalloc((size_t)(nrefs ? nrefs : 1) * sizeof(*idx->refs));
+	if (src_read(src, idx->arena.buf, (size_t)alen) ||
+	    src_read(src, idx->syms, (size_t)(4 * nsyms)) ||
+	    src_read(src, idx->files, (size_t)(FILE_REC * nfiles)) ||
+	    src_read(src, idx->defs, (size_t)(DEF_REC * ndefs)) ||
+	    src_read(src, idx->refs, (size_t)(REF_REC * nrefs)))
+		BAD("cut short while reading");
+	buf_setlen(&idx->arena, (size_t)alen);
+	if (get64(hdr + 8) != body_hash(idx->arena.buf, (size_t)alen, idx->syms, (size_t)nsyms,
+					 idx->files, (size_t)nfiles, idx->defs, (size_t)ndefs,
+					 idx->refs, (size_t)nrefs))
+		BAD("checksum mismatch");
+	if (CACHE_SWAP) {
+		swap_words(idx->syms, 4 * nsyms);
+		swap_files(idx->files, nfiles);
+		swap_words(idx->defs, DEF_REC * ndefs);
+		swap_words(idx->refs, REF_REC * nrefs);
+	}
+	if (idx->arena.buf[0] != 0 || idx->arena.buf[alen - 1] != 0)
+		BAD("bad string table");
+	idx->nsyms = idx->asyms = (size_t)nsyms;
+	idx->nfiles = idx->afiles = (size_t)nfiles;
+	idx->ndefs = idx->adefs = (size_t)ndefs;
+	idx->nrefs = idx->arefs = (size_t)nrefs;
+	for (i = 0; i < nsyms; i++)
 		if (idx->syms[i] >= alen || !idx->arena.buf[idx->syms[i]])
 			BAD("symbol %zu out of range", i);
-	}
-	idx->nsyms = idx->asyms = (size_t)nsyms;
-	idx->files = xmalloc((size_t)(nfiles ? nfiles : 1) * sizeof(*idx->files));
-	for (i = 0; i < nfiles; i++, p += FILE_REC) {
+	for (i = 0; i < nfiles; i++) {
 		struct ctx_file *f = &idx->files[i];
 
-		memset(f, 0, sizeof(*f));
-		f->path = get32(p);
-		f->flags = get32(p + 4);
-		f->def0 = get32(p + 8);
-		f->ndefs = get32(p + 12);
-		f->ref0 = get32(p + 16);
-		f->nrefs = get32(p + 20);
-		f->size = get64(p + 24);
-		f->ino = get64(p + 32);
-		f->hash = get64(p + 40);
-		f->mtime_sec = (int64_t)get64(p + 48);
-		f->mtime_nsec = get32(p + 56);
+		f->pad = 0;
 		if (f->path >= alen || !clean_path(idx->arena.buf + f->path))
 			BAD("file %zu: bad path", i);
 		if (i && strcmp(idx->arena.buf + idx->files[i - 1].path, idx->arena.buf + f->path) >= 0)
@@ -238,32 +325,46 @@ int ctx_cache_parse(struct ctx_index *idx, const unsigned char *data, size_t len
 		if (f->flags & ~(uint32_t)(CTX_F_NOTAGS | CTX_F_SKIP))
 			BAD("file %zu: unknown flags", i);
 	}
-	idx->nfiles = idx->afiles = (size_t)nfiles;
-	idx->defs = xmalloc((size_t)(ndefs ? ndefs : 1) * sizeof(*idx->defs));
-	for (i = 0; i < ndefs; i++, p += DEF_REC) {
-		struct ctx_def *d = &idx->defs[i];
+	for (i = 0; i < ndefs; i++) {
+		const struct ctx_def *d = &idx->defs[i];
 
-		d->sym = get32(p);
-		d->line = get32(p + 4);
-		d->kind = get32(p + 8);
-		d->text = get32(p + 12);
-		d->flags = get32(p + 16);
 		if (d->sym >= nsyms || d->kind >= alen || d->text >= alen || !d->line)
 			BAD("definition %zu out of range", i);
 	}
-	idx->ndefs = idx->adefs = (size_t)ndefs;
-	idx->refs = xmalloc((size_t)(nrefs ? nrefs : 1) * sizeof(*idx->refs));
-	for (i = 0; i < nrefs; i++, p += REF_REC) {
-		idx->refs[i].sym = get32(p);
-		idx->refs[i].count = get32(p + 4);
+	for (i = 0; i < nrefs; i++)
 		if (idx->refs[i].sym >= nsyms || !idx->refs[i].count)
 			BAD("reference %zu out of range", i);
-	}
-	idx->nrefs = idx->arefs = (size_t)nrefs;
 	return 0;
 fail:
 	ctx_index_clear_data(idx);
 	return ret;
+}
+
+void ctx_cache_checksum(unsigned char *data, size_t len)
+{
+	uint64_t alen, nsyms, nfiles, ndefs, nrefs;
+	const unsigned char *b = data + HEADER;
+
+	if (len < HEADER)
+		return;
+	alen = get64(data + 24);
+	nsyms = get64(data + 32);
+	nfiles = get64(data + 40);
+	ndefs = get64(data + 48);
+	nrefs = get64(data + 56);
+	if (alen > len || nsyms > len || nfiles > len || ndefs > len || nrefs > len ||
+	    HEADER + alen + 4 * nsyms + FILE_REC * nfiles + DEF_REC * ndefs + REF_REC * nrefs != len)
+		return;
+	put64_at(data + 8, body_hash(b, alen, b + alen, nsyms, b + alen + 4 * nsyms, nfiles,
+				     b + alen + 4 * nsyms + FILE_REC * nfiles, ndefs,
+				     b + alen + 4 * nsyms + FILE_REC * nfiles + DEF_REC * ndefs, nrefs));
+}
+
+int ctx_cache_parse(struct ctx_index *idx, const unsigned char *data, size_t len)
+{
+	struct src src = { data, len, -1 };
+
+	return parse_from(idx, &src, len);
 }
 
 /* Open `name` in `dirfd` as a folder, refusing a link. */
@@ -294,7 +395,6 @@ static int open_map_dir(const struct ctx_index *idx, int create)
 
 int ctx_cache_load(struct ctx_index *idx)
 {
-	struct buf data = BUF_INIT;
 	struct stat st;
 	int dfd = open_map_dir(idx, 0), fd, ret;
 
@@ -311,15 +411,13 @@ int ctx_cache_load(struct ctx_index *idx)
 		close(fd);
 		return err_set(FX_EPARSE, "repository map cache: not a regular file of a sane size");
 	}
-	buf_init(&data, (size_t)st.st_size + 1);
-	ret = fsutil_read_fd(&data, fd, CTX_CACHE_MAX);
-	close(fd);
-	if (ret < 0) {
-		buf_release(&data);
-		return err_set(FX_EPARSE, "repository map cache: cannot read: %s", err_last());
+	{
+		/* straight into the arrays: no second copy of a large cache */
+		struct src src = { NULL, 0, fd };
+
+		ret = parse_from(idx, &src, (size_t)st.st_size);
 	}
-	ret = ctx_cache_parse(idx, (const unsigned char *)data.buf, data.len);
-	buf_release(&data);
+	close(fd);
 	return ret;
 }
 

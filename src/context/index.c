@@ -420,14 +420,15 @@ struct old_slot {
 	uint32_t file1;			/* index + 1 in the old files */
 };
 
+#define IN_OLD 1	/* ctx_file.pad during an update: ranges in the old arrays */
+
 struct update {
 	struct ctx_index *idx;
 	struct ctx_file *old_files;
 	size_t old_n;
 	struct ctx_def *old_defs;
 	struct ctx_ref *old_refs;
-	uint32_t *oldtab;		/* path hash -> old file + 1 */
-	size_t oldtab_size;
+	size_t old_cursor;		/* the next old file not yet matched */
 
 	struct ctx_file *files;		/* the new files, in walk order */
 	size_t nfiles, afiles;
@@ -451,35 +452,22 @@ struct update {
 	int changed;
 };
 
-static void oldtab_build(struct update *u)
+/*
+ * The walk yields paths in bytewise order (see walk()), as the old files
+ * are sorted: a cursor finds each one's old record.
+ */
+static const struct ctx_file *old_find(struct update *u, const char *rel)
 {
-	size_t size = 1024, i;
+	while (u->old_cursor < u->old_n) {
+		const struct ctx_file *f = &u->old_files[u->old_cursor];
+		int c = strcmp(u->idx->arena.buf + f->path, rel);
 
-	while (size < 2 * u->old_n)
-		size *= 2;
-	u->oldtab = xcalloc(size, sizeof(*u->oldtab));
-	u->oldtab_size = size;
-	for (i = 0; i < u->old_n; i++) {
-		const char *p = u->idx->arena.buf + u->old_files[i].path;
-		size_t j = (size_t)ctx_hash(p, strlen(p)) & (size - 1);
-
-		while (u->oldtab[j])
-			j = (j + 1) & (size - 1);
-		u->oldtab[j] = (uint32_t)i + 1;
-	}
-}
-
-static const struct ctx_file *old_find(struct update *u, const char *rel, size_t len)
-{
-	size_t mask = u->oldtab_size - 1, j;
-
-	if (!u->old_n)
-		return NULL;
-	for (j = (size_t)ctx_hash(rel, len) & mask; u->oldtab[j]; j = (j + 1) & mask) {
-		const struct ctx_file *f = &u->old_files[u->oldtab[j] - 1];
-
-		if (!strcmp(u->idx->arena.buf + f->path, rel))
+		if (c > 0)
+			return NULL;
+		u->old_cursor++;
+		if (!c)
 			return f;
+		u->changed = 1;	/* an old file that is gone */
 	}
 	return NULL;
 }
@@ -548,22 +536,6 @@ static void scan_refs(struct update *u, struct ctx_file *f)
 	u->local_n = 0;
 }
 
-static void copy_old(struct update *u, struct ctx_file *nf, const struct ctx_file *of)
-{
-	size_t i;
-
-	nf->def0 = (uint32_t)u->ndefs;
-	nf->ref0 = (uint32_t)u->nrefs;
-	ALLOC_GROW(u->defs, u->ndefs + of->ndefs, u->adefs);
-	ALLOC_GROW(u->refs, u->nrefs + of->nrefs, u->arefs);
-	for (i = 0; i < of->ndefs; i++)
-		u->defs[u->ndefs++] = u->old_defs[of->def0 + i];
-	memcpy(u->refs + u->nrefs, u->old_refs + of->ref0, of->nrefs * sizeof(*u->refs));
-	u->nrefs += of->nrefs;
-	nf->ndefs = of->ndefs;
-	nf->nrefs = of->nrefs;
-}
-
 static int read_fd_whole(struct buf *b, int fd, size_t size)
 {
 	buf_reset(b);
@@ -621,14 +593,14 @@ static void add_file(struct update *u, int dirfd, const char *name, const char *
 		idx->stats.skipped++;
 		return;
 	}
-	of = old_find(u, rel, rel_len);
+	of = old_find(u, rel);
 	if (of && of->size == (uint64_t)st.st_size && of->ino == (uint64_t)st.st_ino &&
 	    of->mtime_sec == (int64_t)st.st_mtim.tv_sec &&
 	    of->mtime_nsec == (uint32_t)st.st_mtim.tv_nsec && !(of->flags & CTX_F_NOTAGS)) {
 		ALLOC_GROW(u->files, u->nfiles + 1, u->afiles);
 		nf = &u->files[u->nfiles++];
 		*nf = *of;
-		copy_old(u, nf, of);
+		nf->pad = IN_OLD;	/* its ranges are the old arrays' */
 		idx->stats.cache_hits++;
 		return;
 	}
@@ -671,7 +643,11 @@ static void add_file(struct update *u, int dirfd, const char *name, const char *
 	if (of && of->hash == nf->hash && !(of->flags & (CTX_F_NOTAGS | CTX_F_SKIP)) &&
 	    of->size == nf->size) {
 		nf->path = of->path;
-		copy_old(u, nf, of);
+		nf->def0 = of->def0;
+		nf->ndefs = of->ndefs;
+		nf->ref0 = of->ref0;
+		nf->nrefs = of->nrefs;
+		nf->pad = IN_OLD;
 		u->nfiles++;
 		idx->stats.same_content++;
 		return;
@@ -701,17 +677,39 @@ static const struct ignore_chain *chain_push(struct update *u, const struct igno
 	return node;
 }
 
-struct subdir {
-	char *rel;
+struct entry {
+	char *name;
+	int is_dir;
 };
+
+/*
+ * Names compared as their paths compare: a folder as "name/". Walking
+ * each folder in this order yields every path in bytewise order.
+ */
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	const unsigned char *p = (const unsigned char *)x->name, *q = (const unsigned char *)y->name;
+
+	for (;; p++, q++) {
+		unsigned c = *p ? *p : x->is_dir ? '/' : 0;
+		unsigned d = *q ? *q : y->is_dir ? '/' : 0;
+
+		if (c != d)
+			return c < d ? -1 : 1;
+		if (!*p || !*q)
+			return 0;
+	}
+}
 
 static void walk(struct update *u, const char *rel, const struct ignore_chain *parent)
 {
 	struct ignore_rules *rules = NULL;
 	const struct ignore_chain *chain;
-	struct strvec subdirs = STRVEC_INIT;
+	struct entry *ents = NULL;
+	size_t nents = 0, aents = 0, base, i;
+	struct buf path = BUF_INIT;
 	struct dirent *de;
-	size_t base, i;
 	DIR *d;
 	int fd = wspath_open_dir(&u->idx->root, rel);
 
@@ -729,12 +727,11 @@ static void walk(struct update *u, const char *rel, const struct ignore_chain *p
 		close(fd);
 		return;
 	}
-	buf_reset(&u->path);
 	if (*rel) {
-		buf_addstr(&u->path, rel);
-		buf_addch(&u->path, '/');
+		buf_addstr(&path, rel);
+		buf_addch(&path, '/');
 	}
-	base = u->path.len;
+	base = path.len;
 	while ((de = readdir(d))) {
 		const char *name = de->d_name;
 		unsigned char type = de->d_type;
@@ -754,23 +751,32 @@ static void walk(struct update *u, const char *rel, const struct ignore_chain *p
 		if (type != DT_DIR && type != DT_REG)
 			continue;	/* links, devices, pipes: never followed or read */
 		is_dir = type == DT_DIR;
-		buf_setlen(&u->path, base);
-		buf_addstr(&u->path, name);
-		if (ignore_chain_excluded(chain, u->path.buf, u->path.len, is_dir))
+		buf_setlen(&path, base);
+		buf_addstr(&path, name);
+		if (ignore_chain_excluded(chain, path.buf, path.len, is_dir))
 			continue;
-		if (is_dir) {
-			strvec_push(&subdirs, u->path.buf);
-		} else {
-			char *r = xstrndup(u->path.buf, u->path.len);
+		ALLOC_GROW(ents, nents + 1, aents);
+		ents[nents].name = xstrdup(name);
+		ents[nents].is_dir = is_dir;
+		nents++;
+	}
+	qsort(ents, nents, sizeof(*ents), cmp_entry);
+	for (i = 0; i < nents; i++) {
+		buf_setlen(&path, base);
+		buf_addstr(&path, ents[i].name);
+		if (ents[i].is_dir) {
+			char *sub = xstrndup(path.buf, path.len);
 
-			add_file(u, dirfd(d), name, r, u->path.len);
-			free(r);
+			walk(u, sub, chain);
+			free(sub);
+		} else {
+			add_file(u, dirfd(d), ents[i].name, path.buf, path.len);
 		}
+		free(ents[i].name);
 	}
 	closedir(d);
-	for (i = 0; i < subdirs.nr; i++)
-		walk(u, subdirs.v[i], chain);
-	strvec_clear(&subdirs);
+	free(ents);
+	buf_release(&path);
 }
 
 /* ---- merging ---- */
@@ -820,14 +826,6 @@ static void merge_batch(struct update *u, struct batch *b)
 		}
 		f->ndefs = (uint32_t)(u->ndefs - f->def0);
 	}
-}
-
-static int cmp_file(const void *a, const void *b, void *arg)
-{
-	const char *arena = arg;
-
-	return strcmp(arena + ((const struct ctx_file *)a)->path,
-		      arena + ((const struct ctx_file *)b)->path);
 }
 
 /* ---- the public side ---- */
@@ -902,7 +900,6 @@ int ctx_index_update(struct ctx_index *idx)
 		u.ru.workers[1].ex = idx->ex2;
 		u.ru.nworkers = 2;
 	}
-	oldtab_build(&u);
 
 	ret = ignore_load_exclude(&exclude, &idx->root);
 	if (ret < 0) {
@@ -952,21 +949,57 @@ int ctx_index_update(struct ctx_index *idx)
 	pthread_mutex_destroy(&u.ru.lock);
 	pthread_cond_destroy(&u.ru.cond);
 
-	if (u.nfiles != u.old_n)
+	if (u.nfiles != u.old_n || u.old_cursor != u.old_n)
 		u.changed = 1;
-	qsort_r(u.files, u.nfiles, sizeof(*u.files), cmp_file, idx->arena.buf);
-	free(idx->files);
-	free(idx->defs);
-	free(idx->refs);
-	idx->files = u.files;
-	idx->nfiles = u.nfiles;
-	idx->afiles = u.afiles;
-	idx->defs = u.defs;
-	idx->ndefs = u.ndefs;
-	idx->adefs = u.adefs;
-	idx->refs = u.refs;
-	idx->nrefs = u.nrefs;
-	idx->arefs = u.arefs;
+	for (i = 1; i < u.nfiles; i++)
+		if (strcmp(idx->arena.buf + u.files[i - 1].path, idx->arena.buf + u.files[i].path) >= 0)
+			BUG("repository map: the walk left path order at %zu", i);
+	if (!u.changed) {
+		/* the old arrays hold everything already: keep them, drop the copies */
+		for (i = 0; i < u.nfiles; i++)
+			u.files[i].pad = 0;
+		free(idx->files);
+		idx->files = u.files;
+		idx->afiles = u.afiles;
+		free(u.defs);
+		free(u.refs);
+	} else {
+		struct ctx_def *defs;
+		struct ctx_ref *refs;
+		size_t nd = 0, nr = 0;
+
+		for (i = 0; i < u.nfiles; i++) {
+			nd += u.files[i].ndefs;
+			nr += u.files[i].nrefs;
+		}
+		defs = xmalloc((nd ? nd : 1) * sizeof(*defs));
+		refs = xmalloc((nr ? nr : 1) * sizeof(*refs));
+		nd = nr = 0;
+		for (i = 0; i < u.nfiles; i++) {
+			struct ctx_file *f = &u.files[i];
+			int old = f->pad == IN_OLD;
+
+			memcpy(defs + nd, (old ? u.old_defs : u.defs) + f->def0, f->ndefs * sizeof(*defs));
+			memcpy(refs + nr, (old ? u.old_refs : u.refs) + f->ref0, f->nrefs * sizeof(*refs));
+			f->def0 = (uint32_t)nd;
+			f->ref0 = (uint32_t)nr;
+			nd += f->ndefs;
+			nr += f->nrefs;
+			f->pad = 0;
+		}
+		free(idx->files);
+		free(idx->defs);
+		free(idx->refs);
+		free(u.defs);
+		free(u.refs);
+		idx->files = u.files;
+		idx->nfiles = u.nfiles;
+		idx->afiles = u.afiles;
+		idx->defs = defs;
+		idx->ndefs = idx->adefs = nd;
+		idx->refs = refs;
+		idx->nrefs = idx->arefs = nr;
+	}
 
 	if (u.changed && !idx->no_save) {
 		if (ctx_cache_save(idx) == 0)
@@ -985,7 +1018,6 @@ int ctx_index_update(struct ctx_index *idx)
 		free(u.nodes[i]);
 	}
 	free(u.nodes);
-	free(u.oldtab);
 	free(u.local);
 	free(u.used);
 	buf_release(&u.content);

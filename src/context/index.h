@@ -160,6 +160,13 @@ long ctx_index_find_sym(struct ctx_index *idx, const char *name, size_t len);
  */
 int ctx_cache_parse(struct ctx_index *idx, const unsigned char *data, size_t len);
 
+/**
+ * Set the checksum of the cache image `data` to what its sections hash
+ * to (when its counts match its size); for the tests and the fuzzer, so
+ * that the checks behind the checksum can be reached.
+ */
+void ctx_cache_checksum(unsigned char *data, size_t len);
+
 /** Append the cache image of `idx` to `out`. */
 void ctx_cache_serialize(const struct ctx_index *idx, struct buf *out);
 

@@ -14,7 +14,7 @@
 
 #define DAMPING 0.85
 #define MAX_ITER 100
-#define EPSILON 1e-10
+#define EPSILON 1e-9
 #define MENTION_BOOST 10.0
 #define PER_FILE 6		/* definitions per file in the first pass */
 
@@ -518,24 +518,26 @@ static double kind_weight(const char *kind)
 static void score_defs(struct ranker *k)
 {
 	struct ctx_index *idx = k->idx;
-	size_t f, i, j;
+	size_t f, i;
+
+	/*
+	 * What flows along a name into each of its definers, summed per
+	 * name (an edge's weight is the name's, times the definition's kind):
+	 * one write per reference rather than one per (reference, definer).
+	 */
+	double *symflow = xcalloc(idx->nsyms ? idx->nsyms : 1, sizeof(*symflow));
 
 	k->score = xcalloc(idx->ndefs ? idx->ndefs : 1, sizeof(*k->score));
 	for (f = 0; f < k->n; f++) {
 		const struct ctx_file *cf = &idx->files[f];
+		double share;
 
 		if (k->outw[f] <= 0)
 			continue;
-		for (i = cf->ref0; i < cf->ref0 + cf->nrefs; i++) {
-			const struct ctx_ref *r = &idx->refs[i];
-			double flow;
-
-			if (!k->ref_ok[i])
-				continue;
-			flow = DAMPING * k->r[f] * ref_weight(k, r) / k->outw[f];
-			for (j = k->sym_start[r->sym]; j < k->sym_start[r->sym + 1]; j++)
-				k->score[k->sym_defs[j]] += flow * k->kw[k->sym_defs[j]];
-		}
+		share = DAMPING * k->r[f] / k->outw[f];
+		for (i = cf->ref0; i < cf->ref0 + cf->nrefs; i++)
+			if (k->ref_ok[i])
+				symflow[idx->refs[i].sym] += share * ref_weight(k, &idx->refs[i]);
 	}
 	for (f = 0; f < k->n; f++) {
 		const struct ctx_file *cf = &idx->files[f];
@@ -543,11 +545,14 @@ static void score_defs(struct ranker *k)
 		for (i = cf->def0; i < cf->def0 + cf->ndefs; i++) {
 			const struct ctx_def *d = &idx->defs[i];
 
+			if (!(d->flags & CTX_D_FILE_SCOPE))
+				k->score[i] += symflow[d->sym] * k->kw[i];
 			k->score[i] += k->r[f] * k->kw[i] / (double)cf->ndefs;
 			if (k->mentioned[d->sym])
 				k->score[i] += (k->r[f] + 1.0) * mention_weight(k, d->sym) * k->kw[i];
 		}
 	}
+	free(symflow);
 }
 
 /* ---- choosing and rendering ---- */

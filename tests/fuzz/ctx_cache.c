@@ -17,7 +17,6 @@
 #include "base/err.h"
 #include "context/index.h"
 #include "context/rank.h"
-#include "context/tokenize.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -35,7 +34,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if ((data[0] & 1) && in.len >= HEADER) {
 		struct ctx_index empty;
 		struct buf hdr = BUF_INIT;
-		uint64_t h;
 
 		memset(&empty, 0, sizeof(empty));
 		buf_init(&empty.arena, 0);
@@ -43,9 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ctx_cache_serialize(&empty, &hdr);
 		memcpy(in.buf, hdr.buf, 8);
 		memcpy(in.buf + 16, hdr.buf + 16, 8);	/* the parameters */
-		h = ctx_hash(in.buf + HEADER, in.len - HEADER);
-		for (i = 0; i < 8; i++)
-			in.buf[8 + i] = (char)(h >> (8 * i));
+		ctx_cache_checksum((unsigned char *)in.buf, in.len);
 		buf_release(&hdr);
 		buf_release(&empty.arena);
 	}
