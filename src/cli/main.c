@@ -117,7 +117,7 @@ static const struct cli_command commands[] = {
 	  "\n"
 	  "Writes .forgex/config.toml in the current folder with every key\n"
 	  "present but commented out, showing its default. Inside a git\n"
-	  "repository, adds .forgex/runs/ and .forgex/checkpoints/ to\n"
+	  "repository, adds .forgex/runs/, .forgex/checkpoints/ and .forgex/map/ to\n"
 	  ".git/info/exclude. Refuses to overwrite an existing file unless\n"
 	  "--force is given.\n" },
 	{ "log", HEAVY(cmd_log), CLI_HEAVY, "List runs, or show one run's timeline",
