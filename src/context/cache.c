@@ -143,6 +143,8 @@ static void add_le(struct buf *out, const void *data, size_t n, int files)
 {
 	size_t at = out->len;
 
+	if (!n)
+		return;
 	buf_add(out, data, n);
 	if (CACHE_SWAP) {
 		if (files)

@@ -979,8 +979,12 @@ int ctx_index_update(struct ctx_index *idx)
 			struct ctx_file *f = &u.files[i];
 			int old = f->pad == IN_OLD;
 
-			memcpy(defs + nd, (old ? u.old_defs : u.defs) + f->def0, f->ndefs * sizeof(*defs));
-			memcpy(refs + nr, (old ? u.old_refs : u.refs) + f->ref0, f->nrefs * sizeof(*refs));
+			if (f->ndefs)
+				memcpy(defs + nd, (old ? u.old_defs : u.defs) + f->def0,
+				       f->ndefs * sizeof(*defs));
+			if (f->nrefs)
+				memcpy(refs + nr, (old ? u.old_refs : u.refs) + f->ref0,
+				       f->nrefs * sizeof(*refs));
 			f->def0 = (uint32_t)nd;
 			f->ref0 = (uint32_t)nr;
 			nd += f->ndefs;
