@@ -315,7 +315,8 @@ static int parse_from(struct ctx_index *idx, struct src *src, size_t len)
 	for (i = 0; i < nfiles; i++) {
 		struct ctx_file *f = &idx->files[i];
 
-		f->pad = 0;
+		if (f->pad)
+			BAD("file %zu: padding not zero", i);
 		if (f->path >= alen || !clean_path(idx->arena.buf + f->path))
 			BAD("file %zu: bad path", i);
 		if (i && strcmp(idx->arena.buf + idx->files[i - 1].path, idx->arena.buf + f->path) >= 0)

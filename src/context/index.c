@@ -36,7 +36,7 @@
 #define BATCH_FILES 1500		/* files per ctags run */
 #define BATCH_BYTES ((size_t)6 << 20)	/* source bytes per ctags run */
 #define CTAGS_OUTPUT_MAX ((size_t)256 << 20)
-#define CTAGS_TIMEOUT_MS (600 * 1000)
+#define CTAGS_TIMEOUT_MS 0		/* [terminal] timeout_seconds, as for any command */
 
 static double now_s(void)
 {

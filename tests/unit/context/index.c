@@ -441,6 +441,13 @@ static void test_cache_parse_rejects(void **state)
 
 	buf_reset(&bad);
 	buf_addbuf(&bad, &good);
+	put32_at(&bad, files_at + 60, 1);	/* the record's padding (found by the fuzzer) */
+	resign(&bad);
+	assert_int_equal(ctx_cache_parse(&idx, (unsigned char *)bad.buf, bad.len), FX_EPARSE);
+	assert_non_null(strstr(err_last(), "padding"));
+
+	buf_reset(&bad);
+	buf_addbuf(&bad, &good);
 	bad.buf[40] = (char)0xff;	/* nfiles far beyond the file */
 	bad.buf[43] = 0x7f;
 	assert_int_equal(ctx_cache_parse(&idx, (unsigned char *)bad.buf, bad.len), FX_EPARSE);
