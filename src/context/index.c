@@ -35,6 +35,7 @@
 #define BINARY_WINDOW (64u * 1024)	/* a NUL here makes the file binary, as for search */
 #define BATCH_FILES 1500		/* files per ctags run */
 #define BATCH_BYTES ((size_t)6 << 20)	/* source bytes per ctags run */
+#define BATCH_ARGS ((size_t)256 << 10)	/* bytes of arguments per ctags run */
 #define CTAGS_OUTPUT_MAX ((size_t)256 << 20)
 #define CTAGS_TIMEOUT_MS 0		/* [terminal] timeout_seconds, as for any command */
 
@@ -192,7 +193,7 @@ struct tag_rec {
 struct batch {
 	struct strvec paths;		/* relative paths */
 	uint32_t *slots;
-	size_t nslots, aslots, bytes;
+	size_t nslots, aslots, bytes, argbytes;
 	struct buf strs;		/* strings of the tags */
 	struct tag_rec *tags;
 	size_t ntags, atags;
@@ -575,7 +576,9 @@ static void queue_ctags(struct update *u, const char *rel, uint32_t slot, size_t
 	ALLOC_GROW(b->slots, b->nslots + 1, b->aslots);
 	b->slots[b->nslots++] = slot;
 	b->bytes += bytes;
-	if (b->paths.nr >= max || b->bytes >= BATCH_BYTES) {
+	b->argbytes += strlen(rel) + 3 + sizeof(char *);
+	/* the argument list stays far below ARG_MAX (2 MiB with the usual 8 MiB stack) */
+	if (b->paths.nr >= max || b->bytes >= BATCH_BYTES || b->argbytes >= BATCH_ARGS) {
 		runner_submit(&u->ru, b);
 		u->cur = NULL;
 	}

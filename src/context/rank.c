@@ -51,6 +51,8 @@ struct ranker {
 	unsigned char *ref_ok;		/* per reference: it makes edges (usable, not self) */
 	struct msym { uint32_t sym; double w; } *msyms;	/* mentioned symbols */
 	int focused;			/* the personalisation is not uniform */
+	struct pending { uint32_t sym; double def_w, ref_w; int how; } pending[256];
+	size_t npending;
 	size_t nmsyms, amsyms;
 };
 
@@ -230,56 +232,97 @@ static void build_edges(struct ranker *k)
 
 /* ---- personalisation ---- */
 
+/*
+ * A name the focus mentions: queued, then applied to every file in two
+ * passes over the definitions and references whatever their number
+ * (apply_mentions()).
+ */
+#define MENTIONS_MAX 256
+
 static void mention_sym(struct ranker *k, long sym, double def_w, double ref_w, int how)
 {
-	struct ctx_index *idx = k->idx;
-	size_t f, i, nd = 0, nr = 0;
-	double *best;
-
-	if (sym < 0)
+	if (sym < 0 || k->npending >= MENTIONS_MAX)
 		return;
-	/* every definition counts here, file-scope ones too */
-	best = xcalloc(k->n ? k->n : 1, sizeof(*best));
-	for (f = 0; f < k->n; f++) {
-		const struct ctx_file *cf = &idx->files[f];
+	k->pending[k->npending].sym = (uint32_t)sym;
+	k->pending[k->npending].def_w = def_w;
+	k->pending[k->npending].ref_w = ref_w;
+	k->pending[k->npending].how = how;
+	k->npending++;
+}
 
-		for (i = cf->def0; i < cf->def0 + cf->ndefs; i++) {
-			if (idx->defs[i].sym != (uint32_t)sym)
-				continue;
-			if (!best[f])
-				nd++;
-			if (kind_weight(ctx_str(idx, idx->defs[i].kind)) > best[f])
-				best[f] = kind_weight(ctx_str(idx, idx->defs[i].kind));
-		}
-	}
-	if (!nd) {
-		free(best);
-		return;	/* only referred to: a name of a library, says nothing of the tree */
-	}
-	if (k->mentioned[sym] < how)
-		k->mentioned[sym] = (unsigned char)how;
-	ALLOC_GROW(k->msyms, k->nmsyms + 1, k->amsyms);
-	k->msyms[k->nmsyms].sym = (uint32_t)sym;
-	k->msyms[k->nmsyms].w = (how == 2 ? 2.0 : 1.0) / (double)nd;
-	k->nmsyms++;
-	for (f = 0; f < k->n; f++) {
-		const struct ctx_file *cf = &idx->files[f];
+static void apply_mentions(struct ranker *k)
+{
+	struct ctx_index *idx = k->idx;
+	int32_t *slot;
+	uint32_t nd[MENTIONS_MAX] = { 0 }, nr[MENTIONS_MAX] = { 0 };
+	uint32_t mark_def[MENTIONS_MAX], mark_ref[MENTIONS_MAX];
+	double best[MENTIONS_MAX];
+	size_t f, i, e, pass;
 
-		if (best[f]) {
-			k->p[f] += def_w * best[f] / (double)nd;
-			continue;
-		}
-		for (i = cf->ref0; i < cf->ref0 + cf->nrefs; i++)
-			if (idx->refs[i].sym == (uint32_t)sym) {
-				nr++;
-				best[f] = -1;
-				break;
+	if (!k->npending)
+		return;
+	slot = xmalloc((idx->nsyms ? idx->nsyms : 1) * sizeof(*slot));
+	memset(slot, 0xff, (idx->nsyms ? idx->nsyms : 1) * sizeof(*slot));
+	for (e = 0; e < k->npending; e++)
+		if (slot[k->pending[e].sym] < 0)
+			slot[k->pending[e].sym] = (int32_t)e;	/* the first entry of the name */
+	for (pass = 0; pass < 2; pass++) {
+		memset(mark_def, 0, sizeof(mark_def));
+		memset(mark_ref, 0, sizeof(mark_ref));
+		for (f = 0; f < k->n; f++) {
+			const struct ctx_file *cf = &idx->files[f];
+			uint32_t tag = (uint32_t)f + 1;
+
+			/* every definition counts here, file-scope ones too */
+			for (i = cf->def0; i < cf->def0 + cf->ndefs; i++) {
+				int32_t u = slot[idx->defs[i].sym];
+
+				if (u < 0)
+					continue;
+				if (mark_def[u] != tag) {
+					mark_def[u] = tag;
+					best[u] = 0;
+					nd[u] += !pass;
+				}
+				if (k->kw[i] > best[u])
+					best[u] = k->kw[i];
 			}
+			for (i = cf->ref0; i < cf->ref0 + cf->nrefs; i++) {
+				int32_t u = slot[idx->refs[i].sym];
+
+				if (u < 0 || mark_def[u] == tag || mark_ref[u] == tag)
+					continue;
+				mark_ref[u] = tag;
+				nr[u] += !pass;
+			}
+			if (!pass)
+				continue;
+			for (e = 0; e < k->npending; e++) {
+				int32_t u = slot[k->pending[e].sym];
+
+				if (!nd[u])
+					continue;	/* only referred to: a library's name says nothing of the tree */
+				if (mark_def[u] == tag)
+					k->p[f] += k->pending[e].def_w * best[u] / (double)nd[u];
+				else if (mark_ref[u] == tag)
+					k->p[f] += k->pending[e].ref_w / (double)nr[u];
+			}
+		}
 	}
-	for (f = 0; nr && f < k->n; f++)
-		if (best[f] < 0)
-			k->p[f] += ref_w / (double)nr;
-	free(best);
+	for (e = 0; e < k->npending; e++) {
+		const struct pending *m = &k->pending[e];
+		int32_t u = slot[m->sym];
+
+		if (!nd[u])
+			continue;
+		if (k->mentioned[m->sym] < m->how)
+			k->mentioned[m->sym] = (unsigned char)m->how;
+		ALLOC_GROW(k->msyms, k->nmsyms + 1, k->amsyms);
+		k->msyms[k->nmsyms].sym = m->sym;
+		k->msyms[k->nmsyms].w = (m->how == 2 ? 2.0 : 1.0) / (double)nd[u];
+		k->nmsyms++;
+	}
+	free(slot);
 }
 
 static double mention_weight(const struct ranker *k, uint32_t sym)
@@ -443,6 +486,7 @@ static void personalise(struct ranker *k, const struct ctx_focus *focus)
 			mention_sym(k, ctx_index_find_sym(k->idx, x, strlen(x)), 4.0, 2.0, 2);
 		}
 	}
+	apply_mentions(k);
 	for (f = 0; f < k->n; f++)
 		sum += k->p[f];
 	if (sum <= 0) {
