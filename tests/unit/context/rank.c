@@ -57,14 +57,6 @@ static void project(struct ctx_index *idx)
 		"log_msg util_trim");
 }
 
-static void dump(const struct ctx_index *idx, const struct ctx_map *m)
-{
-	size_t i;
-
-	for (i = 0; i < m->nranked && i < 8; i++)
-		fprintf(stderr, "  %zu %s %.4f\n", i, path_at(idx, m, i), m->rank[m->order[i]]);
-}
-
 static void test_rank_request_names_a_function(void **state)
 {
 	struct ctx_index idx;
@@ -75,8 +67,6 @@ static void test_rank_request_names_a_function(void **state)
 	(void)state;
 	project(&idx);
 	ctx_map_build(&m, &idx, &f, 1024);
-	if (getenv("DUMP"))
-		dump(&idx, &m);
 	/* the file defining it first, then its two callers, before the hub log.c */
 	assert_string_equal(path_at(&idx, &m, 0), "src/config.c");
 	assert_true(place(&idx, &m, "src/main.c") <= 2);
@@ -160,8 +150,6 @@ static void test_graph_specific_names_weigh_more(void **state)
 		mi_file(&idx, path, def, "");
 	}
 	ctx_map_build(&m, &idx, NULL, 512);
-	if (getenv("DUMP"))
-		dump(&idx, &m);
 	assert_int_equal(m.edges, 41);	/* one per (user, definer) pair */
 	assert_string_equal(path_at(&idx, &m, 0), "b.c");
 	/* what flowed in along the edges: b.c (index 1) against m00.c (3), over c.c (2) */
@@ -310,8 +298,6 @@ static void test_map_format(void **state)
 	mi_file(&idx, "x.py", "class Shape 1 class Shape:|member area 2     def area(self):|"
 		"member perimeter 9     def perimeter(self):", "");
 	ctx_map_build(&m, &idx, NULL, 512);
-	if (getenv("DUMP"))
-		fprintf(stderr, "%s", m.text.buf);
 	/* file order, "⋮" between lines that are not adjacent */
 	assert_string_equal(m.text.buf + strcspn(m.text.buf, "\n") + 1,
 			    "\nx.py:\nclass Shape:\n    def area(self):\n\xe2\x8b\xae\n"
