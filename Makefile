@@ -42,8 +42,8 @@ WARNINGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DFX_VERSION='"$(VERSION)"' $(WARNINGS) \
 	-Isrc -MMD -MP $(shell $(PKG_CONFIG) --cflags $(PKGS)) $(CFLAGS)
-LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS))
-LIGHT_LIBS := $(shell $(PKG_CONFIG) --libs $(LIGHT_PKGS))
+LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS)) -lm
+LIGHT_LIBS := $(shell $(PKG_CONFIG) --libs $(LIGHT_PKGS)) -lm
 TEST_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(TEST_PKGS)) -Itests
 TEST_LIBS := $(shell $(PKG_CONFIG) --libs $(TEST_PKGS))
 

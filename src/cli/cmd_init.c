@@ -90,7 +90,7 @@ int cmd_init(int argc, char **argv)
 		goto out;
 	}
 	if (added)
-		printf("Added .forgex/runs/ and .forgex/checkpoints/ to .git/info/exclude\n");
+		printf("Added .forgex/runs/, .forgex/checkpoints/ and .forgex/map/ to .git/info/exclude\n");
 out:
 	free(cwd);
 	free(root);

@@ -18,6 +18,7 @@ int cmd_run(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_log(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
+int cmd_map(int argc, char **argv);
 int cmd_resume(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_trust(int argc, char **argv);

@@ -142,9 +142,9 @@ static const struct cli_command commands[] = {
 	  "commented out, showing its default. The project is the nearest folder\n"
 	  "up from here holding .forgex/ or .git, as for every other command: in\n"
 	  "a subfolder of a repository, the repository's top (it says so).\n"
-	  "Inside a git repository, adds .forgex/runs/ and .forgex/checkpoints/\n"
-	  "to .git/info/exclude. Refuses to overwrite an existing file unless\n"
-	  "--force is given.\n"
+	  "Inside a git repository, adds .forgex/runs/, .forgex/checkpoints/ and\n"
+	  ".forgex/map/ to .git/info/exclude. Refuses to overwrite an existing\n"
+	  "file unless --force is given.\n"
 	  "\n"
 	  "--here    make the current folder the project, even inside a repository\n" },
 	{ "log", HEAVY(cmd_log), CLI_HEAVY, "List runs, or show one run's timeline",
@@ -156,6 +156,23 @@ static const struct cli_command commands[] = {
 	  "the run's events, numbered and timed: stages, model calls, tool calls\n"
 	  "and results, commands, checkpoints, test results, votes and verdicts.\n"
 	  "--json   one JSON object per line\n" },
+	{ "map", cmd_map, 0, "Show the repository map the agents are given",
+	  "usage: forgex map [--tokens N] [--focus X]... [--json] [--stats] [REQUEST...]\n"
+	  "\n"
+	  "Prints the repository map: the files of this project ranked by how the\n"
+	  "rest of the code refers to them (personalised PageRank over the names\n"
+	  "each file defines and uses), each with the source lines of its main\n"
+	  "definitions, in at most N tokens. Definitions come from Universal Ctags,\n"
+	  "run in the sandbox; the index is cached in .forgex/map/ and only changed\n"
+	  "files are read again. REQUEST (and --focus) personalise the ranking as\n"
+	  "a request to 'forgex run' would.\n"
+	  "\n"
+	  "--tokens N   the budget (default: [context] map_tokens)\n"
+	  "--focus X    centre on a path, a folder or a symbol name (repeatable)\n"
+	  "--json       one JSON object: budget, tokens, files (path, rank,\n"
+	  "             definitions), text\n"
+	  "--stats      also files, definitions, references, cache hits and times\n"
+	  "             (on stderr; in the object with --json)\n" },
 	{ "mcp", HEAVY(cmd_mcp), CLI_HEAVY, "List the configured MCP servers and their tools, or call one",
 	  "usage: forgex mcp list [--json]\n"
 	  "       forgex mcp call [--json] [--yes] NAME TOOL [ARGUMENTS-JSON]\n"

@@ -172,7 +172,7 @@ static const struct cfg_key schema[] = {
 	  "majority, unanimous or any" },
 
 	{ "context", "map_tokens", T_INT, R(context.map_tokens), NULL, 2048, NULL, NULL, 0, 1000000,
-	  "size of the repository map given to the model" },
+	  "size of the repository map in the agents' first requests (0: none)" },
 	{ "context", "instructions", T_LIST, R(context.instructions), NULL, 0, def_instructions, NULL, 0, 0,
 	  "project instruction files given to every role" },
 

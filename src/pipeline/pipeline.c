@@ -15,6 +15,7 @@
 #include "agents/roles.h"
 #include "base/fsutil.h"
 #include "base/jsonx.h"
+#include "context/context.h"
 #include "llm/provider.h"
 #include "llm/transcript.h"
 #include "pipeline/journal.h"
@@ -72,6 +73,10 @@ struct pl {
 	struct ws_lock lock;
 	char *end_checkpoint;		/* the tree as the run ended, before any rollback */
 	struct shell_tools st;
+	struct ctx_session ctx;		/* the repository map and repo_map */
+	int have_ctx;
+	struct executor map_ex;		/* a second ctags at a time while indexing */
+	int have_map_ex;
 	struct agent_budget budget;
 	struct pl_provider provs[MAX_PROVIDERS];
 	size_t nprov;
@@ -176,6 +181,16 @@ static void shorten_arguments(json_t *fields)
 	}
 }
 
+/* A file the model read counts in the next map's focus. */
+static void map_note_read(struct pl *pl, const json_t *fields)
+{
+	const json_t *args = json_object_get(fields, "arguments");
+	const char *name = json_string_value(json_object_get(fields, "name"));
+
+	if (name && !strcmp(name, "read_file") && json_is_object(args))
+		ctx_session_note_file(&pl->ctx, json_string_value(json_object_get(args, "path")));
+}
+
 static void on_agent_event(void *data, const char *type, json_t *fields)
 {
 	struct pl *pl = data;
@@ -195,6 +210,8 @@ static void on_agent_event(void *data, const char *type, json_t *fields)
 		json_decref(fields);
 		return;
 	}
+	if (pl->have_ctx && !strcmp(type, "tool_call"))
+		map_note_read(pl, fields);
 	emit(pl, type, fields);
 }
 
@@ -414,6 +431,40 @@ static void instructions(struct pl *pl, struct buf *out)
 }
 
 /*
+ * The repository map a role's first request carries: the Architect's
+ * personalised by the request, the Builder's and the Expert Coder's by the
+ * request and the plan's files (context/context.h). [context] map_tokens =
+ * 0 turns it off; a tree that cannot be mapped only loses the map.
+ */
+static void repo_map(struct pl *pl, struct buf *out, enum agent_role role)
+{
+	struct strvec plan_files = STRVEC_INIT;
+	struct buf map = BUF_INIT;
+	size_t i, j;
+
+	if (!pl->have_ctx || pl->cfg->context.map_tokens <= 0 ||
+	    (role != ROLE_ARCHITECT && role != ROLE_BUILDER && role != ROLE_EXPERT_CODER))
+		return;
+	ctx_session_set_request(&pl->ctx, pl->request);
+	if (role != ROLE_ARCHITECT && pl->plan) {
+		const json_t *steps = json_object_get(pl->plan, "steps"), *st, *f;
+
+		json_array_foreach(steps, i, st)
+			json_array_foreach(json_object_get(st, "files"), j, f)
+				if (json_is_string(f))
+					strvec_push(&plan_files, json_string_value(f));
+	}
+	if (ctx_session_map(&pl->ctx, &map, NULL, &plan_files,
+			    (size_t)pl->cfg->context.map_tokens) < 0)
+		err_clear();
+	if (map.len)
+		buf_addf(out, "## Repository map\n\n(repo_map shows another, centred on the paths or "
+			 "names you give it.)\n\n%s", map.buf);
+	buf_release(&map);
+	strvec_clear(&plan_files);
+}
+
+/*
  * Run `role` on `task` with the provider `provider_name` (NULL: the role's
  * own) and `model` (NULL: the role's own). Returns 0 with `res` filled, or
  * a negative code when it could not start.
@@ -433,6 +484,7 @@ static int run_agent(struct pl *pl, struct agent_result *res, enum agent_role ro
 		return ret;
 	pc = config_provider(pl->cfg, p->name);
 	instructions(pl, &extra);
+	repo_map(pl, &extra, role);
 	/* no workspace path: a recorded run replays in any folder */
 	role_build_prompt(&prompt, role, NULL, extra.buf);
 	ao.role = role;
@@ -914,6 +966,21 @@ static int setup(struct pl *pl)
 	pl->hooks.around_call = hook_around_call;
 	pl->hooks.data = pl;
 	pl->tctx.hooks = &pl->hooks;
+	ret = ctx_session_init(&pl->ctx, cfg->workspace, &pl->ex,
+			       cfg->context.map_tokens > 0 ? (size_t)cfg->context.map_tokens : 1024);
+	if (ret < 0)
+		return ret;
+	pl->have_ctx = 1;
+	pl->ctx.changed = &pl->tctx.changed;
+	if (executor_init(&pl->map_ex, cfg, cfg->workspace) == 0) {
+		executor_set_cancel(&pl->map_ex, -1, pl->o->cancel);
+		pl->have_map_ex = 1;
+		pl->ctx.idx.ex2 = &pl->map_ex;
+	}
+	err_clear();
+	ret = ctx_register_tool(&pl->reg, &pl->ctx);
+	if (ret < 0)
+		return ret;
 	agent_budget_init(&pl->budget, cfg->budget.max_tokens, cfg->budget.max_cost_usd,
 			  (double)cfg->budget.max_wall_seconds);
 	for (i = 0; i < cfg->budget.prices.nr; i++) {
@@ -942,6 +1009,10 @@ static void teardown(struct pl *pl)
 		provider_free(pl->provs[i].p);
 		free(pl->provs[i].name);
 	}
+	if (pl->have_ctx)
+		ctx_session_release(&pl->ctx);
+	if (pl->have_map_ex)
+		executor_release(&pl->map_ex);
 	if (pl->have_tctx)
 		tool_ctx_release(&pl->tctx);
 	registry_release(&pl->reg);

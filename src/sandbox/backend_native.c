@@ -364,6 +364,8 @@ static void collect_stale_cgroups(const char *parent)
 		closedir(d);
 }
 
+static unsigned long cgroup_seq;
+
 /*
  * One pids cgroup per executor, made when the first command runs and
  * reused: commands run one at a time and nothing of a command survives it,
@@ -377,7 +379,9 @@ static int make_cgroup(struct native_state *st, long max_processes)
 	if (st->cgroup_dir)
 		return 0;
 	collect_stale_cgroups(st->cgroup_parent);
-	dir = xstrfmt("%s/forgex-%ld-%lu", st->cgroup_parent, (long)getpid(), ++st->seq);
+	/* numbered across executors: two of them may run commands at once (the map's ctags) */
+	st->seq = __atomic_add_fetch(&cgroup_seq, 1, __ATOMIC_RELAXED);
+	dir = xstrfmt("%s/forgex-%ld-%lu", st->cgroup_parent, (long)getpid(), st->seq);
 	if (mkdir(dir, 0755) < 0) {
 		ret = err_set_errno(FX_EOS, "cannot create the pids cgroup '%s'", dir);
 		free(dir);

@@ -1,0 +1,496 @@
+/*
+ * The cache file of the symbol index (see index.h).
+ *
+ * Layout, all integers little-endian:
+ *
+ *   "FXMAP02\n"                       8 bytes
+ *   u64 hash                          ctx_hash() of the hashes of the five sections
+ *   u64 params                        ctx_hash() of the ctags arguments and limits:
+ *                                     another forgex's cache is rebuilt, not trusted
+ *   u64 arena_len, nsyms, nfiles, ndefs, nrefs
+ *   arena                             arena_len bytes of NUL-terminated strings
+ *   nsyms  x u32                      arena offset of each symbol's name
+ *   nfiles x { u32 path, flags, def0, ndefs, ref0, nrefs;
+ *              u64 size, ino, hash; i64 mtime_sec; u32 mtime_nsec, 0 } (64 bytes)
+ *   ndefs  x { u32 sym, line, kind, text, flags }                      (20 bytes)
+ *   nrefs  x { u32 sym, count }                                        (8 bytes)
+ *
+ * The file lives in the workspace, where anything may have written it:
+ * ctx_cache_parse() checks the size against the counts, the hash, that
+ * every offset and id is in range, that every range of definitions and
+ * references lies inside its array, and that paths are clean, relative
+ * and sorted; any failure rejects the whole file.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "base/fsutil.h"
+#include "context/ctags.h"
+#include "context/index.h"
+#include "context/tokenize.h"
+
+#define MAGIC "FXMAP02\n"
+#define HEADER (8 + 8 + 8 + 5 * 8)
+#define FILE_REC 64
+#define DEF_REC 20
+#define REF_REC 8
+
+/*
+ * The records on disk are the structs in memory on a little-endian
+ * machine, so the arrays are read and written whole; a big-endian one
+ * swaps them.
+ */
+_Static_assert(sizeof(struct ctx_file) == FILE_REC, "ctx_file is the file record");
+_Static_assert(sizeof(struct ctx_def) == DEF_REC, "ctx_def is the definition record");
+_Static_assert(sizeof(struct ctx_ref) == REF_REC, "ctx_ref is the reference record");
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define CACHE_SWAP 1
+#else
+#define CACHE_SWAP 0
+#endif
+
+/* What the cached data depends on besides the files. */
+static uint64_t params_hash(void)
+{
+	const char *const *a = ctx_ctags_argv();
+	struct buf b = BUF_INIT;
+	uint64_t h;
+
+	for (; *a; a++)
+		buf_addf(&b, "%s\n", *a);
+	buf_addf(&b, "%zu %zu %d %d\n", CTX_FILE_MAX, (size_t)CTX_TEXT_MAX, CTX_IDENT_MIN,
+		 CTX_IDENT_MAX);
+	h = ctx_hash(b.buf, b.len);
+	buf_release(&b);
+	return h;
+}
+
+static void put64_at(unsigned char *p, uint64_t v)
+{
+	int i;
+
+	for (i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+/* Swap every 4-byte word (a big-endian machine; the 8-byte fields are two words swapped back). */
+static void swap_words(void *data, size_t bytes)
+{
+	uint32_t *w = data;
+	size_t i;
+
+	for (i = 0; i < bytes / 4; i++)
+		w[i] = __builtin_bswap32(w[i]);
+}
+
+static void swap_files(struct ctx_file *f, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		f[i].path = __builtin_bswap32(f[i].path);
+		f[i].flags = __builtin_bswap32(f[i].flags);
+		f[i].def0 = __builtin_bswap32(f[i].def0);
+		f[i].ndefs = __builtin_bswap32(f[i].ndefs);
+		f[i].ref0 = __builtin_bswap32(f[i].ref0);
+		f[i].nrefs = __builtin_bswap32(f[i].nrefs);
+		f[i].size = __builtin_bswap64(f[i].size);
+		f[i].ino = __builtin_bswap64(f[i].ino);
+		f[i].hash = __builtin_bswap64(f[i].hash);
+		f[i].mtime_sec = (int64_t)__builtin_bswap64((uint64_t)f[i].mtime_sec);
+		f[i].mtime_nsec = __builtin_bswap32(f[i].mtime_nsec);
+		f[i].pad = 0;
+	}
+}
+
+/* The checksum: ctx_hash() of the five sections' hashes. */
+static uint64_t body_hash(const void *arena, size_t alen, const void *syms, size_t nsyms,
+			  const void *files, size_t nfiles, const void *defs, size_t ndefs,
+			  const void *refs, size_t nrefs)
+{
+	unsigned char h[40];
+
+	put64_at(h, ctx_hash(arena, alen));
+	put64_at(h + 8, ctx_hash(syms, 4 * nsyms));
+	put64_at(h + 16, ctx_hash(files, FILE_REC * nfiles));
+	put64_at(h + 24, ctx_hash(defs, DEF_REC * ndefs));
+	put64_at(h + 32, ctx_hash(refs, REF_REC * nrefs));
+	return ctx_hash(h, sizeof(h));
+}
+
+/* Append `n` bytes of little-endian records; a big-endian machine swaps a copy. */
+static void add_le(struct buf *out, const void *data, size_t n, int files)
+{
+	size_t at = out->len;
+
+	if (!n)
+		return;
+	buf_add(out, data, n);
+	if (CACHE_SWAP) {
+		if (files)
+			swap_files((struct ctx_file *)(void *)(out->buf + at), n / FILE_REC);
+		else
+			swap_words(out->buf + at, n);
+	}
+}
+
+void ctx_cache_serialize(const struct ctx_index *idx, struct buf *out)
+{
+	size_t start = out->len, body, i;
+	unsigned char hdr[HEADER];
+	const char *b;
+
+	memset(hdr, 0, sizeof(hdr));
+	memcpy(hdr, MAGIC, 8);
+	put64_at(hdr + 16, params_hash());
+	put64_at(hdr + 24, idx->arena.len);
+	put64_at(hdr + 32, idx->nsyms);
+	put64_at(hdr + 40, idx->nfiles);
+	put64_at(hdr + 48, idx->ndefs);
+	put64_at(hdr + 56, idx->nrefs);
+	buf_grow(out, HEADER + idx->arena.len + 4 * idx->nsyms + FILE_REC * idx->nfiles +
+		 DEF_REC * idx->ndefs + REF_REC * idx->nrefs);
+	buf_add(out, hdr, HEADER);
+	body = out->len;
+	buf_add(out, idx->arena.buf, idx->arena.len);
+	add_le(out, idx->syms, 4 * idx->nsyms, 0);
+	i = out->len;
+	add_le(out, idx->files, FILE_REC * idx->nfiles, 1);
+	for (; i < out->len; i += FILE_REC)
+		memset(out->buf + i + 60, 0, 4);	/* the in-memory pad is nobody's business */
+	add_le(out, idx->defs, DEF_REC * idx->ndefs, 0);
+	add_le(out, idx->refs, REF_REC * idx->nrefs, 0);
+	b = out->buf + body;
+	put64_at((unsigned char *)out->buf + start + 8,
+		 body_hash(b, idx->arena.len, b + idx->arena.len, idx->nsyms,
+			   b + idx->arena.len + 4 * idx->nsyms, idx->nfiles,
+			   b + idx->arena.len + 4 * idx->nsyms + FILE_REC * idx->nfiles, idx->ndefs,
+			   b + idx->arena.len + 4 * idx->nsyms + FILE_REC * idx->nfiles +
+			   DEF_REC * idx->ndefs, idx->nrefs));
+}
+
+/* A path as the walk makes them: relative, no empty, "." or ".." component. */
+static int clean_path(const char *p)
+{
+	const char *c = p;
+
+	if (!*p || *p == '/')
+		return 0;
+	for (;;) {
+		const char *e = strchrnul(c, '/');
+		size_t n = (size_t)(e - c);
+
+		if (!n || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return 0;
+		if (!*e)
+			return 1;
+		c = e + 1;
+	}
+}
+
+void ctx_index_clear_data(struct ctx_index *idx)
+{
+	buf_release(&idx->arena);
+	FREE_AND_NULL(idx->syms);
+	FREE_AND_NULL(idx->files);
+	FREE_AND_NULL(idx->defs);
+	FREE_AND_NULL(idx->refs);
+	FREE_AND_NULL(idx->symtab);
+	FREE_AND_NULL(idx->kindtab);
+	idx->nsyms = idx->asyms = idx->nfiles = idx->afiles = 0;
+	idx->ndefs = idx->adefs = idx->nrefs = idx->arefs = 0;
+	idx->symtab_size = idx->kindtab_size = idx->nkinds = 0;
+}
+
+#define BAD(...) do { ret = err_set(FX_EPARSE, "repository map cache: " __VA_ARGS__); goto fail; } while (0)
+
+/* Where the sections come from: memory, or a file read straight into the arrays. */
+struct src {
+	const unsigned char *p;
+	size_t left;
+	int fd;
+};
+
+static int src_read(struct src *s, void *dst, size_t n)
+{
+	if (s->fd < 0) {
+		if (n > s->left)
+			return -1;
+		memcpy(dst, s->p, n);
+		s->p += n;
+		s->left -= n;
+		return 0;
+	}
+	while (n) {
+		ssize_t r = read(s->fd, dst, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		dst = (char *)dst + r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int parse_from(struct ctx_index *idx, struct src *src, size_t len)
+{
+	unsigned char hdr[HEADER];
+	uint64_t alen, nsyms, nfiles, ndefs, nrefs, need;
+	size_t i;
+	int ret;
+
+	if (len < HEADER || src_read(src, hdr, HEADER) || memcmp(hdr, MAGIC, 8))
+		return err_set(FX_EPARSE, "repository map cache: not a cache file (or another version)");
+	if (get64(hdr + 16) != params_hash())
+		return err_set(FX_EPARSE, "repository map cache: made with other ctags options");
+	alen = get64(hdr + 24);
+	nsyms = get64(hdr + 32);
+	nfiles = get64(hdr + 40);
+	ndefs = get64(hdr + 48);
+	nrefs = get64(hdr + 56);
+	if (alen > len || nsyms > len || nfiles > len || ndefs > len || nrefs > len ||
+	    alen > UINT32_MAX || nsyms > UINT32_MAX || nfiles > UINT32_MAX || ndefs > UINT32_MAX ||
+	    nrefs > UINT32_MAX)
+		return err_set(FX_EPARSE, "repository map cache: counts larger than the file");
+	need = HEADER + alen + 4 * nsyms + FILE_REC * nfiles + DEF_REC * ndefs + REF_REC * nrefs;
+	if (need != len)
+		return err_set(FX_EPARSE, "repository map cache: %zu bytes, the counts say %llu",
+			       len, (unsigned long long)need);
+	if (!alen)
+		return err_set(FX_EPARSE, "repository map cache: bad string table");
+
+	buf_init(&idx->arena, (size_t)alen + 1);
+	idx->syms = xmalloc((size_t)(nsyms ? nsyms : 1) * sizeof(*idx->syms));
+	idx->files = xmalloc((size_t)(nfiles ? nfiles : 1) * sizeof(*idx->files));
+	idx->defs = xmalloc((size_t)(ndefs ? ndefs : 1) * sizeof(*idx->defs));
+	idx->refs = xmalloc((size_t)(nrefs ? nrefs : 1) * sizeof(*idx->refs));
+	if (src_read(src, idx->arena.buf, (size_t)alen) ||
+	    src_read(src, idx->syms, (size_t)(4 * nsyms)) ||
+	    src_read(src, idx->files, (size_t)(FILE_REC * nfiles)) ||
+	    src_read(src, idx->defs, (size_t)(DEF_REC * ndefs)) ||
+	    src_read(src, idx->refs, (size_t)(REF_REC * nrefs)))
+		BAD("cut short while reading");
+	buf_setlen(&idx->arena, (size_t)alen);
+	if (get64(hdr + 8) != body_hash(idx->arena.buf, (size_t)alen, idx->syms, (size_t)nsyms,
+					 idx->files, (size_t)nfiles, idx->defs, (size_t)ndefs,
+					 idx->refs, (size_t)nrefs))
+		BAD("checksum mismatch");
+	if (CACHE_SWAP) {
+		swap_words(idx->syms, 4 * nsyms);
+		swap_files(idx->files, nfiles);
+		swap_words(idx->defs, DEF_REC * ndefs);
+		swap_words(idx->refs, REF_REC * nrefs);
+	}
+	if (idx->arena.buf[0] != 0 || idx->arena.buf[alen - 1] != 0)
+		BAD("bad string table");
+	idx->nsyms = idx->asyms = (size_t)nsyms;
+	idx->nfiles = idx->afiles = (size_t)nfiles;
+	idx->ndefs = idx->adefs = (size_t)ndefs;
+	idx->nrefs = idx->arefs = (size_t)nrefs;
+	for (i = 0; i < nsyms; i++)
+		if (idx->syms[i] >= alen || !idx->arena.buf[idx->syms[i]])
+			BAD("symbol %zu out of range", i);
+	for (i = 0; i < nfiles; i++) {
+		struct ctx_file *f = &idx->files[i];
+
+		if (f->pad)
+			BAD("file %zu: padding not zero", i);
+		if (f->path >= alen || !clean_path(idx->arena.buf + f->path))
+			BAD("file %zu: bad path", i);
+		if (i && strcmp(idx->arena.buf + idx->files[i - 1].path, idx->arena.buf + f->path) >= 0)
+			BAD("files not sorted at %zu", i);
+		if ((uint64_t)f->def0 + f->ndefs > ndefs || (uint64_t)f->ref0 + f->nrefs > nrefs)
+			BAD("file %zu: ranges out of bounds", i);
+		if (f->mtime_nsec >= 1000000000u)
+			BAD("file %zu: bad mtime", i);
+		if (f->flags & ~(uint32_t)(CTX_F_NOTAGS | CTX_F_SKIP))
+			BAD("file %zu: unknown flags", i);
+	}
+	for (i = 0; i < ndefs; i++) {
+		const struct ctx_def *d = &idx->defs[i];
+
+		if (d->sym >= nsyms || d->kind >= alen || d->text >= alen || !d->line)
+			BAD("definition %zu out of range", i);
+	}
+	for (i = 0; i < nrefs; i++)
+		if (idx->refs[i].sym >= nsyms || !idx->refs[i].count)
+			BAD("reference %zu out of range", i);
+	return 0;
+fail:
+	ctx_index_clear_data(idx);
+	return ret;
+}
+
+void ctx_cache_checksum(unsigned char *data, size_t len)
+{
+	uint64_t alen, nsyms, nfiles, ndefs, nrefs;
+	const unsigned char *b = data + HEADER;
+
+	if (len < HEADER)
+		return;
+	alen = get64(data + 24);
+	nsyms = get64(data + 32);
+	nfiles = get64(data + 40);
+	ndefs = get64(data + 48);
+	nrefs = get64(data + 56);
+	if (alen > len || nsyms > len || nfiles > len || ndefs > len || nrefs > len ||
+	    HEADER + alen + 4 * nsyms + FILE_REC * nfiles + DEF_REC * ndefs + REF_REC * nrefs != len)
+		return;
+	put64_at(data + 8, body_hash(b, alen, b + alen, nsyms, b + alen + 4 * nsyms, nfiles,
+				     b + alen + 4 * nsyms + FILE_REC * nfiles, ndefs,
+				     b + alen + 4 * nsyms + FILE_REC * nfiles + DEF_REC * ndefs, nrefs));
+}
+
+int ctx_cache_parse(struct ctx_index *idx, const unsigned char *data, size_t len)
+{
+	struct src src = { data, len, -1 };
+
+	return parse_from(idx, &src, len);
+}
+
+/* Open `name` in `dirfd` as a folder, refusing a link. */
+static int open_dir_at(int dirfd, const char *name, int create)
+{
+	int fd;
+
+	if (create && mkdirat(dirfd, name, 0755) < 0 && errno != EEXIST)
+		return err_set_errno(FX_EOS, "cannot create %s", name);
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? FX_ENOTFOUND
+				       : err_set_errno(FX_EOS, "cannot open %s (a link is refused)", name);
+	return fd;
+}
+
+/* The folder .forgex/map of the workspace, or a negative code. */
+static int open_map_dir(const struct ctx_index *idx, int create)
+{
+	int top = open_dir_at(idx->root.fd, ".forgex", create), fd;
+
+	if (top < 0)
+		return top;
+	fd = open_dir_at(top, "map", create);
+	close(top);
+	return fd;
+}
+
+int ctx_cache_load(struct ctx_index *idx)
+{
+	struct stat st;
+	int dfd = open_map_dir(idx, 0), fd, ret;
+
+	if (dfd < 0)
+		return dfd == FX_ENOTFOUND ? (err_clear(), FX_ENOTFOUND) : dfd;
+	fd = openat(dfd, "index", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	close(dfd);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return FX_ENOTFOUND;
+		return err_set_errno(FX_EPARSE, "repository map cache: cannot open (a link is refused)");
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > CTX_CACHE_MAX) {
+		close(fd);
+		return err_set(FX_EPARSE, "repository map cache: not a regular file of a sane size");
+	}
+	{
+		/* straight into the arrays: no second copy of a large cache */
+		struct src src = { NULL, 0, fd };
+
+		ret = parse_from(idx, &src, (size_t)st.st_size);
+	}
+	close(fd);
+	return ret;
+}
+
+/* Temporary files of runs that died: a dead pid in the name, or an hour old. */
+static void remove_stale(int dfd)
+{
+	int fd = dup(dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	time_t now = time(NULL);
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		const char *dot;
+		struct stat st;
+		long pid;
+
+		if (strncmp(de->d_name, "index.tmp.", 10))
+			continue;
+		dot = de->d_name + 10;
+		pid = strtol(dot, NULL, 10);
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if ((pid > 0 && pid != (long)getpid() && kill((pid_t)pid, 0) < 0 && errno == ESRCH) ||
+		    now - st.st_mtime > 3600)
+			unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+}
+
+int ctx_cache_save(const struct ctx_index *idx)
+{
+	struct buf img = BUF_INIT;
+	char tmp[64];
+	int dfd = open_map_dir(idx, 1), fd, ret;
+	static unsigned seq;
+
+	if (dfd < 0)
+		return dfd;
+	remove_stale(dfd);
+	ctx_cache_serialize(idx, &img);
+	snprintf(tmp, sizeof(tmp), "index.tmp.%ld.%u.%lx", (long)getpid(), seq++,
+		 (unsigned long)time(NULL));
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		ret = err_set_errno(FX_EOS, "cannot create the repository map cache");
+		goto out;
+	}
+	ret = fsutil_write_all(fd, img.buf, img.len);
+	if (close(fd) < 0 && !ret)
+		ret = err_set_errno(FX_EOS, "cannot write the repository map cache");
+	if (ret < 0) {
+		unlinkat(dfd, tmp, 0);
+		goto out;
+	}
+	/*
+	 * No fsync: the cache can always be rebuilt, and a file cut by a crash
+	 * fails the size or checksum test and is rebuilt. The rename is what
+	 * matters: a reader sees the old file or the new one.
+	 */
+	if (renameat(dfd, tmp, dfd, "index") < 0) {
+		ret = err_set_errno(FX_EOS, "cannot replace the repository map cache");
+		unlinkat(dfd, tmp, 0);
+	}
+out:
+	close(dfd);
+	buf_release(&img);
+	return ret;
+}

@@ -1,0 +1,1033 @@
+/*
+ * The symbol index: the walk, the refresh from the cache, the identifier
+ * scan and the ctags runs (see index.h and docs/internals/context.md).
+ *
+ * One update: the tree is walked once in this thread, with the rules of
+ * `search` (tools/ignore.h). Each regular file is stat'ed through its
+ * folder's descriptor; when path, size, mtime and inode match the cache
+ * it is taken as it was. Otherwise it is opened (O_NOFOLLOW, O_NONBLOCK,
+ * through the same folder), read and hashed; the same hash as cached
+ * means only its key changed. A file to index is scanned for identifiers
+ * at once and queued for ctags (as "./path" arguments, never a list file); a second thread runs ctags on batches of
+ * queued files while the walk goes on, and parses its output, so ctags
+ * and the scan use a core each. At the end the definitions are merged,
+ * the files sorted by path, and the cache saved when anything changed.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "base/fsutil.h"
+#include "context/ctags.h"
+#include "context/index.h"
+#include "context/tokenize.h"
+#include "sandbox/executor.h"
+#include "tools/ignore.h"
+
+#define BINARY_WINDOW (64u * 1024)	/* a NUL here makes the file binary, as for search */
+#define BATCH_FILES 1500		/* files per ctags run */
+#define BATCH_BYTES ((size_t)6 << 20)	/* source bytes per ctags run */
+#define BATCH_ARGS ((size_t)256 << 10)	/* bytes of arguments per ctags run */
+#define CTAGS_OUTPUT_MAX ((size_t)256 << 20)
+#define CTAGS_TIMEOUT_MS 0		/* [terminal] timeout_seconds, as for any command */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- strings and symbols ---- */
+
+static uint32_t arena_add(struct ctx_index *idx, const char *s, size_t len)
+{
+	size_t off = idx->arena.len;
+
+	if (off + len + 1 > UINT32_MAX)
+		die("repository map: string table over 4 GiB");
+	buf_add(&idx->arena, s, len);
+	buf_addch(&idx->arena, '\0');
+	return (uint32_t)off;
+}
+
+static int sym_equal(const struct ctx_index *idx, uint32_t id, const char *s, size_t len)
+{
+	const char *n = idx->arena.buf + idx->syms[id];
+
+	return !memcmp(n, s, len) && !n[len];
+}
+
+/* The table holds id + 1 in the low 32 bits and the hash's top 32 bits above. */
+static void symtab_insert(struct ctx_index *idx, uint32_t id, uint64_t h)
+{
+	size_t mask = idx->symtab_size - 1, i = (size_t)h & mask;
+
+	while (idx->symtab[i])
+		i = (i + 1) & mask;
+	idx->symtab[i] = (uint64_t)(id + 1) | (h & 0xffffffff00000000ull);
+}
+
+static void symtab_build(struct ctx_index *idx, size_t want)
+{
+	size_t size = 1024, i;
+
+	while (size < 2 * want)
+		size *= 2;
+	free(idx->symtab);
+	idx->symtab = xcalloc(size, sizeof(*idx->symtab));
+	idx->symtab_size = size;
+	for (i = 0; i < idx->nsyms; i++) {
+		const char *n = idx->arena.buf + idx->syms[i];
+
+		symtab_insert(idx, (uint32_t)i, ctx_ident_hash(n, strlen(n)));
+	}
+}
+
+/* The id of `s`, added when `add` (else -1 when absent). */
+static long sym_lookup(struct ctx_index *idx, const char *s, size_t len, uint64_t h, int add)
+{
+	size_t mask, i;
+
+	if (!idx->symtab || 2 * (idx->nsyms + 1) > idx->symtab_size) {
+		if (!add && !idx->symtab && !idx->nsyms)
+			return -1;
+		symtab_build(idx, idx->nsyms + 1 > 4096 ? 2 * idx->nsyms : 4096);
+	}
+	mask = idx->symtab_size - 1;
+	for (i = (size_t)h & mask; idx->symtab[i]; i = (i + 1) & mask) {
+		uint64_t e = idx->symtab[i];
+
+		if ((e >> 32) == (h >> 32) && sym_equal(idx, (uint32_t)e - 1, s, len))
+			return (long)(uint32_t)e - 1;
+	}
+	if (!add)
+		return -1;
+	if (idx->nsyms >= UINT32_MAX - 1)
+		die("repository map: too many symbols");
+	ALLOC_GROW(idx->syms, idx->nsyms + 1, idx->asyms);
+	idx->syms[idx->nsyms] = arena_add(idx, s, len);
+	idx->symtab[i] = (uint64_t)(idx->nsyms + 1) | (h & 0xffffffff00000000ull);
+	return (long)idx->nsyms++;
+}
+
+long ctx_index_find_sym(struct ctx_index *idx, const char *name, size_t len)
+{
+	return sym_lookup(idx, name, len, ctx_ident_hash(name, len), 0);
+}
+
+/* The kinds of the loaded definitions (interned, so distinct offsets), found once. */
+static void kinds_prefill(struct ctx_index *idx)
+{
+	size_t i, k;
+
+	for (i = 0; i < idx->ndefs && idx->nkinds < 64; i++) {
+		uint32_t off = idx->defs[i].kind;
+
+		for (k = 0; k < idx->nkinds && idx->kindtab[k] != off; k++)
+			;
+		if (k == idx->nkinds && off) {
+			ALLOC_GROW(idx->kindtab, idx->nkinds + 1, idx->kindtab_size);
+			idx->kindtab[idx->nkinds++] = off;
+		}
+	}
+}
+
+static uint32_t kind_intern(struct ctx_index *idx, const char *s, size_t len)
+{
+	size_t i;
+
+	if (!idx->kindtab)
+		kinds_prefill(idx);
+
+	for (i = 0; i < idx->nkinds; i++) {
+		const char *k = idx->arena.buf + idx->kindtab[i];
+
+		if (!strncmp(k, s, len) && !k[len])
+			return idx->kindtab[i];
+	}
+	if (idx->nkinds >= 256)
+		return arena_add(idx, s, len);	/* a hostile ctags: stop interning */
+	ALLOC_GROW(idx->kindtab, idx->nkinds + 1, idx->kindtab_size);
+	idx->kindtab[idx->nkinds] = arena_add(idx, s, len);
+	return idx->kindtab[idx->nkinds++];
+}
+
+long ctx_index_find_file(const struct ctx_index *idx, const char *path)
+{
+	size_t lo = 0, hi = idx->nfiles;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(idx->arena.buf + idx->files[mid].path, path);
+
+		if (!c)
+			return (long)mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+/* ---- the ctags thread ---- */
+
+struct tag_rec {
+	uint32_t slot;			/* index in the new files array */
+	uint32_t line;
+	uint32_t flags;
+	uint32_t name, kind, text;	/* offsets in the batch's strings */
+	uint32_t name_len, kind_len;
+};
+
+struct batch {
+	struct strvec paths;		/* relative paths */
+	uint32_t *slots;
+	size_t nslots, aslots, bytes, argbytes;
+	struct buf strs;		/* strings of the tags */
+	struct tag_rec *tags;
+	size_t ntags, atags;
+	int failed;
+	struct batch *next;
+};
+
+struct runner;
+
+/* One ctags thread and the executor it runs ctags with. */
+struct worker {
+	struct runner *ru;
+	struct executor *ex;
+	pthread_t thread;
+};
+
+struct runner {
+	struct ctx_index *idx;
+	struct worker workers[2];
+	size_t nworkers, started;
+	size_t submitted;		/* batches so far */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct batch *queue, **tail;	/* waiting for ctags */
+	struct batch *done;		/* run (in any order) */
+	int closing;
+	int dead;			/* ctags cannot run: no more attempts */
+	char *error;
+	size_t runs;
+};
+
+static void batch_free(struct batch *b)
+{
+	strvec_clear(&b->paths);
+	free(b->slots);
+	buf_release(&b->strs);
+	free(b->tags);
+	free(b);
+}
+
+static uint32_t batch_str(struct batch *b, const char *s, size_t len)
+{
+	size_t off = b->strs.len;
+
+	buf_add(&b->strs, s, len);
+	buf_addch(&b->strs, '\0');
+	return (uint32_t)off;
+}
+
+/* Path -> slot for one batch: a sorted copy searched by bisection. */
+struct path_slot {
+	const char *path;
+	uint32_t slot;
+};
+
+static int cmp_path_slot(const void *a, const void *b)
+{
+	return strcmp(((const struct path_slot *)a)->path, ((const struct path_slot *)b)->path);
+}
+
+static void parse_output(struct batch *b, const struct buf *out)
+{
+	struct path_slot *ps = xmalloc((b->paths.nr ? b->paths.nr : 1) * sizeof(*ps));
+	struct buf scratch = BUF_INIT, text = BUF_INIT;
+	const char *p = out->buf, *end = out->buf + out->len;
+	size_t i;
+
+	for (i = 0; i < b->paths.nr; i++) {
+		ps[i].path = b->paths.v[i];
+		ps[i].slot = b->slots[i];
+	}
+	qsort(ps, b->paths.nr, sizeof(*ps), cmp_path_slot);
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		struct ctx_tag t;
+		struct path_slot key, *hit;
+		struct tag_rec *r;
+
+		if (ctx_ctags_parse_line(&t, &scratch, p, len) == 1) {
+			key.path = t.path;
+			if (t.path_len > 2 && t.path[0] == '.' && t.path[1] == '/')
+				key.path = t.path + 2;
+			hit = bsearch(&key, ps, b->paths.nr, sizeof(*ps), cmp_path_slot);
+			if (hit && t.name_len <= CTX_IDENT_MAX * 2 && !memchr(t.name, '\n', t.name_len)) {
+				ALLOC_GROW(b->tags, b->ntags + 1, b->atags);
+				r = &b->tags[b->ntags++];
+				r->slot = hit->slot;
+				r->line = (uint32_t)t.line;
+				r->flags = t.file_scope ? CTX_D_FILE_SCOPE : 0;
+				r->name = batch_str(b, t.name, t.name_len);
+				r->name_len = (uint32_t)t.name_len;
+				r->kind_len = (uint32_t)(t.kind_len > 32 ? 32 : t.kind_len);
+				r->kind = batch_str(b, t.kind, r->kind_len);
+				buf_reset(&text);
+				ctx_ctags_pattern_text(&text, t.pattern, t.pattern_len, CTX_TEXT_MAX);
+				r->text = batch_str(b, text.buf, text.len);
+			}
+		}
+		p += len + 1;
+	}
+	buf_release(&scratch);
+	buf_release(&text);
+	free(ps);
+}
+
+static void run_batch(struct runner *ru, struct executor *ex, struct batch *b)
+{
+	struct exec_result r = EXEC_RESULT_INIT;
+	struct exec_request req;
+	struct strvec argv = STRVEC_INIT;
+	size_t i, saved;
+	int ret;
+
+	pthread_mutex_lock(&ru->lock);
+	if (ru->dead || !ex) {
+		pthread_mutex_unlock(&ru->lock);
+		b->failed = 1;
+		return;
+	}
+	pthread_mutex_unlock(&ru->lock);
+	/*
+	 * The files as "./path": ctags has no "--", and a name starting with
+	 * "./" can never be taken for an option.
+	 */
+	strvec_pushv(&argv, ctx_ctags_argv());
+	for (i = 0; i < b->paths.nr; i++)
+		strvec_pushf(&argv, "./%s", b->paths.v[i]);
+	memset(&req, 0, sizeof(req));
+	req.argv = argv.v;
+	req.argc = argv.nr;
+	req.cwd = ".";
+	req.timeout_ms = CTAGS_TIMEOUT_MS;
+	saved = ex->max_output_bytes;
+	ex->max_output_bytes = CTAGS_OUTPUT_MAX;
+	ret = executor_run(&r, ex, &req);
+	ex->max_output_bytes = saved;
+	if (ret >= 0 && !r.timed_out && !r.truncated && r.exit_code != 127 && r.exit_code != 126 &&
+	    (!r.exit_code || r.out.len)) {
+		parse_output(b, &r.out);	/* outside the lock: the other thread runs on */
+		pthread_mutex_lock(&ru->lock);
+		ru->runs++;
+		pthread_mutex_unlock(&ru->lock);
+		exec_result_release(&r);
+		strvec_clear(&argv);
+		return;
+	}
+	pthread_mutex_lock(&ru->lock);
+	ru->runs++;
+	if (ret < 0) {
+		ru->dead = 1;
+		b->failed = 1;
+		if (!ru->error)
+			ru->error = xstrfmt("ctags could not run: %s", err_last());
+		err_clear();
+	} else if (r.exit_code == 127 || r.exit_code == 126) {
+		ru->dead = 1;
+		b->failed = 1;
+		if (!ru->error)
+			ru->error = xstrdup("ctags not found in the sandbox (apt-get install universal-ctags)");
+	} else if (r.timed_out || r.truncated || (r.exit_code && !r.out.len)) {
+		b->failed = 1;
+		if (!ru->error)
+			ru->error = xstrfmt("ctags failed (exit status %d%s)", r.exit_code,
+					    r.timed_out ? ", timed out" : r.truncated ? ", output cut" : "");
+	}
+	pthread_mutex_unlock(&ru->lock);
+	exec_result_release(&r);
+	strvec_clear(&argv);
+}
+
+static void *runner_main(void *arg)
+{
+	struct worker *w = arg;
+	struct runner *ru = w->ru;
+
+	for (;;) {
+		struct batch *b;
+
+		pthread_mutex_lock(&ru->lock);
+		while (!ru->queue && !ru->closing)
+			pthread_cond_wait(&ru->cond, &ru->lock);
+		b = ru->queue;
+		if (!b) {
+			pthread_mutex_unlock(&ru->lock);
+			break;
+		}
+		ru->queue = b->next;
+		if (!ru->queue)
+			ru->tail = &ru->queue;
+		pthread_mutex_unlock(&ru->lock);
+
+		run_batch(ru, w->ex, b);
+
+		pthread_mutex_lock(&ru->lock);
+		b->next = ru->done;
+		ru->done = b;
+		pthread_mutex_unlock(&ru->lock);
+	}
+	return NULL;
+}
+
+static void runner_submit(struct runner *ru, struct batch *b)
+{
+	/* a second thread (and ctags) from the second batch on, when there is a second executor */
+	if (ru->started < ru->nworkers && ru->started <= ru->submitted) {
+		struct worker *w = &ru->workers[ru->started];
+
+		if (pthread_create(&w->thread, NULL, runner_main, w))
+			die("cannot start a ctags thread");
+		ru->started++;
+	}
+	ru->submitted++;
+	pthread_mutex_lock(&ru->lock);
+	b->next = NULL;
+	*ru->tail = b;
+	ru->tail = &b->next;
+	pthread_cond_signal(&ru->cond);
+	pthread_mutex_unlock(&ru->lock);
+}
+
+/* ---- the walk ---- */
+
+struct old_slot {
+	uint32_t file1;			/* index + 1 in the old files */
+};
+
+#define IN_OLD 1	/* ctx_file.pad during an update: ranges in the old arrays */
+
+struct update {
+	struct ctx_index *idx;
+	struct ctx_file *old_files;
+	size_t old_n;
+	struct ctx_def *old_defs;
+	struct ctx_ref *old_refs;
+	size_t old_cursor;		/* the next old file not yet matched */
+
+	struct ctx_file *files;		/* the new files, in walk order */
+	size_t nfiles, afiles;
+	struct ctx_def *defs;
+	size_t ndefs, adefs;
+	struct ctx_ref *refs;
+	size_t nrefs, arefs;
+
+	struct buf content;
+	struct buf path;
+	/* the identifiers of one file: open addressing, reset per file */
+	struct local { uint64_t hash; const char *s; uint32_t len, count; } *local;
+	size_t local_size, local_n;
+	uint32_t *used;			/* the slots taken in `local`, in order */
+	size_t aused;
+
+	struct runner ru;
+	struct batch *cur;
+	struct ignore_chain **nodes;
+	size_t nnodes, anodes;
+	int changed;
+};
+
+/*
+ * The walk yields paths in bytewise order (see walk()), as the old files
+ * are sorted: a cursor finds each one's old record.
+ */
+static const struct ctx_file *old_find(struct update *u, const char *rel)
+{
+	while (u->old_cursor < u->old_n) {
+		const struct ctx_file *f = &u->old_files[u->old_cursor];
+		int c = strcmp(u->idx->arena.buf + f->path, rel);
+
+		if (c > 0)
+			return NULL;
+		u->old_cursor++;
+		if (!c)
+			return f;
+		u->changed = 1;	/* an old file that is gone */
+	}
+	return NULL;
+}
+
+static int local_add(void *data, const char *s, size_t len, uint64_t h)
+{
+	struct update *u = data;
+	size_t mask, i;
+
+	if (2 * (u->local_n + 1) > u->local_size) {
+		size_t nsize = u->local_size ? 2 * u->local_size : 1024, k;
+		struct local *nl = xcalloc(nsize, sizeof(*nl));
+
+		/* move the entries in the order they were seen, noting their new slots */
+		for (k = 0; k < u->local_n; k++) {
+			const struct local *o = &u->local[u->used[k]];
+			size_t j;
+
+			for (j = (size_t)o->hash & (nsize - 1); nl[j].s; j = (j + 1) & (nsize - 1))
+				;
+			nl[j] = *o;
+			u->used[k] = (uint32_t)j;
+		}
+		free(u->local);
+		u->local = nl;
+		u->local_size = nsize;
+	}
+	mask = u->local_size - 1;
+	for (i = (size_t)h & mask; u->local[i].s; i = (i + 1) & mask) {
+		if (u->local[i].hash == h && u->local[i].len == len && !memcmp(u->local[i].s, s, len)) {
+			u->local[i].count++;
+			return 0;
+		}
+	}
+	u->local[i].hash = h;
+	u->local[i].s = s;
+	u->local[i].len = (uint32_t)len;
+	u->local[i].count = 1;
+	ALLOC_GROW(u->used, u->local_n + 1, u->aused);
+	u->used[u->local_n++] = (uint32_t)i;
+	return 0;
+}
+
+/*
+ * Scan the identifiers of the content and append them to the new
+ * references of `f`, in the order they first appear in the file.
+ */
+static void scan_refs(struct update *u, struct ctx_file *f)
+{
+	size_t i;
+
+	u->local_n = 0;
+	ctx_tokenize(u->content.buf, u->content.len, local_add, u);
+	f->ref0 = (uint32_t)u->nrefs;
+	f->nrefs = (uint32_t)u->local_n;
+	ALLOC_GROW(u->refs, u->nrefs + u->local_n, u->arefs);
+	/* in first-seen order, whatever the table's size; then only those slots are cleared */
+	for (i = 0; i < u->local_n; i++) {
+		struct local *l = &u->local[u->used[i]];
+
+		u->refs[u->nrefs].sym = (uint32_t)sym_lookup(u->idx, l->s, l->len, l->hash, 1);
+		u->refs[u->nrefs].count = l->count;
+		u->nrefs++;
+		memset(l, 0, sizeof(*l));
+	}
+	u->local_n = 0;
+}
+
+static int read_fd_whole(struct buf *b, int fd, size_t size)
+{
+	buf_reset(b);
+	buf_grow(b, size + 1);
+	for (;;) {
+		ssize_t n = read(fd, b->buf + b->len, b->alloc - b->len - 1);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return FX_EOS;
+		}
+		if (!n)
+			return 0;
+		buf_setlen(b, b->len + (size_t)n);
+		if (b->len > CTX_FILE_MAX)
+			return FX_ELIMIT;
+		if (b->alloc - b->len - 1 == 0)
+			buf_grow(b, 4096);
+	}
+}
+
+static void queue_ctags(struct update *u, const char *rel, uint32_t slot, size_t bytes)
+{
+	struct batch *b = u->cur;
+	unsigned max = u->idx->batch_files ? u->idx->batch_files : BATCH_FILES;
+	/* small batches first, so that ctags starts early; then larger ones */
+	if (!u->idx->batch_files && max > (200u << u->ru.submitted))
+		max = 200u << u->ru.submitted;
+
+	if (!b) {
+		b = u->cur = xcalloc(1, sizeof(*b));
+		strvec_init(&b->paths);
+		buf_init(&b->strs, 0);
+	}
+	strvec_push(&b->paths, rel);
+	ALLOC_GROW(b->slots, b->nslots + 1, b->aslots);
+	b->slots[b->nslots++] = slot;
+	b->bytes += bytes;
+	b->argbytes += strlen(rel) + 3 + sizeof(char *);
+	/* the argument list stays far below ARG_MAX (2 MiB with the usual 8 MiB stack) */
+	if (b->paths.nr >= max || b->bytes >= BATCH_BYTES || b->argbytes >= BATCH_ARGS) {
+		runner_submit(&u->ru, b);
+		u->cur = NULL;
+	}
+}
+
+static void add_file(struct update *u, int dirfd, const char *name, const char *rel, size_t rel_len)
+{
+	struct ctx_index *idx = u->idx;
+	const struct ctx_file *of;
+	struct ctx_file *nf;
+	struct stat st;
+	int fd;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
+		idx->stats.skipped++;
+		return;
+	}
+	of = old_find(u, rel);
+	if (of && of->size == (uint64_t)st.st_size && of->ino == (uint64_t)st.st_ino &&
+	    of->mtime_sec == (int64_t)st.st_mtim.tv_sec &&
+	    of->mtime_nsec == (uint32_t)st.st_mtim.tv_nsec && !(of->flags & CTX_F_NOTAGS)) {
+		ALLOC_GROW(u->files, u->nfiles + 1, u->afiles);
+		nf = &u->files[u->nfiles++];
+		*nf = *of;
+		nf->pad = IN_OLD;	/* its ranges are the old arrays' */
+		idx->stats.cache_hits++;
+		return;
+	}
+	u->changed = 1;
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		idx->stats.skipped++;
+		return;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		idx->stats.skipped++;
+		return;
+	}
+	ALLOC_GROW(u->files, u->nfiles + 1, u->afiles);
+	nf = &u->files[u->nfiles];
+	memset(nf, 0, sizeof(*nf));
+	nf->size = (uint64_t)st.st_size;
+	nf->ino = (uint64_t)st.st_ino;
+	nf->mtime_sec = (int64_t)st.st_mtim.tv_sec;
+	nf->mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
+	if ((size_t)st.st_size > CTX_FILE_MAX || read_fd_whole(&u->content, fd, (size_t)st.st_size) < 0) {
+		close(fd);
+		nf->flags = CTX_F_SKIP;
+		nf->path = arena_add(idx, rel, rel_len);
+		u->nfiles++;
+		idx->stats.skipped++;
+		return;
+	}
+	close(fd);
+	nf->hash = ctx_hash(u->content.buf, u->content.len);
+	if (memchr(u->content.buf, '\0', u->content.len < BINARY_WINDOW ? u->content.len
+									  : BINARY_WINDOW)) {
+		nf->flags = CTX_F_SKIP;
+		nf->path = of ? of->path : arena_add(idx, rel, rel_len);
+		u->nfiles++;
+		idx->stats.skipped++;
+		return;
+	}
+	if (of && of->hash == nf->hash && !(of->flags & (CTX_F_NOTAGS | CTX_F_SKIP)) &&
+	    of->size == nf->size) {
+		nf->path = of->path;
+		nf->def0 = of->def0;
+		nf->ndefs = of->ndefs;
+		nf->ref0 = of->ref0;
+		nf->nrefs = of->nrefs;
+		nf->pad = IN_OLD;
+		u->nfiles++;
+		idx->stats.same_content++;
+		return;
+	}
+	nf->path = of ? of->path : arena_add(idx, rel, rel_len);
+	scan_refs(u, nf);
+	u->nfiles++;
+	idx->stats.indexed++;
+	if (!idx->ex)
+		nf->flags |= CTX_F_NOTAGS;	/* definitions when an executor is there */
+	else
+		queue_ctags(u, rel, (uint32_t)(u->nfiles - 1), u->content.len);
+}
+
+static const struct ignore_chain *chain_push(struct update *u, const struct ignore_chain *next,
+					     struct ignore_rules *rules)
+{
+	struct ignore_chain *node;
+
+	if (!rules)
+		return next;
+	node = xmalloc(sizeof(*node));
+	node->rules = rules;
+	node->next = next;
+	ALLOC_GROW(u->nodes, u->nnodes + 1, u->anodes);
+	u->nodes[u->nnodes++] = node;
+	return node;
+}
+
+struct entry {
+	char *name;
+	int is_dir;
+};
+
+/*
+ * Names compared as their paths compare: a folder as "name/". Walking
+ * each folder in this order yields every path in bytewise order.
+ */
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	const unsigned char *p = (const unsigned char *)x->name, *q = (const unsigned char *)y->name;
+
+	for (;; p++, q++) {
+		unsigned c = *p ? *p : x->is_dir ? '/' : 0;
+		unsigned d = *q ? *q : y->is_dir ? '/' : 0;
+
+		if (c != d)
+			return c < d ? -1 : 1;
+		if (!*p || !*q)
+			return 0;
+	}
+}
+
+static void walk(struct update *u, const char *rel, const struct ignore_chain *parent)
+{
+	struct ignore_rules *rules = NULL;
+	const struct ignore_chain *chain;
+	struct entry *ents = NULL;
+	size_t nents = 0, aents = 0, base, i;
+	struct buf path = BUF_INIT;
+	struct dirent *de;
+	DIR *d;
+	int fd = wspath_open_dir(&u->idx->root, rel);
+
+	if (fd < 0) {
+		err_clear();
+		return;
+	}
+	if (ignore_rules_load_at(&rules, fd, ".gitignore", rel) < 0) {
+		err_clear();
+		rules = NULL;
+	}
+	chain = chain_push(u, parent, rules);
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	if (*rel) {
+		buf_addstr(&path, rel);
+		buf_addch(&path, '/');
+	}
+	base = path.len;
+	while ((de = readdir(d))) {
+		const char *name = de->d_name;
+		unsigned char type = de->d_type;
+		int is_dir;
+
+		if (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2])))
+			continue;
+		if (!strcmp(name, ".git") || (!*rel && !strcmp(name, ".forgex")))
+			continue;
+		if (type == DT_UNKNOWN) {
+			struct stat st;
+
+			if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				continue;
+			type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
+		}
+		if (type != DT_DIR && type != DT_REG)
+			continue;	/* links, devices, pipes: never followed or read */
+		is_dir = type == DT_DIR;
+		buf_setlen(&path, base);
+		buf_addstr(&path, name);
+		if (ignore_chain_excluded(chain, path.buf, path.len, is_dir))
+			continue;
+		ALLOC_GROW(ents, nents + 1, aents);
+		ents[nents].name = xstrdup(name);
+		ents[nents].is_dir = is_dir;
+		nents++;
+	}
+	qsort(ents, nents, sizeof(*ents), cmp_entry);
+	for (i = 0; i < nents; i++) {
+		buf_setlen(&path, base);
+		buf_addstr(&path, ents[i].name);
+		if (ents[i].is_dir) {
+			char *sub = xstrndup(path.buf, path.len);
+
+			walk(u, sub, chain);
+			free(sub);
+		} else {
+			add_file(u, dirfd(d), ents[i].name, path.buf, path.len);
+		}
+		free(ents[i].name);
+	}
+	closedir(d);
+	free(ents);
+	buf_release(&path);
+}
+
+/* ---- merging ---- */
+
+static int cmp_tag(const void *a, const void *b)
+{
+	const struct tag_rec *x = a, *y = b;
+
+	if (x->slot != y->slot)
+		return x->slot < y->slot ? -1 : 1;
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	return x->name < y->name ? -1 : x->name > y->name;
+}
+
+static void merge_batch(struct update *u, struct batch *b)
+{
+	struct ctx_index *idx = u->idx;
+	size_t i, j;
+
+	if (b->failed) {
+		for (i = 0; i < b->nslots; i++)
+			u->files[b->slots[i]].flags |= CTX_F_NOTAGS;
+		return;
+	}
+	qsort(b->tags, b->ntags, sizeof(*b->tags), cmp_tag);
+	for (i = 0; i < b->ntags; i = j) {
+		struct ctx_file *f = &u->files[b->tags[i].slot];
+
+		f->def0 = (uint32_t)u->ndefs;
+		for (j = i; j < b->ntags && b->tags[j].slot == b->tags[i].slot; j++) {
+			const struct tag_rec *t = &b->tags[j];
+			const char *name = b->strs.buf + t->name;
+			struct ctx_def *d;
+			long sym = sym_lookup(idx, name, t->name_len, ctx_ident_hash(name, t->name_len), 1);
+
+			if (j > i && t->line == b->tags[j - 1].line &&
+			    u->defs[u->ndefs - 1].sym == (uint32_t)sym)
+				continue;	/* the same name twice on a line */
+			ALLOC_GROW(u->defs, u->ndefs + 1, u->adefs);
+			d = &u->defs[u->ndefs++];
+			d->sym = (uint32_t)sym;
+			d->line = t->line;
+			d->flags = t->flags;
+			d->kind = kind_intern(idx, b->strs.buf + t->kind, t->kind_len);
+			d->text = arena_add(idx, b->strs.buf + t->text, strlen(b->strs.buf + t->text));
+		}
+		f->ndefs = (uint32_t)(u->ndefs - f->def0);
+	}
+}
+
+/* ---- the public side ---- */
+
+int ctx_index_init(struct ctx_index *idx, const char *workspace, struct executor *ex)
+{
+	int ret;
+
+	memset(idx, 0, sizeof(*idx));
+	idx->root.fd = -1;
+	buf_init(&idx->arena, 0);
+	ret = wspath_root_open(&idx->root, workspace);
+	if (ret < 0)
+		return ret;
+	idx->ex = ex;
+	return 0;
+}
+
+void ctx_index_release(struct ctx_index *idx)
+{
+	ctx_index_clear_data(idx);
+	free(idx->stats.ctags_error);
+	wspath_root_release(&idx->root);
+	memset(idx, 0, sizeof(*idx));
+	idx->root.fd = -1;
+}
+
+int ctx_index_update(struct ctx_index *idx)
+{
+	struct update u;
+	struct ignore_rules *exclude = NULL;
+	const struct ignore_chain *chain = NULL;
+	double t0 = now_s();
+	size_t i;
+	int ret;
+
+	free(idx->stats.ctags_error);
+	memset(&idx->stats, 0, sizeof(idx->stats));
+	if (!idx->loaded) {
+		ctx_index_clear_data(idx);
+		ret = ctx_cache_load(idx);
+		if (ret == 0) {
+			idx->stats.cache_loaded = 1;
+		} else {
+			if (ret != FX_ENOTFOUND)
+				idx->stats.cache_rejected = 1;
+			err_clear();
+			ctx_index_clear_data(idx);
+		}
+		if (!idx->arena.len)
+			buf_addch(&idx->arena, '\0');	/* offset 0 is "" */
+		idx->loaded = 1;
+	}
+
+	memset(&u, 0, sizeof(u));
+	u.idx = idx;
+	u.old_files = idx->files;
+	u.old_n = idx->nfiles;
+	u.old_defs = idx->defs;
+	u.old_refs = idx->refs;
+	buf_init(&u.content, 0);
+	buf_init(&u.path, 0);
+	pthread_mutex_init(&u.ru.lock, NULL);
+	pthread_cond_init(&u.ru.cond, NULL);
+	u.ru.idx = idx;
+	u.ru.tail = &u.ru.queue;
+	u.ru.workers[0].ru = &u.ru;
+	u.ru.workers[0].ex = idx->ex;
+	u.ru.nworkers = 1;
+	if (idx->ex && idx->ex2) {
+		u.ru.workers[1].ru = &u.ru;
+		u.ru.workers[1].ex = idx->ex2;
+		u.ru.nworkers = 2;
+	}
+
+	ret = ignore_load_exclude(&exclude, &idx->root);
+	if (ret < 0) {
+		err_clear();
+		exclude = NULL;
+	}
+	chain = chain_push(&u, NULL, exclude);
+	walk(&u, "", chain);
+	if (u.cur) {
+		runner_submit(&u.ru, u.cur);
+		u.cur = NULL;
+	}
+	if (u.ru.started) {
+		pthread_mutex_lock(&u.ru.lock);
+		u.ru.closing = 1;
+		pthread_cond_broadcast(&u.ru.cond);
+		pthread_mutex_unlock(&u.ru.lock);
+		for (i = 0; i < u.ru.started; i++)
+			pthread_join(u.ru.workers[i].thread, NULL);
+	}
+	/* merge in the order the batches were made (slots ascending), for one result */
+	{
+		struct batch **all = NULL, *b;
+		size_t nb = 0, ab = 0, k;
+
+		for (b = u.ru.done; b; b = b->next) {
+			ALLOC_GROW(all, nb + 1, ab);
+			all[nb++] = b;
+		}
+		for (k = 0; k < nb; k++) {
+			size_t m;
+
+			for (m = k + 1; m < nb; m++)
+				if (all[m]->slots[0] < all[k]->slots[0]) {
+					b = all[k];
+					all[k] = all[m];
+					all[m] = b;
+				}
+			merge_batch(&u, all[k]);
+		}
+		for (k = 0; k < nb; k++)
+			batch_free(all[k]);
+		free(all);
+	}
+	idx->stats.ctags_runs = u.ru.runs;
+	idx->stats.ctags_error = u.ru.error;
+	pthread_mutex_destroy(&u.ru.lock);
+	pthread_cond_destroy(&u.ru.cond);
+
+	if (u.nfiles != u.old_n || u.old_cursor != u.old_n)
+		u.changed = 1;
+	for (i = 1; i < u.nfiles; i++)
+		if (strcmp(idx->arena.buf + u.files[i - 1].path, idx->arena.buf + u.files[i].path) >= 0)
+			BUG("repository map: the walk left path order at %zu", i);
+	if (!u.changed) {
+		/* the old arrays hold everything already: keep them, drop the copies */
+		for (i = 0; i < u.nfiles; i++)
+			u.files[i].pad = 0;
+		free(idx->files);
+		idx->files = u.files;
+		idx->afiles = u.afiles;
+		free(u.defs);
+		free(u.refs);
+	} else {
+		struct ctx_def *defs;
+		struct ctx_ref *refs;
+		size_t nd = 0, nr = 0;
+
+		for (i = 0; i < u.nfiles; i++) {
+			nd += u.files[i].ndefs;
+			nr += u.files[i].nrefs;
+		}
+		defs = xmalloc((nd ? nd : 1) * sizeof(*defs));
+		refs = xmalloc((nr ? nr : 1) * sizeof(*refs));
+		nd = nr = 0;
+		for (i = 0; i < u.nfiles; i++) {
+			struct ctx_file *f = &u.files[i];
+			int old = f->pad == IN_OLD;
+
+			if (f->ndefs)
+				memcpy(defs + nd, (old ? u.old_defs : u.defs) + f->def0,
+				       f->ndefs * sizeof(*defs));
+			if (f->nrefs)
+				memcpy(refs + nr, (old ? u.old_refs : u.refs) + f->ref0,
+				       f->nrefs * sizeof(*refs));
+			f->def0 = (uint32_t)nd;
+			f->ref0 = (uint32_t)nr;
+			nd += f->ndefs;
+			nr += f->nrefs;
+			f->pad = 0;
+		}
+		free(idx->files);
+		free(idx->defs);
+		free(idx->refs);
+		free(u.defs);
+		free(u.refs);
+		idx->files = u.files;
+		idx->nfiles = u.nfiles;
+		idx->afiles = u.afiles;
+		idx->defs = defs;
+		idx->ndefs = idx->adefs = nd;
+		idx->refs = refs;
+		idx->nrefs = idx->arefs = nr;
+	}
+
+	if (u.changed && !idx->no_save) {
+		if (ctx_cache_save(idx) == 0)
+			idx->stats.saved = 1;
+		else
+			err_clear();
+	}
+	idx->stats.files = idx->nfiles;
+	idx->stats.defs = idx->ndefs;
+	idx->stats.refs = idx->nrefs;
+	idx->stats.symbols = idx->nsyms;
+	idx->stats.seconds = now_s() - t0;
+
+	for (i = 0; i < u.nnodes; i++) {
+		ignore_rules_free((struct ignore_rules *)u.nodes[i]->rules);
+		free(u.nodes[i]);
+	}
+	free(u.nodes);
+	free(u.local);
+	free(u.used);
+	buf_release(&u.content);
+	buf_release(&u.path);
+	return 0;
+}
