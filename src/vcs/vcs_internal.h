@@ -2,7 +2,9 @@
 #define FX_VCS_INTERNAL_H
 
 /*
- * What checkpoint.c shares with diff.c; not for use outside src/vcs/.
+ * What the files of src/vcs/ share; not for use outside it. The modules
+ * and their contracts: shadow.h, statcache.h, snapshot.h, perms.h,
+ * restore.h.
  */
 
 #include <git2.h>
@@ -36,5 +38,23 @@ int checkpoint__capture_tree(git_oid *out, size_t *files, struct checkpoints *cp
  * caller's (git_commit_free).
  */
 int checkpoint__lookup(git_commit **out, struct checkpoints *cps, const char *id);
+
+/**
+ * Write the commit of a checkpoint of `tree_id` with the permission header
+ * `perms` (inside a batch: it is made durable by shadow_batch_end());
+ * checkpoint__advance_chain() then makes it the newest.
+ */
+int checkpoint__write_commit(git_oid *out, struct checkpoints *cps, const git_oid *tree_id,
+			     const char *message, const char *perms);
+
+/**
+ * Make commit `oid` (durable) the newest checkpoint: the ref moves only if
+ * it still names the commit's parent. Fills `out` (may be NULL).
+ */
+int checkpoint__advance_chain(struct checkpoint_info *out, struct checkpoints *cps,
+			      const git_oid *oid, size_t files);
+
+/** Load libgit2 once per process (with forgex's options). */
+int vcs_init(void);
 
 #endif

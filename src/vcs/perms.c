@@ -1,0 +1,289 @@
+/* Permission bits of a checkpoint; see perms.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/strvec.h"
+#include "vcs/perms.h"
+#include "vcs/vcs_internal.h"
+
+/* ----------------------------------------------------------- permissions */
+
+int vcs_is_file_mode(uint32_t mode)
+{
+	return mode == GIT_FILEMODE_BLOB || mode == GIT_FILEMODE_BLOB_EXECUTABLE;
+}
+
+void perm_map_release(struct perm_map *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nr; i++)
+		free(m->v[i].path);
+	FREE_AND_NULL(m->v);
+	m->nr = m->alloc = 0;
+}
+
+void perm_map_add(struct perm_map *m, const char *path, unsigned perms)
+{
+	ALLOC_GROW(m->v, m->nr + 1, m->alloc);
+	m->v[m->nr].path = xstrdup(path);
+	m->v[m->nr].perms = perms;
+	m->nr++;
+}
+
+static int perm_entry_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct perm_entry *)a)->path, ((const struct perm_entry *)b)->path);
+}
+
+void perm_map_sort(struct perm_map *m)
+{
+	if (m->nr)
+		qsort(m->v, m->nr, sizeof(*m->v), perm_entry_cmp);
+}
+
+/* The kind of a map key, given the git mode of a file (ignored for a folder). */
+static int perm_kind(const char *path, uint32_t mode)
+{
+	size_t n = strlen(path);
+
+	if (n && path[n - 1] == '/')
+		return PERM_DIR;
+	return mode == GIT_FILEMODE_BLOB_EXECUTABLE ? PERM_EXEC : PERM_FILE;
+}
+
+/* The bits recorded for `path` (a folder: "a/b/"), whose git mode is `mode`. */
+unsigned perm_map_get(const struct perm_map *m, const char *path, uint32_t mode)
+{
+	struct perm_entry key, *e;
+
+	key.path = (char *)path;
+	e = m->nr ? bsearch(&key, m->v, m->nr, sizeof(*m->v), perm_entry_cmp) : NULL;
+	return e ? e->perms : m->def[perm_kind(path, mode)];
+}
+
+static int strcmp_ptr(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * Folders above paths, as "a/", "a/b/": vcs_add_parent_dirs() for each path in
+ * sorted order, then vcs_finish_dirs() sorts and drops duplicates.
+ */
+void vcs_add_parent_dirs(struct strvec *all, const char *path, const char **prev)
+{
+	const char *slash;
+
+	for (slash = strchr(path, '/'); slash; slash = strchr(slash + 1, '/')) {
+		size_t len = (size_t)(slash - path) + 1;
+		char *d;
+
+		/* sorted input: a prefix shared with the last path is in already */
+		if (*prev && !strncmp(*prev, path, len))
+			continue;
+		d = xstrndup(path, len);
+		strvec_push(all, d);
+		free(d);
+	}
+	*prev = path;
+}
+
+void vcs_finish_dirs(struct strvec *out, struct strvec *all)
+{
+	size_t i;
+
+	if (all->nr)
+		qsort(all->v, all->nr, sizeof(*all->v), strcmp_ptr);
+	for (i = 0; i < all->nr; i++)
+		if (!i || strcmp(all->v[i], all->v[i - 1]))
+			strvec_push(out, all->v[i]);
+	strvec_clear(all);
+}
+
+void vcs_index_dirs(struct strvec *out, git_index *idx)
+{
+	struct strvec all = STRVEC_INIT;
+	size_t i, n = git_index_entrycount(idx);
+	const char *prev = NULL;
+
+	for (i = 0; i < n; i++)
+		vcs_add_parent_dirs(&all, git_index_get_byindex(idx, i)->path, &prev);
+	vcs_finish_dirs(out, &all);
+}
+
+/*
+ * The permission bits, as they are on disk, of every file of `idx` and
+ * every folder holding one (a full map: `def` is not used).
+ */
+int perm_map_read(struct perm_map *out, int rootfd, git_index *idx)
+{
+	struct strvec dirs = STRVEC_INIT;
+	size_t i, n = git_index_entrycount(idx);
+	char *curdir = NULL;
+	int ret = 0, dfd = -1;
+
+	for (i = 0; i < n && !ret; i++) {
+		const git_index_entry *e = git_index_get_byindex(idx, i);
+		const char *slash = strrchr(e->path, '/'), *base = slash ? slash + 1 : e->path;
+		char *dir = xstrndup(e->path, slash ? (size_t)(slash - e->path) : 0);
+		struct stat st;
+
+		if (!vcs_is_file_mode(e->mode)) {
+			free(dir);
+			continue;
+		}
+		/* one descriptor per folder: no full path walk per file */
+		if (!curdir || strcmp(dir, curdir)) {
+			if (dfd >= 0)
+				close(dfd);
+			free(curdir);
+			curdir = dir;
+			dfd = *dir ? openat(rootfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) :
+				     dup(rootfd);
+		} else {
+			free(dir);
+		}
+		if (dfd < 0 || fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode)) {
+			ret = err_set_errno(FX_EOS, "cannot read the mode of '%s'", e->path);
+			break;
+		}
+		perm_map_add(out, e->path, (unsigned)(st.st_mode & 0777));
+	}
+	if (dfd >= 0)
+		close(dfd);
+	free(curdir);
+	if (ret < 0)
+		return ret;
+	vcs_index_dirs(&dirs, idx);
+	for (i = 0; i < dirs.nr; i++) {
+		struct stat st;
+
+		if (fstatat(rootfd, dirs.v[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)) {
+			ret = err_set_errno(FX_EOS, "cannot read the mode of '%s'", dirs.v[i]);
+			break;
+		}
+		perm_map_add(out, dirs.v[i], (unsigned)(st.st_mode & 0777));
+	}
+	strvec_clear(&dirs);
+	perm_map_sort(out);
+	out->known = 1;
+	return ret;
+}
+
+static unsigned most_common(const unsigned *counts, unsigned fallback)
+{
+	unsigned i, best = fallback;
+
+	for (i = 0; i < 01000; i++)
+		if (counts[i] > counts[best])
+			best = i;
+	return best;
+}
+
+/* The kind of an entry of a full map of index `idx`. */
+static int perm_kind_in(git_index *idx, const char *path)
+{
+	const git_index_entry *e;
+	size_t n = strlen(path);
+
+	if (n && path[n - 1] == '/')
+		return PERM_DIR;
+	e = git_index_get_bypath(idx, path, 0);
+	return e && e->mode == GIT_FILEMODE_BLOB_EXECUTABLE ? PERM_EXEC : PERM_FILE;
+}
+
+/* Format the full map `m` of index `idx` as the header value. */
+char *perm_map_format(const struct perm_map *m, git_index *idx)
+{
+	static const unsigned fallback[3] = { 0644, 0755, 0755 };
+	unsigned *counts = xcalloc(3 * 01000, sizeof(*counts)), def[3];
+	struct buf b = BUF_INIT;
+	size_t i;
+	int k;
+
+	for (i = 0; i < m->nr; i++)
+		counts[perm_kind_in(idx, m->v[i].path) * 01000 + m->v[i].perms]++;
+	for (k = 0; k < 3; k++)
+		def[k] = most_common(counts + k * 01000, fallback[k]);
+	buf_addf(&b, "1 %o %o %o", def[0], def[1], def[2]);
+	for (i = 0; i < m->nr; i++) {
+		const char *p;
+
+		if (m->v[i].perms == def[perm_kind_in(idx, m->v[i].path)])
+			continue;
+		buf_addf(&b, "\n%o ", m->v[i].perms);
+		for (p = m->v[i].path; *p; p++) {
+			if (*p == '\\')
+				buf_addstr(&b, "\\\\");
+			else if (*p == '\n')
+				buf_addstr(&b, "\\n");
+			else
+				buf_addch(&b, *p);
+		}
+	}
+	free(counts);
+	return buf_detach(&b, NULL);
+}
+
+/* Read the header of commit `c` into `out`; a commit without one leaves out->known 0. */
+int perm_map_load(struct perm_map *out, const git_commit *c)
+{
+	git_buf hv = GIT_BUF_INIT;
+	const char *p, *end;
+	unsigned version;
+	int gerr = git_commit_header_field(&hv, c, PERMS_HEADER);
+
+	if (gerr == GIT_ENOTFOUND) {
+		git_error_clear();
+		return 0;
+	}
+	if (gerr < 0)
+		return vcs_git_error(gerr, "cannot read the modes of checkpoint %s",
+				     git_oid_tostr_s(git_commit_id(c)));
+	p = hv.ptr;
+	end = hv.ptr + hv.size;
+	if (sscanf(p, "%u %o %o %o", &version, &out->def[0], &out->def[1], &out->def[2]) != 4 ||
+	    version != 1)
+		goto bad;
+	p += strcspn(p, "\n");
+	while (p < end && *p == '\n') {
+		struct buf path = BUF_INIT;
+		unsigned perms;
+		char *sp;
+
+		p++;
+		perms = (unsigned)strtoul(p, &sp, 8);
+		if (sp == p || *sp != ' ' || perms > 0777)
+			goto bad;
+		for (p = sp + 1; p < end && *p != '\n'; p++) {
+			if (*p == '\\' && p + 1 < end && (p[1] == '\\' || p[1] == 'n')) {
+				buf_addch(&path, p[1] == 'n' ? '\n' : '\\');
+				p++;
+			} else {
+				buf_addch(&path, *p);
+			}
+		}
+		perm_map_add(out, path.buf, perms);
+		buf_release(&path);
+	}
+	if (out->def[0] > 0777 || out->def[1] > 0777 || out->def[2] > 0777)
+		goto bad;
+	perm_map_sort(out);
+	out->known = 1;
+	git_buf_dispose(&hv);
+	return 0;
+bad:
+	git_buf_dispose(&hv);
+	perm_map_release(out);
+	return err_set(FX_EPARSE, "checkpoint %s has a damaged " PERMS_HEADER " header",
+		       git_oid_tostr_s(git_commit_id(c)));
+}
+
