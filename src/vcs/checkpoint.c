@@ -67,15 +67,7 @@ static void fill_info(struct checkpoint_info *out, const git_commit *c, size_t s
 /* The newest checkpoint commit id; FX_ENOTFOUND (no message) when none. */
 static int chain_head(git_oid *out, struct checkpoints *cps)
 {
-	int gerr = git_reference_name_to_id(out, cps->repo, CHECKPOINT_REF);
-
-	if (gerr == GIT_ENOTFOUND) {
-		git_error_clear();
-		return FX_ENOTFOUND;
-	}
-	if (gerr < 0)
-		return vcs_git_error(gerr, "cannot read %s", CHECKPOINT_REF);
-	return 0;
+	return shadow_read_ref(cps, out);
 }
 
 /* Every checkpoint commit id, newest first. */
@@ -293,7 +285,6 @@ int checkpoint__advance_chain(struct checkpoint_info *out, struct checkpoints *c
 			 size_t files)
 {
 	git_commit *c = NULL;
-	git_reference *ref = NULL;
 	git_oid *ids = NULL;
 	size_t nr;
 	int ret = 0, gerr;
@@ -301,13 +292,10 @@ int checkpoint__advance_chain(struct checkpoint_info *out, struct checkpoints *c
 	gerr = git_commit_lookup(&c, cps->repo, oid);
 	if (gerr < 0)
 		return vcs_git_error(gerr, "cannot read the new checkpoint");
-	gerr = git_reference_create_matching(&ref, cps->repo, CHECKPOINT_REF, oid, 1,
-					     git_commit_parentcount(c) ?
-					     git_commit_parent_id(c, 0) : NULL, "checkpoint");
-	if (gerr < 0) {
-		ret = vcs_git_error(gerr, "cannot record the checkpoint in %s", CHECKPOINT_REF);
+	ret = shadow_write_ref(cps, oid, git_commit_parentcount(c) ? git_commit_parent_id(c, 0) :
+			       NULL);
+	if (ret < 0)
 		goto out;
-	}
 	if (out) {
 		if ((ret = chain_ids(&ids, &nr, cps)) < 0)
 			goto out;
@@ -316,7 +304,6 @@ int checkpoint__advance_chain(struct checkpoint_info *out, struct checkpoints *c
 	}
 out:
 	free(ids);
-	git_reference_free(ref);
 	git_commit_free(c);
 	return ret;
 }

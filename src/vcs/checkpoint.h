@@ -15,9 +15,9 @@
  *
  * Layout: `<workspace>/.forgex/checkpoints/` is a bare git repository
  * whose work tree is set, in memory, to the workspace. When the workspace
- * is a git repository, the shadow borrows the user's objects through
- * objects/info/alternates, so a checkpoint of a large repository writes
- * only what git does not already hold. Checkpoints are a chain of commits
+ * is a git repository, the shadow borrows the user's objects (read-only,
+ * in memory), so a checkpoint of a large repository writes only what git
+ * does not already hold. Checkpoints are a chain of commits
  * on refs/forgex/checkpoints, newest first. The shadow's index caches stat
  * data, so unchanged files are not hashed again.
  *
@@ -84,6 +84,13 @@ void checkpoint_close(struct checkpoints *cps);
 
 /** The workspace (absolute, resolved); borrowed. */
 const char *checkpoint_workspace(const struct checkpoints *cps);
+
+/**
+ * How many files and links the last capture of `cps` (create, restore,
+ * diff) read because the stat cache could not vouch for them (for tests
+ * and benchmarks).
+ */
+size_t checkpoint_files_read(const struct checkpoints *cps);
 
 /**
  * Record the working tree as a new checkpoint with `message` (NULL or ""

@@ -10,22 +10,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <git2/sys/odb_backend.h>
+#include <git2/sys/repository.h>
 
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/fsutil.h"
 #include "base/path.h"
 #include "vcs/checkpoint.h"
+#include "vcs/odb.h"
 #include "vcs/shadow.h"
 #include "vcs/vcs_internal.h"
 
-#define SHORT_ID_MIN 12
 #define LOCK_WAIT_MS 10000
 
 /*
@@ -67,9 +68,9 @@ static void vcs_init_once(void)
 		return;
 	}
 	/*
-	 * Objects, refs and the index are renamed into place only after they
-	 * reach the disk: a crash never leaves a truncated object that a
-	 * later checkpoint would reuse because it "exists".
+	 * The index is renamed into place only after it reaches the disk
+	 * (objects are ours, see odb.h, and flushed by the batch; the ref is
+	 * ours too, see shadow_write_ref()).
 	 */
 	git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, 1);
 	/*
@@ -98,17 +99,239 @@ git_repository *checkpoint__repo(struct checkpoints *cps)
 	return cps->repo;
 }
 
+size_t checkpoint_files_read(const struct checkpoints *cps)
+{
+	return cps->files_read;
+}
+
+/* ---------------------------------------------------- files beneath a fd */
+
+int vcs_openat_beneath(int *out, int dirfd, const char *rel, int flags, const char *shown)
+{
+	const char *p = rel;
+	int fd = dup(dirfd);
+
+	if (fd < 0)
+		return err_set_errno(FX_EOS, "dup");
+	for (;;) {
+		size_t n = strcspn(p, "/");
+		int last = !p[n], next;
+		char *comp = xstrndup(p, n);
+		struct stat st;
+
+		next = openat(fd, comp, last ? flags | O_NOFOLLOW | O_CLOEXEC :
+			      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0) {
+			int e = errno, ret;
+
+			if (!fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode))
+				ret = err_set(FX_EDENIED,
+					      "%s/%.*s is a symbolic link; forgex does not follow "
+					      "links there (remove it)", shown, (int)(p - rel + n), rel);
+			else if (e == ENOENT)
+				ret = err_set(FX_ENOTFOUND, "%s/%.*s does not exist", shown,
+					      (int)(p - rel + n), rel);
+			else if (!last && e == ENOTDIR)
+				ret = err_set(FX_EDENIED, "%s/%.*s is not a folder", shown,
+					      (int)(p - rel + n), rel);
+			else {
+				errno = e;
+				ret = err_set_errno(FX_EOS, "cannot open %s/%.*s", shown,
+						    (int)(p - rel + n), rel);
+			}
+			free(comp);
+			close(fd);
+			return ret;
+		}
+		free(comp);
+		close(fd);
+		fd = next;
+		if (last)
+			break;
+		p += n + 1;
+	}
+	*out = fd;
+	return 0;
+}
+
+int vcs_read_beneath(struct buf *out, int dirfd, const char *rel, size_t max, const char *shown)
+{
+	struct stat st;
+	int fd, ret;
+
+	if ((ret = vcs_openat_beneath(&fd, dirfd, rel, O_RDONLY | O_NONBLOCK, shown)) < 0)
+		return ret;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return err_set(FX_EDENIED, "%s/%s is not a regular file", shown, rel);
+	}
+	ret = fsutil_read_fd(out, fd, max);
+	close(fd);
+	if (ret < 0)
+		err_prefix(ret, "cannot read %s/%s", shown, rel);
+	return ret;
+}
+
+/* Open (and with `create`, make) folder `name` in `dirfd`, never a link. */
+static int open_dir(int *out, int dirfd, const char *name, int create, const char *shown)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0 && errno == ENOENT && create) {
+		if (mkdirat(dirfd, name, 0755) < 0 && errno != EEXIST)
+			return err_set_errno(FX_EOS, "cannot create %s", shown);
+		fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (fd >= 0) {
+		*out = fd;
+		return 0;
+	}
+	if (!fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode))
+		return err_set(FX_EDENIED, "%s is a symbolic link, not a folder; forgex does not "
+			       "follow links in its own files (remove it)", shown);
+	if (errno == ENOTDIR)
+		return err_set(FX_EDENIED, "%s is not a folder (remove it)", shown);
+	if (errno == ENOENT)
+		return err_set(FX_ENOTFOUND, "%s does not exist", shown);
+	return err_set_errno(FX_EOS, "cannot open %s", shown);
+}
+
 /* ------------------------------------------------------------------ lock */
+
+/* The files libgit2 opens by name in the shadow: each a plain file or absent. */
+static const char *const shadow_files[] = {
+	"HEAD", "config", "index", "packed-refs", "forgex.lock", BATCH_MARKER, "description",
+	".gitignore", "info/attributes", "info/exclude", "refs/forgex/checkpoints",
+};
+
+/* ... and its folders: each a real folder or absent. */
+static const char *const shadow_dirs[] = {
+	"objects", "refs", "refs/forgex", "info", "objects/pack", "objects/info",
+};
+
+/*
+ * Before libgit2 touches the shadow: `.forgex` and `.forgex/checkpoints`
+ * are still the folders opened at checkpoint_open(), and neither the files
+ * libgit2 opens by name nor the folders on their way are links. libgit2
+ * follows a link where a file should be (it locks and writes the link's
+ * target): a link planted there by a command is refused, naming it.
+ */
+int shadow_check(struct checkpoints *cps)
+{
+	struct stat now, then;
+	size_t i;
+	int fd = -1, sfd = -1, ret;
+
+	if ((ret = open_dir(&fd, cps->root_fd, ".forgex", 0, cps->shadow)) < 0 ||
+	    (ret = open_dir(&sfd, fd, "checkpoints", 0, cps->shadow)) < 0)
+		goto out;
+	if (fstat(sfd, &now) < 0 || fstat(cps->shadow_fd, &then) < 0 ||
+	    now.st_dev != then.st_dev || now.st_ino != then.st_ino) {
+		ret = err_set(FX_EDENIED, "%s was replaced while forgex was using it", cps->shadow);
+		goto out;
+	}
+	for (i = 0; i < ARRAY_SIZE(shadow_dirs); i++) {
+		struct stat st;
+		int dfd;
+
+		ret = vcs_openat_beneath(&dfd, cps->shadow_fd, shadow_dirs[i],
+					 O_RDONLY | O_DIRECTORY, cps->shadow);
+		if (ret == FX_ENOTFOUND) {
+			err_clear();
+			ret = 0;
+			continue;
+		}
+		if (ret < 0)
+			goto out;
+		if (fstat(dfd, &st) < 0 || !S_ISDIR(st.st_mode))
+			ret = err_set(FX_EDENIED, "%s/%s is not a folder", cps->shadow, shadow_dirs[i]);
+		close(dfd);
+		if (ret < 0)
+			goto out;
+	}
+	for (i = 0; i < ARRAY_SIZE(shadow_files); i++) {
+		const char *slash = strrchr(shadow_files[i], '/');
+		struct stat st;
+		int dfd = -1;
+
+		if (slash) {
+			char *dir = xstrndup(shadow_files[i], (size_t)(slash - shadow_files[i]));
+
+			ret = vcs_openat_beneath(&dfd, cps->shadow_fd, dir, O_RDONLY | O_DIRECTORY,
+						 cps->shadow);
+			free(dir);
+			if (ret == FX_ENOTFOUND) {
+				err_clear();
+				ret = 0;
+				continue;
+			}
+			if (ret < 0)
+				goto out;
+		}
+		if (fstatat(dfd >= 0 ? dfd : cps->shadow_fd, slash ? slash + 1 : shadow_files[i], &st,
+			    AT_SYMLINK_NOFOLLOW) < 0) {
+			if (dfd >= 0)
+				close(dfd);
+			if (errno == ENOENT)
+				continue;
+			ret = err_set_errno(FX_EOS, "cannot inspect %s/%s", cps->shadow,
+					    shadow_files[i]);
+			goto out;
+		}
+		if (dfd >= 0)
+			close(dfd);
+		if (!S_ISREG(st.st_mode)) {
+			ret = err_set(FX_EDENIED,
+				      "%s/%s is %s, not a file; forgex does not follow links in "
+				      "its own files (remove it)", cps->shadow, shadow_files[i],
+				      S_ISLNK(st.st_mode) ? "a symbolic link" : "something else");
+			goto out;
+		}
+	}
+	ret = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (sfd >= 0)
+		close(sfd);
+	if (ret < 0)
+		err_prefix(ret, "the checkpoints cannot be used");
+	return ret;
+}
+
+/*
+ * libgit2 takes "NAME.lock" files while it writes (the index; forgex
+ * writes the ref and config itself). Under the flock no other forgex is
+ * writing, so any such file is what a killed process left: remove it.
+ */
+static void clear_stale_locks(struct checkpoints *cps)
+{
+	static const char *const locks[] = {
+		"index.lock", "HEAD.lock", "config.lock", "packed-refs.lock",
+	};
+	size_t i;
+	int dfd;
+
+	for (i = 0; i < ARRAY_SIZE(locks); i++)
+		unlinkat(cps->shadow_fd, locks[i], 0);
+	if (!vcs_openat_beneath(&dfd, cps->shadow_fd, "refs/forgex", O_RDONLY | O_DIRECTORY,
+				cps->shadow)) {
+		unlinkat(dfd, "checkpoints.lock", 0);
+		close(dfd);
+	}
+	err_clear();
+}
 
 int checkpoint__lock(struct checkpoints *cps)
 {
-	int waited = 0;
+	int waited = 0, ret;
 
 	if (cps->lock_depth++)
 		return 0;
 	for (;;) {
 		if (!flock(cps->lock_fd, LOCK_EX | LOCK_NB))
-			return 0;
+			break;
 		if (errno != EWOULDBLOCK && errno != EINTR) {
 			cps->lock_depth--;
 			return err_set_errno(FX_EOS, "cannot lock %s", cps->shadow);
@@ -122,12 +345,77 @@ int checkpoint__lock(struct checkpoints *cps)
 		usleep(50 * 1000);
 		waited += 50;
 	}
+	clear_stale_locks(cps);
+	if ((ret = shadow_check(cps)) < 0) {
+		cps->lock_depth = 0;
+		flock(cps->lock_fd, LOCK_UN);
+		return ret;
+	}
+	return 0;
 }
 
 void checkpoint__unlock(struct checkpoints *cps)
 {
 	if (cps->lock_depth && !--cps->lock_depth)
 		flock(cps->lock_fd, LOCK_UN);
+}
+
+/* ------------------------------------------------------------------- ref */
+
+int shadow_read_ref(struct checkpoints *cps, git_oid *out)
+{
+	struct buf b = BUF_INIT;
+	int ret = vcs_read_beneath(&b, cps->shadow_fd, "refs/forgex/checkpoints", 4096, cps->shadow);
+
+	if (ret == FX_ENOTFOUND) {
+		err_clear();
+		buf_release(&b);
+		return FX_ENOTFOUND;
+	}
+	if (ret < 0)
+		goto out;
+	buf_trim(&b);
+	if (b.len != GIT_OID_HEXSZ || git_oid_fromstr(out, b.buf) < 0) {
+		git_error_clear();
+		ret = err_set(FX_EPARSE, "%s/refs/forgex/checkpoints is damaged", cps->shadow);
+	}
+out:
+	buf_release(&b);
+	return ret;
+}
+
+int shadow_write_ref(struct checkpoints *cps, const git_oid *oid, const git_oid *expect)
+{
+	git_oid cur;
+	char line[GIT_OID_HEXSZ + 2];
+	int ret, dfd = -1;
+
+	ret = shadow_read_ref(cps, &cur);
+	if (ret < 0 && ret != FX_ENOTFOUND)
+		return ret;
+	if ((ret == FX_ENOTFOUND) != (expect == NULL) ||
+	    (expect && !git_oid_equal(&cur, expect)))
+		return err_set(FX_ERROR, "the checkpoint chain moved while this checkpoint was "
+			       "written; nothing was recorded");
+	if ((ret = open_dir(&dfd, cps->shadow_fd, "refs", 1, cps->shadow)) < 0)
+		return ret;
+	{
+		int fdd = -1;
+
+		ret = open_dir(&fdd, dfd, "forgex", 1, cps->shadow);
+		close(dfd);
+		if (ret < 0)
+			return ret;
+		dfd = fdd;
+	}
+	git_oid_tostr(line, sizeof(line), oid);
+	line[GIT_OID_HEXSZ] = '\n';
+	line[GIT_OID_HEXSZ + 1] = '\0';
+	ret = fsutil_write_atomic_at(dfd, "checkpoints", line, strlen(line), 0644);
+	close(dfd);
+	if (ret < 0)
+		err_prefix(ret, "cannot record the checkpoint in %s", cps->shadow);
+	return ret;
 }
 
 /* ------------------------------------------------------- durable objects */
@@ -137,21 +425,20 @@ void checkpoint__unlock(struct checkpoints *cps)
  * checkpoint would take seconds) and made durable together by one
  * syncfs() before anything refers to them. A marker file brackets the
  * batch: when forgex dies (or the machine crashes) inside one, a loose
- * object may be left empty or truncated, and libgit2 would later trust it
- * because it "exists". The next open finds the marker and deletes every
- * loose object newer than it that does not read back whole.
+ * object may be left empty or truncated. The next open finds the marker
+ * and deletes every loose object newer than it that does not read back
+ * whole (odb.h checks every object anyway, so a damaged one is never
+ * trusted; this only tidies up and drops the stat cache, which may name
+ * what was deleted).
  *
  * The marker itself needs no fsync: journaling file systems commit
  * metadata in order, so a surviving object file implies a surviving marker.
  */
 int shadow_batch_begin(struct checkpoints *cps)
 {
-	struct buf p = BUF_INIT;
-	int fd;
+	int fd = openat(cps->shadow_fd, BATCH_MARKER,
+			O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
 
-	path_join(&p, cps->shadow, BATCH_MARKER);
-	fd = open(p.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	buf_release(&p);
 	if (fd < 0)
 		return err_set_errno(FX_EOS, "cannot write in %s", cps->shadow);
 	close(fd);
@@ -161,103 +448,108 @@ int shadow_batch_begin(struct checkpoints *cps)
 
 int shadow_batch_end(struct checkpoints *cps)
 {
-	struct buf p = BUF_INIT;
-	int fd, ret = 0;
-
 	git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, 1);
-	fd = open(cps->shadow, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || syncfs(fd) < 0)
-		ret = err_set_errno(FX_EOS, "cannot flush the checkpoint to disk");
-	if (fd >= 0)
-		close(fd);
-	if (!ret) {
-		path_join(&p, cps->shadow, BATCH_MARKER);
-		unlink(p.buf);
-		buf_release(&p);
-	}
-	return ret;
+	if (syncfs(cps->shadow_fd) < 0)
+		return err_set_errno(FX_EOS, "cannot flush the checkpoint to disk");
+	unlinkat(cps->shadow_fd, BATCH_MARKER, 0);
+	return 0;
 }
 
 /* After an interrupted batch: remove loose objects newer than the marker that are damaged. */
 static int batch_recover(struct checkpoints *cps)
 {
-	struct buf p = BUF_INIT, dir = BUF_INIT;
 	struct stat mst;
-	git_odb *odb = NULL;
-	int ret = 0, gerr;
 	unsigned i;
+	int objfd;
 
-	path_join(&p, cps->shadow, BATCH_MARKER);
-	if (lstat(p.buf, &mst) < 0)
-		goto out;
-	path_join(&dir, cps->shadow, "objects");
-	/* our own objects only: a damaged copy must not hide behind a good borrowed one */
-	gerr = git_odb_open(&odb, dir.buf);
-	if (gerr < 0) {
-		ret = vcs_git_error(gerr, "cannot open %s", dir.buf);
-		goto out;
-	}
+	if (fstatat(cps->shadow_fd, BATCH_MARKER, &mst, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	if (vcs_openat_beneath(&objfd, cps->shadow_fd, "objects", O_RDONLY | O_DIRECTORY,
+			       cps->shadow) < 0)
+		return err_last_code() == FX_ENOTFOUND ? (err_clear(), 0) : err_last_code();
 	for (i = 0; i < 256; i++) {
-		char sub[8];
+		char sub[9];
 		DIR *d;
 		struct dirent *de;
+		int dfd;
 
-		snprintf(sub, sizeof(sub), "/%02x", i);
-		buf_setlen(&dir, strlen(cps->shadow) + strlen("/objects"));
-		buf_addstr(&dir, sub);
-		if (!(d = opendir(dir.buf)))
+		snprintf(sub, sizeof(sub), "%02x", i & 0xff);
+		dfd = openat(objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dfd < 0)
 			continue;
+		if (!(d = fdopendir(dfd))) {
+			close(dfd);
+			continue;
+		}
 		while ((de = readdir(d))) {
 			struct stat st;
 			git_oid oid;
-			git_odb_object *obj = NULL;
-			char hex[41];
+			char hex[64];
+			int fd;
 
+			if (!strncmp(de->d_name, "tmp_obj_", 8)) {
+				unlinkat(dirfd(d), de->d_name, 0);
+				continue;
+			}
 			if (strlen(de->d_name) != 38 ||
 			    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 			    st.st_mtim.tv_sec + 2 < mst.st_mtim.tv_sec)
 				continue;
-			snprintf(hex, sizeof(hex), "%02x%.38s", i, de->d_name);
+			snprintf(hex, sizeof(hex), "%s%.38s", sub, de->d_name);
 			if (git_oid_fromstr(&oid, hex) < 0)
 				continue;
-			if (git_odb_read(&obj, odb, &oid) < 0)
+			fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+			if (fd < 0 || !S_ISREG(st.st_mode) || vcs_loose_check(fd, &oid, NULL, NULL, NULL) < 0)
 				unlinkat(dirfd(d), de->d_name, 0);
-			git_odb_object_free(obj);
+			if (fd >= 0)
+				close(fd);
 		}
 		closedir(d);
 	}
+	close(objfd);
 	git_error_clear();
+	err_clear();
 	/* the index may name what was just removed, or be damaged itself: rebuild it */
-	buf_reset(&dir);
-	path_join(&dir, cps->shadow, "index");
-	unlink(dir.buf);
-	buf_reset(&dir);
-	path_join(&dir, cps->shadow, IGNORE_STAMP);
-	unlink(dir.buf);
-	if (unlink(p.buf) < 0 && errno != ENOENT)
-		ret = err_set_errno(FX_EOS, "cannot remove %s", p.buf);
-out:
-	git_odb_free(odb);
-	buf_release(&p);
-	buf_release(&dir);
-	return ret;
+	unlinkat(cps->shadow_fd, "index", 0);
+	unlinkat(cps->shadow_fd, IGNORE_STAMP, 0);
+	if (unlinkat(cps->shadow_fd, BATCH_MARKER, 0) < 0 && errno != ENOENT)
+		return err_set_errno(FX_EOS, "cannot remove %s/%s", cps->shadow, BATCH_MARKER);
+	return 0;
 }
 
 /* ------------------------------------------------------------------ open */
 
-/* Write `content` to `dir`/`name` unless it already holds exactly that. */
-static int write_if_changed(const char *dir, const char *name, const char *content, size_t len)
+/* Write `content` to `name` in the shadow unless it already holds exactly that. */
+static int write_if_changed(struct checkpoints *cps, const char *name, const char *content,
+			    size_t len)
 {
-	struct buf p = BUF_INIT, old = BUF_INIT;
-	int ret = 0;
+	struct buf old = BUF_INIT;
+	const char *slash = strrchr(name, '/');
+	int ret = 0, dfd = cps->shadow_fd;
 
-	path_join(&p, dir, name);
-	if (!fsutil_read_file(&old, p.buf, 0) && old.len == len && !memcmp(old.buf, content, len))
+	if (!vcs_read_beneath(&old, cps->shadow_fd, name, 1 << 20, cps->shadow) && old.len == len &&
+	    !memcmp(old.buf, content, len))
 		goto out;
+	if (err_last_code() == FX_EDENIED) {
+		ret = err_last_code();
+		goto out;
+	}
 	err_clear();
-	ret = fsutil_write_atomic(p.buf, content, len, 0644);
+	if (slash) {
+		char *dir = xstrndup(name, (size_t)(slash - name));
+
+		ret = vcs_openat_beneath(&dfd, cps->shadow_fd, dir, O_RDONLY | O_DIRECTORY,
+					 cps->shadow);
+		free(dir);
+		if (ret < 0)
+			goto out;
+	}
+	ret = fsutil_write_atomic_at(dfd, slash ? slash + 1 : name, content, len, 0644);
+	if (ret < 0)
+		err_prefix(ret, "%s/%s", cps->shadow, name);
+	if (dfd != cps->shadow_fd)
+		close(dfd);
 out:
-	buf_release(&p);
 	buf_release(&old);
 	return ret;
 }
@@ -299,58 +591,36 @@ static int find_user_repo(struct checkpoints *cps)
 	return 0;
 }
 
-/* Set `key` in the shadow's own config file unless it has that value already. */
-static int config_ensure(git_config *cfg, const char *key, const char *value)
-{
-	git_config_entry *e = NULL;
-	int gerr = git_config_get_entry(&e, cfg, key);
-
-	if (!gerr && value && !strcmp(e->value, value)) {
-		git_config_entry_free(e);
-		return 0;
-	}
-	git_config_entry_free(e);
-	if (gerr && gerr != GIT_ENOTFOUND)
-		return vcs_git_error(gerr, "cannot read %s", key);
-	git_error_clear();
-	if (!value) {
-		if (gerr == GIT_ENOTFOUND)
-			return 0;
-		gerr = git_config_delete_entry(cfg, key);
-	} else {
-		gerr = git_config_set_string(cfg, key, value);
-	}
-	if (gerr < 0)
-		return vcs_git_error(gerr, "cannot set %s in the checkpoint repository", key);
-	return 0;
-}
-
 /*
- * The shadow's config: no conversions, links as links, the executable bit
- * honoured, no Windows/macOS path restrictions, and the user's
- * core.excludesFile (or none at all outside a git repository).
+ * The shadow's config, written by forgex itself (through a descriptor,
+ * never through a link): no conversions, links as links, the executable
+ * bit honoured, no Windows/macOS path restrictions. Which files are
+ * ignored is decided by ignore.c, which reads the user's
+ * core.excludesFile (remembered here) and info/exclude itself.
  */
 static int setup_config(struct checkpoints *cps)
 {
-	static const char *const fixed[][2] = {
-		{ "core.filemode", "true" },
-		{ "core.symlinks", "true" },
-		{ "core.ignorecase", "false" },
-		{ "core.autocrlf", "false" },
-		{ "core.safecrlf", "false" },
-		{ "core.precomposeunicode", "false" },
-		{ "core.protectNTFS", "false" },
-		{ "core.protectHFS", "false" },
-		{ "core.logallrefupdates", "false" },
-		{ "core.checkstat", "default" },
-		{ "core.trustctime", "true" },
-		{ "gc.auto", "0" },
-	};
-	struct buf p = BUF_INIT;
-	git_config *cfg = NULL, *snap = NULL;
+	static const char config[] =
+		"# written by forgex; rewritten when it differs\n"
+		"[core]\n"
+		"\trepositoryformatversion = 0\n"
+		"\tbare = true\n"
+		"\tfilemode = true\n"
+		"\tsymlinks = true\n"
+		"\tignorecase = false\n"
+		"\tautocrlf = false\n"
+		"\tsafecrlf = false\n"
+		"\tprecomposeunicode = false\n"
+		"\tprotectNTFS = false\n"
+		"\tprotectHFS = false\n"
+		"\tlogallrefupdates = false\n"
+		"\tcheckstat = default\n"
+		"\ttrustctime = true\n"
+		"[gc]\n"
+		"\tauto = 0\n";
+	git_config *snap = NULL;
 	git_buf excl = GIT_BUF_INIT;
 	char *excludes = NULL;
-	size_t i;
 	int ret = 0, gerr;
 
 	if (cps->user) {
@@ -365,91 +635,44 @@ static int setup_config(struct checkpoints *cps)
 		} else if (gerr != GIT_ENOTFOUND) {
 			ret = vcs_git_error(gerr, "cannot read core.excludesFile");
 			goto out;
+		} else {
+			/* git's default */
+			const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+
+			if (xdg && *xdg)
+				excludes = xstrfmt("%s/git/ignore", xdg);
+			else if (home && *home)
+				excludes = xstrfmt("%s/.config/git/ignore", home);
 		}
 		git_error_clear();
-	} else {
-		/*
-		 * Outside a git repository only the tree's own .gitignore
-		 * files apply: point core.excludesFile at the (empty)
-		 * info/exclude so the user's global ignore file does not.
-		 */
-		excludes = xstrfmt("%s/info/exclude", cps->shadow);
 	}
-	path_join(&p, cps->shadow, "config");
-	gerr = git_config_open_ondisk(&cfg, p.buf);
-	if (gerr < 0) {
-		ret = vcs_git_error(gerr, "cannot open %s", p.buf);
+	/* outside a git repository only the tree's own .gitignore files apply */
+	if ((ret = write_if_changed(cps, "config", config, sizeof(config) - 1)) < 0)
 		goto out;
-	}
-	for (i = 0; i < ARRAY_SIZE(fixed) && !ret; i++)
-		ret = config_ensure(cfg, fixed[i][0], fixed[i][1]);
-	if (!ret)
-		ret = config_ensure(cfg, "core.excludesfile", excludes);
-	if (!ret && !excludes) {
-		/* git's default, which libgit2 applies the same way */
-		const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
-
-		if (xdg && *xdg)
-			excludes = xstrfmt("%s/git/ignore", xdg);
-		else if (home && *home)
-			excludes = xstrfmt("%s/.config/git/ignore", home);
-	}
 	free(cps->excludes_file);
 	cps->excludes_file = excludes;
 	excludes = NULL;
 out:
-	git_config_free(cfg);
 	git_config_free(snap);
 	git_buf_dispose(&excl);
 	free(excludes);
-	buf_release(&p);
 	return ret;
 }
 
-/* Mirror the user's info/exclude into the shadow; write our own attributes. */
-static int setup_mirrors(struct checkpoints *cps)
+/* Our own attributes, and the .gitignore that hides the shadow from git. */
+static int setup_files(struct checkpoints *cps)
 {
-	struct buf dir = BUF_INIT, p = BUF_INIT, excl = BUF_INIT;
-	int ret = 0;
+	int ret, dfd;
 
-	if (cps->user) {
-		path_join(&p, git_repository_commondir(cps->user), "info/exclude");
-		if (fsutil_read_file(&excl, p.buf, 0) < 0) {
-			if (err_last_code() != FX_ENOTFOUND) {
-				ret = err_last_code();
-				goto out;
-			}
-			buf_reset(&excl);
-		}
-	}
-	err_clear();
-	path_join(&dir, cps->shadow, "info");
-	if ((ret = fsutil_mkdir_p(dir.buf, 0755)) < 0)
-		goto out;
-	if ((ret = write_if_changed(dir.buf, "exclude", excl.buf, excl.len)) < 0)
-		goto out;
-	if ((ret = write_if_changed(dir.buf, "attributes", shadow_attributes,
+	if ((ret = open_dir(&dfd, cps->shadow_fd, "info", 1, cps->shadow)) < 0)
+		return ret;
+	close(dfd);
+	if ((ret = write_if_changed(cps, "info/attributes", shadow_attributes,
 				    sizeof(shadow_attributes) - 1)) < 0)
-		goto out;
-	ret = write_if_changed(cps->shadow, ".gitignore", shadow_gitignore,
-			       sizeof(shadow_gitignore) - 1);
-out:
-	buf_release(&dir);
-	buf_release(&p);
-	buf_release(&excl);
-	return ret;
+		return ret;
+	return write_if_changed(cps, ".gitignore", shadow_gitignore, sizeof(shadow_gitignore) - 1);
 }
 
-/*
- * Borrowing the user's objects.
- *
- * objects/info/alternates would do, except that libgit2 "freshens" an
- * object it was about to write and found in an alternate: it touches the
- * user's loose object or pack file, a write into the user's .git. So the
- * user's object database is added in memory behind this read-only backend,
- * which has no freshen (libgit2 then only asks whether the object exists)
- * and no write.
- */
 struct borrowed_odb {
 	git_odb_backend parent;
 	git_odb *from;
@@ -518,135 +741,134 @@ static void borrowed_free(git_odb_backend *b)
 	free(b);
 }
 
-static int borrow_user_objects(struct checkpoints *cps)
+/*
+ * The shadow's object database: its own loose objects through odb.c
+ * (bounded reads, no links) and, behind them, the user's objects read-only.
+ */
+static int setup_odb(struct checkpoints *cps)
 {
-	struct borrowed_odb *bo;
 	git_odb *odb = NULL, *from = NULL;
-	int gerr;
+	git_odb_backend *loose = NULL;
+	struct borrowed_odb *bo;
+	int gerr, ret, objfd;
 
-	if (!cps->user)
-		return 0;
-	gerr = git_repository_odb(&from, cps->user);
-	if (!gerr)
-		gerr = git_repository_odb(&odb, cps->repo);
-	if (gerr < 0) {
-		git_odb_free(from);
-		return vcs_git_error(gerr, "cannot open the objects of %s", cps->workspace);
+	if ((ret = open_dir(&objfd, cps->shadow_fd, "objects", 1, cps->shadow)) < 0)
+		return ret;
+	if ((gerr = git_odb_new(&odb)) < 0) {
+		close(objfd);
+		return vcs_git_error(gerr, "cannot set up the checkpoint objects");
 	}
-	bo = xcalloc(1, sizeof(*bo));
-	git_odb_init_backend(&bo->parent, GIT_ODB_BACKEND_VERSION);
-	bo->from = from;
-	bo->parent.read = borrowed_read;
-	bo->parent.read_prefix = borrowed_read_prefix;
-	bo->parent.read_header = borrowed_read_header;
-	bo->parent.exists = borrowed_exists;
-	bo->parent.exists_prefix = borrowed_exists_prefix;
-	bo->parent.refresh = borrowed_refresh;
-	bo->parent.free = borrowed_free;
-	gerr = git_odb_add_alternate(odb, &bo->parent, 0);
-	if (gerr < 0)
-		borrowed_free(&bo->parent);
+	vcs_loose_backend(&loose, objfd);
+	if ((gerr = git_odb_add_backend(odb, loose, 2)) < 0) {
+		loose->free(loose);
+		goto fail;
+	}
+	cps->loose = loose;
+	if (cps->user) {
+		if ((gerr = git_repository_odb(&from, cps->user)) < 0)
+			goto fail;
+		bo = xcalloc(1, sizeof(*bo));
+		git_odb_init_backend(&bo->parent, GIT_ODB_BACKEND_VERSION);
+		bo->from = from;
+		bo->parent.read = borrowed_read;
+		bo->parent.read_prefix = borrowed_read_prefix;
+		bo->parent.read_header = borrowed_read_header;
+		bo->parent.exists = borrowed_exists;
+		bo->parent.exists_prefix = borrowed_exists_prefix;
+		bo->parent.refresh = borrowed_refresh;
+		bo->parent.free = borrowed_free;
+		if ((gerr = git_odb_add_alternate(odb, &bo->parent, 1)) < 0) {
+			borrowed_free(&bo->parent);
+			goto fail;
+		}
+	}
+	if ((gerr = git_repository_set_odb(cps->repo, odb)) < 0)
+		goto fail;
 	git_odb_free(odb);
-	if (gerr < 0)
-		return vcs_git_error(gerr, "cannot borrow the objects of %s", cps->workspace);
 	return 0;
-}
-
-/* Make sure <workspace>/.forgex/checkpoints is a real folder (never a link). */
-static int ensure_shadow_dir(struct checkpoints *cps)
-{
-	struct buf p = BUF_INIT;
-	const char *parts[] = { ".forgex", SHADOW_DIR };
-	struct stat st;
-	size_t i;
-	int ret = 0;
-
-	for (i = 0; i < ARRAY_SIZE(parts); i++) {
-		buf_reset(&p);
-		path_join(&p, cps->workspace, parts[i]);
-		if (lstat(p.buf, &st) < 0) {
-			if (errno != ENOENT) {
-				ret = err_set_errno(FX_EOS, "cannot inspect %s", p.buf);
-				goto out;
-			}
-			if (mkdir(p.buf, 0755) < 0 && errno != EEXIST) {
-				ret = err_set_errno(FX_EOS, "cannot create %s", p.buf);
-				goto out;
-			}
-			if (lstat(p.buf, &st) < 0) {
-				ret = err_set_errno(FX_EOS, "cannot inspect %s", p.buf);
-				goto out;
-			}
-		}
-		if (!S_ISDIR(st.st_mode)) {
-			ret = err_set(FX_EINVAL, "%s is not a folder (a symbolic link or a file)",
-				      p.buf);
-			goto out;
-		}
-	}
-out:
-	buf_release(&p);
+fail:
+	ret = vcs_git_error(gerr, "cannot open the objects of %s", cps->workspace);
+	git_odb_free(odb);
 	return ret;
 }
 
+/*
+ * A new shadow, made by forgex itself beneath the shadow's descriptor
+ * (libgit2's git_repository_init would follow links planted in the folder).
+ */
 static int init_shadow(struct checkpoints *cps)
 {
-	git_repository_init_options opts = GIT_REPOSITORY_INIT_OPTIONS_INIT;
-	git_repository *r = NULL;
-	struct buf head = BUF_INIT;
-	int gerr, ret = 0;
+	static const char head[] = "ref: " CHECKPOINT_REF "\n";
+	static const char desc[] = "forgex checkpoints of this workspace\n";
+	struct stat st;
+	int ret, dfd;
 
-	path_join(&head, cps->shadow, "HEAD");
-	if (fsutil_exists(head.buf))
-		goto out;
-	opts.flags = GIT_REPOSITORY_INIT_BARE | GIT_REPOSITORY_INIT_MKPATH;
-	opts.mode = GIT_REPOSITORY_INIT_SHARED_UMASK;
-	opts.initial_head = CHECKPOINT_REF;
-	opts.description = "forgex checkpoints of this workspace\n";
-	gerr = git_repository_init_ext(&r, cps->shadow, &opts);
-	if (gerr < 0)
-		ret = vcs_git_error(gerr, "cannot create the checkpoint repository %s", cps->shadow);
-	git_repository_free(r);
-out:
-	buf_release(&head);
-	return ret;
+	if (!fstatat(cps->shadow_fd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode))
+		return 0;
+	if ((ret = open_dir(&dfd, cps->shadow_fd, "objects", 1, cps->shadow)) < 0)
+		return ret;
+	close(dfd);
+	if ((ret = open_dir(&dfd, cps->shadow_fd, "refs", 1, cps->shadow)) < 0)
+		return ret;
+	{
+		int f = -1;
+
+		ret = open_dir(&f, dfd, "forgex", 1, cps->shadow);
+		close(dfd);
+		if (ret < 0)
+			return ret;
+		close(f);
+	}
+	if ((ret = write_if_changed(cps, "description", desc, sizeof(desc) - 1)) < 0)
+		return ret;
+	return write_if_changed(cps, "HEAD", head, sizeof(head) - 1);
 }
 
 int checkpoint_open(struct checkpoints **out, const char *workspace)
 {
 	struct checkpoints *cps;
-	struct buf p = BUF_INIT;
 	struct stat st;
-	int ret, gerr;
+	int ret, gerr, fd = -1;
 
 	if ((ret = vcs_init()) < 0)
 		return ret;
 	cps = xcalloc(1, sizeof(*cps));
-	cps->lock_fd = -1;
+	cps->lock_fd = cps->root_fd = cps->shadow_fd = -1;
 	cps->workspace = realpath(workspace, NULL);
 	if (!cps->workspace) {
 		ret = err_set_errno(errno == ENOENT ? FX_ENOTFOUND : FX_EOS,
 				    "cannot open workspace %s", workspace);
 		goto fail;
 	}
-	if (stat(cps->workspace, &st) < 0 || !S_ISDIR(st.st_mode)) {
+	cps->root_fd = open(cps->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cps->root_fd < 0 || fstat(cps->root_fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		ret = err_set(FX_EINVAL, "workspace %s is not a folder", workspace);
 		goto fail;
 	}
 	cps->shadow = xstrfmt("%s/" SHADOW_DIR, cps->workspace);
-	if ((ret = ensure_shadow_dir(cps)) < 0)
-		goto fail;
-	path_join(&p, cps->shadow, "forgex.lock");
-	cps->lock_fd = open(p.buf, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	{
+		char *forgex = xstrfmt("%s/.forgex", cps->workspace);
+
+		ret = open_dir(&fd, cps->root_fd, ".forgex", 1, forgex);
+		free(forgex);
+		if (ret < 0)
+			goto fail;
+		ret = open_dir(&cps->shadow_fd, fd, "checkpoints", 1, cps->shadow);
+		close(fd);
+		if (ret < 0)
+			goto fail;
+	}
+	cps->lock_fd = openat(cps->shadow_fd, "forgex.lock",
+			      O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
 	if (cps->lock_fd < 0) {
-		ret = err_set_errno(FX_EOS, "cannot open %s", p.buf);
+		ret = err_set_errno(FX_EOS, "cannot open %s/forgex.lock", cps->shadow);
 		goto fail;
 	}
 	if ((ret = checkpoint__lock(cps)) < 0)
 		goto fail;
 	if ((ret = find_user_repo(cps)) < 0 || (ret = init_shadow(cps)) < 0 ||
-	    (ret = setup_mirrors(cps)) < 0 || (ret = setup_config(cps)) < 0 ||
-	    (ret = batch_recover(cps)) < 0)
+	    (ret = setup_files(cps)) < 0 || (ret = setup_config(cps)) < 0 ||
+	    (ret = batch_recover(cps)) < 0 || (ret = shadow_check(cps)) < 0)
 		goto fail_locked;
 	gerr = git_repository_open_bare(&cps->repo, cps->shadow);
 	if (gerr < 0) {
@@ -654,37 +876,18 @@ int checkpoint_open(struct checkpoints **out, const char *workspace)
 		goto fail_locked;
 	}
 	gerr = git_repository_set_workdir(cps->repo, cps->workspace, 0);
-	if (!gerr)
-		gerr = git_ignore_add_rule(cps->repo, "/.forgex\n");
 	if (gerr < 0) {
 		ret = vcs_git_error(gerr, "cannot set up the checkpoint repository");
 		goto fail_locked;
 	}
-	if ((ret = borrow_user_objects(cps)) < 0)
+	if ((ret = setup_odb(cps)) < 0)
 		goto fail_locked;
-	{
-		/*
-		 * libgit2's ref store decides whether it fsyncs when it is
-		 * created: create it now, outside any batch, so moving the
-		 * chain is always durable.
-		 */
-		git_refdb *refdb = NULL;
-
-		gerr = git_repository_refdb(&refdb, cps->repo);
-		git_refdb_free(refdb);
-		if (gerr < 0) {
-			ret = vcs_git_error(gerr, "cannot open the checkpoint refs");
-			goto fail_locked;
-		}
-	}
 	checkpoint__unlock(cps);
-	buf_release(&p);
 	*out = cps;
 	return 0;
 fail_locked:
 	checkpoint__unlock(cps);
 fail:
-	buf_release(&p);
 	checkpoint_close(cps);
 	return ret;
 }
@@ -697,10 +900,13 @@ void checkpoint_close(struct checkpoints *cps)
 	git_repository_free(cps->user);
 	if (cps->lock_fd >= 0)
 		close(cps->lock_fd);
+	if (cps->shadow_fd >= 0)
+		close(cps->shadow_fd);
+	if (cps->root_fd >= 0)
+		close(cps->root_fd);
 	free(cps->workspace);
 	free(cps->shadow);
 	free(cps->user_prefix);
 	free(cps->excludes_file);
 	free(cps);
 }
-
