@@ -233,9 +233,11 @@ int checkpoint__lookup(git_commit **out, struct checkpoints *cps, const char *id
  * durable by shadow_batch_end()); checkpoint__advance_chain() then makes it the newest.
  */
 int checkpoint__write_commit(git_oid *out, struct checkpoints *cps, const git_oid *tree_id,
-			const char *message, const char *perms)
+			     const char *message, const struct snapshot *snap, git_index *idx)
 {
 	git_buf content = GIT_BUF_INIT;
+	struct buf full = BUF_INIT;
+	char *perms = perm_map_format(&snap->perms, idx), *dirs = snapshot_format_dirs(&snap->empty_dirs);
 	git_signature *sig = NULL;
 	git_tree *tree = NULL;
 	git_commit *parent = NULL;
@@ -262,12 +264,37 @@ int checkpoint__write_commit(git_oid *out, struct checkpoints *cps, const git_oi
 	buf_addch(&msg, '\n');
 	gerr = git_commit_create_buffer(&content, cps->repo, sig, sig, NULL, msg.buf, tree,
 					has_parent ? 1 : 0, (const git_commit **)&parent);
-	if (!gerr)
-		gerr = git_commit_create_with_signature(out, cps->repo, content.ptr, perms,
+	if (!gerr) {
+		/*
+		 * The empty folders go in a header of their own, before the
+		 * blank line that ends the headers (continuation lines start
+		 * with a space, as git writes multi-line headers).
+		 */
+		const char *eoh = strstr(content.ptr, "\n\n");
+
+		buf_add(&full, content.ptr, eoh ? (size_t)(eoh - content.ptr) + 1 : content.size);
+		if (*dirs && eoh) {
+			const char *p;
+
+			buf_addstr(&full, EMPTY_DIRS_HEADER " ");
+			for (p = dirs; *p; p++) {
+				buf_addch(&full, *p);
+				if (*p == '\n')
+					buf_addch(&full, ' ');
+			}
+			buf_addch(&full, '\n');
+		}
+		if (eoh)
+			buf_addstr(&full, eoh + 1);
+		gerr = git_commit_create_with_signature(out, cps->repo, full.buf, perms,
 							PERMS_HEADER);
+	}
 	if (gerr < 0)
 		ret = vcs_git_error(gerr, "cannot write the checkpoint");
 out:
+	free(perms);
+	free(dirs);
+	buf_release(&full);
 	git_buf_dispose(&content);
 	buf_release(&msg);
 	git_commit_free(parent);
@@ -310,34 +337,25 @@ out:
 
 int checkpoint_create(struct checkpoint_info *out, struct checkpoints *cps, const char *message)
 {
-	struct perm_map perms = PERM_MAP_INIT;
-	struct buf stamp = BUF_INIT;
+	struct snapshot snap = SNAPSHOT_INIT;
 	git_index *idx = NULL;
 	git_oid tree, commit;
-	size_t files = 0;
-	char *header = NULL;
 	int ret;
 
 	if ((ret = checkpoint__lock(cps)) < 0)
 		return ret;
 	if ((ret = statcache_open(&idx, cps)) < 0 || (ret = shadow_batch_begin(cps)) < 0)
 		goto out;
-	ret = snapshot_capture(&tree, &files, &perms, &stamp, cps, idx);
-	if (!ret) {
-		header = perm_map_format(&perms, idx);
-		ret = checkpoint__write_commit(&commit, cps, &tree, message, header);
-	}
+	ret = snapshot_capture(&tree, &snap, cps, idx);
+	if (!ret)
+		ret = checkpoint__write_commit(&commit, cps, &tree, message, &snap, idx);
 	/* everything the ref will point at reaches the disk first */
 	if (shadow_batch_end(cps) < 0 && !ret)
 		ret = err_last_code();
 	if (!ret)
-		ret = statcache_save_stamp(cps, &stamp);
-	if (!ret)
-		ret = checkpoint__advance_chain(out, cps, &commit, files);
+		ret = checkpoint__advance_chain(out, cps, &commit, snap.files);
 out:
-	free(header);
-	buf_release(&stamp);
-	perm_map_release(&perms);
+	snapshot_release(&snap);
 	git_index_free(idx);
 	checkpoint__unlock(cps);
 	return ret;

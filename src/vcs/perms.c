@@ -68,7 +68,7 @@ unsigned perm_map_get(const struct perm_map *m, const char *path, uint32_t mode)
 	return e ? e->perms : m->def[perm_kind(path, mode)];
 }
 
-static int strcmp_ptr(const void *a, const void *b)
+int vcs_strcmp_ptr(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
@@ -100,7 +100,7 @@ void vcs_finish_dirs(struct strvec *out, struct strvec *all)
 	size_t i;
 
 	if (all->nr)
-		qsort(all->v, all->nr, sizeof(*all->v), strcmp_ptr);
+		qsort(all->v, all->nr, sizeof(*all->v), vcs_strcmp_ptr);
 	for (i = 0; i < all->nr; i++)
 		if (!i || strcmp(all->v[i], all->v[i - 1]))
 			strvec_push(out, all->v[i]);

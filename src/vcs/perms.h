@@ -39,6 +39,9 @@ struct perm_map {
 
 #define PERM_MAP_INIT { NULL, 0, 0, { 0644, 0755, 0755 }, 0 }
 
+/** qsort() comparison of `char *` strings. */
+int vcs_strcmp_ptr(const void *a, const void *b);
+
 /** Whether a git mode is a regular file (executable or not). */
 int vcs_is_file_mode(uint32_t mode);
 

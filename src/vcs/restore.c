@@ -23,6 +23,12 @@
 #include "vcs/statcache.h"
 #include "vcs/vcs_internal.h"
 
+/*
+ * Open the folder holding `path` below `rootfd` without following links.
+ * With `create`, missing folders are made and a link in the way is
+ * replaced by a folder; without, a missing folder or a link gives
+ * FX_ENOTFOUND (nothing to do there). `*base` points into `path`.
+ */
 static int open_parent(int *out, int rootfd, const char *path, int create, const char **base)
 {
 	const char *p = path, *slash;
@@ -238,7 +244,8 @@ static int chmod_entry(git_repository *repo, int rootfd, const struct change *c,
 }
 
 /* Remove `path`, then the folders above it that this left empty. */
-static int delete_entry(int rootfd, const char *path, const struct tree_list *want)
+static int delete_entry(int rootfd, const char *path, const struct tree_list *want,
+			const struct strvec *want_dirs, int is_dir)
 {
 	const char *base;
 	char *dir, *slash;
@@ -249,7 +256,12 @@ static int delete_entry(int rootfd, const char *path, const struct tree_list *wa
 		return 0;	/* gone already, or behind a link we do not follow */
 	if (ret < 0)
 		return ret;
-	if (unlinkat(fd, base, 0) < 0 && errno != ENOENT) {
+	if (unlinkat(fd, base, is_dir ? AT_REMOVEDIR : 0) < 0 && errno != ENOENT) {
+		/* an "empty" folder that is not empty any more: leave it */
+		if (is_dir && (errno == ENOTEMPTY || errno == EEXIST)) {
+			close(fd);
+			return 0;
+		}
 		ret = err_set_errno(FX_EOS, "cannot remove '%s'", path);
 		close(fd);
 		return ret;
@@ -258,7 +270,7 @@ static int delete_entry(int rootfd, const char *path, const struct tree_list *wa
 	dir = xstrdup(path);
 	while ((slash = strrchr(dir, '/'))) {
 		*slash = '\0';
-		if (restore_tree_has_dir(want, dir))
+		if (restore_keeps_dir(want, want_dirs, dir))
 			break;
 		if (open_parent(&fd, rootfd, dir, 0, &base) < 0)
 			break;
@@ -272,16 +284,52 @@ static int delete_entry(int rootfd, const char *path, const struct tree_list *wa
 	return 0;
 }
 
-static int fix_dir_perms(size_t *changed, int rootfd, const struct tree_list *want,
-			 const struct perm_map *want_perms, int check)
+/* Make the empty folder `path` of the checkpoint (and those above it). */
+static int mkdir_entry(int rootfd, const char *path)
 {
-	struct strvec dirs = STRVEC_INIT;
+	const char *base;
+	struct stat st;
+	int fd, ret;
+
+	if ((ret = open_parent(&fd, rootfd, path, 1, &base)) < 0)
+		return ret;
+	if (!fstatat(fd, base, &st, AT_SYMLINK_NOFOLLOW) && !S_ISDIR(st.st_mode) &&
+	    unlinkat(fd, base, 0) < 0) {
+		ret = err_set_errno(FX_EOS, "cannot replace '%s' with a folder", path);
+		close(fd);
+		return ret;
+	}
+	if (mkdirat(fd, base, 0777) < 0 && errno != EEXIST)
+		ret = err_set_errno(FX_EOS, "cannot create folder '%s'", path);
+	close(fd);
+	return ret;
+}
+
+/*
+ * Give every folder of the checkpoint its recorded bits, deepest first
+ * (last, so that a read-only folder is filled before it is closed). With
+ * `check`, only compare and fail on the first difference.
+ */
+static int fix_dir_perms(size_t *changed, int rootfd, const struct tree_list *want,
+			 const struct strvec *want_dirs, const struct perm_map *want_perms,
+			 int check)
+{
+	struct strvec dirs = STRVEC_INIT, all = STRVEC_INIT;
 	size_t i;
 	int ret = 0;
 
 	if (!want_perms->known)
 		return 0;
-	restore_tree_dirs(&dirs, want);
+	restore_tree_dirs(&all, want);
+	for (i = 0; i < want_dirs->nr; i++) {
+		const char *prev = NULL;
+		char *key = xstrfmt("%s/", want_dirs->v[i]);
+
+		strvec_push(&all, key);
+		vcs_add_parent_dirs(&all, want_dirs->v[i], &prev);
+		free(key);
+	}
+	vcs_finish_dirs(&dirs, &all);
 	for (i = dirs.nr; i-- > 0 && !ret;) {
 		char *dir = xstrndup(dirs.v[i], strlen(dirs.v[i]) - 1);
 		unsigned perms = perm_map_get(want_perms, dirs.v[i], 0);
@@ -311,74 +359,85 @@ static int fix_dir_perms(size_t *changed, int rootfd, const struct tree_list *wa
 	return ret;
 }
 
-/* Every object the checkpoint needs must be readable before anything changes. */
+/*
+ * Read the tree back with a full capture (files the restore wrote have
+ * new stat data and are hashed again) and compare it, entry by entry,
+ * with the checkpoint: files and links, their modes and permission bits,
+ * the empty folders, and the bits of every folder.
+ */
 static int verify_restore(struct checkpoints *cps, int rootfd, git_index *idx,
-			  const struct plan *plan, git_tree *target, const struct tree_list *want,
+			  const struct tree_list *want, const struct strvec *want_dirs,
 			  const struct perm_map *want_perms, const char *id)
 {
-	struct snapshot_add_ctx ctx = { cps, idx };
-	git_oid got;
-	git_tree *got_tree = NULL;
-	git_diff *diff = NULL;
-	size_t i;
-	int gerr, ret = 0;
+	struct snapshot got = SNAPSHOT_INIT;
+	git_oid tree;
+	size_t i = 0, j = 0, n, k;
+	int ret;
 
-	for (i = 0; i < plan->nr; i++) {
-		const struct change *c = &plan->items[i];
-
-		if (c->kind == CHANGE_DELETE)
-			gerr = git_index_remove_bypath(idx, c->path);
-		else
-			gerr = git_index_add_bypath(idx, c->path);
-		if (gerr < 0)
-			return vcs_git_error(gerr, "cannot read back '%s' after the restore", c->path);
+	if ((ret = snapshot_capture(&tree, &got, cps, idx)) < 0) {
+		err_prefix(ret, "cannot read back the tree after the restore");
+		goto out;
 	}
-	gerr = git_index_add_all(idx, NULL, GIT_INDEX_ADD_DEFAULT, snapshot_skip_dirs_cb, &ctx);
-	if (!gerr)
-		gerr = git_index_write_tree(&got, idx);
-	if (!gerr)
-		gerr = git_index_write(idx);
-	if (gerr < 0)
-		return vcs_git_error(gerr, "cannot read back the tree after the restore");
-	if (git_oid_equal(&got, git_tree_id(target))) {
-		size_t n = git_index_entrycount(idx);
+	/*
+	 * A file of the checkpoint that is ignored now (it was not when it
+	 * was recorded) is not picked up by the capture: read it by name.
+	 */
+	for (k = 0; k < want->nr; k++) {
+		size_t pos;
 
-		if (!want_perms->known)
-			return 0;
-		for (i = 0; i < n; i++) {
-			const git_index_entry *e = git_index_get_byindex(idx, i);
-			unsigned bits = perm_map_get(want_perms, e->path, e->mode);
-			struct stat st;
-
-			if (!vcs_is_file_mode(e->mode))
-				continue;
-			if (fstatat(rootfd, e->path, &st, AT_SYMLINK_NOFOLLOW) < 0)
-				return err_set_errno(FX_ERROR, "after the restore '%s' is gone",
-						     e->path);
-			if ((st.st_mode & 0777) != bits)
-				return err_set(FX_ERROR,
-					       "after restoring checkpoint %.12s '%s' has mode %o, "
-					       "not %o", id, e->path, (unsigned)(st.st_mode & 0777),
-					       bits);
+		if (!git_index_find(&pos, idx, want->v[k].path))
+			continue;
+		git_error_clear();
+		ret = snapshot_add_path(&got, cps, idx, want->v[k].path);
+		if (ret == FX_ENOTFOUND) {
+			err_clear();
+			ret = 0;
 		}
-		return fix_dir_perms(NULL, rootfd, want, want_perms, 1);
+		if (ret < 0)
+			goto out;
 	}
-	ret = err_set(FX_ERROR, "after restoring checkpoint %.12s the tree still differs from it",
-		      id);
-	if (!git_tree_lookup(&got_tree, cps->repo, &got) &&
-	    !git_diff_tree_to_tree(&diff, cps->repo, target, got_tree, NULL) &&
-	    git_diff_num_deltas(diff) > 0) {
-		const git_diff_delta *d = git_diff_get_delta(diff, 0);
+	n = git_index_entrycount(idx);
+	while (i < n || j < want->nr) {
+		const git_index_entry *a = i < n ? git_index_get_byindex(idx, i) : NULL;
+		const struct tree_entry *b = j < want->nr ? &want->v[j] : NULL;
+		int cmp = !a ? 1 : !b ? -1 : strcmp(a->path, b->path);
 
-		ret = err_set(FX_ERROR,
-			      "after restoring checkpoint %.12s the tree still differs from it "
-			      "(first at '%s'; %zu paths differ)",
-			      id, d->new_file.path ? d->new_file.path : d->old_file.path,
-			      git_diff_num_deltas(diff));
+		if (cmp || !git_oid_equal(&a->id, &b->oid) || a->mode != b->mode) {
+			ret = err_set(FX_ERROR,
+				      "after restoring checkpoint %.12s the tree still differs from it "
+				      "at '%s'", id, cmp > 0 ? b->path : a->path);
+			goto out;
+		}
+		if (want_perms->known && vcs_is_file_mode(a->mode)) {
+			unsigned bits = perm_map_get(want_perms, a->path, a->mode),
+				 have = perm_map_get(&got.perms, a->path, a->mode);
+
+			if (bits != have) {
+				ret = err_set(FX_ERROR,
+					      "after restoring checkpoint %.12s '%s' has mode %o, not %o",
+					      id, a->path, have, bits);
+				goto out;
+			}
+		}
+		i++;
+		j++;
 	}
-	git_error_clear();
-	git_diff_free(diff);
-	git_tree_free(got_tree);
+	for (k = 0; k < want_dirs->nr || k < got.empty_dirs.nr; k++) {
+		const char *a = k < got.empty_dirs.nr ? got.empty_dirs.v[k] : NULL;
+		const char *b = k < want_dirs->nr ? want_dirs->v[k] : NULL;
+
+		if (!a || !b || strcmp(a, b)) {
+			ret = err_set(FX_ERROR,
+				      "after restoring checkpoint %.12s folder '%s' %s", id,
+				      b && (!a || strcmp(a, b) > 0) ? b : a,
+				      b && (!a || strcmp(a, b) > 0) ? "is missing or not empty" :
+				      "is there and empty, but the checkpoint has no such folder");
+			goto out;
+		}
+	}
+	ret = fix_dir_perms(NULL, rootfd, want, want_dirs, want_perms, 1);
+out:
+	snapshot_release(&got);
 	return ret;
 }
 
@@ -388,14 +447,14 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 	struct checkpoint_restore_result res;
 	struct plan plan = { NULL, 0, 0 };
 	struct tree_list want = { NULL, 0, 0 };
-	struct perm_map now_perms = PERM_MAP_INIT, want_perms = PERM_MAP_INIT;
-	struct strvec overwrite = STRVEC_INIT;
+	struct perm_map want_perms = PERM_MAP_INIT;
+	struct snapshot now = SNAPSHOT_INIT;
+	struct strvec overwrite = STRVEC_INIT, want_dirs = STRVEC_INIT;
 	git_index *idx = NULL;
 	git_commit *target = NULL;
 	git_tree *tree = NULL;
 	git_oid now_tree, backup;
-	struct buf stamp = BUF_INIT;
-	char full[41], *msg = NULL, *header = NULL;
+	char full[41], *msg = NULL;
 	size_t i;
 	mode_t um = current_umask();
 	int ret, gerr, rootfd = -1, applying = 0, in_batch = 0;
@@ -415,28 +474,39 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 		goto out;
 	if ((ret = restore_tree_load(&want, tree)) < 0 ||
 	    (ret = perm_map_load(&want_perms, target)) < 0 ||
-	    (ret = restore_check_objects(cps, &want, full)) < 0)
+	    (ret = snapshot_load_dirs(&want_dirs, target)) < 0)
 		goto out;
+	{
+		/* drop what forgex never restores (.forgex), keep the order */
+		struct strvec keep = STRVEC_INIT;
+
+		for (i = 0; i < want_dirs.nr; i++)
+			if (!statcache_never(want_dirs.v[i]))
+				strvec_push(&keep, want_dirs.v[i]);
+		strvec_clear(&want_dirs);
+		want_dirs = keep;
+	}
 
 	/* 1. Record what is there now (committed below, once the plan holds). */
 	if ((ret = shadow_batch_begin(cps)) < 0)
 		goto out;
 	in_batch = 1;
-	if ((ret = snapshot_capture(&now_tree, NULL, &now_perms, &stamp, cps, idx)) < 0) {
+	if ((ret = snapshot_capture(&now_tree, &now, cps, idx)) < 0) {
 		err_prefix(ret, "cannot record the tree before restoring (nothing was changed)");
 		goto out;
 	}
 
 	/* 2. Plan every change and refuse before touching anything. */
-	if ((ret = restore_make_plan(&plan, idx, &now_perms, &want, &want_perms)) < 0)
+	if ((ret = restore_make_plan(&plan, idx, &now, &want, &want_perms, &want_dirs)) < 0 ||
+	    (ret = restore_check_objects(cps, &plan, full)) < 0)
 		goto out;
-	rootfd = open(cps->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	rootfd = dup(cps->root_fd);
 	if (rootfd < 0) {
 		ret = err_set_errno(FX_EOS, "cannot open %s", cps->workspace);
 		goto out;
 	}
 	for (i = 0; i < plan.nr; i++)
-		if (plan.items[i].kind == CHANGE_WRITE &&
+		if ((plan.items[i].kind == CHANGE_WRITE || plan.items[i].kind == CHANGE_MKDIR) &&
 		    (ret = restore_check_write(&overwrite, rootfd, &plan.items[i], idx, &want)) < 0)
 			goto out;
 	if (overwrite.nr) {
@@ -446,42 +516,48 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 		 * the backup first, so that the restore can still be undone.
 		 */
 		for (i = 0; i < overwrite.nr; i++)
-			if ((gerr = git_index_add_bypath(idx, overwrite.v[i])) < 0) {
-				ret = vcs_git_error(gerr, "cannot record '%s'", overwrite.v[i]);
+			if ((ret = snapshot_add_path(&now, cps, idx, overwrite.v[i])) < 0)
 				goto out;
-			}
 		if ((gerr = git_index_write_tree(&now_tree, idx)) < 0) {
 			ret = vcs_git_error(gerr, "cannot write the checkpoint tree");
 			goto out;
 		}
-		perm_map_release(&now_perms);
 		restore_plan_release(&plan);
-		if ((ret = perm_map_read(&now_perms, rootfd, idx)) < 0 ||
-		    (ret = restore_make_plan(&plan, idx, &now_perms, &want, &want_perms)) < 0)
+		if ((ret = restore_make_plan(&plan, idx, &now, &want, &want_perms, &want_dirs)) < 0)
 			goto out;
 	}
 	msg = xstrfmt("before restore of %.12s", full);
-	header = perm_map_format(&now_perms, idx);
-	if ((ret = checkpoint__write_commit(&backup, cps, &now_tree, msg, header)) < 0)
+	if ((ret = checkpoint__write_commit(&backup, cps, &now_tree, msg, &now, idx)) < 0)
 		goto out;
 	in_batch = 0;
-	if ((ret = shadow_batch_end(cps)) < 0 || (ret = statcache_save_stamp(cps, &stamp)) < 0 ||
+	if ((ret = shadow_batch_end(cps)) < 0 ||
 	    (ret = checkpoint__advance_chain(&res.backup, cps, &backup, git_index_entrycount(idx))) < 0)
 		goto out;
 
-	/* 3. Deletions first (they make room), then modes, then contents. */
+	/* 3. Deletions first (they make room), then folders, modes, contents. */
 	applying = 1;
 	for (i = 0; i < plan.nr; i++) {
 		if (plan.items[i].kind != CHANGE_DELETE)
 			continue;
-		if ((ret = delete_entry(rootfd, plan.items[i].path, &want)) < 0)
+		if ((ret = delete_entry(rootfd, plan.items[i].path, &want, &want_dirs, 0)) < 0)
+			goto out;
+		res.removed++;
+	}
+	for (i = plan.nr; i-- > 0;) {
+		if (plan.items[i].kind != CHANGE_RMDIR)
+			continue;
+		if ((ret = delete_entry(rootfd, plan.items[i].path, &want, &want_dirs, 1)) < 0)
 			goto out;
 		res.removed++;
 	}
 	for (i = 0; i < plan.nr; i++) {
 		const struct change *c = &plan.items[i];
 
-		if (c->kind == CHANGE_CHMOD) {
+		if (c->kind == CHANGE_MKDIR) {
+			if ((ret = mkdir_entry(rootfd, c->path)) < 0)
+				goto out;
+			res.written++;
+		} else if (c->kind == CHANGE_CHMOD) {
 			if ((ret = chmod_entry(cps->repo, rootfd, c, um)) < 0)
 				goto out;
 			res.chmodded++;
@@ -491,7 +567,7 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 			res.written++;
 		}
 	}
-	if ((ret = fix_dir_perms(&res.chmodded, rootfd, &want, &want_perms, 0)) < 0)
+	if ((ret = fix_dir_perms(&res.chmodded, rootfd, &want, &want_dirs, &want_perms, 0)) < 0)
 		goto out;
 	if (syncfs(rootfd) < 0) {
 		ret = err_set_errno(FX_EOS, "cannot flush the restored files to disk");
@@ -500,7 +576,10 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 	applying = 0;
 
 	/* 4. Check the result against the checkpoint. */
-	ret = verify_restore(cps, rootfd, idx, &plan, tree, &want, &want_perms, full);
+	if ((ret = shadow_batch_begin(cps)) < 0)
+		goto out;
+	in_batch = 1;
+	ret = verify_restore(cps, rootfd, idx, &want, &want_dirs, &want_perms, full);
 	if (ret < 0)
 		err_prefix(ret, "the tree before the restore is checkpoint %s",
 			   res.backup.short_id);
@@ -508,27 +587,15 @@ out:
 	if (ret < 0 && applying)
 		err_prefix(ret, "restore stopped part-way; the tree before it is checkpoint %s",
 			   res.backup.short_id);
-	if (in_batch)
-		shadow_batch_end(cps);
-	if (res.backup.message) {
-		/*
-		 * The index now tracks what the checkpoint had, which may
-		 * include files ignored since: make the next capture check.
-		 */
-		struct buf sp = BUF_INIT;
-
-		path_join(&sp, cps->shadow, IGNORE_STAMP);
-		unlink(sp.buf);
-		buf_release(&sp);
-	}
+	if (in_batch && shadow_batch_end(cps) < 0 && !ret)
+		ret = err_last_code();
 	strvec_clear(&overwrite);
+	strvec_clear(&want_dirs);
 	if (rootfd >= 0)
 		close(rootfd);
-	buf_release(&stamp);
 	restore_plan_release(&plan);
-	perm_map_release(&now_perms);
+	snapshot_release(&now);
 	perm_map_release(&want_perms);
-	free(header);
 	free(msg);
 	restore_tree_release(&want);
 	git_index_free(idx);
@@ -541,5 +608,3 @@ out:
 		*out = res;
 	return ret;
 }
-
-

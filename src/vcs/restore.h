@@ -5,10 +5,10 @@
  * Planning a restore; not for use outside src/vcs/.
  *
  * restore_plan.c decides, changing nothing: the checkpoint's files as a
- * sorted list (restore_tree_load()), that every object it needs is
- * readable (restore_check_objects()), the changes from the tree now to it
- * (restore_make_plan()), and that none of them destroys a file no
- * checkpoint holds (restore_check_write()). restore.c (checkpoint_restore())
+ * sorted list (restore_tree_load(); `.forgex` and gitlinks left out), the
+ * changes from the tree now to it (restore_make_plan()), that every blob
+ * they write is readable (restore_check_objects()), and that none of them
+ * destroys a file no checkpoint holds (restore_check_write()). restore.c (checkpoint_restore())
  * takes the backup, then applies the plan beneath a descriptor of the
  * workspace without following links, and reads the tree back.
  */
@@ -25,6 +25,8 @@ enum change_kind {
 	CHANGE_DELETE,		/* in the tree now, not in the checkpoint */
 	CHANGE_WRITE,		/* missing or different: write the checkpoint's version */
 	CHANGE_CHMOD,		/* same bytes, only the permission bits differ */
+	CHANGE_MKDIR,		/* an empty folder of the checkpoint that is missing */
+	CHANGE_RMDIR,		/* an empty folder now that the checkpoint does not have */
 };
 
 struct change {
@@ -59,17 +61,34 @@ void restore_tree_dirs(struct strvec *out, const struct tree_list *want);
 /** Whether the checkpoint has anything under folder `dir` ("a/b", no slash). */
 int restore_tree_has_dir(const struct tree_list *want, const char *dir);
 
-/** Every object `want` needs must be readable (FX_ENOTFOUND naming the first that is not). */
-int restore_check_objects(struct checkpoints *cps, const struct tree_list *want, const char *id);
+/**
+ * Whether folder `dir` ("a/b") must stay: the checkpoint has something
+ * below it, or it is (or holds) one of its empty folders.
+ */
+int restore_keeps_dir(const struct tree_list *want, const struct strvec *want_dirs,
+		      const char *dir);
+
+/** Whether sorted `v` holds `s`. */
+int strvec_has_sorted(const struct strvec *v, const char *s);
+
+/**
+ * Every blob the plan writes is read whole and hashed again (a damaged
+ * loose object reads as missing, see odb.h): FX_ENOTFOUND naming the
+ * first that is not readable, before anything is changed.
+ */
+int restore_check_objects(struct checkpoints *cps, const struct plan *plan, const char *id);
 
 void restore_plan_release(struct plan *p);
 
+struct snapshot;
+
 /**
- * Compare the current tree (`now`, with the permission bits of its files
- * in `now_perms`) with the checkpoint's (`want`, `want_perms`).
+ * Compare the current tree (`now`, captured as `now_snap`) with the
+ * checkpoint's (`want`, `want_perms`, its empty folders `want_dirs`).
  */
-int restore_make_plan(struct plan *plan, git_index *now, const struct perm_map *now_perms,
-		      const struct tree_list *want, const struct perm_map *want_perms);
+int restore_make_plan(struct plan *plan, git_index *now, const struct snapshot *now_snap,
+		      const struct tree_list *want, const struct perm_map *want_perms,
+		      const struct strvec *want_dirs);
 
 /**
  * Whether WRITE `c` can be done without destroying a file no checkpoint

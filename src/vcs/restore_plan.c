@@ -12,7 +12,9 @@
 #include "base/err.h"
 #include "base/strvec.h"
 #include "vcs/perms.h"
+#include "vcs/odb.h"
 #include "vcs/restore.h"
+#include "vcs/snapshot.h"
 #include "vcs/vcs_internal.h"
 
 /* --------------------------------------------------------------- restore */
@@ -32,7 +34,13 @@ static int tree_walk_cb(const char *root, const git_tree_entry *e, void *payload
 	struct tree_list *l = payload;
 	struct tree_entry *t;
 
+	/* forgex's own folder is never restored (old checkpoints may hold it) */
+	if (!*root && !strcmp(git_tree_entry_name(e), ".forgex"))
+		return 1;
 	if (git_tree_entry_type(e) == GIT_OBJECT_TREE)
+		return 0;
+	/* nor is a nested repository */
+	if (git_tree_entry_filemode(e) == GIT_FILEMODE_COMMIT)
 		return 0;
 	ALLOC_GROW(l->v, l->nr + 1, l->alloc);
 	t = &l->v[l->nr++];
@@ -115,17 +123,15 @@ static void plan_add(struct plan *p, enum change_kind kind, const char *path,
 
 /*
  * A path from a checkpoint must stay inside the workspace and out of the
- * user's repository and the shadow: no empty, ".", ".." or ".git"
- * component, not under .forgex. Trees we wrote never hold such paths; a
- * damaged or planted shadow might.
+ * user's repository: no empty, ".", ".." or ".git" component (`.forgex`
+ * at the top is skipped when the tree is loaded). Trees we wrote never
+ * hold such paths; a damaged or planted shadow might.
  */
 static int check_safe_path(const char *path)
 {
 	const char *p = path;
 
 	if (!*path || *path == '/')
-		goto bad;
-	if (!strcmp(path, ".forgex") || !strncmp(path, ".forgex/", 8))
 		goto bad;
 	for (;;) {
 		size_t n = strcspn(p, "/");
@@ -146,11 +152,25 @@ bad:
  * Compare the current tree (`now`, with the permission bits of its files
  * in `now_perms`) with the checkpoint's (`want`, `want_perms`).
  */
-int restore_make_plan(struct plan *plan, git_index *now, const struct perm_map *now_perms,
-		     const struct tree_list *want, const struct perm_map *want_perms)
+int restore_make_plan(struct plan *plan, git_index *now, const struct snapshot *now_snap,
+		      const struct tree_list *want, const struct perm_map *want_perms,
+		      const struct strvec *want_dirs)
 {
+	const struct perm_map *now_perms = &now_snap->perms;
 	size_t i = 0, j = 0, n = git_index_entrycount(now), m = want->nr;
 	int ret;
+
+	/* empty folders: made when missing, removed when the checkpoint has none there */
+	for (i = 0; i < want_dirs->nr; i++) {
+		if ((ret = check_safe_path(want_dirs->v[i])) < 0)
+			return ret;
+		if (!strvec_has_sorted(&now_snap->empty_dirs, want_dirs->v[i]))
+			plan_add(plan, CHANGE_MKDIR, want_dirs->v[i], NULL, -1);
+	}
+	for (i = 0; i < now_snap->empty_dirs.nr; i++)
+		if (!restore_keeps_dir(want, want_dirs, now_snap->empty_dirs.v[i]))
+			plan_add(plan, CHANGE_RMDIR, now_snap->empty_dirs.v[i], NULL, -1);
+	i = 0;
 
 	while (i < n || j < m) {
 		const git_index_entry *a = i < n ? git_index_get_byindex(now, i) : NULL;
@@ -208,6 +228,38 @@ int restore_tree_has_dir(const struct tree_list *want, const char *dir)
 	return found;
 }
 
+int strvec_has_sorted(const struct strvec *v, const char *s)
+{
+	size_t lo = 0, hi = v->nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(v->v[mid], s);
+
+		if (!c)
+			return 1;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+int restore_keeps_dir(const struct tree_list *want, const struct strvec *want_dirs,
+		      const char *dir)
+{
+	size_t i, n = strlen(dir);
+
+	if (restore_tree_has_dir(want, dir))
+		return 1;
+	for (i = 0; i < want_dirs->nr; i++)
+		if (!strncmp(want_dirs->v[i], dir, n) &&
+		    (!want_dirs->v[i][n] || want_dirs->v[i][n] == '/'))
+			return 1;
+	return 0;
+}
+
 /*
  * Check that everything inside folder `dirfd` (at `rel`) is recorded now
  * and so deleted by the restore: anything else is an ignored file the
@@ -228,6 +280,7 @@ static int check_dir_deletable(int dirfd, const char *rel, git_index *now, const
 			close(fd);
 		return err_set_errno(FX_EOS, "cannot read folder '%s'", rel);
 	}
+	rewinddir(d);
 	while (!ret && (de = readdir(d))) {
 		struct stat st;
 		char *sub;
@@ -297,7 +350,7 @@ int restore_check_write(struct strvec *overwrite, int rootfd, const struct chang
 			break;
 		}
 		if (last) {
-			if (S_ISDIR(st.st_mode)) {
+			if (S_ISDIR(st.st_mode) && c->kind != CHANGE_MKDIR) {
 				int dfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 						 O_CLOEXEC);
 
@@ -339,12 +392,6 @@ int restore_check_write(struct strvec *overwrite, int rootfd, const struct chang
 	return ret;
 }
 
-/*
- * Open the folder holding `path` below `rootfd` without following links.
- * With `create`, missing folders are made and a link in the way is
- * replaced by a folder; without, a missing folder or a link gives
- * FX_ENOTFOUND (nothing to do there). `*base` points into `path`.
- */
 void restore_tree_dirs(struct strvec *out, const struct tree_list *want)
 {
 	struct strvec all = STRVEC_INIT;
@@ -356,12 +403,8 @@ void restore_tree_dirs(struct strvec *out, const struct tree_list *want)
 	vcs_finish_dirs(out, &all);
 }
 
-/*
- * Give every folder of the checkpoint its recorded bits, deepest first
- * (last, so that a read-only folder is filled before it is closed). With
- * `check`, only compare and fail on the first difference.
- */
-int restore_check_objects(struct checkpoints *cps, const struct tree_list *want, const char *id)
+/* Every object the checkpoint needs must be readable before anything changes. */
+int restore_check_objects(struct checkpoints *cps, const struct plan *plan, const char *id)
 {
 	git_odb *odb = NULL;
 	size_t i;
@@ -370,21 +413,35 @@ int restore_check_objects(struct checkpoints *cps, const struct tree_list *want,
 	gerr = git_repository_odb(&odb, cps->repo);
 	if (gerr < 0)
 		return vcs_git_error(gerr, "cannot open the checkpoint objects");
-	for (i = 0; i < want->nr && !ret; i++) {
-		const struct tree_entry *e = &want->v[i];
+	for (i = 0; i < plan->nr && !ret; i++) {
+		const struct change *c = &plan->items[i];
+		git_odb_object *obj = NULL;
+		git_oid got;
 
-		if (e->mode == GIT_FILEMODE_COMMIT || git_odb_exists(odb, &e->oid))
+		if (c->kind != CHANGE_WRITE && c->kind != CHANGE_CHMOD)
 			continue;
-		ret = err_set(FX_ENOTFOUND,
-			      "checkpoint %.12s is damaged: the content of '%s' (%s) is missing "
-			      "(was it pruned from the git repository it borrows from?)",
-			      id, e->path, git_oid_tostr_s(&e->oid));
+		/* read whole and hashed again: "exists" is not enough */
+		gerr = git_odb_read(&obj, odb, &c->oid);
+		if (!gerr && (git_odb_object_type(obj) != GIT_OBJECT_BLOB ||
+			      git_odb_hash(&got, git_odb_object_data(obj), git_odb_object_size(obj),
+					   GIT_OBJECT_BLOB) < 0 || !git_oid_equal(&got, &c->oid)))
+			gerr = GIT_EMISMATCH;
+		git_odb_object_free(obj);
+		if (!gerr)
+			continue;
+		git_error_clear();
+		if (cps->loose && vcs_loose_was_damaged(cps->loose, &c->oid))
+			ret = err_set(FX_ENOTFOUND,
+				      "checkpoint %.12s is damaged: the content of '%s' (%s) is cut "
+				      "short or corrupt in %s/objects; nothing was changed",
+				      id, c->path, git_oid_tostr_s(&c->oid), cps->shadow);
+		else
+			ret = err_set(FX_ENOTFOUND,
+				      "checkpoint %.12s is damaged: the content of '%s' (%s) is missing "
+				      "(was it pruned from the git repository it borrows from?); "
+				      "nothing was changed", id, c->path, git_oid_tostr_s(&c->oid));
 	}
 	git_odb_free(odb);
 	return ret;
 }
 
-/*
- * Read the tree back: files the restore wrote are hashed again, anything
- * else comes from the stat cache, new files not ignored are picked up.
- */

@@ -33,7 +33,7 @@ const git_index_entry *statcache_user_entry(git_index *uidx, const char *prefix,
 
 /*
  * Copy the user's entries the shadow does not have yet, with their stat
- * data: then add_all reads only the files that changed since git last
+ * data: then the capture reads only the files that changed since git last
  * looked, and the first checkpoint of a large repository costs about what
  * `git status` does. Stat data git itself would not trust is dropped (the
  * file is read again): racy entries (not older than the index file, git's
@@ -52,7 +52,8 @@ int statcache_seed(git_index *idx, git_index *uidx, const char *prefix)
 		int trust, gerr;
 
 		if (GIT_INDEX_ENTRY_STAGE(e) != 0 || e->mode == GIT_FILEMODE_COMMIT ||
-		    strncmp(e->path, prefix, plen) || git_index_get_bypath(idx, e->path + plen, 0))
+		    strncmp(e->path, prefix, plen) || statcache_never(e->path + plen) ||
+		    git_index_get_bypath(idx, e->path + plen, 0))
 			continue;
 		memset(&ne, 0, sizeof(ne));
 		ne.path = e->path + plen;
@@ -80,86 +81,13 @@ int statcache_seed(git_index *idx, git_index *uidx, const char *prefix)
 	return 0;
 }
 
-/* Append `path`'s bytes (or "-" when it cannot be read) to `fp`. */
-static void fingerprint_file(struct buf *fp, const char *path)
-{
-	struct buf c = BUF_INIT;
-
-	buf_addf(fp, "%s\n", path);
-	if (fsutil_read_file(&c, path, 16 << 20) < 0)
-		buf_addstr(fp, "-\n");
-	else
-		buf_addf(fp, "%zu\n%s\n", c.len, c.buf);
-	err_clear();
-	buf_release(&c);
-}
-
-/*
- * Everything that decides whether a recorded path is ignored: the
- * .gitignore of every folder holding recorded files (their bytes, so an
- * edit within the same clock tick counts), info/exclude, the excludes file
- * and which files the user tracks (the index checksum).
- */
-void statcache_ignore_fingerprint(struct buf *fp, struct checkpoints *cps, git_index *idx,
-			       git_index *uidx)
-{
-	struct strvec dirs = STRVEC_INIT;
-	struct buf p = BUF_INIT;
-	size_t i;
-
-	buf_addf(fp, "forgex ignore fingerprint 1\nprefix %s\n",
-		 cps->user_prefix ? cps->user_prefix : "(none)");
-	if (uidx) {
-		const git_oid *sum = git_index_checksum(uidx);
-
-		buf_addf(fp, "user index %s\n", sum ? git_oid_tostr_s(sum) : "-");
-	}
-	strvec_push(&dirs, "");
-	vcs_index_dirs(&dirs, idx);
-	for (i = 0; i < dirs.nr; i++) {
-		buf_reset(&p);
-		buf_addf(&p, "%s/%s.gitignore", cps->workspace, dirs.v[i]);
-		fingerprint_file(fp, p.buf);
-	}
-	buf_reset(&p);
-	path_join(&p, cps->shadow, "info/exclude");
-	fingerprint_file(fp, p.buf);
-	if (cps->excludes_file)
-		fingerprint_file(fp, cps->excludes_file);
-	strvec_clear(&dirs);
-	buf_release(&p);
-}
-
-
-/*
- * The ignore fingerprint goes to disk only once the index it describes is
- * durable (after shadow_batch_end()): a stamp must never claim a prune the index
- * lacks.
- */
-int statcache_save_stamp(struct checkpoints *cps, const struct buf *stamp)
-{
-	struct buf p = BUF_INIT;
-	int ret;
-
-	if (!stamp->len)
-		return 0;
-	path_join(&p, cps->shadow, IGNORE_STAMP);
-	ret = fsutil_write_atomic(p.buf, stamp->buf, stamp->len, 0644);
-	buf_release(&p);
-	return ret;
-}
-
 /* The shadow's index; a damaged one (a cache) is dropped and rebuilt. */
 int statcache_open(git_index **out, struct checkpoints *cps)
 {
 	int gerr = git_repository_index(out, cps->repo);
 
 	if (gerr < 0) {
-		struct buf p = BUF_INIT;
-
-		path_join(&p, cps->shadow, "index");
-		unlink(p.buf);
-		buf_release(&p);
+		unlinkat(cps->shadow_fd, "index", 0);
 		git_error_clear();
 		gerr = git_repository_index(out, cps->repo);
 	}
@@ -168,3 +96,54 @@ int statcache_open(git_index **out, struct checkpoints *cps)
 	return 0;
 }
 
+
+int statcache_never(const char *rel)
+{
+	return !strcmp(rel, ".forgex") || !strncmp(rel, ".forgex/", 8);
+}
+
+/*
+ * (sec, nsec) >= start; a time stamp without nanoseconds (a file system
+ * with one-second stamps) is compared by the second.
+ */
+static int not_before(int64_t sec, long nsec, const struct timespec *start)
+{
+	if (!nsec)
+		return sec >= (int64_t)start->tv_sec;
+	return sec > (int64_t)start->tv_sec ||
+	       (sec == (int64_t)start->tv_sec && nsec >= start->tv_nsec);
+}
+
+int statcache_fresh(const git_index_entry *e, const struct stat *st)
+{
+	return e->mtime.seconds == (int32_t)st->st_mtim.tv_sec &&
+	       e->mtime.nanoseconds == (uint32_t)st->st_mtim.tv_nsec &&
+	       e->ctime.seconds == (int32_t)st->st_ctim.tv_sec &&
+	       e->ctime.nanoseconds == (uint32_t)st->st_ctim.tv_nsec &&
+	       e->ino == (uint32_t)st->st_ino && e->uid == (uint32_t)st->st_uid &&
+	       e->gid == (uint32_t)st->st_gid && e->file_size == (uint32_t)st->st_size &&
+	       (e->mtime.seconds || e->mtime.nanoseconds);
+}
+
+void statcache_fill(git_index_entry *e, const struct stat *st, const struct timespec *start)
+{
+	e->ctime.seconds = (int32_t)st->st_ctim.tv_sec;
+	e->ctime.nanoseconds = (uint32_t)st->st_ctim.tv_nsec;
+	e->mtime.seconds = (int32_t)st->st_mtim.tv_sec;
+	e->mtime.nanoseconds = (uint32_t)st->st_mtim.tv_nsec;
+	e->dev = (uint32_t)st->st_dev;
+	e->ino = (uint32_t)st->st_ino;
+	e->uid = (uint32_t)st->st_uid;
+	e->gid = (uint32_t)st->st_gid;
+	e->file_size = (uint32_t)st->st_size;
+	/*
+	 * Racy: changed at or after the moment the capture began, so a
+	 * change after the read could carry the same stamp. Keep no stat
+	 * data (the next capture reads the file again).
+	 */
+	if (not_before((int64_t)st->st_mtim.tv_sec, st->st_mtim.tv_nsec, start) ||
+	    not_before((int64_t)st->st_ctim.tv_sec, st->st_ctim.tv_nsec, start)) {
+		e->mtime.seconds = e->mtime.nanoseconds = 0;
+		e->ctime.seconds = e->ctime.nanoseconds = 0;
+	}
+}

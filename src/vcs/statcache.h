@@ -8,13 +8,16 @@
  * working tree: one entry per recorded file or link with its object id
  * and the stat data (mtime, ctime, size, inode, mode) it had when that id
  * was computed. A capture reads a file again only when its stat data
- * differs from the entry (or is racy: not older than the index file, git's
- * rule). The cache is never the only copy of anything: a damaged index is
+ * differs from the entry; an entry whose file changed while it was read
+ * carries no stat data (statcache_fill()). The cache is never the only copy of anything: a damaged index is
  * dropped and rebuilt from the tree.
  *
  * The first capture of a repository seeds the cache from the user's index
  * (stat data git itself trusts), so it reads only what git would.
  */
+
+#include <sys/stat.h>
+#include <time.h>
 
 #include <git2.h>
 
@@ -35,14 +38,24 @@ int statcache_seed(git_index *idx, git_index *uidx, const char *prefix);
 const git_index_entry *statcache_user_entry(git_index *uidx, const char *prefix, const char *rel,
 					    struct buf *scratch);
 
-/**
- * Everything that decides whether a recorded path is ignored, as bytes to
- * compare with the stamp saved by the last capture.
- */
-void statcache_ignore_fingerprint(struct buf *fp, struct checkpoints *cps, git_index *idx,
-				  git_index *uidx);
+/** Whether workspace path `rel` is forgex's own (`.forgex` at the top): never recorded. */
+int statcache_never(const char *rel);
 
-/** Save `stamp` (nothing when empty), once the index it describes is durable. */
-int statcache_save_stamp(struct checkpoints *cps, const struct buf *stamp);
+/**
+ * Whether entry `e` still describes the file whose lstat() is `st` (mtime,
+ * ctime, inode, owner, size; an entry without stat data never does).
+ */
+int statcache_fresh(const git_index_entry *e, const struct stat *st);
+
+/**
+ * Put `st` into `e` as the stat data of content just read. When the file
+ * changed at or after `start` (the coarse clock when the capture began)
+ * the data is left out instead: a change after the read could carry the
+ * same stamp (git's "racy clean" problem), so the next capture reads it
+ * again. Hence the cache is refreshed whenever content proves unchanged
+ * (after `touch`, `cp -a`, a branch switch) and is never trusted for a
+ * file that changed during a capture.
+ */
+void statcache_fill(git_index_entry *e, const struct stat *st, const struct timespec *start);
 
 #endif

@@ -39,13 +39,16 @@ int checkpoint__capture_tree(git_oid *out, size_t *files, struct checkpoints *cp
  */
 int checkpoint__lookup(git_commit **out, struct checkpoints *cps, const char *id);
 
+struct snapshot;
+
 /**
- * Write the commit of a checkpoint of `tree_id` with the permission header
- * `perms` (inside a batch: it is made durable by shadow_batch_end());
+ * Write the commit of a checkpoint of `tree_id` (captured as `snap` from
+ * index `idx`: its permission bits and empty folders go in headers),
+ * inside a batch: it is made durable by shadow_batch_end();
  * checkpoint__advance_chain() then makes it the newest.
  */
 int checkpoint__write_commit(git_oid *out, struct checkpoints *cps, const git_oid *tree_id,
-			     const char *message, const char *perms);
+			     const char *message, const struct snapshot *snap, git_index *idx);
 
 /**
  * Make commit `oid` (durable) the newest checkpoint: the ref moves only if
