@@ -88,10 +88,18 @@ static int chain_ids(git_oid **out, size_t *nr, struct checkpoints *cps)
 		git_commit *c = NULL;
 		int gerr = git_commit_lookup(&c, cps->repo, &cur);
 
+		if (gerr < 0 && n) {
+			/* an older checkpoint is damaged (odb.h): the chain ends there */
+			git_error_clear();
+			break;
+		}
 		if (gerr < 0) {
 			free(ids);
-			return vcs_git_error(gerr, "checkpoint history is damaged at %s",
-					     git_oid_tostr_s(&cur));
+			git_error_clear();
+			return err_set(FX_ERROR,
+				       "the newest checkpoint %s is damaged (cut short or corrupt) "
+				       "or missing; the next checkpoint taken starts a new chain",
+				       git_oid_tostr_s(&cur));
 		}
 		ALLOC_GROW(ids, n + 1, alloc);
 		git_oid_cpy(&ids[n++], &cur);
@@ -253,8 +261,18 @@ int checkpoint__write_commit(git_oid *out, struct checkpoints *cps, const git_oi
 	gerr = git_signature_now(&sig, "forgex", "forgex@localhost");
 	if (!gerr)
 		gerr = git_tree_lookup(&tree, cps->repo, tree_id);
-	if (!gerr && has_parent)
-		gerr = git_commit_lookup(&parent, cps->repo, &parent_id);
+	cps->chain_base_set = 0;
+	if (!gerr && has_parent && git_commit_lookup(&parent, cps->repo, &parent_id) < 0) {
+		/*
+		 * The newest checkpoint is damaged or gone (odb.h treats a
+		 * damaged object as missing): start a new chain, moving the
+		 * ref only if it still names the damaged one.
+		 */
+		git_error_clear();
+		has_parent = 0;
+		git_oid_cpy(&cps->chain_base, &parent_id);
+		cps->chain_base_set = 1;
+	}
 	if (gerr < 0) {
 		ret = vcs_git_error(gerr, "cannot prepare the checkpoint");
 		goto out;
@@ -320,7 +338,8 @@ int checkpoint__advance_chain(struct checkpoint_info *out, struct checkpoints *c
 	if (gerr < 0)
 		return vcs_git_error(gerr, "cannot read the new checkpoint");
 	ret = shadow_write_ref(cps, oid, git_commit_parentcount(c) ? git_commit_parent_id(c, 0) :
-			       NULL);
+			       cps->chain_base_set ? &cps->chain_base : NULL);
+	cps->chain_base_set = 0;
 	if (ret < 0)
 		goto out;
 	if (out) {

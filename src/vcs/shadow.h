@@ -48,6 +48,8 @@ struct checkpoints {
 	int lock_fd;
 	int lock_depth;
 	size_t files_read;	/* files and links whose content the last capture read */
+	git_oid chain_base;	/* the damaged newest checkpoint a new chain replaces */
+	int chain_base_set;
 };
 
 /**
