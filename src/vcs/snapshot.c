@@ -392,6 +392,45 @@ static int push_global_lists(struct walk *w)
 	return ret;
 }
 
+/*
+ * Save the cache. libgit2 writes an index entry through an 8 KiB buffer,
+ * so an entry whose path is longer cannot be saved: such entries (folders
+ * nested beyond any sane depth) stay in memory for this operation and are
+ * simply read again by the next capture.
+ */
+#define INDEX_PATH_MAX 8000
+
+static int save_index(git_index *idx)
+{
+	git_index_entry *longs = NULL;
+	size_t nr = 0, alloc = 0, i, n = git_index_entrycount(idx);
+	int gerr = 0, ret = 0;
+
+	for (i = 0; i < n; i++) {
+		const git_index_entry *e = git_index_get_byindex(idx, i);
+
+		if (strlen(e->path) > INDEX_PATH_MAX) {
+			ALLOC_GROW(longs, nr + 1, alloc);
+			longs[nr] = *e;
+			longs[nr].path = xstrdup(e->path);
+			nr++;
+		}
+	}
+	for (i = 0; i < nr && !gerr; i++)
+		gerr = git_index_remove(idx, longs[i].path, 0);
+	if (!gerr)
+		gerr = git_index_write(idx);
+	if (gerr < 0)
+		ret = vcs_git_error(gerr, "cannot save the checkpoint index");
+	for (i = 0; i < nr; i++) {
+		if (!ret && (gerr = git_index_add(idx, &longs[i])) < 0)
+			ret = vcs_git_error(gerr, "cannot record '%.100s...'", longs[i].path);
+		free((char *)longs[i].path);
+	}
+	free(longs);
+	return ret;
+}
+
 static int index_entry_cmp(const void *a, const void *b)
 {
 	return strcmp(((const git_index_entry *)a)->path, ((const git_index_entry *)b)->path);
@@ -465,10 +504,8 @@ int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cp
 		ret = vcs_git_error(gerr, "cannot write the checkpoint tree");
 		goto out;
 	}
-	if ((gerr = git_index_write(idx)) < 0) {
-		ret = vcs_git_error(gerr, "cannot save the checkpoint index");
+	if ((ret = save_index(idx)) < 0)
 		goto out;
-	}
 	cps->files_read = w.files_read;
 	if (snap) {
 		snap->files = git_index_entrycount(idx);
