@@ -11,6 +11,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "vcs/checkpoint.h"
+#include "vcs/odb.h"
 #include "vcs/perms.h"
 #include "vcs/shadow.h"
 #include "vcs/snapshot.h"
@@ -231,6 +232,11 @@ int checkpoint__lookup(git_commit **out, struct checkpoints *cps, const char *id
 			return ret;
 	}
 	gerr = git_commit_lookup(out, cps->repo, &oid);
+	if (gerr < 0 && cps->loose && vcs_loose_was_damaged(cps->loose, &oid)) {
+		git_error_clear();
+		return err_set(FX_ERROR, "checkpoint %s is damaged (cut short or corrupt)",
+			       git_oid_tostr_s(&oid));
+	}
 	if (gerr < 0)
 		return vcs_git_error(gerr, "cannot read checkpoint %s", git_oid_tostr_s(&oid));
 	return 0;
