@@ -24,6 +24,8 @@ struct loose_backend {
 	int objfd;
 	git_oid *damaged;
 	size_t damaged_nr, damaged_alloc;
+	git_oid *written;	/* since the last vcs_loose_flush() */
+	size_t written_nr, written_alloc;
 };
 
 static void hex_of(char hex[GIT_OID_HEXSZ + 1], const git_oid *oid)
@@ -365,6 +367,8 @@ static int loose_write(git_odb_backend *b, const git_oid *oid, const void *data,
 	if (renameat(dfd, tmp, dfd, hex + 2) < 0)
 		goto fail;
 	close(dfd);
+	ALLOC_GROW(lb->written, lb->written_nr + 1, lb->written_alloc);
+	git_oid_cpy(&lb->written[lb->written_nr++], oid);
 	return 0;
 os_fail:
 	git_error_set(GIT_ERROR_OS, "cannot write checkpoint object %s: %s", hex, strerror(errno));
@@ -381,11 +385,58 @@ fail:
 	return ret;
 }
 
+int vcs_loose_flush(git_odb_backend *b, size_t max)
+{
+	struct loose_backend *lb = (struct loose_backend *)b;
+	unsigned char dirs[256] = { 0 };
+	size_t i;
+	int ret = 0;
+
+	if (lb->written_nr > max)
+		return 1;
+	for (i = 0; i < lb->written_nr && !ret; i++) {
+		char hex[GIT_OID_HEXSZ + 1];
+		int fd;
+
+		hex_of(hex, &lb->written[i]);
+		dirs[lb->written[i].id[0]] = 1;
+		fd = open_object(lb, &lb->written[i]);
+		if (fd < 0 || fsync(fd) < 0)
+			ret = err_set_errno(FX_EOS, "cannot flush checkpoint object %s", hex);
+		if (fd >= 0)
+			close(fd);
+	}
+	for (i = 0; i < 256 && !ret; i++) {
+		char sub[8];
+		int dfd;
+
+		if (!dirs[i])
+			continue;
+		snprintf(sub, sizeof(sub), "%02x", (unsigned)i);
+		dfd = openat(lb->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dfd < 0 || fsync(dfd) < 0)
+			ret = err_set_errno(FX_EOS, "cannot flush checkpoint objects");
+		if (dfd >= 0)
+			close(dfd);
+	}
+	if (!ret && lb->written_nr && fsync(lb->objfd) < 0)
+		ret = err_set_errno(FX_EOS, "cannot flush checkpoint objects");
+	if (!ret)
+		lb->written_nr = 0;
+	return ret;
+}
+
+void vcs_loose_forget_written(git_odb_backend *b)
+{
+	((struct loose_backend *)b)->written_nr = 0;
+}
+
 static void loose_free(git_odb_backend *b)
 {
 	struct loose_backend *lb = (struct loose_backend *)b;
 
 	close(lb->objfd);
+	free(lb->written);
 	free(lb->damaged);
 	free(lb);
 }

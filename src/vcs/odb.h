@@ -36,6 +36,15 @@ int vcs_loose_backend(git_odb_backend **out, int objfd);
  */
 int vcs_loose_check(int fd, const git_oid *oid, void **data, size_t *len, git_object_t *type);
 
+/**
+ * Make the objects written since the last flush durable with one fsync
+ * each (and their folders'), when there are at most `max` of them: 0 done,
+ * 1 too many (the caller flushes the whole file system instead, and calls
+ * vcs_loose_forget_written()).
+ */
+int vcs_loose_flush(git_odb_backend *b, size_t max);
+void vcs_loose_forget_written(git_odb_backend *b);
+
 /** Whether `oid` was found damaged by this backend since it was made. */
 int vcs_loose_was_damaged(git_odb_backend *b, const git_oid *oid);
 

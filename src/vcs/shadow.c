@@ -446,11 +446,34 @@ int shadow_batch_begin(struct checkpoints *cps)
 	return 0;
 }
 
+/*
+ * A few objects (the usual checkpoint: a commit, some trees, the changed
+ * files) are flushed one by one, with the index; more than that, the whole
+ * file system at once: syncfs(2) also waits for every other process's
+ * dirty data, which on a busy machine costs more than a few fsyncs.
+ */
+#define FSYNC_EACH_MAX 128
+
 int shadow_batch_end(struct checkpoints *cps)
 {
+	int r = cps->loose ? vcs_loose_flush(cps->loose, FSYNC_EACH_MAX) : 1, fd;
+
 	git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, 1);
-	if (syncfs(cps->shadow_fd) < 0)
-		return err_set_errno(FX_EOS, "cannot flush the checkpoint to disk");
+	if (r < 0)
+		return r;
+	if (!r) {
+		fd = openat(cps->shadow_fd, "index", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if ((fd >= 0 && fsync(fd) < 0) || fsync(cps->shadow_fd) < 0)
+			r = -1;
+		if (fd >= 0)
+			close(fd);
+	}
+	if (r) {
+		if (syncfs(cps->shadow_fd) < 0)
+			return err_set_errno(FX_EOS, "cannot flush the checkpoint to disk");
+		if (cps->loose)
+			vcs_loose_forget_written(cps->loose);
+	}
 	unlinkat(cps->shadow_fd, BATCH_MARKER, 0);
 	return 0;
 }
