@@ -9,9 +9,12 @@
  * A checkpoint records every file git would show in `git status` as
  * tracked or untracked: the files tracked by the user's repository (when
  * the workspace is one) and every other file not ignored by .gitignore
- * files, .git/info/exclude or core.excludesFile. It records content, the
- * executable bit and symbolic links (as links). `.git` and `.forgex` are
- * never recorded; nested repositories and submodules are left alone.
+ * files, .git/info/exclude or core.excludesFile (git's rules; a link is
+ * never a folder for them). It records content, permission bits, symbolic
+ * links (as links) and empty folders. `.git` and `.forgex` are never
+ * recorded or restored, even when the user's repository tracks files
+ * there; nested repositories and submodules are left alone. No depth or
+ * path length the file system allows makes a checkpoint fail.
  *
  * Layout: `<workspace>/.forgex/checkpoints/` is a bare git repository
  * whose work tree is set, in memory, to the workspace. When the workspace
@@ -28,7 +31,12 @@
  *   3. checkpoint_close().
  *
  * Operations that change the shadow or the tree take an exclusive lock on
- * the shadow, so two forgex processes on one workspace do not interleave.
+ * the shadow, so two forgex processes on one workspace do not interleave;
+ * lock files a killed process left are cleared when it is taken. forgex's
+ * files under .forgex/checkpoints are never reached through a link: a
+ * planted one is an error naming it (FX_EDENIED). A damaged object (cut
+ * short by a crash) is detected, treated as missing and named; no
+ * operation loops on one.
  * Nothing here prints; failures return FX_E* codes with err_set() messages.
  */
 
@@ -113,11 +121,13 @@ int checkpoint_resolve(char **out, struct checkpoints *cps, const char *id);
  * Make the working tree what it was when checkpoint `id` (any prefix
  * checkpoint_resolve() accepts) was taken.
  *
- * 1. Checks that every object the checkpoint needs is readable.
- * 2. Records the current tree and plans every change; refuses with
- *    FX_EDENIED, changing nothing and recording nothing, when the restore
- *    would have to destroy an ignored file (one no checkpoint holds), e.g.
- *    an ignored file inside a folder that must become a file again.
+ * 1. Records the current tree and plans every change.
+ * 2. Reads every object the changes need, whole, and checks it; refuses
+ *    with FX_ENOTFOUND, changing nothing and recording nothing, when one is
+ *    missing or damaged. Refuses with FX_EDENIED, likewise, when the
+ *    restore would have to destroy an ignored file (one no checkpoint
+ *    holds), e.g. an ignored file inside a folder that must become a file
+ *    again.
  * 3. Commits the current tree as checkpoint "before restore of ID", so the
  *    restore can itself be undone.
  * 4. Removes the files and links recorded now but not in the checkpoint
