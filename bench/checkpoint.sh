@@ -54,7 +54,7 @@ repo="$tmp/repo"
 mkdir -p "$repo"
 make_tree "$repo"
 printf 'build/\n*.o\n' > "$repo/.gitignore"
-(cd "$repo" && git init -q && git add -A && git commit -q -m init && git gc -q)
+(cd "$repo" && git init -q && git config gc.auto 0 && git add -A && git commit -q -m init && git gc -q)
 cp -a "$repo" "$tmp/gitcopy"
 mkdir -p "$tmp/plain"
 make_tree "$tmp/plain"

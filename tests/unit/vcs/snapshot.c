@@ -409,6 +409,44 @@ static void test_snapshot_stat_cache_refreshed(void **state)
 	tu_rmtree(ws);
 }
 
+/*
+ * A branch switch rewrites the files that differ; coming back rewrites
+ * them with the bytes the cache already knows. The first checkpoint after
+ * reads those files once, the next reads none.
+ */
+static void test_snapshot_stat_cache_after_branch_switch(void **state)
+{
+	char *ws = tu_mkdtemp();
+	struct checkpoints *cps;
+	int i;
+
+	(void)state;
+	vt_git(ws, "init", "-q", "-b", "main");
+	make_files(ws);
+	vt_git(ws, "add", "-A");
+	vt_git(ws, "commit", "-q", "-m", "main");
+	vt_git(ws, "checkout", "-q", "-b", "other");
+	for (i = 0; i < NFILES; i += 4) {
+		char rel[32];
+
+		snprintf(rel, sizeof(rel), "d%d/f%02d.txt", i % 4, i);
+		tu_write(ws, rel, "on the other branch\n");
+	}
+	vt_git(ws, "commit", "-q", "-am", "other");
+	vt_git(ws, "checkout", "-q", "main");
+	settle();
+	cps = open_ok(ws);
+	create_reads(cps);
+	assert_int_equal(create_reads(cps), 0);
+	vt_git(ws, "checkout", "-q", "other");
+	vt_git(ws, "checkout", "-q", "main");
+	settle();
+	assert_int_equal(create_reads(cps), NFILES / 4);
+	assert_int_equal(create_reads(cps), 0);
+	checkpoint_close(cps);
+	tu_rmtree(ws);
+}
+
 /* A file changed during a capture is never trusted from the cache afterwards. */
 static void test_snapshot_racy_file_read_again(void **state)
 {
@@ -437,6 +475,7 @@ int main(void)
 		cmocka_unit_test(test_snapshot_wildmatch),
 		cmocka_unit_test(test_snapshot_empty_folders),
 		cmocka_unit_test(test_snapshot_stat_cache_refreshed),
+		cmocka_unit_test(test_snapshot_stat_cache_after_branch_switch),
 		cmocka_unit_test(test_snapshot_racy_file_read_again),
 	};
 
