@@ -263,7 +263,7 @@ static int loose_exists_prefix(git_oid *out, git_odb_backend *b, const git_oid *
 			if (strlen(de->d_name) != GIT_OID_HEXSZ - 2 ||
 			    strncmp(de->d_name, want + 2, n - 2))
 				continue;
-			snprintf(hex, sizeof(hex), "%s%s", sub, de->d_name);
+			snprintf(hex, sizeof(hex), "%.2s%.38s", sub, de->d_name);
 			if (git_oid_fromstr(&oid, hex) < 0 || !loose_exists(b, &oid))
 				continue;
 			if (nfound && !git_oid_equal(&oid, &found)) {

@@ -344,6 +344,7 @@ static void test_shadow_stale_locks_cleared(void **state)
 	assert_false(vt_exists(ws, ".forgex/checkpoints/index.lock"));
 	assert_false(vt_exists(ws, ".forgex/checkpoints/refs/forgex/checkpoints.lock"));
 	create_ok(&info, cps, "after a crash");
+	checkpoint_info_release(&info);
 	tu_write(ws, ".forgex/checkpoints/index.lock", "again, while open");
 	assert_int_equal(vcs_diff(&out, cps, NULL, 0), 0);
 	create_ok(&info, cps, "again");
