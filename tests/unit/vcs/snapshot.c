@@ -285,6 +285,100 @@ static void test_snapshot_wildmatch(void **state)
 				   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
 }
 
+/* Sort the lines of `b` (git ls-files lists tracked files first). */
+static void sort_lines(struct buf *b)
+{
+	struct strvec v = STRVEC_INIT;
+	char *p = b->buf, *nl;
+	size_t i;
+
+	while ((nl = strchr(p, '\n'))) {
+		*nl = '\0';
+		strvec_push(&v, p);
+		p = nl + 1;
+	}
+	qsort(v.v, v.nr, sizeof(*v.v), vt_cmp_str);
+	buf_reset(b);
+	for (i = 0; i < v.nr; i++)
+		buf_addf(b, "%s\n", v.v[i]);
+	strvec_clear(&v);
+}
+
+/*
+ * The ignore rules against git's own answer on one tree that exercises
+ * them: what a checkpoint records must be exactly what
+ * `git ls-files --cached --others --exclude-standard` lists.
+ */
+static void test_snapshot_ignore_rules_match_git(void **state)
+{
+	static const char *const files[] = {
+		"a.o", "src/a.o", "src/keep.o", "src/deep/x.o", "src/deep/keep.o",
+		"build/out", "build/sub/out", "docs/build/readme", "logs/today.log",
+		"logs/keep/important.log", "tmp/x", "tmp", "#hash", "space ", "space",
+		"crlf.txt", "nested/.gitignore", "nested/skip.md", "nested/keep.md",
+		"nested/inner/skip.md", "any/where/foo/bar.txt", "foo/bar.txt",
+		"anchored.txt", "sub/anchored.txt", "excl.local", "global.bak", "x/y/z.gen",
+		"x/z.gen", "q/a/b/c.q", "Case.TXT", "case.txt", "[brackets]", "star*",
+	};
+	char *ws = tu_mkdtemp(), *gd;
+	struct checkpoint_info info;
+	struct checkpoints *cps;
+	struct buf got = BUF_INIT, want = BUF_INIT, excl = BUF_INIT;
+	size_t i;
+
+	(void)state;
+	vt_git(ws, "init", "-q");
+	for (i = 0; i < ARRAY_SIZE(files); i++)
+		if (strcmp(files[i], "tmp") && strcmp(files[i], "nested/.gitignore"))
+			tu_write(ws, files[i], "x\n");
+	vt_rm(ws, "tmp/x");
+	vt_rm(ws, "tmp");
+	tu_write(ws, "tmp", "a file named like a folder pattern\n");
+	tu_write(ws, ".gitignore",
+		 "# comment\n"
+		 "*.o\n"
+		 "!keep.o\n"
+		 "build/\n"
+		 "/docs/build\n"
+		 "logs/*\n"
+		 "!logs/keep/\n"
+		 "tmp/\n"
+		 "\\#hash\n"
+		 "space\\ \n"
+		 "crlf.txt\r\n"
+		 "**/foo/bar.txt\n"
+		 "/anchored.txt\n"
+		 "x/**/*.gen\n"
+		 "q/**\n"
+		 "case.txt\n"
+		 "\\[brackets]\n"
+		 "star\\*\n");
+	tu_write(ws, "nested/.gitignore", "*.md\n!keep.md\n");
+	tu_write(ws, ".git/info/exclude", "*.local\n");
+	tu_write(vt_home, "global-ignore", "*.bak\n");
+	buf_addf(&excl, "%s/global-ignore", vt_home);
+	vt_git(ws, "config", "core.excludesFile", excl.buf);
+	vt_git(ws, "add", "src/keep.o");
+	vt_symlink(ws, "linked", "build");
+	vt_git_capture(&want, ws, "ls-files", "--cached", "--others", "--exclude-standard");
+	cps = open_ok(ws);
+	create_ok(&info, cps, "rules");
+	gd = xstrfmt("--git-dir=%s/.forgex/checkpoints", ws);
+	vt_git_capture(&got, ws, gd, "ls-tree", "-r", "--name-only", info.id);
+	sort_lines(&got);
+	sort_lines(&want);
+	if (strcmp(got.buf, want.buf))
+		fprintf(stderr, "forgex recorded:\n%s\ngit lists:\n%s\n", got.buf, want.buf);
+	assert_string_equal(got.buf, want.buf);
+	free(gd);
+	buf_release(&got);
+	buf_release(&want);
+	buf_release(&excl);
+	checkpoint_info_release(&info);
+	checkpoint_close(cps);
+	tu_rmtree(ws);
+}
+
 /* Empty folders are part of a checkpoint: restored when gone, removed when new. */
 static void test_snapshot_empty_folders(void **state)
 {
@@ -473,6 +567,7 @@ int main(void)
 		cmocka_unit_test(test_snapshot_200_deep_folder),
 		cmocka_unit_test(test_snapshot_link_to_folder_is_not_a_folder_for_ignore),
 		cmocka_unit_test(test_snapshot_wildmatch),
+		cmocka_unit_test(test_snapshot_ignore_rules_match_git),
 		cmocka_unit_test(test_snapshot_empty_folders),
 		cmocka_unit_test(test_snapshot_stat_cache_refreshed),
 		cmocka_unit_test(test_snapshot_stat_cache_after_branch_switch),
