@@ -11,7 +11,8 @@
  * (D) have, then "BITS PATH" for each exception, folders with a trailing
  * "/"; bits in octal, "\" and newlines in paths written "\\" and "\n".
  *
- * A map is either full (read from disk: every path has its entry) or
+ * A map is either full (made by a capture, snapshot.h: every path has
+ * its entry) or
  * loaded from a header (only the exceptions; the rest take `def`).
  */
 
@@ -58,15 +59,6 @@ unsigned perm_map_get(const struct perm_map *m, const char *path, uint32_t mode)
  */
 void vcs_add_parent_dirs(struct strvec *all, const char *path, const char **prev);
 void vcs_finish_dirs(struct strvec *out, struct strvec *all);
-
-/** The folders holding the entries of `idx`, as "a/", "a/b/", sorted. */
-void vcs_index_dirs(struct strvec *out, git_index *idx);
-
-/**
- * The permission bits, as they are on disk below `rootfd`, of every file
- * of `idx` and every folder holding one (a full map).
- */
-int perm_map_read(struct perm_map *out, int rootfd, git_index *idx);
 
 /** Format the full map `m` of index `idx` as the header value (caller frees). */
 char *perm_map_format(const struct perm_map *m, git_index *idx);

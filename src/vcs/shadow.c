@@ -690,6 +690,8 @@ static int setup_files(struct checkpoints *cps)
 	if ((ret = open_dir(&dfd, cps->shadow_fd, "info", 1, cps->shadow)) < 0)
 		return ret;
 	close(dfd);
+	/* what older versions kept and nothing reads any more */
+	unlinkat(cps->shadow_fd, IGNORE_STAMP, 0);
 	if ((ret = write_if_changed(cps, "info/attributes", shadow_attributes,
 				    sizeof(shadow_attributes) - 1)) < 0)
 		return ret;

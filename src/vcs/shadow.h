@@ -33,7 +33,7 @@
 #define CHECKPOINT_REF "refs/forgex/checkpoints"
 #define SHADOW_DIR ".forgex/checkpoints"
 #define BATCH_MARKER "forgex-writing"
-#define IGNORE_STAMP "forgex-ignore-stamp"
+#define IGNORE_STAMP "forgex-ignore-stamp"	/* left by older versions; removed */
 
 struct checkpoints {
 	char *workspace;	/* resolved, absolute, no trailing slash */
