@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/fsutil.h"
+#include "base/path.h"
 #include "helpers/testutil.h"
 #include "unit/vcs/vcs_testutil.h"
 
@@ -534,6 +536,53 @@ static void test_e2e_truncated_object_no_hang(void **state)
 	tu_rmtree(ws);
 }
 
+/*
+ * As a user meets it: a repository that commits .forgex/config.toml, a
+ * run's edits, an empty folder gone and a new one made; `checkpoint
+ * restore` (what a failed run's rollback and `undo` do) puts the tree back
+ * byte for byte and leaves the committed config as the user has it.
+ */
+static void test_e2e_restore_with_committed_config_and_empty_folders(void **state)
+{
+	char *ws = tu_mkdtemp(), *id, *c;
+	struct buf before = BUF_INIT, after = BUF_INIT, p = BUF_INIT;
+	struct tu_result r;
+
+	(void)state;
+	vt_git(ws, "init", "-q");
+	tu_write(ws, ".forgex/config.toml", "[pipeline]\n");
+	tu_write(ws, "calc.py", "def add(a, b):\n    return a + b\n");
+	vt_git(ws, "add", "-A");
+	vt_git(ws, "commit", "-q", "-m", "project");
+	path_join(&p, ws, "data/empty");
+	assert_int_equal(fsutil_mkdir_p(p.buf, 0755), 0);
+	vt_manifest(&before, ws, 0);
+	fx(&r, ws, NULL, "checkpoint", "create", "-m", "before the run", NULL);
+	expect_ok(&r, "create");
+	tu_result_release(&r);
+	id = first_id(ws);
+	tu_write(ws, "calc.py", "def add(a, b):\n    return a - b\n");
+	tu_write(ws, "new_module.py", "x = 1\n");
+	vt_rm(ws, "data/empty");
+	buf_reset(&p);
+	path_join(&p, ws, "made/by/the/run");
+	assert_int_equal(fsutil_mkdir_p(p.buf, 0755), 0);
+	tu_write(ws, ".forgex/config.toml", "[pipeline]\n# edited by the user meanwhile\n");
+	fx(&r, ws, NULL, "checkpoint", "restore", id, NULL);
+	expect_ok(&r, "restore");
+	tu_result_release(&r);
+	c = tu_read(ws, ".forgex/config.toml");
+	assert_string_equal(c, "[pipeline]\n# edited by the user meanwhile\n");
+	free(c);
+	vt_manifest(&after, ws, 0);
+	vt_assert_same(&before, &after, "the tree after the restore");
+	free(id);
+	buf_release(&before);
+	buf_release(&after);
+	buf_release(&p);
+	tu_rmtree(ws);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -544,6 +593,7 @@ int main(void)
 		cmocka_unit_test(test_e2e_concurrent_creates),
 		cmocka_unit_test(test_e2e_sigkill_then_commands_work),
 		cmocka_unit_test(test_e2e_truncated_object_no_hang),
+		cmocka_unit_test(test_e2e_restore_with_committed_config_and_empty_folders),
 	};
 
 	return cmocka_run_group_tests_name("e2e/checkpoint", tests, group_setup, group_teardown);
