@@ -332,8 +332,8 @@ out:
  * checkpoint: the ref moves only if it still names the commit's parent.
  * Fills `out` (may be NULL).
  */
-int checkpoint__advance_chain(struct checkpoint_info *out, struct checkpoints *cps, const git_oid *oid,
-			 size_t files)
+int checkpoint__advance_chain(struct checkpoint_info *out, struct checkpoints *cps,
+			      const git_oid *oid, size_t files)
 {
 	git_commit *c = NULL;
 	git_oid *ids = NULL;

@@ -265,8 +265,8 @@ int restore_keeps_dir(const struct tree_list *want, const struct strvec *want_di
  * and so deleted by the restore: anything else is an ignored file the
  * restore would destroy.
  */
-static int check_dir_deletable(int dirfd, const char *rel, git_index *now, const struct tree_list *want,
-			       int depth)
+static int check_dir_deletable(int dirfd, const char *rel, git_index *now,
+			       const struct tree_list *want, int depth)
 {
 	DIR *d;
 	struct dirent *de;

@@ -9,8 +9,8 @@
  * and the stat data (mtime, ctime, size, inode, mode) it had when that id
  * was computed. A capture reads a file again only when its stat data
  * differs from the entry; an entry whose file changed while it was read
- * carries no stat data (statcache_fill()). The cache is never the only copy of anything: a damaged index is
- * dropped and rebuilt from the tree.
+ * carries no stat data (statcache_fill()). The cache is never the only
+ * copy of anything: a damaged index is dropped and rebuilt from the tree.
  *
  * The first capture of a repository seeds the cache from the user's index
  * (stat data git itself trusts), so it reads only what git would.

@@ -123,7 +123,7 @@ static void expect_refused(int ret, const char *what)
 	assert_non_null(strstr(err_last(), "symbolic link"));
 }
 
-/* Every operation refuses, naming the link; `outside` is byte for byte and time for time the same. */
+/* Opening refuses, naming the link; `outside` stays byte for byte and time for time the same. */
 static void expect_all_refused(const char *ws, const char *what, const char *outside)
 {
 	struct buf before = BUF_INIT, after = BUF_INIT, d = BUF_INIT;
