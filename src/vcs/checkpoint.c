@@ -242,6 +242,36 @@ int checkpoint__lookup(git_commit **out, struct checkpoints *cps, const char *id
 	return 0;
 }
 
+int checkpoint__commit_tree(git_tree **out, struct checkpoints *cps, const git_commit *c)
+{
+	git_tree *tree = NULL;
+	git_treebuilder *tb = NULL;
+	git_oid id;
+	int gerr = git_commit_tree(&tree, c);
+
+	if (gerr < 0)
+		return vcs_git_error(gerr, "cannot read checkpoint %s",
+				     git_oid_tostr_s(git_commit_id(c)));
+	if (!git_tree_entry_byname(tree, ".forgex")) {
+		*out = tree;
+		return 0;
+	}
+	/* recorded by an older forgex: compare without it, as restore does */
+	gerr = git_treebuilder_new(&tb, cps->repo, tree);
+	if (!gerr)
+		gerr = git_treebuilder_remove(tb, ".forgex");
+	if (!gerr)
+		gerr = git_treebuilder_write(&id, tb);
+	git_treebuilder_free(tb);
+	git_tree_free(tree);
+	if (!gerr)
+		gerr = git_tree_lookup(out, cps->repo, &id);
+	if (gerr < 0)
+		return vcs_git_error(gerr, "cannot read checkpoint %s",
+				     git_oid_tostr_s(git_commit_id(c)));
+	return 0;
+}
+
 /*
  * Write the commit of a checkpoint of `tree_id` (inside a batch: it is made
  * durable by shadow_batch_end()); checkpoint__advance_chain() then makes it the newest.

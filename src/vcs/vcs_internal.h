@@ -39,6 +39,12 @@ int checkpoint__capture_tree(git_oid *out, size_t *files, struct checkpoints *cp
  */
 int checkpoint__lookup(git_commit **out, struct checkpoints *cps, const char *id);
 
+/**
+ * The tree of checkpoint commit `c` as forgex compares it: without a
+ * top-level `.forgex` (older versions recorded tracked files there).
+ */
+int checkpoint__commit_tree(git_tree **out, struct checkpoints *cps, const git_commit *c);
+
 struct snapshot;
 
 /**
