@@ -577,6 +577,62 @@ out:
 	return ret;
 }
 
+/* FX_EDENIED when `dir`/`name` exists and is not a regular file (a FIFO would block a read). */
+static int plain_or_absent(const char *dir, const char *name)
+{
+	char *p = xstrfmt("%s%s%s", dir, *dir && dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+	struct stat st;
+	int ret = 0;
+
+	if (!stat(p, &st) && !S_ISREG(st.st_mode))
+		ret = err_set(FX_EDENIED, "%s is not a regular file; not reading it", p);
+	free(p);
+	return ret;
+}
+
+/*
+ * Before libgit2 reads the user's config files: none may be a FIFO or a
+ * device (libgit2 opens them blocking). git_repository_discover() only
+ * looks for the git folder; opening it reads `config`.
+ */
+static int check_user_config(const char *workspace)
+{
+	git_buf gitdir = GIT_BUF_INIT;
+	struct buf common = BUF_INIT;
+	int ret = 0;
+
+	if (git_repository_discover(&gitdir, workspace, 0, NULL) < 0) {
+		git_error_clear();
+		return 0;
+	}
+	if ((ret = plain_or_absent(gitdir.ptr, "commondir")) < 0 ||
+	    (ret = plain_or_absent(gitdir.ptr, "config")) < 0 ||
+	    (ret = plain_or_absent(gitdir.ptr, "config.worktree")) < 0)
+		goto out;
+	{
+		char *cd = xstrfmt("%scommondir", gitdir.ptr);
+
+		if (!fsutil_read_file(&common, cd, 4096)) {
+			buf_trim(&common);
+			if (common.len && common.buf[0] != '/') {
+				char *abs = xstrfmt("%s%s", gitdir.ptr, common.buf);
+
+				buf_reset(&common);
+				buf_addstr(&common, abs);
+				free(abs);
+			}
+			if (common.len)
+				ret = plain_or_absent(common.buf, "config");
+		}
+		err_clear();
+		free(cd);
+	}
+out:
+	git_buf_dispose(&gitdir);
+	buf_release(&common);
+	return ret;
+}
+
 /* Find the user's repository: the workspace or a folder above it. */
 static int find_user_repo(struct checkpoints *cps)
 {
@@ -586,6 +642,8 @@ static int find_user_repo(struct checkpoints *cps)
 	size_t n;
 	int gerr;
 
+	if ((gerr = check_user_config(cps->workspace)) < 0)
+		return gerr;
 	gerr = git_repository_open_ext(&user, cps->workspace, 0, NULL);
 	if (gerr == GIT_ENOTFOUND) {
 		git_error_clear();
@@ -647,6 +705,16 @@ static int setup_config(struct checkpoints *cps)
 	int ret = 0, gerr;
 
 	if (cps->user) {
+		/* a FIFO or device planted as the user's config would block the read */
+		char *cpath = xstrfmt("%sconfig", git_repository_commondir(cps->user));
+		struct stat cst;
+		int bad = !stat(cpath, &cst) && !S_ISREG(cst.st_mode);
+
+		if (bad)
+			ret = err_set(FX_EDENIED, "%s is not a regular file; not reading it", cpath);
+		free(cpath);
+		if (bad)
+			goto out;
 		gerr = git_repository_config_snapshot(&snap, cps->user);
 		if (gerr < 0) {
 			ret = vcs_git_error(gerr, "cannot read the config of %s", cps->workspace);

@@ -460,6 +460,16 @@ int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cp
 	if ((gerr = git_repository_odb(&w.odb, cps->repo)) < 0)
 		return vcs_git_error(gerr, "cannot open the checkpoint objects");
 	if (cps->user) {
+		/* a FIFO or device planted as the user's index would block the read */
+		char *ipath = xstrfmt("%sindex", git_repository_path(cps->user));
+		struct stat ist;
+		int bad = !stat(ipath, &ist) && !S_ISREG(ist.st_mode);
+
+		if (bad)
+			ret = err_set(FX_EDENIED, "%s is not a regular file; not reading it", ipath);
+		free(ipath);
+		if (bad)
+			goto out;
 		gerr = git_repository_index(&w.uidx, cps->user);
 		if (!gerr)
 			gerr = git_index_read(w.uidx, 0);

@@ -463,6 +463,36 @@ static void test_shadow_damaged_blob_restore_refuses_first(void **state)
 	tu_rmtree(ws);
 }
 
+/* A FIFO planted as the user's .git/config or .git/index: refused by name, never read (a hang). */
+static void test_shadow_fifo_in_user_git_refused(void **state)
+{
+	static const char *const names[] = { ".git/config", ".git/index" };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		char *ws = workspace_with_shadow(1), *full = path_in_ws(ws, names[i]);
+		struct checkpoint_info info;
+		struct checkpoints *cps = NULL;
+		int ret;
+
+		vt_git(ws, "add", "a.txt");
+		vt_rm(ws, names[i]);
+		assert_int_equal(mkfifo(full, 0644), 0);
+		ret = checkpoint_open(&cps, ws);
+		if (!ret) {
+			ret = checkpoint_create(&info, cps, "x");
+			checkpoint_close(cps);
+		}
+		assert_int_equal(ret, FX_EDENIED);
+		assert_non_null(strstr(err_last(), names[i]));
+		assert_non_null(strstr(err_last(), "not a regular file"));
+		unlink(full);
+		free(full);
+		tu_rmtree(ws);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -478,6 +508,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_shadow_truncated_commit_no_hang, guard, unguard),
 		cmocka_unit_test_setup_teardown(test_shadow_damaged_blob_restore_refuses_first, guard,
 						unguard),
+		cmocka_unit_test_setup_teardown(test_shadow_fifo_in_user_git_refused, guard, unguard),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
