@@ -71,8 +71,8 @@ void checkpoint_list_release(struct checkpoint_list *list);
 /** What checkpoint_restore() did. */
 struct checkpoint_restore_result {
 	struct checkpoint_info backup;	/* the automatic checkpoint taken before */
-	size_t written;		/* files and links created or rewritten */
-	size_t removed;		/* files and links removed */
+	size_t written;		/* files, links and empty folders created or rewritten */
+	size_t removed;		/* files, links and empty folders removed */
 	size_t chmodded;	/* files whose executable bit alone changed */
 };
 
