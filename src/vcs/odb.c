@@ -158,8 +158,10 @@ static int open_object(struct loose_backend *lb, const git_oid *oid)
 	return fd;
 }
 
-static void note_damaged(struct loose_backend *lb, const git_oid *oid)
+void vcs_loose_note_damaged(git_odb_backend *b, const git_oid *oid)
 {
+	struct loose_backend *lb = (struct loose_backend *)b;
+
 	if (vcs_loose_was_damaged(&lb->parent, oid))
 		return;
 	ALLOC_GROW(lb->damaged, lb->damaged_nr + 1, lb->damaged_alloc);
@@ -188,7 +190,7 @@ static int loose_get(struct loose_backend *lb, const git_oid *oid, void **data, 
 	r = vcs_loose_check(fd, oid, data, len, type);
 	close(fd);
 	if (r < 0) {
-		note_damaged(lb, oid);
+		vcs_loose_note_damaged(&lb->parent, oid);
 		err_clear();
 		return GIT_ENOTFOUND;
 	}

@@ -45,6 +45,9 @@ int vcs_loose_check(int fd, const git_oid *oid, void **data, size_t *len, git_ob
 int vcs_loose_flush(git_odb_backend *b, size_t max);
 void vcs_loose_forget_written(git_odb_backend *b);
 
+/** Remember `oid` as damaged (a copy elsewhere was found so). */
+void vcs_loose_note_damaged(git_odb_backend *b, const git_oid *oid);
+
 /** Whether `oid` was found damaged by this backend since it was made. */
 int vcs_loose_was_damaged(git_odb_backend *b, const git_oid *oid);
 

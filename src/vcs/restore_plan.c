@@ -433,7 +433,8 @@ int restore_check_objects(struct checkpoints *cps, const struct plan *plan, cons
 		if (cps->loose && vcs_loose_was_damaged(cps->loose, &c->oid))
 			ret = err_set(FX_ENOTFOUND,
 				      "checkpoint %.12s is damaged: the content of '%s' (%s) is cut "
-				      "short or corrupt in %s/objects; nothing was changed",
+				      "short or corrupt (in %s/objects, or in the git repository it "
+				      "borrows from); nothing was changed",
 				      id, c->path, git_oid_tostr_s(&c->oid), cps->shadow);
 		else
 			ret = err_set(FX_ENOTFOUND,

@@ -769,15 +769,55 @@ static int setup_files(struct checkpoints *cps)
 struct borrowed_odb {
 	git_odb_backend parent;
 	git_odb *from;
+	int objfd;		/* the user's objects folder, or -1 */
+	git_odb_backend *loose;	/* ours, to remember damaged objects */
 };
+
+/*
+ * libgit2 spins in inflate() on a loose object cut short in the user's
+ * repository as well: check a loose copy with odb.c's bounded reader
+ * before libgit2 reads it. 0 when there is none or it is whole.
+ */
+static int borrowed_check_loose(struct borrowed_odb *bo, const git_oid *oid)
+{
+	char hex[GIT_OID_HEXSZ + 1], sub[3];
+	struct stat st;
+	int dfd, fd, r;
+
+	if (bo->objfd < 0)
+		return 0;
+	git_oid_tostr(hex, sizeof(hex), oid);
+	memcpy(sub, hex, 2);
+	sub[2] = '\0';
+	dfd = openat(bo->objfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return 0;
+	fd = openat(dfd, hex + 2, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	close(dfd);
+	if (fd < 0)
+		return 0;
+	r = fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ? -1 :
+	    vcs_loose_check(fd, oid, NULL, NULL, NULL);
+	close(fd);
+	if (r < 0) {
+		err_clear();
+		if (bo->loose)
+			vcs_loose_note_damaged(bo->loose, oid);
+		git_error_set_str(GIT_ERROR_ODB, "object is damaged (cut short or corrupt)");
+		return GIT_ENOTFOUND;
+	}
+	return 0;
+}
 
 static int borrowed_read(void **data, size_t *len, git_object_t *type, git_odb_backend *b,
 			 const git_oid *oid)
 {
 	struct borrowed_odb *bo = (struct borrowed_odb *)b;
 	git_odb_object *obj = NULL;
-	int gerr = git_odb_read(&obj, bo->from, oid);
+	int gerr = borrowed_check_loose(bo, oid);
 
+	if (!gerr)
+		gerr = git_odb_read(&obj, bo->from, oid);
 	if (gerr < 0)
 		return gerr;
 	*len = git_odb_object_size(obj);
@@ -796,20 +836,19 @@ static int borrowed_read_prefix(git_oid *out, void **data, size_t *len, git_obje
 				git_odb_backend *b, const git_oid *short_id, size_t n)
 {
 	struct borrowed_odb *bo = (struct borrowed_odb *)b;
-	git_odb_object *obj = NULL;
-	int gerr = git_odb_read_prefix(&obj, bo->from, short_id, n);
+	int gerr = git_odb_exists_prefix(out, bo->from, short_id, n);
 
 	if (gerr < 0)
 		return gerr;
-	git_oid_cpy(out, git_odb_object_id(obj));
-	git_odb_object_free(obj);
 	return borrowed_read(data, len, type, b, out);
 }
 
 static int borrowed_read_header(size_t *len, git_object_t *type, git_odb_backend *b,
 				const git_oid *oid)
 {
-	return git_odb_read_header(len, type, ((struct borrowed_odb *)b)->from, oid);
+	int gerr = borrowed_check_loose((struct borrowed_odb *)b, oid);
+
+	return gerr ? gerr : git_odb_read_header(len, type, ((struct borrowed_odb *)b)->from, oid);
 }
 
 static int borrowed_exists(git_odb_backend *b, const git_oid *oid)
@@ -830,6 +869,8 @@ static int borrowed_refresh(git_odb_backend *b)
 
 static void borrowed_free(git_odb_backend *b)
 {
+	if (((struct borrowed_odb *)b)->objfd >= 0)
+		close(((struct borrowed_odb *)b)->objfd);
 	git_odb_free(((struct borrowed_odb *)b)->from);
 	free(b);
 }
@@ -863,6 +904,13 @@ static int setup_odb(struct checkpoints *cps)
 		bo = xcalloc(1, sizeof(*bo));
 		git_odb_init_backend(&bo->parent, GIT_ODB_BACKEND_VERSION);
 		bo->from = from;
+		bo->loose = loose;
+		{
+			char *od = xstrfmt("%sobjects", git_repository_commondir(cps->user));
+
+			bo->objfd = open(od, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			free(od);
+		}
 		bo->parent.read = borrowed_read;
 		bo->parent.read_prefix = borrowed_read_prefix;
 		bo->parent.read_header = borrowed_read_header;

@@ -463,6 +463,60 @@ static void test_shadow_damaged_blob_restore_refuses_first(void **state)
 	tu_rmtree(ws);
 }
 
+/*
+ * The same when the damaged blob is the user's own (a checkpoint borrows
+ * what git already stores): libgit2 would spin on the user's loose object
+ * as well; it is checked first, and the restore refuses before writing.
+ */
+static void test_shadow_damaged_borrowed_blob_no_hang(void **state)
+{
+	char *ws = tu_mkdtemp(), *blob, *rel, *full;
+	struct checkpoint_info old;
+	struct checkpoint_restore_result res;
+	struct checkpoints *cps;
+	struct buf before = BUF_INIT, after = BUF_INIT, out = BUF_INIT;
+
+	(void)state;
+	vt_git(ws, "init", "-q");
+	tu_write(ws, "kept.txt", "committed by the user, stored only in .git\n");
+	vt_git(ws, "add", "-A");
+	vt_git(ws, "commit", "-q", "-m", "c");
+	cps = open_ok(ws);
+	create_ok(&old, cps, "old");
+	{
+		struct buf h = BUF_INIT;
+
+		vt_git_capture(&h, ws, "rev-parse", "HEAD:kept.txt");
+		buf_trim(&h);
+		blob = buf_detach(&h, NULL);
+	}
+	rel = object_path(blob);
+	assert_false(vt_exists(ws, rel));	/* borrowed, not copied */
+	free(rel);
+	rel = xstrfmt(".git/objects/%.2s/%s", blob, blob + 2);
+	full = path_in_ws(ws, rel);
+	assert_int_equal(chmod(full, 0644), 0);
+	assert_int_equal(truncate(full, 20), 0);
+	tu_write(ws, "kept.txt", "changed\n");
+	vt_manifest(&before, ws, VT_TIMES);
+	assert_int_equal(checkpoint_restore(&res, cps, old.id), FX_ENOTFOUND);
+	assert_non_null(strstr(err_last(), "kept.txt"));
+	assert_non_null(strstr(err_last(), "cut short or corrupt"));
+	vt_manifest(&after, ws, VT_TIMES);
+	vt_assert_same(&before, &after, "the tree after a refused restore");
+	/* diff needs the old content too: an error, not a hang */
+	assert_true(vcs_diff(&out, cps, old.id, 0) < 0);
+	checkpoint_info_release(&old);
+	checkpoint_close(cps);
+	free(blob);
+	free(rel);
+	free(full);
+	buf_release(&before);
+	buf_release(&after);
+	buf_release(&out);
+	tu_rmtree(ws);
+}
+
 /* A FIFO planted as the user's .git/config or .git/index: refused by name, never read (a hang). */
 static void test_shadow_fifo_in_user_git_refused(void **state)
 {
@@ -507,6 +561,8 @@ int main(void)
 		cmocka_unit_test(test_shadow_stale_locks_cleared),
 		cmocka_unit_test_setup_teardown(test_shadow_truncated_commit_no_hang, guard, unguard),
 		cmocka_unit_test_setup_teardown(test_shadow_damaged_blob_restore_refuses_first, guard,
+						unguard),
+		cmocka_unit_test_setup_teardown(test_shadow_damaged_borrowed_blob_no_hang, guard,
 						unguard),
 		cmocka_unit_test_setup_teardown(test_shadow_fifo_in_user_git_refused, guard, unguard),
 	};
