@@ -853,7 +853,16 @@ static int borrowed_read_header(size_t *len, git_object_t *type, git_odb_backend
 
 static int borrowed_exists(git_odb_backend *b, const git_oid *oid)
 {
-	return git_odb_exists_ext(((struct borrowed_odb *)b)->from, oid, GIT_ODB_LOOKUP_NO_REFRESH);
+	struct borrowed_odb *bo = (struct borrowed_odb *)b;
+
+	if (!git_odb_exists_ext(bo->from, oid, GIT_ODB_LOOKUP_NO_REFRESH))
+		return 0;
+	/* a damaged loose copy does not count: the shadow then stores a good one */
+	if (borrowed_check_loose(bo, oid) < 0) {
+		git_error_clear();
+		return 0;
+	}
+	return 1;
 }
 
 static int borrowed_exists_prefix(git_oid *out, git_odb_backend *b, const git_oid *short_id,
