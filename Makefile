@@ -18,7 +18,7 @@ CC ?= cc
 PKG_CONFIG ?= pkg-config
 VERSION := 0.1.0
 
-PKGS := libcurl jansson libgit2 libseccomp libpcre2-8
+PKGS := libcurl jansson libgit2 libseccomp libpcre2-8 zlib
 # What build/forgex itself links; commands needing more run in forgex-core
 # (see src/cli/main.c).
 LIGHT_PKGS := jansson libseccomp libpcre2-8

@@ -4,16 +4,21 @@
 # changed: the stat cache answers), against `git add -A && git write-tree`
 # on a copy of the same repository in the same run. Also: warm with a few
 # files changed, `forgex diff` on an unchanged tree, and a folder that is
-# not a git repository (cold there stores every file).
+# not a git repository (cold there stores every file). And the stat cache:
+# after `touch` of every file (or `cp -a` of the workspace, or a branch
+# switch) the first checkpoint must read every file, the second none;
+# "touched, 2nd create" is the figure that shows whether the cache was
+# refreshed (before forgex refreshed it, it cost as much as the first).
 # Target (DESIGN.md section 9 style): warm create under 200 ms.
 #
 #   sh bench/checkpoint.sh            FILES=10000 RUNS=11 COLD_RUNS=5
+#   FORGEX=/path/to/other/forgex sh bench/checkpoint.sh   (compare a build)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 FILES=${FILES:-10000}
 RUNS=${RUNS:-11}
 COLD_RUNS=${COLD_RUNS:-5}
-bin="$top/build/forgex"
+bin="${FORGEX:-$top/build/forgex}"
 [ -x "$bin" ] || { echo "build first: make" >&2; exit 1; }
 timer="$top/build/bench/medtime"
 mkdir -p "$top/build/bench"
@@ -49,7 +54,7 @@ repo="$tmp/repo"
 mkdir -p "$repo"
 make_tree "$repo"
 printf 'build/\n*.o\n' > "$repo/.gitignore"
-(cd "$repo" && git init -q && git add -A && git commit -q -m init && git gc -q)
+(cd "$repo" && git init -q && git config gc.auto 0 && git add -A && git commit -q -m init && git gc -q)
 cp -a "$repo" "$tmp/gitcopy"
 mkdir -p "$tmp/plain"
 make_tree "$tmp/plain"
@@ -109,6 +114,24 @@ echo new > new-file.txt
 	awk '{ printf "%-48s %12s\n", "forgex checkpoint create, 1 file changed", $(NF-1) }'
 "$timer" "$RUNS" "$bin" diff |
 	awk '{ printf "%-48s %12s\n", "forgex diff (a few files changed)", $(NF-1) }'
+
+cd "$repo"
+"$bin" checkpoint create -m settle >/dev/null
+find pkg* -type f -exec touch {} +
+sleep 1
+t1=$(ms "$bin" checkpoint create -m touched1)
+t2=$(ms "$bin" checkpoint create -m touched2)
+t3=$(ms "$bin" checkpoint create -m touched3)
+printf '%-48s %12s\n' "forgex checkpoint create, all touched, 1st" "$(echo "$t1" | awk '{ printf "%.3f", $1 / 1000 }')"
+printf '%-48s %12s\n' "forgex checkpoint create, all touched, 2nd" "$(echo "$t2" | awk '{ printf "%.3f", $1 / 1000 }')"
+printf '%-48s %12s\n' "forgex checkpoint create, all touched, 3rd" "$(echo "$t3" | awk '{ printf "%.3f", $1 / 1000 }')"
+cp -a "$repo" "$tmp/copied"
+cd "$tmp/copied"
+sleep 1
+t1=$(ms "$bin" checkpoint create -m copied1)
+t2=$(ms "$bin" checkpoint create -m copied2)
+printf '%-48s %12s\n' "forgex checkpoint create, after cp -a, 1st" "$(echo "$t1" | awk '{ printf "%.3f", $1 / 1000 }')"
+printf '%-48s %12s\n' "forgex checkpoint create, after cp -a, 2nd" "$(echo "$t2" | awk '{ printf "%.3f", $1 / 1000 }')"
 
 cd "$tmp/plain"
 t=$(cold_median "rm -rf .forgex" "$bin" checkpoint create -m cold)

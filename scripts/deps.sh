@@ -36,6 +36,7 @@ for g in $want_groups; do
 		need_pc libcurl libcurl4-openssl-dev
 		need_pc jansson libjansson-dev
 		need_pc libgit2 libgit2-dev
+		need_pc zlib zlib1g-dev
 		need_pc libseccomp libseccomp-dev
 		need_pc libpcre2-8 libpcre2-dev
 		need_cmd ctags universal-ctags

@@ -9,15 +9,18 @@
  * A checkpoint records every file git would show in `git status` as
  * tracked or untracked: the files tracked by the user's repository (when
  * the workspace is one) and every other file not ignored by .gitignore
- * files, .git/info/exclude or core.excludesFile. It records content, the
- * executable bit and symbolic links (as links). `.git` and `.forgex` are
- * never recorded; nested repositories and submodules are left alone.
+ * files, .git/info/exclude or core.excludesFile (git's rules; a link is
+ * never a folder for them). It records content, permission bits, symbolic
+ * links (as links) and empty folders. `.git` and `.forgex` are never
+ * recorded or restored, even when the user's repository tracks files
+ * there; nested repositories and submodules are left alone. No depth or
+ * path length the file system allows makes a checkpoint fail.
  *
  * Layout: `<workspace>/.forgex/checkpoints/` is a bare git repository
  * whose work tree is set, in memory, to the workspace. When the workspace
- * is a git repository, the shadow borrows the user's objects through
- * objects/info/alternates, so a checkpoint of a large repository writes
- * only what git does not already hold. Checkpoints are a chain of commits
+ * is a git repository, the shadow borrows the user's objects (read-only,
+ * in memory), so a checkpoint of a large repository writes only what git
+ * does not already hold. Checkpoints are a chain of commits
  * on refs/forgex/checkpoints, newest first. The shadow's index caches stat
  * data, so unchanged files are not hashed again.
  *
@@ -28,7 +31,12 @@
  *   3. checkpoint_close().
  *
  * Operations that change the shadow or the tree take an exclusive lock on
- * the shadow, so two forgex processes on one workspace do not interleave.
+ * the shadow, so two forgex processes on one workspace do not interleave;
+ * lock files a killed process left are cleared when it is taken. forgex's
+ * files under .forgex/checkpoints are never reached through a link: a
+ * planted one is an error naming it (FX_EDENIED). A damaged object (cut
+ * short by a crash) is detected, treated as missing and named; no
+ * operation loops on one.
  * Nothing here prints; failures return FX_E* codes with err_set() messages.
  */
 
@@ -63,8 +71,8 @@ void checkpoint_list_release(struct checkpoint_list *list);
 /** What checkpoint_restore() did. */
 struct checkpoint_restore_result {
 	struct checkpoint_info backup;	/* the automatic checkpoint taken before */
-	size_t written;		/* files and links created or rewritten */
-	size_t removed;		/* files and links removed */
+	size_t written;		/* files, links and empty folders created or rewritten */
+	size_t removed;		/* files, links and empty folders removed */
 	size_t chmodded;	/* files whose executable bit alone changed */
 };
 
@@ -84,6 +92,13 @@ void checkpoint_close(struct checkpoints *cps);
 
 /** The workspace (absolute, resolved); borrowed. */
 const char *checkpoint_workspace(const struct checkpoints *cps);
+
+/**
+ * How many files and links the last capture of `cps` (create, restore,
+ * diff) read because the stat cache could not vouch for them (for tests
+ * and benchmarks).
+ */
+size_t checkpoint_files_read(const struct checkpoints *cps);
 
 /**
  * Record the working tree as a new checkpoint with `message` (NULL or ""
@@ -106,11 +121,13 @@ int checkpoint_resolve(char **out, struct checkpoints *cps, const char *id);
  * Make the working tree what it was when checkpoint `id` (any prefix
  * checkpoint_resolve() accepts) was taken.
  *
- * 1. Checks that every object the checkpoint needs is readable.
- * 2. Records the current tree and plans every change; refuses with
- *    FX_EDENIED, changing nothing and recording nothing, when the restore
- *    would have to destroy an ignored file (one no checkpoint holds), e.g.
- *    an ignored file inside a folder that must become a file again.
+ * 1. Records the current tree and plans every change.
+ * 2. Reads every object the changes need, whole, and checks it; refuses
+ *    with FX_ENOTFOUND, changing nothing and recording nothing, when one is
+ *    missing or damaged. Refuses with FX_EDENIED, likewise, when the
+ *    restore would have to destroy an ignored file (one no checkpoint
+ *    holds), e.g. an ignored file inside a folder that must become a file
+ *    again.
  * 3. Commits the current tree as checkpoint "before restore of ID", so the
  *    restore can itself be undone.
  * 4. Removes the files and links recorded now but not in the checkpoint

@@ -36,9 +36,9 @@ int vcs_changed_paths(struct strvec *out, struct checkpoints *cps, const char *i
 	checkpoint__unlock(cps);
 	if (ret < 0)
 		goto out;
-	gerr = git_commit_tree(&old_tree, from);
-	if (!gerr)
-		gerr = git_tree_lookup(&new_tree, repo, &now);
+	if ((ret = checkpoint__commit_tree(&old_tree, cps, from)) < 0)
+		goto out;
+	gerr = git_tree_lookup(&new_tree, repo, &now);
 	if (!gerr) {
 		/* no rename detection: a rename is its old path deleted and its new path added */
 		opts.flags = GIT_DIFF_NORMAL;

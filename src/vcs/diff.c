@@ -107,9 +107,9 @@ int vcs_diff_ext(struct buf *out, size_t *changed, struct checkpoints *cps, cons
 	checkpoint__unlock(cps);
 	if (ret < 0)
 		goto out;
-	gerr = git_commit_tree(&old_tree, from);
-	if (!gerr)
-		gerr = git_tree_lookup(&new_tree, repo, &now);
+	if ((ret = checkpoint__commit_tree(&old_tree, cps, from)) < 0)
+		goto out;
+	gerr = git_tree_lookup(&new_tree, repo, &now);
 	if (!gerr) {
 		/* a file that became a link (or back) shows as removed and added */
 		opts.flags = GIT_DIFF_NORMAL;

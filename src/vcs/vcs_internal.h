@@ -2,7 +2,9 @@
 #define FX_VCS_INTERNAL_H
 
 /*
- * What checkpoint.c shares with diff.c; not for use outside src/vcs/.
+ * What the files of src/vcs/ share; not for use outside it. The modules
+ * and their contracts: shadow.h, statcache.h, snapshot.h, perms.h,
+ * restore.h.
  */
 
 #include <git2.h>
@@ -36,5 +38,32 @@ int checkpoint__capture_tree(git_oid *out, size_t *files, struct checkpoints *cp
  * caller's (git_commit_free).
  */
 int checkpoint__lookup(git_commit **out, struct checkpoints *cps, const char *id);
+
+/**
+ * The tree of checkpoint commit `c` as forgex compares it: without a
+ * top-level `.forgex` (older versions recorded tracked files there).
+ */
+int checkpoint__commit_tree(git_tree **out, struct checkpoints *cps, const git_commit *c);
+
+struct snapshot;
+
+/**
+ * Write the commit of a checkpoint of `tree_id` (captured as `snap` from
+ * index `idx`: its permission bits and empty folders go in headers),
+ * inside a batch: it is made durable by shadow_batch_end();
+ * checkpoint__advance_chain() then makes it the newest.
+ */
+int checkpoint__write_commit(git_oid *out, struct checkpoints *cps, const git_oid *tree_id,
+			     const char *message, const struct snapshot *snap, git_index *idx);
+
+/**
+ * Make commit `oid` (durable) the newest checkpoint: the ref moves only if
+ * it still names the commit's parent. Fills `out` (may be NULL).
+ */
+int checkpoint__advance_chain(struct checkpoint_info *out, struct checkpoints *cps,
+			      const git_oid *oid, size_t files);
+
+/** Load libgit2 once per process (with forgex's options). */
+int vcs_init(void);
 
 #endif

@@ -6,11 +6,16 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/fsutil.h"
+#include "base/path.h"
 #include "helpers/testutil.h"
 #include "unit/vcs/vcs_testutil.h"
 
@@ -345,6 +350,239 @@ static void test_e2e_concurrent_creates(void **state)
 	tu_rmtree(ws);
 }
 
+/* Start forgex with NULL-terminated arguments in `cwd`, not waiting. */
+static pid_t fx_start(const char *cwd, ...)
+{
+	const char *argv[16];
+	va_list ap;
+	int n = 0;
+	pid_t pid;
+
+	argv[n++] = tu_forgex();
+	va_start(ap, cwd);
+	while (n < 15 && (argv[n] = va_arg(ap, const char *)))
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		int null = open("/dev/null", O_RDWR);
+
+		dup2(null, 1);
+		dup2(null, 2);
+		if (chdir(cwd) < 0)
+			_exit(127);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Run forgex under timeout(1): a command stuck on a damaged store fails the test. */
+static void fx_bounded(struct tu_result *r, const char *cwd, ...)
+{
+	const char *argv[20];
+	va_list ap;
+	int n = 0;
+
+	argv[n++] = "timeout";
+	argv[n++] = "-s";
+	argv[n++] = "KILL";
+	argv[n++] = "30";
+	argv[n++] = tu_forgex();
+	va_start(ap, cwd);
+	while (n < 19 && (argv[n] = va_arg(ap, const char *)))
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	tu_run(r, argv, cwd, NULL, NULL);
+	if (r->status == 128 + 9 || r->status == 124)
+		fprintf(stderr, "forgex %s hung (killed after 30 s)\n", argv[5]);
+	assert_int_not_equal(r->status, 128 + 9);
+	assert_int_not_equal(r->status, 124);
+}
+
+static char *first_id(const char *ws)
+{
+	struct tu_result r;
+	json_t *list;
+	char *id;
+
+	fx(&r, ws, NULL, "checkpoint", "list", "--json", NULL);
+	expect_ok(&r, "list");
+	list = parse(&r.out);
+	id = xstrdup(json_string_value(json_object_get(
+		json_array_get(list, json_array_size(list) - 1), "id")));
+	json_decref(list);
+	tu_result_release(&r);
+	return id;
+}
+
+/*
+ * SIGKILL at many moments of a checkpoint (in the middle of writing
+ * objects, the index — index.lock held — or the ref), and once more with
+ * an index.lock left behind for certain: afterwards create, list, diff
+ * and restore all work, and the restore puts the tree back byte for byte.
+ */
+static void test_e2e_sigkill_then_commands_work(void **state)
+{
+	static const int delays_ms[] = { 5, 20, 40, 80, 150, 300 };
+	char *ws = tu_mkdtemp(), *id;
+	struct buf before = BUF_INIT, after = BUF_INIT;
+	struct tu_result r;
+	size_t i, k;
+
+	(void)state;
+	vt_git(ws, "init", "-q");
+	for (i = 0; i < 1500; i++) {
+		char name[32], content[64];
+
+		snprintf(name, sizeof(name), "d%zu/f%zu.txt", i % 30, i);
+		snprintf(content, sizeof(content), "content of file %zu\n", i);
+		tu_write(ws, name, content);
+	}
+	fx(&r, ws, NULL, "checkpoint", "create", "-m", "base", NULL);
+	expect_ok(&r, "create base");
+	tu_result_release(&r);
+	vt_manifest(&before, ws, 0);
+	id = first_id(ws);
+	for (k = 0; k < ARRAY_SIZE(delays_ms); k++) {
+		struct timespec ts = { 0, delays_ms[k] * 1000L * 1000L };
+		pid_t pid;
+		int st;
+
+		/* every file changed: the capture has real work to be killed in */
+		for (i = 0; i < 1500; i += 7) {
+			char name[32], content[64];
+
+			snprintf(name, sizeof(name), "d%zu/f%zu.txt", i % 30, i);
+			snprintf(content, sizeof(content), "round %zu of file %zu\n", k, i);
+			tu_write(ws, name, content);
+		}
+		pid = fx_start(ws, "checkpoint", "create", "-m", "killed", NULL);
+		nanosleep(&ts, NULL);
+		kill(pid, SIGKILL);
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+	}
+	/* and the case of the issue for certain: a lock left by a dead process */
+	tu_write(ws, ".forgex/checkpoints/index.lock", "");
+	fx_bounded(&r, ws, "checkpoint", "create", "-m", "after the kills", NULL);
+	expect_ok(&r, "create after SIGKILL");
+	tu_result_release(&r);
+	tu_write(ws, ".forgex/checkpoints/index.lock", "");
+	fx_bounded(&r, ws, "checkpoint", "list", NULL);
+	expect_ok(&r, "list after SIGKILL");
+	tu_result_release(&r);
+	tu_write(ws, ".forgex/checkpoints/index.lock", "");
+	fx_bounded(&r, ws, "diff", "--stat", NULL);
+	expect_ok(&r, "diff after SIGKILL");
+	tu_result_release(&r);
+	tu_write(ws, ".forgex/checkpoints/index.lock", "");
+	fx_bounded(&r, ws, "checkpoint", "restore", id, NULL);
+	expect_ok(&r, "restore after SIGKILL");
+	tu_result_release(&r);
+	vt_manifest(&after, ws, 0);
+	vt_assert_same(&before, &after, "tree after the kills and a restore");
+	free(id);
+	buf_release(&before);
+	buf_release(&after);
+	tu_rmtree(ws);
+}
+
+/*
+ * A half-written loose object, as a crash leaves it: every checkpoint
+ * command returns (libgit2 spun forever in inflate()), with a clear error
+ * where the object is needed and without one where it is not.
+ */
+static void test_e2e_truncated_object_no_hang(void **state)
+{
+	char *ws = tu_mkdtemp(), *id, *obj;
+	struct tu_result r;
+	struct buf before = BUF_INIT, after = BUF_INIT;
+
+	(void)state;
+	tu_write(ws, "a.txt", "one\n");
+	fx(&r, ws, NULL, "checkpoint", "create", "-m", "one", NULL);
+	expect_ok(&r, "create");
+	tu_result_release(&r);
+	id = first_id(ws);
+	obj = xstrfmt("%s/.forgex/checkpoints/objects/%.2s/%s", ws, id, id + 2);
+	assert_int_equal(chmod(obj, 0644), 0);
+	assert_int_equal(truncate(obj, 40), 0);
+	tu_write(ws, "a.txt", "two\n");
+	vt_manifest(&before, ws, VT_TIMES);
+	fx_bounded(&r, ws, "checkpoint", "list", NULL);
+	assert_int_not_equal(r.status, 0);
+	assert_non_null(strstr(r.err.buf, "damaged"));
+	tu_result_release(&r);
+	fx_bounded(&r, ws, "diff", NULL);
+	assert_int_not_equal(r.status, 0);
+	assert_non_null(strstr(r.err.buf, "damaged"));
+	tu_result_release(&r);
+	fx_bounded(&r, ws, "checkpoint", "restore", id, NULL);
+	assert_int_not_equal(r.status, 0);
+	assert_non_null(strstr(r.err.buf, "damaged"));
+	tu_result_release(&r);
+	vt_manifest(&after, ws, VT_TIMES);
+	vt_assert_same(&before, &after, "tree after the refused commands");
+	fx_bounded(&r, ws, "checkpoint", "create", "-m", "new chain", NULL);
+	expect_ok(&r, "create after the damage");
+	tu_result_release(&r);
+	free(obj);
+	free(id);
+	buf_release(&before);
+	buf_release(&after);
+	tu_rmtree(ws);
+}
+
+/*
+ * As a user meets it: a repository that commits .forgex/config.toml, a
+ * run's edits, an empty folder gone and a new one made; `checkpoint
+ * restore` (what a failed run's rollback and `undo` do) puts the tree back
+ * byte for byte and leaves the committed config as the user has it.
+ */
+static void test_e2e_restore_with_committed_config_and_empty_folders(void **state)
+{
+	char *ws = tu_mkdtemp(), *id, *c;
+	struct buf before = BUF_INIT, after = BUF_INIT, p = BUF_INIT;
+	struct tu_result r;
+
+	(void)state;
+	vt_git(ws, "init", "-q");
+	tu_write(ws, ".forgex/config.toml", "[pipeline]\n");
+	tu_write(ws, "calc.py", "def add(a, b):\n    return a + b\n");
+	vt_git(ws, "add", "-A");
+	vt_git(ws, "commit", "-q", "-m", "project");
+	path_join(&p, ws, "data/empty");
+	assert_int_equal(fsutil_mkdir_p(p.buf, 0755), 0);
+	vt_manifest(&before, ws, 0);
+	fx(&r, ws, NULL, "checkpoint", "create", "-m", "before the run", NULL);
+	expect_ok(&r, "create");
+	tu_result_release(&r);
+	id = first_id(ws);
+	tu_write(ws, "calc.py", "def add(a, b):\n    return a - b\n");
+	tu_write(ws, "new_module.py", "x = 1\n");
+	vt_rm(ws, "data/empty");
+	buf_reset(&p);
+	path_join(&p, ws, "made/by/the/run");
+	assert_int_equal(fsutil_mkdir_p(p.buf, 0755), 0);
+	tu_write(ws, ".forgex/config.toml", "[pipeline]\n# edited by the user meanwhile\n");
+	fx(&r, ws, NULL, "checkpoint", "restore", id, NULL);
+	expect_ok(&r, "restore");
+	tu_result_release(&r);
+	c = tu_read(ws, ".forgex/config.toml");
+	assert_string_equal(c, "[pipeline]\n# edited by the user meanwhile\n");
+	free(c);
+	vt_manifest(&after, ws, 0);
+	vt_assert_same(&before, &after, "the tree after the restore");
+	free(id);
+	buf_release(&before);
+	buf_release(&after);
+	buf_release(&p);
+	tu_rmtree(ws);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -353,6 +591,9 @@ int main(void)
 		cmocka_unit_test(test_e2e_diff_color_and_stat),
 		cmocka_unit_test(test_e2e_global_excludes_file),
 		cmocka_unit_test(test_e2e_concurrent_creates),
+		cmocka_unit_test(test_e2e_sigkill_then_commands_work),
+		cmocka_unit_test(test_e2e_truncated_object_no_hang),
+		cmocka_unit_test(test_e2e_restore_with_committed_config_and_empty_folders),
 	};
 
 	return cmocka_run_group_tests_name("e2e/checkpoint", tests, group_setup, group_teardown);

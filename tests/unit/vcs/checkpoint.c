@@ -1167,9 +1167,9 @@ static void test_checkpoint_refuses_linked_forgex(void **state)
 
 	(void)state;
 	vt_symlink(ws, ".forgex", elsewhere);
-	assert_int_equal(checkpoint_open(&cps, ws), FX_EINVAL);
+	assert_int_equal(checkpoint_open(&cps, ws), FX_EDENIED);
 	assert_null(cps);
-	assert_non_null(strstr(err_last(), "not a folder"));
+	assert_non_null(strstr(err_last(), "is a symbolic link"));
 	assert_false(vt_exists(elsewhere, "checkpoints"));
 	tu_rmtree(elsewhere);
 	tu_rmtree(ws);

@@ -1,0 +1,676 @@
+/* Taking a snapshot of the working tree; see snapshot.h. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/fsutil.h"
+#include "base/strvec.h"
+#include "vcs/excludes.h"
+#include "vcs/perms.h"
+#include "vcs/snapshot.h"
+#include "vcs/statcache.h"
+#include "vcs/vcs_internal.h"
+
+/* Folders deeper than this do not keep their descriptor open while their children are read. */
+#define FD_KEEP_DEPTH 64
+#define GITIGNORE_MAX ((size_t)16 << 20)
+
+struct walk {
+	struct checkpoints *cps;
+	git_index *idx, *uidx;
+	const char *uprefix;
+	git_odb *odb;
+	struct excludes ign;
+	struct snapshot *snap;
+	unsigned char *seen;	/* by position in idx when the walk began */
+	size_t nold;
+	git_index_entry *adds;	/* new or changed entries; paths owned */
+	size_t adds_nr, adds_alloc;
+	struct timespec start;
+	struct buf scratch;
+	size_t files_read;
+};
+
+void snapshot_release(struct snapshot *s)
+{
+	perm_map_release(&s->perms);
+	strvec_clear(&s->empty_dirs);
+	s->files = 0;
+}
+
+/* The user's index entry for workspace path `rel`, if the user tracks it. */
+static const git_index_entry *tracked(struct walk *w, const char *rel)
+{
+	return statcache_user_entry(w->uidx, w->uprefix, rel, &w->scratch);
+}
+
+/* Whether the user tracks anything below folder `rel` ("a/b"). */
+static int tracks_below(struct walk *w, const char *rel)
+{
+	size_t pos;
+
+	if (!w->uidx)
+		return 0;
+	buf_reset(&w->scratch);
+	buf_addf(&w->scratch, "%s%s/", w->uprefix, rel);
+	return !git_index_find_prefix(&pos, w->uidx, w->scratch.buf);
+}
+
+/* Read the content of `name` in `dfd` (a file or link as `st` says) into `out`. */
+static int read_content(struct buf *out, struct stat *st, int dfd, const char *name,
+			const char *rel)
+{
+	int tries;
+
+	for (tries = 0; tries < 3; tries++) {
+		struct stat fst;
+		int fd, ret;
+
+		if (S_ISLNK(st->st_mode)) {
+			size_t size = (size_t)st->st_size + 1 < 256 ? 256 : (size_t)st->st_size + 1;
+
+			for (;;) {
+				ssize_t n;
+
+				buf_reset(out);
+				buf_grow(out, size);
+				n = readlinkat(dfd, name, out->buf, size);
+				if (n < 0)
+					break;
+				if ((size_t)n < size) {
+					buf_setlen(out, (size_t)n);
+					return 0;
+				}
+				size *= 2;
+			}
+			if (errno != EINVAL && errno != ENOENT)
+				return err_set_errno(FX_EOS, "cannot read link '%s'", rel);
+		} else {
+			fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+			if (fd < 0 && errno != ELOOP && errno != ENOENT)
+				return err_set_errno(FX_EOS, "cannot read '%s'", rel);
+			if (fd >= 0) {
+				if (fstat(fd, &fst) < 0) {
+					close(fd);
+					return err_set_errno(FX_EOS, "cannot read '%s'", rel);
+				}
+				if (S_ISREG(fst.st_mode) && fst.st_ino == st->st_ino) {
+					buf_reset(out);
+					ret = fsutil_read_fd(out, fd, 0);
+					close(fd);
+					if (ret < 0)
+						return err_prefix(ret, "cannot read '%s'", rel);
+					*st = fst;
+					return 0;
+				}
+				close(fd);
+			}
+		}
+		/* it changed type between lstat and open: look again */
+		if (fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) < 0)
+			return FX_ENOTFOUND;
+		if (!S_ISREG(st->st_mode) && !S_ISLNK(st->st_mode))
+			return FX_ENOTFOUND;
+	}
+	return err_set(FX_ERROR, "'%s' kept changing while it was recorded", rel);
+}
+
+static void add_perms(struct walk *w, const char *key, const struct stat *st)
+{
+	if (w->snap)
+		perm_map_add(&w->snap->perms, key, (unsigned)(st->st_mode & 0777));
+}
+
+/* Record file or link `name` (`rel`) of folder `dfd`. FX_ENOTFOUND: it vanished. */
+static int record_file(struct walk *w, int dfd, const char *name, const char *rel, struct stat *st)
+{
+	struct buf content = BUF_INIT;
+	const git_index_entry *e = NULL;
+	git_index_entry ne;
+	git_oid oid;
+	uint32_t mode;
+	size_t pos;
+	int ret, gerr;
+
+	if (!git_index_find(&pos, w->idx, rel)) {
+		e = git_index_get_byindex(w->idx, pos);
+		if (pos < w->nold)
+			w->seen[pos] = 1;
+	}
+	mode = S_ISLNK(st->st_mode) ? GIT_FILEMODE_LINK :
+	       (st->st_mode & 0100) ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
+	if (e && e->mode == mode && statcache_fresh(e, st)) {
+		/* trusted: libgit2 need not look at it again when it writes the index */
+		((git_index_entry *)e)->flags_extended |= GIT_INDEX_ENTRY_UPTODATE;
+		if (mode != GIT_FILEMODE_LINK)
+			add_perms(w, rel, st);
+		return 0;
+	}
+	if ((ret = read_content(&content, st, dfd, name, rel)) < 0)
+		goto out;
+	mode = S_ISLNK(st->st_mode) ? GIT_FILEMODE_LINK :
+	       (st->st_mode & 0100) ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
+	w->files_read++;
+	gerr = git_odb_hash(&oid, content.buf, content.len, GIT_OBJECT_BLOB);
+	if (!gerr && !(e && git_oid_equal(&e->id, &oid)) && !git_odb_exists(w->odb, &oid))
+		gerr = git_odb_write(&oid, w->odb, content.buf, content.len, GIT_OBJECT_BLOB);
+	if (gerr < 0) {
+		ret = vcs_git_error(gerr, "cannot store '%s'", rel);
+		goto out;
+	}
+	memset(&ne, 0, sizeof(ne));
+	ne.mode = mode;
+	git_oid_cpy(&ne.id, &oid);
+	statcache_fill(&ne, st, &w->start);
+	ne.flags_extended = GIT_INDEX_ENTRY_UPTODATE;
+	ne.path = xstrdup(rel);
+	ALLOC_GROW(w->adds, w->adds_nr + 1, w->adds_alloc);
+	w->adds[w->adds_nr++] = ne;
+	if (mode != GIT_FILEMODE_LINK)
+		add_perms(w, rel, st);
+out:
+	buf_release(&content);
+	return ret;
+}
+
+/* Push the .gitignore of folder `dfd` (at `rel`); 1 when pushed. */
+static int push_gitignore(struct walk *w, int dfd, const char *rel)
+{
+	struct buf text = BUF_INIT;
+	struct stat st;
+	int fd = openat(dfd, ".gitignore", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	/* as git (2.32 and later): an in-tree .gitignore that is a link is not read */
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    fsutil_read_fd(&text, fd, GITIGNORE_MAX) < 0) {
+		close(fd);
+		err_clear();
+		buf_release(&text);
+		return 0;
+	}
+	close(fd);
+	excludes_push(&w->ign, rel, 0, text.buf, text.len);
+	buf_release(&text);
+	return 1;
+}
+
+static int walk_dir(struct walk *w, int *dfd, const char *rel, int depth, int only_tracked,
+		    size_t *count);
+
+/* Folder `name` (`path`) in `*dfd`. */
+static int walk_subdir(struct walk *w, int *dfd, const char *name, const char *path,
+		       const struct stat *st, int depth, int only_tracked, size_t *count)
+{
+	const git_index_entry *u = tracked(w, path);
+	struct stat pst, again, gst;
+	size_t c = 0;
+	char *sub;
+	int child, sub_only, ret, deep = depth >= FD_KEEP_DEPTH;
+
+	if (u && u->mode == GIT_FILEMODE_COMMIT)
+		return 0;	/* a submodule: left alone */
+	child = openat(*dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (child < 0) {
+		if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)
+			return 0;
+		return err_set_errno(FX_EOS, "cannot read folder '%s'", path);
+	}
+	if (!fstatat(child, ".git", &gst, AT_SYMLINK_NOFOLLOW)) {
+		close(child);
+		return 0;	/* a nested repository: left alone */
+	}
+	sub_only = only_tracked || excludes_match(&w->ign, path, 1);
+	if (sub_only && !tracks_below(w, path)) {
+		close(child);
+		return 0;
+	}
+	if (deep) {
+		if (fstat(*dfd, &pst) < 0) {
+			close(child);
+			return err_set_errno(FX_EOS, "cannot read folder '%s'", path);
+		}
+		close(*dfd);
+		*dfd = -1;
+	}
+	sub = xstrfmt("%s/", path);
+	ret = walk_dir(w, &child, sub, depth + 1, sub_only, &c);
+	free(sub);
+	if (deep && ret >= 0) {
+		*dfd = openat(child, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (*dfd < 0 || fstat(*dfd, &again) < 0 || again.st_dev != pst.st_dev ||
+		    again.st_ino != pst.st_ino)
+			ret = err_set(FX_ERROR, "the folder holding '%s' moved while it was recorded",
+				      path);
+	}
+	close(child);
+	if (ret < 0)
+		return ret;
+	if (c) {
+		char *key = xstrfmt("%s/", path);
+
+		add_perms(w, key, st);
+		free(key);
+	} else if (!sub_only && w->snap) {
+		char *key = xstrfmt("%s/", path);
+
+		strvec_push(&w->snap->empty_dirs, path);
+		add_perms(w, key, st);
+		free(key);
+		c = 1;
+	}
+	*count += c;
+	return 0;
+}
+
+static int walk_dir(struct walk *w, int *dfd, const char *rel, int depth, int only_tracked,
+		    size_t *count)
+{
+	struct strvec names = STRVEC_INIT;
+	struct buf path = BUF_INIT;
+	DIR *d;
+	struct dirent *de;
+	size_t i;
+	int fd, ret = 0, pushed = 0;
+
+	if (!only_tracked)
+		pushed = push_gitignore(w, *dfd, rel);
+	fd = dup(*dfd);
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		ret = err_set_errno(FX_EOS, "cannot read folder '%s'", *rel ? rel : ".");
+		goto out;
+	}
+	/* a dup() shares the position of the folder's stream: start from the top */
+	rewinddir(d);
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			strvec_push(&names, de->d_name);
+	closedir(d);
+	for (i = 0; i < names.nr && ret >= 0; i++) {
+		const char *name = names.v[i];
+		struct stat st;
+
+		if (!strcmp(name, ".git") || (!depth && !strcmp(name, ".forgex")))
+			continue;
+		buf_reset(&path);
+		buf_addstr(&path, rel);
+		buf_addstr(&path, name);
+		if (fstatat(*dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT)
+				ret = err_set_errno(FX_EOS, "cannot inspect '%s'", path.buf);
+			continue;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			ret = walk_subdir(w, dfd, name, path.buf, &st, depth, only_tracked, count);
+		} else if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
+			const git_index_entry *u = tracked(w, path.buf);
+
+			if (u && u->mode == GIT_FILEMODE_COMMIT)
+				continue;
+			if (!u && (only_tracked || excludes_match(&w->ign, path.buf, 0)))
+				continue;
+			ret = record_file(w, *dfd, name, path.buf, &st);
+			if (ret == FX_ENOTFOUND) {
+				ret = 0;	/* vanished while read */
+				err_clear();
+			} else if (ret >= 0) {
+				(*count)++;
+			}
+		}
+	}
+out:
+	if (pushed)
+		excludes_pop(&w->ign);
+	strvec_clear(&names);
+	buf_release(&path);
+	return ret;
+}
+
+/* core.excludesFile and info/exclude, the lowest lists of the stack. */
+static int push_global_lists(struct walk *w)
+{
+	struct checkpoints *cps = w->cps;
+	struct buf text = BUF_INIT;
+	const char *common;
+	size_t wlen = strlen(cps->workspace);
+	int ret = 0, fd;
+
+	if (!cps->user)
+		return 0;
+	if (cps->excludes_file) {
+		/* the user's own config names it: it may be anywhere, but must be a file */
+		fd = open(cps->excludes_file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0) {
+			struct stat st;
+
+			if (!fstat(fd, &st) && S_ISREG(st.st_mode) &&
+			    !fsutil_read_fd(&text, fd, GITIGNORE_MAX))
+				excludes_push(&w->ign, "", 1, text.buf, text.len);
+			close(fd);
+			err_clear();
+		}
+	}
+	buf_reset(&text);
+	common = git_repository_commondir(cps->user);
+	if (!strncmp(common, cps->workspace, wlen) && common[wlen] == '/') {
+		/* inside the workspace: beneath it, no link followed */
+		char *rel = xstrfmt("%sinfo/exclude", common + wlen + 1);
+
+		ret = vcs_read_beneath(&text, cps->root_fd, rel, GITIGNORE_MAX, cps->workspace);
+		free(rel);
+	} else {
+		int cfd = open(common, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		char *shown = xstrndup(common, strlen(common) - (strlen(common) &&
+								 common[strlen(common) - 1] == '/'));
+
+		if (cfd < 0) {
+			ret = FX_ENOTFOUND;
+		} else {
+			ret = vcs_read_beneath(&text, cfd, "info/exclude", GITIGNORE_MAX, shown);
+			close(cfd);
+		}
+		free(shown);
+	}
+	if (ret == FX_ENOTFOUND) {
+		err_clear();
+		ret = 0;
+	} else if (!ret) {
+		excludes_push(&w->ign, "", 1, text.buf, text.len);
+	}
+	buf_release(&text);
+	return ret;
+}
+
+/*
+ * Save the cache. libgit2 writes an index entry through an 8 KiB buffer,
+ * so an entry whose path is longer cannot be saved: such entries (folders
+ * nested beyond any sane depth) stay in memory for this operation and are
+ * simply read again by the next capture.
+ */
+#define INDEX_PATH_MAX 8000
+
+static int save_index(git_index *idx)
+{
+	git_index_entry *longs = NULL;
+	size_t nr = 0, alloc = 0, i, n = git_index_entrycount(idx);
+	int gerr = 0, ret = 0;
+
+	for (i = 0; i < n; i++) {
+		const git_index_entry *e = git_index_get_byindex(idx, i);
+
+		if (strlen(e->path) > INDEX_PATH_MAX) {
+			ALLOC_GROW(longs, nr + 1, alloc);
+			longs[nr] = *e;
+			longs[nr].path = xstrdup(e->path);
+			nr++;
+		}
+	}
+	for (i = 0; i < nr && !gerr; i++)
+		gerr = git_index_remove(idx, longs[i].path, 0);
+	if (!gerr)
+		gerr = git_index_write(idx);
+	if (gerr < 0)
+		ret = vcs_git_error(gerr, "cannot save the checkpoint index");
+	for (i = 0; i < nr; i++) {
+		if (!ret && (gerr = git_index_add(idx, &longs[i])) < 0)
+			ret = vcs_git_error(gerr, "cannot record '%.100s...'", longs[i].path);
+		free((char *)longs[i].path);
+	}
+	free(longs);
+	return ret;
+}
+
+static int index_entry_cmp(const void *a, const void *b)
+{
+	return strcmp(((const git_index_entry *)a)->path, ((const git_index_entry *)b)->path);
+}
+
+int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cps, git_index *idx)
+{
+	struct walk w;
+	struct strvec gone = STRVEC_INIT;
+	size_t i, count = 0;
+	int ret = 0, gerr, rootfd = -1;
+
+	memset(&w, 0, sizeof(w));
+	buf_init(&w.scratch, 0);
+	w.cps = cps;
+	w.idx = idx;
+	w.snap = snap;
+	w.uprefix = cps->user_prefix ? cps->user_prefix : "";
+	w.ign.prefix = w.uprefix;
+	clock_gettime(CLOCK_REALTIME_COARSE, &w.start);
+	if (git_index_read(idx, 0) < 0) {
+		/* a damaged cache: start again from nothing */
+		git_error_clear();
+		if ((gerr = git_index_clear(idx)) < 0)
+			return vcs_git_error(gerr, "cannot reset the checkpoint index");
+	}
+	if ((gerr = git_repository_odb(&w.odb, cps->repo)) < 0)
+		return vcs_git_error(gerr, "cannot open the checkpoint objects");
+	if (cps->user) {
+		/* a FIFO or device planted as the user's index would block the read */
+		char *ipath = xstrfmt("%sindex", git_repository_path(cps->user));
+		struct stat ist;
+		int bad = !stat(ipath, &ist) && !S_ISREG(ist.st_mode);
+
+		if (bad)
+			ret = err_set(FX_EDENIED, "%s is not a regular file; not reading it", ipath);
+		free(ipath);
+		if (bad)
+			goto out;
+		gerr = git_repository_index(&w.uidx, cps->user);
+		if (!gerr)
+			gerr = git_index_read(w.uidx, 0);
+		if (gerr < 0) {
+			ret = vcs_git_error(gerr, "cannot read the git index of %s", cps->workspace);
+			goto out;
+		}
+		if ((ret = statcache_seed(idx, w.uidx, w.uprefix)) < 0)
+			goto out;
+	}
+	if ((ret = push_global_lists(&w)) < 0)
+		goto out;
+	w.nold = git_index_entrycount(idx);
+	w.seen = xcalloc(w.nold ? w.nold : 1, 1);
+	rootfd = dup(cps->root_fd);
+	if (rootfd < 0) {
+		ret = err_set_errno(FX_EOS, "cannot read %s", cps->workspace);
+		goto out;
+	}
+	if ((ret = walk_dir(&w, &rootfd, "", 0, 0, &count)) < 0) {
+		err_prefix(ret, "cannot record the working tree of %s", cps->workspace);
+		goto out;
+	}
+	/* what is gone (or no longer recorded) leaves the cache ... */
+	for (i = 0; i < w.nold; i++)
+		if (!w.seen[i])
+			strvec_push(&gone, git_index_get_byindex(idx, i)->path);
+	for (i = 0; i < gone.nr; i++)
+		if ((gerr = git_index_remove(idx, gone.v[i], 0)) < 0) {
+			ret = vcs_git_error(gerr, "cannot update the checkpoint index");
+			goto out;
+		}
+	/* ... what is new or changed goes in, in order (appends, not inserts) */
+	if (w.adds_nr)
+		qsort(w.adds, w.adds_nr, sizeof(*w.adds), index_entry_cmp);
+	for (i = 0; i < w.adds_nr; i++)
+		if ((gerr = git_index_add(idx, &w.adds[i])) < 0) {
+			ret = vcs_git_error(gerr, "cannot record '%s'", w.adds[i].path);
+			goto out;
+		}
+	if ((gerr = git_index_write_tree(out, idx)) < 0) {
+		ret = vcs_git_error(gerr, "cannot write the checkpoint tree");
+		goto out;
+	}
+	if ((ret = save_index(idx)) < 0)
+		goto out;
+	cps->files_read = w.files_read;
+	if (snap) {
+		snap->files = git_index_entrycount(idx);
+		perm_map_sort(&snap->perms);
+		snap->perms.known = 1;
+		if (snap->empty_dirs.nr)
+			qsort(snap->empty_dirs.v, snap->empty_dirs.nr, sizeof(char *),
+			      vcs_strcmp_ptr);
+	}
+out:
+	if (rootfd >= 0)
+		close(rootfd);
+	for (i = 0; i < w.adds_nr; i++)
+		free((char *)w.adds[i].path);
+	free(w.adds);
+	free(w.seen);
+	strvec_clear(&gone);
+	excludes_release(&w.ign);
+	buf_release(&w.scratch);
+	git_index_free(w.uidx);
+	git_odb_free(w.odb);
+	return ret;
+}
+
+int snapshot_add_path(struct snapshot *snap, struct checkpoints *cps, git_index *idx,
+		      const char *path)
+{
+	struct walk w;
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	struct stat st;
+	int dfd = -1, ret, gerr;
+
+	memset(&w, 0, sizeof(w));
+	buf_init(&w.scratch, 0);
+	w.cps = cps;
+	w.idx = idx;
+	w.snap = snap;
+	clock_gettime(CLOCK_REALTIME_COARSE, &w.start);
+	if ((gerr = git_repository_odb(&w.odb, cps->repo)) < 0)
+		return vcs_git_error(gerr, "cannot open the checkpoint objects");
+	if (slash) {
+		char *dir = xstrndup(path, (size_t)(slash - path));
+
+		ret = vcs_openat_beneath(&dfd, cps->root_fd, dir, O_RDONLY | O_DIRECTORY,
+					 cps->workspace);
+		free(dir);
+	} else {
+		dfd = dup(cps->root_fd);
+		ret = dfd < 0 ? err_set_errno(FX_EOS, "dup") : 0;
+	}
+	if (ret < 0)
+		goto out;
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))) {
+		ret = err_set(FX_ENOTFOUND, "'%s' is not a file any more", path);
+		goto out;
+	}
+	if ((ret = record_file(&w, dfd, base, path, &st)) < 0)
+		goto out;
+	if (w.adds_nr && (gerr = git_index_add(idx, &w.adds[0])) < 0)
+		ret = vcs_git_error(gerr, "cannot record '%s'", path);
+	if (snap)
+		perm_map_sort(&snap->perms);
+out:
+	if (dfd >= 0)
+		close(dfd);
+	if (w.adds_nr)
+		free((char *)w.adds[0].path);
+	free(w.adds);
+	buf_release(&w.scratch);
+	git_odb_free(w.odb);
+	return ret;
+}
+
+int checkpoint__capture_tree(git_oid *out, size_t *files, struct checkpoints *cps)
+{
+	git_index *idx = NULL;
+	int ret;
+
+	if ((ret = statcache_open(&idx, cps)) < 0)
+		return ret;
+	if ((ret = shadow_batch_begin(cps)) < 0)
+		goto out;
+	ret = snapshot_capture(out, NULL, cps, idx);
+	if (shadow_batch_end(cps) < 0 && !ret)
+		ret = err_last_code();
+	if (!ret && files)
+		*files = git_index_entrycount(idx);
+out:
+	git_index_free(idx);
+	return ret;
+}
+
+/* ------------------------------------------------------- empty folders */
+
+char *snapshot_format_dirs(const struct strvec *dirs)
+{
+	struct buf b = BUF_INIT;
+	size_t i;
+
+	if (!dirs->nr)
+		return xstrdup("");
+	buf_addstr(&b, "1");
+	for (i = 0; i < dirs->nr; i++) {
+		const char *p;
+
+		buf_addch(&b, '\n');
+		for (p = dirs->v[i]; *p; p++) {
+			if (*p == '\\')
+				buf_addstr(&b, "\\\\");
+			else if (*p == '\n')
+				buf_addstr(&b, "\\n");
+			else
+				buf_addch(&b, *p);
+		}
+	}
+	return buf_detach(&b, NULL);
+}
+
+int snapshot_load_dirs(struct strvec *out, const git_commit *c)
+{
+	git_buf hv = GIT_BUF_INIT;
+	const char *p, *end;
+	int gerr = git_commit_header_field(&hv, c, EMPTY_DIRS_HEADER);
+
+	if (gerr == GIT_ENOTFOUND) {
+		git_error_clear();
+		return 0;
+	}
+	if (gerr < 0)
+		return vcs_git_error(gerr, "cannot read the folders of checkpoint %s",
+				     git_oid_tostr_s(git_commit_id(c)));
+	p = hv.ptr;
+	end = hv.ptr + hv.size;
+	if (hv.size < 1 || p[0] != '1' || (hv.size > 1 && p[1] != '\n')) {
+		git_buf_dispose(&hv);
+		return err_set(FX_EPARSE, "checkpoint %s has a damaged " EMPTY_DIRS_HEADER " header",
+			       git_oid_tostr_s(git_commit_id(c)));
+	}
+	p++;
+	while (p < end && *p == '\n') {
+		struct buf path = BUF_INIT;
+
+		for (p++; p < end && *p != '\n'; p++) {
+			if (*p == '\\' && p + 1 < end && (p[1] == '\\' || p[1] == 'n')) {
+				buf_addch(&path, p[1] == 'n' ? '\n' : '\\');
+				p++;
+			} else {
+				buf_addch(&path, *p);
+			}
+		}
+		if (path.len)
+			strvec_push(out, path.buf);
+		buf_release(&path);
+	}
+	git_buf_dispose(&hv);
+	return 0;
+}

@@ -1,0 +1,67 @@
+#ifndef FX_VCS_SNAPSHOT_H
+#define FX_VCS_SNAPSHOT_H
+
+/*
+ * Taking a snapshot; not for use outside src/vcs/.
+ *
+ * snapshot_capture() reads the working tree itself (git's dir.c and
+ * read-cache.c refresh, not libgit2's iterator, which stops at 100 nested
+ * folders and needs whole paths under PATH_MAX): one walk from a
+ * descriptor of the workspace, each folder opened with O_NOFOLLOW from its
+ * parent's descriptor, so no depth or path length the file system allows
+ * makes it fail (descriptors are bounded: below a fixed depth a folder's
+ * descriptor is closed while its children are read and reopened via "..",
+ * checked to be the same folder).
+ *
+ * What it records: every file and link the user's index tracks (even if
+ * ignored), every other file, link and empty folder not ignored (ignore.h:
+ * .gitignore files, info/exclude, core.excludesFile), never `.git` at any
+ * depth or `.forgex` at the top, no special files, no nested repository
+ * (a folder holding `.git`, or a gitlink of the user's index).
+ *
+ * The stat cache (statcache.h) decides which files are read: a file whose
+ * stat data matches its entry is not; a file that is read and proves
+ * unchanged gets its entry's stat data refreshed. Changed contents are
+ * written as blobs (odb.h), then the tree object; the index is saved.
+ *
+ * The caller holds the lock and brackets the call with shadow_batch_begin()
+ * / shadow_batch_end(). `out` receives the tree, `snap` (may be NULL) the
+ * permission bits of every recorded file and folder (a full map) and the
+ * empty folders.
+ */
+
+#include <git2.h>
+
+#include "base/strvec.h"
+#include "vcs/perms.h"
+#include "vcs/shadow.h"
+
+struct snapshot {
+	struct perm_map perms;	/* full: every recorded file, every folder holding one, empty folders */
+	struct strvec empty_dirs;	/* sorted, "a/b" (no trailing slash) */
+	size_t files;		/* files and links recorded */
+};
+
+#define SNAPSHOT_INIT { PERM_MAP_INIT, STRVEC_INIT, 0 }
+
+void snapshot_release(struct snapshot *s);
+
+int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cps, git_index *idx);
+
+/**
+ * Record the one file or link `path` (an ignored one the restore is about
+ * to overwrite) in `idx` and `snap`, as a capture would.
+ */
+int snapshot_add_path(struct snapshot *snap, struct checkpoints *cps, git_index *idx,
+		      const char *path);
+
+/** The commit header that lists a checkpoint's empty folders. */
+#define EMPTY_DIRS_HEADER "forgex-empty-dirs"
+
+/** Format `dirs` as that header's value ("" when there are none; caller frees). */
+char *snapshot_format_dirs(const struct strvec *dirs);
+
+/** Read commit `c`'s empty folders into `out` (none when it has no header). */
+int snapshot_load_dirs(struct strvec *out, const git_commit *c);
+
+#endif
