@@ -207,6 +207,44 @@ static void print_tests(const char *what, const json_t *t)
 	       (long long)jsonx_int(t, "errors", 0));
 }
 
+/* "  newly failing: a, b" from the list `key` of summary.json's "tests". */
+static void print_names(const json_t *tests, const char *key, const char *label)
+{
+	const json_t *a = json_object_get(tests, key), *v;
+	size_t i;
+
+	if (!json_array_size(a))
+		return;
+	printf("  %s:", label);
+	json_array_foreach(a, i, v) {
+		if (i == 10) {
+			printf(" (and %zu more)", json_array_size(a) - i);
+			break;
+		}
+		printf("%s %s", i ? "," : "", json_string_value(v));
+	}
+	putchar('\n');
+}
+
+static void print_test_changes(const json_t *t)
+{
+	const json_t *d = json_object_get(t, "disagreements"), *v;
+	size_t i;
+
+	if (!json_is_object(t))
+		return;
+	print_names(t, "newly_failing", "newly failing");
+	print_names(t, "still_failing", "still failing from before");
+	print_names(t, "fixed", "fixed");
+	if (jsonx_bool(t, "fewer_tests", 0))
+		printf("  fewer tests ran than at baseline: %lld, was %lld\n",
+		       (long long)jsonx_int(t, "ran_after", 0), (long long)jsonx_int(t, "ran_before", 0));
+	json_array_foreach(d, i, v)
+		printf("  counts disagree: %s\n", json_string_value(v));
+	if (jsonx_str(t, "fresh_note"))
+		printf("  not fresh: %s\n", jsonx_str(t, "fresh_note"));
+}
+
 static void print_result(const struct pipeline_result *r, const char *cmd)
 {
 	const json_t *s = r->summary;
@@ -223,7 +261,8 @@ static void print_result(const struct pipeline_result *r, const char *cmd)
 		}
 		return;
 	}
-	printf("%s: %s", r->outcome == PIPELINE_PASS ? "PASS" : r->outcome == PIPELINE_FAIL ?
+	printf("%s: %s", s && jsonx_str(s, "verdict") ? jsonx_str(s, "verdict") :
+	       r->outcome == PIPELINE_PASS ? "PASS" : r->outcome == PIPELINE_FAIL ?
 	       "FAIL" : r->outcome == PIPELINE_INTERRUPTED ? "INTERRUPTED" : "ERROR",
 	       r->run_id ? r->run_id : "");
 	if (r->reason && *r->reason)
@@ -234,6 +273,7 @@ static void print_result(const struct pipeline_result *r, const char *cmd)
 	if (s) {
 		print_tests("before", json_object_get(s, "tests_before"));
 		print_tests("after", json_object_get(s, "tests_after"));
+		print_test_changes(json_object_get(s, "tests"));
 	}
 	printf("  iterations %d, tokens %ld, cost $%.4f, time %.1fs\n", r->iterations, r->tokens,
 	       r->cost_usd, r->seconds);

@@ -31,12 +31,12 @@
 
 /* The stages, in order; "next" in state.json names one of them. */
 static const char *const stages[] = {
-	"baseline", "checkpoint", "architect", "builder", "expert", "verify", "review",
+	"checkpoint", "baseline", "architect", "builder", "expert", "verify", "review",
 	"repair", "done",
 };
 
 enum stage {
-	ST_BASELINE, ST_CHECKPOINT, ST_ARCHITECT, ST_BUILDER, ST_EXPERT, ST_VERIFY, ST_REVIEW,
+	ST_CHECKPOINT, ST_BASELINE, ST_ARCHITECT, ST_BUILDER, ST_EXPERT, ST_VERIFY, ST_REVIEW,
 	ST_REPAIR, ST_DONE,
 };
 
@@ -402,6 +402,7 @@ int pipeline_gate(struct buf *why, int ran, const struct verify_result *current,
 		  const struct verify_comparison *cmp)
 {
 	size_t i, named = 0;
+	int blocked = 0;
 
 	if (!ran) {
 		buf_addstr(why, "the tests could not run");
@@ -416,20 +417,30 @@ int pipeline_gate(struct buf *why, int ran, const struct verify_result *current,
 	for (i = 0; i < cmp->entries_nr; i++) {
 		const struct verify_change_entry *e = &cmp->entries[i];
 
-		if (e->change != VERIFY_NEWLY_FAILING || e->before != VERIFY_PASS)
+		if (!verify_is_regression(cmp, e))
 			continue;
-		buf_addstr(why, named ? ", " : "tests that passed at baseline now fail: ");
+		buf_addstr(why, named ? ", " : cmp->baseline_complete ?
+			   "tests that did not fail at baseline now fail: " :
+			   "tests that passed at baseline now fail: ");
 		buf_addstr(why, e->name);
 		named++;
 	}
-	if (named)
-		return 1;
-	if (!cmp->entries_nr && cmp->failing_after > cmp->failing_before) {
+	blocked = named > 0;
+	if (cmp->passed_drop > 0) {
+		buf_addf(why, "%s%ld fewer test%s pass than at baseline with the fixes counted "
+			 "(%ld passed, was %ld)", blocked ? "; " : "", cmp->passed_drop,
+			 cmp->passed_drop == 1 ? "" : "s", cmp->passed_after, cmp->passed_before);
+		blocked = 1;
+	}
+	if (!blocked && !cmp->entries_nr && cmp->failing_after > cmp->failing_before) {
 		buf_addf(why, "more tests fail than at baseline (%ld, was %ld)", cmp->failing_after,
 			 cmp->failing_before);
-		return 1;
+		blocked = 1;
 	}
-	return 0;
+	if (blocked && cmp->ran_after < cmp->ran_before)
+		buf_addf(why, "; %ld test%s ran, %ld at baseline", cmp->ran_after,
+			 cmp->ran_after == 1 ? "" : "s", cmp->ran_before);
+	return blocked;
 }
 
 void pipeline_describe_tests(struct buf *out, const struct verify_result *r,
@@ -445,6 +456,9 @@ void pipeline_describe_tests(struct buf *out, const struct verify_result *r,
 			 "%zu still failing, %zu new\n", cmp->counts[VERIFY_NEWLY_FAILING],
 			 cmp->counts[VERIFY_FIXED], cmp->counts[VERIFY_STILL_FAILING],
 			 cmp->counts[VERIFY_NEW]);
+		if (cmp->ran_after < cmp->ran_before)
+			buf_addf(out, "fewer tests ran than at baseline: %ld, was %ld\n",
+				 cmp->ran_after, cmp->ran_before);
 	}
 	for (i = 0; i < r->tests_nr && out->len - start < max; i++) {
 		const struct verify_test *t = &r->tests[i];
@@ -860,6 +874,69 @@ static json_t *tests_json(const struct verify_result *r, int have)
 }
 
 /*
+ * The tests of the run against the baseline, for summary.json: the names
+ * still failing from before, newly failing (and new tests that fail), and
+ * fixed; how many ran; what the harness could not vouch for.
+ */
+static json_t *tests_change_json(const struct pl *pl)
+{
+	json_t *j = json_object(), *still = json_array(), *newly = json_array();
+	json_t *fixed = json_array();
+	const struct verify_comparison *c = &pl->cmp;
+	size_t i;
+
+	for (i = 0; pl->last_ran && i < c->entries_nr; i++) {
+		const struct verify_change_entry *e = &c->entries[i];
+		json_t *name = jsonx_stringn_lossy(e->name, strlen(e->name));
+		json_t *to = NULL;
+
+		if (e->change == VERIFY_STILL_FAILING)
+			to = still;
+		else if (e->change == VERIFY_FIXED)
+			to = fixed;
+		else if ((e->change == VERIFY_NEWLY_FAILING || e->change == VERIFY_NEW) &&
+			 (e->after == VERIFY_FAIL || e->after == VERIFY_ERROR))
+			to = newly;
+		if (!to || json_array_append_new(to, name))
+			json_decref(name);
+	}
+	jsonx_set(j, "still_failing", still);
+	jsonx_set(j, "newly_failing", newly);
+	jsonx_set(j, "fixed", fixed);
+	if (pl->last_ran) {
+		jsonx_set(j, "ran_before", pl->have_baseline ? json_integer(c->ran_before)
+							     : json_null());
+		jsonx_set(j, "ran_after", json_integer(c->ran_after));
+		jsonx_set(j, "fewer_tests", json_boolean(pl->have_baseline &&
+							 c->ran_after < c->ran_before));
+		jsonx_set(j, "passed_drop", json_integer(c->passed_drop));
+		jsonx_set(j, "baseline_complete", json_boolean(pl->have_baseline &&
+							       c->baseline_complete));
+		jsonx_set(j, "disagreements", jsonx_from_strvec(&pl->last.disagreements));
+		jsonx_set(j, "fresh", json_boolean(pl->last.fresh));
+		if (pl->last.fresh_note)
+			jsonx_set(j, "fresh_note", jsonx_string(pl->last.fresh_note));
+	}
+	return j;
+}
+
+/*
+ * Why a PASS is not verified by tests, or NULL: no test command, or one
+ * that ran no test in a format forgex reads.
+ */
+static const char *unverified(const struct pl *pl)
+{
+	const struct verify_result *r = &pl->last;
+
+	if (!pl->have_cmd)
+		return "no tests";
+	if (pl->last_ran && r->formats.nr &&
+	    r->passed + r->failed + r->skipped + r->errors == 0)
+		return "no tests";
+	return NULL;
+}
+
+/*
  * Reach an ending: restore or keep, write summary.json, fill `out`.
  * `code` is 0 (PASS or FAIL by `pass`), FX_EINTR, FX_ELIMIT (budget) or
  * another failure (error).
@@ -939,15 +1016,30 @@ static void finish(struct pl *pl, int code, int pass, const char *reason)
 	jsonx_set(sum, "files_changed", jsonx_string(out->diffstat ? out->diffstat : ""));
 	jsonx_set(sum, "tests_before", tests_json(&pl->baseline, pl->have_baseline));
 	jsonx_set(sum, "tests_after", tests_json(&pl->last, pl->last_ran));
+	jsonx_set(sum, "tests", tests_change_json(pl));
+	{
+		const char *why = out->outcome == PIPELINE_PASS ? unverified(pl) : NULL;
+		char *verdict = why ? xstrfmt("PASS (unverified: %s)", why) : NULL;
+
+		jsonx_set(sum, "verified", json_boolean(out->outcome == PIPELINE_PASS && !why));
+		jsonx_set(sum, "unverified", why ? jsonx_string(why) : json_null());
+		jsonx_set(sum, "verdict", jsonx_string(verdict ? verdict :
+			  out->outcome == PIPELINE_PASS ? "PASS" : out->outcome == PIPELINE_FAIL ?
+			  "FAIL" : out->outcome == PIPELINE_PLANNED ? "PLANNED" :
+			  out->outcome == PIPELINE_INTERRUPTED ? "INTERRUPTED" : "ERROR"));
+		free(verdict);
+	}
 	if (session_write_json(&pl->s, "summary.json", sum) < 0)
 		err_clear();
 	pl->next = ST_DONE;
 	if (save_state(pl) < 0)
 		err_clear();
-	emit(pl, "run_end", json_pack("{s:s, s:s, s:b, s:b, s:i, s:I}", "outcome",
+	emit(pl, "run_end", json_pack("{s:s, s:s, s:b, s:b, s:i, s:I, s:O, s:O}", "outcome",
 				      pipeline_outcome_name(out->outcome), "reason", out->reason,
 				      "rolled_back", out->rolled_back, "kept", out->kept,
-				      "iterations", out->iterations, "tokens", (json_int_t)out->tokens));
+				      "iterations", out->iterations, "tokens", (json_int_t)out->tokens,
+				      "verdict", json_object_get(sum, "verdict"),
+				      "tests", json_object_get(sum, "tests")));
 	out->summary = sum;
 	buf_release(&stat);
 }
@@ -994,21 +1086,34 @@ static int machine(struct pl *pl)
 			return ret;
 		stage_event(pl, "stage_start", st, NULL);
 		switch (st) {
+		case ST_CHECKPOINT:
+			/*
+			 * Before the baseline: what forgex's own test runs leave
+			 * in the tree (build products) is part of the run, and a
+			 * rollback removes it.
+			 */
+			ret = take_checkpoint(pl, &pl->pre_checkpoint, "before run");
+			if (ret < 0)
+				return ret;
+			free(pl->tree_checkpoint);
+			pl->tree_checkpoint = xstrdup(pl->pre_checkpoint);
+			ret = stage_done(pl, st, ST_BASELINE, 0);
+			break;
 		case ST_BASELINE:
+			if (!pl->pre_checkpoint) {
+				/* a run saved by an older forgex, checkpoint second */
+				ret = take_checkpoint(pl, &pl->pre_checkpoint, "before run");
+				if (ret < 0)
+					return ret;
+				free(pl->tree_checkpoint);
+				pl->tree_checkpoint = xstrdup(pl->pre_checkpoint);
+			}
 			if (pl->cfg->pipeline.baseline) {
 				ret = run_tests(pl, &pl->baseline, "baseline");
 				if (ret < 0)
 					return ret;
 				pl->have_baseline = ret > 0;
 			}
-			ret = stage_done(pl, st, ST_CHECKPOINT, 0);
-			break;
-		case ST_CHECKPOINT:
-			ret = take_checkpoint(pl, &pl->pre_checkpoint, "before run");
-			if (ret < 0)
-				return ret;
-			free(pl->tree_checkpoint);
-			pl->tree_checkpoint = xstrdup(pl->pre_checkpoint);
 			ret = stage_done(pl, st, ST_ARCHITECT, 0);
 			break;
 		case ST_ARCHITECT:
@@ -1122,7 +1227,7 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 			goto out;
 		pl.have_session = 1;
 		pl.request = xstrdup(opts->request);
-		pl.next = ST_BASELINE;
+		pl.next = ST_CHECKPOINT;
 	}
 	pl.s.on_event = opts->on_event;
 	pl.s.on_event_data = opts->event_data;

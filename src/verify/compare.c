@@ -56,6 +56,7 @@ void verify_compare(struct verify_comparison *out, const struct verify_result *b
 {
 	struct vmap base = VMAP_INIT, cur = VMAP_INIT;
 	int base_all = lists_all(baseline), cur_all = lists_all(current);
+	long fixes = 0, newly = 0;
 	size_t i;
 
 	for (i = 0; i < baseline->tests_nr; i++) {
@@ -124,14 +125,50 @@ void verify_compare(struct verify_comparison *out, const struct verify_result *b
 	}
 	out->failing_before = baseline->failed + baseline->errors;
 	out->failing_after = current->failed + current->errors;
-	out->regressed = out->counts[VERIFY_NEWLY_FAILING] > 0 ||
+	out->baseline_complete = !baseline->timed_out && !baseline->truncated;
+	out->passed_before = baseline->passed;
+	out->passed_after = current->passed;
+	out->ran_before = baseline->passed + baseline->failed + baseline->skipped + baseline->errors;
+	out->ran_after = current->passed + current->failed + current->skipped + current->errors;
+	for (i = 0; i < out->entries_nr; i++) {
+		const struct verify_change_entry *e = &out->entries[i];
+
+		if (verify_is_regression(out, e))
+			out->regressions++;
+		if (e->change == VERIFY_NEWLY_FAILING)
+			newly++;	/* it may have passed: it does not now */
+		if (e->change == VERIFY_FIXED && e->after != VERIFY_SKIP)
+			fixes++;
+	}
+	/*
+	 * The passed count: every fix adds one, every newly failing test
+	 * takes one away; what falls short of that is a test that passed and
+	 * no longer does without failing by name (not run, skipped, or
+	 * counted only).
+	 */
+	if (out->baseline_complete) {
+		long expect = baseline->passed + fixes - newly;
+
+		if (current->passed < expect)
+			out->passed_drop = expect - current->passed;
+	}
+	out->regressed = out->regressions > 0 || out->passed_drop > 0 ||
 			 out->failing_after > out->failing_before;
-	/* a new test that fails is a regression too */
-	for (i = 0; i < out->entries_nr; i++)
-		if (out->entries[i].change == VERIFY_NEW && failing(out->entries[i].after))
-			out->regressed = 1;
 	vmap_release(&base);
 	vmap_release(&cur);
+}
+
+int verify_is_regression(const struct verify_comparison *c,
+			 const struct verify_change_entry *e)
+{
+	if (!failing(e->after))
+		return 0;
+	if (e->change == VERIFY_NEWLY_FAILING)
+		/* named passing or skipped, or not named by a complete baseline */
+		return e->before >= 0 || c->baseline_complete;
+	if (e->change == VERIFY_NEW)
+		return c->baseline_complete;
+	return 0;
 }
 
 void verify_comparison_release(struct verify_comparison *c)
@@ -154,6 +191,11 @@ json_t *verify_command_to_json(const struct verify_command *cmd)
 	jsonx_set(j, "kind", jsonx_string(cmd->kind ? cmd->kind : ""));
 	jsonx_set(j, "reason", jsonx_string(cmd->reason ? cmd->reason : ""));
 	jsonx_set(j, "configured", json_boolean(cmd->configured));
+	if (cmd->build.nr)
+		jsonx_set(j, "build", jsonx_from_strvec(&cmd->build));
+	jsonx_set(j, "fresh", json_boolean(cmd->fresh));
+	if (cmd->fresh_note)
+		jsonx_set(j, "fresh_note", jsonx_string(cmd->fresh_note));
 	return j;
 }
 
@@ -192,6 +234,10 @@ json_t *verify_result_to_json(const struct verify_result *r)
 	}
 	jsonx_set(j, "tests", tests);
 	jsonx_set(j, "tail", lossy(r->tail ? r->tail : ""));
+	jsonx_set(j, "disagreements", jsonx_from_strvec(&r->disagreements));
+	jsonx_set(j, "fresh", json_boolean(r->fresh));
+	if (r->fresh_note)
+		jsonx_set(j, "fresh_note", lossy(r->fresh_note));
 	return j;
 }
 
@@ -257,6 +303,14 @@ int verify_result_from_json(struct verify_result *out, const json_t *j)
 		goto out;
 	}
 	r.tail = xstrdup(jsonx_str(j, "tail") ? jsonx_str(j, "tail") : "");
+	if (json_is_array(json_object_get(j, "disagreements")) &&
+	    jsonx_to_strvec(&r.disagreements, json_object_get(j, "disagreements")) < 0) {
+		err_set(FX_EPARSE, "verify result: 'disagreements' is not an array of strings");
+		goto out;
+	}
+	r.fresh = jsonx_bool(j, "fresh", 1);
+	if (jsonx_str(j, "fresh_note"))
+		r.fresh_note = xstrdup(jsonx_str(j, "fresh_note"));
 	tests = json_object_get(j, "tests");
 	if (!json_is_array(tests)) {
 		err_set(FX_EPARSE, "verify result: 'tests' is not an array");
@@ -279,8 +333,7 @@ int verify_result_from_json(struct verify_result *out, const json_t *j)
 		r.tests_nr++;
 	}
 	*out = r;
-	memset(&r, 0, sizeof(r));
-	r.formats = (struct strvec)STRVEC_INIT;
+	r = (struct verify_result)VERIFY_RESULT_INIT;
 	ret = 0;
 out:
 	verify_result_release(&r);
@@ -299,6 +352,12 @@ json_t *verify_comparison_to_json(const struct verify_comparison *c)
 	jsonx_set(j, "failing_before", json_integer(c->failing_before));
 	jsonx_set(j, "failing_after", json_integer(c->failing_after));
 	jsonx_set(j, "regressed", json_boolean(c->regressed));
+	jsonx_set(j, "baseline_complete", json_boolean(c->baseline_complete));
+	jsonx_set(j, "passed_before", json_integer(c->passed_before));
+	jsonx_set(j, "passed_after", json_integer(c->passed_after));
+	jsonx_set(j, "ran_before", json_integer(c->ran_before));
+	jsonx_set(j, "ran_after", json_integer(c->ran_after));
+	jsonx_set(j, "passed_drop", json_integer(c->passed_drop));
 	for (i = 0; i < c->entries_nr; i++) {
 		const struct verify_change_entry *e = &c->entries[i];
 		json_t *o = json_object();
@@ -309,6 +368,8 @@ json_t *verify_comparison_to_json(const struct verify_comparison *c)
 			  : jsonx_string(verify_outcome_name((enum verify_outcome)e->before)));
 		jsonx_set(o, "after", e->after < 0 ? json_null()
 			  : jsonx_string(verify_outcome_name((enum verify_outcome)e->after)));
+		if (verify_is_regression(c, e))
+			jsonx_set(o, "regression", json_true());
 		if (json_array_append_new(entries, o))
 			die("out of memory building JSON");
 	}

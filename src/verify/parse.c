@@ -61,7 +61,9 @@ void verify_result_release(struct verify_result *r)
 	}
 	free(r->tests);
 	strvec_clear(&r->formats);
+	strvec_clear(&r->disagreements);
 	free(r->tail);
+	free(r->fresh_note);
 	*r = (struct verify_result)VERIFY_RESULT_INIT;
 }
 

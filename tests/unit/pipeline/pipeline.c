@@ -41,7 +41,7 @@ static void test_pipeline_gate_baseline_pass_now_fails(void **state)
 	(void)state;
 	assert_int_equal(gate(&why, "1..2\nok 1 - a\nok 2 - b\n", 0,
 			      "1..2\nok 1 - a\nnot ok 2 - b\n", 1), 1);
-	assert_non_null(strstr(why.buf, "passed at baseline now fail"));
+	assert_non_null(strstr(why.buf, "did not fail at baseline now fail"));
 	assert_non_null(strstr(why.buf, "b"));
 	buf_release(&why);
 }
