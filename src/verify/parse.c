@@ -26,6 +26,7 @@ static const struct verify_parser *const parsers[] = {
 	&verify_parser_meson,
 	&verify_parser_cmocka,
 	&verify_parser_tap,
+	&verify_parser_automake,
 	&verify_parser_summary,
 };
 

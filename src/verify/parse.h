@@ -72,6 +72,7 @@ extern const struct verify_parser verify_parser_ctest;
 extern const struct verify_parser verify_parser_meson;
 extern const struct verify_parser verify_parser_cmocka;
 extern const struct verify_parser verify_parser_tap;
+extern const struct verify_parser verify_parser_automake;
 extern const struct verify_parser verify_parser_summary;
 
 /** Whether line `i` is unclaimed or claimed by this parser. */
