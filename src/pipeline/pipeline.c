@@ -79,6 +79,7 @@ struct pl {
 	enum stage next;
 	int budget_hit;
 	struct buf budget_why;
+	struct buf gate_why;		/* why the test gate refused the last verdict */
 	double t0;
 };
 
@@ -724,6 +725,9 @@ static int stage_review(struct pl *pl)
 		emit(pl, "verdict", f);
 	}
 	ret = rv.pass && !blocked;
+	buf_reset(&pl->gate_why);
+	if (blocked)
+		buf_addbuf(&pl->gate_why, &gate);
 	/* what the repair is told */
 	buf_reset(&pl->feedback);
 	if (blocked)
@@ -831,6 +835,7 @@ static void teardown(struct pl *pl)
 	verify_comparison_release(&pl->cmp);
 	buf_release(&pl->feedback);
 	buf_release(&pl->budget_why);
+	buf_release(&pl->gate_why);
 	json_decref(pl->plan);
 	free(pl->request);
 	free(pl->pre_checkpoint);
@@ -1198,6 +1203,7 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 	pl.t0 = agent_now();
 	buf_init(&pl.feedback, 0);
 	buf_init(&pl.budget_why, 0);
+	buf_init(&pl.gate_why, 0);
 	verify_command_release(&pl.cmd);
 	verify_result_release(&pl.baseline);
 	verify_result_release(&pl.last);
@@ -1263,8 +1269,9 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 	} else if (m == 1) {
 		finish(&pl, 0, 1, "");
 	} else {
-		reason = xstrfmt("the change did not pass after %d iteration%s", pl.iteration,
-				 pl.iteration == 1 ? "" : "s");
+		reason = xstrfmt("the change did not pass after %d iteration%s%s%s", pl.iteration,
+				 pl.iteration == 1 ? "" : "s", pl.gate_why.len ? "; the test gate: " : "",
+				 pl.gate_why.len ? pl.gate_why.buf : "");
 		finish(&pl, 0, 0, reason);
 	}
 	ret = 0;
