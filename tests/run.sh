@@ -25,6 +25,8 @@ export FORGEX_TOP="$top"
 export CMOCKA_MESSAGE_OUTPUT=TAP
 # Tests must not see the developer's own configuration or keys.
 export XDG_CONFIG_HOME="$top/$BUILD/test-xdg"
+# ... nor fill the developer's cache (forgex keeps test-run caches there).
+export XDG_CACHE_HOME="$top/$BUILD/test-cache"
 unset OPENAI_API_KEY GROQ_API_KEY
 for v in $(env | sed -n 's/^\(FORGEX_[A-Z0-9_]*\)=.*/\1/p'); do
 	case $v in FORGEX_BIN|FORGEX_MOCKLLM|FORGEX_TOP) ;; *) unset "$v" ;; esac
