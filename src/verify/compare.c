@@ -51,33 +51,56 @@ static void add_entry(struct verify_comparison *c, const char *name, enum verify
 	c->counts[ch]++;
 }
 
+/*
+ * The key of each test of `r`: its name, and for the k-th repeat of a
+ * name (two `it('works')`) the name with "\x1f" and k, so that repeats
+ * pair up by order between two runs instead of merging.
+ */
+static char **test_keys(const struct verify_result *r)
+{
+	struct vmap seen = VMAP_INIT;
+	char **keys = xcalloc(r->tests_nr ? r->tests_nr : 1, sizeof(*keys));
+	size_t i;
+
+	for (i = 0; i < r->tests_nr; i++) {
+		const char *n = r->tests[i].name;
+		size_t k = vmap_get(&seen, n, strlen(n));
+
+		k = k == (size_t)-1 ? 0 : k + 1;
+		vmap_put(&seen, n, strlen(n), k);
+		keys[i] = k ? xstrfmt("%s\x1f%zu", n, k) : xstrdup(n);
+	}
+	vmap_release(&seen);
+	return keys;
+}
+
+static void keys_free(char **keys, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(keys[i]);
+	free(keys);
+}
+
 void verify_compare(struct verify_comparison *out, const struct verify_result *baseline,
 		    const struct verify_result *current)
 {
 	struct vmap base = VMAP_INIT, cur = VMAP_INIT;
 	int base_all = lists_all(baseline), cur_all = lists_all(current);
+	char **bk = test_keys(baseline), **ck = test_keys(current);
 	long fixes = 0, newly = 0;
 	size_t i;
 
-	for (i = 0; i < baseline->tests_nr; i++) {
-		const char *n = baseline->tests[i].name;
-
-		if (vmap_get(&base, n, strlen(n)) == (size_t)-1)
-			vmap_put(&base, n, strlen(n), i);
-	}
-	for (i = 0; i < current->tests_nr; i++) {
-		const char *n = current->tests[i].name;
-
-		if (vmap_get(&cur, n, strlen(n)) == (size_t)-1)
-			vmap_put(&cur, n, strlen(n), i);
-	}
+	for (i = 0; i < baseline->tests_nr; i++)
+		vmap_put(&base, bk[i], strlen(bk[i]), i);
+	for (i = 0; i < current->tests_nr; i++)
+		vmap_put(&cur, ck[i], strlen(ck[i]), i);
 	for (i = 0; i < current->tests_nr; i++) {
 		const struct verify_test *t = &current->tests[i];
-		size_t b = vmap_get(&base, t->name, strlen(t->name));
+		size_t b = vmap_get(&base, ck[i], strlen(ck[i]));
 		int after = (int)t->outcome;
 
-		if (vmap_get(&cur, t->name, strlen(t->name)) != i)
-			continue;	/* a repeated name: the first one speaks */
 		if (b != (size_t)-1) {
 			int before = (int)baseline->tests[b].outcome;
 
@@ -105,8 +128,7 @@ void verify_compare(struct verify_comparison *out, const struct verify_result *b
 		const struct verify_test *t = &baseline->tests[i];
 		int before = (int)t->outcome;
 
-		if (vmap_get(&base, t->name, strlen(t->name)) != i ||
-		    vmap_get(&cur, t->name, strlen(t->name)) != (size_t)-1)
+		if (vmap_get(&cur, bk[i], strlen(bk[i])) != (size_t)-1)
 			continue;
 		if (cur_all)
 			add_entry(out, t->name, VERIFY_REMOVED, before, -1);
@@ -156,6 +178,8 @@ void verify_compare(struct verify_comparison *out, const struct verify_result *b
 			 out->failing_after > out->failing_before;
 	vmap_release(&base);
 	vmap_release(&cur);
+	keys_free(bk, baseline->tests_nr);
+	keys_free(ck, current->tests_nr);
 }
 
 int verify_is_regression(const struct verify_comparison *c,
