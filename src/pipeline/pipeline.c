@@ -80,6 +80,12 @@ struct pl {
 	int budget_hit;
 	struct buf budget_why;
 	struct buf gate_why;		/* why the test gate refused the last verdict */
+	/* The paths the agents changed, stage by stage (sorted, unique), so
+	 * that "files changed" leaves out what forgex's own test runs built;
+	 * known only for a run followed from its start (not resumed). */
+	struct strvec agent_paths;
+	int agent_paths_known;
+	int tested_since_checkpoint;	/* a test run changed the tree after tree_checkpoint */
 	double t0;
 };
 
@@ -495,6 +501,7 @@ static int run_tests(struct pl *pl, struct verify_result *out, const char *what)
 	req.workspace = pl->cfg->workspace;
 	emit(pl, "command", json_pack("{s:s, s:o}", "tool", "verify",
 				      "argv", jsonx_from_strvec(&pl->cmd.argv)));
+	pl->tested_since_checkpoint = 1;
 	ret = verify_run(out, &req, verify_executor_run, &pl->ex);
 	if (ret < 0) {
 		emit(pl, "test_result", json_pack("{s:s, s:b, s:s}", "what", what, "ran", 0,
@@ -836,6 +843,7 @@ static void teardown(struct pl *pl)
 	buf_release(&pl->feedback);
 	buf_release(&pl->budget_why);
 	buf_release(&pl->gate_why);
+	strvec_clear(&pl->agent_paths);
 	json_decref(pl->plan);
 	free(pl->request);
 	free(pl->pre_checkpoint);
@@ -876,6 +884,85 @@ static json_t *tests_json(const struct verify_result *r, int have)
 	return json_pack("{s:I, s:I, s:I, s:I, s:b}", "passed", (json_int_t)r->passed,
 			 "failed", (json_int_t)r->failed, "errors", (json_int_t)r->errors,
 			 "skipped", (json_int_t)r->skipped, "ok", verify_result_ok(r));
+}
+
+/* Add what changed since the last tree checkpoint (an agent stage's work) to agent_paths. */
+static void note_agent_paths(struct pl *pl)
+{
+	struct strvec p = STRVEC_INIT;
+	size_t i;
+
+	if (!pl->agent_paths_known || !pl->tree_checkpoint)
+		return;
+	if (vcs_changed_paths(&p, pl->cps, pl->tree_checkpoint) < 0) {
+		err_clear();
+		pl->agent_paths_known = 0;	/* unknown: show every change */
+		return;
+	}
+	for (i = 0; i < p.nr; i++)
+		if (strvec_find(&pl->agent_paths, p.v[i]) < 0)
+			strvec_push(&pl->agent_paths, p.v[i]);
+	strvec_clear(&p);
+}
+
+/*
+ * The diffstat with the files only forgex's test runs changed (a binary
+ * `make test` built, a Cargo.lock) left out, and named in `products`.
+ * libgit2 prints " PATH<pad> | N +-" per file, the total, then " create
+ * mode M PATH" lines; a line whose path is not the agents' is dropped and
+ * the total says how many files are shown.
+ */
+static char *agents_diffstat(struct pl *pl, const char *stat, json_t *products)
+{
+	struct buf out = BUF_INIT, total = BUF_INIT, tail = BUF_INIT, path = BUF_INIT;
+	const char *p = stat;
+	size_t shown = 0, dropped = 0;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) + 1 : strlen(p);
+		const char *bar = memmem(p, n, " | ", 3);
+
+		buf_reset(&path);
+		if (bar && *p == ' ' && !memmem(p, n, " => ", 4)) {
+			buf_add(&path, p + 1, (size_t)(bar - p - 1));
+			buf_rtrim(&path);
+			if (strvec_find(&pl->agent_paths, path.buf) < 0) {
+				dropped++;
+				json_array_append_new(products, jsonx_stringn_lossy(path.buf, path.len));
+			} else {
+				shown++;
+				buf_add(&out, p, n);
+			}
+		} else if (bar) {
+			shown++;
+			buf_add(&out, p, n);	/* a rename: both sides are shown */
+		} else if (!strncmp(p, " create mode ", 13) || !strncmp(p, " delete mode ", 13) ||
+			   !strncmp(p, " mode change ", 13)) {
+			const char *sp = p + n;
+
+			while (sp > p && (sp[-1] == '\n' || sp[-1] == ' '))
+				sp--;
+			while (sp > p && sp[-1] != ' ')
+				sp--;
+			buf_add(&path, sp, (size_t)(p + n - sp));
+			buf_rtrim(&path);
+			if (strvec_find(&pl->agent_paths, path.buf) >= 0)
+				buf_add(&tail, p, n);
+		} else {
+			buf_add(&total, p, n);	/* " 2 files changed, ..." */
+		}
+		p += n;
+	}
+	if (dropped)
+		buf_addf(&out, " %zu file%s changed by the run\n", shown, shown == 1 ? "" : "s");
+	else
+		buf_addbuf(&out, &total);
+	buf_addbuf(&out, &tail);
+	buf_release(&total);
+	buf_release(&tail);
+	buf_release(&path);
+	return buf_detach(&out, NULL);
 }
 
 /*
@@ -952,7 +1039,7 @@ static void finish(struct pl *pl, int code, int pass, const char *reason)
 	struct buf stat = BUF_INIT;
 	const char *on_failure = pl->cfg->pipeline.on_failure;
 	int restore = 0;
-	json_t *sum;
+	json_t *sum, *products;
 
 	if (code == FX_EINTR)
 		out->outcome = PIPELINE_INTERRUPTED;
@@ -966,10 +1053,17 @@ static void finish(struct pl *pl, int code, int pass, const char *reason)
 		out->outcome = PIPELINE_ERROR;
 	out->code = out->outcome == PIPELINE_ERROR ? code : 0;
 	out->reason = xstrdup(reason ? reason : "");
+	products = json_array();
 	if (pl->cps && pl->pre_checkpoint) {
 		if (vcs_diff_ext(&stat, NULL, pl->cps, pl->pre_checkpoint, VCS_DIFF_STAT) < 0)
 			err_clear();
-		out->diffstat = buf_detach(&stat, NULL);
+		/* cut short in an agent stage: its work so far is the agents' */
+		if (!pl->tested_since_checkpoint)
+			note_agent_paths(pl);
+		if (pl->agent_paths_known && stat.len)
+			out->diffstat = agents_diffstat(pl, stat.buf, products);
+		else
+			out->diffstat = buf_detach(&stat, NULL);
 	}
 	if (out->outcome == PIPELINE_INTERRUPTED)
 		restore = 1;
@@ -1019,6 +1113,8 @@ static void finish(struct pl *pl, int code, int pass, const char *reason)
 	jsonx_set(sum, "cost_usd", json_real(out->cost_usd));
 	jsonx_set(sum, "seconds", json_real(out->seconds));
 	jsonx_set(sum, "files_changed", jsonx_string(out->diffstat ? out->diffstat : ""));
+	/* changed by forgex's own test runs only: not in files_changed, undone by a rollback */
+	jsonx_set(sum, "test_products", products);
 	jsonx_set(sum, "tests_before", tests_json(&pl->baseline, pl->have_baseline));
 	jsonx_set(sum, "tests_after", tests_json(&pl->last, pl->last_ran));
 	jsonx_set(sum, "tests", tests_change_json(pl));
@@ -1057,6 +1153,8 @@ static int stage_done(struct pl *pl, enum stage done, enum stage next, int chang
 	if (changed_tree) {
 		char *what = xstrfmt("after %s", stages[done]);
 
+		note_agent_paths(pl);
+		pl->tested_since_checkpoint = 0;
 		ret = take_checkpoint(pl, &pl->tree_checkpoint, what);
 		free(what);
 		if (ret < 0)
@@ -1118,6 +1216,14 @@ static int machine(struct pl *pl)
 				if (ret < 0)
 					return ret;
 				pl->have_baseline = ret > 0;
+				/* what the agents change is counted from here on */
+				if (pl->have_baseline) {
+					ret = take_checkpoint(pl, &pl->tree_checkpoint, "after baseline");
+					if (ret < 0)
+						return ret;
+				}
+				/* taken, or the tests did not run and changed nothing */
+				pl->tested_since_checkpoint = 0;
 			}
 			ret = stage_done(pl, st, ST_ARCHITECT, 0);
 			break;
@@ -1170,9 +1276,12 @@ static int machine(struct pl *pl)
 			char *before = NULL;
 
 			ret = take_checkpoint(pl, &before, "before repair");
-			free(before);
 			if (ret < 0)
 				return ret;
+			/* the repair's work is counted from here, test products aside */
+			free(pl->tree_checkpoint);
+			pl->tree_checkpoint = before;
+			pl->tested_since_checkpoint = 0;
 			ret = stage_code(pl, ROLE_EXPERT_CODER, 1);
 			if (ret < 0)
 				return ret;
@@ -1204,6 +1313,8 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 	buf_init(&pl.feedback, 0);
 	buf_init(&pl.budget_why, 0);
 	buf_init(&pl.gate_why, 0);
+	strvec_init(&pl.agent_paths);
+	pl.agent_paths_known = !opts->resume_id;
 	verify_command_release(&pl.cmd);
 	verify_result_release(&pl.baseline);
 	verify_result_release(&pl.last);

@@ -428,6 +428,16 @@ static void test_gate_rollback_removes_test_products(void **state)
 	ASSERT_HAS(r.out.buf, "restored");
 	/* judged by the exit status alone: passed at baseline, fails now */
 	ASSERT_HAS(r.out.buf, "tests that did not fail at baseline now fail: (exit status 2)");
+	/* "files changed" is the agents' change; the test runs' binary is not in it */
+	ASSERT_HAS(r.out.buf, "\n calc.c    | 2 +-\n 1 file changed by the run\n");
+	assert_null(strstr(r.out.buf, "calc_test |"));
+	{
+		json_t *sum = summary(dir), *tp = json_object_get(sum, "test_products");
+
+		assert_int_equal(json_array_size(tp), 1);
+		assert_string_equal(json_string_value(json_array_get(tp, 0)), "calc_test");
+		json_decref(sum);
+	}
 	/* built by the baseline run, not there before: gone */
 	o = xstrfmt("%s/calc_test", dir);
 	assert_false(access(o, F_OK) == 0);
