@@ -7,10 +7,11 @@
 #   scripts/test-runners.sh path NAME    print NAME's program, or say why not (exit 1)
 #
 # NAME is mocha, jest25, jest29, vitest or size-limit. The folder is
-# $FORGEX_TEST_RUNNERS, else ${XDG_CACHE_HOME:-$HOME/.cache}/forgex-test-runners.
+# $FORGEX_TEST_RUNNERS, else ~/.cache/forgex-test-runners (not $XDG_CACHE_HOME,
+# which the test suite points at its build folder).
 set -u
 
-dir=${FORGEX_TEST_RUNNERS:-${XDG_CACHE_HOME:-$HOME/.cache}/forgex-test-runners}
+dir=${FORGEX_TEST_RUNNERS:-$HOME/.cache/forgex-test-runners}
 
 spec() {	# spec NAME -> "folder packages... bin"
 	case $1 in
