@@ -856,6 +856,8 @@ static void teardown(struct pl *pl)
  * Commit the change on the current branch: exactly the paths that differ
  * from the pre-run checkpoint (see vcs/commit.h).
  */
+static void note_agent_paths(struct pl *pl);
+
 static int commit_change(struct pl *pl, const char *message)
 {
 	struct strvec paths = STRVEC_INIT;
@@ -863,7 +865,22 @@ static int commit_change(struct pl *pl, const char *message)
 	int ret;
 
 	ret = vcs_changed_paths(&paths, pl->cps, pl->pre_checkpoint);
-	if (ret < 0 || !paths.nr)
+	if (ret < 0)
+		goto out;
+	if (pl->agent_paths_known) {
+		/* not what only forgex's test runs built (the checkpoint precedes them) */
+		struct strvec mine = STRVEC_INIT;
+		size_t i;
+
+		if (!pl->tested_since_checkpoint)
+			note_agent_paths(pl);
+		for (i = 0; i < paths.nr; i++)
+			if (strvec_find(&pl->agent_paths, paths.v[i]) >= 0)
+				strvec_push(&mine, paths.v[i]);
+		strvec_clear(&paths);
+		paths = mine;
+	}
+	if (!paths.nr)
 		goto out;
 	ret = vcs_commit_paths(id, pl->cfg->workspace, &paths, message);
 	if (ret <= 0)

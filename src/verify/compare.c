@@ -39,6 +39,23 @@ static int lists_all(const struct verify_result *r)
 	return !r->tests_dropped && (long)r->tests_nr >= counted && r->formats.nr > 0;
 }
 
+/* An entry verify_parse() made from the exit status or a timeout, not a test. */
+static int synthetic(const struct verify_test *t)
+{
+	return t->format && !strcmp(t->format, "exit-status");
+}
+
+/* The tests a run counted, its synthetic errors aside. */
+static long ran(const struct verify_result *r)
+{
+	long n = r->passed + r->failed + r->skipped + r->errors;
+	size_t i;
+
+	for (i = 0; i < r->tests_nr; i++)
+		n -= synthetic(&r->tests[i]);
+	return n > 0 ? n : 0;
+}
+
 static void add_entry(struct verify_comparison *c, const char *name, enum verify_change ch,
 		      int before, int after)
 {
@@ -106,8 +123,10 @@ void verify_compare(struct verify_comparison *out, const struct verify_result *b
 
 			if (failing(before) && failing(after))
 				add_entry(out, t->name, VERIFY_STILL_FAILING, before, after);
-			else if (failing(before))
+			else if (failing(before)) {
 				add_entry(out, t->name, VERIFY_FIXED, before, after);
+				fixes += after != VERIFY_SKIP && !synthetic(&baseline->tests[b]);
+			}
 			else if (failing(after))
 				add_entry(out, t->name, VERIFY_NEWLY_FAILING, before, after);
 			else
@@ -130,17 +149,16 @@ void verify_compare(struct verify_comparison *out, const struct verify_result *b
 
 		if (vmap_get(&cur, bk[i], strlen(bk[i])) != (size_t)-1)
 			continue;
-		if (cur_all)
+		if (cur_all) {
 			add_entry(out, t->name, VERIFY_REMOVED, before, -1);
-		else if (current->formats.nr)
-			/* the run names its failures and this is not one of them */
+		} else if (current->formats.nr || verify_result_ok(current)) {
+			/* the run names its failures and this is not one of them,
+			 * or nothing is named but the whole run passed */
 			add_entry(out, t->name, failing(before) ? VERIFY_FIXED : VERIFY_UNCHANGED,
 				  before, -1);
-		else if (verify_result_ok(current))
-			/* nothing named, but the whole run passed */
-			add_entry(out, t->name, failing(before) ? VERIFY_FIXED : VERIFY_UNCHANGED,
-				  before, -1);
-		else
+			/* presumed passing now; "(exit status 1)" was never a test */
+			fixes += failing(before) && !synthetic(t);
+		} else
 			/* nothing named and the run failed: do not claim a fix */
 			add_entry(out, t->name,
 				  failing(before) ? VERIFY_STILL_FAILING : VERIFY_UNCHANGED, before, -1);
@@ -150,8 +168,8 @@ void verify_compare(struct verify_comparison *out, const struct verify_result *b
 	out->baseline_complete = !baseline->timed_out && !baseline->truncated;
 	out->passed_before = baseline->passed;
 	out->passed_after = current->passed;
-	out->ran_before = baseline->passed + baseline->failed + baseline->skipped + baseline->errors;
-	out->ran_after = current->passed + current->failed + current->skipped + current->errors;
+	out->ran_before = ran(baseline);
+	out->ran_after = ran(current);
 	for (i = 0; i < out->entries_nr; i++) {
 		const struct verify_change_entry *e = &out->entries[i];
 
@@ -159,8 +177,6 @@ void verify_compare(struct verify_comparison *out, const struct verify_result *b
 			out->regressions++;
 		if (e->change == VERIFY_NEWLY_FAILING)
 			newly++;	/* it may have passed: it does not now */
-		if (e->change == VERIFY_FIXED && e->after != VERIFY_SKIP)
-			fixes++;
 	}
 	/*
 	 * The passed count: every fix adds one, every newly failing test

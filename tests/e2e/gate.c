@@ -459,6 +459,63 @@ static void test_gate_rollback_removes_test_products(void **state)
 	tu_rmtree(dir);
 }
 
+/* commit = true commits the agents' change, not the binary the test runs built. */
+static void test_gate_commit_leaves_test_products(void **state)
+{
+	json_t *steps = json_array();
+	struct mock m;
+	struct env e;
+	struct tu_result r;
+	char *s, *dir;
+
+	(void)state;
+	call(steps, "submit_plan", PLAN);
+	call(steps, "edit_file", "{\"path\": \"calc.c\", \"old_string\": \"a - b\", \"new_string\": \"a + b\"}");
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	s = script(steps);
+	mock_start(&m, s);
+	env_init(&e, &m);
+	dir = tu_mkdtemp();
+	tu_write(dir, "calc.c", "int add(int a, int b) { return a - b; }\n");
+	tu_write(dir, "main.c", "int add(int, int);\nint main(void) { return add(2, 3) != 5; }\n");
+	tu_write(dir, "Makefile", "calc_test: calc.c main.c\n\t$(CC) -o $@ calc.c main.c\n\n"
+		 ".PHONY: test\ntest: calc_test\n\t./calc_test\n");
+	sh(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e commit -qm init");
+	tu_write(dir, ".forgex/config.toml", "[pipeline]\nmax_iterations = 1\ncommit = true\n");
+	{
+		const char *envv[] = { e.xdg_kv, e.cache_kv, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@e",
+				       "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@e", NULL };
+		const char *argv[] = { tu_forgex(), "run", "make add add", NULL };
+
+		tu_run(&r, argv, dir, envv, NULL);
+	}
+	if (r.status != 0)
+		fail_msg("status %d:\n%s\n%s", r.status, r.out.buf, r.err.buf);
+	ASSERT_HAS(r.out.buf, "committed");
+	tu_result_release(&r);
+	{
+		const char *argv[] = { "git", "show", "--stat", "--format=", "HEAD", NULL };
+
+		tu_run(&r, argv, dir, NULL, NULL);
+		ASSERT_HAS(r.out.buf, "calc.c");
+		assert_null(strstr(r.out.buf, "calc_test"));
+		tu_result_release(&r);
+	}
+	/* the binary the test runs built stays in the tree, untracked */
+	{
+		char *o = xstrfmt("%s/calc_test", dir);
+
+		assert_true(access(o, F_OK) == 0);
+		free(o);
+	}
+	mock_release(&m);
+	env_release(&e);
+	free(s);
+	tu_rmtree(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -466,6 +523,7 @@ int main(void)
 		cmocka_unit_test(test_gate_pytest_without_v),
 		cmocka_unit_test(test_gate_no_tests_is_unverified),
 		cmocka_unit_test(test_gate_rollback_removes_test_products),
+		cmocka_unit_test(test_gate_commit_leaves_test_products),
 	};
 
 	return cmocka_run_group_tests_name("e2e/gate", tests, NULL, NULL);

@@ -313,6 +313,61 @@ static void test_runners_unittest_docstrings(void **state)
 	tu_rmtree(ws);
 }
 
+/* The python3 that has pytest: the one on PATH, else Debian's; NULL. */
+static const char *pytest_python(void)
+{
+	static const char *const pythons[] = { "python3", "/usr/bin/python3", NULL };
+	size_t i;
+
+	for (i = 0; pythons[i]; i++) {
+		const char *argv[] = { pythons[i], "-c", "import pytest", NULL };
+		struct tu_result r;
+		int ok;
+
+		tu_run(&r, argv, NULL, NULL, NULL);
+		ok = r.status == 0;
+		tu_result_release(&r);
+		if (ok)
+			return pythons[i];
+	}
+	return NULL;
+}
+
+/* pytest without -v: failures named, passes counted; no .pytest_cache in the tree. */
+static void test_runners_pytest_without_v(void **state)
+{
+	const char *py = pytest_python();
+	char *ws, *own, *cfg, *pc;
+	json_t *j;
+
+	(void)state;
+	if (!py) {
+		print_message("# skip: no python3 with pytest (scripts/deps.sh runners)\n");
+		skip();
+	}
+	ws = tu_mkdtemp();
+	tu_write(ws, "test_calc.py", "def test_add():\n    assert 1 + 2 == 3\n\n\n"
+		 "def test_sub():\n    assert 5 - 3 == 1\n\n\ndef test_mul():\n    assert 2 * 2 == 4\n");
+	{
+		const char *argv[] = { py, "-m", "pytest", "-p", "no:cacheprovider", NULL };
+
+		own = runner(ws, argv);
+	}
+	cfg = xstrfmt("pipeline.test_command=[\"%s\", \"-m\", \"pytest\"]", py);
+	j = verify_json(ws, 1, "-c", cfg, NULL);
+	assert_counts(j, num_before(own, "", " passed"), num_before(own, "", " failed"), 0, 0);
+	assert_counts(j, 2, 1, 0, 0);
+	assert_string_equal(outcome_of(j, "test_calc.py::test_sub", 0), "fail");
+	assert_int_equal(json_array_size(json_object_get(result_of(j), "tests")), 1);
+	json_decref(j);
+	pc = xstrfmt("%s/.pytest_cache", ws);
+	assert_false(access(pc, F_OK) == 0);
+	free(pc);
+	free(cfg);
+	free(own);
+	tu_rmtree(ws);
+}
+
 static void write_mocha_project(const char *ws)
 {
 	tu_write(ws, "test/calc.test.js",
@@ -710,6 +765,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_runners_python_no_stale_bytecode),
 		cmocka_unit_test(test_runners_unittest_docstrings),
+		cmocka_unit_test(test_runners_pytest_without_v),
 		cmocka_unit_test(test_runners_mocha),
 		cmocka_unit_test(test_runners_jest25),
 		cmocka_unit_test(test_runners_jest29),

@@ -126,6 +126,20 @@ static void test_pipeline_gate_passed_drop(void **state)
 	buf_release(&why);
 }
 
+/* Judged by the exit status: failing before, passing now is a fix, nothing lost. */
+static void test_pipeline_gate_exit_status_fixed(void **state)
+{
+	struct buf why = BUF_INIT;
+
+	(void)state;
+	assert_int_equal(gate(&why, "make: *** [test] Error 1\n", 2, "", 0), 0);
+	assert_int_equal(why.len, 0);
+	/* and passing before, failing now blocks */
+	assert_int_equal(gate(&why, "", 0, "make: *** [test] Error 1\n", 2), 1);
+	assert_non_null(strstr(why.buf, "(exit status 2)"));
+	buf_release(&why);
+}
+
 /* No baseline at all: every failing test blocks. */
 static void test_pipeline_gate_no_baseline(void **state)
 {
@@ -201,6 +215,7 @@ int main(void)
 		cmocka_unit_test(test_pipeline_gate_incomplete_baseline),
 		cmocka_unit_test(test_pipeline_gate_passed_drop),
 		cmocka_unit_test(test_pipeline_gate_no_baseline),
+		cmocka_unit_test(test_pipeline_gate_exit_status_fixed),
 		cmocka_unit_test(test_pipeline_gate_still_failing_is_for_review),
 		cmocka_unit_test(test_pipeline_gate_tests_could_not_run),
 		cmocka_unit_test(test_pipeline_describe_tests_has_excerpts),
