@@ -4,7 +4,7 @@
 #   scripts/deps.sh [build|test|fuzz|runners]...   (default: build test)
 #
 # runners: the real test runners the verification harness is tested
-# against (go, pytest, cmake, automake, node), then the npm ones through
+# against (go, pytest, cmake, meson, automake, node), then the npm ones through
 # scripts/test-runners.sh.
 #
 # Idempotent and silent when nothing is missing. Installs with apt-get as
@@ -53,6 +53,8 @@ for g in $want_groups; do
 		need_cmd go golang-go
 		need_file "/usr/lib/python3/dist-packages/pytest/__init__.py" python3-pytest
 		need_cmd cmake cmake
+		need_cmd meson meson
+		need_cmd ninja ninja-build
 		need_cmd automake automake
 		need_cmd autoconf autoconf
 		need_cmd node nodejs

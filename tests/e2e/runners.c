@@ -1,8 +1,8 @@
 /*
  * `forgex verify --json` against real test runners on projects written
  * here, as a user runs them: plain `python3 -m unittest` (no -B), mocha,
- * Jest 25 and 29, Vitest, node --test, go test, ctest, automake's
- * harness, cargo. Each project is also run by the runner itself, outside
+ * Jest 25 and 29, Vitest, node --test, go test, ctest, meson, automake's
+ * harness, cargo, pytest. Each project is also run by the runner itself, outside
  * forgex, and the counts forgex reports must equal the runner's own
  * summary. A runner the machine does not have skips with the reason
  * (the npm ones come from scripts/test-runners.sh, which `scripts/deps.sh
@@ -673,6 +673,47 @@ static void test_runners_ctest_rebuilds(void **state)
 	tu_rmtree(ws);
 }
 
+/* meson test after a source edit: meson rebuilds first, the edit is seen. */
+static void test_runners_meson_rebuilds(void **state)
+{
+	char *ws;
+	json_t *j;
+
+	(void)state;
+	NEED("meson");
+	NEED("ninja");
+	NEED("cc");
+	ws = tu_mkdtemp();
+	tu_write(ws, "meson.build", "project('calc', 'c')\n"
+		 "t = executable('calc_test', 'calc_test.c', 'calc.c')\n"
+		 "test('adds', t)\ntest('zero', t, args: ['0'])\n");
+	tu_write(ws, "calc.c", "int add(int a, int b) { return a - b; }\n");
+	tu_write(ws, "calc_test.c",
+		 "#include <stdio.h>\nint add(int, int);\n"
+		 "int main(int argc, char **argv) {\n"
+		 "\t(void)argv;\n\tif (argc > 1) return add(0, 0) != 0;\n"
+		 "\tif (add(2, 3) != 5) { printf(\"expected 5, got %d\\n\", add(2, 3)); return 1; }\n"
+		 "\treturn 0;\n}\n");
+	{
+		const char *argv[] = { "meson", "setup", "build", NULL };
+		struct tu_result r;
+
+		tu_run(&r, argv, ws, NULL, NULL);
+		assert_int_equal(r.status, 0);
+		tu_result_release(&r);
+	}
+	j = verify_json(ws, 1, NULL);
+	assert_counts(j, 1, 1, 0, 0);
+	assert_format(j, "meson");
+	assert_true(jsonx_bool(result_of(j), "fresh", 0));
+	json_decref(j);
+	tu_write(ws, "calc.c", "int add(int a, int b) { return a + b; }\n");
+	j = verify_json(ws, 0, NULL);
+	assert_counts(j, 2, 0, 0, 0);
+	json_decref(j);
+	tu_rmtree(ws);
+}
+
 /* automake's harness: PASS/FAIL/SKIP/XFAIL/XPASS/ERROR and "# TOTAL:". */
 static void test_runners_automake(void **state)
 {
@@ -774,6 +815,7 @@ int main(void)
 		cmocka_unit_test(test_runners_size_limit_spinner_is_no_test),
 		cmocka_unit_test(test_runners_go_twice),
 		cmocka_unit_test(test_runners_ctest_rebuilds),
+		cmocka_unit_test(test_runners_meson_rebuilds),
 		cmocka_unit_test(test_runners_automake),
 		cmocka_unit_test(test_runners_cargo),
 	};
