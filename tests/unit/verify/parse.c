@@ -149,6 +149,10 @@ static const struct expect cases[] = {
 	/* Jest 25: "✕ adds wrong (4ms)" is the failure of the ● block, once */
 	{ "jest/jest25_fail", 1, 2, 1, 0, "jest", { "adds wrong", "group \xe2\x80\xba inner fails" },
 	  "adds wrong", "Received: 4", 4 },
+	/* Vitest 3: two tests called "works" are a pass and a fail */
+	{ "vitest/dup", 2, 2, 0, 0, "vitest",
+	  { "dup.test.js > works", "dup.test.js > group > inner" },
+	  "dup.test.js > group > inner", "inner dup", 4 },
 	/* automake's parallel harness: PASS/FAIL/SKIP/XFAIL/XPASS/ERROR */
 	{ "automake/fail", 1, 2, 2, 1, "automake", { "fail.sh", "xpass.sh", "hard.sh" },
 	  "fail.sh", "FAIL: fail.sh", 6 },

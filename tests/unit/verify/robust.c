@@ -140,6 +140,7 @@ static void test_verify_truncated_fixtures(void **state)
 		"jest/verbose", "vitest/fail", "ctest/fail", "cmocka/fail", "meson/fail_errorlogs",
 		"tap/fail", "make/mixed", "mocha/fail", "automake/fail", "jest/jest25_fail",
 		"unittest/docstrings", "node/dup_tap", "node/dup_spec", "node/size_limit",
+		"vitest/dup",
 	};
 	size_t n, cut;
 
