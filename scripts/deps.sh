@@ -1,7 +1,11 @@
 #!/bin/sh
 # Install the Debian packages forgex needs that are missing.
 #
-#   scripts/deps.sh [build|test|fuzz]...   (default: build test)
+#   scripts/deps.sh [build|test|fuzz|runners]...   (default: build test)
+#
+# runners: the real test runners the verification harness is tested
+# against (go, pytest, cmake, meson, automake, node), then the npm ones through
+# scripts/test-runners.sh.
 #
 # Idempotent and silent when nothing is missing. Installs with apt-get as
 # root, through sudo otherwise; says clearly what to do when it cannot.
@@ -9,6 +13,7 @@ set -u
 
 want_groups=${*:-build test}
 missing=""
+runners=0
 
 need_pc() {	# need_pc PKG-CONFIG-NAME DEBIAN-PACKAGE
 	if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists "$1" 2>/dev/null; then
@@ -48,12 +53,24 @@ for g in $want_groups; do
 		need_cmd zsh zsh		# ... and the completions parse in each shell
 		need_cmd fish fish
 		;;
+	runners)
+		need_cmd go golang-go
+		need_file "/usr/lib/python3/dist-packages/pytest/__init__.py" python3-pytest
+		need_cmd cmake cmake
+		need_cmd meson meson
+		need_cmd ninja ninja-build
+		need_cmd automake automake
+		need_cmd autoconf autoconf
+		need_cmd node nodejs
+		need_cmd npm npm
+		runners=1
+		;;
 	fuzz)
 		need_cmd clang clang
 		need_file "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" libclang-rt-14-dev
 		;;
 	*)
-		echo "deps.sh: unknown group '$g' (build, test, fuzz)" >&2
+		echo "deps.sh: unknown group '$g' (build, test, fuzz, runners)" >&2
 		exit 2
 		;;
 	esac
@@ -61,7 +78,14 @@ done
 
 # pkg-config itself may be what is missing; keep the list unique.
 missing=$(printf '%s\n' $missing | sort -u | tr '\n' ' ')
-[ -n "${missing% }" ] || exit 0
+npm_runners() {
+	[ "$runners" = 1 ] || return 0
+	sh "$(dirname "$0")/test-runners.sh" install
+}
+if [ -z "${missing% }" ]; then
+	npm_runners
+	exit $?
+fi
 
 echo "forgex: installing missing Debian packages:$missing" >&2
 if [ "$(id -u)" = 0 ]; then
@@ -84,4 +108,4 @@ if ! $as_root apt-get update -qq >&2 ||
 	echo "forgex: apt-get could not install:$missing" >&2
 	exit 1
 fi
-exit 0
+npm_runners

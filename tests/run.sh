@@ -28,6 +28,8 @@ export CMOCKA_MESSAGE_OUTPUT=TAP
 # HOME, XDG_CONFIG_HOME, XDG_STATE_HOME and XDG_CACHE_HOME before main()
 # (tests/helpers/testutil.h); TU_KEEP_HOME=1 keeps the real ones.
 export XDG_CONFIG_HOME="$top/$BUILD/test-xdg"
+# ... nor fill the developer's cache (forgex keeps test-run caches there).
+export XDG_CACHE_HOME="$top/$BUILD/test-cache"
 unset OPENAI_API_KEY GROQ_API_KEY
 for v in $(env | sed -n 's/^\(FORGEX_[A-Z0-9_]*\)=.*/\1/p'); do
 	case $v in FORGEX_BIN|FORGEX_MOCKLLM|FORGEX_TOP) ;; *) unset "$v" ;; esac

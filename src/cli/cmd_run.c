@@ -366,6 +366,44 @@ static void print_tests(const char *what, const json_t *t)
 	       (long long)jsonx_int(t, "errors", 0));
 }
 
+/* "  newly failing: a, b" from the list `key` of summary.json's "tests". */
+static void print_names(const json_t *tests, const char *key, const char *label)
+{
+	const json_t *a = json_object_get(tests, key), *v;
+	size_t i;
+
+	if (!json_array_size(a))
+		return;
+	cli_printf(stdout, "  %s:", label);
+	json_array_foreach(a, i, v) {
+		if (i == 10) {
+			cli_printf(stdout, " (and %zu more)", json_array_size(a) - i);
+			break;
+		}
+		cli_printf(stdout, "%s %s", i ? "," : "", json_string_value(v));
+	}
+	putchar('\n');
+}
+
+static void print_test_changes(const json_t *t)
+{
+	const json_t *d = json_object_get(t, "disagreements"), *v;
+	size_t i;
+
+	if (!json_is_object(t))
+		return;
+	print_names(t, "newly_failing", "newly failing");
+	print_names(t, "still_failing", "still failing from before");
+	print_names(t, "fixed", "fixed");
+	if (jsonx_bool(t, "fewer_tests", 0))
+		cli_printf(stdout, "  fewer tests ran than at baseline: %lld, was %lld\n",
+		       (long long)jsonx_int(t, "ran_after", 0), (long long)jsonx_int(t, "ran_before", 0));
+	json_array_foreach(d, i, v)
+		cli_printf(stdout, "  counts disagree: %s\n", json_string_value(v));
+	if (jsonx_str(t, "fresh_note"))
+		cli_printf(stdout, "  not fresh: %s\n", jsonx_str(t, "fresh_note"));
+}
+
 static void print_result(const struct pipeline_result *r, const char *cmd, int priced)
 {
 	const json_t *s = r->summary;
@@ -384,7 +422,8 @@ static void print_result(const struct pipeline_result *r, const char *cmd, int p
 	}
 	if (r->outcome == PIPELINE_INTERRUPTED && r->run_id)
 		cli_printf(stdout, "(resume it with: forgex resume)\n");
-	cli_printf(stdout, "%s: %s", r->outcome == PIPELINE_PASS ? "PASS" : r->outcome == PIPELINE_FAIL ?
+	cli_printf(stdout, "%s: %s", s && jsonx_str(s, "verdict") ? jsonx_str(s, "verdict") :
+	       r->outcome == PIPELINE_PASS ? "PASS" : r->outcome == PIPELINE_FAIL ?
 	       "FAIL" : r->outcome == PIPELINE_INTERRUPTED ? "INTERRUPTED" : "ERROR",
 	       r->run_id ? r->run_id : "");
 	if (r->reason && *r->reason)
@@ -396,6 +435,7 @@ static void print_result(const struct pipeline_result *r, const char *cmd, int p
 	if (s) {
 		print_tests("before", json_object_get(s, "tests_before"));
 		print_tests("after", json_object_get(s, "tests_after"));
+		print_test_changes(json_object_get(s, "tests"));
 	}
 	if (priced)
 		cli_printf(stdout, "  iterations %d, tokens %ld, cost $%.4f, time %.1fs\n", r->iterations,

@@ -102,6 +102,11 @@ static void print_report(const struct verify_command *cmd, const struct verify_r
 	if (r->truncated)
 		printf("note:    the output was longer than [terminal] max_output_bytes; "
 		       "its middle was dropped\n");
+	for (i = 0; i < r->disagreements.nr; i++)
+		print_visible("note:    counts disagree: ", r->disagreements.v[i],
+			      strlen(r->disagreements.v[i]));
+	if (r->fresh_note)
+		print_visible("note:    not fresh: ", r->fresh_note, strlen(r->fresh_note));
 	for (i = 0; i < r->tests_nr; i++) {
 		const struct verify_test *t = &r->tests[i];
 

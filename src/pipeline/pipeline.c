@@ -38,12 +38,12 @@
 
 /* The stages, in order; "next" in state.json names one of them. */
 static const char *const stages[] = {
-	"baseline", "checkpoint", "architect", "builder", "expert", "verify", "review",
+	"checkpoint", "baseline", "architect", "builder", "expert", "verify", "review",
 	"repair", "done",
 };
 
 enum stage {
-	ST_BASELINE, ST_CHECKPOINT, ST_ARCHITECT, ST_BUILDER, ST_EXPERT, ST_VERIFY, ST_REVIEW,
+	ST_CHECKPOINT, ST_BASELINE, ST_ARCHITECT, ST_BUILDER, ST_EXPERT, ST_VERIFY, ST_REVIEW,
 	ST_REPAIR, ST_DONE,
 };
 
@@ -99,6 +99,13 @@ struct pl {
 	int budget_hit;
 	int interrupted;		/* ended by an interrupt: state.json stays resumable */
 	struct buf budget_why;
+	struct buf gate_why;		/* why the test gate refused the last verdict */
+	/* The paths the agents changed, stage by stage (sorted, unique), so
+	 * that "files changed" leaves out what forgex's own test runs built;
+	 * known only for a run followed from its start (not resumed). */
+	struct strvec agent_paths;
+	int agent_paths_known;
+	int tested_since_checkpoint;	/* a test run changed the tree after tree_checkpoint */
 	double t0;
 };
 
@@ -520,6 +527,7 @@ int pipeline_gate(struct buf *why, int ran, const struct verify_result *current,
 		  const struct verify_comparison *cmp)
 {
 	size_t i, named = 0;
+	int blocked = 0;
 
 	if (!ran) {
 		buf_addstr(why, "the tests could not run");
@@ -534,20 +542,30 @@ int pipeline_gate(struct buf *why, int ran, const struct verify_result *current,
 	for (i = 0; i < cmp->entries_nr; i++) {
 		const struct verify_change_entry *e = &cmp->entries[i];
 
-		if (e->change != VERIFY_NEWLY_FAILING || e->before != VERIFY_PASS)
+		if (!verify_is_regression(cmp, e))
 			continue;
-		buf_addstr(why, named ? ", " : "tests that passed at baseline now fail: ");
+		buf_addstr(why, named ? ", " : cmp->baseline_complete ?
+			   "tests that did not fail at baseline now fail: " :
+			   "tests that passed at baseline now fail: ");
 		buf_addstr(why, e->name);
 		named++;
 	}
-	if (named)
-		return 1;
-	if (!cmp->entries_nr && cmp->failing_after > cmp->failing_before) {
+	blocked = named > 0;
+	if (cmp->passed_drop > 0) {
+		buf_addf(why, "%s%ld fewer test%s pass than at baseline with the fixes counted "
+			 "(%ld passed, was %ld)", blocked ? "; " : "", cmp->passed_drop,
+			 cmp->passed_drop == 1 ? "" : "s", cmp->passed_after, cmp->passed_before);
+		blocked = 1;
+	}
+	if (!blocked && !cmp->entries_nr && cmp->failing_after > cmp->failing_before) {
 		buf_addf(why, "more tests fail than at baseline (%ld, was %ld)", cmp->failing_after,
 			 cmp->failing_before);
-		return 1;
+		blocked = 1;
 	}
-	return 0;
+	if (blocked && cmp->ran_after < cmp->ran_before)
+		buf_addf(why, "; %ld test%s ran, %ld at baseline", cmp->ran_after,
+			 cmp->ran_after == 1 ? "" : "s", cmp->ran_before);
+	return blocked;
 }
 
 void pipeline_describe_tests(struct buf *out, const struct verify_result *r,
@@ -563,6 +581,9 @@ void pipeline_describe_tests(struct buf *out, const struct verify_result *r,
 			 "%zu still failing, %zu new\n", cmp->counts[VERIFY_NEWLY_FAILING],
 			 cmp->counts[VERIFY_FIXED], cmp->counts[VERIFY_STILL_FAILING],
 			 cmp->counts[VERIFY_NEW]);
+		if (cmp->ran_after < cmp->ran_before)
+			buf_addf(out, "fewer tests ran than at baseline: %ld, was %ld\n",
+				 cmp->ran_after, cmp->ran_before);
 	}
 	for (i = 0; i < r->tests_nr && out->len - start < max; i++) {
 		const struct verify_test *t = &r->tests[i];
@@ -607,6 +628,7 @@ static int run_tests(struct pl *pl, struct verify_result *out, const char *what)
 	}
 	if (pl->have_journal)
 		journal_command_begin(&pl->jr);
+	pl->tested_since_checkpoint = 1;
 	ret = verify_run(out, &req, verify_executor_run, &pl->ex);
 	if (pl->have_journal)
 		journal_command_end(&pl->jr);
@@ -846,6 +868,9 @@ static int stage_review(struct pl *pl)
 		emit(pl, "verdict", f);
 	}
 	ret = rv.pass && !blocked;
+	buf_reset(&pl->gate_why);
+	if (blocked)
+		buf_addbuf(&pl->gate_why, &gate);
 	/* what the repair is told */
 	buf_reset(&pl->feedback);
 	if (blocked)
@@ -1032,6 +1057,8 @@ static void teardown(struct pl *pl)
 	verify_comparison_release(&pl->cmp);
 	buf_release(&pl->feedback);
 	buf_release(&pl->budget_why);
+	buf_release(&pl->gate_why);
+	strvec_clear(&pl->agent_paths);
 	json_decref(pl->plan);
 	free(pl->request);
 	free(pl->pre_checkpoint);
@@ -1045,6 +1072,8 @@ static void teardown(struct pl *pl)
  * Commit the change on the current branch: exactly the paths that differ
  * from the pre-run checkpoint (see vcs/commit.h).
  */
+static void note_agent_paths(struct pl *pl);
+
 static int commit_change(struct pl *pl, const char *message, char *id, struct strvec *out)
 {
 	struct strvec paths = STRVEC_INIT;
@@ -1063,7 +1092,22 @@ static int commit_change(struct pl *pl, const char *message, char *id, struct st
 		strvec_clear(&both);
 	}
 	ret = journal_own_changes(&pl->jr, &paths);
-	if (ret < 0 || !paths.nr)
+	if (ret < 0)
+		goto out;
+	if (pl->agent_paths_known) {
+		/* not what only forgex's test runs built (the checkpoint precedes them) */
+		struct strvec mine = STRVEC_INIT;
+		size_t i;
+
+		if (!pl->tested_since_checkpoint)
+			note_agent_paths(pl);
+		for (i = 0; i < paths.nr; i++)
+			if (strvec_find(&pl->agent_paths, paths.v[i]) >= 0)
+				strvec_push(&mine, paths.v[i]);
+		strvec_clear(&paths);
+		paths = mine;
+	}
+	if (!paths.nr)
 		goto out;
 	ret = vcs_commit_paths(id, pl->cfg->workspace, &paths, message);
 	if (ret <= 0)
@@ -1085,6 +1129,148 @@ static json_t *tests_json(const struct verify_result *r, int have)
 	return json_pack("{s:I, s:I, s:I, s:I, s:b}", "passed", (json_int_t)r->passed,
 			 "failed", (json_int_t)r->failed, "errors", (json_int_t)r->errors,
 			 "skipped", (json_int_t)r->skipped, "ok", verify_result_ok(r));
+}
+
+/* Add what changed since the last tree checkpoint (an agent stage's work) to agent_paths. */
+static void note_agent_paths(struct pl *pl)
+{
+	struct strvec p = STRVEC_INIT;
+	size_t i;
+
+	if (!pl->agent_paths_known || !pl->tree_checkpoint)
+		return;
+	if (vcs_changed_paths(&p, pl->cps, pl->tree_checkpoint) < 0) {
+		err_clear();
+		pl->agent_paths_known = 0;	/* unknown: show every change */
+		return;
+	}
+	for (i = 0; i < p.nr; i++)
+		if (strvec_find(&pl->agent_paths, p.v[i]) < 0)
+			strvec_push(&pl->agent_paths, p.v[i]);
+	strvec_clear(&p);
+}
+
+/*
+ * The diffstat with the files only forgex's test runs changed (a binary
+ * `make test` built, a Cargo.lock) left out, and named in `products`.
+ * libgit2 prints " PATH<pad> | N +-" per file, the total, then " create
+ * mode M PATH" lines; a line whose path is not the agents' is dropped and
+ * the total says how many files are shown.
+ */
+static char *agents_diffstat(struct pl *pl, const char *stat, json_t *products)
+{
+	struct buf out = BUF_INIT, total = BUF_INIT, tail = BUF_INIT, path = BUF_INIT;
+	const char *p = stat;
+	size_t shown = 0, dropped = 0;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) + 1 : strlen(p);
+		const char *bar = memmem(p, n, " | ", 3);
+
+		buf_reset(&path);
+		if (bar && *p == ' ' && !memmem(p, n, " => ", 4)) {
+			buf_add(&path, p + 1, (size_t)(bar - p - 1));
+			buf_rtrim(&path);
+			if (strvec_find(&pl->agent_paths, path.buf) < 0) {
+				dropped++;
+				json_array_append_new(products, jsonx_stringn_lossy(path.buf, path.len));
+			} else {
+				shown++;
+				buf_add(&out, p, n);
+			}
+		} else if (bar) {
+			shown++;
+			buf_add(&out, p, n);	/* a rename: both sides are shown */
+		} else if (!strncmp(p, " create mode ", 13) || !strncmp(p, " delete mode ", 13) ||
+			   !strncmp(p, " mode change ", 13)) {
+			const char *sp = p + n;
+
+			while (sp > p && (sp[-1] == '\n' || sp[-1] == ' '))
+				sp--;
+			while (sp > p && sp[-1] != ' ')
+				sp--;
+			buf_add(&path, sp, (size_t)(p + n - sp));
+			buf_rtrim(&path);
+			if (strvec_find(&pl->agent_paths, path.buf) >= 0)
+				buf_add(&tail, p, n);
+		} else {
+			buf_add(&total, p, n);	/* " 2 files changed, ..." */
+		}
+		p += n;
+	}
+	if (dropped)
+		buf_addf(&out, " %zu file%s changed by the run\n", shown, shown == 1 ? "" : "s");
+	else
+		buf_addbuf(&out, &total);
+	buf_addbuf(&out, &tail);
+	buf_release(&total);
+	buf_release(&tail);
+	buf_release(&path);
+	return buf_detach(&out, NULL);
+}
+
+/*
+ * The tests of the run against the baseline, for summary.json: the names
+ * still failing from before, newly failing (and new tests that fail), and
+ * fixed; how many ran; what the harness could not vouch for.
+ */
+static json_t *tests_change_json(const struct pl *pl)
+{
+	json_t *j = json_object(), *still = json_array(), *newly = json_array();
+	json_t *fixed = json_array();
+	const struct verify_comparison *c = &pl->cmp;
+	size_t i;
+
+	for (i = 0; pl->last_ran && i < c->entries_nr; i++) {
+		const struct verify_change_entry *e = &c->entries[i];
+		json_t *name = jsonx_stringn_lossy(e->name, strlen(e->name));
+		json_t *to = NULL;
+
+		if (e->change == VERIFY_STILL_FAILING)
+			to = still;
+		else if (e->change == VERIFY_FIXED)
+			to = fixed;
+		else if ((e->change == VERIFY_NEWLY_FAILING || e->change == VERIFY_NEW) &&
+			 (e->after == VERIFY_FAIL || e->after == VERIFY_ERROR))
+			to = newly;
+		if (!to || json_array_append_new(to, name))
+			json_decref(name);
+	}
+	jsonx_set(j, "still_failing", still);
+	jsonx_set(j, "newly_failing", newly);
+	jsonx_set(j, "fixed", fixed);
+	if (pl->last_ran) {
+		jsonx_set(j, "ran_before", pl->have_baseline ? json_integer(c->ran_before)
+							     : json_null());
+		jsonx_set(j, "ran_after", json_integer(c->ran_after));
+		jsonx_set(j, "fewer_tests", json_boolean(pl->have_baseline &&
+							 c->ran_after < c->ran_before));
+		jsonx_set(j, "passed_drop", json_integer(c->passed_drop));
+		jsonx_set(j, "baseline_complete", json_boolean(pl->have_baseline &&
+							       c->baseline_complete));
+		jsonx_set(j, "disagreements", jsonx_from_strvec(&pl->last.disagreements));
+		jsonx_set(j, "fresh", json_boolean(pl->last.fresh));
+		if (pl->last.fresh_note)
+			jsonx_set(j, "fresh_note", jsonx_string(pl->last.fresh_note));
+	}
+	return j;
+}
+
+/*
+ * Why a PASS is not verified by tests, or NULL: no test command, or one
+ * that ran no test in a format forgex reads.
+ */
+static const char *unverified(const struct pl *pl)
+{
+	const struct verify_result *r = &pl->last;
+
+	if (!pl->have_cmd)
+		return "no tests";
+	if (pl->last_ran && r->formats.nr &&
+	    r->passed + r->failed + r->skipped + r->errors == 0)
+		return "no tests";
+	return NULL;
 }
 
 /*
@@ -1130,7 +1316,7 @@ static void finish(struct pl *pl, int code, int pass, const char *reason)
 	const char *on_failure = pl->cfg->pipeline.on_failure;
 	char commit_id[41] = "";
 	int restore = 0;
-	json_t *sum, *restore_j = json_null(), *commit_files = NULL;
+	json_t *sum, *restore_j = json_null(), *commit_files = NULL, *products = json_array();
 
 	journal_outcome_init(&jo);
 	if (code == FX_EINTR)
@@ -1160,7 +1346,16 @@ static void finish(struct pl *pl, int code, int pass, const char *reason)
 		} else {
 			err_clear();
 		}
-		out->diffstat = buf_detach(&stat, NULL);
+		/* cut short in an agent stage: its work so far is the agents' */
+		if (!pl->tested_since_checkpoint)
+			note_agent_paths(pl);
+		/* the agents' changes; what only forgex's test runs built is a test product */
+		if (pl->agent_paths_known && stat.len) {
+			out->diffstat = agents_diffstat(pl, stat.buf, products);
+			buf_release(&stat);
+		} else {
+			out->diffstat = buf_detach(&stat, NULL);
+		}
 	}
 	if (out->outcome == PIPELINE_INTERRUPTED)
 		restore = 1;
@@ -1242,8 +1437,23 @@ static void finish(struct pl *pl, int code, int pass, const char *reason)
 	jsonx_set(sum, "cost_usd", json_real(out->cost_usd));
 	jsonx_set(sum, "seconds", json_real(out->seconds));
 	jsonx_set(sum, "files_changed", jsonx_string(out->diffstat ? out->diffstat : ""));
+	/* changed by forgex's own test runs only: not in files_changed, undone by a rollback */
+	jsonx_set(sum, "test_products", products);
 	jsonx_set(sum, "tests_before", tests_json(&pl->baseline, pl->have_baseline));
 	jsonx_set(sum, "tests_after", tests_json(&pl->last, pl->last_ran));
+	jsonx_set(sum, "tests", tests_change_json(pl));
+	{
+		const char *why = out->outcome == PIPELINE_PASS ? unverified(pl) : NULL;
+		char *verdict = why ? xstrfmt("PASS (unverified: %s)", why) : NULL;
+
+		jsonx_set(sum, "verified", json_boolean(out->outcome == PIPELINE_PASS && !why));
+		jsonx_set(sum, "unverified", why ? jsonx_string(why) : json_null());
+		jsonx_set(sum, "verdict", jsonx_string(verdict ? verdict :
+			  out->outcome == PIPELINE_PASS ? "PASS" : out->outcome == PIPELINE_FAIL ?
+			  "FAIL" : out->outcome == PIPELINE_PLANNED ? "PLANNED" :
+			  out->outcome == PIPELINE_INTERRUPTED ? "INTERRUPTED" : "ERROR"));
+		free(verdict);
+	}
 	if (session_write_json(&pl->s, "summary.json", sum) < 0)
 		err_clear();
 	/* an interrupted run can be resumed: state.json keeps the stage it was in */
@@ -1260,10 +1470,12 @@ static void finish(struct pl *pl, int code, int pass, const char *reason)
 		hooks_fire(&pl->uhooks, "stop", NULL, in, NULL, NULL);
 		json_decref(in);
 	}
-	emit(pl, "run_end", json_pack("{s:s, s:s, s:b, s:b, s:i, s:I}", "outcome",
+	emit(pl, "run_end", json_pack("{s:s, s:s, s:b, s:b, s:i, s:I, s:O, s:O}", "outcome",
 				      pipeline_outcome_name(out->outcome), "reason", out->reason,
 				      "rolled_back", out->rolled_back, "kept", out->kept,
-				      "iterations", out->iterations, "tokens", (json_int_t)out->tokens));
+				      "iterations", out->iterations, "tokens", (json_int_t)out->tokens,
+				      "verdict", json_object_get(sum, "verdict"),
+				      "tests", json_object_get(sum, "tests")));
 	out->summary = sum;
 	strvec_clear(&own);
 	journal_outcome_release(&jo);
@@ -1277,6 +1489,8 @@ static int stage_done(struct pl *pl, enum stage done, enum stage next, int chang
 	if (changed_tree) {
 		char *what = xstrfmt("after %s", stages[done]);
 
+		note_agent_paths(pl);
+		pl->tested_since_checkpoint = 0;
 		ret = take_checkpoint(pl, &pl->tree_checkpoint, what);
 		free(what);
 		if (ret < 0)
@@ -1311,21 +1525,42 @@ static int machine(struct pl *pl)
 			return ret;
 		stage_event(pl, "stage_start", st, NULL);
 		switch (st) {
-		case ST_BASELINE:
-			if (pl->cfg->pipeline.baseline) {
-				ret = run_tests(pl, &pl->baseline, "baseline");
-				if (ret < 0)
-					return ret;
-				pl->have_baseline = ret > 0;
-			}
-			ret = stage_done(pl, st, ST_CHECKPOINT, 0);
-			break;
 		case ST_CHECKPOINT:
+			/*
+			 * Before the baseline: what forgex's own test runs leave
+			 * in the tree (build products) is part of the run, and a
+			 * rollback removes it.
+			 */
 			ret = take_checkpoint(pl, &pl->pre_checkpoint, "before run");
 			if (ret < 0)
 				return ret;
 			free(pl->tree_checkpoint);
 			pl->tree_checkpoint = xstrdup(pl->pre_checkpoint);
+			ret = stage_done(pl, st, ST_BASELINE, 0);
+			break;
+		case ST_BASELINE:
+			if (!pl->pre_checkpoint) {
+				/* a run saved by an older forgex, checkpoint second */
+				ret = take_checkpoint(pl, &pl->pre_checkpoint, "before run");
+				if (ret < 0)
+					return ret;
+				free(pl->tree_checkpoint);
+				pl->tree_checkpoint = xstrdup(pl->pre_checkpoint);
+			}
+			if (pl->cfg->pipeline.baseline) {
+				ret = run_tests(pl, &pl->baseline, "baseline");
+				if (ret < 0)
+					return ret;
+				pl->have_baseline = ret > 0;
+				/* what the agents change is counted from here on */
+				if (pl->have_baseline) {
+					ret = take_checkpoint(pl, &pl->tree_checkpoint, "after baseline");
+					if (ret < 0)
+						return ret;
+				}
+				/* taken, or the tests did not run and changed nothing */
+				pl->tested_since_checkpoint = 0;
+			}
 			ret = stage_done(pl, st, ST_ARCHITECT, 0);
 			break;
 		case ST_ARCHITECT:
@@ -1377,9 +1612,12 @@ static int machine(struct pl *pl)
 			char *before = NULL;
 
 			ret = take_checkpoint(pl, &before, "before repair");
-			free(before);
 			if (ret < 0)
 				return ret;
+			/* the repair's work is counted from here, test products aside */
+			free(pl->tree_checkpoint);
+			pl->tree_checkpoint = before;
+			pl->tested_since_checkpoint = 0;
 			ret = stage_code(pl, ROLE_EXPERT_CODER, 1);
 			if (ret < 0)
 				return ret;
@@ -1410,6 +1648,9 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 	pl.t0 = agent_now();
 	buf_init(&pl.feedback, 0);
 	buf_init(&pl.budget_why, 0);
+	buf_init(&pl.gate_why, 0);
+	strvec_init(&pl.agent_paths);
+	pl.agent_paths_known = !opts->resume_id;
 	verify_command_release(&pl.cmd);
 	verify_result_release(&pl.baseline);
 	verify_result_release(&pl.last);
@@ -1451,7 +1692,7 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 			goto out;
 		pl.have_session = 1;
 		pl.request = xstrdup(opts->request);
-		pl.next = ST_BASELINE;
+		pl.next = ST_CHECKPOINT;
 	}
 	pl.s.on_event = opts->on_event;
 	pl.s.on_event_data = opts->event_data;
@@ -1523,8 +1764,9 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 	} else if (m == 1) {
 		finish(&pl, 0, 1, "");
 	} else {
-		reason = xstrfmt("the change did not pass after %d iteration%s", pl.iteration,
-				 pl.iteration == 1 ? "" : "s");
+		reason = xstrfmt("the change did not pass after %d iteration%s%s%s", pl.iteration,
+				 pl.iteration == 1 ? "" : "s", pl.gate_why.len ? "; the test gate: " : "",
+				 pl.gate_why.len ? pl.gate_why.buf : "");
 		finish(&pl, 0, 0, reason);
 	}
 	ret = 0;

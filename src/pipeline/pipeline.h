@@ -124,9 +124,12 @@ void pipeline_result_release(struct pipeline_result *r);
 /**
  * The deterministic gate. Whether the tests of `current` (compared with
  * the baseline in `cmp`) forbid a PASS: 1 with the reason appended to
- * `why` when the tests could not run (`ran` is 0, or the run timed out)
- * or when a test that passed at baseline (or, without test names, more
- * tests than before) fails now; else 0.
+ * `why` when the tests could not run (`ran` is 0, or the run timed out),
+ * when a test fails now that did not fail at a complete baseline (named
+ * passing or not: see verify_is_regression()), when fewer tests pass than
+ * the baseline and the fixes account for, or (without test names) when
+ * more tests fail than before; else 0. Without a baseline every failing
+ * test blocks. A blocked run that also ran fewer tests says so in `why`.
  */
 int pipeline_gate(struct buf *why, int ran, const struct verify_result *current,
 		  const struct verify_comparison *cmp);

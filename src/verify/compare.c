@@ -39,6 +39,23 @@ static int lists_all(const struct verify_result *r)
 	return !r->tests_dropped && (long)r->tests_nr >= counted && r->formats.nr > 0;
 }
 
+/* An entry verify_parse() made from the exit status or a timeout, not a test. */
+static int synthetic(const struct verify_test *t)
+{
+	return t->format && !strcmp(t->format, "exit-status");
+}
+
+/* The tests a run counted, its synthetic errors aside. */
+static long ran(const struct verify_result *r)
+{
+	long n = r->passed + r->failed + r->skipped + r->errors;
+	size_t i;
+
+	for (i = 0; i < r->tests_nr; i++)
+		n -= synthetic(&r->tests[i]);
+	return n > 0 ? n : 0;
+}
+
 static void add_entry(struct verify_comparison *c, const char *name, enum verify_change ch,
 		      int before, int after)
 {
@@ -51,39 +68,65 @@ static void add_entry(struct verify_comparison *c, const char *name, enum verify
 	c->counts[ch]++;
 }
 
+/*
+ * The key of each test of `r`: its name, and for the k-th repeat of a
+ * name (two `it('works')`) the name with "\x1f" and k, so that repeats
+ * pair up by order between two runs instead of merging.
+ */
+static char **test_keys(const struct verify_result *r)
+{
+	struct vmap seen = VMAP_INIT;
+	char **keys = xcalloc(r->tests_nr ? r->tests_nr : 1, sizeof(*keys));
+	size_t i;
+
+	for (i = 0; i < r->tests_nr; i++) {
+		const char *n = r->tests[i].name;
+		size_t k = vmap_get(&seen, n, strlen(n));
+
+		k = k == (size_t)-1 ? 0 : k + 1;
+		vmap_put(&seen, n, strlen(n), k);
+		keys[i] = k ? xstrfmt("%s\x1f%zu", n, k) : xstrdup(n);
+	}
+	vmap_release(&seen);
+	return keys;
+}
+
+static void keys_free(char **keys, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(keys[i]);
+	free(keys);
+}
+
 void verify_compare(struct verify_comparison *out, const struct verify_result *baseline,
 		    const struct verify_result *current)
 {
 	struct vmap base = VMAP_INIT, cur = VMAP_INIT;
 	int base_all = lists_all(baseline), cur_all = lists_all(current);
+	char **bk = test_keys(baseline), **ck = test_keys(current);
+	long fixes = 0, newly = 0;
 	size_t i;
 
-	for (i = 0; i < baseline->tests_nr; i++) {
-		const char *n = baseline->tests[i].name;
-
-		if (vmap_get(&base, n, strlen(n)) == (size_t)-1)
-			vmap_put(&base, n, strlen(n), i);
-	}
-	for (i = 0; i < current->tests_nr; i++) {
-		const char *n = current->tests[i].name;
-
-		if (vmap_get(&cur, n, strlen(n)) == (size_t)-1)
-			vmap_put(&cur, n, strlen(n), i);
-	}
+	for (i = 0; i < baseline->tests_nr; i++)
+		vmap_put(&base, bk[i], strlen(bk[i]), i);
+	for (i = 0; i < current->tests_nr; i++)
+		vmap_put(&cur, ck[i], strlen(ck[i]), i);
 	for (i = 0; i < current->tests_nr; i++) {
 		const struct verify_test *t = &current->tests[i];
-		size_t b = vmap_get(&base, t->name, strlen(t->name));
+		size_t b = vmap_get(&base, ck[i], strlen(ck[i]));
 		int after = (int)t->outcome;
 
-		if (vmap_get(&cur, t->name, strlen(t->name)) != i)
-			continue;	/* a repeated name: the first one speaks */
 		if (b != (size_t)-1) {
 			int before = (int)baseline->tests[b].outcome;
 
 			if (failing(before) && failing(after))
 				add_entry(out, t->name, VERIFY_STILL_FAILING, before, after);
-			else if (failing(before))
+			else if (failing(before)) {
 				add_entry(out, t->name, VERIFY_FIXED, before, after);
+				fixes += after != VERIFY_SKIP && !synthetic(&baseline->tests[b]);
+			}
 			else if (failing(after))
 				add_entry(out, t->name, VERIFY_NEWLY_FAILING, before, after);
 			else
@@ -104,34 +147,68 @@ void verify_compare(struct verify_comparison *out, const struct verify_result *b
 		const struct verify_test *t = &baseline->tests[i];
 		int before = (int)t->outcome;
 
-		if (vmap_get(&base, t->name, strlen(t->name)) != i ||
-		    vmap_get(&cur, t->name, strlen(t->name)) != (size_t)-1)
+		if (vmap_get(&cur, bk[i], strlen(bk[i])) != (size_t)-1)
 			continue;
-		if (cur_all)
+		if (cur_all) {
 			add_entry(out, t->name, VERIFY_REMOVED, before, -1);
-		else if (current->formats.nr)
-			/* the run names its failures and this is not one of them */
+		} else if (current->formats.nr || verify_result_ok(current)) {
+			/* the run names its failures and this is not one of them,
+			 * or nothing is named but the whole run passed */
 			add_entry(out, t->name, failing(before) ? VERIFY_FIXED : VERIFY_UNCHANGED,
 				  before, -1);
-		else if (verify_result_ok(current))
-			/* nothing named, but the whole run passed */
-			add_entry(out, t->name, failing(before) ? VERIFY_FIXED : VERIFY_UNCHANGED,
-				  before, -1);
-		else
+			/* presumed passing now; "(exit status 1)" was never a test */
+			fixes += failing(before) && !synthetic(t);
+		} else
 			/* nothing named and the run failed: do not claim a fix */
 			add_entry(out, t->name,
 				  failing(before) ? VERIFY_STILL_FAILING : VERIFY_UNCHANGED, before, -1);
 	}
 	out->failing_before = baseline->failed + baseline->errors;
 	out->failing_after = current->failed + current->errors;
-	out->regressed = out->counts[VERIFY_NEWLY_FAILING] > 0 ||
+	out->baseline_complete = !baseline->timed_out && !baseline->truncated;
+	out->passed_before = baseline->passed;
+	out->passed_after = current->passed;
+	out->ran_before = ran(baseline);
+	out->ran_after = ran(current);
+	for (i = 0; i < out->entries_nr; i++) {
+		const struct verify_change_entry *e = &out->entries[i];
+
+		if (verify_is_regression(out, e))
+			out->regressions++;
+		if (e->change == VERIFY_NEWLY_FAILING)
+			newly++;	/* it may have passed: it does not now */
+	}
+	/*
+	 * The passed count: every fix adds one, every newly failing test
+	 * takes one away; what falls short of that is a test that passed and
+	 * no longer does without failing by name (not run, skipped, or
+	 * counted only).
+	 */
+	if (out->baseline_complete) {
+		long expect = baseline->passed + fixes - newly;
+
+		if (current->passed < expect)
+			out->passed_drop = expect - current->passed;
+	}
+	out->regressed = out->regressions > 0 || out->passed_drop > 0 ||
 			 out->failing_after > out->failing_before;
-	/* a new test that fails is a regression too */
-	for (i = 0; i < out->entries_nr; i++)
-		if (out->entries[i].change == VERIFY_NEW && failing(out->entries[i].after))
-			out->regressed = 1;
 	vmap_release(&base);
 	vmap_release(&cur);
+	keys_free(bk, baseline->tests_nr);
+	keys_free(ck, current->tests_nr);
+}
+
+int verify_is_regression(const struct verify_comparison *c,
+			 const struct verify_change_entry *e)
+{
+	if (!failing(e->after))
+		return 0;
+	if (e->change == VERIFY_NEWLY_FAILING)
+		/* named passing or skipped, or not named by a complete baseline */
+		return e->before >= 0 || c->baseline_complete;
+	if (e->change == VERIFY_NEW)
+		return c->baseline_complete;
+	return 0;
 }
 
 void verify_comparison_release(struct verify_comparison *c)
@@ -154,6 +231,11 @@ json_t *verify_command_to_json(const struct verify_command *cmd)
 	jsonx_set(j, "kind", jsonx_string(cmd->kind ? cmd->kind : ""));
 	jsonx_set(j, "reason", jsonx_string(cmd->reason ? cmd->reason : ""));
 	jsonx_set(j, "configured", json_boolean(cmd->configured));
+	if (cmd->build.nr)
+		jsonx_set(j, "build", jsonx_from_strvec(&cmd->build));
+	jsonx_set(j, "fresh", json_boolean(cmd->fresh));
+	if (cmd->fresh_note)
+		jsonx_set(j, "fresh_note", jsonx_string(cmd->fresh_note));
 	return j;
 }
 
@@ -192,6 +274,10 @@ json_t *verify_result_to_json(const struct verify_result *r)
 	}
 	jsonx_set(j, "tests", tests);
 	jsonx_set(j, "tail", lossy(r->tail ? r->tail : ""));
+	jsonx_set(j, "disagreements", jsonx_from_strvec(&r->disagreements));
+	jsonx_set(j, "fresh", json_boolean(r->fresh));
+	if (r->fresh_note)
+		jsonx_set(j, "fresh_note", lossy(r->fresh_note));
 	return j;
 }
 
@@ -257,6 +343,14 @@ int verify_result_from_json(struct verify_result *out, const json_t *j)
 		goto out;
 	}
 	r.tail = xstrdup(jsonx_str(j, "tail") ? jsonx_str(j, "tail") : "");
+	if (json_is_array(json_object_get(j, "disagreements")) &&
+	    jsonx_to_strvec(&r.disagreements, json_object_get(j, "disagreements")) < 0) {
+		err_set(FX_EPARSE, "verify result: 'disagreements' is not an array of strings");
+		goto out;
+	}
+	r.fresh = jsonx_bool(j, "fresh", 1);
+	if (jsonx_str(j, "fresh_note"))
+		r.fresh_note = xstrdup(jsonx_str(j, "fresh_note"));
 	tests = json_object_get(j, "tests");
 	if (!json_is_array(tests)) {
 		err_set(FX_EPARSE, "verify result: 'tests' is not an array");
@@ -279,8 +373,7 @@ int verify_result_from_json(struct verify_result *out, const json_t *j)
 		r.tests_nr++;
 	}
 	*out = r;
-	memset(&r, 0, sizeof(r));
-	r.formats = (struct strvec)STRVEC_INIT;
+	r = (struct verify_result)VERIFY_RESULT_INIT;
 	ret = 0;
 out:
 	verify_result_release(&r);
@@ -299,6 +392,12 @@ json_t *verify_comparison_to_json(const struct verify_comparison *c)
 	jsonx_set(j, "failing_before", json_integer(c->failing_before));
 	jsonx_set(j, "failing_after", json_integer(c->failing_after));
 	jsonx_set(j, "regressed", json_boolean(c->regressed));
+	jsonx_set(j, "baseline_complete", json_boolean(c->baseline_complete));
+	jsonx_set(j, "passed_before", json_integer(c->passed_before));
+	jsonx_set(j, "passed_after", json_integer(c->passed_after));
+	jsonx_set(j, "ran_before", json_integer(c->ran_before));
+	jsonx_set(j, "ran_after", json_integer(c->ran_after));
+	jsonx_set(j, "passed_drop", json_integer(c->passed_drop));
 	for (i = 0; i < c->entries_nr; i++) {
 		const struct verify_change_entry *e = &c->entries[i];
 		json_t *o = json_object();
@@ -309,6 +408,8 @@ json_t *verify_comparison_to_json(const struct verify_comparison *c)
 			  : jsonx_string(verify_outcome_name((enum verify_outcome)e->before)));
 		jsonx_set(o, "after", e->after < 0 ? json_null()
 			  : jsonx_string(verify_outcome_name((enum verify_outcome)e->after)));
+		if (verify_is_regression(c, e))
+			jsonx_set(o, "regression", json_true());
 		if (json_array_append_new(entries, o))
 			die("out of memory building JSON");
 	}

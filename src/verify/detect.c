@@ -2,6 +2,7 @@
  * verify_detect(): how is this project tested? The first rule that
  * matches wins, in the order of the header; each says why it matched.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +21,10 @@
 void verify_command_release(struct verify_command *cmd)
 {
 	strvec_clear(&cmd->argv);
+	strvec_clear(&cmd->build);
 	free(cmd->kind);
 	free(cmd->reason);
+	free(cmd->fresh_note);
 	*cmd = (struct verify_command)VERIFY_COMMAND_INIT;
 }
 
@@ -526,6 +529,78 @@ static int detect_meson(struct verify_command *out, const char *ws, struct strve
 	return 1;
 }
 
+static int name_is(const char *prog, const char *const *names)
+{
+	for (; *names; names++) {
+		size_t n = strlen(*names);
+
+		/* "python3.11", "pytest-3": a version after the name */
+		if (!strncmp(prog, *names, n) &&
+		    (!prog[n] || prog[n] == '.' || prog[n] == '-' || isdigit((unsigned char)prog[n])))
+			return 1;
+	}
+	return 0;
+}
+
+/* `ctest ... --test-dir DIR`: DIR, else NULL. */
+static const char *ctest_dir(const struct strvec *argv)
+{
+	size_t i;
+
+	for (i = 1; i < argv->nr; i++) {
+		if (!strcmp(argv->v[i], "--test-dir") && i + 1 < argv->nr)
+			return argv->v[i + 1];
+		if (!strncmp(argv->v[i], "--test-dir=", 11))
+			return argv->v[i] + 11;
+	}
+	return NULL;
+}
+
+/*
+ * How the results are kept fresh (see struct verify_command): runners
+ * that build what they test, a build forgex runs first for ctest, and for
+ * everything else a note that it could not be ensured.
+ */
+static void set_freshness(struct verify_command *c)
+{
+	static const char *const python[] = { "python", "pytest", "py.test", NULL };
+	static const char *const builds[] = {
+		"go", "cargo", "make", "gmake", "meson", "npm", "npx", "node", "yarn", "pnpm",
+		"jest", "vitest", "mocha", "deno", "bun", NULL,
+	};
+	const char *prog = c->argv.nr ? c->argv.v[0] : "", *slash = strrchr(prog, '/');
+	const char *dir = NULL;
+	size_t i;
+
+	if (slash)
+		prog = slash + 1;
+	c->fresh = 1;
+	if (!strcmp(c->kind, "ctest") || !strcmp(prog, "ctest")) {
+		dir = ctest_dir(&c->argv);
+		if (dir) {
+			strvec_push(&c->build, "cmake");
+			strvec_push(&c->build, "--build");
+			strvec_push(&c->build, dir);
+			return;
+		}
+		c->fresh = 0;
+		c->fresh_note = xstrdup("ctest without --test-dir: forgex does not know which "
+					"build folder to rebuild, so the tests may run stale "
+					"binaries");
+		return;
+	}
+	if (name_is(prog, python) || name_is(prog, builds)) {
+		for (i = 1; i < c->argv.nr; i++)
+			if (!strcmp(prog, "meson") && !strcmp(c->argv.v[i], "--no-rebuild"))
+				break;
+		if (i == c->argv.nr)
+			return;
+	}
+	c->fresh = 0;
+	c->fresh_note = xstrfmt("forgex does not know how '%s' builds what it tests: the "
+				"results may come from stale build products", prog);
+}
+
 int verify_detect(struct verify_command *out, const char *workspace,
 		  const struct strvec *test_command)
 {
@@ -569,6 +644,7 @@ int verify_detect(struct verify_command *out, const char *workspace,
 		goto out;
 	}
 found:
+	set_freshness(&c);
 	verify_command_release(out);
 	*out = c;
 	c = (struct verify_command)VERIFY_COMMAND_INIT;

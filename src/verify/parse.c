@@ -21,10 +21,12 @@ static const struct verify_parser *const parsers[] = {
 	&verify_parser_jest,
 	&verify_parser_vitest,
 	&verify_parser_node,
+	&verify_parser_mocha,
 	&verify_parser_ctest,
 	&verify_parser_meson,
 	&verify_parser_cmocka,
 	&verify_parser_tap,
+	&verify_parser_automake,
 	&verify_parser_summary,
 };
 
@@ -61,7 +63,9 @@ void verify_result_release(struct verify_result *r)
 	}
 	free(r->tests);
 	strvec_clear(&r->formats);
+	strvec_clear(&r->disagreements);
 	free(r->tail);
+	free(r->fresh_note);
 	*r = (struct verify_result)VERIFY_RESULT_INIT;
 }
 
@@ -376,6 +380,7 @@ struct vsink {
 	long p, f, sk, e;
 	int have_counts;
 	int recognised;
+	int lists_all;		/* the test lines name every test the counts count */
 };
 
 static int severity(enum verify_outcome o)
@@ -453,6 +458,34 @@ size_t vs_test(struct vscan *s, const char *name, size_t len, enum verify_outcom
 	k->tests[h].format = s->format;
 	vmap_put(&k->names, name, len, h);
 	return h;
+}
+
+size_t vs_test_new(struct vscan *s, const char *name, size_t len, enum verify_outcome o)
+{
+	struct vsink *k = s->sink;
+	size_t h;
+
+	if (len > VERIFY_NAME_MAX)
+		len = VERIFY_NAME_MAX;
+	k->recognised = 1;
+	k->counted[o]++;
+	if (k->nr >= VERIFY_TESTS_MAX) {
+		k->dropped++;
+		return (size_t)-1;
+	}
+	ALLOC_GROW(k->tests, k->nr + 1, k->alloc);
+	h = k->nr++;
+	k->tests[h].name = clean_name(name, len);
+	k->tests[h].outcome = o;
+	k->tests[h].excerpt = NULL;
+	k->tests[h].format = s->format;
+	vmap_put(&k->names, name, len, h);	/* vs_find() finds the latest */
+	return h;
+}
+
+void vs_lists_all(struct vscan *s)
+{
+	s->sink->lists_all = 1;
 }
 
 enum verify_outcome vs_outcome(struct vscan *s, size_t h)
@@ -766,6 +799,36 @@ static void add_synthetic(struct verify_result *r, const char *name)
 	r->errors++;
 }
 
+static void disagree(struct verify_result *r, const char *format, const char *what,
+		     long stated, long named)
+{
+	strvec_pushf(&r->disagreements, "%s: the summary says %ld %s, the test lines %ld",
+		     format, stated, what, named);
+}
+
+/*
+ * A format that states its counts and names its tests: do the two agree?
+ * When the lines name every test, each count is checked; otherwise only
+ * the failures, which every format names.
+ */
+static void cross_check(struct verify_result *r, const char *format, const struct vsink *k)
+{
+	long cf = k->counted[VERIFY_FAIL], ce = k->counted[VERIFY_ERROR];
+
+	if (k->lists_all) {
+		if (k->p != k->counted[VERIFY_PASS])
+			disagree(r, format, "passed", k->p, k->counted[VERIFY_PASS]);
+		if (k->f != cf)
+			disagree(r, format, "failed", k->f, cf);
+		if (k->sk != k->counted[VERIFY_SKIP])
+			disagree(r, format, "skipped", k->sk, k->counted[VERIFY_SKIP]);
+		if (k->e != ce)
+			disagree(r, format, "errors", k->e, ce);
+	} else if (k->f + k->e != cf + ce && (cf + ce || k->nr)) {
+		disagree(r, format, "failed or errored", k->f + k->e, cf + ce);
+	}
+}
+
 void verify_parse(struct verify_result *out, const struct verify_output *o)
 {
 	struct vtext t = { BUF_INIT, NULL, 0, 0 };
@@ -798,6 +861,8 @@ void verify_parse(struct verify_result *out, const struct verify_output *o)
 		parsers[i]->parse(&s);
 		if (k.recognised) {
 			strvec_push(&out->formats, parsers[i]->name);
+			if (k.have_counts && !o->truncated)
+				cross_check(out, parsers[i]->name, &k);
 			if (k.have_counts) {
 				/* a failure the output names is never outvoted by a
 				 * summary that says fewer failed (mixed or mangled output) */

@@ -67,10 +67,12 @@ extern const struct verify_parser verify_parser_cargo;
 extern const struct verify_parser verify_parser_jest;
 extern const struct verify_parser verify_parser_vitest;
 extern const struct verify_parser verify_parser_node;
+extern const struct verify_parser verify_parser_mocha;
 extern const struct verify_parser verify_parser_ctest;
 extern const struct verify_parser verify_parser_meson;
 extern const struct verify_parser verify_parser_cmocka;
 extern const struct verify_parser verify_parser_tap;
+extern const struct verify_parser verify_parser_automake;
 extern const struct verify_parser verify_parser_summary;
 
 /** Whether line `i` is unclaimed or claimed by this parser. */
@@ -97,6 +99,20 @@ void vs_claim(struct vscan *s, size_t first, size_t end);
  * become '?'.
  */
 size_t vs_test(struct vscan *s, const char *name, size_t len, enum verify_outcome o);
+
+/**
+ * Phase 2: report a test that is a test of its own even when its name was
+ * reported before (two `it('works')` in one suite: a pass and a fail are
+ * two results). vs_find() then finds this one.
+ */
+size_t vs_test_new(struct vscan *s, const char *name, size_t len, enum verify_outcome o);
+
+/**
+ * Say that this output's test lines name every test its stated counts
+ * count, so that verify_parse() cross-checks every count (else only the
+ * failures) and reports a disagreement.
+ */
+void vs_lists_all(struct vscan *s);
 
 /** The handle of the test called `name` reported by this parser, or (size_t)-1. */
 size_t vs_find(struct vscan *s, const char *name, size_t len);

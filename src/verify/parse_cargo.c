@@ -1,5 +1,6 @@
 /*
- * cargo test (libtest): "test NAME ... ok|FAILED|ignored", one
+ * cargo test (libtest): after "running N tests", "test NAME ...
+ * ok|FAILED|ignored" lines and one
  * "test result: FAILED. 2 passed; 1 failed; 1 ignored; 0 measured; 0
  * filtered out; finished in 0.07s" per test binary (added up), and the
  * "---- NAME stdout ----" blocks that hold each failure's output.
@@ -85,6 +86,19 @@ static int test_line(struct sv v, struct sv *name, enum verify_outcome *o)
 	return name->n > 0;
 }
 
+/*
+ * "running 3 tests": libtest's test lines come between this and the
+ * "test result:" line, never elsewhere (a unittest docstring "test that
+ * ... ok" is not a cargo test).
+ */
+static int running_line(struct sv v)
+{
+	long n;
+
+	return sv_eat(&v, "running ") && sv_eat_num(&v, &n) &&
+	       (sv_eq(v, " tests") || sv_eq(v, " test"));
+}
+
 /* "test result: ok. 2 passed; 1 failed; 1 ignored; 0 measured; ..." */
 static int result_counts(struct sv v, long *p, long *f, long *ig)
 {
@@ -135,7 +149,7 @@ static void cargo_parse(struct vscan *s)
 {
 	size_t i, cur = (size_t)-1, body = 0, compile_err = (size_t)-1;
 	long sp = 0, sf = 0, si = 0;
-	int results = 0;
+	int results = 0, running = 0;
 
 	for (i = 0; i < s->nr; i++) {
 		struct sv v, name;
@@ -154,7 +168,10 @@ static void cargo_parse(struct vscan *s)
 			sf += f;
 			si += ig;
 			results++;
-		} else if (test_line(v, &name, &o)) {
+			running = 0;
+		} else if (running_line(v)) {
+			running = 1;
+		} else if (running && test_line(v, &name, &o)) {
 			vs_test(s, name.p, name.n, o);
 		} else if (block_header(v, &name)) {
 			cur = vs_find(s, name.p, name.n);

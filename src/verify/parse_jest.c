@@ -139,16 +139,25 @@ static void jest_claim(struct vscan *s)
 		vs_claim(s, start, s->nr);
 }
 
-/* Drop a trailing " (12 ms)". */
+/* Drop a trailing " (12 ms)", or Jest 25's " (12ms)". */
 static void drop_duration(struct sv *v)
 {
-	long at;
+	struct sv d;
+	long at, n;
 
 	sv_rtrim(v);
-	if (!sv_ends(*v, " ms)") && !sv_ends(*v, " s)"))
+	if (!sv_ends(*v, "ms)") && !sv_ends(*v, "s)"))
 		return;
 	at = sv_rfind(*v, " (");
-	if (at > 0)
+	if (at <= 0)
+		return;
+	d = sv_make(v->p + at + 2, v->n - (size_t)at - 2);
+	if (!sv_eat_num(&d, &n))
+		return;
+	if (sv_eat(&d, "."))
+		sv_eat_num(&d, &n);
+	sv_eat(&d, " ");
+	if (sv_eq(d, "ms)") || sv_eq(d, "s)"))
 		v->n = (size_t)at;
 }
 
@@ -164,6 +173,7 @@ static void jest_parse(struct vscan *s)
 	struct sv file = sv_make(NULL, 0);
 	long sp = 0, sf = 0, ssk = 0, serr = 0;
 	int summaries = 0, listing = 0;
+	long listed = 0;
 	struct buf name = BUF_INIT;
 
 	if (!is_jest(s))
@@ -215,7 +225,10 @@ static void jest_parse(struct vscan *s)
 					      file.n ? file.n : 12, VERIFY_ERROR);
 				serr++;
 			} else {
-				cur = vs_test(s, t.p, t.n, VERIFY_FAIL);
+				/* the listed failure of that name, not a pass of the same name */
+				cur = vs_find(s, t.p, t.n);
+				if (cur == (size_t)-1 || vs_outcome(s, cur) != VERIFY_FAIL)
+					cur = vs_test(s, t.p, t.n, VERIFY_FAIL);
 			}
 			continue;
 		}
@@ -257,11 +270,14 @@ static void jest_parse(struct vscan *s)
 			}
 		}
 		buf_add(&name, t.p, t.n);
-		vs_test(s, name.buf, name.len, o);
+		vs_test_new(s, name.buf, name.len, o);
+		listed++;
 	}
 	buf_release(&name);
 	if (summaries)
 		vs_counts(s, sp, sf, ssk, serr);
+	if (summaries && listed)
+		vs_lists_all(s);
 }
 
 const struct verify_parser verify_parser_jest = { "jest", jest_claim, jest_parse };

@@ -9,8 +9,12 @@
  *
  * (`node --test` writes TAP when not on a terminal: parse_tap.c reads it.)
  *
- * Names are "suite > name"; cancelled tests count as errors, todo as
- * skipped.
+ * Only output with the "ℹ tests" and "ℹ pass" lines is node's, and a
+ * test line carries its time ("(0.9ms)"): a "✔ text" line of a spinner
+ * or of mocha is not a node test. Names are "suite > name"; two tests of
+ * the same name are two results; cancelled tests count as errors, todo
+ * as skipped. Node counts leaves (a suite is not a test); the summary is
+ * cross-checked against the test lines.
  */
 #include <string.h>
 
@@ -87,6 +91,21 @@ static void node_parse(struct vscan *s)
 	int infos = 0;
 	struct buf name = BUF_INIT;
 
+	/*
+	 * Only output with node's summary is node's: a "✔ text" line elsewhere
+	 * (a spinner's, mocha's) is not a node test.
+	 */
+	for (i = 0; i < s->nr && infos < 2; i++) {
+		struct sv key;
+		long n;
+
+		if (vs_visible(s, i) && info_line(vs_line(s, i), &key, &n) &&
+		    (sv_eq(key, "tests") || sv_eq(key, "pass")))
+			infos++;
+	}
+	if (infos < 2)
+		return;
+	infos = 0;
 	for (i = 0; i < s->nr; i++) {
 		struct sv v, t, key;
 		size_t indent, k;
@@ -135,6 +154,9 @@ static void node_parse(struct vscan *s)
 		else
 			continue;
 		is_todo = sv_ends(t, "# TODO") || sv_find(t, " # TODO ") >= 0;
+		/* node times every test and suite: "✔ adds (0.9ms)" */
+		if (sv_find(t, "ms)") < 0)
+			continue;
 		clean_title(&t);
 		/* the line that closes a suite */
 		while (depth && stack[depth - 1].indent > indent)
@@ -153,7 +175,7 @@ static void node_parse(struct vscan *s)
 		}
 		buf_add(&name, t.p, t.n);
 		{
-			size_t h = vs_test(s, name.buf, name.len, o), j;
+			size_t h = vs_test_new(s, name.buf, name.len, o), j;
 
 			if (o != VERIFY_FAIL)
 				continue;
@@ -168,8 +190,10 @@ static void node_parse(struct vscan *s)
 		}
 	}
 	buf_release(&name);
-	if (infos >= 2 && tests >= 0)
+	if (infos >= 2 && tests >= 0) {
 		vs_counts(s, pass, fail, skipped + todo, cancelled);
+		vs_lists_all(s);
+	}
 }
 
 const struct verify_parser verify_parser_node = { "node", node_claim, node_parse };

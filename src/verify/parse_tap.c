@@ -11,7 +11,10 @@
  * Output is TAP only when it has a plan ("1..N") or a "TAP version" line:
  * a stray "ok" elsewhere is not a test. Only leaves count (a test with
  * subtests is counted through them); names of subtests are "parent >
- * name". SKIP and TODO count as skipped.
+ * name"; two test points of the same name are two results. SKIP and
+ * TODO count as skipped. node --test closes with "# tests 7", "# pass
+ * 3", "# fail 2", "# cancelled 0", "# skipped 1", "# todo 1" (leaves
+ * too): those are the counts, cross-checked against the test points.
  */
 #include <string.h>
 
@@ -137,6 +140,42 @@ static void tap_claim(struct vscan *s)
 	}
 }
 
+/* node --test's closing comments: "# tests 7", "# pass 3", ... */
+struct node_sum {
+	long tests, pass, fail, cancelled, skipped, todo;
+};
+
+static int node_summary(struct sv v, struct node_sum *sum)
+{
+	static const char *const keys[] = { "tests", "pass", "fail", "cancelled", "skipped", "todo" };
+	long *slots[6];
+	size_t k;
+	long n;
+
+	slots[0] = &sum->tests;
+	slots[1] = &sum->pass;
+	slots[2] = &sum->fail;
+	slots[3] = &sum->cancelled;
+	slots[4] = &sum->skipped;
+	slots[5] = &sum->todo;
+	if (!sv_eat(&v, "# "))
+		return 0;
+	for (k = 0; k < ARRAY_SIZE(keys); k++) {
+		struct sv w = v;
+
+		if (sv_eat(&w, keys[k]) && sv_eat(&w, " ") && sv_eat_num(&w, &n)) {
+			sv_rtrim(&w);
+			if (w.n)
+				return 0;
+			if (*slots[k] < 0)
+				*slots[k] = 0;
+			*slots[k] += n;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 struct subtest {
 	size_t indent;
 	struct sv name;
@@ -148,6 +187,7 @@ static void tap_parse(struct vscan *s)
 	size_t depth = 0, i, prev_indent = 0;
 	int have_prev = 0;
 	struct buf name = BUF_INIT;
+	struct node_sum sum = { -1, -1, 0, 0, 0, 0 };
 
 	if (!is_tap(s))
 		return;
@@ -181,6 +221,10 @@ static void tap_parse(struct vscan *s)
 			/* a new stream: nothing before it is its parent */
 			have_prev = 0;
 			depth = 0;
+			continue;
+		}
+		if (!indent && node_summary(t, &sum)) {
+			/* node's "# pass 3" and its kin after the plan */
 			continue;
 		}
 		if (sv_starts(t, "Bail out!")) {
@@ -217,7 +261,8 @@ static void tap_parse(struct vscan *s)
 			buf_add(&name, t.p, t.n);
 		else
 			buf_addf(&name, "#%ld", num);
-		h = vs_test(s, name.buf, name.len, o);
+		/* every test point is a test: same-named ones are not merged */
+		h = vs_test_new(s, name.buf, name.len, o);
 		if (o != VERIFY_FAIL)
 			continue;
 		/* the YAML block, else the "# " comments that follow */
@@ -243,6 +288,10 @@ static void tap_parse(struct vscan *s)
 		vs_excerpt(s, h, i + 1, end, 0);
 	}
 	buf_release(&name);
+	if (sum.tests >= 0 && sum.pass >= 0) {
+		vs_counts(s, sum.pass, sum.fail, sum.skipped + sum.todo, sum.cancelled);
+		vs_lists_all(s);
+	}
 }
 
 const struct verify_parser verify_parser_tap = { "tap", tap_claim, tap_parse };

@@ -8,7 +8,9 @@
  *     ----------------------------------------------------------------------
  *     Traceback ...
  *
- * for names and excerpts; and the -v lines "test_x (mod.Class.test_x) ... ok".
+ * for names and excerpts; and the -v lines "test_x (mod.Class.test_x) ... ok"
+ * or, for a test with a docstring, "test_x (mod.Class.test_x)" followed
+ * by "First docstring line ... ok".
  *
  * Expected failures count as skipped, unexpected successes as failed
  * (unittest itself reports FAILED for them).
@@ -112,6 +114,52 @@ static int verbose_line(struct vscan *s, struct sv v)
 	return 1;
 }
 
+/* "test_x (mod.Class.test_x)" alone on its line: -v before a docstring line. */
+static int named_line(struct sv v)
+{
+	long open = sv_find(v, " (");
+	size_t i;
+
+	sv_rtrim(&v);
+	if (open <= 0 || !sv_ends(v, ")") || sv_find(v, " ... ") >= 0)
+		return 0;
+	for (i = 0; i < (size_t)open; i++)
+		if (v.p[i] == ' ' || v.p[i] == '\t')
+			return 0;
+	for (i = (size_t)open + 2; i + 1 < v.n; i++)
+		if (v.p[i] == ' ' || v.p[i] == '(' || v.p[i] == ')')
+			return 0;
+	return 1;
+}
+
+/* "Docstring first line ... ok" after a named_line() `head`. */
+static int docstring_line(struct vscan *s, struct sv head, struct sv v)
+{
+	long at = sv_rfind(v, " ... ");
+	struct sv res;
+	enum verify_outcome o;
+	struct buf name = BUF_INIT;
+
+	if (at < 0)
+		return 0;
+	res = sv_make(v.p + at + 5, v.n - (size_t)at - 5);
+	sv_trim(&res);
+	if (sv_eq(res, "ok"))
+		o = VERIFY_PASS;
+	else if (sv_eq(res, "unexpected success") || sv_eq(res, "FAIL"))
+		o = VERIFY_FAIL;
+	else if (sv_eq(res, "ERROR"))
+		o = VERIFY_ERROR;
+	else if (sv_starts(res, "skipped") || sv_eq(res, "expected failure"))
+		o = VERIFY_SKIP;
+	else
+		return 0;
+	test_name(&name, head);
+	vs_test(s, name.buf, name.len, o);
+	buf_release(&name);
+	return 1;
+}
+
 /* The tracebacks between the first "=====" block and "Ran N tests". */
 static void unittest_claim(struct vscan *s)
 {
@@ -174,7 +222,7 @@ static int status_line(struct sv v, struct ut_counts *c)
 
 static void unittest_parse(struct vscan *s)
 {
-	size_t i, cur = (size_t)-1, body = 0;
+	size_t i, cur = (size_t)-1, body = 0, pending = (size_t)-1;
 	long ran = -1, n;
 	int seen = 0;
 
@@ -220,10 +268,22 @@ static void unittest_parse(struct vscan *s)
 			cur = vs_test(s, name.buf, name.len, o);
 			buf_release(&name);
 			body = i + 1;
+			/* a docstring's first line may stand between the header and the rule */
+			if (body + 1 < s->nr && !is_rule(vs_line(s, body), '-') &&
+			    is_rule(vs_line(s, body + 1), '-'))
+				body++;
 			if (body < s->nr && is_rule(vs_line(s, body), '-'))
 				body++;
 			continue;
 		}
+		if (seen && named_line(v)) {
+			/* -v with a docstring: "name (id)", then "Doc ... ok" */
+			pending = i;
+			continue;
+		}
+		if (seen && pending != (size_t)-1 && pending + 1 == i &&
+		    docstring_line(s, vs_line(s, pending), v))
+			continue;
 		if (seen && !sv_starts(v, "test "))
 			verbose_line(s, v);
 	}

@@ -236,7 +236,10 @@ static void vitest_parse(struct vscan *s)
 					cur = vs_test(s, t.p, t.n, VERIFY_ERROR);
 					errs++;
 				} else {
-					cur = vs_test(s, t.p, t.n, VERIFY_FAIL);
+					/* the listed failure, not a pass of the same name */
+					cur = vs_find(s, t.p, t.n);
+					if (cur == (size_t)-1 || vs_outcome(s, cur) != VERIFY_FAIL)
+						cur = vs_test(s, t.p, t.n, VERIFY_FAIL);
 				}
 				body = i + 1;
 			}
@@ -278,7 +281,8 @@ static void vitest_parse(struct vscan *s)
 		}
 		buf_add(&name, t.p, t.n);
 		{
-			size_t th = vs_test(s, name.buf, name.len, o);
+			/* two tests of the same name are two results */
+			size_t th = vs_test_new(s, name.buf, name.len, o);
 
 			/* "→ message" lines under a failed test */
 			if (o == VERIFY_FAIL) {

@@ -45,9 +45,19 @@ struct verify_command {
 	char *kind;
 	char *reason;		/* "Makefile has a 'check' target" */
 	int configured;		/* from [pipeline] test_command: approved by the user */
+	/* Run first, when not empty: the build the tests need (ctest:
+	 * cmake --build DIR), so that they never run stale binaries. */
+	struct strvec build;
+	/* Whether the results are known to come from the current sources: 1
+	 * when the runner builds what it tests (go, cargo, meson, make), forgex
+	 * builds first (ctest), or nothing is compiled but Python bytecode,
+	 * which forgex keeps in a private cache; 0 with `fresh_note` saying why
+	 * it could not be ensured. */
+	int fresh;
+	char *fresh_note;
 };
 
-#define VERIFY_COMMAND_INIT { STRVEC_INIT, NULL, NULL, 0 }
+#define VERIFY_COMMAND_INIT { STRVEC_INIT, NULL, NULL, 0, STRVEC_INIT, 0, NULL }
 
 /**
  * Decide how the project in `workspace` is tested. `test_command` is the
@@ -104,9 +114,16 @@ struct verify_result {
 	int truncated;		/* the runner dropped part of the output */
 	long duration_ms;
 	char *tail;		/* the last VERIFY_TAIL_MAX bytes of the output ("" when none) */
+	/* Where a format states its counts and names its tests too and the two
+	 * disagree: one sentence each ("node: the summary says 3 passed, the
+	 * test lines 4"). The stated counts are kept. */
+	struct strvec disagreements;
+	int fresh;		/* see struct verify_command; 1 for output parsed as given */
+	char *fresh_note;	/* why freshness is not ensured; NULL when it is */
 };
 
-#define VERIFY_RESULT_INIT { 0, 0, 0, 0, NULL, 0, 0, 0, STRVEC_INIT, -1, 0, 0, 0, NULL }
+#define VERIFY_RESULT_INIT { 0, 0, 0, 0, NULL, 0, 0, 0, STRVEC_INIT, -1, 0, 0, 0, NULL, \
+			     STRVEC_INIT, 1, NULL }
 
 /** Free the contents of `r`; it is left as VERIFY_RESULT_INIT. */
 void verify_result_release(struct verify_result *r);
@@ -166,9 +183,10 @@ struct verify_capture {
 	int timed_out;
 	int truncated;
 	long duration_ms;
+	char *note;		/* what the runner could not set up (a cache), or NULL */
 };
 
-#define VERIFY_CAPTURE_INIT { BUF_INIT, BUF_INIT, -1, 0, 0, 0 }
+#define VERIFY_CAPTURE_INIT { BUF_INIT, BUF_INIT, -1, 0, 0, 0, NULL }
 
 /**
  * Run `req->cmd` and fill `out` (VERIFY_CAPTURE_INIT). Returns >= 0 when
@@ -196,8 +214,21 @@ int verify_executor_run(struct verify_capture *out, const struct verify_request 
 			void *data);
 
 /**
+ * The forgex-owned cache folder of the test runs of `workspace` (an
+ * absolute, resolved path) into `out`, made when missing:
+ * $XDG_CACHE_HOME/forgex/tests/NAME-HASH (else ~/.cache/...), mode 0700,
+ * refused unless it is a real folder of this user. Test commands may
+ * write there (it is added to the sandbox's writable roots for them);
+ * it persists between runs. FX_ENOTFOUND, FX_EOS, FX_EDENIED.
+ */
+int verify_cache_dir(struct buf *out, const char *workspace);
+
+/**
  * Run the tests with `run` (given `data`) and parse the outcome into
- * `out` (VERIFY_RESULT_INIT). Returns 0 when the command ran, whatever the
+ * `out` (VERIFY_RESULT_INIT). When `req->cmd->build` is set it runs
+ * first; if it fails, `out` is its outcome (not ok) with `fresh_note`
+ * saying the tests did not run. `out->fresh` and `fresh_note` carry the
+ * command's freshness and the runner's note. Returns 0 when the command ran, whatever the
  * tests said, or the error of `run` (`out` then untouched).
  */
 int verify_run(struct verify_result *out, const struct verify_request *req,
@@ -234,9 +265,19 @@ struct verify_comparison {
 	/* Run-level numbers, for outputs that name no tests. */
 	long failing_before, failing_after;	/* failed + errors */
 	int regressed;		/* something fails now that did not before */
+	/* The baseline ran to the end with its output whole (not timed out,
+	 * not truncated): a test it did not name as failing did not fail. */
+	int baseline_complete;
+	long passed_before, passed_after;
+	long ran_before, ran_after;	/* passed + failed + skipped + errors */
+	/* Tests that no longer pass and that no named failure accounts for:
+	 * passed_before + fixes - passed_after - newly failing (0 when none,
+	 * or when the baseline was not complete). */
+	long passed_drop;
+	size_t regressions;	/* entries that count as regressions (see verify_is_regression()) */
 };
 
-#define VERIFY_COMPARISON_INIT { NULL, 0, 0, { 0 }, 0, 0, 0 }
+#define VERIFY_COMPARISON_INIT { NULL, 0, 0, { 0 }, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /**
  * Classify every test of `baseline` and `current` into `out`
@@ -245,13 +286,25 @@ struct verify_comparison {
  * fails and the baseline only listed failures (it may have passed
  * silently). A baseline failure the current run does not name is "fixed"
  * when the current run only lists failures and was recognised, "removed"
- * when the current run lists all its tests. `regressed` is set when any
- * test is newly failing, or, without names, when more fail than before.
+ * when the current run lists all its tests. `regressed` is set when an
+ * entry is a regression (verify_is_regression()), when fewer tests pass
+ * than the baseline and the fixes account for (`passed_drop`), or,
+ * without names, when more fail than before. A baseline that timed out
+ * or whose output was cut is not complete: only what it named counts.
  */
 void verify_compare(struct verify_comparison *out, const struct verify_result *baseline,
 		    const struct verify_result *current);
 
 void verify_comparison_release(struct verify_comparison *c);
+
+/**
+ * Whether entry `e` of `c` is a regression: a test that fails now and
+ * did not fail at a complete baseline (whether or not the baseline named
+ * it passing), a test that passed or was skipped at any baseline and
+ * fails now, or a failing test the baseline did not have.
+ */
+int verify_is_regression(const struct verify_comparison *c,
+			 const struct verify_change_entry *e);
 
 /** A new JSON object with the counts, formats, run facts and tests of `r`. */
 json_t *verify_result_to_json(const struct verify_result *r);

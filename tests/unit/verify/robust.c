@@ -138,7 +138,9 @@ static void test_verify_truncated_fixtures(void **state)
 		"pytest/default", "pytest/verbose", "unittest/verbose", "go/json_fail",
 		"go/verbose_fail", "cargo/fail", "node/tap_fail", "node/spec_fail",
 		"jest/verbose", "vitest/fail", "ctest/fail", "cmocka/fail", "meson/fail_errorlogs",
-		"tap/fail", "make/mixed",
+		"tap/fail", "make/mixed", "mocha/fail", "automake/fail", "jest/jest25_fail",
+		"unittest/docstrings", "node/dup_tap", "node/dup_spec", "node/size_limit",
+		"vitest/dup",
 	};
 	size_t n, cut;
 
