@@ -23,6 +23,9 @@ export FORGEX_BIN="$top/$BUILD/forgex"
 export FORGEX_MOCKLLM="$top/$BUILD/mockllm"
 export FORGEX_TOP="$top"
 export CMOCKA_MESSAGE_OUTPUT=TAP
+# The npm test runners (scripts/test-runners.sh) live under the real home;
+# each test program gets a home of its own (tests/helpers/testutil.h).
+export FORGEX_TEST_RUNNERS="${FORGEX_TEST_RUNNERS:-$HOME/.cache/forgex-test-runners}"
 # Tests must not see the developer's own configuration or keys. Every test
 # program also gives itself (and so every forgex it starts) a temporary
 # HOME, XDG_CONFIG_HOME, XDG_STATE_HOME and XDG_CACHE_HOME before main()
@@ -32,7 +35,7 @@ export XDG_CONFIG_HOME="$top/$BUILD/test-xdg"
 export XDG_CACHE_HOME="$top/$BUILD/test-cache"
 unset OPENAI_API_KEY GROQ_API_KEY
 for v in $(env | sed -n 's/^\(FORGEX_[A-Z0-9_]*\)=.*/\1/p'); do
-	case $v in FORGEX_BIN|FORGEX_MOCKLLM|FORGEX_TOP) ;; *) unset "$v" ;; esac
+	case $v in FORGEX_BIN|FORGEX_MOCKLLM|FORGEX_TOP|FORGEX_TEST_RUNNERS) ;; *) unset "$v" ;; esac
 done
 
 for t in "$@"; do

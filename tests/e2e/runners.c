@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include "base/jsonx.h"
@@ -85,12 +86,22 @@ static char *npm_runner(const char *name)
 }
 
 /* Run `argv` in `ws` as the user would (the runner itself); all output. */
+/*
+ * The user's real home, for toolchains that live there (rustup's cargo
+ * needs its ~/.rustup): a test program's own HOME is a fresh folder
+ * (testutil.h). NULL: keep that one.
+ */
+static char *toolchain_home;
+
 static char *runner(const char *ws, const char *const *argv)
 {
 	struct tu_result r;
 	struct buf b = BUF_INIT;
+	char *h = toolchain_home ? xstrfmt("HOME=%s", toolchain_home) : NULL;
+	const char *env[] = { h, NULL };
 
-	tu_run(&r, argv, ws, NULL, NULL);
+	tu_run(&r, argv, ws, env, NULL);
+	free(h);
 	buf_addbuf(&b, &r.out);
 	buf_addbuf(&b, &r.err);
 	tu_result_release(&r);
@@ -131,7 +142,8 @@ static json_t *verify_json(const char *ws, int want_status, ...)
 {
 	const char *argv[32];
 	char *env_cache = xstrfmt("XDG_CACHE_HOME=%s", cache_home);
-	const char *env[] = { env_cache, "PYTHONDONTWRITEBYTECODE", NULL };
+	char *h = toolchain_home ? xstrfmt("HOME=%s", toolchain_home) : NULL;
+	const char *env[] = { env_cache, "PYTHONDONTWRITEBYTECODE", h, NULL };
 	struct tu_result r;
 	va_list ap;
 	json_t *j;
@@ -156,6 +168,7 @@ static json_t *verify_json(const char *ws, int want_status, ...)
 			 r.err.buf);
 	tu_result_release(&r);
 	free(env_cache);
+	free(h);
 	return j;
 }
 
@@ -776,8 +789,15 @@ static void test_runners_cargo(void **state)
 		 "    use super::*;\n    #[test]\n    fn adds() { assert_eq!(add(1, 2), 3); }\n"
 		 "    #[test]\n    fn adds_wrong() { assert_eq!(add(2, 2), 5); }\n"
 		 "    #[test]\n    #[ignore]\n    fn ignored() {}\n}\n");
+	{
+		struct passwd *pw = getpwuid(getuid());
+
+		toolchain_home = pw && pw->pw_dir ? xstrdup(pw->pw_dir) : NULL;
+	}
 	j = verify_json(ws, 1, NULL);
 	own = runner(ws, argv);
+	free(toolchain_home);
+	toolchain_home = NULL;
 	assert_counts(j, num_before(own, "test result:", " passed"),
 		      num_before(own, "test result:", " failed"),
 		      num_before(own, "test result:", " ignored"), 0);
