@@ -11,6 +11,7 @@
 
 #include "agents/agent.h"
 #include "agents/roles.h"
+#include "sandbox/permissions.h"
 #include "base/jsonx.h"
 
 /* Context control: a shortened message keeps at most this much. */
@@ -879,8 +880,15 @@ int agent_run(struct agent_result *out, const struct agent_opts *o)
 	out->answer = xstrdup("");
 	out->finish_reason = xstrdup("");
 
-	tools = role_tools_json(o->tools->registry, l.granted, l.terminal);
-	buf_addstr(&sys, o->system_prompt ? o->system_prompt : role_prompt(o->role));
+	{
+		unsigned edit = role_edit_tools(o->edit_tools, l.model);
+		const char *note = role_edit_note(edit);
+
+		tools = role_tools_json_edit(o->tools->registry, l.granted, l.terminal, edit);
+		buf_addstr(&sys, o->system_prompt ? o->system_prompt : role_prompt(o->role));
+		if (note && permissions_permit(l.granted, PERM_WRITE | PERM_DELETE))
+			buf_addstr(&sys, note);
+	}
 	if (l.text_mode) {
 		add_text_tools(&sys, tools);
 	} else {

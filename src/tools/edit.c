@@ -1092,6 +1092,28 @@ static void show_diff(struct buf *why, const char *old, const struct lines *ol, 
 	free(map);
 }
 
+static void explain_missing(struct buf *why, const char *text, const struct lines *fl,
+			    const char *old, const struct lines *ol)
+{
+	size_t best = SIZE_MAX;
+
+	closest(why, text, fl, old, ol, &best);
+	if (best != SIZE_MAX && ol->nr)
+		show_diff(why, old, ol, text, fl, best, best + ol->nr < fl->nr ? best + ol->nr : fl->nr);
+}
+
+void edit_explain_missing(struct buf *why, const char *text, size_t len, const char *old,
+			  size_t old_len)
+{
+	struct lines fl, ol;
+
+	split_lines(&fl, text, len);
+	split_lines(&ol, old, old_len);
+	explain_missing(why, text, &fl, old, &ol);
+	free(fl.v);
+	free(ol.v);
+}
+
 /* ---- the edit ---- */
 
 void edit_result_release(struct edit_result *res)
@@ -1344,14 +1366,7 @@ int edit_apply(struct edit_result *out, const char *text, size_t len, const char
 		 replace_all ? " (replace_all needs exact occurrences)"
 			     : ", not even ignoring whitespace, typographic punctuation and "
 			       "doubled escapes");
-	{
-		size_t best = SIZE_MAX;
-
-		closest(why, text, &fl, old, &ol, &best);
-		if (best != SIZE_MAX && ol.nr)
-			show_diff(why, old, &ol, text, &fl, best,
-				  best + ol.nr < fl.nr ? best + ol.nr : fl.nr);
-	}
+	explain_missing(why, text, &fl, old, &ol);
 	buf_addstr(why, "Copy the text exactly as the file has it (without the line numbers and "
 		   "the tab after them) and try again.\n");
 out:

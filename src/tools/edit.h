@@ -121,6 +121,13 @@ int edit_place_lines(struct buf *out, const struct edit_slice *file, const struc
 		     size_t k, const struct edit_slice *nw, size_t m, const char *eol,
 		     const char *name, size_t first_line, struct buf *why);
 
+/**
+ * Append, for `old` found nowhere in `text`, the passages most like it
+ * (numbered) and a diff of `old` against the closest, as edit_apply() does.
+ */
+void edit_explain_missing(struct buf *why, const char *text, size_t len, const char *old,
+			  size_t old_len);
+
 /** "\r\n" when most line ends of `text` are CRLF, else "\n". */
 const char *edit_eol_of(const char *text, size_t len);
 

@@ -180,6 +180,15 @@ int fs_write_loc(struct tool_ctx *ctx, const struct wspath_loc *loc, const void 
 	return 0;
 }
 
+int fs_delete_loc(struct tool_ctx *ctx, const struct wspath_loc *loc, const char *shown)
+{
+	if (unlinkat(loc->dirfd, loc->name, 0) < 0)
+		return errno == ENOENT ? err_set(FX_ENOTFOUND, "'%s' does not exist", shown)
+				       : err_set_errno(FX_EOS, "cannot delete '%s'", shown);
+	tool_ctx_changed(ctx, loc->rel);
+	return 0;
+}
+
 /* ---- read_file ---- */
 
 static int tool_read_file(struct tool_ctx *ctx, const json_t *args, struct buf *result)
@@ -452,16 +461,14 @@ static int tool_delete_file(struct tool_ctx *ctx, const json_t *args, struct buf
 			goto out;
 		}
 		buf_addf(result, "deleted empty folder %s\n", loc.rel);
+		tool_ctx_changed(ctx, loc.rel);
 	} else {
-		if (unlinkat(loc.dirfd, loc.name, 0) < 0) {
-			ret = errno == ENOENT ? err_set(FX_ENOTFOUND, "'%s' does not exist", path)
-					      : err_set_errno(FX_EOS, "cannot delete '%s'", path);
+		ret = fs_delete_loc(ctx, &loc, path);
+		if (ret < 0)
 			goto out;
-		}
 		buf_addf(result, "deleted %s%s\n", loc.rel,
 			 loc.type == S_IFLNK ? " (the symbolic link, not what it points to)" : "");
 	}
-	tool_ctx_changed(ctx, loc.rel);
 out:
 	wspath_loc_release(&loc);
 	return ret;
