@@ -167,7 +167,14 @@ static int parse_chunks(struct patch_hunk *h, const struct pline *lines, size_t 
 		while (*i < end && starts_at(lines[*i], "@@")) {
 			struct pline a = { lines[*i].s + 2, lines[*i].n - 2 };
 
-			a = anchor_text(trim(a));
+			/* Codex drops "@@ " and keeps the indentation of what follows */
+			if (a.n && a.s[0] == ' ') {
+				a.s++;
+				a.n--;
+			}
+			while (a.n && blank(a.s[a.n - 1]))
+				a.n--;
+			a = anchor_text(a);
 			if (a.n)
 				push_line(&c->anchors, a.s, a.n);
 			(*i)++;
