@@ -1394,7 +1394,7 @@ static int tool_edit_file(struct tool_ctx *ctx, const json_t *args, struct buf *
 	struct buf data = BUF_INIT, why = BUF_INIT;
 	struct lines nl = { NULL, 0, 0 };
 	size_t i;
-	int ret;
+	int ret, exact;
 
 	if (!old_len) {
 		/* Creating: only where there is no file yet, or an empty one. */
@@ -1443,9 +1443,10 @@ static int tool_edit_file(struct tool_ctx *ctx, const json_t *args, struct buf *
 		 res.count == 1 ? "" : "s");
 	for (i = 0; i < res.count && i < EDIT_MAX_LINES_NOTED; i++)
 		buf_addf(result, "%s %zu", i ? "," : "", res.lines[i]);
+	exact = res.pass == EDIT_EXACT;
 	buf_addf(result, "%s%s%s%s\n", res.count > EDIT_MAX_LINES_NOTED ? ", ..." : "",
-		 res.pass == EDIT_EXACT ? "" : " (old_string matched ", res.pass == EDIT_EXACT ? ""
-		 : edit_pass_name(res.pass), res.pass == EDIT_EXACT ? "" : res.pass >= EDIT_INDENT
+		 exact ? "" : " (old_string matched ", exact ? "" : edit_pass_name(res.pass),
+		 exact ? "" : res.pass >= EDIT_INDENT && res.pass != EDIT_ESCAPES
 		 ? "; new_string was re-indented to the file)" : ")");
 	if (res.count == 1) {
 		size_t from = res.lines[0] > 3 ? res.lines[0] - 3 : 0;

@@ -381,6 +381,28 @@ static const struct edit_case edit_cases[] = {
 	  "printf(\"a\\n\");\n", "printf(\"a\\n\");", "printf(\"b\\n\");", 0, 0,
 	  "printf(\"b\\n\");\n", EDIT_EXACT, NULL },
 
+	/* ---- OpenCode packages/opencode/test/tool/edit.test.ts ---- */
+	{ "opencode: handles CRLF line endings",
+	  "line1\r\nold\r\nline3", "old", "new", 0, 0, "line1\r\nnew\r\nline3", EDIT_EXACT, NULL },
+	{ "opencode: handles multiline replacements",
+	  "line1\nline2\nline3", "line2", "new line 2\nextra line", 0, 0,
+	  "line1\nnew line 2\nextra line\nline3", EDIT_EXACT, NULL },
+	/* OpenCode writes "updated\nblock" as given; forgex gives each line the
+	 * indentation of the line it replaces one for one */
+	{ "opencode: a line-trimmed unicode block",
+	  "header\n  cafe\xcc\x81 \xf0\x9f\xa7\xaa  \n\t\xe6\x9d\xb1\xe4\xba\xac \xe2\x9c\xa8\nfooter\n",
+	  "cafe\xcc\x81 \xf0\x9f\xa7\xaa\n\xe6\x9d\xb1\xe4\xba\xac \xe2\x9c\xa8", "updated\nblock", 0, 0,
+	  "header\n  updated\n\tblock\nfooter\n", EDIT_INDENT, NULL },
+	{ "opencode: rejects loose block-anchor matches",
+	  "function configure() {\n  keepImportantState()\n  removeAllUserData()\n}",
+	  "function configure() {\n  const enabled = true\n}",
+	  "function configure() {\n  const enabled = false\n}", 0, FX_ENOTFOUND, NULL, EDIT_EXACT,
+	  "was not found" },
+	/* OpenCode's EscapeNormalizedReplacer case ("escape normalized match") */
+	{ "opencode: escape normalized match",
+	  "line1\nline2\nline3", "line1\\nline2\\nline3", "replaced", 0, 0, "replaced", EDIT_ESCAPES,
+	  NULL },
+
 	/* ---- never case-insensitive; the diff on no match ---- */
 	{ "case differs: not found",
 	  "Hello World\n", "hello world", "bye", 0, FX_ENOTFOUND, NULL, EDIT_EXACT, "was not found" },
