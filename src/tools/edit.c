@@ -369,7 +369,7 @@ const char *edit_pass_name(enum edit_pass pass)
 	case EDIT_SPACES: return "ignoring indentation and runs of spaces inside lines";
 	case EDIT_UNICODE: return "ignoring whitespace and folding typographic punctuation "
 				  "(curly quotes, dashes, no-break spaces) to ASCII";
-	case EDIT_ESCAPES: return "after undoing doubled escapes (\\\\n, \\\\\", \\\\', ...)";
+	case EDIT_ESCAPES: return "after undoing doubled escapes (\\n, \\\", \\', ...)";
 	}
 	return "?";
 }
@@ -701,9 +701,14 @@ static int ws_eq(const struct edit_slice *a, const struct edit_slice *b)
  * Whether the model's indentations map to the file's one to one, keeping
  * their order (2-space against 4-space, spaces against tabs).
  */
+#define MAPPING_LINES 2000	/* above this, indentation is only shifted, not mapped */
+
 static int mapping_ok(const struct shift *sh, size_t k)
 {
 	size_t i, j;
+
+	if (k > MAPPING_LINES)
+		return 0;
 
 	for (i = 0; i < k; i++) {
 		if (!sh[i].known)
