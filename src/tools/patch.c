@@ -284,7 +284,10 @@ int patch_parse(struct patch *out, const char *text, size_t len, struct buf *why
 	if (!nr || !is(lines[0], BEGIN) || !is(lines[nr - 1], END)) {
 		if (!unwrap(lines, nr, &first, &last) || !is(lines[first], BEGIN) ||
 		    !is(lines[last], END)) {
-			if (!nr || !is(lines[0], BEGIN))
+			if (nr == 1 && memmem(t.s, t.n, "\\n", 2))
+				buf_addstr(why, "the patch is one line with \\n in it: its line breaks "
+					   "were sent as escapes; send real line breaks");
+			else if (!nr || !is(lines[0], BEGIN))
 				buf_addf(why, "the first line of the patch must be '" BEGIN "' (it is "
 					 "'%.*s')", nr ? (int)(lines[0].n > 80 ? 80 : lines[0].n) : 0,
 					 nr ? lines[0].s : "");
@@ -338,8 +341,12 @@ int patch_parse(struct patch *out, const char *text, size_t len, struct buf *why
 				goto out;
 		} else {
 			buf_addf(why, "line %zu: '%.*s' is not a valid hunk header; the headers are "
-				 "'" ADD " path', '" DELETE " path' and '" UPDATE " path'", i + 1,
-				 (int)(l.n > 80 ? 80 : l.n), l.s);
+				 "'" ADD " path', '" DELETE " path' and '" UPDATE " path'%s", i + 1,
+				 (int)(l.n > 80 ? 80 : l.n), l.s,
+				 l.n && (l.s[0] == '+' || l.s[0] == '-' || l.s[0] == ' ')
+				 ? " (a line that is not '+...' ends an Add File, and a chunk ends at a "
+				   "line that is not ' ', '-' or '+': write an empty line of a new file "
+				   "as '+', an empty context line as ' ')" : "");
 			ret = FX_EPARSE;
 			goto out;
 		}

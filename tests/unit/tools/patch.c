@@ -131,6 +131,14 @@ static const struct parse_case parse_cases[] = {
 	  "line 3: *** Move to: needs a path" },
 	{ "add without a path", "*** Begin Patch\n*** Add File: \n+x\n*** End Patch", FX_EPARSE,
 	  "names no path" },
+	{ "an empty line inside an Add File",
+	  "*** Begin Patch\n*** Add File: a\n+1\n\n+3\n*** End Patch", FX_EPARSE,
+	  "line 5: '+3' is not a valid hunk header; the headers are '*** Add File: path', "
+	  "'*** Delete File: path' and '*** Update File: path' (a line that is not '+...' ends an "
+	  "Add File" },
+	{ "line breaks sent as escapes",
+	  "*** Begin Patch\\n*** Add File: a\\n+1\\n*** End Patch", FX_EPARSE,
+	  "its line breaks were sent as escapes" },
 	{ "end of file on an empty chunk",
 	  "*** Begin Patch\n*** Update File: a\n@@\n*** End of File\n*** End Patch", FX_EPARSE,
 	  "has no lines" },
