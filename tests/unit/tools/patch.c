@@ -553,6 +553,34 @@ static void test_patch_tool_same_file_twice(void **state)
 	tt_teardown(&t);
 }
 
+/* The example the model is shown in the tool's description is a valid patch. */
+static void test_patch_description_example(void **state)
+{
+	struct tt t;
+	const struct tool *tool;
+	const char *a, *b;
+	struct patch p = PATCH_INIT;
+	struct buf why = BUF_INIT, got = BUF_INIT;
+
+	(void)state;
+	tt_setup(&t);
+	tool = registry_find(&t.reg, "apply_patch");
+	assert_non_null(tool);
+	a = strstr(tool->description, "*** Begin Patch");
+	b = a ? strstr(a, "*** End Patch\n") : NULL;
+	assert_non_null(b);
+	assert_int_equal(patch_parse(&p, a, (size_t)(b - a) + 14, &why), 0);
+	summarize(&got, &p);
+	assert_string_equal(got.buf, "A src/new.py|def hello():\n    return 1\n;"
+			    "U src/app.py{@class App:@    def run(self):/        x = load(),        return x/"
+			    "        x = load(),        return x + 1};"
+			    "U src/old_name.py>src/new_name.py{/import os/import sys};D src/unused.py;");
+	patch_release(&p);
+	buf_release(&why);
+	buf_release(&got);
+	tt_teardown(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -564,6 +592,7 @@ int main(void)
 		cmocka_unit_test(test_patch_tool_all_or_nothing_write),
 		cmocka_unit_test(test_patch_tool_confinement),
 		cmocka_unit_test(test_patch_tool_same_file_twice),
+		cmocka_unit_test(test_patch_description_example),
 	};
 
 	return cmocka_run_group_tests_name("tools/patch", tests, NULL, NULL);
