@@ -1127,6 +1127,7 @@ void edit_result_release(struct edit_result *res)
 	res->count = 0;
 	res->pass = EDIT_EXACT;
 	res->span = 0;
+	res->blank_edges = 0;
 	memset(res->lines, 0, sizeof(res->lines));
 }
 
@@ -1302,6 +1303,37 @@ out:
 	return ret;
 }
 
+/*
+ * The part of `s` without its leading blank lines and its trailing blank
+ * lines (a last line end stays): [*a, *b). 0 when there are none, or
+ * nothing but blank lines.
+ */
+static int blank_edges(const char *s, size_t n, size_t *a, size_t *b)
+{
+	size_t x = 0, y = n, i;
+
+	*a = 0;
+	*b = n;
+	for (i = 0; i < n; i++) {
+		if (s[i] == '\n')
+			x = i + 1;
+		else if (!is_blank(s[i]))
+			break;
+	}
+	if (i == n)
+		return 0;
+	/* trailing: keep the end of the last line that has text */
+	for (i = n; i > x; i--) {
+		if (s[i - 1] == '\n')
+			y = i;
+		else if (!is_blank(s[i - 1]))
+			break;
+	}
+	*a = x;
+	*b = y;
+	return x > 0 || y < n;
+}
+
 /* Undo the escapes a model doubled; 0 when there were none. */
 static int unescape(struct buf *out, const char *s, size_t n)
 {
@@ -1347,6 +1379,22 @@ int edit_apply(struct edit_result *out, const char *text, size_t len, const char
 	split_lines(&fl, text, len);
 	ret = try_passes(out, text, len, &fl, old, old_len, new_text, new_len, replace_all, 0,
 			 name, why);
+	if (ret == FX_ENOTFOUND && !replace_all) {
+		size_t oa, ob, na, nb;
+
+		/* Blank lines at the edges of old that the file does not have. */
+		if (blank_edges(old, old_len, &oa, &ob)) {
+			blank_edges(new_text, new_len, &na, &nb);
+			if (na > oa)
+				na = oa;
+			if (new_len - nb > old_len - ob)
+				nb = new_len - (old_len - ob);
+			ret = try_passes(out, text, len, &fl, old + oa, ob - oa, new_text + na, nb - na,
+					 0, 0, name, why);
+			if (!ret)
+				out->blank_edges = 1;
+		}
+	}
 	if (ret == FX_ENOTFOUND && !replace_all && memchr(old, '\\', old_len) &&
 	    unescape(&uo, old, old_len)) {
 		unescape(&un, new_text, new_len);
@@ -1449,10 +1497,12 @@ static int tool_edit_file(struct tool_ctx *ctx, const json_t *args, struct buf *
 	for (i = 0; i < res.count && i < EDIT_MAX_LINES_NOTED; i++)
 		buf_addf(result, "%s %zu", i ? "," : "", res.lines[i]);
 	exact = res.pass == EDIT_EXACT;
-	buf_addf(result, "%s%s%s%s\n", res.count > EDIT_MAX_LINES_NOTED ? ", ..." : "",
+	buf_addf(result, "%s%s%s%s%s\n", res.count > EDIT_MAX_LINES_NOTED ? ", ..." : "",
 		 exact ? "" : " (old_string matched ", exact ? "" : edit_pass_name(res.pass),
 		 exact ? "" : res.pass >= EDIT_INDENT && res.pass != EDIT_ESCAPES
-		 ? "; new_string was re-indented to the file)" : ")");
+		 ? "; new_string was re-indented to the file)" : ")",
+		 res.blank_edges ? " (the blank lines at the start or end of old_string are "
+		 "not in the file and were left out)" : "");
 	if (res.count == 1) {
 		size_t from = res.lines[0] > 3 ? res.lines[0] - 3 : 0;
 		size_t to = res.lines[0] - 1 + res.span + 2;

@@ -24,7 +24,9 @@
  *      folded to ASCII;
  *   6. escapes: `old` and `new` with the escapes a model doubled undone
  *      (\\n \\t \\' \\" \\` \\$ \\\\), then passes 1-5 again.
- * Never case-insensitive.
+ * Never case-insensitive. When none of them matched and `old` starts or
+ * ends with blank lines, they are tried again without those lines (and
+ * without as many blank lines at the edges of `new`).
  *
  * What is written, on every pass: the file's line ends (a CRLF file stays
  * CRLF, whatever `new` used), and the file's final-newline state (a file
@@ -73,9 +75,10 @@ struct edit_result {
 	/* 1-based lines (in the new text) where replacements start, the first ones */
 	size_t lines[EDIT_MAX_LINES_NOTED];
 	size_t span;		/* lines the first replacement covers in the new text */
+	int blank_edges;	/* blank lines at old's start or end were not in the text */
 };
 
-#define EDIT_RESULT_INIT { BUF_INIT, 0, EDIT_EXACT, { 0 }, 0 }
+#define EDIT_RESULT_INIT { BUF_INIT, 0, EDIT_EXACT, { 0 }, 0, 0 }
 
 /**
  * Apply the edit to `text` (`len` bytes). `old` must not be empty.

@@ -317,6 +317,12 @@ static const struct edit_case edit_cases[] = {
 	  "\n    line1\n    line2\n        line3\n    line4\n", "line2\n    line3\n",
 	  "new_line2\n    new_line3\n", 0, 0,
 	  "\n    line1\n    new_line2\n        new_line3\n    line4\n", EDIT_INDENT, NULL },
+	/* Aider test_replace_part_with_missing_leading_whitespace_including_blank_line */
+	{ "aider: missing leading whitespace including a blank line",
+	  "    line1\n    line2\n    line3\n", "\n  line1\n  line2\n", "  new_line1\n  new_line2\n", 0,
+	  0, "    new_line1\n    new_line2\n    line3\n", EDIT_INDENT, NULL },
+	{ "blank lines at the end of old that the file lacks",
+	  "a\nb\nc\n", "b\n\n\n", "B\n\n\n", 0, 0, "a\nB\nc\n", EDIT_EXACT, NULL },
 	/* issue 12: this wrote "    return 2" at the if's level, a SyntaxError */
 	{ "issue 12: flattened python body, one line replaced",
 	  "def f(x):\n    if x:\n        return 1\n    return 0\n", "if x:\nreturn 1", "if x:\nreturn 2", 0,
