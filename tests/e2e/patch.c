@@ -202,6 +202,24 @@ static void test_patch_e2e_gpt5_applies(void **state)
 	json_decref(reqs);
 	buf_release(&names);
 	tu_result_release(&r);
+
+	/* forgex replay: offline, the same tools offered, the same outcome */
+	{
+		char *x = xstrfmt("XDG_CONFIG_HOME=%s", home), *h = xstrfmt("HOME=%s", home);
+		char *abs = realpath(tu_forgex(), NULL);
+		const char *env[] = { x, h, NULL };
+		const char *argv[] = { abs, "replay", "--strict", "last", NULL };
+		size_t before = mock_count(&m, "/chat/completions");
+
+		tu_run(&r, argv, dir, env, NULL);
+		if (r.status || !strstr(r.out.buf, "Same outcome"))
+			fail_msg("replay (%d):\n%s\n%s", r.status, r.out.buf, r.err.buf);
+		assert_int_equal(mock_count(&m, "/chat/completions"), before);
+		tu_result_release(&r);
+		free(abs);
+		free(x);
+		free(h);
+	}
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
