@@ -30,21 +30,13 @@ int fsutil_write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
-/*
- * Give the new file (`fd`) a modification time in a later second than the
- * old one's (`old`) when both would fall in the same second: caches that
- * key on whole-second mtime and size (Python's .pyc files, make) would
- * otherwise take a same-size rewrite made within that second for the old
- * file and run stale code. An old time more than a second ahead of the
- * clock is left alone rather than pushed further.
- */
-static int later_mtime(int fd, const struct stat *old)
+int fsutil_later_mtime(int fd, const struct stat *old)
 {
 	struct timespec ts[2];
 
 	if (clock_gettime(CLOCK_REALTIME, &ts[1]) < 0)
 		return 0;
-	if (ts[1].tv_sec > old->st_mtim.tv_sec || old->st_mtim.tv_sec - ts[1].tv_sec > 1)
+	if (ts[1].tv_sec > old->st_mtim.tv_sec)
 		return 0;
 	ts[0].tv_sec = 0;
 	ts[0].tv_nsec = UTIME_OMIT;
@@ -88,7 +80,7 @@ int fsutil_write_atomic_at(int dirfd, const char *name, const void *data, size_t
 		ret = err_set_errno(FX_EOS, "cannot set the mode of '%s'", name);
 		goto fail;
 	}
-	if (had && later_mtime(fd, &st) < 0) {
+	if (had && fsutil_later_mtime(fd, &st) < 0) {
 		ret = err_set_errno(FX_EOS, "cannot set the time of '%s'", name);
 		goto fail;
 	}

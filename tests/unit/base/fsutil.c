@@ -70,16 +70,25 @@ static void test_fsutil_write_atomic_later_second(void **state)
 						     13, 0644), 0);
 		assert_int_equal(stat(p.buf, &b), 0);
 		assert_int_equal(a.st_size, b.st_size);
-		assert_true(b.st_mtim.tv_sec != a.st_mtim.tv_sec);
+		assert_true(b.st_mtim.tv_sec > a.st_mtim.tv_sec);
 	}
-	/* A time far ahead is not pushed further. */
+	/* Versions always have increasing seconds, even ahead of the clock. */
 	{
 		struct timespec ts[2] = { { 0, UTIME_OMIT }, { time(NULL) + 3600, 0 } };
 
 		assert_int_equal(utimensat(AT_FDCWD, p.buf, ts, 0), 0);
 		assert_int_equal(fsutil_write_atomic(p.buf, "x", 1, 0644), 0);
 		assert_int_equal(stat(p.buf, &b), 0);
-		assert_true(b.st_mtim.tv_sec <= time(NULL) + 1);
+		assert_int_equal(b.st_mtim.tv_sec, ts[1].tv_sec + 1);
+	}
+	/* A file of an earlier second keeps the clock's time. */
+	{
+		struct timespec ts[2] = { { 0, UTIME_OMIT }, { time(NULL) - 100, 0 } };
+
+		assert_int_equal(utimensat(AT_FDCWD, p.buf, ts, 0), 0);
+		assert_int_equal(fsutil_write_atomic(p.buf, "y", 1, 0644), 0);
+		assert_int_equal(stat(p.buf, &b), 0);
+		assert_true(b.st_mtim.tv_sec >= time(NULL) - 1);
 	}
 	buf_release(&p);
 	tu_rmtree(ws);
