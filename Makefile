@@ -6,6 +6,8 @@
 #   make fuzz     build the libFuzzer targets with clang (in build/fuzz/)
 #   make demo     run the pipeline offline on examples/demo (replayed model)
 #   make bench    run the benchmarks in bench/
+#   make install  install the programs, forgex(1) and the shell completions
+#                 under $(DESTDIR)$(PREFIX) (PREFIX defaults to /usr/local)
 #   make clean
 #
 # Missing Debian packages are installed by scripts/deps.sh when pkg-config
@@ -70,7 +72,7 @@ E2E_BIN := $(E2E_SRC:tests/%.c=$(BUILD)/tests/%)
 MOCK_BIN := $(if $(MOCK_SRC),$(BUILD)/mockllm)
 PROGRAMS := $(BUILD)/forgex $(BUILD)/forgex-core $(BUILD)/toml-decode
 
-.PHONY: all test san fuzz bench clean lint-banned demo
+.PHONY: all test san fuzz bench clean lint-banned demo install
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -142,6 +144,38 @@ fuzz:
 		echo "  FUZZ build/fuzz/$$n"; \
 		clang $(FUZZ_CFLAGS) -o build/fuzz/$$n $$f $(LIB_SRC) $(LIBS); \
 	done
+
+# Installing: the launcher in bin, forgex-core where the launcher finds it
+# (../libexec/forgex), the manual page and the completions made from the
+# help texts by the program itself.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR := $(PREFIX)/bin
+LIBEXECDIR := $(PREFIX)/libexec/forgex
+MANDIR := $(PREFIX)/share/man
+DATADIR := $(PREFIX)/share
+
+$(BUILD)/forgex.1: $(BUILD)/forgex
+	@echo '  GEN     $@'
+	@$(BUILD)/forgex help --man > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/completion/%: $(BUILD)/forgex
+	@mkdir -p $(@D)
+	@echo '  GEN     $@'
+	@$(BUILD)/forgex completion $* > $@.tmp && mv $@.tmp $@
+
+install: $(PROGRAMS) $(BUILD)/forgex.1 $(BUILD)/completion/bash $(BUILD)/completion/zsh \
+	 $(BUILD)/completion/fish
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(DATADIR)/bash-completion/completions \
+		$(DESTDIR)$(DATADIR)/zsh/site-functions \
+		$(DESTDIR)$(DATADIR)/fish/vendor_completions.d
+	install -m 755 $(BUILD)/forgex $(DESTDIR)$(BINDIR)/forgex
+	install -m 755 $(BUILD)/forgex-core $(DESTDIR)$(LIBEXECDIR)/forgex-core
+	install -m 644 $(BUILD)/forgex.1 $(DESTDIR)$(MANDIR)/man1/forgex.1
+	install -m 644 $(BUILD)/completion/bash $(DESTDIR)$(DATADIR)/bash-completion/completions/forgex
+	install -m 644 $(BUILD)/completion/zsh $(DESTDIR)$(DATADIR)/zsh/site-functions/_forgex
+	install -m 644 $(BUILD)/completion/fish $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/forgex.fish
 
 # The main job, offline: the whole pipeline on a copy of examples/demo/project,
 # every model answer replayed from examples/demo/transcript.jsonl.

@@ -43,6 +43,9 @@ for g in $want_groups; do
 	test)
 		need_pc cmocka libcmocka-dev
 		need_cmd python3 python3
+		need_cmd man man-db		# tests/e2e/install: man -l renders forgex(1)
+		need_cmd zsh zsh		# ... and the completions parse in each shell
+		need_cmd fish fish
 		;;
 	fuzz)
 		need_cmd clang clang

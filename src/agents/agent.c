@@ -13,11 +13,14 @@
 #include "agents/roles.h"
 #include "sandbox/permissions.h"
 #include "base/jsonx.h"
+#include "llm/textcalls.h"
 
 /* Context control: a shortened message keeps at most this much. */
 #define STUB_MIN 200
 /* Old tool-call arguments longer than this are replaced when the context is full. */
 #define ARGS_STUB_MIN 512
+/* Bytes a summary of old turns is expected to take, when choosing what it replaces. */
+#define SUMMARY_ROOM 2500
 /* Characters a token stands for in estimates. */
 #define CHARS_PER_TOKEN 4
 /* Bytes of a tool call's main argument shown in progress lines. */
@@ -222,89 +225,27 @@ int agent_budget_spent(const struct agent_budget *b, struct buf *why)
 
 /* ---- text tool mode ---- */
 
-static void add_text_call(struct llm_response *resp, int turn, const json_t *obj)
+size_t agent_parse_text_calls(struct llm_response *resp, int turn, const struct strvec *tools,
+			      struct strvec *errors)
 {
-	const char *name = jsonx_str(obj, "tool");
-	json_t *args = json_object_get(obj, "arguments");
-	struct llm_tool_call *c;
-	struct buf text = BUF_INIT;
+	struct text_calls tc = TEXT_CALLS_INIT;
+	const char *text = resp->content ? resp->content : "";
+	size_t i, found;
 
-	if (!name)
-		name = jsonx_str(obj, "name");
-	if (json_is_string(args))
-		buf_addstr(&text, json_string_value(args));
-	else if (args)
-		jsonx_dump(&text, args, JSON_COMPACT);
-	else
-		buf_addstr(&text, "{}");
-	ALLOC_GROW(resp->tool_calls, resp->tool_calls_nr + 1, resp->tool_calls_alloc);
-	c = &resp->tool_calls[resp->tool_calls_nr++];
-	c->id = xstrfmt("text-%d-%zu", turn, resp->tool_calls_nr);
-	c->name = xstrdup(name);
-	c->arguments = buf_detach(&text, NULL);
-}
+	found = textcalls_parse(&tc, text, strlen(text), tools);
+	for (i = 0; i < tc.nr; i++) {
+		struct llm_tool_call *c;
 
-static int is_text_call(const json_t *j)
-{
-	json_t *args;
-
-	if (!json_is_object(j))
-		return 0;
-	if (!jsonx_str(j, "tool") && !jsonx_str(j, "name"))
-		return 0;
-	args = json_object_get(j, "arguments");
-	return !args || json_is_object(args) || json_is_string(args);
-}
-
-size_t agent_parse_text_calls(struct llm_response *resp, int turn)
-{
-	const char *p = resp->content ? resp->content : "";
-	size_t found = 0;
-
-	for (;;) {
-		const char *open = strstr(p, "```"), *body, *close;
-		json_t *j;
-
-		if (!open)
-			break;
-		body = open + 3;
-		/* the rest of the fence line is a language tag (json, JSON or nothing) */
-		while (*body && *body != '\n')
-			body++;
-		if (*body == '\n')
-			body++;
-		close = strstr(body, "```");
-		if (!close)
-			break;
-		j = json_loadb(body, (size_t)(close - body), 0, NULL);
-		if (is_text_call(j)) {
-			add_text_call(resp, turn, j);
-			found++;
-		}
-		json_decref(j);
-		p = close + 3;
+		ALLOC_GROW(resp->tool_calls, resp->tool_calls_nr + 1, resp->tool_calls_alloc);
+		c = &resp->tool_calls[resp->tool_calls_nr++];
+		c->id = xstrfmt("text-%d-%zu", turn, resp->tool_calls_nr);
+		c->name = tc.v[i].name;
+		c->arguments = tc.v[i].arguments;
+		tc.v[i].name = tc.v[i].arguments = NULL;
 	}
-	if (!found && resp->content) {
-		/* a bare object, without a fence */
-		const char *s = resp->content;
-		size_t len = strlen(s);
-		json_t *j;
-
-		while (len && isspace((unsigned char)s[len - 1]))
-			len--;
-		while (len && isspace((unsigned char)*s)) {
-			s++;
-			len--;
-		}
-		if (len && *s == '{') {
-			j = json_loadb(s, len, 0, NULL);
-			if (is_text_call(j)) {
-				add_text_call(resp, turn, j);
-				found++;
-			}
-			json_decref(j);
-		}
-	}
+	for (i = 0; errors && i < tc.errors.nr; i++)
+		strvec_push(errors, tc.errors.v[i]);
+	textcalls_release(&tc);
 	return found;
 }
 
@@ -343,7 +284,15 @@ struct loop {
 	int text_mode;
 	size_t tools_chars;		/* the tools' JSON, which the model also reads */
 	size_t result_max;
-	long context_chars;
+	struct strvec tool_names;	/* what the model may call, for calls in text */
+
+	/* the model's window (see "Context control" in agent.h) */
+	long window;			/* tokens */
+	const char *window_source;
+	long reserve;			/* tokens kept free for the reply */
+	double tok_per_byte;		/* estimate of tokens per request byte, only ever raised */
+	size_t sent_bytes;		/* size of the last request */
+	int malformed;			/* replies in a row whose calls could not be read */
 
 	/* loop guard: the last failing call */
 	struct buf guard_key, guard_result;
@@ -402,98 +351,6 @@ static size_t conversation_chars(const struct loop *l)
 	for (i = 0; i < l->req.messages_nr; i++)
 		n += message_chars(&l->req.messages[i]);
 	return n;
-}
-
-static int is_stub(const char *s)
-{
-	return s && !strncmp(s, "[forgex: ", 9);
-}
-
-/* Whether message `i` holds a tool result (text mode: a user message of results). */
-static int is_tool_result(const struct loop *l, size_t i)
-{
-	const struct llm_message *m = &l->req.messages[i];
-
-	if (m->role == LLM_TOOL)
-		return 1;
-	return l->text_mode && m->role == LLM_USER && m->content &&
-	       !strncmp(m->content, "Result of ", 10);
-}
-
-/*
- * Keep the conversation under `context_chars`: shorten the oldest tool
- * results, then old assistant texts and tool-call arguments. The system
- * prompt, the task and the latest assistant turn with its results stay.
- */
-static void trim_context(struct loop *l)
-{
-	size_t before = conversation_chars(l), now = before, last_a = 0, i;
-	long shortened = 0;
-	int phase;
-	json_t *f;
-
-	if ((long)before <= l->context_chars)
-		return;
-	for (i = l->req.messages_nr; i-- > 2;) {
-		if (l->req.messages[i].role == LLM_ASSISTANT) {
-			last_a = i;
-			break;
-		}
-	}
-	for (phase = 0; phase < 2 && (long)now > l->context_chars; phase++) {
-		for (i = 2; i < last_a && (long)now > l->context_chars; i++) {
-			struct llm_message *m = &l->req.messages[i];
-			size_t old = message_chars(m), k;
-
-			if (phase == 0) {
-				size_t len = m->content ? strlen(m->content) : 0;
-
-				if (!is_tool_result(l, i) || len <= STUB_MIN || is_stub(m->content))
-					continue;
-				free(m->content);
-				m->content = xstrfmt("[forgex: this earlier result%s%s (%zu bytes) was "
-						     "removed to save context; call the tool again "
-						     "if you need it]", m->name ? " of " : "",
-						     m->name ? m->name : "", len);
-			} else {
-				int changed = 0;
-
-				if (m->role != LLM_ASSISTANT)
-					continue;
-				if (m->content && strlen(m->content) > STUB_MIN && !is_stub(m->content)) {
-					size_t len = strlen(m->content);
-
-					free(m->content);
-					m->content = xstrfmt("[forgex: earlier text (%zu bytes) removed "
-							     "to save context]", len);
-					changed = 1;
-				}
-				for (k = 0; k < m->tool_calls_nr; k++) {
-					struct llm_tool_call *c = &m->tool_calls[k];
-					size_t len = c->arguments ? strlen(c->arguments) : 0;
-
-					if (len <= ARGS_STUB_MIN)
-						continue;
-					free(c->arguments);
-					c->arguments = xstrfmt("{\"forgex_note\": \"arguments (%zu "
-							       "bytes) removed to save context\"}", len);
-					changed = 1;
-				}
-				if (!changed)
-					continue;
-			}
-			now = now - old + message_chars(m);
-			shortened++;
-		}
-	}
-	if (!shortened)
-		return;
-	l->out->trimmed += shortened;
-	f = json_object();
-	jsonx_set(f, "shortened", json_integer(shortened));
-	jsonx_set(f, "chars_before", json_integer((json_int_t)before));
-	jsonx_set(f, "chars_after", json_integer((json_int_t)now));
-	emit(l, "context_trim", f);
 }
 
 static size_t utf8_start(const char *s, size_t len, size_t pos)
@@ -641,6 +498,352 @@ static void account(struct loop *l, struct llm_response *resp, size_t prompt_cha
 	jsonx_set(b, "max_cost_usd", json_real(l->budget->max_cost_usd));
 	jsonx_set(f, "budget", b);
 	emit(l, "model_call", f);
+}
+
+/* ---- context: the window and compaction ---- */
+
+static void end(struct loop *l, enum agent_status st, const char *fmt, ...) FX_PRINTF(3, 4);
+
+/* The exact size of the request body as it stands. */
+static size_t request_bytes(const struct loop *l)
+{
+	json_t *j = llm_request_to_json(&l->req, l->model, l->o->stream);
+	struct buf b = BUF_INIT;
+	size_t n;
+
+	jsonx_dump(&b, j, JSON_COMPACT);
+	n = b.len;
+	buf_release(&b);
+	json_decref(j);
+	return n;
+}
+
+static long est_tokens(const struct loop *l, size_t bytes)
+{
+	return (long)((double)bytes * l->tok_per_byte) + 1;
+}
+
+/* Learn from the server's count how many tokens a byte is; never lower the estimate. */
+static void calibrate(struct loop *l, const struct llm_response *resp)
+{
+	double seen;
+
+	if (!resp->usage.present || resp->usage.prompt_tokens <= 0 || !l->sent_bytes)
+		return;
+	seen = (double)resp->usage.prompt_tokens / (double)l->sent_bytes * 1.1;
+	if (seen > l->tok_per_byte && seen < 2.0)
+		l->tok_per_byte = seen;
+}
+
+static int is_stub(const char *s)
+{
+	return s && !strncmp(s, "[forgex: ", 9);
+}
+
+/* Whether message `i` holds a tool result (text mode: a user message of results). */
+static int is_tool_result(const struct loop *l, size_t i)
+{
+	const struct llm_message *m = &l->req.messages[i];
+
+	if (m->role == LLM_TOOL)
+		return 1;
+	return l->text_mode && m->role == LLM_USER && m->content &&
+	       !strncmp(m->content, "Result of ", 10);
+}
+
+/* The index of the last assistant message (the latest turn starts there), or nr. */
+static size_t latest_turn(const struct loop *l)
+{
+	size_t i;
+
+	for (i = l->req.messages_nr; i-- > 2;)
+		if (l->req.messages[i].role == LLM_ASSISTANT)
+			return i;
+	return l->req.messages_nr;
+}
+
+/* The bytes `s` takes as a JSON string's contents (escapes counted). */
+static size_t json_len(const char *s)
+{
+	size_t n = 0;
+
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		n += c == '"' || c == '\\' || c == '\n' || c == '\t' || c == '\r' || c == '\b' ||
+		     c == '\f' ? 2 : c < 0x20 ? 6 : 1;
+	}
+	return n;
+}
+
+static void set_content(struct llm_message *m, char *text, size_t *bytes)
+{
+	size_t old = json_len(m->content), now = json_len(text);
+
+	free(m->content);
+	m->content = text;
+	*bytes = *bytes + now > old ? *bytes + now - old : 0;
+}
+
+/* Shorten tool results in [from, to) oldest first until the request is under `goal` tokens. */
+static long stub_results(struct loop *l, size_t from, size_t to, long goal, size_t *bytes)
+{
+	long n = 0;
+	size_t i;
+
+	for (i = from; i < to && est_tokens(l, *bytes) > goal; i++) {
+		struct llm_message *m = &l->req.messages[i];
+		size_t len = m->content ? strlen(m->content) : 0;
+
+		if (!is_tool_result(l, i) || len <= STUB_MIN || is_stub(m->content))
+			continue;
+		set_content(m, xstrfmt("[forgex: this earlier result%s%s (%zu bytes) was removed to "
+				       "save context; call the tool again if you need it]",
+				       m->name ? " of " : "", m->name ? m->name : "", len), bytes);
+		n++;
+	}
+	return n;
+}
+
+/* Old assistant texts and large tool-call arguments (a write_file's content). */
+static long stub_assistant(struct loop *l, size_t to, long goal, size_t *bytes)
+{
+	long n = 0;
+	size_t i, k;
+
+	for (i = 2; i < to && est_tokens(l, *bytes) > goal; i++) {
+		struct llm_message *m = &l->req.messages[i];
+		int changed = 0;
+
+		if (m->role != LLM_ASSISTANT)
+			continue;
+		if (m->content && strlen(m->content) > STUB_MIN && !is_stub(m->content)) {
+			size_t len = strlen(m->content);
+
+			set_content(m, xstrfmt("[forgex: earlier text (%zu bytes) removed to save "
+					       "context]", len), bytes);
+			changed = 1;
+		}
+		for (k = 0; k < m->tool_calls_nr; k++) {
+			struct llm_tool_call *c = &m->tool_calls[k];
+			size_t len = c->arguments ? strlen(c->arguments) : 0, jl;
+
+			if (len <= ARGS_STUB_MIN)
+				continue;
+			jl = json_len(c->arguments);
+			free(c->arguments);
+			/* still a JSON object, so the conversation stays well-formed */
+			c->arguments = xstrfmt("{\"forgex_note\": \"arguments (%zu bytes) removed to "
+					       "save context\"}", len);
+			*bytes -= jl > json_len(c->arguments) ? jl - json_len(c->arguments) : 0;
+			changed = 1;
+		}
+		n += changed;
+	}
+	return n;
+}
+
+/* A plain list of what messages [from, to) did: the fallback summary. */
+static void list_turns(const struct loop *l, size_t from, size_t to, struct buf *out, size_t max)
+{
+	size_t i, k;
+
+	for (i = from; i < to && out->len < max; i++) {
+		const struct llm_message *m = &l->req.messages[i];
+
+		if (m->role == LLM_ASSISTANT) {
+			if (m->content && *m->content && !is_stub(m->content))
+				buf_addf(out, "- you wrote: %.*s\n", (int)utf8_cut(m->content,
+					 strlen(m->content), 300), m->content);
+			for (k = 0; k < m->tool_calls_nr; k++) {
+				json_t *a = json_loads(m->tool_calls[k].arguments, 0, NULL);
+
+				buf_addstr(out, "- you called ");
+				add_call_summary(out, m->tool_calls[k].name, a);
+				buf_addch(out, '\n');
+				json_decref(a);
+			}
+		} else if (m->role == LLM_USER && !is_tool_result(l, i) && m->content) {
+			buf_addf(out, "- you were told: %.*s\n", (int)utf8_cut(m->content,
+				 strlen(m->content), 300), m->content);
+		}
+	}
+}
+
+/*
+ * Ask the model for a summary of messages [from, to). The request holds
+ * only what it needs and is cut to half the window. Returns 0 with the
+ * text in `out`.
+ */
+static int model_summary(struct loop *l, size_t from, size_t to, struct buf *out)
+{
+	struct llm_request sr = LLM_REQUEST_INIT;
+	struct llm_response resp = LLM_RESPONSE_INIT;
+	struct buf text = BUF_INIT;
+	size_t i, max = (size_t)((double)(l->window / 2) / l->tok_per_byte);
+	int ret, saved;
+
+	buf_addf(&text, "The task:\n%s\n\nThe work so far, oldest first:\n",
+		 l->req.messages[1].content ? l->req.messages[1].content : "");
+	for (i = from; i < to && text.len < max; i++) {
+		const struct llm_message *m = &l->req.messages[i];
+		size_t k;
+
+		buf_addf(&text, "\n[%s] ", llm_role_name(m->role));
+		if (m->content)
+			buf_add(&text, m->content, utf8_cut(m->content, strlen(m->content), 2000));
+		for (k = 0; k < m->tool_calls_nr; k++)
+			buf_addf(&text, "\ncall %s %.*s", m->tool_calls[k].name,
+				 (int)utf8_cut(m->tool_calls[k].arguments,
+					       strlen(m->tool_calls[k].arguments), 500),
+				 m->tool_calls[k].arguments);
+	}
+	if (text.len > max)
+		buf_setlen(&text, utf8_cut(text.buf, text.len, max));
+	llm_request_add(&sr, LLM_SYSTEM, "You compress the record of a coding agent's work so it "
+			"can go on within a smaller context. Write a short summary (at most 300 "
+			"words) of what was learnt and done: files read and what matters in them, "
+			"changes made, commands run and their outcome, what is left to do. Facts "
+			"only; no tool calls.");
+	llm_request_add(&sr, LLM_USER, text.buf);
+	if (l->req.model)
+		sr.model = xstrdup(l->req.model);
+	sr.temperature = 0.0;
+	sr.max_tokens = l->reserve;
+	saved = l->o->provider->stream;
+	l->o->provider->stream = 0;
+	ret = provider_chat(l->o->provider, &resp, &sr, NULL, NULL);
+	l->o->provider->stream = saved;
+	if (ret == 0) {
+		account(l, &resp, text.len);
+		if (*resp.content && !resp.tool_calls_nr)
+			buf_addstr(out, resp.content);
+		else
+			ret = -1;
+	}
+	llm_response_release(&resp);
+	llm_request_release(&sr);
+	buf_release(&text);
+	return ret;
+}
+
+/*
+ * Replace messages [2, to) by a summary appended to the task message, so
+ * the conversation goes on with the assistant turn at `to`. Returns the
+ * messages removed.
+ */
+static long summarise(struct loop *l, size_t to, const char **how)
+{
+	struct buf sum = BUF_INIT, task = BUF_INIT;
+	size_t i, k, n = to - 2;
+
+	if (model_summary(l, 2, to, &sum) == 0) {
+		*how = "model";
+	} else {
+		buf_reset(&sum);
+		list_turns(l, 2, to, &sum, 4000);
+		*how = "list";
+	}
+	buf_addf(&task, "%s\n\n[forgex: the first %zu messages of this conversation were replaced "
+		 "by this summary to save context]\n%s", l->req.messages[1].content, n, sum.buf);
+	free(l->req.messages[1].content);
+	l->req.messages[1].content = buf_detach(&task, NULL);
+	for (i = 2; i < to; i++) {
+		struct llm_message *m = &l->req.messages[i];
+
+		free(m->content);
+		for (k = 0; k < m->tool_calls_nr; k++) {
+			free(m->tool_calls[k].id);
+			free(m->tool_calls[k].name);
+			free(m->tool_calls[k].arguments);
+		}
+		free(m->tool_calls);
+		free(m->tool_call_id);
+		free(m->name);
+	}
+	memmove(l->req.messages + 2, l->req.messages + to,
+		(l->req.messages_nr - to) * sizeof(*l->req.messages));
+	l->req.messages_nr -= n;
+	buf_release(&sum);
+	return (long)n;
+}
+
+/*
+ * Before a model call: when the request would leave less than `reserve`
+ * tokens of the window for the reply, compact it to at most half the
+ * window (see agent.h). Returns 0, or -1 with the loop ended when even
+ * the smallest form does not fit.
+ */
+static int fit_context(struct loop *l)
+{
+	size_t bytes = request_bytes(l), before = bytes, last;
+	long limit = l->window - l->reserve, goal = l->window / 2, stubbed = 0, summarised = 0;
+	const char *how = NULL;
+	json_t *f;
+
+	l->sent_bytes = bytes;
+	if (est_tokens(l, bytes) <= limit)
+		return 0;
+	last = latest_turn(l);
+	stubbed += stub_results(l, 2, last, goal, &bytes);
+	if (est_tokens(l, bytes) > goal)
+		stubbed += stub_assistant(l, last, goal, &bytes);
+	bytes = request_bytes(l);
+	if (est_tokens(l, bytes) > goal && last < l->req.messages_nr && last > 2) {
+		/*
+		 * The oldest turns go, up to the latest: the cut is the first
+		 * assistant turn after which what stays, with room for the
+		 * summary (SUMMARY_ROOM bytes), is under the goal.
+		 */
+		size_t cut = last, i, removed = 0;
+
+		for (i = 2; i < last; i++) {
+			const struct llm_message *m = &l->req.messages[i];
+			size_t k;
+
+			if (i > 2 && m->role == LLM_ASSISTANT &&
+			    est_tokens(l, bytes - removed + SUMMARY_ROOM) <= goal) {
+				cut = i;
+				break;
+			}
+			removed += json_len(m->content) + 64;
+			for (k = 0; k < m->tool_calls_nr; k++)
+				removed += json_len(m->tool_calls[k].arguments) +
+					   strlen(m->tool_calls[k].name) + 64;
+			if (removed > bytes)
+				removed = bytes;
+		}
+		summarised = summarise(l, cut, &how);
+		bytes = request_bytes(l);
+		stubbed += stub_results(l, 2, latest_turn(l), goal, &bytes);
+		bytes = request_bytes(l);
+	}
+	if (est_tokens(l, bytes) > limit) {
+		/* the latest turn itself is too large: its results become stubs too */
+		stubbed += stub_results(l, 2, l->req.messages_nr, goal, &bytes);
+		bytes = request_bytes(l);
+	}
+	l->sent_bytes = bytes;
+	l->out->trimmed += stubbed + summarised;
+	l->out->compactions++;
+	f = json_object();
+	jsonx_set(f, "stubbed", json_integer(stubbed));
+	jsonx_set(f, "summarised", json_integer(summarised));
+	jsonx_set(f, "tokens_before", json_integer(est_tokens(l, before)));
+	jsonx_set(f, "tokens_after", json_integer(est_tokens(l, bytes)));
+	jsonx_set(f, "window", json_integer(l->window));
+	jsonx_set(f, "summary", how ? jsonx_string(how) : json_null());
+	emit(l, "context_compact", f);
+	if (est_tokens(l, bytes) > limit) {
+		end(l, AGENT_PROVIDER_ERROR, "the request does not fit the model's context window: "
+		    "about %ld tokens after compaction, and the window (%ld tokens, from %s) "
+		    "leaves %ld for the request; use a larger window (context_window, or the "
+		    "server's context size: llama.cpp -c, Ollama num_ctx, vLLM --max-model-len)",
+		    est_tokens(l, bytes), l->window, l->window_source, limit);
+		l->out->error_code = FX_ELIMIT;
+		return -1;
+	}
+	return 0;
 }
 
 /* Canonical form of a call for the loop guard: name, then sorted compact arguments. */
@@ -797,6 +1000,81 @@ static int run_calls(struct loop *l, const struct llm_response *resp)
 	return ended;
 }
 
+/*
+ * Native mode, a reply without a structured call: a call written in its
+ * text (a server running the model without a tool parser) counts, and its
+ * text becomes what is left around the call.
+ */
+static void text_fallback(struct loop *l, struct llm_response *resp, struct strvec *errors)
+{
+	struct text_calls tc = TEXT_CALLS_INIT;
+	size_t i;
+
+	textcalls_parse(&tc, resp->content, strlen(resp->content), &l->tool_names);
+	/*
+	 * A plain answer (ask) may show what a call looks like ("<tool_call>
+	 * {"name": "get_weather", ...}"): markup naming no tool at all is then
+	 * the answer, not a failed call.
+	 */
+	if (!tc.nr && !l->terminal && tc.errors.nr && tc.errors.nr == tc.unknown) {
+		textcalls_release(&tc);
+		return;
+	}
+	for (i = 0; i < tc.errors.nr; i++)
+		strvec_push(errors, tc.errors.v[i]);
+	if (tc.nr) {
+		for (i = 0; i < tc.nr; i++) {
+			struct llm_tool_call *c;
+
+			ALLOC_GROW(resp->tool_calls, resp->tool_calls_nr + 1, resp->tool_calls_alloc);
+			c = &resp->tool_calls[resp->tool_calls_nr++];
+			/* 9 letters and digits: Mistral's chat templates refuse any other id */
+			c->id = xstrfmt("tx%03d%04zu", l->turn % 1000, resp->tool_calls_nr % 10000);
+			c->name = tc.v[i].name;
+			c->arguments = tc.v[i].arguments;
+			tc.v[i].name = tc.v[i].arguments = NULL;
+		}
+		free(resp->content);
+		resp->content = buf_detach(&tc.prose, NULL);
+	}
+	textcalls_release(&tc);
+}
+
+/* The window, the reply's reserve and the tool result cap, once per run. */
+static void window_setup(struct loop *l)
+{
+	const char *source = NULL, *warning = NULL;
+	long w = provider_context_window(l->o->provider, &source, &warning);
+	size_t cap;
+	json_t *f;
+
+	if (l->o->context_window > 0) {
+		w = l->o->context_window;
+		source = "agent options";
+	}
+	l->window = w;
+	l->window_source = source;
+	l->reserve = w / 8 < 256 ? 256 : w / 8 > 8192 ? 8192 : w / 8;
+	l->tok_per_byte = AGENT_TOKENS_PER_BYTE;
+	cap = (size_t)((double)(w / 8) / l->tok_per_byte);
+	if (cap < 1024)
+		cap = 1024;
+	if (l->result_max > cap)
+		l->result_max = cap;
+	if (warning && !l->o->provider->window_warned) {
+		strvec_push(&l->out->warnings, warning);
+		l->o->provider->window_warned = 1;
+	} else {
+		warning = NULL;
+	}
+	f = json_object();
+	jsonx_set(f, "tokens", json_integer(w));
+	jsonx_set(f, "source", jsonx_string(source));
+	jsonx_set(f, "reserve", json_integer(l->reserve));
+	jsonx_set(f, "warning", warning ? jsonx_string(warning) : json_null());
+	emit(l, "context_window", f);
+}
+
 static int check_opts(const struct agent_opts *o)
 {
 	if (!o)
@@ -852,6 +1130,7 @@ int agent_run(struct agent_result *out, const struct agent_opts *o)
 	struct buf sys = BUF_INIT, why = BUF_INIT;
 	json_t *tools = NULL, *entry;
 	long max_turns;
+	struct strvec call_errors = STRVEC_INIT;
 	int nudges = 0, ret;
 	size_t i;
 
@@ -875,16 +1154,21 @@ int agent_run(struct agent_result *out, const struct agent_opts *o)
 	l.result_max = o->tool_result_max ? o->tool_result_max : AGENT_TOOL_RESULT_MAX;
 	if (l.result_max < 256)
 		l.result_max = 256;
-	l.context_chars = o->context_chars > 0 ? o->context_chars : AGENT_CONTEXT_CHARS_DEFAULT;
+	strvec_init(&l.tool_names);
 	max_turns = o->max_turns > 0 ? o->max_turns : AGENT_MAX_TURNS_DEFAULT;
 	out->answer = xstrdup("");
 	out->finish_reason = xstrdup("");
 
+	o->tools->role = (int)o->role;
 	{
 		unsigned edit = role_edit_tools(o->edit_tools, l.model);
 		const char *note = role_edit_note(edit);
 
-		tools = role_tools_json_edit(o->tools->registry, l.granted, l.terminal, edit);
+		tools = role_tools_json_edit(o->tools->registry, (int)o->role, l.granted, l.terminal,
+					     edit);
+		json_array_foreach(tools, i, entry)
+			strvec_push(&l.tool_names, jsonx_str(json_object_get(entry, "function"),
+							     "name"));
 		buf_addstr(&sys, o->system_prompt ? o->system_prompt : role_prompt(o->role));
 		if (note && permissions_permit(l.granted, PERM_WRITE | PERM_DELETE))
 			buf_addstr(&sys, note);
@@ -910,6 +1194,7 @@ int agent_run(struct agent_result *out, const struct agent_opts *o)
 		l.req.model = xstrdup(o->model);
 	l.req.temperature = o->temperature;
 	start_event(&l, tools, max_turns);
+	window_setup(&l);
 
 	for (;;) {
 		struct llm_response resp = LLM_RESPONSE_INIT;
@@ -931,7 +1216,8 @@ int agent_run(struct agent_result *out, const struct agent_opts *o)
 			    l.terminal ? "calling its terminal tool" : "an answer");
 			break;
 		}
-		trim_context(&l);
+		if (fit_context(&l) < 0)
+			break;
 		l.turn = ++out->turns;
 		progress(&l, "model", "asking %s", l.model);
 		prompt_chars = conversation_chars(&l);
@@ -964,20 +1250,54 @@ int agent_run(struct agent_result *out, const struct agent_opts *o)
 		out->finish_reason = xstrdup(resp.finish_reason);
 		free(out->model);
 		out->model = xstrdup(*resp.model ? resp.model : l.model);
+		calibrate(&l, &resp);
+		strvec_clear(&call_errors);
 		if (l.text_mode) {
-			/* the server knows no tools: calls are blocks in the text */
+			/* the server knows no tools: calls are written in the text */
 			for (k = 0; k < resp.tool_calls_nr; k++) {
 				free(resp.tool_calls[k].id);
 				free(resp.tool_calls[k].name);
 				free(resp.tool_calls[k].arguments);
 			}
 			resp.tool_calls_nr = 0;
-			agent_parse_text_calls(&resp, l.turn);
+			agent_parse_text_calls(&resp, l.turn, &l.tool_names, &call_errors);
 			llm_request_add(&l.req, LLM_ASSISTANT, resp.content);
 		} else {
+			if (!resp.tool_calls_nr && *resp.content)
+				text_fallback(&l, &resp, &call_errors);
 			llm_request_add_reply(&l.req, &resp);
 		}
 		account(&l, &resp, prompt_chars);
+
+		if (call_errors.nr) {
+			struct buf msg = BUF_INIT;
+			json_t *f = json_object();
+
+			jsonx_set(f, "errors", jsonx_from_strvec(&call_errors));
+			emit(&l, "text_call_error", f);
+			for (k = 0; k < call_errors.nr; k++)
+				buf_addf(&msg, "%s%s", k ? "\n\n" : "", call_errors.v[k]);
+			if (!resp.tool_calls_nr) {
+				llm_request_add(&l.req, LLM_USER, msg.buf);
+				buf_release(&msg);
+				llm_response_release(&resp);
+				if (++l.malformed >= AGENT_LOOP_REPEATS) {
+					end(&l, AGENT_LOOP_GUARD, "the model sent %d replies in a row "
+					    "whose tool calls could not be read (the last: %s)",
+					    l.malformed, call_errors.v[0]);
+					break;
+				}
+				continue;
+			}
+			ret = run_calls(&l, &resp);
+			llm_request_add(&l.req, LLM_USER, msg.buf);
+			buf_release(&msg);
+			llm_response_release(&resp);
+			if (ret)
+				break;
+			continue;
+		}
+		l.malformed = 0;
 
 		if (!resp.tool_calls_nr) {
 			llm_response_release(&resp);
@@ -1024,6 +1344,8 @@ int agent_run(struct agent_result *out, const struct agent_opts *o)
 	buf_release(&why);
 	buf_release(&l.guard_key);
 	buf_release(&l.guard_result);
+	strvec_clear(&l.tool_names);
+	strvec_clear(&call_errors);
 	agent_budget_release(&l.local_budget);
 	return 0;
 }

@@ -30,12 +30,18 @@
  *                         `error` and `error_code` say how
  *   AGENT_INTERRUPTED     the cancel flag was set
  *
- * Context control: a tool result longer than `tool_result_max` bytes is
- * cut (head and tail kept, with a note saying how much was left out);
- * when the conversation grows beyond `context_chars` characters, the
- * oldest tool results are shortened to a stub first, then older assistant
- * texts; the system prompt, the task and the latest turn are never
- * touched.
+ * Context control: the model's window (`context_window`, else what the
+ * provider learnt from the server, provider_context_window()) bounds every
+ * request. A tool result longer than `tool_result_max` bytes (at most an
+ * eighth of the window) is cut (head and tail kept, with a note saying how
+ * much was left out). Each request begins with the previous one byte for
+ * byte (messages are only appended), so servers' prefix caches hit, except
+ * at a compaction step: when the next request would not leave room for
+ * the reply, old tool results become stubs, then old assistant texts and
+ * large arguments, then the oldest turns are replaced by a summary the
+ * model writes, until the request is at most half the window. The system
+ * prompt, the task and the latest turn stay. A request that cannot fit
+ * even so is never sent (AGENT_PROVIDER_ERROR, FX_ELIMIT).
  *
  * tool_mode AGENT_TOOLS_TEXT serves models without function calling: no
  * `tools` are sent; the tools are described in the system prompt, and the
@@ -43,8 +49,12 @@
  *     ```json
  *     {"tool": "read_file", "arguments": {"path": "src/main.c"}}
  *     ```
- * (several blocks: several calls, in order); results come back as user
- * messages "Result of read_file (call text-1-1): ...".
+ * (several blocks: several calls, in order; the other dialects of
+ * llm/textcalls.h are read too); results come back as user messages
+ * "Result of read_file (call text-1-1): ...". In native mode, a reply
+ * without a structured call whose text holds one in any of those dialects
+ * runs it the same way; a call that cannot be read is answered with what
+ * to fix ("text_call_error").
  *
  * The caller:
  *   1. a tool registry with the tools (roles.h lists the order) and a
@@ -80,7 +90,13 @@
  *                   AGENT_PREVIEW_MAX bytes), cut (bool: shortened before
  *                   it went to the model), terminal (bool: the loop ends)
  *   "agent_nudge"   message (the user message sent), nudges (so far)
- *   "context_trim"  shortened (messages), chars_before, chars_after
+ *   "context_window" tokens, source ("config", "llama.cpp /props", "vLLM
+ *                   /v1/models", "Ollama /api/show", "default"), reserve
+ *                   (tokens kept for the reply), warning (string or null)
+ *   "context_compact" stubbed (messages), summarised (messages replaced by
+ *                   the summary), tokens_before, tokens_after (estimates),
+ *                   window, summary ("model" | "list" | null)
+ *   "text_call_error" errors [messages sent back to the model]
  *   "agent_end"     status (agent_status_name()), turns, tool_calls,
  *                   usage {prompt_tokens, completion_tokens,
  *                   total_tokens}, cost_usd, error (string or null)
@@ -122,8 +138,12 @@ enum agent_status {
 #define AGENT_MAX_TURNS_DEFAULT 30
 /** Default `tool_result_max`: bytes of one tool result the model sees. */
 #define AGENT_TOOL_RESULT_MAX (32u << 10)
-/** Default `context_chars`: about 100k tokens at 4 characters a token. */
-#define AGENT_CONTEXT_CHARS_DEFAULT 400000L
+/**
+ * Tokens a byte of request is taken for before the server says (about 4
+ * bytes a token, with a margin); raised, never lowered, by the counts the
+ * server reports.
+ */
+#define AGENT_TOKENS_PER_BYTE 0.2875
 /** Bytes of a tool result in a "tool_result" event's preview. */
 #define AGENT_PREVIEW_MAX 240
 
@@ -244,7 +264,7 @@ struct agent_opts {
 	void *text_data;
 
 	size_t tool_result_max;		/* 0: AGENT_TOOL_RESULT_MAX */
-	long context_chars;		/* 0: AGENT_CONTEXT_CHARS_DEFAULT */
+	long context_window;		/* tokens; 0: the provider's (provider_context_window()) */
 };
 
 #define AGENT_OPTS_INIT { .role = ROLE_ARCHITECT, .temperature = -1.0 }
@@ -264,11 +284,12 @@ struct agent_result {
 	char *finish_reason;	/* of the last reply ("" when none; never NULL) */
 	char *model;		/* the model that gave the last reply, as the server named it */
 	struct strvec warnings;	/* for the person, from the provider (lenient replay) */
-	long trimmed;		/* messages shortened by context control */
+	long trimmed;		/* messages shortened or summarised by compaction */
+	int compactions;	/* compaction steps */
 };
 
 #define AGENT_RESULT_INIT { AGENT_DONE, NULL, NULL, NULL, { 0, 0, 0, 0 }, 0.0, 0, 0, NULL, 0, \
-			    NULL, NULL, STRVEC_INIT, 0 }
+			    NULL, NULL, STRVEC_INIT, 0, 0 }
 
 /**
  * Run the loop described in the overview for `opts->role`. Blocks until it
@@ -285,11 +306,13 @@ void agent_result_release(struct agent_result *r);
 const char *agent_status_name(enum agent_status s);
 
 /**
- * Find the tool calls of a text-mode reply (AGENT_TOOLS_TEXT): every
- * fenced ```json (or plain ```) block holding {"tool": NAME, "arguments":
- * {...}} becomes a call with id "text-TURN-N" appended to `resp`. Blocks
- * of other JSON are ignored. Returns the number of calls found.
+ * Find the tool calls written in a reply's text (textcalls_parse(): the
+ * Hermes/Qwen, Llama 3, Mistral, DeepSeek, fenced and bare JSON dialects)
+ * naming one of `tools`; each becomes a call with id "text-TURN-N"
+ * appended to `resp`. Messages for calls that could not be read are
+ * pushed to `errors` (may be NULL). Returns the number of calls found.
  */
-size_t agent_parse_text_calls(struct llm_response *resp, int turn);
+size_t agent_parse_text_calls(struct llm_response *resp, int turn, const struct strvec *tools,
+			      struct strvec *errors);
 
 #endif

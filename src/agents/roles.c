@@ -220,10 +220,16 @@ const char *role_edit_note(unsigned edit)
 
 json_t *role_tools_json(const struct tool_registry *reg, unsigned granted, const char *terminal)
 {
-	return role_tools_json_edit(reg, granted, terminal, ROLE_EDIT_FILE);
+	return role_tools_json_for(reg, -1, granted, terminal);
 }
 
-json_t *role_tools_json_edit(const struct tool_registry *reg, unsigned granted,
+json_t *role_tools_json_for(const struct tool_registry *reg, int role, unsigned granted,
+			    const char *terminal)
+{
+	return role_tools_json_edit(reg, role, granted, terminal, ROLE_EDIT_FILE);
+}
+
+json_t *role_tools_json_edit(const struct tool_registry *reg, int role, unsigned granted,
 			     const char *terminal, unsigned edit)
 {
 	json_t *all = tools_for_role(reg, PERM_ALL), *out = json_array(), *entry;
@@ -240,6 +246,8 @@ json_t *role_tools_json_edit(const struct tool_registry *reg, unsigned granted,
 			continue;
 		if ((!strcmp(t->name, "edit_file") && !(edit & ROLE_EDIT_FILE)) ||
 		    (!strcmp(t->name, "apply_patch") && !(edit & ROLE_APPLY_PATCH)))
+			continue;
+		if (t->roles && (role < 0 || !(t->roles & (1u << role))))
 			continue;
 		if (t->flags & TOOL_TERMINAL) {
 			if (!terminal || strcmp(terminal, t->name))

@@ -115,20 +115,27 @@ unsigned role_edit_tools(const char *setting, const char *model);
 const char *role_edit_note(unsigned edit);
 
 /**
- * role_tools_json() offering the edit tools `edit` (enum role_edit_tools
- * bits) and leaving the other one out. role_tools_json() is this with
- * ROLE_EDIT_FILE. New reference.
- */
-json_t *role_tools_json_edit(const struct tool_registry *reg, unsigned granted,
-			     const char *terminal, unsigned edit);
-
-/**
  * The tools of `reg` that `granted` allows, except the TOOL_TERMINAL ones,
  * plus the terminal tool called `terminal` (NULL: none; it is offered
  * even when `granted` lacks what it needs — terminal tools need nothing).
  * Registration order. New reference.
  */
 json_t *role_tools_json(const struct tool_registry *reg, unsigned granted, const char *terminal);
+
+/**
+ * The same for the role `role` (enum agent_role; -1: none): a tool whose
+ * `roles` bits are set is listed only for those roles.
+ */
+json_t *role_tools_json_for(const struct tool_registry *reg, int role, unsigned granted,
+			    const char *terminal);
+
+/**
+ * role_tools_json_for() offering the edit tools `edit` (enum
+ * role_edit_tools bits) and leaving the other one out.
+ * role_tools_json_for() is this with ROLE_EDIT_FILE. New reference.
+ */
+json_t *role_tools_json_edit(const struct tool_registry *reg, int role, unsigned granted,
+			     const char *terminal, unsigned edit);
 
 /**
  * Whether a call of the tool `name` is open to a loop holding `granted`

@@ -12,6 +12,8 @@
  * returns the process exit status.
  */
 
+#include <stdio.h>
+
 #include "base/buf.h"
 #include "config/config.h"
 
@@ -39,6 +41,16 @@ struct cli_command {
 	const char *usage;	/* full text for `forgex help NAME` / NAME --help */
 };
 
+/** Every command of the table, in order (`*nr` of them). */
+const struct cli_command *cli_commands(size_t *nr);
+
+/** The global options' lines of `forgex --help`, and the usage line. */
+extern const char cli_global_options[];
+const char *cli_global_usage(void);
+
+/** Write the forgex(1) manual page, made from the help texts, to `f` (cmd_completion.c). */
+int cli_write_manpage(FILE *f);
+
 /** The command called `name`, or NULL. */
 const struct cli_command *cli_find_command(const char *name);
 
@@ -54,6 +66,13 @@ int cli_usage_error(const char *name, const char *fmt, ...) FX_PRINTF(2, 3);
  * the command). On failure prints the error and returns EXIT_USAGE.
  */
 int cli_load_config(struct config *cfg);
+
+/**
+ * Apply the -c flags to `cfg` (loaded already) and validate it again;
+ * FX_EINVAL naming the flag. For commands that load the files themselves
+ * (doctor, which reports a broken configuration instead of stopping).
+ */
+int cli_apply_config_flags(struct config *cfg);
 
 /**
  * The exit status for a failed service call's FX_E* `code`: refusals 4,

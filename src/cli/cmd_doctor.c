@@ -171,7 +171,8 @@ int cmd_doctor(int argc, char **argv)
 	else
 		printf("forgex %s\n", FX_VERSION);
 	config_init(&cfg);
-	loaded = config_load(&cfg, NULL) == 0;
+	/* the same configuration as every other command: files, environment, -c */
+	loaded = config_load(&cfg, NULL) == 0 && cli_apply_config_flags(&cfg) == 0;
 	check_programs(&d);
 	check_libraries(&d);
 	check_config(&d, &cfg, loaded);

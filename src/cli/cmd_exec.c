@@ -56,11 +56,14 @@ int cmd_exec(int argc, char **argv)
 		{ "cwd", required_argument, NULL, 'C' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "yes", no_argument, NULL, 'Y' },
+		{ "ask", no_argument, NULL, 'A' },
+		{ "safe", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct exec_result r = EXEC_RESULT_INIT;
-	const char *backend = NULL, *cwd_opt = NULL;
+	const char *backend = NULL, *cwd_opt = NULL, *mode = NULL;
 	struct sigaction sa, old_int, old_term, old_hup;
 	struct exec_request req;
 	struct executor ex;
@@ -89,6 +92,15 @@ int cmd_exec(int argc, char **argv)
 		case 'j':
 			json = 1;
 			break;
+		case 'Y':
+			mode = "auto";
+			break;
+		case 'A':
+			mode = "ask";
+			break;
+		case 'S':
+			mode = "safe";
+			break;
 		case 'h':
 			return cli_help("exec");
 		case ':':
@@ -102,7 +114,8 @@ int cmd_exec(int argc, char **argv)
 
 	if ((ret = cli_load_config(&cfg)))
 		return ret;
-	if (backend && config_set(&cfg, "sandbox.backend", backend, CFG_FLAG) < 0) {
+	if ((mode && config_set(&cfg, "permissions.mode", mode, CFG_FLAG) < 0) ||
+	    (backend && config_set(&cfg, "sandbox.backend", backend, CFG_FLAG) < 0)) {
 		cli_print_error();
 		config_release(&cfg);
 		return EXIT_USAGE;

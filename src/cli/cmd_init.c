@@ -1,4 +1,11 @@
-/* forgex init: write .forgex/config.toml and keep run data out of git. */
+/*
+ * forgex init: write .forgex/config.toml and keep run data out of git.
+ *
+ * The project is where every other command will find it: the nearest
+ * folder up from here holding .forgex/ or .git (so `init` in a subfolder
+ * of a repository writes at the repository's top, as git would), unless
+ * --here asks for the current folder itself.
+ */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -17,12 +24,13 @@ int cmd_init(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "force", no_argument, NULL, 'f' },
+		{ "here", no_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct buf dir = BUF_INIT, file = BUF_INIT, tmpl = BUF_INIT;
-	char *cwd = NULL;
-	int force = 0, c, ret = EXIT_OK, exists, added = 0;
+	char *cwd = NULL, *root = NULL;
+	int force = 0, here = 0, c, ret = EXIT_OK, exists, added = 0;
 
 	optind = 1;
 	opterr = 0;
@@ -30,6 +38,9 @@ int cmd_init(int argc, char **argv)
 		switch (c) {
 		case 'f':
 			force = 1;
+			break;
+		case 'H':
+			here = 1;
 			break;
 		case 'h':
 			return cli_help("init");
@@ -44,7 +55,21 @@ int cmd_init(int argc, char **argv)
 		log_error("cannot get the current folder: %s", strerror(errno));
 		return EXIT_FAIL;
 	}
-	path_join(&dir, cwd, ".forgex");
+	if (here) {
+		root = xstrdup(cwd);
+	} else if (config_find_workspace(&root, cwd) < 0) {
+		cli_print_error();
+		free(cwd);
+		return EXIT_FAIL;
+	}
+	if (strcmp(root, cwd)) {
+		char *forgex = xstrfmt("%s/.forgex", root);
+
+		printf("The project is %s, the folder above holding %s (--here: this folder)\n",
+		       root, fsutil_is_dir(forgex) ? ".forgex/" : ".git");
+		free(forgex);
+	}
+	path_join(&dir, root, ".forgex");
 	path_join(&file, dir.buf, "config.toml");
 	exists = fsutil_exists(file.buf);
 	if (exists && !force) {
@@ -59,7 +84,7 @@ int cmd_init(int argc, char **argv)
 		}
 		printf("%s %s\n", exists ? "Overwrote" : "Wrote", file.buf);
 	}
-	if (session_exclude(cwd, &added) < 0) {
+	if (session_exclude(root, &added) < 0) {
 		cli_print_error();
 		ret = EXIT_FAIL;
 		goto out;
@@ -68,6 +93,7 @@ int cmd_init(int argc, char **argv)
 		printf("Added .forgex/runs/ and .forgex/checkpoints/ to .git/info/exclude\n");
 out:
 	free(cwd);
+	free(root);
 	buf_release(&dir);
 	buf_release(&file);
 	buf_release(&tmpl);

@@ -14,8 +14,12 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "llm/provider.h"
 #include "pipeline/pipeline.h"
 #include "sandbox/approval.h"
+
+/* how long the check of the model servers before a run may take */
+#define PREFLIGHT_MS 5000
 
 static volatile sig_atomic_t interrupted;
 
@@ -29,7 +33,33 @@ struct view {
 	int json;
 	int tty;
 	FILE *progress;
+	int text_open;		/* -v: a line of the model's text is being written */
+	char role[32];		/* the role whose turn it is */
 };
+
+/* failing tests named after each run of them, at most */
+#define FAILING_SHOWN 10
+
+/* One line of text from a model or a command, control characters escaped. */
+static void put_visible_line(FILE *f, const char *prefix, const char *s, size_t n)
+{
+	struct buf raw = BUF_INIT, b = BUF_INIT;
+
+	buf_add(&raw, s, n);
+	buf_addstr(&b, prefix);
+	approval_add_visible(&b, raw.buf);
+	fputs(b.buf, f);
+	buf_release(&raw);
+	buf_release(&b);
+}
+
+/* The first line of `s`, at most `max` bytes of it. */
+static size_t first_line(const char *s, size_t max)
+{
+	size_t n = strcspn(s, "\n");
+
+	return n > max ? max : n;
+}
 
 static void print_plan(FILE *f, const json_t *plan)
 {
@@ -120,7 +150,30 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 		else
 			fprintf(f, "==> %s\n", st);
 	} else if (!strcmp(type, "progress")) {
+		if (v->text_open) {
+			fputc('\n', f);
+			v->text_open = 0;
+		}
 		fprintf(f, "    %s\n", jsonx_str(ev, "message") ? jsonx_str(ev, "message") : "");
+	} else if (!strcmp(type, "agent_start")) {
+		snprintf(v->role, sizeof(v->role), "%s", jsonx_str(ev, "role") ? jsonx_str(ev, "role") : "");
+	} else if (!strcmp(type, "tool_result") && jsonx_str(ev, "status") &&
+		   strcmp(jsonx_str(ev, "status"), "ok")) {
+		const char *pv = jsonx_str(ev, "preview") ? jsonx_str(ev, "preview") : "";
+		char *prefix = xstrfmt("    %s: %s %s: ", jsonx_str(ev, "status"),
+				       jsonx_str(ev, "role") ? jsonx_str(ev, "role") : "",
+				       jsonx_str(ev, "name") ? jsonx_str(ev, "name") : "");
+
+		if (v->text_open) {
+			fputc('\n', f);
+			v->text_open = 0;
+		}
+		put_visible_line(f, prefix, pv, first_line(pv, 200));
+		fputc('\n', f);
+		free(prefix);
+	} else if (!strcmp(type, "context_window") && jsonx_str(ev, "warning")) {
+		/* said once per provider: Ollama cutting prompts, a window too small */
+		fprintf(f, "    warning: %s\n", jsonx_str(ev, "warning"));
 	} else if (!strcmp(type, "plan")) {
 		print_plan(f, json_object_get(ev, "plan"));
 	} else if (!strcmp(type, "test_result")) {
@@ -134,6 +187,24 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 				jsonx_str(ev, "what"), (long long)jsonx_int(r, "passed", 0),
 				(long long)jsonx_int(r, "failed", 0),
 				(long long)jsonx_int(r, "errors", 0));
+		if (jsonx_bool(ev, "ran", 0)) {
+			const json_t *t;
+			size_t i, shown = 0, failing = 0;
+
+			json_array_foreach(json_object_get(r, "tests"), i, t) {
+				const char *o = jsonx_str(t, "outcome"), *n = jsonx_str(t, "name");
+
+				if (!o || (strcmp(o, "failed") && strcmp(o, "error")))
+					continue;
+				failing++;
+				if (shown++ < FAILING_SHOWN && n) {
+					put_visible_line(f, "      failing: ", n, strlen(n));
+					fputc('\n', f);
+				}
+			}
+			if (failing > FAILING_SHOWN)
+				fprintf(f, "      ... and %zu more failing\n", failing - FAILING_SHOWN);
+		}
 	} else if (!strcmp(type, "vote")) {
 		fprintf(f, "    vote of %s: %s%s%s\n", jsonx_str(ev, "voter"),
 			jsonx_str(ev, "verdict"), jsonx_str(ev, "error") ? " — " : "",
@@ -141,15 +212,101 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 	} else if (!strcmp(type, "verdict")) {
 		const char *gate = jsonx_str(ev, "gate");
 
+		const json_t *vote;
+		size_t i, k;
+
 		fprintf(f, "    verdict: %s%s%s\n", jsonx_str(ev, "verdict"),
 			gate ? " (test gate: " : "", gate ? gate : "");
 		if (gate)
 			fputs(")\n", f);
+		/* why: each reviewer's words and the fixes it asks for */
+		json_array_foreach(json_object_get(json_object_get(ev, "review"), "votes"), i, vote) {
+			const char *sum = jsonx_str(vote, "summary");
+			const json_t *fix;
+			char *prefix = xstrfmt("      %s (%s): ", jsonx_str(vote, "voter") ?
+					       jsonx_str(vote, "voter") : "", jsonx_str(vote, "verdict") ?
+					       jsonx_str(vote, "verdict") : "");
+
+			if (sum && *sum) {
+				const char *p = sum;
+
+				while (*p) {
+					size_t n = strcspn(p, "\n");
+
+					put_visible_line(f, p == sum ? prefix : "        ", p, n);
+					fputc('\n', f);
+					p += n + (p[n] == '\n');
+				}
+			}
+			json_array_foreach(json_object_get(vote, "fixes"), k, fix) {
+				const char *s = json_string_value(fix);
+
+				if (s) {
+					put_visible_line(f, "        fix: ", s, first_line(s, 500));
+					fputc('\n', f);
+				}
+			}
+			free(prefix);
+		}
+	} else if (!strcmp(type, "hook")) {
+		const json_t *cmd = json_object_get(ev, "command");
+		const char *prog = json_string_value(json_array_get(cmd, 0));
+
+		if (jsonx_bool(ev, "blocked", 0))
+			fprintf(f, "    %s hook (%s) blocked: %s\n", jsonx_str(ev, "event"),
+				prog ? prog : "?", jsonx_str(ev, "reason") ? jsonx_str(ev, "reason") : "");
+		else if (jsonx_str(ev, "error"))
+			fprintf(f, "    warning: %s hook (%s, %s): %s\n", jsonx_str(ev, "event"),
+				prog ? prog : "?", jsonx_str(ev, "where") ? jsonx_str(ev, "where") : "",
+				jsonx_str(ev, "error"));
+	} else if (!strcmp(type, "mcp_server")) {
+		const char *st = jsonx_str(ev, "state");
+
+		if (st && !strcmp(st, "ready"))
+			fprintf(f, "    MCP server %s: %zu tools\n", jsonx_str(ev, "name"),
+				json_array_size(json_object_get(ev, "tools")));
+		else
+			fprintf(f, "    warning: MCP server %s %s: %s\n", jsonx_str(ev, "name"),
+				st && !strcmp(st, "skipped") ? "not started" : "did not start",
+				jsonx_str(ev, "error") ? jsonx_str(ev, "error") : "");
 	} else if (!strcmp(type, "checkpoint") && !strcmp(jsonx_str(ev, "action"), "restore")) {
 		fprintf(f, "    restored checkpoint %.12s (%s)\n", jsonx_str(ev, "id"),
 			jsonx_str(ev, "why"));
 	}
 	fflush(f);
+}
+
+/* -v: the model's words as they stream, line by line, under its role's name. */
+static void show_text(void *data, const char *text, size_t len)
+{
+	struct view *v = data;
+	FILE *f = v->progress;
+	int held = progress_active();
+
+	if (held)
+		progress_hold();
+	while (len) {
+		const char *nl = memchr(text, '\n', len);
+		size_t n = nl ? (size_t)(nl - text) : len;
+
+		if (!v->text_open && n) {
+			fprintf(f, "    %s: ", *v->role ? v->role : "model");
+			v->text_open = 1;
+		}
+		if (n)
+			put_visible_line(f, "", text, n);
+		if (nl) {
+			if (v->text_open)
+				fputc('\n', f);
+			v->text_open = 0;
+			n++;
+		}
+		text += n;
+		len -= n;
+	}
+	fflush(f);
+	if (held)
+		progress_release(NULL);
 }
 
 static void show_start(void *data, const struct session *s)
@@ -207,7 +364,7 @@ static void print_tests(const char *what, const json_t *t)
 	       (long long)jsonx_int(t, "errors", 0));
 }
 
-static void print_result(const struct pipeline_result *r, const char *cmd)
+static void print_result(const struct pipeline_result *r, const char *cmd, int priced)
 {
 	const json_t *s = r->summary;
 
@@ -235,8 +392,12 @@ static void print_result(const struct pipeline_result *r, const char *cmd)
 		print_tests("before", json_object_get(s, "tests_before"));
 		print_tests("after", json_object_get(s, "tests_after"));
 	}
-	printf("  iterations %d, tokens %ld, cost $%.4f, time %.1fs\n", r->iterations, r->tokens,
-	       r->cost_usd, r->seconds);
+	if (priced)
+		printf("  iterations %d, tokens %ld, cost $%.4f, time %.1fs\n", r->iterations,
+		       r->tokens, r->cost_usd, r->seconds);
+	else
+		printf("  iterations %d, tokens %ld, cost unknown (no [budget] prices), time %.1fs\n",
+		       r->iterations, r->tokens, r->seconds);
 	if (r->rolled_back)
 		printf("The tree was restored to how it was before the run.\n");
 	else if (r->kept)
@@ -250,6 +411,38 @@ static void print_result(const struct pipeline_result *r, const char *cmd)
 	(void)cmd;
 }
 
+/*
+ * Before anything runs: can the model servers the roles use be reached?
+ * A run against a server that is not there would first run the whole
+ * baseline suite, then retry, then fail; say so now, with what to change.
+ * Only a connection is made (nothing is sent).
+ */
+static int check_providers(const struct config *cfg)
+{
+	struct strvec seen = STRVEC_INIT;
+	int r, ret = 0;
+
+	for (r = 0; r < ROLE__COUNT && !ret; r++) {
+		const char *name = cfg->agents[r].provider;
+		const struct provider_config *pc = config_provider((struct config *)cfg, name);
+
+		if (!pc || strvec_find(&seen, name) >= 0 || (pc->type && strcmp(pc->type, "openai")))
+			continue;
+		strvec_push(&seen, name);
+		if (provider_reachable(pc, PREFLIGHT_MS) == 0)
+			continue;
+		log_error("provider '%s': %s", name, err_last());
+		fprintf(stderr, "hint: is the model server running? Or point providers.%s.base_url "
+			"at one (now %s): forgex -c providers.%s.base_url=URL ..., or in "
+			"~/.config/forgex/config.toml; 'forgex doctor' checks it\n", name, pc->base_url,
+			name);
+		err_clear();
+		ret = EXIT_PROVIDER;
+	}
+	strvec_clear(&seen);
+	return ret;
+}
+
 int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, int json)
 {
 	struct pipeline_result res = PIPELINE_RESULT_INIT;
@@ -257,6 +450,8 @@ int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, 
 	struct view v;
 	int ret, status;
 
+	if ((ret = check_providers(cfg)))
+		return ret;
 	memset(&v, 0, sizeof(v));
 	v.json = json;
 	v.tty = isatty(2);
@@ -272,6 +467,8 @@ int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, 
 	po->on_event = show_event;
 	po->event_data = &v;
 	po->on_session = show_start;
+	if (cli_verbose && !json && !cli_quiet)
+		po->on_text = show_text;
 	/* a spinner only on a terminal, never with --json, -q or -v (debug lines) */
 	if (!json && !cli_quiet && !cli_verbose && v.tty && progress_start(stderr))
 		approval_set_hook(approval_hook, NULL);
@@ -292,7 +489,7 @@ int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, 
 	if (res.outcome == PIPELINE_ERROR)
 		log_error("%s", res.reason);
 	if (!json)
-		print_result(&res, cmd);
+		print_result(&res, cmd, cfg->budget.prices.nr > 0);
 out:
 	pipeline_result_release(&res);
 	return status;
@@ -329,10 +526,14 @@ int cli_run_request(const char *name, int plan_only, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "yes", no_argument, NULL, 'Y' },
+		{ "ask", no_argument, NULL, 'A' },
+		{ "safe", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct pipeline_opts po = PIPELINE_OPTS_INIT;
+	const char *mode = NULL;
 	struct buf request = BUF_INIT;
 	struct config cfg;
 	int json = 0, c, status;
@@ -343,6 +544,15 @@ int cli_run_request(const char *name, int plan_only, int argc, char **argv)
 		switch (c) {
 		case 'j':
 			json = 1;
+			break;
+		case 'Y':
+			mode = "auto";
+			break;
+		case 'A':
+			mode = "ask";
+			break;
+		case 'S':
+			mode = "safe";
 			break;
 		case 'h':
 			return cli_help(name);
@@ -355,6 +565,13 @@ int cli_run_request(const char *name, int plan_only, int argc, char **argv)
 		return cli_usage_error(name, "a request is required");
 	}
 	if (cli_load_config(&cfg) != 0) {
+		buf_release(&request);
+		return EXIT_USAGE;
+	}
+	/* --yes, --ask, --safe: the approval mode of this run only, as -c would set it */
+	if (mode && config_set(&cfg, "permissions.mode", mode, CFG_FLAG) < 0) {
+		cli_print_error();
+		config_release(&cfg);
 		buf_release(&request);
 		return EXIT_USAGE;
 	}

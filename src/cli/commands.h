@@ -5,6 +5,7 @@
 
 int cmd_ask(int argc, char **argv);
 int cmd_checkpoint(int argc, char **argv);
+int cmd_completion(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
@@ -16,6 +17,7 @@ int cmd_verify(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_log(int argc, char **argv);
+int cmd_mcp(int argc, char **argv);
 int cmd_resume(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_undo(int argc, char **argv);

@@ -18,4 +18,7 @@ void doctor_sandbox(struct doctor *d, const struct config *cfg);
 /** "Providers": reachability, model and key of each [providers.NAME] (doctor_llm.c). */
 void doctor_llm(struct doctor *d, const struct config *cfg);
 
+/** "MCP servers": the handshake of each enabled [mcp_servers.NAME] (doctor_mcp.c). */
+void doctor_mcp(struct doctor *d, const struct config *cfg);
+
 #endif

@@ -54,7 +54,8 @@ static void list_some(struct buf *out, const struct strvec *models, size_t max)
 		buf_addf(out, ", ... (%zu in all)", models->nr);
 }
 
-static void check_openai(struct doctor *d, const struct provider_config *pc, const char *name)
+static void check_openai(struct doctor *d, const struct config *cfg,
+			 const struct provider_config *pc, const char *name)
 {
 	const char *url = pc->base_url ? pc->base_url : "";
 	const char *var = pc->api_key_env ? pc->api_key_env : "";
@@ -83,11 +84,24 @@ static void check_openai(struct doctor *d, const struct provider_config *pc, con
 	buf_reset(&what);
 	buf_addf(&what, "%s: server", name);
 	if (provider_list_models(&models, pc, DOCTOR_TIMEOUT_MS) < 0) {
+		const char *e = err_last();
+
 		/*
-		 * A warning, not a failure: nothing is wrong with this machine or
-		 * the configuration; the server may just not be running yet.
+		 * Nothing answering is a warning: nothing is wrong with this
+		 * machine or the configuration; the server may not be running
+		 * yet. A server that answers "no" is a failure: the key or the
+		 * address is wrong, and every run would fail.
 		 */
-		doctor_item(d, DOCTOR_WARN, what.buf, "%s", err_last());
+		if (!strncmp(e, "cannot reach", 12))
+			doctor_item(d, DOCTOR_WARN, what.buf, "%s", e);
+		else if (strstr(e, "HTTP 401") || strstr(e, "HTTP 403"))
+			doctor_item(d, DOCTOR_FAIL, what.buf, "%s: the server refused the key; set $%s "
+				    "to a valid key", e, *var ? var : "(providers.NAME.api_key_env)");
+		else if (strstr(e, "HTTP 404"))
+			doctor_item(d, DOCTOR_FAIL, what.buf, "%s: no model server at this address; "
+				    "is providers.%s.base_url right (it usually ends in /v1)?", e, name);
+		else
+			doctor_item(d, DOCTOR_FAIL, what.buf, "%s", e);
 		goto out;
 	}
 	doctor_item(d, DOCTOR_OK, what.buf, "%s answers (%zu model%s listed)", url, models.nr,
@@ -106,6 +120,25 @@ static void check_openai(struct doctor *d, const struct provider_config *pc, con
 		list_some(&some, &models, 8);
 		doctor_item(d, DOCTOR_FAIL, what.buf, "%s is not among the models %s lists: %s",
 			    pc->model, url, some.buf);
+	}
+	/* the window requests are fitted to, and whether the server would cut them */
+	if (cfg) {
+		struct provider *p = NULL;
+
+		buf_reset(&what);
+		buf_addf(&what, "%s: context window", name);
+		if (provider_open(&p, cfg, name, NULL) == 0) {
+			const char *source = NULL, *warning = NULL;
+			long w = provider_context_window(p, &source, &warning);
+
+			if (warning)
+				doctor_item(d, DOCTOR_WARN, what.buf, "%s", warning);
+			else
+				doctor_item(d, DOCTOR_OK, what.buf, "%ld tokens (%s)", w, source);
+			provider_free(p);
+		} else {
+			err_clear();
+		}
 	}
 out:
 	strvec_clear(&models);
@@ -133,6 +166,6 @@ void doctor_llm(struct doctor *d, const struct config *cfg)
 		if (pc->type && !strcmp(pc->type, "replay"))
 			check_replay(d, pc, name, cfg->workspace);
 		else
-			check_openai(d, pc, name);
+			check_openai(d, cfg, pc, name);
 	}
 }

@@ -71,6 +71,17 @@ static const struct cli_command commands[] = {
 	  "         was is saved first as a checkpoint \"before restore of ID\".\n"
 	  "\n"
 	  "Exit status: 0 done, 1 failed (or refused), 2 usage error or unknown ID.\n" },
+	{ "completion", cmd_completion, 0, "Print the shell completion script for bash, zsh or fish",
+	  "usage: forgex completion bash|zsh|fish\n"
+	  "\n"
+	  "Prints a completion script for the shell: commands, their options and\n"
+	  "subcommands, as the help texts name them. For example:\n"
+	  "\n"
+	  "  source <(forgex completion bash)          # in ~/.bashrc\n"
+	  "  forgex completion zsh > ~/.zfunc/_forgex   # with fpath+=(~/.zfunc)\n"
+	  "  forgex completion fish > ~/.config/fish/completions/forgex.fish\n"
+	  "\n"
+	  "make install puts all three where the shells look.\n" },
 	{ "config", cmd_config, 0, "Show or query the effective configuration",
 	  "usage: forgex config show [--json]\n"
 	  "       forgex config get KEY\n"
@@ -94,7 +105,8 @@ static const struct cli_command commands[] = {
 	  "Reports the programs and libraries forgex uses and what it found.\n"
 	  "Exits 1 when something required is missing.\n" },
 	{ "exec", cmd_exec, 0, "Run one command as an agent's command runs",
-	  "usage: forgex exec [--backend B] [--cwd DIR] [--timeout S] [--json] -- CMD [ARG...]\n"
+	  "usage: forgex exec [--backend B] [--cwd DIR] [--timeout S] [--json]\n"
+	  "                   [--yes|--ask|--safe] -- CMD [ARG...]\n"
 	  "\n"
 	  "Runs CMD ARG... (an argv, never a shell string) exactly as an agent's\n"
 	  "command runs: the command policy, approval in \"ask\" mode (on the\n"
@@ -109,17 +121,27 @@ static const struct cli_command commands[] = {
 	  "              workspace (default: the current folder)\n"
 	  "--timeout S   seconds (default: [terminal] timeout_seconds)\n"
 	  "--json        print the result as one JSON object: argv, exit_code,\n"
-	  "              stdout, stderr, timed_out, duration_ms, truncated\n" },
+	  "              stdout, stderr, timed_out, duration_ms, truncated\n"
+	  "--yes, --ask, --safe\n"
+	  "              the approval mode for this command only (permissions.mode\n"
+	  "              auto, ask or safe)\n" },
 	{ "help", cmd_help, 0, "Show help for a command",
-	  "usage: forgex help [COMMAND]\n" },
-	{ "init", cmd_init, 0, "Write .forgex/config.toml for this project",
-	  "usage: forgex init [--force]\n"
+	  "usage: forgex help [COMMAND]\n"
+	  "       forgex help --man\n"
 	  "\n"
-	  "Writes .forgex/config.toml in the current folder with every key\n"
-	  "present but commented out, showing its default. Inside a git\n"
-	  "repository, adds .forgex/runs/ and .forgex/checkpoints/ to\n"
-	  ".git/info/exclude. Refuses to overwrite an existing file unless\n"
-	  "--force is given.\n" },
+	  "--man   print the forgex(1) manual page (roff), made from these help texts\n" },
+	{ "init", cmd_init, 0, "Write .forgex/config.toml for this project",
+	  "usage: forgex init [--force] [--here]\n"
+	  "\n"
+	  "Writes .forgex/config.toml in the project with every key present but\n"
+	  "commented out, showing its default. The project is the nearest folder\n"
+	  "up from here holding .forgex/ or .git, as for every other command: in\n"
+	  "a subfolder of a repository, the repository's top (it says so).\n"
+	  "Inside a git repository, adds .forgex/runs/ and .forgex/checkpoints/\n"
+	  "to .git/info/exclude. Refuses to overwrite an existing file unless\n"
+	  "--force is given.\n"
+	  "\n"
+	  "--here    make the current folder the project, even inside a repository\n" },
 	{ "log", HEAVY(cmd_log), CLI_HEAVY, "List runs, or show one run's timeline",
 	  "usage: forgex log [--json] [RUN]\n"
 	  "\n"
@@ -129,6 +151,20 @@ static const struct cli_command commands[] = {
 	  "the run's events, numbered and timed: stages, model calls, tool calls\n"
 	  "and results, commands, checkpoints, test results, votes and verdicts.\n"
 	  "--json   one JSON object per line\n" },
+	{ "mcp", HEAVY(cmd_mcp), CLI_HEAVY, "List the configured MCP servers and their tools, or call one",
+	  "usage: forgex mcp list [--json]\n"
+	  "       forgex mcp call [--json] [--yes] NAME TOOL [ARGUMENTS-JSON]\n"
+	  "\n"
+	  "list   start every enabled [mcp_servers.NAME], run the MCP handshake and\n"
+	  "       show its state, protocol revision and tools (as the model sees\n"
+	  "       them: NAME__TOOL), then stop it\n"
+	  "call   start server NAME (even when enabled = false) and call TOOL with\n"
+	  "       ARGUMENTS-JSON (default {}); asks for approval unless\n"
+	  "       permissions.mode is auto or --yes is given; prints the result's\n"
+	  "       text (--json: the whole result object)\n"
+	  "\n"
+	  "Exit status: 0 done, 1 a server did not start or the tool reported an\n"
+	  "error, 2 usage or configuration error, 4 not approved, 130 interrupted.\n" },
 	{ "plan", HEAVY(cmd_plan), CLI_HEAVY, "Ask the Architect for a plan, changing nothing",
 	  "usage: forgex plan [--json] REQUEST...\n"
 	  "\n"
@@ -161,12 +197,14 @@ static const struct cli_command commands[] = {
 	  "completed stage: the tree is put back to how that stage left it, then\n"
 	  "the pipeline goes on. Exit status as for 'forgex run'.\n" },
 	{ "run", HEAVY(cmd_run), CLI_HEAVY, "Turn a request into a verified change (the main job)",
-	  "usage: forgex run [--json] REQUEST...\n"
+	  "usage: forgex run [--json] [--yes|--ask|--safe] REQUEST...\n"
 	  "\n"
 	  "Runs the tests once (baseline), takes a checkpoint, then: the Architect\n"
 	  "plans, the Builder implements, the Expert Coder reviews and fixes, the\n"
 	  "tests run, and the Supervisor (with [review] voters) judges; on FAIL the\n"
-	  "Expert Coder repairs, at most [pipeline] max_iterations times. A PASS\n"
+	  "Expert Coder repairs and the tests and the review run again, for at\n"
+	  "most [pipeline] max_iterations reviews in all (3: the first attempt and\n"
+	  "two repairs). A PASS\n"
 	  "is refused when a test that passed at baseline now fails or the tests\n"
 	  "could not run. On PASS the change stays in the tree (committed with\n"
 	  "[pipeline] commit = true); on the final FAIL the tree is restored\n"
@@ -178,6 +216,14 @@ static const struct cli_command commands[] = {
 	  "\n"
 	  "--json   every event as one JSON line on stdout instead of the progress\n"
 	  "         and the summary\n"
+	  "--yes, --ask, --safe\n"
+	  "         the approval mode for this run only (permissions.mode auto, ask\n"
+	  "         or safe)\n"
+	  "\n"
+	  "The progress shows each stage, each tool call, every refused or failed\n"
+	  "tool call with why, the tests' counts and the failing tests by name, and\n"
+	  "each reviewer's verdict with its reasons and the fixes it asks for; -v\n"
+	  "adds the model's text as it streams.\n"
 	  "\n"
 	  "Exit status: 0 PASS, 1 FAIL (or a budget ran out), 2 usage or\n"
 	  "configuration error, 3 the provider failed, 4 refused by the sandbox,\n"
@@ -218,6 +264,25 @@ static const char global_usage[] =
 	"usage: forgex [--version] [--help] [-C DIR] [-c KEY=VALUE] [-q] [-v]\n"
 	"              COMMAND [ARGS]\n";
 
+const struct cli_command *cli_commands(size_t *nr)
+{
+	*nr = ARRAY_SIZE(commands);
+	return commands;
+}
+
+const char cli_global_options[] =
+	"  -C DIR          run as if started in DIR\n"
+	"  -c KEY=VALUE    set a configuration key (highest precedence)\n"
+	"  -q, --quiet     print errors only (no progress)\n"
+	"  -v, --verbose   print more: the model's text and every tool call (-v),\n"
+	"                  debug lines too (-vv); a -q and a -v cancel (-qv)\n"
+	"  --version       print the version\n";
+
+const char *cli_global_usage(void)
+{
+	return global_usage;
+}
+
 const struct cli_command *cli_find_command(const char *name)
 {
 	size_t i;
@@ -238,13 +303,9 @@ static void print_global_help(void)
 	for (i = 0; i < ARRAY_SIZE(commands); i++)
 		if (!(commands[i].flags & CLI_HIDDEN))
 			printf("  %-12s %s\n", commands[i].name, commands[i].summary);
-	fputs("\nGlobal options:\n"
-	      "  -C DIR          run as if started in DIR\n"
-	      "  -c KEY=VALUE    set a configuration key (highest precedence)\n"
-	      "  -q, --quiet     print errors only\n"
-	      "  -v, --verbose   print more (repeat for more)\n"
-	      "  --version       print the version\n"
-	      "\n'forgex help COMMAND' shows a command's options.\n", stdout);
+	fputs("\nGlobal options:\n", stdout);
+	fputs(cli_global_options, stdout);
+	fputs("\n'forgex help COMMAND' shows a command's options.\n", stdout);
 }
 
 int cli_help(const char *name)
@@ -300,30 +361,31 @@ void cli_print_error(void)
 	log_error("%s", err_last()[0] ? err_last() : "unknown error");
 }
 
-int cli_load_config(struct config *cfg)
+int cli_apply_config_flags(struct config *cfg)
 {
 	size_t i;
 
-	config_init(cfg);
-	if (config_load(cfg, NULL) < 0)
-		goto fail;
 	for (i = 0; i < cli_config_flags.nr; i++) {
 		const char *kv = cli_config_flags.v[i], *eq = strchr(kv, '=');
 		char *key;
 		int ret;
 
-		if (!eq) {
-			err_set(FX_EINVAL, "-c %s: expected KEY=VALUE", kv);
-			goto fail;
-		}
+		if (!eq)
+			return err_set(FX_EINVAL, "-c %s: expected KEY=VALUE", kv);
 		key = xstrndup(kv, (size_t)(eq - kv));
 		ret = config_set(cfg, key, eq + 1, CFG_FLAG);
 		free(key);
-		if (ret < 0) {
-			err_prefix(ret, "-c %s", kv);
-			goto fail;
-		}
+		if (ret < 0)
+			return err_prefix(ret, "-c %s", kv);
 	}
+	return config_validate(cfg);
+}
+
+int cli_load_config(struct config *cfg)
+{
+	config_init(cfg);
+	if (config_load(cfg, NULL) < 0 || cli_apply_config_flags(cfg) < 0)
+		goto fail;
 	return 0;
 fail:
 	cli_print_error();
@@ -337,6 +399,8 @@ int cmd_help(int argc, char **argv)
 		print_global_help();
 		return EXIT_OK;
 	}
+	if (!strcmp(argv[1], "--man"))
+		return cli_write_manpage(stdout);
 	return cli_help(argv[1]);
 }
 
@@ -406,10 +470,13 @@ static int command_index(int argc, char **argv)
 	return i;
 }
 
-/* Run forgex-core, the program beside this one, with the same arguments. */
+/*
+ * Run forgex-core with the same arguments: the program beside this one
+ * (the build folder), else ../libexec/forgex/forgex-core (make install).
+ */
 static int exec_core(char **argv)
 {
-	char self[4096], *slash, *core;
+	char self[4096], *slash, *core, *installed;
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
 	if (n < 0 || n >= (ssize_t)sizeof(self) - 1) {
@@ -421,15 +488,19 @@ static int exec_core(char **argv)
 	*slash = '\0';
 	core = xstrfmt("%s/forgex-core", self);
 	execv(core, argv);
-	fprintf(stderr, "forgex: cannot run %s: %s\n", core, strerror(errno));
+	installed = xstrfmt("%s/../libexec/forgex/forgex-core", self);
+	if (errno == ENOENT)
+		execv(installed, argv);
+	fprintf(stderr, "forgex: cannot run %s (nor %s): %s\n", core, installed, strerror(errno));
 	free(core);
+	free(installed);
 	return EXIT_FAIL;
 }
 
 int main(int argc, char **argv)
 {
 	const struct cli_command *c;
-	int i, ret;
+	int i, ret, quiet = 0, verbose = 0;
 
 	i = command_index(argc, argv);
 	if (i < argc && (c = cli_find_command(argv[i])) && !c->fn)
@@ -443,10 +514,16 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			print_global_help();
 			return EXIT_OK;
-		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-			cli_quiet = 1;
-		} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-			cli_verbose++;
+		} else if (!strcmp(a, "--quiet")) {
+			quiet++;
+		} else if (!strcmp(a, "--verbose")) {
+			verbose++;
+		} else if (a[1] && strspn(a + 1, "qv") == strlen(a + 1)) {
+			/* -q, -v, and bundles of them: -vv, -qv */
+			const char *f;
+
+			for (f = a + 1; *f; f++)
+				*f == 'q' ? quiet++ : verbose++;
 		} else if (!strcmp(a, "-C") || !strcmp(a, "-c")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "forgex: %s needs an argument\n%s", a, global_usage);
@@ -467,6 +544,9 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
+	/* each -v says more, each -q less: -qv is the default */
+	cli_quiet = verbose - quiet < 0;
+	cli_verbose = verbose - quiet > 0 ? verbose - quiet : 0;
 	log_setup(cli_quiet, cli_verbose);
 	if (i >= argc) {
 		/* `forgex` alone on a terminal: ask for a request and run it */

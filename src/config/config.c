@@ -18,8 +18,9 @@ extern char **environ;
 
 #define CONFIG_FILE_MAX (1024 * 1024)
 
-enum cfg_type { T_STR, T_INT, T_FLOAT, T_BOOL, T_LIST };
-enum cfg_scope { S_ROOT, S_PROVIDER, S_AGENT };
+/* T_MAP: strings "NAME=value" (or "NAME"), from a TOML table of strings or an array */
+enum cfg_type { T_STR, T_INT, T_FLOAT, T_BOOL, T_LIST, T_MAP };
+enum cfg_scope { S_ROOT, S_PROVIDER, S_AGENT, S_MCP };
 
 struct cfg_key {
 	const char *section;		/* "permissions"; "providers"/"agents" for named tables */
@@ -43,18 +44,21 @@ struct cfg_set_record {
 
 static const char *const modes[] = { "safe", "ask", "auto", NULL };
 static const char *const backends[] = { "auto", "native", "docker", "none", NULL };
-static const char *const provider_types[] = { "openai", "replay", NULL };
+static const char *const provider_types[] = { "openai", "ollama", "replay", NULL };
 static const char *const tool_modes[] = { "native", "text", NULL };
 static const char *const edit_tools[] = { "auto", "edit_file", "apply_patch", "both", NULL };
 static const char *const replay_modes[] = { "strict", "lenient", NULL };
 static const char *const on_failures[] = { "rollback", "keep", NULL };
 static const char *const quorums[] = { "majority", "unanimous", "any", NULL };
-static const char *const def_instructions[] = { "AGENTS.md", "FORGEX.md", NULL };
+static const char *const def_instructions[] = {
+	"AGENTS.md", "FORGEX.md", "CLAUDE.md", ".github/copilot-instructions.md", NULL,
+};
 static const char *const empty_list[] = { NULL };
 
 #define R(field) S_ROOT, offsetof(struct config, field)
 #define P(field) S_PROVIDER, offsetof(struct provider_config, field)
 #define A(field) S_AGENT, offsetof(struct agent_config, field)
+#define M(field) S_MCP, offsetof(struct mcp_server_config, field)
 #define BIG 1e15
 
 static const struct cfg_key schema[] = {
@@ -92,7 +96,7 @@ static const struct cfg_key schema[] = {
 	  "may auto fall back to policy-only execution?" },
 
 	{ "providers", "type", T_STR, P(type), "openai", 0, NULL, provider_types, 0, 0,
-	  "openai (any OpenAI-compatible server) or replay (answer from a transcript)" },
+	  "openai (any OpenAI-compatible server), ollama (Ollama's own API) or replay (a transcript)" },
 	{ "providers", "base_url", T_STR, P(base_url), "http://127.0.0.1:11434/v1", 0, NULL, NULL, 0, 0,
 	  "any OpenAI-compatible endpoint" },
 	{ "providers", "api_key_env", T_STR, P(api_key_env), "OPENAI_API_KEY", 0, NULL, NULL, 0, 0,
@@ -115,6 +119,8 @@ static const struct cfg_key schema[] = {
 	  "replay: the transcript to answer from" },
 	{ "providers", "replay_mode", T_STR, P(replay_mode), "strict", 0, NULL, replay_modes, 0, 0,
 	  "replay: strict (a changed request is an error) or lenient" },
+	{ "providers", "context_window", T_INT, P(context_window), NULL, 0, NULL, NULL, 0, 10000000,
+	  "the model's context window in tokens; 0: ask the server (ollama: the num_ctx sent)" },
 
 	{ "agents", "provider", T_STR, A(provider), "default", 0, NULL, NULL, 0, 0,
 	  "which [providers.NAME] this role uses" },
@@ -125,8 +131,33 @@ static const struct cfg_key schema[] = {
 	{ "agents", "temperature", T_FLOAT, A(temperature), NULL, 0.2, NULL, NULL, 0, 2,
 	  "sampling temperature" },
 
+	{ "mcp_servers", "command", T_STR, M(command), "", 0, NULL, NULL, 0, 0,
+	  "stdio server: the program to start (argv[0])" },
+	{ "mcp_servers", "args", T_LIST, M(args), NULL, 0, empty_list, NULL, 0, 0,
+	  "stdio server: its arguments" },
+	{ "mcp_servers", "env", T_MAP, M(env), NULL, 0, empty_list, NULL, 0, 0,
+	  "stdio server: environment beyond the sanitized one ({ NAME = \"value\" }, or [\"NAME\"] to pass yours on)" },
+	{ "mcp_servers", "cwd", T_STR, M(cwd), "", 0, NULL, NULL, 0, 0,
+	  "stdio server: working folder, relative to the workspace" },
+	{ "mcp_servers", "url", T_STR, M(url), "", 0, NULL, NULL, 0, 0,
+	  "Streamable HTTP server: its endpoint" },
+	{ "mcp_servers", "bearer_token_env", T_STR, M(bearer_token_env), "", 0, NULL, NULL, 0, 0,
+	  "HTTP server: the NAME of the variable holding a bearer token" },
+	{ "mcp_servers", "enabled", T_BOOL, M(enabled), NULL, 1, NULL, NULL, 0, 0,
+	  "false: configured but not started" },
+	{ "mcp_servers", "startup_timeout_seconds", T_INT, M(startup_timeout_seconds), NULL, 10, NULL, NULL, 1, 600,
+	  "time for the start and the initialize handshake" },
+	{ "mcp_servers", "tool_timeout_seconds", T_INT, M(tool_timeout_seconds), NULL, 60, NULL, NULL, 1, 86400,
+	  "time for one tool call" },
+	{ "mcp_servers", "enabled_tools", T_LIST, M(enabled_tools), NULL, 0, empty_list, NULL, 0, 0,
+	  "non-empty: only these tools" },
+	{ "mcp_servers", "disabled_tools", T_LIST, M(disabled_tools), NULL, 0, empty_list, NULL, 0, 0,
+	  "tools never offered" },
+	{ "mcp_servers", "roles", T_LIST, M(roles), NULL, 0, empty_list, NULL, 0, 0,
+	  "roles that see the tools; empty: builder, expert_coder (and all roles for readOnlyHint tools)" },
+
 	{ "pipeline", "max_iterations", T_INT, R(pipeline.max_iterations), NULL, 3, NULL, NULL, 1, 100,
-	  "repair rounds before giving up" },
+	  "reviews in all, the first attempt's and each repair's (3: two repairs)" },
 	{ "pipeline", "test_command", T_LIST, R(pipeline.test_command), NULL, 0, empty_list, NULL, 0, 0,
 	  "argv of the test command; empty: detect" },
 	{ "pipeline", "baseline", T_BOOL, R(pipeline.baseline), NULL, 1, NULL, NULL, 0, 0,
@@ -154,6 +185,11 @@ static const struct cfg_key schema[] = {
 	  "0: unlimited; per run" },
 	{ "budget", "prices", T_LIST, R(budget.prices), NULL, 0, empty_list, NULL, 0, 0,
 	  "model prices for max_cost_usd: \"MODEL=PROMPT/COMPLETION\" in USD per million tokens; MODEL * for any other" },
+};
+
+const char *const config_hook_events[] = {
+	"session_start", "user_prompt", "pre_tool", "post_tool", "pre_verify", "post_verify", "stop",
+	NULL,
 };
 
 static const char *const role_names[ROLE__COUNT] = {
@@ -208,6 +244,7 @@ static void set_default(void *base, const struct cfg_key *k)
 		*(int *)f = (int)k->def_num;
 		break;
 	case T_LIST:
+	case T_MAP:
 		strvec_clear(f);
 		strvec_pushv(f, (const char *const *)k->def_list);
 		break;
@@ -220,7 +257,7 @@ static void release_field(void *base, const struct cfg_key *k)
 
 	if (k->type == T_STR)
 		FREE_AND_NULL(*(char **)f);
-	else if (k->type == T_LIST)
+	else if (k->type == T_LIST || k->type == T_MAP)
 		strvec_clear(f);
 }
 
@@ -244,6 +281,25 @@ static struct provider_config *add_provider(struct config *cfg, const char *name
 	p->name = xstrdup(name);
 	scope_defaults(p, S_PROVIDER);
 	return p;
+}
+
+static struct mcp_server_config *add_mcp_server(struct config *cfg, const char *name,
+						enum cfg_origin origin)
+{
+	struct mcp_server_config *m;
+
+	ALLOC_GROW(cfg->mcp_servers, cfg->mcp_servers_nr + 1, cfg->mcp_servers_alloc);
+	m = &cfg->mcp_servers[cfg->mcp_servers_nr++];
+	memset(m, 0, sizeof(*m));
+	strvec_init(&m->args);
+	strvec_init(&m->env);
+	strvec_init(&m->enabled_tools);
+	strvec_init(&m->disabled_tools);
+	strvec_init(&m->roles);
+	m->name = xstrdup(name);
+	m->origin = origin;
+	scope_defaults(m, S_MCP);
+	return m;
 }
 
 void config_init(struct config *cfg)
@@ -275,6 +331,9 @@ void config_release(struct config *cfg)
 		} else if (schema[i].scope == S_AGENT) {
 			for (r = 0; r < ROLE__COUNT; r++)
 				release_field(&cfg->agents[r], &schema[i]);
+		} else if (schema[i].scope == S_MCP) {
+			for (j = 0; j < cfg->mcp_servers_nr; j++)
+				release_field(&cfg->mcp_servers[j], &schema[i]);
 		} else {
 			for (j = 0; j < cfg->providers_nr; j++)
 				release_field(&cfg->providers[j], &schema[i]);
@@ -283,6 +342,16 @@ void config_release(struct config *cfg)
 	for (j = 0; j < cfg->providers_nr; j++)
 		free(cfg->providers[j].name);
 	free(cfg->providers);
+	for (j = 0; j < cfg->mcp_servers_nr; j++)
+		free(cfg->mcp_servers[j].name);
+	free(cfg->mcp_servers);
+	for (j = 0; j < cfg->hooks_nr; j++) {
+		free(cfg->hooks[j].event);
+		strvec_clear(&cfg->hooks[j].command);
+		free(cfg->hooks[j].matcher);
+		free(cfg->hooks[j].where);
+	}
+	free(cfg->hooks);
 	for (i = 0; i < cfg->records_nr; i++) {
 		free(cfg->records[i].key);
 		free(cfg->records[i].where);
@@ -301,6 +370,16 @@ struct provider_config *config_provider(struct config *cfg, const char *name)
 	for (i = 0; i < cfg->providers_nr; i++)
 		if (!strcmp(cfg->providers[i].name, name))
 			return &cfg->providers[i];
+	return NULL;
+}
+
+struct mcp_server_config *config_mcp_server(struct config *cfg, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->mcp_servers_nr; i++)
+		if (!strcmp(cfg->mcp_servers[i].name, name))
+			return &cfg->mcp_servers[i];
 	return NULL;
 }
 
@@ -378,6 +457,7 @@ static const char *type_name(enum cfg_type t)
 	case T_FLOAT: return "a number";
 	case T_BOOL: return "a boolean (true or false)";
 	case T_LIST: return "an array of strings";
+	case T_MAP: return "a table of strings (or an array of \"NAME=value\" strings)";
 	}
 	return "?";
 }
@@ -405,6 +485,65 @@ static int check_value(const struct cfg_key *k, const struct cfg_value *v)
 				       v->num, k->min, k->max);
 		return err_set(FX_EINVAL, "value %g out of range (%g to %g)", v->num, k->min, k->max);
 	}
+	return 0;
+}
+
+/* An environment variable's name: [A-Za-z_][A-Za-z0-9_]*. */
+static int env_name_ok(const char *s, size_t n)
+{
+	size_t i;
+
+	if (!n || (s[0] >= '0' && s[0] <= '9'))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_')
+			return 0;
+	return 1;
+}
+
+/* "NAME=value" or "NAME" with a valid NAME. */
+static int map_entry_ok(const char *s)
+{
+	const char *eq = strchr(s, '=');
+
+	return env_name_ok(s, eq ? (size_t)(eq - s) : strlen(s));
+}
+
+static int map_from_toml(struct cfg_value *out, const struct toml_value *tv)
+{
+	size_t i;
+
+	if (tv->type == TOML_TABLE) {
+		for (i = 0; i < tv->u.tab.nr; i++) {
+			const struct toml_kv *kv = &tv->u.tab.items[i];
+			const struct toml_value *e = kv->value;
+
+			if (!env_name_ok(kv->key, kv->keylen) || strlen(kv->key) != kv->keylen)
+				return err_set(FX_EINVAL, "'%s' is not a variable name", kv->key);
+			if (e->type != TOML_STRING || memchr(e->u.str.ptr, '\0', e->u.str.len))
+				return err_set(FX_EINVAL, "the value of '%s' must be a string", kv->key);
+		}
+		for (i = 0; i < tv->u.tab.nr; i++) {
+			char *kvs = xstrfmt("%s=%s", tv->u.tab.items[i].key,
+					    tv->u.tab.items[i].value->u.str.ptr);
+
+			strvec_push(&out->list, kvs);
+			free(kvs);
+		}
+		return 0;
+	}
+	if (tv->type != TOML_ARRAY)
+		return err_set(FX_EINVAL, "expected %s, got %s", type_name(T_MAP),
+			       toml_type_name(tv->type));
+	for (i = 0; i < tv->u.arr.nr; i++) {
+		const struct toml_value *e = tv->u.arr.items[i];
+
+		if (e->type != TOML_STRING || memchr(e->u.str.ptr, '\0', e->u.str.len) ||
+		    !map_entry_ok(e->u.str.ptr))
+			return err_set(FX_EINVAL, "element %zu: expected \"NAME=value\" or \"NAME\"", i + 1);
+	}
+	for (i = 0; i < tv->u.arr.nr; i++)
+		strvec_push(&out->list, tv->u.arr.items[i]->u.str.ptr);
 	return 0;
 }
 
@@ -452,6 +591,8 @@ static int value_from_toml(struct cfg_value *out, const struct cfg_key *k, const
 		for (i = 0; i < tv->u.arr.nr; i++)
 			strvec_push(&out->list, tv->u.arr.items[i]->u.str.ptr);
 		return 0;
+	case T_MAP:
+		return map_from_toml(out, tv);
 	}
 	return err_set(FX_EINVAL, "expected %s, got %s", type_name(k->type), toml_type_name(tv->type));
 }
@@ -484,8 +625,9 @@ static int value_from_text(struct cfg_value *out, const struct cfg_key *k, const
 		else
 			return err_set(FX_EINVAL, "expected true or false, got \"%s\"", text);
 		return 0;
+	case T_MAP:
 	case T_LIST:
-		if (text[0] == '[') {
+		if (text[0] == '[' || (k->type == T_MAP && text[0] == '{')) {
 			/* a TOML array, e.g. ["make", "check"] */
 			struct toml_value *root = NULL;
 			char *doc = xstrfmt("v = %s\n", text);
@@ -513,6 +655,14 @@ static int value_from_text(struct cfg_value *out, const struct cfg_key *k, const
 			text += n;
 			if (*text == ',')
 				text++;
+		}
+		if (k->type == T_MAP) {
+			size_t i;
+
+			for (i = 0; i < out->list.nr; i++)
+				if (!map_entry_ok(out->list.v[i]))
+					return err_set(FX_EINVAL, "'%s': expected NAME=value or NAME",
+						       out->list.v[i]);
 		}
 		return 0;
 	}
@@ -545,6 +695,7 @@ static void store(void *base, const struct cfg_key *k, struct cfg_value *v)
 		*(int *)f = v->num != 0;
 		break;
 	case T_LIST:
+	case T_MAP:
 		strvec_clear(f);
 		*(struct strvec *)f = v->list;
 		strvec_init(&v->list);
@@ -609,6 +760,7 @@ static int apply_named(struct apply_ctx *c, const struct toml_kv *sec)
 {
 	const struct toml_value *tab = sec->value;
 	int providers = !strcmp(sec->key, "providers");
+	int mcp = !strcmp(sec->key, "mcp_servers");
 	size_t i;
 
 	for (i = 0; i < tab->u.tab.nr; i++) {
@@ -616,6 +768,7 @@ static int apply_named(struct apply_ctx *c, const struct toml_kv *sec)
 		char *prefix = xstrfmt("%s.%s", sec->key, kv->key);
 		struct provider_config dummy_p;
 		struct agent_config dummy_a;
+		struct mcp_server_config dummy_m;
 		void *base;
 		int ret;
 
@@ -624,7 +777,24 @@ static int apply_named(struct apply_ctx *c, const struct toml_kv *sec)
 				      c->name, kv->line, prefix, prefix);
 			goto next;
 		}
-		if (providers) {
+		if (mcp) {
+			/* the name prefixes the tools' names (NAME__TOOL): no "__" in it */
+			if (!kv->key[0] || strlen(kv->key) != kv->keylen || kv->keylen > 32 ||
+			    strstr(kv->key, "__") || strspn(kv->key,
+			    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != kv->keylen) {
+				ret = err_set(FX_EINVAL, "%s:%d: MCP server name '%s' must use letters, digits, "
+					      "'_' and '-' (at most 32, no \"__\")", c->name, kv->line, kv->key);
+				goto next;
+			}
+			base = config_mcp_server(c->cfg, kv->key);
+			if (!base && c->apply)
+				base = add_mcp_server(c->cfg, kv->key, c->origin);
+			if (!base) {
+				memset(&dummy_m, 0, sizeof(dummy_m));
+				base = &dummy_m;
+			}
+			ret = apply_keys(c, base, S_MCP, "mcp_servers", prefix, kv->value);
+		} else if (providers) {
 			if (!kv->key[0] || strlen(kv->key) != kv->keylen || strspn(kv->key,
 			    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != kv->keylen) {
 				ret = err_set(FX_EINVAL, "%s:%d: provider name '%s' must use letters, digits, '_' and '-'",
@@ -659,6 +829,100 @@ next:
 	return 0;
 }
 
+/*
+ * [[hooks.EVENT]]: an array of tables per event, each {command = [argv],
+ * matcher = "...", timeout_seconds = N}.
+ */
+static int apply_hook(struct apply_ctx *c, const char *event, const struct toml_value *t)
+{
+	const struct toml_value *cmd = NULL, *matcher = NULL, *timeout = NULL;
+	struct hook_config *h;
+	size_t i;
+
+	for (i = 0; i < t->u.tab.nr; i++) {
+		const struct toml_kv *kv = &t->u.tab.items[i];
+
+		if (!strcmp(kv->key, "command"))
+			cmd = kv->value;
+		else if (!strcmp(kv->key, "matcher"))
+			matcher = kv->value;
+		else if (!strcmp(kv->key, "timeout_seconds"))
+			timeout = kv->value;
+		else
+			return err_set(FX_EINVAL, "%s:%d: unknown key 'hooks.%s.%s' (command, matcher, "
+				       "timeout_seconds)", c->name, kv->line, event, kv->key);
+	}
+	if (!cmd || cmd->type != TOML_ARRAY || !cmd->u.arr.nr)
+		return err_set(FX_EINVAL, "%s:%d: [[hooks.%s]] needs command = [\"program\", \"arg\", ...]",
+			       c->name, cmd ? cmd->line : t->line, event);
+	for (i = 0; i < cmd->u.arr.nr; i++) {
+		const struct toml_value *e = cmd->u.arr.items[i];
+
+		if (e->type != TOML_STRING || memchr(e->u.str.ptr, '\0', e->u.str.len) ||
+		    (i == 0 && !e->u.str.len))
+			return err_set(FX_EINVAL, "%s:%d: key 'hooks.%s.command': expected an array of "
+				       "strings (element %zu)", c->name, cmd->line, event, i + 1);
+	}
+	if (matcher && (matcher->type != TOML_STRING || memchr(matcher->u.str.ptr, '\0',
+							     matcher->u.str.len)))
+		return err_set(FX_EINVAL, "%s:%d: key 'hooks.%s.matcher': expected a string",
+			       c->name, matcher->line, event);
+	if (timeout && (timeout->type != TOML_INTEGER || timeout->u.i < 1 || timeout->u.i > 3600))
+		return err_set(FX_EINVAL, "%s:%d: key 'hooks.%s.timeout_seconds': expected an "
+			       "integer from 1 to 3600", c->name, timeout->line, event);
+	if (!c->apply)
+		return 0;
+	ALLOC_GROW(c->cfg->hooks, c->cfg->hooks_nr + 1, c->cfg->hooks_alloc);
+	h = &c->cfg->hooks[c->cfg->hooks_nr++];
+	memset(h, 0, sizeof(*h));
+	h->event = xstrdup(event);
+	strvec_init(&h->command);
+	for (i = 0; i < cmd->u.arr.nr; i++)
+		strvec_push(&h->command, cmd->u.arr.items[i]->u.str.ptr);
+	h->matcher = xstrdup(matcher ? matcher->u.str.ptr : "");
+	h->timeout_seconds = timeout ? (long)timeout->u.i : 60;
+	h->origin = c->origin;
+	h->where = xstrfmt("%s:%d", c->name, t->line);
+	return 0;
+}
+
+static int apply_hooks(struct apply_ctx *c, const struct toml_kv *sec)
+{
+	const struct toml_value *tab = sec->value;
+	size_t i, j;
+	int ret;
+
+	if (tab->type != TOML_TABLE)
+		return err_set(FX_EINVAL, "%s:%d: 'hooks' must hold [[hooks.EVENT]] tables",
+			       c->name, sec->line);
+	for (i = 0; i < tab->u.tab.nr; i++) {
+		const struct toml_kv *kv = &tab->u.tab.items[i];
+		const char *const *e;
+
+		for (e = config_hook_events; *e; e++)
+			if (!strcmp(*e, kv->key))
+				break;
+		if (!*e || strlen(kv->key) != kv->keylen)
+			return err_set(FX_EINVAL, "%s:%d: unknown hook event '%s' (session_start, "
+				       "user_prompt, pre_tool, post_tool, pre_verify, post_verify, stop)",
+				       c->name, kv->line, kv->key);
+		if (kv->value->type != TOML_ARRAY)
+			return err_set(FX_EINVAL, "%s:%d: 'hooks.%s' must be written [[hooks.%s]]",
+				       c->name, kv->line, kv->key, kv->key);
+		for (j = 0; j < kv->value->u.arr.nr; j++) {
+			const struct toml_value *t = kv->value->u.arr.items[j];
+
+			if (t->type != TOML_TABLE)
+				return err_set(FX_EINVAL, "%s:%d: 'hooks.%s' must be written [[hooks.%s]]",
+					       c->name, kv->line, kv->key, kv->key);
+			ret = apply_hook(c, kv->key, t);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	return 0;
+}
+
 static int apply_root(struct apply_ctx *c, const struct toml_value *root)
 {
 	size_t i;
@@ -667,6 +931,12 @@ static int apply_root(struct apply_ctx *c, const struct toml_value *root)
 	for (i = 0; i < root->u.tab.nr; i++) {
 		const struct toml_kv *sec = &root->u.tab.items[i];
 
+		if (!strcmp(sec->key, "hooks") && strlen(sec->key) == sec->keylen) {
+			ret = apply_hooks(c, sec);
+			if (ret < 0)
+				return ret;
+			continue;
+		}
 		if (!known_section(sec->key) || strlen(sec->key) != sec->keylen) {
 			if (sec->value->type == TOML_TABLE)
 				return err_set(FX_EINVAL, "%s:%d: unknown section '[%s]'",
@@ -677,7 +947,8 @@ static int apply_root(struct apply_ctx *c, const struct toml_value *root)
 		if (sec->value->type != TOML_TABLE)
 			return err_set(FX_EINVAL, "%s:%d: '%s' must be a table ([%s])",
 				       c->name, sec->line, sec->key, sec->key);
-		if (!strcmp(sec->key, "providers") || !strcmp(sec->key, "agents"))
+		if (!strcmp(sec->key, "providers") || !strcmp(sec->key, "agents") ||
+		    !strcmp(sec->key, "mcp_servers"))
 			ret = apply_named(c, sec);
 		else
 			ret = apply_keys(c, c->cfg, S_ROOT, sec->key, sec->key, sec->value);
@@ -768,7 +1039,7 @@ static size_t env_candidates(struct config *cfg, struct env_candidate **out)
 
 	for (i = 0; i < ARRAY_SIZE(schema); i++) {
 		const struct cfg_key *k = &schema[i];
-		size_t count = k->scope == S_ROOT ? 1 :
+		size_t count = k->scope == S_MCP ? 0 : k->scope == S_ROOT ? 1 :
 			       k->scope == S_PROVIDER ? cfg->providers_nr : ROLE__COUNT;
 
 		for (j = 0; j < count; j++) {
@@ -858,19 +1129,32 @@ int config_set(struct config *cfg, const char *key, const char *value, enum cfg_
 	if (!dot)
 		return err_set(FX_EINVAL, "unknown key '%s' (expected SECTION.KEY)", key);
 	section = xstrndup(key, (size_t)(dot - key));
-	if (!strcmp(section, "providers") || !strcmp(section, "agents")) {
+	if (!strcmp(section, "providers") || !strcmp(section, "agents") ||
+	    !strcmp(section, "mcp_servers")) {
 		dot2 = strchr(dot + 1, '.');
 		if (!dot2) {
 			ret = err_set(FX_EINVAL, "unknown key '%s' (expected %s.NAME.KEY)", key, section);
 			goto out;
 		}
 		name = xstrndup(dot + 1, (size_t)(dot2 - dot - 1));
-		k = find_key(section[0] == 'p' ? S_PROVIDER : S_AGENT, section, dot2 + 1);
+		k = find_key(section[0] == 'p' ? S_PROVIDER : section[0] == 'm' ? S_MCP : S_AGENT,
+			     section, dot2 + 1);
 		if (!k) {
 			ret = err_set(FX_EINVAL, "unknown key '%s'", key);
 			goto out;
 		}
-		if (section[0] == 'p') {
+		if (section[0] == 'm') {
+			base = config_mcp_server(cfg, name);
+			if (!base) {
+				if (!*name || strstr(name, "__") || strlen(name) > 32 ||
+				    strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					   "0123456789_-") != strlen(name)) {
+					ret = err_set(FX_EINVAL, "bad MCP server name in '%s'", key);
+					goto out;
+				}
+				base = add_mcp_server(cfg, name, origin);
+			}
+		} else if (section[0] == 'p') {
 			base = config_provider(cfg, name);
 			if (!base) {
 				if (!*name || strchr(name, '.')) {
@@ -952,9 +1236,42 @@ char *config_user_file(void)
 	return NULL;
 }
 
+static int validate_mcp(struct config *cfg)
+{
+	size_t i, j;
+
+	for (i = 0; i < cfg->mcp_servers_nr; i++) {
+		const struct mcp_server_config *m = &cfg->mcp_servers[i];
+		const struct cfg_set_record *rec;
+		char *key = xstrfmt("mcp_servers.%s.%s", m->name, *m->url ? "url" : "command");
+		int ret = 0;
+
+		rec = find_record(cfg, key);
+		if (!*m->command == !*m->url)
+			ret = err_set(FX_EINVAL, "%s%s[mcp_servers.%s] needs exactly one of 'command' "
+				      "(a stdio server) and 'url' (a Streamable HTTP server)",
+				      rec ? rec->where : "", rec ? ": " : "", m->name);
+		else if (*m->url && strncmp(m->url, "http://", 7) && strncmp(m->url, "https://", 8))
+			ret = err_set(FX_EINVAL, "%s%skey '%s': expected an http:// or https:// URL",
+				      rec ? rec->where : "", rec ? ": " : "", key);
+		for (j = 0; !ret && j < m->roles.nr; j++)
+			if (config_role_from_name(m->roles.v[j]) < 0)
+				ret = err_set(FX_EINVAL, "[mcp_servers.%s] roles: unknown role '%s' "
+					      "(architect, builder, expert_coder, supervisor)",
+					      m->name, m->roles.v[j]);
+		free(key);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
 static int validate(struct config *cfg)
 {
 	int r;
+
+	if (validate_mcp(cfg) < 0)
+		return FX_EINVAL;
 
 	for (r = 0; r < ROLE__COUNT; r++) {
 		const char *p = cfg->agents[r].provider;
@@ -1051,6 +1368,7 @@ static void format_value(struct buf *out, const void *base, const struct cfg_key
 		buf_addstr(out, *(const int *)f ? "true" : "false");
 		break;
 	case T_LIST:
+	case T_MAP:
 		sv = f;
 		buf_addch(out, '[');
 		for (i = 0; i < sv->nr; i++) {
@@ -1091,7 +1409,18 @@ void config_visit(const struct config *cfg, config_visit_fn fn, void *data)
 		/* named tables: visit the whole table once, at its first key */
 		if (i && schema[i - 1].scope == k->scope)
 			continue;
-		if (k->scope == S_PROVIDER) {
+		if (k->scope == S_MCP) {
+			for (j = 0; j < cfg->mcp_servers_nr; j++) {
+				size_t m;
+
+				for (m = i; m < ARRAY_SIZE(schema) && schema[m].scope == S_MCP; m++) {
+					buf_reset(&dotted);
+					buf_addf(&dotted, "mcp_servers.%s.%s", cfg->mcp_servers[j].name,
+						 schema[m].key);
+					visit_one(cfg, &cfg->mcp_servers[j], &schema[m], dotted.buf, fn, data);
+				}
+			}
+		} else if (k->scope == S_PROVIDER) {
 			for (j = 0; j < cfg->providers_nr; j++) {
 				size_t m;
 
@@ -1112,6 +1441,29 @@ void config_visit(const struct config *cfg, config_visit_fn fn, void *data)
 				}
 			}
 		}
+	}
+	for (i = 0; i < cfg->hooks_nr; i++) {
+		const struct hook_config *h = &cfg->hooks[i];
+		struct buf v = BUF_INIT;
+		size_t k, nth = 0;
+
+		for (k = 0; k < i; k++)
+			nth += !strcmp(cfg->hooks[k].event, h->event);
+		buf_reset(&dotted);
+		buf_addf(&dotted, "hooks.%s.%zu.command", h->event, nth);
+		buf_addch(&v, '[');
+		for (k = 0; k < h->command.nr; k++) {
+			if (k)
+				buf_addstr(&v, ", ");
+			add_toml_string(&v, h->command.v[k]);
+		}
+		buf_addch(&v, ']');
+		if (*h->matcher) {
+			buf_addstr(&v, "  # matcher = ");
+			add_toml_string(&v, h->matcher);
+		}
+		fn(dotted.buf, v.buf, h->origin, h->where, "a hook", data);
+		buf_release(&v);
 	}
 	buf_release(&dotted);
 }
@@ -1204,4 +1556,12 @@ void config_write_template(struct buf *out)
 	}
 	for (i = 0; i < ARRAY_SIZE(later); i++)
 		template_section(out, later[i], S_ROOT, later[i]);
+	buf_addstr(out, "\n# MCP servers whose tools the agents may call, and hooks: commands run\n"
+			"# around each step (see docs/configuration.md). For example:\n"
+			"#   [mcp_servers.docs]\n"
+			"#   command = \"python3\"                 # a stdio server (or url = \"http://...\")\n"
+			"#   args = [\"tools/docs_server.py\"]\n"
+			"#   [[hooks.pre_tool]]\n"
+			"#   matcher = \"write_file|edit_file\"\n"
+			"#   command = [\"python3\", \"tools/guard.py\"]\n");
 }

@@ -40,7 +40,7 @@ enum cfg_origin {
 /** One [providers.NAME] table. */
 struct provider_config {
 	char *name;
-	char *type;		/* "openai" (any OpenAI-compatible server) | "replay" */
+	char *type;		/* "openai" (any OpenAI-compatible server) | "ollama" | "replay" */
 	char *base_url;
 	char *api_key_env;	/* the NAME of the variable holding the key */
 	char *model;
@@ -52,7 +52,47 @@ struct provider_config {
 	struct strvec headers;	/* extra request headers, "Name: value" */
 	char *transcript;	/* replay: the transcript to answer from */
 	char *replay_mode;	/* replay: "strict" | "lenient" */
+	long context_window;	/* tokens; 0: ask the server */
 };
+
+/**
+ * One [mcp_servers.NAME] table: a Model Context Protocol server whose tools
+ * the agents may call (src/mcp/). Exactly one of `command` (stdio: a
+ * child process) and `url` (Streamable HTTP) is set.
+ */
+struct mcp_server_config {
+	char *name;
+	char *command;		/* stdio: the program; "" for an HTTP server */
+	struct strvec args;
+	struct strvec env;	/* "NAME=value", or "NAME" to pass forgex's own value on */
+	char *cwd;		/* relative to the workspace; "": the workspace */
+	char *url;		/* Streamable HTTP endpoint; "" for a stdio server */
+	char *bearer_token_env;	/* the NAME of the variable holding the token */
+	int enabled;
+	long startup_timeout_seconds;
+	long tool_timeout_seconds;
+	struct strvec enabled_tools;	/* empty: every tool */
+	struct strvec disabled_tools;
+	struct strvec roles;	/* empty: builder and expert_coder (read-only tools: every role) */
+	enum cfg_origin origin;	/* the layer that first named this server */
+};
+
+/**
+ * One [[hooks.EVENT]] entry: a command run around a step (see
+ * src/pipeline/hooks.h). Hooks of the user file and the project file all
+ * run, in that order.
+ */
+struct hook_config {
+	char *event;		/* session_start, user_prompt, pre_tool, post_tool, pre_verify, post_verify, stop */
+	struct strvec command;	/* argv */
+	char *matcher;		/* tool name patterns "a|b*" (pre_tool, post_tool); "": every tool */
+	long timeout_seconds;
+	enum cfg_origin origin;
+	char *where;		/* "FILE:LINE" */
+};
+
+/** The events a hook may be configured for, NULL-terminated. */
+extern const char *const config_hook_events[];
 
 /** One [agents.ROLE] table. */
 struct agent_config {
@@ -95,6 +135,10 @@ struct config {
 	struct provider_config *providers;
 	size_t providers_nr, providers_alloc;
 	struct agent_config agents[ROLE__COUNT];
+	struct mcp_server_config *mcp_servers;
+	size_t mcp_servers_nr, mcp_servers_alloc;
+	struct hook_config *hooks;
+	size_t hooks_nr, hooks_alloc;
 	struct {
 		long max_iterations;
 		struct strvec test_command;
@@ -174,6 +218,9 @@ int config_validate(struct config *cfg);
 
 /** The provider called `name`, or NULL. */
 struct provider_config *config_provider(struct config *cfg, const char *name);
+
+/** The MCP server called `name`, or NULL. */
+struct mcp_server_config *config_mcp_server(struct config *cfg, const char *name);
 
 /** The agent settings of `role`. */
 struct agent_config *config_agent(struct config *cfg, enum agent_role role);

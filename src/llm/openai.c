@@ -42,6 +42,7 @@ struct openai {
 	char *key;		/* NULL: no Authorization header */
 	struct curl_slist *headers;
 	char errbuf[CURL_ERROR_SIZE];
+	int ollama;		/* Ollama's /api/chat: NDJSON lines, its own shapes */
 };
 
 struct attempt {
@@ -54,6 +55,7 @@ struct attempt {
 	struct buf body;
 	int decided, streaming;
 	struct sse_parser sse;
+	struct buf line;	/* ollama: the NDJSON line being received */
 	struct wire_asm as;
 	int cb_code;		/* failure inside a callback */
 	char *cb_msg;
@@ -195,6 +197,30 @@ static int on_event(void *data, const char *event, const char *payload, size_t l
 	return wire_asm_event(&a->as, payload, len);
 }
 
+/* Ollama streams one JSON object a line. */
+static int ndjson_feed(struct attempt *a, const char *p, size_t n)
+{
+	while (n) {
+		const char *nl = memchr(p, '\n', n);
+		size_t k = nl ? (size_t)(nl - p) : n;
+		int ret;
+
+		if (a->line.len + k > WIRE_MAX_REPLY)
+			return err_set(FX_ELIMIT, "a streamed line is longer than %u bytes",
+				       WIRE_MAX_REPLY);
+		buf_add(&a->line, p, k);
+		if (!nl)
+			break;
+		ret = wire_ollama_chunk(&a->as, a->line.buf, a->line.len);
+		buf_reset(&a->line);
+		if (ret < 0)
+			return ret;
+		p += k + 1;
+		n -= k + 1;
+	}
+	return 0;
+}
+
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *data)
 {
 	struct attempt *a = data;
@@ -205,10 +231,12 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *data)
 	if (!a->decided) {
 		curl_easy_getinfo(a->o->easy, CURLINFO_RESPONSE_CODE, &a->status);
 		a->streaming = a->want_stream && a->status >= 200 && a->status < 300 &&
-			       !strncasecmp(a->ctype.buf, "text/event-stream", 17);
+			       (a->o->ollama || !strncasecmp(a->ctype.buf, "text/event-stream", 17));
 		a->decided = 1;
 	}
-	if (a->streaming)
+	if (a->streaming && a->o->ollama)
+		ret = ndjson_feed(a, ptr, n);
+	else if (a->streaming)
 		ret = sse_feed(&a->sse, ptr, n);
 	else
 		ret = buf_add_capped(&a->body, ptr, n);
@@ -244,6 +272,7 @@ static void attempt_init(struct attempt *a, struct provider *p, llm_text_fn on_t
 	buf_init(&a->body, 0);
 	a->body.max = MAX_BODY;
 	sse_init(&a->sse, on_event, a, 0);
+	buf_init(&a->line, 0);
 	wire_asm_init(&a->as, on_text, cb_data);
 }
 
@@ -253,6 +282,7 @@ static void attempt_release(struct attempt *a)
 	buf_release(&a->retry_after);
 	buf_release(&a->body);
 	sse_release(&a->sse);
+	buf_release(&a->line);
 	wire_asm_release(&a->as);
 	free(a->cb_msg);
 }
@@ -408,7 +438,10 @@ static enum outcome attempt_run(struct attempt *a, struct llm_response *out, str
 		return OUT_FAIL;
 	}
 	if (a->streaming) {
-		ret = sse_finish(&a->sse);
+		if (a->o->ollama)
+			ret = a->line.len ? wire_ollama_chunk(&a->as, a->line.buf, a->line.len) : 0;
+		else
+			ret = sse_finish(&a->sse);
 		if (ret < 0) {
 			buf_addstr(msg, err_last());
 			return OUT_FAIL;
@@ -424,7 +457,13 @@ static enum outcome attempt_run(struct attempt *a, struct llm_response *out, str
 			buf_addstr(msg, "the server sent an empty reply");
 			return OUT_RETRY;
 		}
-		ret = wire_parse_reply(out, a->body.buf, a->body.len);
+		if (a->o->ollama) {
+			ret = wire_ollama_chunk(&a->as, a->body.buf, a->body.len);
+			if (!ret)
+				ret = wire_asm_finish(&a->as, out);
+		} else {
+			ret = wire_parse_reply(out, a->body.buf, a->body.len);
+		}
 	}
 	if (ret < 0) {
 		*code = ret == FX_ELIMIT ? FX_ELIMIT : FX_EPROVIDER;
@@ -557,7 +596,32 @@ static const struct provider_ops openai_ops = {
 	.release = openai_release,
 };
 
+static json_t *ollama_body(struct provider *p, const struct llm_request *req)
+{
+	provider_context_window(p, NULL, NULL);	/* decides num_ctx, once */
+	return wire_ollama_request(req, p->model, p->stream, p->num_ctx);
+}
+
+static const struct provider_ops ollama_ops = {
+	.type = "ollama",
+	.chat = openai_chat,
+	.release = openai_release,
+	.body = ollama_body,
+};
+
+static int open_common(struct provider *p, const struct provider_config *pc, int ollama);
+
 int openai_open(struct provider *p, const struct provider_config *pc)
+{
+	return open_common(p, pc, 0);
+}
+
+int ollama_open(struct provider *p, const struct provider_config *pc)
+{
+	return open_common(p, pc, 1);
+}
+
+static int open_common(struct provider *p, const struct provider_config *pc, int ollama)
 {
 	struct openai *o;
 	const char *key;
@@ -573,13 +637,22 @@ int openai_open(struct provider *p, const struct provider_config *pc)
 		return ret;
 	o = xcalloc(1, sizeof(*o));
 	p->impl = o;
-	p->ops = &openai_ops;
-	o->url = xstrfmt("%s/chat/completions", p->base_url);
+	p->ops = ollama ? &ollama_ops : &openai_ops;
+	o->ollama = ollama;
+	if (ollama) {
+		char *root = provider_root_url(p->base_url);
+
+		o->url = xstrfmt("%s/api/chat", root);
+		free(root);
+	} else {
+		o->url = xstrfmt("%s/chat/completions", p->base_url);
+	}
 	key = *p->api_key_env ? getenv(p->api_key_env) : NULL;
 	if (key && *key)
 		o->key = xstrdup(key);
 	ret = build_headers(&o->headers, o->key, &pc->headers,
-			    p->stream ? "text/event-stream" : "application/json", p->name);
+			    p->stream && !ollama ? "text/event-stream" : ollama && p->stream ?
+			    "application/x-ndjson" : "application/json", p->name);
 	if (ret < 0)
 		return ret;
 	o->multi = curl_multi_init();
@@ -610,10 +683,18 @@ int provider_list_models(struct strvec *out, const struct provider_config *pc, l
 	ret = curl_ready();
 	if (ret < 0)
 		return ret;
-	buf_addstr(&url, pc->base_url ? pc->base_url : "");
-	while (url.len && url.buf[url.len - 1] == '/')
-		buf_setlen(&url, url.len - 1);
-	buf_addstr(&url, "/models");
+	if (pc->type && !strcmp(pc->type, "ollama")) {
+		/* Ollama's own list: {"models": [{"name": ...}]} */
+		char *root = provider_root_url(pc->base_url ? pc->base_url : "");
+
+		buf_addf(&url, "%s/api/tags", root);
+		free(root);
+	} else {
+		buf_addstr(&url, pc->base_url ? pc->base_url : "");
+		while (url.len && url.buf[url.len - 1] == '/')
+			buf_setlen(&url, url.len - 1);
+		buf_addstr(&url, "/models");
+	}
 	ret = build_headers(&headers, key, &pc->headers, "application/json",
 			    pc->name ? pc->name : "");
 	if (ret < 0)

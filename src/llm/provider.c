@@ -267,13 +267,16 @@ int provider_open(struct provider **out, const struct config *cfg, const char *n
 	p->transcript = tr;
 	if (tr && *p->api_key_env && (key = getenv(p->api_key_env)) && *key)
 		transcript_add_secret(tr, key);
+	p->config_window = pc->context_window > 0 ? pc->context_window : 0;
 	if (!pc->type || !*pc->type || !strcmp(pc->type, "openai")) {
 		ret = openai_open(p, pc);
+	} else if (!strcmp(pc->type, "ollama")) {
+		ret = ollama_open(p, pc);
 	} else if (!strcmp(pc->type, "replay")) {
 		ret = replay_open(p, pc, cfg->workspace);
 	} else {
-		ret = err_set(FX_EINVAL, "provider '%s': unknown type '%s' (expected \"openai\" "
-			      "or \"replay\")", p->name, pc->type);
+		ret = err_set(FX_EINVAL, "provider '%s': unknown type '%s' (expected \"openai\", "
+			      "\"ollama\" or \"replay\")", p->name, pc->type);
 	}
 	if (ret < 0) {
 		provider_free(p);
@@ -309,7 +312,7 @@ int provider_chat(struct provider *p, struct llm_response *out, const struct llm
 {
 	struct llm_response r = LLM_RESPONSE_INIT;
 	struct transcript_exchange x;
-	json_t *body = llm_request_to_json(req, p->model, p->stream);
+	json_t *body = p->ops->body ? p->ops->body(p, req) : llm_request_to_json(req, p->model, p->stream);
 	double t0 = mono_seconds();
 	long long started = wall_ms();
 	struct buf wire = BUF_INIT;
@@ -343,6 +346,7 @@ int provider_chat(struct provider *p, struct llm_response *out, const struct llm
 		x.elapsed = r.elapsed;
 		x.retries = r.retries;
 		x.http_status = r.http_status;
+		x.context_window = p->window_probed ? p->context_window : 0;
 		rec = transcript_record(p->transcript, &x);
 		if (rec < 0 && ret >= 0)
 			ret = rec;
@@ -371,6 +375,8 @@ void provider_free(struct provider *p)
 	free(p->base_url);
 	free(p->model);
 	free(p->api_key_env);
+	free(p->window_source);
+	free(p->window_warning);
 	free(p);
 }
 

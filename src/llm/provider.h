@@ -12,6 +12,7 @@
  *
  * Providers sit behind one table of operations (`struct provider_ops`):
  *   "openai"  any OpenAI-compatible server over HTTP (openai.c);
+ *   "ollama"  Ollama's native chat API, which takes num_ctx per request (openai.c);
  *   "replay"  answers from a recorded transcript, offline (replay.c).
  *
  * The caller:
@@ -174,6 +175,8 @@ struct provider_ops {
 		    const json_t *body, llm_text_fn on_text, void *cb_data);
 	/** Free the implementation's state (not `p` itself). */
 	void (*release)(struct provider *p);
+	/** The request body for `req` (NULL: llm_request_to_json()). New reference. */
+	json_t *(*body)(struct provider *p, const struct llm_request *req);
 };
 
 /** An open provider. Read-only for callers. */
@@ -192,7 +195,23 @@ struct provider {
 	/* during chat(): NULL, or its `body` encoded with JSON_COMPACT, to send as is */
 	const struct buf *wire;
 	void *impl;		/* the implementation's state */
+
+	/* the model's context window (provider_context_window()) */
+	long config_window;	/* [providers.NAME] context_window; 0: ask the server */
+	long context_window;	/* tokens, once known */
+	char *window_source;
+	char *window_warning;	/* NULL, or what the user should fix */
+	int window_probed;
+	int window_warned;	/* the warning was shown (agent_run() shows it once) */
+	long num_ctx;		/* "ollama": options.num_ctx sent with every request */
 };
+
+/** Tokens forgex needs for useful work; a smaller window is warned about. */
+#define LLM_WINDOW_NEEDED 16384
+/** The num_ctx forgex asks Ollama for when the model allows it and nothing is configured. */
+#define LLM_OLLAMA_NUM_CTX 32768
+/** What Ollama uses when a model sets no num_ctx (its default on small GPUs). */
+#define LLM_OLLAMA_DEFAULT_CTX 4096
 
 /**
  * Open the provider `name` of `cfg` (NULL: the one called "default", else
@@ -224,6 +243,24 @@ int provider_chat(struct provider *p, struct llm_response *out, const struct llm
 void provider_free(struct provider *p);
 
 /**
+ * The model's context window in tokens. The first call decides, once per
+ * provider: `context_window` of the configuration when set; else what the
+ * server says (vLLM: GET {base_url}/models, the model's max_model_len;
+ * llama.cpp: GET {root}/props, default_generation_settings.n_ctx; Ollama:
+ * POST {root}/api/show, the num_ctx in force, or for type "ollama" the
+ * num_ctx forgex will send, bounded by <arch>.context_length), where
+ * {root} is base_url without a trailing /v1; else 32768 for a server on
+ * this machine and 131072 elsewhere. `*source` (may be NULL) says which;
+ * `*warning` (may be NULL) is set when the window is smaller than
+ * LLM_WINDOW_NEEDED or Ollama would cut prompts, with the fix. Both are
+ * owned by `p`.
+ */
+long provider_context_window(struct provider *p, const char **source, const char **warning);
+
+/** {base_url} without a trailing "/v1" (or "/api"): where /props and /api/ live. New string. */
+char *provider_root_url(const char *base_url);
+
+/**
  * The models a server lists at GET {base_url}/models, waiting at most
  * `timeout_ms`. For `forgex doctor`. Pushes the ids onto `out`.
  * FX_EPROVIDER with the reason when the server cannot be reached or
@@ -233,6 +270,12 @@ int provider_list_models(struct strvec *out, const struct provider_config *pc, l
 
 /** Whether `base_url`'s host is 127.0.0.1, localhost or ::1 (no key needed). */
 int provider_url_is_local(const char *base_url);
+
+/**
+ * Whether the server of `pc` can be connected to (host and port; nothing is
+ * sent) within `timeout_ms`. FX_EPROVIDER "cannot reach URL: why" when not.
+ */
+int provider_reachable(const struct provider_config *pc, long timeout_ms);
 
 /**
  * How long to wait before retry number `attempt` (0 for the first retry):
@@ -253,6 +296,8 @@ long llm_parse_retry_after(const char *value, long long now);
 /* Implementations, for provider_open(). */
 /** Set `p` up as an "openai" provider: reads the key, prepares curl handles and headers. */
 int openai_open(struct provider *p, const struct provider_config *pc);
+/** Set `p` up as an "ollama" provider: Ollama's own POST {root}/api/chat, num_ctx per request. */
+int ollama_open(struct provider *p, const struct provider_config *pc);
 /**
  * Set `p` up as a "replay" provider: loads the whole transcript. A relative
  * path is taken from `workspace` (NULL: the current folder).

@@ -273,5 +273,21 @@ int replay_open(struct provider *p, const struct provider_config *pc, const char
 	ret = transcript_load(&r->exchanges, r->path);
 	if (ret < 0)
 		return err_prefix(ret, "provider '%s'", p->name);
+	if (!p->config_window) {
+		/* the window the recorded run fitted its requests to, so they come out the same */
+		const json_t *x;
+		size_t i;
+
+		json_array_foreach(r->exchanges, i, x) {
+			json_int_t w = jsonx_int(x, "context_window", 0);
+
+			if (w > 0 && w < 100000000) {
+				p->context_window = (long)w;
+				p->window_source = xstrdup("the transcript");
+				p->window_probed = 1;
+				break;
+			}
+		}
+	}
 	return 0;
 }

@@ -451,6 +451,8 @@ int transcript_record(struct transcript *t, const struct transcript_exchange *x)
 	}
 	jsonx_set(j, "http_status", json_integer(x->http_status));
 	jsonx_set(j, "retries", json_integer(x->retries));
+	if (x->context_window > 0)	/* replay fits its requests to the same window */
+		jsonx_set(j, "context_window", json_integer(x->context_window));
 	jsonx_set(j, "elapsed_ms", json_integer((json_int_t)(x->elapsed * 1000.0 + 0.5)));
 	red = redact_json(j, &t->secrets);
 	encode_line(&line, red, x->request, x->request_text);

@@ -62,6 +62,7 @@ struct transcript_exchange {
 	double elapsed;				/* seconds */
 	int retries;
 	long http_status;
+	long context_window;			/* the window the request was fitted to; 0: none */
 };
 
 /**

@@ -45,6 +45,35 @@ static json_t *message_to_json(const struct llm_message *m)
 	return j;
 }
 
+static json_t *tools_json(const struct llm_request *req)
+{
+	json_t *tools = json_array();
+	size_t i;
+
+	for (i = 0; i < req->tools_nr; i++) {
+		const struct llm_tool *t = &req->tools[i];
+		json_t *fn = json_object(), *tool = json_object();
+
+		jsonx_set(fn, "name", jsonx_string(t->name));
+		if (t->description)
+			jsonx_set(fn, "description", jsonx_string(t->description));
+		if (t->parameters)
+			jsonx_set(fn, "parameters", json_incref(t->parameters));
+		else
+			jsonx_set(fn, "parameters",
+				  json_pack("{s:s, s:{}}", "type", "object", "properties"));
+		jsonx_set(tool, "type", jsonx_string("function"));
+		jsonx_set(tool, "function", fn);
+		arr_append(tools, tool);
+	}
+	return tools;
+}
+
+/*
+ * Everything that stays the same within a conversation comes first and
+ * "messages" last, so each request of an agent loop begins with the bytes
+ * of the one before (less its closing "]}"), and prefix caches hit.
+ */
 json_t *llm_request_to_json(const struct llm_request *req, const char *model, int stream)
 {
 	json_t *j = json_object(), *msgs = json_array();
@@ -54,30 +83,8 @@ json_t *llm_request_to_json(const struct llm_request *req, const char *model, in
 		die("out of memory");
 	jsonx_set(j, "model", jsonx_string(req->model && *req->model ? req->model :
 					    model ? model : ""));
-	for (i = 0; i < req->messages_nr; i++)
-		arr_append(msgs, message_to_json(&req->messages[i]));
-	jsonx_set(j, "messages", msgs);
-	if (req->tools_nr) {
-		json_t *tools = json_array();
-
-		for (i = 0; i < req->tools_nr; i++) {
-			const struct llm_tool *t = &req->tools[i];
-			json_t *fn = json_object(), *tool = json_object();
-
-			jsonx_set(fn, "name", jsonx_string(t->name));
-			if (t->description)
-				jsonx_set(fn, "description", jsonx_string(t->description));
-			if (t->parameters)
-				jsonx_set(fn, "parameters", json_incref(t->parameters));
-			else
-				jsonx_set(fn, "parameters",
-					  json_pack("{s:s, s:{}}", "type", "object", "properties"));
-			jsonx_set(tool, "type", jsonx_string("function"));
-			jsonx_set(tool, "function", fn);
-			arr_append(tools, tool);
-		}
-		jsonx_set(j, "tools", tools);
-	}
+	if (req->tools_nr)
+		jsonx_set(j, "tools", tools_json(req));
 	if (req->tool_choice) {
 		const char *tc = req->tool_choice;
 
@@ -97,6 +104,62 @@ json_t *llm_request_to_json(const struct llm_request *req, const char *model, in
 	} else {
 		jsonx_set(j, "stream", json_false());
 	}
+	for (i = 0; i < req->messages_nr; i++)
+		arr_append(msgs, message_to_json(&req->messages[i]));
+	jsonx_set(j, "messages", msgs);
+	return j;
+}
+
+/* Ollama's message: arguments are an object, a tool result names its tool. */
+static json_t *ollama_message(const struct llm_message *m)
+{
+	json_t *j = json_object();
+	size_t i;
+
+	jsonx_set(j, "role", jsonx_string(llm_role_name(m->role)));
+	jsonx_set(j, "content", jsonx_string(m->content ? m->content : ""));
+	if (m->tool_calls_nr) {
+		json_t *calls = json_array();
+
+		for (i = 0; i < m->tool_calls_nr; i++) {
+			const struct llm_tool_call *c = &m->tool_calls[i];
+			json_t *args = c->arguments ? json_loads(c->arguments, 0, NULL) : NULL;
+
+			if (!json_is_object(args)) {
+				json_decref(args);
+				args = json_object();
+			}
+			arr_append(calls, json_pack("{s:{s:s, s:o}}", "function", "name",
+						    c->name ? c->name : "", "arguments", args));
+		}
+		jsonx_set(j, "tool_calls", calls);
+	}
+	if (m->role == LLM_TOOL && m->name)
+		jsonx_set(j, "tool_name", jsonx_string(m->name));
+	return j;
+}
+
+json_t *wire_ollama_request(const struct llm_request *req, const char *model, int stream,
+			    long num_ctx)
+{
+	json_t *j = json_object(), *msgs = json_array(), *opts = json_object();
+	size_t i;
+
+	jsonx_set(j, "model", jsonx_string(req->model && *req->model ? req->model :
+					    model ? model : ""));
+	if (req->tools_nr)
+		jsonx_set(j, "tools", tools_json(req));
+	if (num_ctx > 0)
+		jsonx_set(opts, "num_ctx", json_integer(num_ctx));
+	if (req->temperature >= 0)
+		jsonx_set(opts, "temperature", json_real(req->temperature));
+	if (req->max_tokens > 0)
+		jsonx_set(opts, "num_predict", json_integer(req->max_tokens));
+	jsonx_set(j, "options", opts);
+	jsonx_set(j, "stream", json_boolean(stream));
+	for (i = 0; i < req->messages_nr; i++)
+		arr_append(msgs, ollama_message(&req->messages[i]));
+	jsonx_set(j, "messages", msgs);
 	return j;
 }
 
@@ -521,6 +584,115 @@ int wire_parse_reply(struct llm_response *out, const char *body, size_t len)
 	strvec_init(&r.warnings);
 out:
 	llm_response_release(&r);
+	json_decref(j);
+	return ret;
+}
+
+int wire_ollama_chunk(struct wire_asm *a, const char *data, size_t len)
+{
+	json_t *j = NULL, *msg, *v, *c;
+	const char *s;
+	size_t i;
+	int ret;
+
+	while (len && (data[len - 1] == '\r' || data[len - 1] == ' '))
+		len--;
+	if (!len)
+		return 0;
+	if (a->done)
+		return err_set(FX_EPROVIDER, "the server sent data after its last (\"done\") line");
+	ret = jsonx_parse(&j, data, len, "a streamed line");
+	if (ret < 0)
+		return err_prefix(FX_EPROVIDER, "malformed reply");
+	if (!json_is_object(j)) {
+		ret = err_set(FX_EPROVIDER, "a streamed line is not a JSON object");
+		goto out;
+	}
+	a->chunks++;
+	v = json_object_get(j, "error");
+	if (v && !json_is_null(v)) {
+		struct buf t = BUF_INIT;
+
+		wire_error_text(&t, data, len);
+		ret = err_set(FX_EPROVIDER, "the server reported an error in the stream: %s", t.buf);
+		buf_release(&t);
+		goto out;
+	}
+	s = jsonx_str(j, "model");
+	if (s && *s && !a->model)
+		a->model = xstrdup(s);
+	msg = json_object_get(j, "message");
+	if (json_is_object(msg)) {
+		v = json_object_get(msg, "content");
+		if (json_is_string(v) && json_string_length(v)) {
+			size_t n = json_string_length(v);
+
+			if ((ret = account(a, n)) < 0)
+				goto out;
+			buf_add(&a->content, json_string_value(v), n);
+			if (a->on_text) {
+				a->on_text(a->cb_data, json_string_value(v), n);
+				a->text_delivered += n;
+			}
+		}
+		v = json_object_get(msg, "tool_calls");
+		if (v && !json_is_null(v) && !json_is_array(v)) {
+			ret = err_set(FX_EPROVIDER, "a message's \"tool_calls\" is not an array");
+			goto out;
+		}
+		json_array_foreach(v, i, c) {
+			const json_t *fn = json_object_get(c, "function"), *args;
+			struct wire_call *w;
+
+			if (!json_is_object(fn)) {
+				ret = err_set(FX_EPROVIDER, "a tool call has no \"function\" object");
+				goto out;
+			}
+			if (a->calls_nr >= WIRE_MAX_CALLS) {
+				ret = err_set(FX_ELIMIT, "the reply has more than %d tool calls",
+					      WIRE_MAX_CALLS);
+				goto out;
+			}
+			ALLOC_GROW(a->calls, a->calls_nr + 1, a->calls_alloc);
+			w = &a->calls[a->calls_nr];
+			memset(w, 0, sizeof(*w));
+			w->index = (long)a->calls_nr;
+			a->calls_nr++;
+			buf_init(&w->id, 0);
+			buf_init(&w->name, 0);
+			buf_init(&w->arguments, 0);
+			if ((s = jsonx_str(c, "id")))
+				buf_addstr(&w->id, s);
+			if ((s = jsonx_str(fn, "name")))
+				buf_addstr(&w->name, s);
+			args = json_object_get(fn, "arguments");
+			if (json_is_string(args))
+				buf_addstr(&w->arguments, json_string_value(args));
+			else if (args)
+				jsonx_dump(&w->arguments, args, JSON_COMPACT);
+			if ((ret = account(a, w->name.len + w->arguments.len)) < 0)
+				goto out;
+		}
+	}
+	if (jsonx_bool(j, "done", 0)) {
+		a->done = 1;
+		s = jsonx_str(j, "done_reason");
+		free(a->finish_reason);
+		a->finish_reason = xstrdup(s && *s ? s : "stop");
+		if (a->calls_nr && !strcmp(a->finish_reason, "stop")) {
+			free(a->finish_reason);
+			a->finish_reason = xstrdup("tool_calls");
+		}
+		if (json_is_integer(json_object_get(j, "prompt_eval_count")) ||
+		    json_is_integer(json_object_get(j, "eval_count"))) {
+			a->usage.present = 1;
+			a->usage.prompt_tokens = (long)jsonx_int(j, "prompt_eval_count", 0);
+			a->usage.completion_tokens = (long)jsonx_int(j, "eval_count", 0);
+			a->usage.total_tokens = a->usage.prompt_tokens + a->usage.completion_tokens;
+		}
+	}
+	ret = 0;
+out:
 	json_decref(j);
 	return ret;
 }

@@ -80,6 +80,23 @@ int wire_asm_finish(struct wire_asm *a, struct llm_response *out);
 int wire_parse_reply(struct llm_response *out, const char *body, size_t len);
 
 /**
+ * The body of Ollama's POST /api/chat for `req`: its own message shape
+ * (tool-call arguments as objects, tool results with "tool_name"), and
+ * options.num_ctx (when > 0), temperature and num_predict. "messages" comes
+ * last, as in llm_request_to_json(). New reference.
+ */
+json_t *wire_ollama_request(const struct llm_request *req, const char *model, int stream,
+			    long num_ctx);
+
+/**
+ * Take one line of Ollama's NDJSON stream (or its whole non-streamed
+ * answer): message.content is text, message.tool_calls come whole, the
+ * line with "done": true ends the reply (done_reason, prompt_eval_count,
+ * eval_count). wire_asm_finish() then checks and moves the reply out.
+ */
+int wire_ollama_chunk(struct wire_asm *a, const char *data, size_t len);
+
+/**
  * The error text of an error body: its JSON error.message (or "error" as
  * a string, or "message"), else the body itself, cut to about 500 bytes
  * and with control characters replaced. Appended to `out`.

@@ -19,6 +19,8 @@
 #include "llm/transcript.h"
 #include "pipeline/pipeline.h"
 #include "sandbox/executor.h"
+#include "pipeline/hooks.h"
+#include "tools/mcp_tools.h"
 #include "tools/registry.h"
 #include "tools/shell.h"
 #include "vcs/checkpoint.h"
@@ -56,6 +58,8 @@ struct pl {
 	struct executor ex;
 	int have_ex;
 	struct tool_registry reg;
+	struct mcp_set mcp;
+	struct hooks hooks;
 	struct tool_ctx tctx;
 	int have_tctx;
 	struct shell_tools st;
@@ -151,6 +155,11 @@ static void on_command(void *data, const char *tool, const struct strvec *argv, 
 		jsonx_set(f, "duration_ms", json_integer((json_int_t)r->duration_ms));
 	}
 	emit(pl, "command", f);
+}
+
+static void on_hook_event(void *data, json_t *fields)
+{
+	emit(data, "hook", fields);
 }
 
 static void stage_event(struct pl *pl, const char *what, enum stage st, const char *fmt, ...)
@@ -389,6 +398,10 @@ static int run_agent(struct pl *pl, struct agent_result *res, enum agent_role ro
 	ao.event_data = pl;
 	ao.cancel = pl->o->cancel;
 	ao.stream = p->stream;
+	if (pl->o->on_text) {
+		ao.on_text = pl->o->on_text;
+		ao.text_data = pl->o->event_data;
+	}
 	ret = agent_run(res, &ao);
 	buf_release(&prompt);
 	buf_release(&extra);
@@ -481,7 +494,21 @@ static int run_tests(struct pl *pl, struct verify_result *out, const char *what)
 	req.workspace = pl->cfg->workspace;
 	emit(pl, "command", json_pack("{s:s, s:o}", "tool", "verify",
 				      "argv", jsonx_from_strvec(&pl->cmd.argv)));
+	if (hooks_have(&pl->hooks, "pre_verify")) {
+		json_t *in = json_pack("{s:s, s:o}", "what", what, "command",
+				       jsonx_from_strvec(&pl->cmd.argv));
+
+		hooks_fire(&pl->hooks, "pre_verify", NULL, in, NULL, NULL);
+		json_decref(in);
+	}
 	ret = verify_run(out, &req, verify_executor_run, &pl->ex);
+	if (hooks_have(&pl->hooks, "post_verify")) {
+		json_t *in = json_pack("{s:s, s:b, s:o}", "what", what, "ran", ret >= 0,
+				       "result", ret >= 0 ? verify_result_to_json(out) : json_null());
+
+		hooks_fire(&pl->hooks, "post_verify", NULL, in, NULL, NULL);
+		json_decref(in);
+	}
 	if (ret < 0) {
 		emit(pl, "test_result", json_pack("{s:s, s:b, s:s}", "what", what, "ran", 0,
 						  "reason", err_last()));
@@ -774,10 +801,20 @@ static int setup(struct pl *pl)
 	    (ret = tools_register_shell(&pl->reg, &pl->st)) < 0 ||
 	    (ret = roles_register_tools(&pl->reg)) < 0)
 		return ret;
+	if (cfg->mcp_servers_nr) {
+		mcp_set_start(&pl->mcp, cfg, pl->s.dir, NULL, pl->o->cancel);
+		for (i = 0; i < pl->mcp.nr; i++)
+			emit(pl, "mcp_server", mcp_set_server_json(&pl->mcp, i));
+		ret = tools_register_mcp(&pl->reg, &pl->mcp);
+		if (ret < 0)
+			return ret;
+	}
 	ret = tool_ctx_init(&pl->tctx, &pl->reg, cfg->workspace);
 	if (ret < 0)
 		return ret;
 	pl->have_tctx = 1;
+	hooks_init(&pl->hooks, cfg, &pl->ex, pl->s.id, on_hook_event, pl);
+	hooks_tool_hooks(&pl->tctx.hooks, &pl->hooks);
 	agent_budget_init(&pl->budget, cfg->budget.max_tokens, cfg->budget.max_cost_usd,
 			  (double)cfg->budget.max_wall_seconds);
 	for (i = 0; i < cfg->budget.prices.nr; i++) {
@@ -806,6 +843,7 @@ static void teardown(struct pl *pl)
 	if (pl->have_tctx)
 		tool_ctx_release(&pl->tctx);
 	registry_release(&pl->reg);
+	mcp_set_release(&pl->mcp);
 	shell_tools_release(&pl->st);
 	if (pl->have_ex)
 		executor_release(&pl->ex);
@@ -945,6 +983,13 @@ static void finish(struct pl *pl, int code, int pass, const char *reason)
 	pl->next = ST_DONE;
 	if (save_state(pl) < 0)
 		err_clear();
+	if (hooks_have(&pl->hooks, "stop")) {
+		json_t *in = json_pack("{s:s, s:s}", "outcome", pipeline_outcome_name(out->outcome),
+				       "reason", out->reason);
+
+		hooks_fire(&pl->hooks, "stop", NULL, in, NULL, NULL);
+		json_decref(in);
+	}
 	emit(pl, "run_end", json_pack("{s:s, s:s, s:b, s:b, s:i, s:I}", "outcome",
 				      pipeline_outcome_name(out->outcome), "reason", out->reason,
 				      "rolled_back", out->rolled_back, "kept", out->kept,
@@ -1099,6 +1144,7 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 	verify_result_release(&pl.last);
 	verify_comparison_release(&pl.cmp);
 	registry_init(&pl.reg);
+	mcp_set_init(&pl.mcp);
 	pl.st = (struct shell_tools)SHELL_TOOLS_INIT;
 
 	if (!pl.cfg || !pl.cfg->workspace) {
@@ -1149,6 +1195,27 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 			ret = 0;
 			goto out;
 		}
+	}
+	{
+		json_t *in = json_pack("{s:s, s:b}", "request", pl.request, "resumed",
+				       opts->resume_id != NULL);
+		struct buf why = BUF_INIT;
+		int blocked;
+
+		hooks_fire(&pl.hooks, "session_start", NULL, in, NULL, NULL);
+		blocked = !opts->resume_id &&
+			  hooks_fire(&pl.hooks, "user_prompt", NULL, in, &why, NULL);
+		json_decref(in);
+		if (blocked) {
+			reason = xstrfmt("a user_prompt hook blocked the request: %s",
+					 why.len ? why.buf : "(it gave no reason)");
+			buf_release(&why);
+			err_set(FX_EDENIED, "%s", reason);
+			finish(&pl, FX_EDENIED, 0, reason);
+			ret = 0;
+			goto out;
+		}
+		buf_release(&why);
 	}
 	if (!opts->resume_id)
 		save_state(&pl);

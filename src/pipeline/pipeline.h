@@ -72,9 +72,11 @@ struct pipeline_opts {
 	void *event_data;
 	/* Called with the run's session as soon as it exists (may be NULL). */
 	void (*on_session)(void *data, const struct session *s);
+	/* Every piece of the model's text as it streams (may be NULL), with event_data. */
+	void (*on_text)(void *data, const char *text, size_t len);
 };
 
-#define PIPELINE_OPTS_INIT { NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+#define PIPELINE_OPTS_INIT { NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 
 struct pipeline_result {
 	enum pipeline_outcome outcome;

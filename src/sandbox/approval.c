@@ -310,6 +310,87 @@ int approval_ask_tty(const char *tty, const char *const *argv, size_t argc, cons
 	return answer;
 }
 
+/* y/yes: APPROVE_ONCE; a/always: APPROVE_ALWAYS; n/no or empty: 0; else -1. */
+static int parse_answer_always(struct buf *line)
+{
+	int r = parse_answer(line);
+
+	if (r >= 0)
+		return r;
+	if (!strcmp(line->buf, "a") || !strcmp(line->buf, "always"))
+		return APPROVE_ALWAYS;
+	return -1;
+}
+
+int approval_ask_what_fd(int in, int out, const char *what, const char *shown,
+			 const char *reason)
+{
+	struct buf msg = BUF_INIT, line = BUF_INIT;
+	int tries, answer = 0;
+
+	pthread_mutex_lock(&ask_lock);
+	if (ask_hook)
+		ask_hook(ask_hook_data, 1);
+	if (isatty(in))
+		tcflush(in, TCIFLUSH);
+	buf_addstr(&msg, "\nforgex: ");
+	approval_add_visible(&msg, what);
+	buf_addstr(&msg, " needs approval");
+	if (reason && *reason) {
+		buf_addstr(&msg, ": ");
+		approval_add_visible(&msg, reason);
+	}
+	buf_addstr(&msg, "\n  ");
+	approval_add_visible(&msg, shown);
+	buf_addstr(&msg, "\nRun it? [y]es, [a]lways (this session), [N]o: ");
+	for (tries = 0; tries < MAX_TRIES; tries++) {
+		int r;
+
+		if (say(out, &msg) < 0)
+			goto out;
+		r = read_answer(in, &line);
+		if (r < 0)
+			goto out;
+		if (r == 0) {
+			err_set(FX_EDENIED, "no answer to the approval question (end of input)");
+			goto out;
+		}
+		r = parse_answer_always(&line);
+		if (r >= 0) {
+			answer = r;
+			goto out;
+		}
+		buf_reset(&msg);
+		buf_addstr(&msg, "Please answer y, a or n. Run it? [y/a/N] ");
+	}
+	err_set(FX_EDENIED, "no readable answer to the approval question");
+	buf_reset(&msg);
+	buf_addstr(&msg, "Not run.\n");
+	say(out, &msg);
+out:
+	if (ask_hook)
+		ask_hook(ask_hook_data, 0);
+	pthread_mutex_unlock(&ask_lock);
+	buf_release(&msg);
+	buf_release(&line);
+	return answer;
+}
+
+int approval_ask_what(const char *tty, const char *what, const char *shown, const char *reason)
+{
+	const char *path = tty ? tty : "/dev/tty";
+	int fd, answer;
+
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		err_set_errno(FX_EDENIED, "no terminal to ask for approval on (%s)", path);
+		return 0;
+	}
+	answer = approval_ask_what_fd(fd, fd, what, shown, reason);
+	close(fd);
+	return answer;
+}
+
 int approval_resolve(enum approval_mode mode, const char *const *argv, size_t argc,
 		     const char *reason)
 {

@@ -48,6 +48,24 @@ int approval_ask_tty(const char *tty, const char *const *argv, size_t argc, cons
  */
 int approval_ask_fd(int in, int out, const char *const *argv, size_t argc, const char *reason);
 
+/** Answers of approval_ask_what(): 0 is no. */
+enum {
+	APPROVE_ONCE = 1,	/* y: this call */
+	APPROVE_ALWAYS = 2,	/* a: this and every later call of the same thing, this session */
+};
+
+/**
+ * Ask on the terminal device `tty` (NULL: "/dev/tty") whether `what`
+ * ("the MCP tool docs__search") may run, showing `shown` (its arguments)
+ * and `reason`; every string is shown with control characters escaped.
+ * Takes y/yes, a/always, n/no. Returns 0 (no, or no terminal: err_last()
+ * says why), APPROVE_ONCE or APPROVE_ALWAYS.
+ */
+int approval_ask_what(const char *tty, const char *what, const char *shown, const char *reason);
+/** The same, on the descriptors `in` and `out` (borrowed). */
+int approval_ask_what_fd(int in, int out, const char *what, const char *shown,
+			 const char *reason);
+
 /**
  * Call `fn(data, 1)` just before every question is written to the terminal
  * and `fn(data, 0)` once it is answered (or given up), with the question's

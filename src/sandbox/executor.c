@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -805,7 +806,18 @@ static int spawn_and_watch(struct watch *w, struct executor *ex, struct sb_spawn
 	size_t nkids_before;
 	struct child_ctx c;
 
-	in_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (sp->stdin_data) {
+		/* a memory file: the child reads it at its own pace, nothing blocks */
+		in_fd = memfd_create("forgex-stdin", MFD_CLOEXEC);
+		if (in_fd < 0 || fsutil_write_all(in_fd, sp->stdin_data, sp->stdin_len) < 0 ||
+		    lseek(in_fd, 0, SEEK_SET) < 0) {
+			if (in_fd >= 0)
+				close(in_fd);
+			return err_set_errno(FX_EOS, "cannot prepare the command's input");
+		}
+	} else {
+		in_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
 	if (in_fd < 0)
 		return err_set_errno(FX_EOS, "cannot open /dev/null");
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
@@ -1049,6 +1061,8 @@ int executor_run(struct exec_result *out, struct executor *ex, const struct exec
 	sp.user_argc = req->argc;
 	sp.env_overrides = req->env_overrides;
 	sp.timeout_ms = timeout_ms;
+	sp.stdin_data = req->stdin_data;
+	sp.stdin_len = req->stdin_len;
 
 	if (!fsutil_is_dir(workdir)) {
 		res.exit_code = 127;

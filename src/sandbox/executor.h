@@ -51,6 +51,8 @@ struct exec_request {
 	const char *cwd;		/* relative to the workspace (or absolute inside it); NULL: "." */
 	int timeout_ms;			/* 0: [terminal] timeout_seconds */
 	const char *const *env_overrides; /* NULL-terminated "NAME=value" list, may be NULL */
+	const char *stdin_data;		/* NULL: stdin is /dev/null; else these bytes (hooks) */
+	size_t stdin_len;
 };
 
 /** What happened (the seed's CommandResult). */

@@ -89,6 +89,8 @@ struct sb_spawn {
 	int timeout_ms;
 	int spawn_fail_status;		/* exit status when `path` is NULL (docker: 125) */
 	struct sb_plan plan;
+	const char *stdin_data;		/* NULL: stdin is /dev/null */
+	size_t stdin_len;
 };
 
 struct sandbox_backend {

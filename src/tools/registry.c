@@ -363,7 +363,8 @@ int registry_add(struct tool_registry *reg, const struct tool_def *def)
 	ret = jsonx_parse(&schema, def->parameters, strlen(def->parameters), def->name);
 	if (ret < 0)
 		return ret;
-	ret = schema_check(schema);
+	ret = def->flags & TOOL_OPEN_SCHEMA ? (json_is_object(schema) ? 0 :
+		err_set(FX_EINVAL, "the parameters schema is not an object")) : schema_check(schema);
 	if (ret < 0) {
 		json_decref(schema);
 		return err_prefix(ret, "tool '%s'", def->name);
@@ -377,6 +378,7 @@ int registry_add(struct tool_registry *reg, const struct tool_def *def)
 	t->flags = def->flags;
 	t->fn = def->fn;
 	t->data = def->data;
+	t->roles = def->roles;
 	return 0;
 }
 
@@ -435,6 +437,8 @@ int tool_ctx_init(struct tool_ctx *ctx, const struct tool_registry *reg, const c
 	strvec_init(&ctx->changed);
 	ctx->limits = lim;
 	ctx->current = NULL;
+	ctx->role = -1;
+	memset(&ctx->hooks, 0, sizeof(ctx->hooks));
 	return 0;
 }
 
@@ -532,16 +536,44 @@ int tool_dispatch(struct tool_ctx *ctx, unsigned granted, const char *name,
 		json_decref(args);
 		return TOOL_REFUSED;
 	}
-	if (schema_validate(t->schema, args, &why) < 0) {
+	if (t->roles && (ctx->role < 0 || !(t->roles & (1u << ctx->role)))) {
+		buf_addf(result, "refused: the tool %s is not available to this role", t->name);
+		json_decref(args);
+		return TOOL_REFUSED;
+	}
+	if (!(t->flags & TOOL_OPEN_SCHEMA) && schema_validate(t->schema, args, &why) < 0) {
 		buf_addf(result, "refused: invalid arguments for %s: %s", t->name, why.buf);
 		buf_release(&why);
 		json_decref(args);
 		return TOOL_REFUSED;
 	}
+	buf_reset(&why);
+	if (ctx->hooks.pre && !(t->flags & TOOL_TERMINAL) &&
+	    ctx->hooks.pre(ctx->hooks.data, t->name, ctx->role, args, &why) > 0) {
+		buf_addf(result, "refused: blocked by a pre_tool hook: %s",
+			 why.len ? why.buf : "(it gave no reason)");
+		buf_release(&why);
+		json_decref(args);
+		return TOOL_REFUSED;
+	}
+	buf_release(&why);
 	err_clear();
 	ctx->current = t;
 	ret = t->fn(ctx, args, result);
 	ctx->current = NULL;
+	if (ctx->hooks.post && !(t->flags & TOOL_TERMINAL)) {
+		struct buf note = BUF_INIT;
+
+		ctx->hooks.post(ctx->hooks.data, t->name, ctx->role, args,
+				ret >= 0 ? TOOL_OK : TOOL_FAILED, result, &note);
+		if (note.len) {
+			if (result->len == start && ret < 0)
+				buf_addf(result, "error: %s", *err_last() ? err_last() :
+					 "the tool failed without saying why");
+			buf_addf(result, "\n[post_tool hook] %s", note.buf);
+		}
+		buf_release(&note);
+	}
 	json_decref(args);
 	if (ret >= 0)
 		return TOOL_OK;

@@ -53,7 +53,16 @@ typedef int (*tool_fn)(struct tool_ctx *ctx, const json_t *args, struct buf *res
 
 enum tool_flags {
 	TOOL_TERMINAL = 1 << 0,	/* a call ends the agent's loop (finish, submit_plan, ...) */
+	/*
+	 * The schema is someone else's (an MCP server's): it goes to the model
+	 * as it is, is not held to the subset below, and arguments are only
+	 * checked to be an object; the handler validates (or the server does).
+	 */
+	TOOL_OPEN_SCHEMA = 1 << 1,
 };
+
+/** `roles` of a tool: bit (1u << ROLE_X) for each role that sees it. */
+#define TOOL_ROLE(r) (1u << (r))
 
 /** What registry_add() copies. */
 struct tool_def {
@@ -64,6 +73,7 @@ struct tool_def {
 	unsigned flags;			/* enum tool_flags */
 	tool_fn fn;
 	void *data;			/* for the handler: tool_ctx_data() */
+	unsigned roles;			/* TOOL_ROLE() bits; 0: any role `needs` allows */
 };
 
 /** A registered tool (read-only for callers). */
@@ -75,6 +85,7 @@ struct tool {
 	unsigned flags;
 	tool_fn fn;
 	void *data;
+	unsigned roles;
 };
 
 struct tool_registry {
@@ -120,6 +131,19 @@ struct tool_limits {
 
 #define TOOL_LIMITS_DEFAULT { 256 * 1024, 2000, 16 * 1024 * 1024, 1000, 200, 300, 128 * 1024 }
 
+/**
+ * Called by tool_dispatch() around a call that passed its checks (user
+ * hooks, src/pipeline/hooks.h). `pre` returns 1 to block the call, with
+ * the reason in `why` (the model is told); `post` may append a message for
+ * the model to `note`. Both may be NULL.
+ */
+struct tool_hooks {
+	int (*pre)(void *data, const char *tool, int role, const json_t *args, struct buf *why);
+	void (*post)(void *data, const char *tool, int role, const json_t *args, int status,
+		     const struct buf *result, struct buf *note);
+	void *data;
+};
+
 /** What every handler gets: the workspace and the record of changes. */
 struct tool_ctx {
 	const struct tool_registry *registry;
@@ -127,6 +151,8 @@ struct tool_ctx {
 	struct strvec changed;		/* relative paths the tools changed, first change first */
 	struct tool_limits limits;
 	const struct tool *current;	/* the tool being dispatched */
+	int role;			/* enum agent_role of the caller; -1: none (see `roles`) */
+	struct tool_hooks hooks;	/* zero: none */
 };
 
 /**

@@ -289,7 +289,7 @@ static void test_agent_events_are_complete_and_in_order(void **state)
 			buf_addf(&seq, "%s:%lld ", jsonx_str(e, "type"), jsonx_int(e, "turn", -1));
 	}
 	assert_string_equal(seq.buf,
-			    "agent_start:0 model_call:1 tool_call:1 tool_result:1 tool_call:1 "
+			    "agent_start:0 context_window:0 model_call:1 tool_call:1 tool_result:1 tool_call:1 "
 			    "tool_result:1 model_call:2 tool_call:2 tool_result:2 agent_end:2 ");
 	e = event(&f, "model_call", 0);
 	assert_string_equal(jsonx_str(e, "model"), "mock-model");
@@ -837,47 +837,154 @@ static void test_agent_interrupted_between_tools(void **state)
 	fx_end(&f);
 }
 
+/* Whether raw request body `next` begins with `prev` less the "]}" closing prev's messages. */
+static int raw_extends(const json_t *prev, const json_t *next)
+{
+	const char *a = jsonx_str(prev, "raw"), *b = jsonx_str(next, "raw");
+	size_t la = a ? strlen(a) : 0;
+
+	return la > 2 && !strcmp(a + la - 2, "]}") && strlen(b) > la && !memcmp(a, b, la - 2);
+}
+
+/*
+ * Against a llama.cpp server reporting a 9000-token window (GET /props):
+ * tool results are cut to an eighth of it, requests grow append-only
+ * until the window is nearly full, then one compaction step stubs the
+ * oldest results; no request goes over the window.
+ */
 static void test_agent_context_control(void **state)
 {
 	struct fx f;
-	json_t *reqs, *msgs;
-	struct buf big = BUF_INIT;
+	json_t *reqs, *msgs, *ev, *r;
+	struct buf big = BUF_INIT, script = BUF_INIT;
 	const char *res;
-	size_t i;
+	size_t i, breaks = 0, first_break = 0;
 
 	(void)state;
-	fx_start(&f, "["
-		 "{'tool_calls': [{'id': 'a', 'name': 'read_file', 'arguments': {'path': 'big.txt'}}]},"
-		 "{'tool_calls': [{'id': 'b', 'name': 'read_file', 'arguments': {'path': 'big.txt', 'start_line': 2}}]},"
-		 "{'tool_calls': [{'id': 'c', 'name': 'read_file', 'arguments': {'path': 'big.txt', 'start_line': 3}}]},"
-		 "{'tool_calls': [{'id': 'f', 'name': 'finish', 'arguments': {'summary': 'read'}}]}]", NULL);
+	buf_addstr(&script, "{'server': 'llamacpp', 'n_ctx': 9000, 'steps': [");
+	for (i = 0; i < 8; i++)
+		buf_addf(&script, "{'tool_calls': [{'id': 'c%zu', 'name': 'read_file', 'arguments': "
+			 "{'path': '%s', 'start_line': %zu}}]},", i, i ? "small.txt" : "big.txt", i + 1);
+	buf_addstr(&script, "{'tool_calls': [{'id': 'f', 'name': 'finish', 'arguments': "
+		   "{'summary': 'read'}}]}]}");
+	fx_start(&f, script.buf, NULL);
 	for (i = 0; i < 400; i++)
 		buf_addf(&big, "line %03zu of a file that is rather long\n", i);
 	fx_write(&f, "big.txt", big.buf);
-	f.o.tool_result_max = 4000;
-	f.o.context_chars = 20000;	/* the tools' schemas alone take some 8000 */
+	buf_reset(&big);
+	for (i = 0; i < 60; i++)
+		buf_addf(&big, "line %03zu of a smaller file\n", i);
+	fx_write(&f, "small.txt", big.buf);
+	f.o.tool_result_max = 8000;	/* more than an eighth of the window: the window wins */
 	fx_run(&f);
-	assert_int_equal(f.r.status, AGENT_DONE);
+	if (f.r.status != AGENT_DONE)
+		fail_msg("%s", f.r.error);
+	/* the window came from the server */
+	ev = event(&f, "context_window", 0);
+	assert_int_equal(jsonx_int(ev, "tokens", 0), 9000);
+	assert_string_equal(jsonx_str(ev, "source"), "llama.cpp /props");
+	assert_int_equal(mock_count(&f.m, "/props"), 1);
 	reqs = mock_requests(&f.m);
-	/* each result was cut to about 4000 bytes, head and tail kept, with a note */
-	res = tool_result_in(reqs, 1, "a");
-	assert_true(strlen(res) < 4300);
+	assert_int_equal(json_array_size(reqs), 9);
+	/* a result is cut to an eighth of the window (1125 tokens, 3913 bytes), head and tail kept */
+	res = tool_result_in(reqs, 1, "c0");
+	assert_true(strlen(res) < 4100);
 	assert_non_null(strstr(res, "line 000"));
 	assert_non_null(strstr(res, "line 399"));
 	assert_non_null(strstr(res, "bytes of this result were left out"));
 	assert_true(json_is_true(json_object_get(event(&f, "tool_result", 0), "cut")));
-	/* later, the oldest result was shortened; the newest was not */
-	res = tool_result_in(reqs, 3, "a");
+	/* no request over the window less the reply's reserve; append-only but at compaction */
+	json_array_foreach(reqs, i, r) {
+		size_t bytes = strlen(jsonx_str(r, "raw"));
+
+		assert_true((double)bytes * AGENT_TOKENS_PER_BYTE <= 9000 - 1125);
+		if (i && !raw_extends(json_array_get(reqs, i - 1), r) && !breaks++)
+			first_break = i;
+	}
+	assert_int_equal(breaks, (size_t)f.r.compactions);
+	assert_int_equal(breaks, 1);
+	assert_int_equal(events_of(&f, "context_compact"), 1);
+	/* after the compaction, the oldest result is a stub; the newest is whole */
+	res = tool_result_in(reqs, first_break, "c0");
 	assert_non_null(strstr(res, "[forgex: this earlier result of read_file"));
-	res = tool_result_in(reqs, 3, "c");
-	assert_non_null(strstr(res, "line 399"));
-	msgs = messages(reqs, 3);
+	msgs = messages(reqs, first_break);
 	assert_string_equal(jsonx_str(json_array_get(msgs, 0), "content"), role_prompt(ROLE_BUILDER));
 	assert_string_equal(jsonx_str(json_array_get(msgs, 1), "content"),
 			    "Make the change the user asked for.");
-	assert_true(events_of(&f, "context_trim") >= 1);
+	res = jsonx_str(json_array_get(msgs, json_array_size(msgs) - 1), "content");
+	assert_non_null(strstr(res, "line 059 of a smaller file"));
 	assert_true(f.r.trimmed >= 1);
 	buf_release(&big);
+	buf_release(&script);
+	json_decref(reqs);
+	fx_end(&f);
+}
+
+/* Ten turns: each request the mock received begins, byte for byte, with the one before. */
+static void test_agent_requests_append_only(void **state)
+{
+	struct fx f;
+	struct buf script = BUF_INIT;
+	json_t *reqs;
+	size_t i;
+
+	(void)state;
+	buf_addstr(&script, "[");
+	for (i = 0; i < 9; i++)
+		buf_addf(&script, "{'text': 'Step %zu.', 'tool_calls': [{'id': 't%zu', 'name': '%s', "
+			 "'arguments': {'path': '%s'}}]},", i, i, i % 2 ? "read_file" : "list_dir",
+			 i % 2 ? "a.txt" : ".");
+	buf_addstr(&script, "{'tool_calls': [{'id': 'f', 'name': 'finish', 'arguments': "
+		   "{'summary': 'looked'}}]}]");
+	fx_start(&f, script.buf, NULL);
+	fx_write(&f, "a.txt", "hello\n");
+	fx_run(&f);
+	if (f.r.status != AGENT_DONE)
+		fail_msg("%s", f.r.error);
+	reqs = mock_requests(&f.m);
+	assert_int_equal(json_array_size(reqs), 10);
+	for (i = 1; i < 10; i++)
+		if (!raw_extends(json_array_get(reqs, i - 1), json_array_get(reqs, i)))
+			fail_msg("request %zu does not begin with request %zu:\n%s\n%s", i + 1, i,
+				 jsonx_str(json_array_get(reqs, i - 1), "raw"),
+				 jsonx_str(json_array_get(reqs, i), "raw"));
+	assert_int_equal(f.r.compactions, 0);
+	json_decref(reqs);
+	buf_release(&script);
+	fx_end(&f);
+}
+
+/*
+ * Native mode against a server running the model without a tool parser:
+ * the calls arrive as text (Mistral's, then Hermes'), run, and go back as
+ * structured calls.
+ */
+static void test_agent_native_calls_in_text(void **state)
+{
+	struct fx f;
+	json_t *reqs, *msgs, *m;
+
+	(void)state;
+	fx_start(&f, "["
+		 "{'text': '[TOOL_CALLS]read_file[ARGS]{\\\"path\\\": \\\"a.txt\\\"}'},"
+		 "{'text': 'Done.\\n<tool_call>\\n{\\\"name\\\": \\\"finish\\\", \\\"arguments\\\": "
+		 "{\\\"summary\\\": \\\"a.txt says hi\\\",}}\\n</tool_call>'}]",
+		 NULL);
+	fx_write(&f, "a.txt", "hi there\n");
+	fx_run(&f);
+	if (f.r.status != AGENT_DONE)
+		fail_msg("%s", f.r.error);
+	assert_string_equal(jsonx_str(f.r.terminal_args, "summary"), "a.txt says hi");
+	reqs = mock_requests(&f.m);
+	assert_int_equal(json_array_size(reqs), 2);
+	msgs = messages(reqs, 1);
+	m = json_array_get(msgs, 2);
+	assert_string_equal(jsonx_str(m, "role"), "assistant");
+	assert_true(json_is_null(json_object_get(m, "content")));
+	m = json_array_get(json_object_get(m, "tool_calls"), 0);
+	assert_string_equal(jsonx_str(m, "id"), "tx0010001");
+	assert_string_equal(jsonx_str(json_object_get(m, "function"), "name"), "read_file");
+	assert_non_null(strstr(tool_result_in(reqs, 1, "tx0010001"), "hi there"));
 	json_decref(reqs);
 	fx_end(&f);
 }
@@ -983,6 +1090,8 @@ int main(void)
 		cmocka_unit_test(test_agent_provider_error),
 		cmocka_unit_test(test_agent_interrupted_between_tools),
 		cmocka_unit_test(test_agent_context_control),
+		cmocka_unit_test(test_agent_requests_append_only),
+		cmocka_unit_test(test_agent_native_calls_in_text),
 		cmocka_unit_test(test_agent_text_tool_mode),
 		cmocka_unit_test(test_agent_ask_binary_reads_project),
 	};

@@ -534,13 +534,165 @@ static void test_ask_doctor_checks_providers(void **state)
 	assert_non_null(strstr(seen.buf, "cloud: key|fail|$FX_E2E_CLOUD_KEY is not set"));
 	/* no key for a remote server: it is not contacted at all */
 	assert_null(strstr(seen.buf, "cloud: server"));
-	assert_int_equal(mock_count(&m, "/models"), 2);
+	/* the window: the mock says nothing of it (404 for /props and /api/show) */
+	assert_non_null(strstr(seen.buf, "default: context window|ok|32768 tokens (default)"));
+	/* the list, and the window's question, for each of the two reachable providers */
+	assert_int_equal(mock_count(&m, "/models"), 4);
+	assert_int_equal(mock_count(&m, "/props"), 2);
 	json_decref(j);
 	free(cfg);
 	buf_release(&seen);
 	run_release(&r);
 	mock_release(&m);
 	tu_rmtree(dir);
+}
+
+/* A user configuration (XDG_CONFIG_HOME) holding `cfg`; returns the "XDG_CONFIG_HOME=..." entry. */
+static char *user_config(char **xdg, const char *cfg)
+{
+	*xdg = tu_mkdtemp();
+	tu_write(*xdg, "forgex/config.toml", cfg);
+	return xstrfmt("XDG_CONFIG_HOME=%s", *xdg);
+}
+
+static size_t count_of(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	while ((hay = strstr(hay, needle))) {
+		n++;
+		hay += strlen(needle);
+	}
+	return n;
+}
+
+/*
+ * Ollama behind its OpenAI-compatible /v1 with a small num_ctx (2048 in
+ * the Modelfile): forgex learns it from /api/show, warns once with the
+ * fix (Ollama would cut the front of longer prompts), and keeps every
+ * request within it.
+ */
+static void test_ask_ollama_small_num_ctx_warns(void **state)
+{
+	struct mock m;
+	struct run r;
+	json_t *reqs, *q;
+	char *dir = tu_mkdtemp(), *xdg, *cfg, *envx;
+	const char *args[] = { "ask", "What is in a.txt?", NULL };
+	size_t i;
+
+	(void)state;
+	mock_start(&m, "{\"server\": \"ollama\", \"num_ctx\": 2048, \"context_length\": 8192, "
+		       "\"steps\": [{\"tool_calls\": [{\"id\": \"c1\", \"name\": \"read_file\", "
+		       "\"arguments\": {\"path\": \"a.txt\"}}]}, {\"text\": \"It says hello.\"}]}");
+	tu_write(dir, "a.txt", "hello\n");
+	cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
+		      "api_key_env = \"" KEY_VAR "\"\nmax_retries = 0\ntimeout_seconds = 5\n",
+		      m.base_url);
+	envx = user_config(&xdg, cfg);
+	{
+		const char *env[] = { envx, KEY_VAR, NULL };
+
+		run_forgex(&r, dir, args, env, NULL, 0, 30);
+	}
+	if (r.status != 0)
+		fail_msg("exit %d: %s", r.status, r.err.buf);
+	assert_string_equal(r.out.buf, "It says hello.\n");
+	/* the warning, once, with the fix */
+	assert_int_equal(count_of(r.err.buf, "Ollama runs mock-model with num_ctx 2048"), 1);
+	assert_non_null(strstr(r.err.buf, "silently cuts the front of longer prompts"));
+	assert_non_null(strstr(r.err.buf, "set type = \"ollama\" under [providers.default]"));
+	assert_non_null(strstr(r.err.buf, "OLLAMA_CONTEXT_LENGTH=32768"));
+	assert_int_equal(mock_count(&m, "/api/show"), 1);
+	/* every request within 2048 tokens less the reply's reserve (256) */
+	reqs = mock_requests(&m);
+	assert_int_equal(json_array_size(reqs), 2);
+	json_array_foreach(reqs, i, q) {
+		assert_string_equal(jsonx_str(q, "path"), "/v1/chat/completions");
+		assert_true((double)strlen(jsonx_str(q, "raw")) * 0.2875 <= 2048 - 256);
+	}
+	json_decref(reqs);
+	run_release(&r);
+	mock_release(&m);
+	tu_rmtree(dir);
+	tu_rmtree(xdg);
+	free(cfg);
+	free(envx);
+}
+
+/*
+ * type = "ollama": Ollama's own POST /api/chat, streamed as NDJSON, with
+ * options.num_ctx on every request: the model's own window (8192, from
+ * /api/show) since the Modelfile's num_ctx (2048) is too small; calls and
+ * results in Ollama's shapes; no request over the window.
+ */
+static void test_ask_ollama_native_sets_num_ctx(void **state)
+{
+	struct mock m;
+	struct run r;
+	json_t *reqs, *q, *msgs;
+	char *dir = tu_mkdtemp(), *xdg, *cfg, *envx, *root;
+	const char *args[] = { "ask", "What is in a.txt?", NULL };
+	size_t i;
+
+	(void)state;
+	mock_start(&m, "{\"server\": \"ollama\", \"num_ctx\": 2048, \"context_length\": 8192, "
+		       "\"architecture\": \"qwen2\", \"steps\": [{\"tool_calls\": [{\"name\": "
+		       "\"read_file\", \"arguments\": {\"path\": \"a.txt\"}}]}, {\"text\": \"It "
+		       "says hello, twice over.\", \"delta_chars\": 5}]}");
+	tu_write(dir, "a.txt", "hello\n");
+	root = xstrndup(m.base_url, strlen(m.base_url) - 3);	/* without /v1 */
+	cfg = xstrfmt("[providers.default]\ntype = \"ollama\"\nbase_url = \"%s\"\n"
+		      "model = \"mock-model\"\napi_key_env = \"" KEY_VAR "\"\nmax_retries = 0\n"
+		      "timeout_seconds = 5\n", root);
+	envx = user_config(&xdg, cfg);
+	{
+		const char *env[] = { envx, KEY_VAR, NULL };
+
+		run_forgex(&r, dir, args, env, NULL, 0, 30);
+	}
+	if (r.status != 0)
+		fail_msg("exit %d: %s", r.status, r.err.buf);
+	assert_string_equal(r.out.buf, "It says hello, twice over.\n");
+	/* the model's window is less than forgex needs: said once */
+	assert_int_equal(count_of(r.err.buf, "own context window is 8192 tokens"), 1);
+	assert_null(strstr(r.err.buf, "silently cuts"));
+	reqs = mock_requests(&m);
+	assert_int_equal(json_array_size(reqs), 2);
+	json_array_foreach(reqs, i, q) {
+		json_t *body = json_object_get(q, "body");
+
+		assert_string_equal(jsonx_str(q, "path"), "/api/chat");
+		assert_int_equal(jsonx_int(json_object_get(body, "options"), "num_ctx", 0), 8192);
+		assert_true(json_is_true(json_object_get(body, "stream")));
+		assert_true((double)strlen(jsonx_str(q, "raw")) * 0.2875 <= 8192 - 1024);
+	}
+	/* the second request carries the call as Ollama shapes it, and the result */
+	msgs = json_object_get(json_object_get(json_array_get(reqs, 1), "body"), "messages");
+	q = json_array_get(msgs, 2);
+	assert_string_equal(jsonx_str(q, "role"), "assistant");
+	q = json_object_get(json_array_get(json_object_get(q, "tool_calls"), 0), "function");
+	assert_string_equal(jsonx_str(q, "name"), "read_file");
+	assert_string_equal(jsonx_str(json_object_get(q, "arguments"), "path"), "a.txt");
+	q = json_array_get(msgs, 3);
+	assert_string_equal(jsonx_str(q, "role"), "tool");
+	assert_string_equal(jsonx_str(q, "tool_name"), "read_file");
+	assert_non_null(strstr(jsonx_str(q, "content"), "hello"));
+	/* append-only here too */
+	{
+		const char *a = jsonx_str(json_array_get(reqs, 0), "raw"),
+			   *b = jsonx_str(json_array_get(reqs, 1), "raw");
+
+		assert_int_equal(memcmp(a, b, strlen(a) - 2), 0);
+	}
+	json_decref(reqs);
+	run_release(&r);
+	mock_release(&m);
+	tu_rmtree(dir);
+	tu_rmtree(xdg);
+	free(cfg);
+	free(envx);
+	free(root);
 }
 
 int main(void)
@@ -559,6 +711,8 @@ int main(void)
 		cmocka_unit_test(test_ask_records_and_replays_offline),
 		cmocka_unit_test(test_ask_transcript_never_holds_the_key),
 		cmocka_unit_test(test_ask_doctor_checks_providers),
+		cmocka_unit_test(test_ask_ollama_small_num_ctx_warns),
+		cmocka_unit_test(test_ask_ollama_native_sets_num_ctx),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1032,7 +1032,10 @@ static void test_pipeline_provider_401_in_ensemble_review(void **state)
 	provider_401_case(2);
 }
 
-/* Nothing listens where the provider should be: exit 3, nothing changed. */
+/*
+ * Nothing listens where the provider should be: exit 3 at once, before the
+ * baseline, with a hint; nothing changed, no run started.
+ */
 static void test_pipeline_provider_down(void **state)
 {
 	struct mock m;
@@ -1046,9 +1049,16 @@ static void test_pipeline_provider_down(void **state)
 	before = snapshot(dir);
 	FORGEX(&r, dir, "run", "make add add");
 	assert_int_equal(r.status, 3);
-	assert_non_null(strstr(r.err.buf, "forgex: error: provider 'default'"));
+	assert_non_null(strstr(r.err.buf, "forgex: error: provider 'default': cannot reach"));
 	assert_non_null(strstr(r.err.buf, m.base_url));
-	assert_non_null(strstr(r.out.buf, "ERROR: "));
+	assert_non_null(strstr(r.err.buf, "hint: is the model server running?"));
+	assert_null(strstr(r.err.buf, "==> baseline"));
+	{
+		char *runs = xstrfmt("%s/.forgex/runs", dir);
+
+		assert_false(fsutil_is_dir(runs));
+		free(runs);
+	}
 	after = snapshot(dir);
 	assert_string_equal(after, before);
 	free(before);

@@ -9,8 +9,11 @@
  *   1. mock_start() with the script's JSON text: the mock runs as a child
  *      process on a free port of 127.0.0.1; m->base_url is ".../v1";
  *   2. talks to it;
- *   3. mock_requests() for what the mock received (a JSON array, one
- *      object per request: method, path, headers, body, step);
+ *   3. mock_requests() for the model requests the mock received (a JSON
+ *      array, one object per POST .../chat/completions or /api/chat:
+ *      method, path, headers, body, raw, step), mock_all_requests() for
+ *      everything (forgex also asks GET .../models, GET /props and POST
+ *      /api/show once per provider, to learn the model's window);
  *   4. mock_stop() (the log stays readable) and mock_release().
  */
 
@@ -113,8 +116,17 @@ static inline void mock_release(struct mock *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* What the mock received: a JSON array of request objects (new reference). */
-static inline json_t *mock_requests(const struct mock *m)
+static inline int mock_is_model_request(const json_t *r)
+{
+	const char *p = jsonx_str(r, "path");
+	size_t n = p ? strlen(p) : 0;
+
+	return n && ((n >= 17 && !strcmp(p + n - 17, "/chat/completions")) ||
+		     !strcmp(p, "/api/chat"));
+}
+
+/* Everything the mock received: a JSON array of request objects (new reference). */
+static inline json_t *mock_all_requests(const struct mock *m)
 {
 	json_t *arr = json_array();
 	struct buf b = BUF_INIT;
@@ -137,10 +149,23 @@ static inline json_t *mock_requests(const struct mock *m)
 	return arr;
 }
 
+/* The model requests the mock received, in order (new reference). */
+static inline json_t *mock_requests(const struct mock *m)
+{
+	json_t *all = mock_all_requests(m), *arr = json_array(), *r;
+	size_t i;
+
+	json_array_foreach(all, i, r)
+		if (mock_is_model_request(r))
+			json_array_append(arr, r);
+	json_decref(all);
+	return arr;
+}
+
 /* How many requests to paths ending in `suffix` the mock received. */
 static inline size_t mock_count(const struct mock *m, const char *suffix)
 {
-	json_t *arr = mock_requests(m), *r;
+	json_t *arr = mock_all_requests(m), *r;
 	size_t i, n = 0, sl = strlen(suffix);
 
 	json_array_foreach(arr, i, r) {

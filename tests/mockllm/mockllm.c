@@ -34,6 +34,10 @@
 
 static json_t *script_steps;	/* array */
 static json_t *script_models;	/* array of strings */
+static json_t *script_server;	/* the script object: "server", "n_ctx", "num_ctx", ... */
+static const char *server_kind = "openai";	/* "openai", "ollama", "llamacpp", "vllm" */
+
+static long server_int(const char *key, long def);
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t step_pos;		/* index of the current step */
 static long step_used;		/* requests the current step has answered */
@@ -177,10 +181,33 @@ static void log_request(const struct request *rq, json_t *body, long step)
 		      "body", body ? body : json_null(), "step", (json_int_t)step);
 	if (!body)
 		jsonx_set(j, "body", jsonx_stringn_lossy(rq->body.buf, rq->body.len));
+	/* the bytes as received, for tests that compare requests byte for byte */
+	jsonx_set(j, "raw", jsonx_stringn_lossy(rq->body.buf, rq->body.len));
 	if (log_fd >= 0 && jsonx_write_line(log_fd, j) < 0)
 		fprintf(stderr, "mockllm: cannot write the log: %s\n", err_last());
 	pthread_mutex_unlock(&lock);
 	json_decref(j);
+}
+
+/*
+ * A step of the script's "on_match" list whose "body_contains" occurs in
+ * the request body (a new reference), or NULL. Such steps answer every
+ * request they match and take no turn from "steps".
+ */
+static json_t *match_step(const struct request *rq, long *index)
+{
+	json_t *list = json_object_get(script_server, "on_match"), *m;
+	size_t i;
+
+	json_array_foreach(list, i, m) {
+		const char *needle = jsonx_str(m, "body_contains");
+
+		if (needle && *needle && memmem(rq->body.buf, rq->body.len, needle, strlen(needle))) {
+			*index = -2 - (long)i;
+			return json_incref(m);
+		}
+	}
+	return NULL;
 }
 
 /* Take the next step (a new reference), or NULL when the script is exhausted. */
@@ -501,15 +528,17 @@ static void wlist_clear(struct wlist *w)
  * A streamed response: the pieces of `writes` as HTTP chunks. Returns -1
  * when the connection must close.
  */
-static int send_stream(int fd, const json_t *step, const struct wlist *writes, int close_after)
+static int send_stream_as(int fd, const json_t *step, const struct wlist *writes, int close_after,
+			  const char *ctype)
 {
 	struct buf h = BUF_INIT;
 	json_int_t drop = jsonx_int(step, "drop_after_bytes", -1);
 	long status = (long)jsonx_int(step, "status", 200);
 	size_t i, sent = 0;
 
-	buf_addf(&h, "HTTP/1.1 %ld %s\r\nContent-Type: text/event-stream\r\n"
-		 "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n", status, reason(status));
+	buf_addf(&h, "HTTP/1.1 %ld %s\r\nContent-Type: %s\r\n"
+		 "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n", status, reason(status),
+		 ctype);
 	add_header_lines(&h, step);
 	if (close_after)
 		buf_addstr(&h, "Connection: close\r\n");
@@ -538,6 +567,11 @@ static int send_stream(int fd, const json_t *step, const struct wlist *writes, i
 	if (send_all(fd, "0\r\n\r\n", 5) < 0)
 		return -1;
 	return close_after ? -1 : 0;
+}
+
+static int send_stream(int fd, const json_t *step, const struct wlist *writes, int close_after)
+{
+	return send_stream_as(fd, step, writes, close_after, "text/event-stream");
 }
 
 /* Turn the step's events into the list of writes, with delays and splits. */
@@ -632,7 +666,10 @@ static void wait_for_close(int fd)
 static int answer_chat(int fd, struct request *rq, json_t *body)
 {
 	long index = -1, status;
-	json_t *step = next_step(&index);
+	json_t *step = match_step(rq, &index);
+
+	if (!step)
+		step = next_step(&index);
 	int want_stream, close_after = rq->close, ret;
 	const char *model, *raw;
 
@@ -709,14 +746,221 @@ static int answer_models(int fd, struct request *rq)
 	int ret;
 
 	log_request(rq, NULL, -1);
-	json_array_foreach(script_models, i, m)
-		json_array_append_new(json_object_get(j, "data"),
-				      json_pack("{s:O, s:s, s:s}", "id", m, "object", "model",
-						"owned_by", "mockllm"));
+	json_array_foreach(script_models, i, m) {
+		json_t *e = json_pack("{s:O, s:s, s:s}", "id", m, "object", "model", "owned_by",
+				      !strcmp(server_kind, "vllm") ? "vllm" :
+				      !strcmp(server_kind, "llamacpp") ? "llamacpp" :
+				      !strcmp(server_kind, "ollama") ? "library" : "mockllm");
+
+		if (!strcmp(server_kind, "vllm")) {
+			jsonx_set(e, "root", json_incref((json_t *)m));
+			jsonx_set(e, "max_model_len", json_integer(server_int("max_model_len", 32768)));
+		} else if (!strcmp(server_kind, "llamacpp")) {
+			jsonx_set(e, "meta", json_pack("{s:i, s:i}", "n_ctx_train", 131072,
+						       "n_vocab", 151936));
+		}
+		json_array_append_new(json_object_get(j, "data"), e);
+	}
 	jsonx_dump(&b, j, JSON_COMPACT);
 	ret = send_whole(fd, 200, "application/json", NULL, b.buf, b.len, rq->close);
 	buf_release(&b);
 	json_decref(j);
+	return ret;
+}
+
+/* ---- playing Ollama, llama.cpp and vLLM ---- */
+
+static long server_int(const char *key, long def)
+{
+	return (long)jsonx_int(script_server, key, def);
+}
+
+static int send_json(int fd, struct request *rq, json_t *j)
+{
+	struct buf b = BUF_INIT;
+	int ret;
+
+	jsonx_dump(&b, j, JSON_COMPACT);
+	ret = send_whole(fd, 200, "application/json", NULL, b.buf, b.len, rq->close);
+	buf_release(&b);
+	json_decref(j);
+	return ret;
+}
+
+static int not_found(int fd, struct request *rq, json_t *body)
+{
+	const char *nf = "{\"error\":{\"message\":\"mockllm: no such endpoint\"}}";
+
+	log_request(rq, body, -1);
+	return send_whole(fd, 404, "application/json", NULL, nf, strlen(nf), rq->close);
+}
+
+/* llama.cpp: GET /props */
+static int answer_props(int fd, struct request *rq)
+{
+	log_request(rq, NULL, -1);
+	return send_json(fd, rq, json_pack("{s:{s:i, s:i, s:b, s:{s:i, s:f}}, s:i, s:s, s:s, s:s}",
+		"default_generation_settings", "id", 0, "n_ctx", (int)server_int("n_ctx", 4096),
+		"is_processing", 0, "params", "n_predict", -1, "temperature", 0.8,
+		"total_slots", 1, "model_path", "/models/mock-model-Q4_K_M.gguf",
+		"chat_template", "{{ messages }}", "build_info", "b0-mockllm"));
+}
+
+/* Ollama: POST /api/show {"model": NAME} */
+static int answer_show(int fd, struct request *rq, json_t *body)
+{
+	const char *arch = jsonx_str(script_server, "architecture");
+	long num_ctx = server_int("num_ctx", 0);
+	struct buf params = BUF_INIT;
+	char *key;
+	json_t *info, *j;
+
+	log_request(rq, body, -1);
+	if (!arch)
+		arch = "llama";
+	if (num_ctx)
+		buf_addf(&params, "num_ctx                        %ld\n", num_ctx);
+	buf_addstr(&params, "stop                           \"<|im_start|>\"\n"
+		   "stop                           \"<|im_end|>\"");
+	info = json_pack("{s:s, s:i, s:I}", "general.architecture", arch, "general.file_type", 15,
+			 "general.parameter_count", (json_int_t)7615616512LL);
+	key = xstrfmt("%s.context_length", arch);
+	jsonx_set(info, key, json_integer(server_int("context_length", 32768)));
+	free(key);
+	j = json_pack("{s:s, s:s, s:s, s:{s:s, s:s, s:s, s:[s], s:s, s:s}, s:o, s:[s,s]}",
+		      "modelfile", "# Modelfile generated by \"ollama show\"\nFROM mock\n",
+		      "parameters", params.buf, "template", "{{ .Prompt }}",
+		      "details", "parent_model", "", "format", "gguf", "family", arch, "families",
+		      arch, "parameter_size", "7.6B", "quantization_level", "Q4_K_M",
+		      "model_info", info, "capabilities", "completion", "tools");
+	buf_release(&params);
+	return send_json(fd, rq, j);
+}
+
+/* Ollama: GET /api/ps, the loaded models (with "loaded_context": one, with that context) */
+static int answer_ps(int fd, struct request *rq)
+{
+	json_t *j = json_pack("{s:[]}", "models");
+	long ctx = server_int("loaded_context", 0);
+
+	log_request(rq, NULL, -1);
+	if (ctx && json_array_size(script_models))
+		json_array_append_new(json_object_get(j, "models"), json_pack("{s:O, s:O, s:I, s:s, s:I}",
+			"name", json_array_get(script_models, 0), "model", json_array_get(script_models, 0),
+			"size", (json_int_t)5137025024LL, "expires_at", "2024-06-04T14:38:31.83753-07:00",
+			"context_length", (json_int_t)ctx));
+	return send_json(fd, rq, j);
+}
+
+/* Ollama: GET /api/tags */
+static int answer_tags(int fd, struct request *rq)
+{
+	json_t *j = json_pack("{s:[]}", "models");
+	const json_t *m;
+	size_t i;
+
+	log_request(rq, NULL, -1);
+	json_array_foreach(script_models, i, m)
+		json_array_append_new(json_object_get(j, "models"), json_pack("{s:O, s:O, s:s, s:i}",
+			"name", m, "model", m, "modified_at", "2024-09-12T21:17:29.110811Z",
+			"size", 4683087332));
+	return send_json(fd, rq, j);
+}
+
+static json_t *ollama_line(const char *model, json_t *message, int done)
+{
+	json_t *j = json_pack("{s:s, s:s, s:o, s:b}", "model", model, "created_at",
+			      "2024-07-22T20:33:28.123648Z", "message", message, "done", done);
+
+	return j;
+}
+
+static void add_line(struct wlist *w, json_t *j, long delay)
+{
+	struct buf b = BUF_INIT;
+
+	jsonx_dump(&b, j, JSON_COMPACT);
+	buf_addch(&b, '\n');
+	wlist_add(w, b.buf, b.len, delay);
+	buf_release(&b);
+	json_decref(j);
+}
+
+/* Ollama: POST /api/chat, a stream of NDJSON lines (or one object with "stream": false). */
+static int answer_ollama_chat(int fd, struct request *rq, json_t *body)
+{
+	long index = -1, every;
+	json_t *step = match_step(rq, &index), *calls, *final, *u, *tc;
+	const char *model = jsonx_str(body, "model"), *text;
+	struct wlist w = { 0 };
+	size_t n, pos, i;
+	int ret, stream = jsonx_bool(body, "stream", 1);
+
+	if (!step)
+		step = next_step(&index);
+	log_request(rq, body, index);
+	if (!step) {
+		const char *e = "{\"error\":\"mockllm: no script step left\"}";
+
+		return send_whole(fd, 500, "application/json", NULL, e, strlen(e), rq->close);
+	}
+	if (!model || !*model)
+		model = "mock-model";
+	if (jsonx_int(step, "status", 200) != 200) {
+		char *e = xstrfmt("{\"error\":\"mock error %ld\"}", (long)jsonx_int(step, "status", 0));
+
+		ret = send_whole(fd, (long)jsonx_int(step, "status", 500), "application/json", step, e,
+				 strlen(e), rq->close);
+		free(e);
+		json_decref(step);
+		return ret;
+	}
+	text = jsonx_str(step, "text");
+	calls = json_object_get(step, "tool_calls");
+	n = (size_t)jsonx_int(step, "delta_chars", 16);
+	every = (long)jsonx_int(step, "event_delay_ms", 0);
+	tc = json_array();
+	json_array_foreach(calls, i, u) {
+		json_t *a = json_object_get(u, "arguments");
+
+		json_array_append_new(tc, json_pack("{s:{s:i, s:s, s:O}}", "function", "index",
+			(int)i, "name", jsonx_str(u, "name") ? jsonx_str(u, "name") : "",
+			"arguments", json_is_object(a) ? a : json_object()));
+	}
+	u = usage_for(step, rq->body.len);
+	final = json_pack("{s:s, s:s, s:{s:s, s:s}, s:s, s:b, s:I, s:I, s:I}", "model", model,
+			  "created_at", "2024-07-22T20:33:28.123648Z", "message", "role", "assistant",
+			  "content", "", "done_reason", jsonx_str(step, "finish_reason") ?
+			  jsonx_str(step, "finish_reason") : "stop", "done", 1,
+			  "total_duration", (json_int_t)885095291,
+			  "prompt_eval_count", (json_int_t)jsonx_int(u, "prompt_tokens", 0),
+			  "eval_count", (json_int_t)jsonx_int(u, "completion_tokens", 0));
+	json_decref(u);
+	if (!stream) {
+		json_t *msg = json_object_get(final, "message");
+
+		jsonx_set(msg, "content", jsonx_string(text ? text : ""));
+		if (json_array_size(tc))
+			jsonx_set(msg, "tool_calls", json_incref(tc));
+		json_decref(tc);
+		json_decref(step);
+		return send_json(fd, rq, final);
+	}
+	for (pos = 0; text && text[pos];) {
+		size_t k = piece_len(text + pos, strlen(text + pos), n);
+
+		add_line(&w, ollama_line(model, json_pack("{s:s, s:s%}", "role", "assistant", "content",
+							  text + pos, k), 0), pos ? every : 0);
+		pos += k;
+	}
+	if (json_array_size(tc))
+		add_line(&w, ollama_line(model, json_pack("{s:s, s:s, s:O}", "role", "assistant",
+							  "content", "", "tool_calls", tc), 0), every);
+	add_line(&w, final, every);
+	json_decref(tc);
+	ret = send_stream_as(fd, step, &w, rq->close, "application/x-ndjson");
+	wlist_clear(&w);
+	json_decref(step);
 	return ret;
 }
 
@@ -756,11 +1000,23 @@ static void *serve(void *arg)
 			ret = answer_chat(fd, &rq, body);
 		} else if (!strcmp(rq.method, "GET") && ends_with(rq.path.buf, "/models")) {
 			ret = answer_models(fd, &rq);
+		} else if (!strcmp(server_kind, "llamacpp") && !strcmp(rq.method, "GET") &&
+			   !strcmp(rq.path.buf, "/props")) {
+			ret = answer_props(fd, &rq);
+		} else if (!strcmp(server_kind, "ollama") && !strcmp(rq.method, "POST") &&
+			   !strcmp(rq.path.buf, "/api/show")) {
+			ret = answer_show(fd, &rq, body);
+		} else if (!strcmp(server_kind, "ollama") && !strcmp(rq.method, "GET") &&
+			   !strcmp(rq.path.buf, "/api/tags")) {
+			ret = answer_tags(fd, &rq);
+		} else if (!strcmp(server_kind, "ollama") && !strcmp(rq.method, "GET") &&
+			   !strcmp(rq.path.buf, "/api/ps")) {
+			ret = answer_ps(fd, &rq);
+		} else if (!strcmp(server_kind, "ollama") && !strcmp(rq.method, "POST") &&
+			   !strcmp(rq.path.buf, "/api/chat")) {
+			ret = answer_ollama_chat(fd, &rq, body);
 		} else {
-			const char *nf = "{\"error\":{\"message\":\"mockllm: no such endpoint\"}}";
-
-			log_request(&rq, body, -1);
-			ret = send_whole(fd, 404, "application/json", NULL, nf, strlen(nf), rq.close);
+			ret = not_found(fd, &rq, body);
 		}
 		json_decref(body);
 		json_decref(rq.headers);
@@ -817,6 +1073,9 @@ int main(int argc, char **argv)
 		if (!script_steps)
 			script_steps = json_array();
 		script_models = json_incref(json_object_get(j, "models"));
+		script_server = json_incref(j);
+		if (jsonx_str(j, "server"))
+			server_kind = jsonx_str(j, "server");
 		if (!json_is_array(script_models)) {
 			json_decref(script_models);
 			script_models = json_pack("[s]", "mock-model");
@@ -826,7 +1085,8 @@ int main(int argc, char **argv)
 			script);
 		return 2;
 	}
-	json_decref(j);
+	if (!script_server)
+		json_decref(j);
 	if (!json_is_array(script_steps)) {
 		fprintf(stderr, "mockllm: %s: \"steps\" is not a list\n", script);
 		return 2;

@@ -32,6 +32,7 @@ struct fake {
 	int saw_stream;			/* p->stream of the last call */
 	int saw_on_text;		/* whether on_text was passed */
 	int fail;			/* answer FX_EPROVIDER */
+	int summaries;			/* summary requests answered */
 };
 
 static void add_call(struct llm_response *r, const char *id, const char *name, const char *args)
@@ -49,7 +50,15 @@ static int fake_chat(struct provider *p, struct llm_response *out, const struct 
 	struct fake *f = p->impl;
 	const struct step *s;
 
-	(void)req;
+	if (req->messages_nr && req->messages[0].content &&
+	    !strncmp(req->messages[0].content, "You compress", 12)) {
+		/* a compaction's summary: answered without taking a step */
+		f->summaries++;
+		out->content = xstrdup("SUMMARY: listed the folder many times; nothing changed.");
+		out->finish_reason = xstrdup("stop");
+		out->model = xstrdup("fake-model-2024");
+		return 0;
+	}
 	json_array_append_new(f->bodies, json_deep_copy(body));
 	f->saw_stream = p->stream;
 	f->saw_on_text = on_text != NULL;
@@ -147,6 +156,8 @@ static int teardown(void **state)
 	buf_release(&e->streamed);
 	free(e->p.name);
 	free(e->p.model);
+	free(e->p.window_source);
+	free(e->p.window_warning);
 	tu_rmtree(e->ws);
 	free(e);
 	return 0;
@@ -362,55 +373,238 @@ static void test_agent_provider_failure(void **state)
 	assert_int_equal(e->r.turns, 1);
 }
 
-static void test_agent_trims_old_arguments(void **state)
+/* Whether request `next` begins with request `prev`, less the "]}" that closes prev's messages. */
+static int extends(const json_t *prev, const json_t *next)
+{
+	struct buf a = BUF_INIT, b = BUF_INIT;
+	int ok;
+
+	jsonx_dump(&a, prev, JSON_COMPACT);
+	jsonx_dump(&b, next, JSON_COMPACT);
+	ok = a.len > 2 && !strcmp(a.buf + a.len - 2, "]}") && b.len > a.len &&
+	     !memcmp(a.buf, b.buf, a.len - 2);
+	buf_release(&a);
+	buf_release(&b);
+	return ok;
+}
+
+static size_t events_named(const struct env *e, const char *type, json_t **last)
+{
+	size_t i, n = 0;
+	json_t *ev;
+
+	json_array_foreach(e->events, i, ev) {
+		if (!strcmp(jsonx_str(ev, "type"), type)) {
+			n++;
+			if (last)
+				*last = ev;
+		}
+	}
+	return n;
+}
+
+/*
+ * Requests only grow until the window is nearly full; then one compaction
+ * step stubs the oldest large arguments, bringing the request under half
+ * the window, and the requests grow from there again.
+ */
+static void test_agent_compacts_in_one_step(void **state)
 {
 	struct env *e = *state;
-	struct buf big = BUF_INIT, args = BUF_INIT;
-	struct step s[4];
-	json_t *msgs, *calls;
-	const char *first_args;
+	struct buf big = BUF_INIT, args[4];
+	struct step s[6];
+	json_t *msgs, *calls, *ev = NULL;
 	size_t i;
 
-	for (i = 0; i < 3000; i++)
+	for (i = 0; i < 6000; i++)
 		buf_addch(&big, 'a' + (char)(i % 26));
-	buf_addf(&args, "{\"path\": \"big.txt\", \"content\": \"%s\"}", big.buf);
 	memset(s, 0, sizeof(s));
-	s[0].call_name = "write_file";
-	s[0].call_args = args.buf;
-	s[1].text = big.buf;	/* a long text with a call */
-	s[1].call_name = "list_dir";
-	s[1].call_args = "{}";
-	s[2].call_name = "list_dir";
-	s[2].call_args = "{\"depth\": 2}";
-	s[3].call_name = "finish";
-	s[3].call_args = "{\"summary\": \"wrote\"}";
-	script(e, s, 4);
-	e->o.context_chars = 1000;	/* far less than the tools alone */
+	for (i = 0; i < 4; i++) {
+		buf_init(&args[i], 0);
+		buf_addf(&args[i], "{\"path\": \"big%zu.txt\", \"content\": \"%s\"}", i, big.buf);
+		s[i].call_name = "write_file";
+		s[i].call_args = args[i].buf;
+	}
+	s[4].call_name = "list_dir";
+	s[4].call_args = "{}";
+	s[5].call_name = "finish";
+	s[5].call_args = "{\"summary\": \"wrote\"}";
+	script(e, s, 6);
+	e->o.context_window = 10000;
 	assert_int_equal(agent_run(&e->r, &e->o), 0);
-	assert_int_equal(e->r.status, AGENT_DONE);
-	/* the write happened in full */
-	{
-		char *text = tu_read(e->ws, "big.txt");
+	if (e->r.status != AGENT_DONE)
+		fail_msg("%s", e->r.error);
+	/* the writes happened in full */
+	for (i = 0; i < 4; i++) {
+		char name[16], *text;
 
+		snprintf(name, sizeof(name), "big%zu.txt", i);
+		text = tu_read(e->ws, name);
 		assert_string_equal(text, big.buf);
 		free(text);
 	}
-	/* by the fourth request, the old arguments and text are stubs */
-	msgs = json_object_get(json_array_get(e->fake.bodies, 3), "messages");
+	assert_int_equal(json_array_size(e->fake.bodies), 6);
+	/* one compaction, before the fifth request; every other request extends the one before */
+	assert_int_equal(events_named(e, "context_compact", &ev), 1);
+	assert_int_equal(e->r.compactions, 1);
+	assert_int_equal(jsonx_int(ev, "turn", 0), 4);
+	assert_true(jsonx_int(ev, "tokens_after", 0) <= 5000);
+	assert_true(jsonx_int(ev, "tokens_before", 0) > 10000 - 1250);
+	assert_int_equal(jsonx_int(ev, "summarised", -1), 0);
+	for (i = 1; i < 6; i++)
+		if (extends(json_array_get(e->fake.bodies, i - 1), json_array_get(e->fake.bodies, i)) !=
+		    (i != 4))
+			fail_msg("request %zu %s request %zu", i + 1, i == 4 ? "extends" :
+				 "does not extend", i);
+	/* after it, the oldest arguments are stubs that are still JSON objects */
+	msgs = json_object_get(json_array_get(e->fake.bodies, 4), "messages");
 	calls = json_object_get(json_array_get(msgs, 2), "tool_calls");
-	first_args = jsonx_str(json_object_get(json_array_get(calls, 0), "function"), "arguments");
-	assert_non_null(strstr(first_args, "removed to save context"));
-	assert_non_null(strstr(jsonx_str(json_array_get(msgs, 4), "content"),
-			       "[forgex: earlier text (3000 bytes) removed"));
+	{
+		const char *a = jsonx_str(json_object_get(json_array_get(calls, 0), "function"),
+					  "arguments");
+		json_t *j = json_loads(a, 0, NULL);
+
+		assert_true(json_is_object(j));
+		assert_non_null(strstr(a, "removed to save context"));
+		json_decref(j);
+	}
 	/* never the system prompt or the task */
 	assert_string_equal(jsonx_str(json_array_get(msgs, 0), "content"), role_prompt(ROLE_BUILDER));
 	assert_string_equal(jsonx_str(json_array_get(msgs, 1), "content"), "Do it.");
 	/* nor the latest turn */
 	calls = json_object_get(json_array_get(msgs, json_array_size(msgs) - 2), "tool_calls");
 	assert_string_equal(jsonx_str(json_object_get(json_array_get(calls, 0), "function"),
-				      "arguments"), "{\"depth\": 2}");
+				      "arguments"), args[3].buf);
+	for (i = 0; i < 4; i++)
+		buf_release(&args[i]);
 	buf_release(&big);
-	buf_release(&args);
+}
+
+/*
+ * Many small turns whose results are too small to stub: compaction then
+ * replaces the oldest turns by a summary the model writes, appended to the
+ * task; the conversation goes on from an assistant turn.
+ */
+static void test_agent_compaction_summarises(void **state)
+{
+	struct env *e = *state;
+	struct step s[41];
+	json_t *ev = NULL, *msgs = NULL, *b;
+	size_t i, nr, big = 0;
+
+	memset(s, 0, sizeof(s));
+	for (i = 0; i < 40; i++) {
+		s[i].text = "Looking at the folder once more, to be sure nothing was missed.";
+		s[i].call_name = "list_dir";
+		s[i].call_args = "{}";
+	}
+	s[40].text = "It is empty.";
+	script(e, s, 41);
+	e->o.role = ROLE_ARCHITECT;
+	e->o.plain_answer = 1;
+	e->o.context_window = 3000;
+	e->o.max_turns = 50;
+	assert_int_equal(agent_run(&e->r, &e->o), 0);
+	if (e->r.status != AGENT_ANSWERED)
+		fail_msg("%s", e->r.error ? e->r.error : agent_status_name(e->r.status));
+	assert_true(e->fake.summaries >= 1);
+	assert_true(events_named(e, "context_compact", &ev) >= 1);
+	assert_string_equal(jsonx_str(ev, "summary"), "model");
+	assert_true(jsonx_int(ev, "summarised", 0) > 0);
+	/* no request went over the window less the reply's reserve (375 tokens) */
+	nr = json_array_size(e->fake.bodies);
+	for (i = 0; i < nr; i++) {
+		struct buf d = BUF_INIT;
+
+		b = json_array_get(e->fake.bodies, i);
+		jsonx_dump(&d, b, JSON_COMPACT);
+		assert_true((double)d.len * AGENT_TOKENS_PER_BYTE <= 3000 - 375);
+		if (strstr(jsonx_str(json_array_get(json_object_get(b, "messages"), 1), "content"),
+			   "SUMMARY: listed"))
+			msgs = json_object_get(b, "messages");
+		big = d.len > big ? d.len : big;
+		buf_release(&d);
+	}
+	assert_non_null(msgs);
+	assert_non_null(strstr(jsonx_str(json_array_get(msgs, 1), "content"), "Do it.\n\n[forgex: "
+			       "the first "));
+	assert_string_equal(jsonx_str(json_array_get(msgs, 2), "role"), "assistant");
+	/* compaction steps are rare: most requests extend the one before */
+	assert_true(e->r.compactions * 5 <= (int)nr);
+}
+
+/* A plain answer that shows call markup for a tool that does not exist is an answer. */
+static void test_agent_answer_showing_markup(void **state)
+{
+	struct env *e = *state;
+	struct step s[1] = {
+		{ "Qwen writes:\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+		  "{\"city\": \"Paris\"}}\n</tool_call>", NULL, NULL, NULL, NULL, 0 },
+	};
+
+	script(e, s, 1);
+	e->o.role = ROLE_ARCHITECT;
+	e->o.plain_answer = 1;
+	assert_int_equal(agent_run(&e->r, &e->o), 0);
+	assert_int_equal(e->r.status, AGENT_ANSWERED);
+	assert_non_null(strstr(e->r.answer, "get_weather"));
+	assert_int_equal(events_named(e, "text_call_error", NULL), 0);
+}
+
+/* A window that cannot hold even the first request: nothing is sent. */
+static void test_agent_refuses_a_request_over_the_window(void **state)
+{
+	struct env *e = *state;
+	struct step s[1] = { { "never", NULL, NULL, NULL, NULL, 0 } };
+
+	script(e, s, 1);
+	e->o.context_window = 1000;	/* far less than the tools alone */
+	assert_int_equal(agent_run(&e->r, &e->o), 0);
+	assert_int_equal(e->r.status, AGENT_PROVIDER_ERROR);
+	assert_int_equal(e->r.error_code, FX_ELIMIT);
+	assert_non_null(strstr(e->r.error, "does not fit the model's context window"));
+	assert_non_null(strstr(e->r.error, "1000 tokens, from agent options"));
+	assert_int_equal(json_array_size(e->fake.bodies), 0);
+}
+
+/* Native mode: a reply whose text holds a Hermes call runs the call. */
+static void test_agent_native_call_in_text(void **state)
+{
+	struct env *e = *state;
+	struct step s[3] = {
+		{ "Let me look.\n<tool_call>\n{\"name\": \"list_dir\", \"arguments\": {}}\n</tool_call>",
+		  NULL, NULL, NULL, NULL, 0 },
+		{ "<tool_call>\n{\"name\": \"list_dir\", \"arguments\": {\"path\": \"x\"\n</tool_call>"
+		  "<tool_call>\n{\"name\": \"finish\", \"arguments\": {\"summary\": \"ok\" \"x\"}}"
+		  "</tool_call>", NULL, NULL, NULL, NULL, 0 },
+		{ NULL, "finish", "{\"summary\": \"looked\"}", NULL, NULL, 0 },
+	};
+	json_t *msgs, *m, *ev = NULL;
+
+	script(e, s, 3);
+	assert_int_equal(agent_run(&e->r, &e->o), 0);
+	if (e->r.status != AGENT_DONE)
+		fail_msg("%s", e->r.error);
+	assert_int_equal(e->r.tool_calls, 3);	/* list_dir, list_dir (repaired), finish */
+	msgs = json_object_get(json_array_get(e->fake.bodies, 1), "messages");
+	/* the call went back as a structured call, the prose as the text */
+	m = json_array_get(msgs, 2);
+	assert_string_equal(jsonx_str(m, "content"), "Let me look.");
+	assert_string_equal(jsonx_str(json_object_get(json_array_get(json_object_get(m,
+			    "tool_calls"), 0), "function"), "name"), "list_dir");
+	assert_string_equal(jsonx_str(json_array_get(msgs, 3), "role"), "tool");
+	/* an id Mistral's templates accept: nine letters and digits */
+	assert_string_equal(jsonx_str(json_array_get(json_object_get(m, "tool_calls"), 0), "id"),
+			    "tx0010001");
+	assert_string_equal(jsonx_str(json_array_get(msgs, 3), "tool_call_id"), "tx0010001");
+	/* the second reply: one call repaired (missing brace) and run, one refused with the fix */
+	assert_int_equal(events_named(e, "text_call_error", &ev), 1);
+	msgs = json_object_get(json_array_get(e->fake.bodies, 2), "messages");
+	m = json_array_get(msgs, json_array_size(msgs) - 1);
+	assert_string_equal(jsonx_str(m, "role"), "user");
+	assert_non_null(strstr(jsonx_str(m, "content"), "Your tool call to finish (hermes format) "
+			       "could not be read, so nothing was run: its JSON is malformed: a "
+			       "comma is missing"));
 }
 
 static void parse(struct llm_response *r, const char *text)
@@ -422,13 +616,18 @@ static void parse(struct llm_response *r, const char *text)
 static void test_agent_parse_text_calls(void **state)
 {
 	struct llm_response r;
+	struct strvec names = STRVEC_INIT;
 
 	(void)state;
+	strvec_push(&names, "read_file");
+	strvec_push(&names, "search");
+	strvec_push(&names, "list_dir");
+	strvec_push(&names, "finish");
 	parse(&r, "First:\n```json\n{\"tool\": \"read_file\", \"arguments\": {\"path\": \"a.c\"}}\n```\n"
 		  "and\n```\n{\"name\": \"search\", \"arguments\": {\"pattern\": \"x\"}}\n```\n"
 		  "not a call:\n```json\n{\"path\": \"b\"}\n```\n```c\nint x;\n```\n"
 		  "```JSON\n{\"tool\": \"list_dir\"}\n```");
-	assert_int_equal(agent_parse_text_calls(&r, 4), 3);
+	assert_int_equal(agent_parse_text_calls(&r, 4, &names, NULL), 3);
 	assert_int_equal(r.tool_calls_nr, 3);
 	assert_string_equal(r.tool_calls[0].id, "text-4-1");
 	assert_string_equal(r.tool_calls[0].name, "read_file");
@@ -441,26 +640,27 @@ static void test_agent_parse_text_calls(void **state)
 
 	/* a bare object; arguments given as JSON text */
 	parse(&r, "  {\"tool\": \"finish\", \"arguments\": \"{\\\"summary\\\": \\\"s\\\"}\"}\n");
-	assert_int_equal(agent_parse_text_calls(&r, 1), 1);
-	assert_string_equal(r.tool_calls[0].arguments, "{\"summary\": \"s\"}");
+	assert_int_equal(agent_parse_text_calls(&r, 1, &names, NULL), 1);
+	assert_string_equal(r.tool_calls[0].arguments, "{\"summary\":\"s\"}");
 	llm_response_release(&r);
 
 	/* none: plain text, broken JSON, an unclosed fence, arguments of the wrong type */
 	parse(&r, "I am done.");
-	assert_int_equal(agent_parse_text_calls(&r, 1), 0);
+	assert_int_equal(agent_parse_text_calls(&r, 1, &names, NULL), 0);
 	llm_response_release(&r);
 	parse(&r, "```json\n{\"tool\": \"x\", \n```");
-	assert_int_equal(agent_parse_text_calls(&r, 1), 0);
+	assert_int_equal(agent_parse_text_calls(&r, 1, &names, NULL), 0);
 	llm_response_release(&r);
 	parse(&r, "```json\n{\"tool\": \"x\"}");
-	assert_int_equal(agent_parse_text_calls(&r, 1), 0);
+	assert_int_equal(agent_parse_text_calls(&r, 1, &names, NULL), 0);
 	llm_response_release(&r);
 	parse(&r, "```json\n{\"tool\": \"x\", \"arguments\": [1]}\n```");
-	assert_int_equal(agent_parse_text_calls(&r, 1), 0);
+	assert_int_equal(agent_parse_text_calls(&r, 1, &names, NULL), 0);
 	llm_response_release(&r);
 	parse(&r, "```json\n{\"tool\": 5}\n```");
-	assert_int_equal(agent_parse_text_calls(&r, 1), 0);
+	assert_int_equal(agent_parse_text_calls(&r, 1, &names, NULL), 0);
 	llm_response_release(&r);
+	strvec_clear(&names);
 }
 
 static void test_agent_text_mode_nudge_shows_the_form(void **state)
@@ -497,7 +697,11 @@ int main(void)
 		T(test_agent_cancelled_before_asking),
 		T(test_agent_deadline),
 		T(test_agent_provider_failure),
-		T(test_agent_trims_old_arguments),
+		T(test_agent_compacts_in_one_step),
+		T(test_agent_refuses_a_request_over_the_window),
+		T(test_agent_compaction_summarises),
+		T(test_agent_answer_showing_markup),
+		T(test_agent_native_call_in_text),
 		cmocka_unit_test(test_agent_parse_text_calls),
 		T(test_agent_text_mode_nudge_shows_the_form),
 	};

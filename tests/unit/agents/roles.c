@@ -135,19 +135,19 @@ static void test_roles_edit_tools(void **state)
 			fail_msg("edit_tools %s, model %s: got %u, want %u", cases[i].setting ?
 				 cases[i].setting : "(unset)", cases[i].model ? cases[i].model : "(null)",
 				 role_edit_tools(cases[i].setting, cases[i].model), cases[i].want);
-	names_of(&b, role_tools_json_edit(&e->reg, role_permissions(ROLE_BUILDER), "finish",
-					  ROLE_APPLY_PATCH));
+	names_of(&b, role_tools_json_edit(&e->reg, ROLE_BUILDER, role_permissions(ROLE_BUILDER),
+					  "finish", ROLE_APPLY_PATCH));
 	assert_string_equal(b.buf, "read_file list_dir write_file delete_file move_file apply_patch "
 			    "search git_status git_diff run_command run_tests finish");
 	buf_reset(&b);
-	names_of(&b, role_tools_json_edit(&e->reg, role_permissions(ROLE_BUILDER), "finish",
-					  ROLE_EDIT_FILE | ROLE_APPLY_PATCH));
+	names_of(&b, role_tools_json_edit(&e->reg, ROLE_BUILDER, role_permissions(ROLE_BUILDER),
+					  "finish", ROLE_EDIT_FILE | ROLE_APPLY_PATCH));
 	assert_string_equal(b.buf, "read_file list_dir write_file delete_file move_file edit_file "
 			    "apply_patch search git_status git_diff run_command run_tests finish");
 	buf_reset(&b);
 	/* A role that may not write gets neither. */
-	names_of(&b, role_tools_json_edit(&e->reg, role_permissions(ROLE_SUPERVISOR), NULL,
-					  ROLE_APPLY_PATCH));
+	names_of(&b, role_tools_json_edit(&e->reg, ROLE_SUPERVISOR,
+					  role_permissions(ROLE_SUPERVISOR), NULL, ROLE_APPLY_PATCH));
 	assert_string_equal(b.buf, "read_file list_dir search git_status git_diff run_tests");
 	assert_null(role_edit_note(ROLE_EDIT_FILE));
 	assert_non_null(strstr(role_edit_note(ROLE_APPLY_PATCH), "apply_patch"));

@@ -41,8 +41,11 @@ static void test_config_defaults_match_design(void **state)
 	assert_int_equal(cfg.pipeline.max_iterations, 3);
 	assert_string_equal(cfg.pipeline.on_failure, "rollback");
 	assert_string_equal(cfg.review.quorum, "majority");
-	assert_int_equal(cfg.context.instructions.nr, 2);
+	/* DESIGN.md's two, and those Claude Code and Copilot users already have */
+	assert_int_equal(cfg.context.instructions.nr, 4);
 	assert_string_equal(cfg.context.instructions.v[1], "FORGEX.md");
+	assert_string_equal(cfg.context.instructions.v[2], "CLAUDE.md");
+	assert_string_equal(cfg.context.instructions.v[3], ".github/copilot-instructions.md");
 	assert_int_equal(cfg.budget.max_tokens, 0);
 	config_release(&cfg);
 }

@@ -482,9 +482,64 @@ static void test_openai_list_models(void **state)
 	finish(&f);
 }
 
+/* The window: each kind of server, as it says it; asked once; the configuration wins. */
+static void test_openai_context_window(void **state)
+{
+	static const struct {
+		const char *script, *settings;
+		long tokens;
+		const char *source;
+		size_t asked;	/* questions the mock received */
+		int warns;
+	} cases[] = {
+		{ "{\"server\": \"vllm\", \"max_model_len\": 12288, \"steps\": []}", NULL, 12288,
+		  "vLLM /v1/models", 1, 0 },
+		{ "{\"server\": \"llamacpp\", \"n_ctx\": 8192, \"steps\": []}", NULL, 8192,
+		  "llama.cpp /props", 2, 0 },
+		{ "{\"server\": \"ollama\", \"num_ctx\": 20000, \"context_length\": 131072, "
+		  "\"steps\": []}", NULL, 20000, "Ollama /api/show", 3, 0 },
+		{ "{\"server\": \"ollama\", \"context_length\": 131072, \"steps\": []}", NULL, 4096,
+		  "Ollama /api/show", 4, 1 },
+		/* no num_ctx in the model, but loaded with 32768 (OLLAMA_CONTEXT_LENGTH): no warning */
+		{ "{\"server\": \"ollama\", \"context_length\": 131072, \"loaded_context\": 32768, "
+		  "\"steps\": []}", NULL, 32768, "Ollama /api/show", 4, 0 },
+		{ "{\"server\": \"ollama\", \"num_ctx\": 2048, \"context_length\": 131072, "
+		  "\"steps\": []}", "type = \"ollama\"", 32768, "Ollama /api/show", 1, 0 },
+		{ "{\"server\": \"ollama\", \"num_ctx\": 2048, \"context_length\": 131072, "
+		  "\"steps\": []}", "type = \"ollama\"\ncontext_window = 500000", 131072, "config", 1, 1 },
+		{ "[]", NULL, 32768, "default", 3, 0 },
+		{ "{\"server\": \"vllm\", \"steps\": []}", "context_window = 4000", 4000, "config", 0, 0 },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct fixture f;
+		const char *source = NULL, *warning = NULL;
+		json_t *all;
+		long w;
+
+		start(&f, cases[i].script, cases[i].settings);
+		w = provider_context_window(f.p, &source, &warning);
+		if (w != cases[i].tokens || strcmp(source, cases[i].source))
+			fail_msg("case %zu: %ld tokens from %s, want %ld from %s", i, w, source,
+				 cases[i].tokens, cases[i].source);
+		assert_int_equal(!!warning, cases[i].warns);
+		/* asked once: a second call asks nothing */
+		assert_int_equal(provider_context_window(f.p, NULL, NULL), w);
+		all = mock_all_requests(&f.mock);
+		if (json_array_size(all) != cases[i].asked)
+			fail_msg("case %zu: %zu questions, want %zu", i, json_array_size(all),
+				 cases[i].asked);
+		json_decref(all);
+		finish(&f);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_openai_context_window),
 		cmocka_unit_test(test_openai_streams_text),
 		cmocka_unit_test(test_openai_key_and_extra_headers),
 		cmocka_unit_test(test_openai_parallel_tool_calls),

@@ -47,6 +47,7 @@ static void record(struct fixture *f)
 	x.provider = "live";
 	x.provider_type = "openai";
 	x.stream = 1;
+	x.context_window = 8192;	/* the recorded run fitted its requests to 8192 tokens */
 
 	question(&req, "q1");
 	body = llm_request_to_json(&req, "live-model", 1);
@@ -219,9 +220,37 @@ static void test_replay_lenient_warns_and_answers(void **state)
 	teardown(&f);
 }
 
+/* The window of the recorded run, so replayed requests are fitted the same; config wins. */
+static void test_replay_uses_the_recorded_window(void **state)
+{
+	static const char more[] = "[providers.rec]\ncontext_window = 4000\n";
+	struct fixture f;
+	struct provider *p = NULL;
+	const char *source = NULL;
+	char *line;
+
+	(void)state;
+	setup(&f, "strict");
+	line = tu_read(f.dir, "t.jsonl");
+	assert_non_null(strstr(line, "\"context_window\":8192"));
+	free(line);
+	assert_int_equal(provider_open(&p, &f.cfg, "rec", NULL), 0);
+	assert_int_equal(provider_context_window(p, &source, NULL), 8192);
+	assert_string_equal(source, "the transcript");
+	provider_free(p);
+	if (config_apply_string(&f.cfg, more, strlen(more), "u.toml", CFG_FLAG) < 0)
+		fail_msg("%s", err_last());
+	assert_int_equal(provider_open(&p, &f.cfg, "rec", NULL), 0);
+	assert_int_equal(provider_context_window(p, &source, NULL), 4000);
+	assert_string_equal(source, "config");
+	provider_free(p);
+	teardown(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_replay_uses_the_recorded_window),
 		cmocka_unit_test(test_replay_answers_in_order),
 		cmocka_unit_test(test_replay_strict_mismatch_names_path),
 		cmocka_unit_test(test_replay_lenient_warns_and_answers),

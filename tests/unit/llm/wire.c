@@ -369,6 +369,81 @@ static void test_wire_response_json_round_trip(void **state)
 	llm_response_release(&back);
 }
 
+/* Ollama's NDJSON lines (its docs/api.md), and its request body. */
+static void test_wire_ollama(void **state)
+{
+	static const char *const lines[] = {
+		"{\"model\":\"llama3.2\",\"created_at\":\"2023-08-04T08:52:19.385406455-07:00\","
+		"\"message\":{\"role\":\"assistant\",\"content\":\"The\",\"images\":null},\"done\":false}",
+		"{\"model\":\"llama3.2\",\"created_at\":\"2023-08-04T08:52:19.4Z\",\"message\":{\"role\":"
+		"\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":\"call_x\",\"function\":{\"index\":0,"
+		"\"name\":\"get_current_weather\",\"arguments\":{\"format\":\"celsius\",\"location\":"
+		"\"Paris, FR\"}}}]},\"done\":false}",
+		"{\"model\":\"llama3.2\",\"created_at\":\"2023-08-04T19:22:45.499127Z\",\"message\":"
+		"{\"role\":\"assistant\",\"content\":\"\"},\"done_reason\":\"stop\",\"done\":true,"
+		"\"total_duration\":4883583458,\"load_duration\":1334875,\"prompt_eval_count\":26,"
+		"\"prompt_eval_duration\":342546000,\"eval_count\":282,\"eval_duration\":4535599000}",
+	};
+	struct wire_asm a;
+	struct llm_response r = LLM_RESPONSE_INIT;
+	struct llm_request req = LLM_REQUEST_INIT;
+	struct llm_message *m;
+	struct buf texts = BUF_INIT;
+	json_t *j;
+	size_t i;
+
+	(void)state;
+	wire_asm_init(&a, on_text, &texts);
+	for (i = 0; i < ARRAY_SIZE(lines); i++)
+		assert_int_equal(wire_ollama_chunk(&a, lines[i], strlen(lines[i])), 0);
+	assert_int_equal(wire_asm_finish(&a, &r), 0);
+	assert_string_equal(r.content, "The");
+	assert_string_equal(texts.buf, "The|");
+	assert_int_equal(r.tool_calls_nr, 1);
+	assert_string_equal(r.tool_calls[0].id, "call_x");
+	assert_string_equal(r.tool_calls[0].name, "get_current_weather");
+	assert_string_equal(r.tool_calls[0].arguments, "{\"format\":\"celsius\",\"location\":\"Paris, FR\"}");
+	assert_string_equal(r.finish_reason, "tool_calls");
+	assert_int_equal(r.usage.prompt_tokens, 26);
+	assert_int_equal(r.usage.completion_tokens, 282);
+	wire_asm_release(&a);
+	llm_response_release(&r);
+
+	/* an error line; data after the last line */
+	wire_asm_init(&a, NULL, NULL);
+	assert_int_equal(wire_ollama_chunk(&a, "{\"error\":\"model 'x' not found\"}", 31), FX_EPROVIDER);
+	assert_non_null(strstr(err_last(), "model 'x' not found"));
+	wire_asm_release(&a);
+	wire_asm_init(&a, NULL, NULL);
+	assert_int_equal(wire_ollama_chunk(&a, lines[2], strlen(lines[2])), 0);
+	assert_int_equal(wire_ollama_chunk(&a, lines[0], strlen(lines[0])), FX_EPROVIDER);
+	wire_asm_release(&a);
+
+	/* the body: Ollama's shapes, options, messages last */
+	llm_request_add(&req, LLM_SYSTEM, "sys");
+	m = llm_request_add(&req, LLM_ASSISTANT, NULL);
+	llm_message_add_tool_call(m, "c1", "read_file", "{\"path\": \"a\"}");
+	llm_request_add_tool_result(&req, "c1", "read_file", "hello");
+	req.temperature = 0.5;
+	req.max_tokens = 100;
+	j = wire_ollama_request(&req, "qwen2.5-coder", 1, 8192);
+	{
+		struct buf b = BUF_INIT;
+
+		jsonx_dump(&b, j, JSON_COMPACT);
+		assert_string_equal(b.buf, "{\"model\":\"qwen2.5-coder\",\"options\":{\"num_ctx\":8192,"
+				    "\"temperature\":0.5,\"num_predict\":100},\"stream\":true,\"messages\":"
+				    "[{\"role\":\"system\",\"content\":\"sys\"},{\"role\":\"assistant\","
+				    "\"content\":\"\",\"tool_calls\":[{\"function\":{\"name\":\"read_file\","
+				    "\"arguments\":{\"path\":\"a\"}}}]},{\"role\":\"tool\",\"content\":"
+				    "\"hello\",\"tool_name\":\"read_file\"}]}");
+		buf_release(&b);
+	}
+	json_decref(j);
+	llm_request_release(&req);
+	buf_release(&texts);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -384,6 +459,7 @@ int main(void)
 		cmocka_unit_test(test_wire_error_text),
 		cmocka_unit_test(test_wire_request_json),
 		cmocka_unit_test(test_wire_response_json_round_trip),
+		cmocka_unit_test(test_wire_ollama),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

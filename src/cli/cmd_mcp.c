@@ -1,0 +1,247 @@
+/*
+ * forgex mcp list [--json]
+ * forgex mcp call [--json] [--yes] NAME TOOL [ARGUMENTS-JSON]
+ *
+ * `list` starts every configured MCP server ([mcp_servers.NAME]), runs the
+ * handshake and shows its state and tools, then stops it. `call` starts
+ * the server NAME (even when enabled = false) and calls one tool, through
+ * the same approval as an agent's call (--yes: approve it), for a person
+ * to try a server. Exit: 0 done, 1 a server failed or the tool answered
+ * with isError, 2 usage or configuration error, 4 not approved, 130
+ * interrupted.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/jsonx.h"
+#include "base/log.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "sandbox/approval.h"
+#include "tools/mcp_tools.h"
+
+static volatile sig_atomic_t mcp_interrupted;
+
+static void on_interrupt(int sig)
+{
+	(void)sig;
+	mcp_interrupted = 1;
+}
+
+static void catch_interrupts(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_interrupt;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* Text from a server is the server's: shown with control characters escaped. */
+static void put_visible(FILE *f, const char *s)
+{
+	struct buf b = BUF_INIT;
+
+	approval_add_visible(&b, s ? s : "");
+	fputs(b.buf, f);
+	buf_release(&b);
+}
+
+static int mcp_list(int json)
+{
+	struct config cfg = CONFIG_INIT;
+	struct mcp_set set = MCP_SET_INIT;
+	json_t *all;
+	size_t i, j;
+	int ret = EXIT_OK;
+
+	if (cli_load_config(&cfg) != 0)
+		return EXIT_USAGE;
+	all = json_array();
+	mcp_set_init(&set);
+	catch_interrupts();
+	mcp_set_start(&set, &cfg, NULL, NULL, &mcp_interrupted);
+	if (!set.nr && !json)
+		printf("no MCP servers configured (add a [mcp_servers.NAME] table)\n");
+	for (i = 0; i < set.nr; i++) {
+		const struct mcp_server_entry *e = &set.servers[i];
+		const struct mcp_client *c = e->client;
+
+		if (!c && !e->skipped)
+			ret = EXIT_FAIL;
+		if (json) {
+			json_array_append_new(all, mcp_set_server_json(&set, i));
+			continue;
+		}
+		printf("%s (%s %s): ", e->cfg->name, *e->cfg->url ? "http" : "stdio",
+		       *e->cfg->url ? e->cfg->url : e->cfg->command);
+		if (!c) {
+			printf("%s: ", e->skipped ? "not started" : "failed");
+			put_visible(stdout, e->skipped ? e->skipped : e->error);
+			putchar('\n');
+			continue;
+		}
+		printf("ready, protocol %s, ", c->protocol_version);
+		put_visible(stdout, c->server_name ? c->server_name : "(unnamed)");
+		printf(" %s, %.0f ms\n", c->server_version ? c->server_version : "", c->handshake_ms);
+		for (j = 0; j < c->tools_nr; j++) {
+			const struct mcp_tool *t = &c->tools[j];
+			char *name = mcp_tool_registry_name(e->cfg->name, t->name);
+
+			printf("  %s%s%s  ", name, t->read_only ? " (read-only)" : "",
+			       mcp_tool_enabled(e->cfg, t->name) ? "" : " (disabled)");
+			put_visible(stdout, t->description);
+			putchar('\n');
+			free(name);
+		}
+	}
+	if (json) {
+		struct buf b = BUF_INIT;
+
+		jsonx_dump(&b, all, JSON_COMPACT);
+		printf("%s\n", b.buf);
+		buf_release(&b);
+	}
+	json_decref(all);
+	mcp_set_release(&set);
+	config_release(&cfg);
+	return ret;
+}
+
+static int mcp_call(int json, int yes, const char *server, const char *tool, const char *args_text)
+{
+	struct config cfg = CONFIG_INIT;
+	struct mcp_set set = MCP_SET_INIT;
+	struct mcp_client *c;
+	json_t *args = NULL, *res = NULL;
+	struct buf text = BUF_INIT;
+	int ret = EXIT_OK, is_error;
+
+	if (cli_load_config(&cfg) != 0)
+		return EXIT_USAGE;
+	if (!config_mcp_server(&cfg, server)) {
+		fprintf(stderr, "forgex: error: no MCP server named '%s' (add [mcp_servers.%s])\n",
+			server, server);
+		config_release(&cfg);
+		return EXIT_USAGE;
+	}
+	if (jsonx_parse(&args, args_text, strlen(args_text), "arguments") < 0 ||
+	    !json_is_object(args)) {
+		fprintf(stderr, "forgex: error: the arguments must be a JSON object%s%s\n",
+			args ? "" : ": ", args ? "" : err_last());
+		json_decref(args);
+		config_release(&cfg);
+		return EXIT_USAGE;
+	}
+	mcp_set_init(&set);
+	catch_interrupts();
+	mcp_set_start(&set, &cfg, NULL, server, &mcp_interrupted);
+	c = set.servers[0].client;
+	if (!c) {
+		fprintf(stderr, "forgex: error: MCP server %s did not start: ", server);
+		put_visible(stderr, set.servers[0].error);
+		fputc('\n', stderr);
+		ret = EXIT_FAIL;
+		goto out;
+	}
+	if (!mcp_client_tool(c, tool)) {
+		fprintf(stderr, "forgex: error: MCP server %s has no tool '%s'\n", server, tool);
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	if (!yes && strcmp(cfg.permissions.mode, "auto")) {
+		char *what = xstrfmt("the MCP tool %s (server %s)", tool, server);
+		char *shown = json_dumps(args, JSON_COMPACT);
+		int a = approval_ask_what(NULL, what, shown ? shown : "{}", "forgex mcp call");
+
+		free(what);
+		free(shown);
+		if (!a) {
+			fprintf(stderr, "forgex: not run: %s\n", *err_last() ? err_last() : "not approved");
+			ret = EXIT_DENIED;
+			goto out;
+		}
+	}
+	if (mcp_client_call(&res, c, tool, args, 0, &mcp_interrupted) < 0) {
+		fprintf(stderr, "forgex: error: ");
+		put_visible(stderr, err_last());
+		fputc('\n', stderr);
+		ret = mcp_interrupted ? EXIT_INTERRUPTED : EXIT_FAIL;
+		goto out;
+	}
+	is_error = mcp_result_text(&text, res);
+	if (json) {
+		struct buf b = BUF_INIT;
+
+		jsonx_dump(&b, res, JSON_COMPACT);
+		printf("%s\n", b.buf);
+		buf_release(&b);
+	} else {
+		const char *p = text.buf;
+
+		/* the server's text, one line at a time, control characters escaped */
+		while (*p) {
+			const char *nl = strchr(p, '\n');
+			size_t n = nl ? (size_t)(nl - p) : strlen(p);
+			char *line = xstrndup(p, n);
+
+			put_visible(stdout, line);
+			putchar('\n');
+			free(line);
+			p += n + (nl ? 1 : 0);
+		}
+	}
+	if (is_error)
+		ret = EXIT_FAIL;
+out:
+	buf_release(&text);
+	json_decref(args);
+	json_decref(res);
+	mcp_set_release(&set);
+	config_release(&cfg);
+	return ret;
+}
+
+int cmd_mcp(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "yes", no_argument, NULL, 'y' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *sub;
+	int c, json = 0, yes = 0;
+
+	if (argc < 2)
+		return cli_usage_error("mcp", "expected list or call");
+	sub = argv[1];
+	if (!strcmp(sub, "--help") || !strcmp(sub, "-h"))
+		return cli_help("mcp");
+	argc--;
+	argv++;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "jyh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = 1; break;
+		case 'y': yes = 1; break;
+		case 'h': return cli_help("mcp");
+		default: return cli_usage_error("mcp", "unknown option");
+		}
+	}
+	if (!strcmp(sub, "list")) {
+		if (optind != argc)
+			return cli_usage_error("mcp", "list takes no operands");
+		return mcp_list(json);
+	}
+	if (!strcmp(sub, "call")) {
+		if (argc - optind < 2 || argc - optind > 3)
+			return cli_usage_error("mcp", "call takes NAME TOOL [ARGUMENTS-JSON]");
+		return mcp_call(json, yes, argv[optind], argv[optind + 1],
+				argc - optind == 3 ? argv[optind + 2] : "{}");
+	}
+	return cli_usage_error("mcp", "unknown subcommand '%s' (list or call)", sub);
+}

@@ -1,0 +1,358 @@
+/*
+ * MCP servers' tools as registry tools (see mcp_tools.h).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/jsonx.h"
+#include "base/path.h"
+#include "sandbox/approval.h"
+#include "tools/mcp_tools.h"
+
+/* what a person is shown of the arguments, and the model of a description */
+#define SHOWN_ARGS_MAX 2000
+#define DESCRIPTION_MAX 2000
+#define NAME_MAX_LEN 64
+
+struct mcp_binding {
+	struct mcp_set *set;
+	size_t server;			/* index into set->servers */
+	char *tool;			/* the server's name for it */
+	char *name;			/* the registry's */
+	int gone;			/* the server stopped offering it */
+};
+
+void mcp_set_init(struct mcp_set *set)
+{
+	*set = (struct mcp_set)MCP_SET_INIT;
+	strvec_init(&set->always);
+}
+
+static uint32_t fnv1a(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+char *mcp_tool_registry_name(const char *server, const char *tool)
+{
+	struct buf b = BUF_INIT;
+	const char *p;
+
+	buf_addf(&b, "%s__", server);
+	for (p = tool; *p; p++) {
+		char ch = *p;
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '_' || ch == '-'))
+			ch = '_';
+		buf_addch(&b, ch);
+	}
+	if (b.len > NAME_MAX_LEN) {
+		/* cut, and keep two long names apart by a hash of the whole */
+		char *whole = xstrfmt("%s__%s", server, tool);
+
+		buf_setlen(&b, NAME_MAX_LEN - 9);
+		buf_addf(&b, "_%08x", fnv1a(whole));
+		free(whole);
+	}
+	return buf_detach(&b, NULL);
+}
+
+int mcp_set_start(struct mcp_set *set, const struct config *cfg, const char *log_dir, const char *only,
+		  const volatile sig_atomic_t *cancel)
+{
+	size_t i;
+	int started = 0;
+
+	set->cancel = cancel;
+	if (approval_mode_parse(&set->mode, cfg->permissions.mode) < 0)
+		set->mode = APPROVAL_ASK;
+	set->servers = xcalloc(cfg->mcp_servers_nr ? cfg->mcp_servers_nr : 1, sizeof(*set->servers));
+	for (i = 0; i < cfg->mcp_servers_nr; i++) {
+		const struct mcp_server_config *m = &cfg->mcp_servers[i];
+		struct mcp_server_entry *e;
+		struct mcp_start_opts o = { cfg->workspace, NULL, cancel };
+		char *log = NULL;
+
+		if (only && strcmp(only, m->name))
+			continue;
+		e = &set->servers[set->nr++];
+		e->cfg = m;
+		if (!m->enabled && !only) {
+			e->skipped = xstrdup("enabled = false");
+			continue;
+		}
+		if (log_dir && !*m->url) {
+			log = xstrfmt("%s/mcp-%s.stderr", log_dir, m->name);
+			o.stderr_log = log;
+		}
+		if (mcp_client_start(&e->client, m, &o) < 0)
+			e->error = xstrdup(err_last());
+		else
+			started++;
+		free(log);
+	}
+	return started;
+}
+
+static int mcp_tools_call(struct tool_ctx *ctx, const json_t *args, struct buf *result);
+
+json_t *mcp_set_server_json(const struct mcp_set *set, size_t i)
+{
+	const struct mcp_server_entry *e = &set->servers[i];
+	const struct mcp_client *c = e->client;
+	json_t *o = json_object(), *tools = json_array();
+	size_t j;
+
+	if (!o || !tools)
+		die("out of memory");
+	jsonx_set(o, "name", jsonx_string(e->cfg->name));
+	jsonx_set(o, "transport", jsonx_string(*e->cfg->url ? "http" : "stdio"));
+	jsonx_set(o, "state", jsonx_string(c ? (c->state == MCP_READY ? "ready" : "broken")
+					     : e->skipped ? "skipped" : "failed"));
+	for (j = 0; c && j < c->tools_nr; j++)
+		if (mcp_tool_enabled(e->cfg, c->tools[j].name))
+			json_array_append_new(tools, jsonx_string(c->tools[j].name));
+	jsonx_set(o, "tools", tools);
+	jsonx_set(o, "protocol", c && c->protocol_version ? jsonx_string(c->protocol_version)
+							  : json_null());
+	jsonx_set(o, "server", c && c->server_name ? jsonx_string(c->server_name) : json_null());
+	jsonx_set(o, "handshake_ms", c ? json_real(c->handshake_ms) : json_null());
+	jsonx_set(o, "error", e->error ? jsonx_string(e->error) : e->skipped ?
+		  jsonx_string(e->skipped) : c && c->error ? jsonx_string(c->error) : json_null());
+	return o;
+}
+
+static int add_binding(struct tool_registry *reg, struct mcp_set *set, size_t server,
+		       const struct mcp_tool *t, struct buf *added)
+{
+	const struct mcp_server_config *m = set->servers[server].cfg;
+	struct mcp_binding *b;
+	struct tool_def def;
+	struct buf desc = BUF_INIT;
+	char *schema;
+	unsigned roles = 0;
+	size_t i;
+	int ret;
+
+	if (!mcp_tool_enabled(m, t->name))
+		return 0;
+	if (m->roles.nr) {
+		for (i = 0; i < m->roles.nr; i++)
+			roles |= TOOL_ROLE(config_role_from_name(m->roles.v[i]));
+	} else {
+		roles = TOOL_ROLE(ROLE_BUILDER) | TOOL_ROLE(ROLE_EXPERT_CODER);
+		if (t->read_only)
+			roles |= TOOL_ROLE(ROLE_ARCHITECT) | TOOL_ROLE(ROLE_SUPERVISOR);
+	}
+	b = xcalloc(1, sizeof(*b));
+	b->set = set;
+	b->server = server;
+	b->tool = xstrdup(t->name);
+	b->name = mcp_tool_registry_name(m->name, t->name);
+	buf_addf(&desc, "[MCP server %s] ", m->name);
+	if (*t->description)
+		buf_add(&desc, t->description, strlen(t->description) > DESCRIPTION_MAX ?
+			DESCRIPTION_MAX : strlen(t->description));
+	else
+		buf_addstr(&desc, t->title ? t->title : t->name);
+	schema = json_dumps(t->input_schema, JSON_COMPACT);
+	if (!schema)
+		die("out of memory");
+	memset(&def, 0, sizeof(def));
+	def.name = b->name;
+	def.description = desc.buf;
+	def.parameters = schema;
+	def.needs = 0;
+	def.flags = TOOL_OPEN_SCHEMA;
+	def.fn = mcp_tools_call;
+	def.data = b;
+	def.roles = roles;
+	ret = registry_add(reg, &def);
+	free(schema);
+	buf_release(&desc);
+	if (ret < 0) {
+		/* a clash with a built-in or another server's tool: keep the first */
+		free(b->tool);
+		free(b->name);
+		free(b);
+		return ret == FX_EEXISTS ? 0 : ret;
+	}
+	ALLOC_GROW(set->bindings, set->bindings_nr + 1, set->bindings_alloc);
+	set->bindings[set->bindings_nr++] = b;
+	if (added)
+		buf_addf(added, "%s%s", added->len ? ", " : "", b->name);
+	return 0;
+}
+
+int tools_register_mcp(struct tool_registry *reg, struct mcp_set *set)
+{
+	size_t i, j;
+	int ret;
+
+	set->reg = reg;
+	for (i = 0; i < set->nr; i++) {
+		struct mcp_client *c = set->servers[i].client;
+
+		if (!c)
+			continue;
+		for (j = 0; j < c->tools_nr; j++) {
+			ret = add_binding(reg, set, i, &c->tools[j], NULL);
+			if (ret < 0)
+				return err_prefix(ret, "MCP server '%s'", c->name);
+		}
+	}
+	return 0;
+}
+
+static struct mcp_binding *find_binding(struct mcp_set *set, size_t server, const char *tool)
+{
+	size_t i;
+
+	for (i = 0; i < set->bindings_nr; i++)
+		if (set->bindings[i]->server == server && !strcmp(set->bindings[i]->tool, tool))
+			return set->bindings[i];
+	return NULL;
+}
+
+/*
+ * The server said its tools changed: fetch the list, mark the tools that
+ * went, add the new ones, and tell the model in `note`.
+ */
+static void sync_tools(struct mcp_set *set, size_t server, struct buf *note)
+{
+	struct mcp_client *c = set->servers[server].client;
+	struct buf added = BUF_INIT, removed = BUF_INIT;
+	size_t i;
+
+	if (mcp_client_refresh(c) < 0) {
+		buf_addf(note, "\n(the server's tool list changed, but fetching it failed: %s)",
+			 err_last());
+		return;
+	}
+	for (i = 0; i < set->bindings_nr; i++) {
+		struct mcp_binding *b = set->bindings[i];
+		int now = b->server == server && !mcp_client_tool(c, b->tool);
+
+		if (now && !b->gone)
+			buf_addf(&removed, "%s%s", removed.len ? ", " : "", b->name);
+		if (b->server == server)
+			b->gone = now;
+	}
+	for (i = 0; i < c->tools_nr; i++)
+		if (!find_binding(set, server, c->tools[i].name) && set->reg)
+			add_binding(set->reg, set, server, &c->tools[i], &added);
+	if (added.len || removed.len) {
+		buf_addf(note, "\n(MCP server %s changed its tools:", c->name);
+		if (added.len)
+			buf_addf(note, " new: %s;", added.buf);
+		if (removed.len)
+			buf_addf(note, " removed: %s;", removed.buf);
+		buf_setlen(note, note->len - 1);
+		buf_addch(note, ')');
+	}
+	buf_release(&added);
+	buf_release(&removed);
+}
+
+static int approve(struct mcp_set *set, const struct mcp_binding *b, const json_t *args)
+{
+	struct buf shown = BUF_INIT, what = BUF_INIT;
+	char *aj;
+	int answer;
+
+	switch (set->mode) {
+	case APPROVAL_AUTO:
+		return 1;
+	case APPROVAL_SAFE:
+		err_set(FX_EDENIED, "permissions.mode is safe: MCP tool calls need approval and do not run");
+		return 0;
+	case APPROVAL_ASK:
+		break;
+	}
+	if (strvec_find(&set->always, b->name) >= 0)
+		return 1;
+	aj = json_dumps(args, JSON_COMPACT);
+	buf_addf(&what, "the MCP tool %s (server %s)", b->tool, set->servers[b->server].cfg->name);
+	buf_addstr(&shown, "arguments: ");
+	if (aj && strlen(aj) > SHOWN_ARGS_MAX) {
+		buf_add(&shown, aj, SHOWN_ARGS_MAX);
+		buf_addf(&shown, "... (%zu bytes in all)", strlen(aj));
+	} else {
+		buf_addstr(&shown, aj ? aj : "{}");
+	}
+	free(aj);
+	answer = approval_ask_what(set->tty, what.buf, shown.buf, "every MCP tool call is approved");
+	if (answer == APPROVE_ALWAYS)
+		strvec_push(&set->always, b->name);
+	if (!answer && !*err_last())
+		err_set(FX_EDENIED, "the person said no");
+	buf_release(&shown);
+	buf_release(&what);
+	return answer != 0;
+}
+
+static int mcp_tools_call(struct tool_ctx *ctx, const json_t *args, struct buf *result)
+{
+	struct mcp_binding *b = tool_ctx_data(ctx);
+	struct mcp_set *set = b->set;
+	struct mcp_server_entry *e = &set->servers[b->server];
+	struct buf note = BUF_INIT;
+	json_t *res = NULL;
+	int ret, is_error;
+
+	if (b->gone)
+		return err_set(FX_ENOTFOUND, "MCP server %s no longer offers the tool %s", e->cfg->name,
+			       b->tool);
+	if (!e->client)
+		return err_set(FX_EOS, "MCP server %s is not running: %s", e->cfg->name,
+			       e->error ? e->error : "it did not start");
+	err_clear();
+	if (!approve(set, b, args)) {
+		buf_addf(result, "refused: not approved: %s", err_last());
+		return FX_EDENIED;
+	}
+	ret = mcp_client_call(&res, e->client, b->tool, (json_t *)args, 0, set->cancel);
+	if (ret < 0) {
+		if (e->client->state == MCP_BROKEN) {
+			char *why = xstrdup(err_last());
+
+			err_set(ret, "%s (the server is down for the rest of this run)", why);
+			free(why);
+		}
+		return ret;
+	}
+	is_error = mcp_result_text(result, res);
+	json_decref(res);
+	if (e->client->tools_changed)
+		sync_tools(set, b->server, &note);
+	buf_addbuf(result, &note);
+	buf_release(&note);
+	return is_error ? FX_ERROR : 0;
+}
+
+void mcp_set_release(struct mcp_set *set)
+{
+	size_t i;
+
+	for (i = 0; i < set->nr; i++) {
+		mcp_client_free(set->servers[i].client);
+		free(set->servers[i].error);
+		free(set->servers[i].skipped);
+	}
+	free(set->servers);
+	for (i = 0; i < set->bindings_nr; i++) {
+		free(set->bindings[i]->tool);
+		free(set->bindings[i]->name);
+		free(set->bindings[i]);
+	}
+	free(set->bindings);
+	strvec_clear(&set->always);
+	mcp_set_init(set);
+}

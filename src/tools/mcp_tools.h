@@ -1,0 +1,89 @@
+#ifndef FX_TOOLS_MCP_TOOLS_H
+#define FX_TOOLS_MCP_TOOLS_H
+
+/*
+ * MCP servers' tools in the tool registry: each tool TOOL of the server
+ * NAME is the registry's tool NAME__TOOL (characters outside
+ * [A-Za-z0-9_-] become '_'; a name over 64 characters is cut and given a
+ * hash), with the server's JSON Schema as it is (TOOL_OPEN_SCHEMA), seen
+ * by the roles [mcp_servers.NAME] roles names (default: builder and
+ * expert_coder; every role for a tool marked readOnlyHint).
+ *
+ * Every call passes the approval mode of [permissions] mode, as a command
+ * that needs approval does: safe refuses, auto runs, ask asks on the
+ * terminal showing the server, the tool and the arguments (y: this call,
+ * a: every call of this tool for the rest of the run, n: no). The call is
+ * bounded by tool_timeout_seconds and by the interrupt flag; the result
+ * goes back as text (see mcp_result_text()); a server that crashed, hung
+ * or spoke nonsense is a tool error, and the run goes on.
+ *
+ * The caller:
+ *   1. mcp_set_init(), then mcp_set_start() with the configuration: it
+ *      starts every enabled server the configuration may start (one that
+ *      fails is recorded in `servers[i].error`, not fatal);
+ *   2. tools_register_mcp() into the registry the agents use;
+ *   3. ... agents run; a `notifications/tools/list_changed` from a server
+ *      is honoured after the call that brought it: new tools are added to
+ *      the registry (the result of that call names them), removed ones
+ *      refuse;
+ *   4. mcp_set_release() stops the servers.
+ */
+
+#include <signal.h>
+
+#include "base/strvec.h"
+#include "config/config.h"
+#include "mcp/mcp.h"
+#include "sandbox/policy.h"
+#include "tools/registry.h"
+
+struct mcp_binding;
+
+struct mcp_server_entry {
+	const struct mcp_server_config *cfg;	/* borrowed from the configuration */
+	struct mcp_client *client;	/* NULL when it did not start */
+	char *error;			/* why not (NULL when it started or was not tried) */
+	char *skipped;			/* why it was not started at all (disabled, untrusted) */
+};
+
+struct mcp_set {
+	struct mcp_server_entry *servers;
+	size_t nr;
+	enum approval_mode mode;
+	const char *tty;		/* where to ask (NULL: /dev/tty) */
+	struct strvec always;		/* tools approved with 'a' */
+	const volatile sig_atomic_t *cancel;
+	struct tool_registry *reg;	/* where tools_register_mcp() put the tools */
+	struct mcp_binding **bindings;
+	size_t bindings_nr, bindings_alloc;
+};
+
+#define MCP_SET_INIT { NULL, 0, APPROVAL_ASK, NULL, STRVEC_INIT, NULL, NULL, NULL, 0, 0 }
+
+void mcp_set_init(struct mcp_set *set);
+
+/**
+ * Start the servers of `cfg` (enabled ones; `only`: just the server of that
+ * name, even when disabled). `log_dir`: where each stdio server's stderr
+ * goes (`mcp-NAME.stderr`; NULL: kept only in memory). Returns the number
+ * of servers that started; failures are in the entries.
+ */
+int mcp_set_start(struct mcp_set *set, const struct config *cfg, const char *log_dir, const char *only,
+		  const volatile sig_atomic_t *cancel);
+
+/**
+ * The event a run records for server `i`: {name, transport ("stdio" |
+ * "http"), state ("ready" | "failed" | "skipped"), tools [names],
+ * protocol, server, handshake_ms, error}. A new reference.
+ */
+json_t *mcp_set_server_json(const struct mcp_set *set, size_t i);
+
+/** Register the tools of every started server. */
+int tools_register_mcp(struct tool_registry *reg, struct mcp_set *set);
+
+/** The registry name of `tool` of `server` ("server__tool", sanitized). Caller frees. */
+char *mcp_tool_registry_name(const char *server, const char *tool);
+
+void mcp_set_release(struct mcp_set *set);
+
+#endif
