@@ -12,6 +12,7 @@
 #include "agents/agent.h"
 #include "base/redact.h"
 #include "agents/roles.h"
+#include "sandbox/permissions.h"
 #include "base/jsonx.h"
 #include "llm/textcalls.h"
 
@@ -1162,10 +1163,19 @@ int agent_run(struct agent_result *out, const struct agent_opts *o)
 	out->finish_reason = xstrdup("");
 
 	o->tools->role = (int)o->role;
-	tools = role_tools_json_for(o->tools->registry, (int)o->role, l.granted, l.terminal);
-	json_array_foreach(tools, i, entry)
-		strvec_push(&l.tool_names, jsonx_str(json_object_get(entry, "function"), "name"));
-	buf_addstr(&sys, o->system_prompt ? o->system_prompt : role_prompt(o->role));
+	{
+		unsigned edit = role_edit_tools(o->edit_tools, l.model);
+		const char *note = role_edit_note(edit);
+
+		tools = role_tools_json_edit(o->tools->registry, (int)o->role, l.granted, l.terminal,
+					     edit);
+		json_array_foreach(tools, i, entry)
+			strvec_push(&l.tool_names, jsonx_str(json_object_get(entry, "function"),
+							     "name"));
+		buf_addstr(&sys, o->system_prompt ? o->system_prompt : role_prompt(o->role));
+		if (note && permissions_permit(l.granted, PERM_WRITE | PERM_DELETE))
+			buf_addstr(&sys, note);
+	}
 	if (l.text_mode) {
 		add_text_tools(&sys, tools);
 	} else {

@@ -250,6 +250,7 @@ struct agent_opts {
 	double temperature;		/* < 0: not sent */
 	long max_turns;			/* model calls at most; <= 0: AGENT_MAX_TURNS_DEFAULT */
 	enum agent_tool_mode tool_mode;
+	const char *edit_tools;		/* [providers.NAME] edit_tools; NULL: by the model's name */
 
 	struct tool_ctx *tools;		/* required: the registry and the workspace */
 	struct agent_budget *budget;	/* NULL: unlimited */

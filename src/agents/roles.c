@@ -174,6 +174,50 @@ const char *role_terminal_tool(enum agent_role role)
 	return NULL;
 }
 
+/* The model families trained on the apply_patch envelope (as the Codex CLI and OpenCode pick). */
+static int patch_family(const char *model)
+{
+	char m[128];
+	const char *p, *slash;
+	size_t i;
+
+	if (!model)
+		return 0;
+	slash = strrchr(model, '/');	/* "openai/gpt-5", "azure/o3-mini" */
+	p = slash ? slash + 1 : model;
+	for (i = 0; p[i] && i + 1 < sizeof(m); i++)
+		m[i] = (char)(p[i] >= 'A' && p[i] <= 'Z' ? p[i] - 'A' + 'a' : p[i]);
+	m[i] = '\0';
+	if (strstr(m, "gpt-oss"))
+		return 0;	/* the open-weight models speak the harmony format, not this one */
+	if (strstr(m, "gpt-4.1") || strstr(m, "gpt-5") || strstr(m, "codex"))
+		return 1;
+	/* the o-series: o1, o3, o4-mini, ... */
+	return m[0] == 'o' && m[1] >= '1' && m[1] <= '9' && (!m[2] || m[2] == '-');
+}
+
+unsigned role_edit_tools(const char *setting, const char *model)
+{
+	if (setting && !strcmp(setting, "edit_file"))
+		return ROLE_EDIT_FILE;
+	if (setting && !strcmp(setting, "apply_patch"))
+		return ROLE_APPLY_PATCH;
+	if (setting && !strcmp(setting, "both"))
+		return ROLE_EDIT_FILE | ROLE_APPLY_PATCH;
+	return patch_family(model) ? ROLE_APPLY_PATCH : ROLE_EDIT_FILE;
+}
+
+const char *role_edit_note(unsigned edit)
+{
+	if (edit == ROLE_APPLY_PATCH)
+		return "\nIn this session you change files with apply_patch (one call can add, "
+		       "update, move and delete several files), not with edit_file.\n";
+	if (edit == (ROLE_EDIT_FILE | ROLE_APPLY_PATCH))
+		return "\nYou can change files with edit_file or with apply_patch (one call can "
+		       "add, update, move and delete several files).\n";
+	return NULL;
+}
+
 json_t *role_tools_json(const struct tool_registry *reg, unsigned granted, const char *terminal)
 {
 	return role_tools_json_for(reg, -1, granted, terminal);
@@ -181,6 +225,12 @@ json_t *role_tools_json(const struct tool_registry *reg, unsigned granted, const
 
 json_t *role_tools_json_for(const struct tool_registry *reg, int role, unsigned granted,
 			    const char *terminal)
+{
+	return role_tools_json_edit(reg, role, granted, terminal, ROLE_EDIT_FILE);
+}
+
+json_t *role_tools_json_edit(const struct tool_registry *reg, int role, unsigned granted,
+			     const char *terminal, unsigned edit)
 {
 	json_t *all = tools_for_role(reg, PERM_ALL), *out = json_array(), *entry;
 	size_t i;
@@ -193,6 +243,9 @@ json_t *role_tools_json_for(const struct tool_registry *reg, int role, unsigned 
 		const struct tool *t = name ? registry_find(reg, name) : NULL;
 
 		if (!t)
+			continue;
+		if ((!strcmp(t->name, "edit_file") && !(edit & ROLE_EDIT_FILE)) ||
+		    (!strcmp(t->name, "apply_patch") && !(edit & ROLE_APPLY_PATCH)))
 			continue;
 		if (t->roles && (role < 0 || !(t->roles & (1u << role))))
 			continue;

@@ -93,6 +93,27 @@ const char *role_terminal_tool(enum agent_role role);
  */
 json_t *role_tools(const struct tool_registry *reg, enum agent_role role);
 
+/** Which edit tools a role is offered: bits of these. */
+enum role_edit_tools {
+	ROLE_EDIT_FILE = 1 << 0,	/* edit_file */
+	ROLE_APPLY_PATCH = 1 << 1,	/* apply_patch */
+};
+
+/**
+ * The edit tools for `[providers.NAME] edit_tools` = `setting`
+ * ("edit_file", "apply_patch", "both"; anything else, "auto" or NULL:
+ * chosen by the model's name): apply_patch for the families trained on it
+ * (GPT-4.1, GPT-5, the o-series, the codex models; a "provider/" prefix is
+ * ignored, gpt-oss is not one of them), edit_file for every other model.
+ */
+unsigned role_edit_tools(const char *setting, const char *model);
+
+/**
+ * A sentence for the system prompt when the edit tools are not edit_file
+ * alone (the role prompts name edit_file), or NULL. Static.
+ */
+const char *role_edit_note(unsigned edit);
+
 /**
  * The tools of `reg` that `granted` allows, except the TOOL_TERMINAL ones,
  * plus the terminal tool called `terminal` (NULL: none; it is offered
@@ -107,6 +128,14 @@ json_t *role_tools_json(const struct tool_registry *reg, unsigned granted, const
  */
 json_t *role_tools_json_for(const struct tool_registry *reg, int role, unsigned granted,
 			    const char *terminal);
+
+/**
+ * role_tools_json_for() offering the edit tools `edit` (enum
+ * role_edit_tools bits) and leaving the other one out.
+ * role_tools_json_for() is this with ROLE_EDIT_FILE. New reference.
+ */
+json_t *role_tools_json_edit(const struct tool_registry *reg, int role, unsigned granted,
+			     const char *terminal, unsigned edit);
 
 /**
  * Whether a call of the tool `name` is open to a loop holding `granted`

@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/openat2.h>
 
@@ -31,13 +32,28 @@ int fsutil_write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
+int fsutil_later_mtime(int fd, const struct stat *old)
+{
+	struct timespec ts[2];
+
+	if (clock_gettime(CLOCK_REALTIME, &ts[1]) < 0)
+		return 0;
+	if (ts[1].tv_sec > old->st_mtim.tv_sec)
+		return 0;
+	ts[0].tv_sec = 0;
+	ts[0].tv_nsec = UTIME_OMIT;
+	ts[1].tv_sec = old->st_mtim.tv_sec + 1;
+	ts[1].tv_nsec = 0;
+	return futimens(fd, ts);
+}
+
 int fsutil_write_atomic_at(int dirfd, const char *name, const void *data, size_t len,
 			   mode_t mode)
 {
 	char tmp[NAME_MAX + 1];
 	struct stat st;
 	unsigned int rnd = 0;
-	int fd = -1, ret = 0, tries;
+	int fd = -1, ret = 0, tries, had = 0;
 
 	if (strchr(name, '/') || !*name)
 		return err_set(FX_EINVAL, "'%s' is not a plain file name", name);
@@ -45,6 +61,7 @@ int fsutil_write_atomic_at(int dirfd, const char *name, const void *data, size_t
 		if (!S_ISREG(st.st_mode))
 			return err_set(FX_EINVAL, "'%s' exists and is not a regular file", name);
 		mode = st.st_mode & 07777;
+		had = 1;
 	}
 	for (tries = 0; tries < 100 && fd < 0; tries++) {
 		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
@@ -63,6 +80,10 @@ int fsutil_write_atomic_at(int dirfd, const char *name, const void *data, size_t
 	}
 	if (fchmod(fd, mode) < 0) {
 		ret = err_set_errno(FX_EOS, "cannot set the mode of '%s'", name);
+		goto fail;
+	}
+	if (had && fsutil_later_mtime(fd, &st) < 0) {
+		ret = err_set_errno(FX_EOS, "cannot set the time of '%s'", name);
 		goto fail;
 	}
 	if (fsync(fd) < 0) {

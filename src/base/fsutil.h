@@ -7,15 +7,30 @@
 
 #include <sys/types.h>
 
+#include <sys/stat.h>
+
 #include "base/buf.h"
 
 /**
  * Replace `path` with `len` bytes of `data` atomically: write a temporary
  * file in the same folder, fsync it, rename it over `path`, fsync the
  * folder. `mode` applies to a new file; an existing file keeps its mode.
- * On failure the old file is untouched and no temporary file remains.
+ * A replaced file's successor gets a later whole-second mtime
+ * (fsutil_later_mtime()). On failure the old file is untouched and no
+ * temporary file remains.
  */
 int fsutil_write_atomic(const char *path, const void *data, size_t len, mode_t mode);
+
+/**
+ * Give the file open as `fd`, about to replace a file whose stat is `old`,
+ * a modification time in a later second than old's when the clock has not
+ * passed old's second (the successor of a file of second S gets S + 1):
+ * caches keyed on whole-second mtime and size (Python's .pyc, make) would
+ * otherwise take a same-size rewrite made within that second for the old
+ * file. So successive versions always have increasing whole-second
+ * mtimes. 0, or -1 with errno.
+ */
+int fsutil_later_mtime(int fd, const struct stat *old);
 
 /** Same, relative to the directory descriptor `dirfd` (`name` has no slash). */
 int fsutil_write_atomic_at(int dirfd, const char *name, const void *data, size_t len,

@@ -14,6 +14,48 @@
 
 #define REPLAY_PROVIDER "forgex-replay"
 
+/*
+ * The edit tools the recorded run offered ("edit_file", "apply_patch",
+ * "both"), from the first request of the transcript that offered one;
+ * NULL when none did. The replay must offer the same, whatever model name
+ * the replay provider has.
+ */
+static const char *recorded_edit_tools(const char *transcript)
+{
+	struct buf b = BUF_INIT;
+	const char *found = NULL;
+	size_t pos = 0;
+
+	if (fsutil_read_file(&b, transcript, 0) < 0) {
+		err_clear();
+		return NULL;
+	}
+	while (pos < b.len && !found) {
+		const char *nl = memchr(b.buf + pos, '\n', b.len - pos);
+		size_t len = nl ? (size_t)(nl - b.buf) - pos : b.len - pos;
+		json_t *line = NULL, *tools, *t;
+		int edit = 0, patch = 0;
+		size_t i;
+
+		if (len && !jsonx_parse(&line, b.buf + pos, len, "transcript")) {
+			tools = json_object_get(json_object_get(line, "request"), "tools");
+			json_array_foreach(tools, i, t) {
+				const char *name = jsonx_str(json_object_get(t, "function"), "name");
+
+				edit |= name && !strcmp(name, "edit_file");
+				patch |= name && !strcmp(name, "apply_patch");
+			}
+			if (edit || patch)
+				found = edit && patch ? "both" : edit ? "edit_file" : "apply_patch";
+		}
+		err_clear();
+		json_decref(line);
+		pos += len + 1;
+	}
+	buf_release(&b);
+	return found;
+}
+
 int cmd_replay(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -68,6 +110,13 @@ int cmd_replay(int argc, char **argv)
 	    config_set(&cfg, "providers." REPLAY_PROVIDER ".replay_mode",
 		       strict ? "strict" : "lenient", CFG_FLAG) < 0)
 		goto fail;
+	{
+		const char *edit = recorded_edit_tools(tr);
+
+		if (edit && config_set(&cfg, "providers." REPLAY_PROVIDER ".edit_tools", edit,
+				       CFG_FLAG) < 0)
+			goto fail;
+	}
 	/* the run starts from the tree it started from */
 	if (pipeline_restore_start(NULL, cfg.workspace, id) < 0) {
 		if (err_last_code() != FX_ENOTFOUND)

@@ -48,6 +48,7 @@ static const char *const modes[] = { "safe", "ask", "auto", NULL };
 static const char *const backends[] = { "auto", "native", "docker", "none", NULL };
 static const char *const provider_types[] = { "openai", "ollama", "replay", NULL };
 static const char *const tool_modes[] = { "native", "text", NULL };
+static const char *const edit_tools[] = { "auto", "edit_file", "apply_patch", "both", NULL };
 static const char *const replay_modes[] = { "strict", "lenient", NULL };
 static const char *const on_failures[] = { "rollback", "keep", NULL };
 static const char *const quorums[] = { "majority", "unanimous", "any", NULL };
@@ -110,6 +111,8 @@ static const struct cfg_key schema[] = {
 	  "retries on 429, 5xx, resets and timeouts" },
 	{ "providers", "tool_mode", T_STR, P(tool_mode), "native", 0, NULL, tool_modes, 0, 0,
 	  "native function calling, or text (JSON blocks)" },
+	{ "providers", "edit_tools", T_STR, P(edit_tools), "auto", 0, NULL, edit_tools, 0, 0,
+	  "edit_file, apply_patch, both, or auto (apply_patch for GPT-4.1/5, o-series, codex)" },
 	{ "providers", "stream", T_BOOL, P(stream), NULL, 1, NULL, NULL, 0, 0,
 	  "stream replies (SSE)" },
 	{ "providers", "headers", T_LIST, P(headers), NULL, 0, empty_list, NULL, 0, 0,

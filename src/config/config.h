@@ -47,6 +47,7 @@ struct provider_config {
 	long timeout_seconds;
 	long max_retries;
 	char *tool_mode;	/* "native" | "text" */
+	char *edit_tools;	/* "auto" | "edit_file" | "apply_patch" | "both" */
 	int stream;		/* SSE streaming (default true) */
 	struct strvec headers;	/* extra request headers, "Name: value" */
 	char *transcript;	/* replay: the transcript to answer from */

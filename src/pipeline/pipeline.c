@@ -503,6 +503,7 @@ static int run_agent(struct pl *pl, struct agent_result *res, enum agent_role ro
 	ao.max_turns = ac->max_turns;
 	ao.tool_mode = pc && pc->tool_mode && !strcmp(pc->tool_mode, "text") ? AGENT_TOOLS_TEXT
 									: AGENT_TOOLS_NATIVE;
+	ao.edit_tools = pc ? pc->edit_tools : NULL;
 	ao.tools = &pl->tctx;
 	ao.budget = &pl->budget;
 	ao.on_event = on_agent_event;

@@ -2,23 +2,52 @@
 #define FX_TOOLS_EDIT_H
 
 /*
- * The matching behind edit_file, apart from any file so that it can be
- * tested and fuzzed on its own.
+ * The matching behind edit_file (and the line matching apply_patch
+ * shares), apart from any file so that it can be tested and fuzzed on
+ * its own.
  *
- * edit_apply() replaces `old` by `new` in a text:
- *   1. exact: `old` must occur exactly once (or, with replace_all, at
- *      least once: every occurrence is replaced, left to right, never
- *      overlapping);
- *   2. otherwise, whitespace-tolerant: the lines of `old` are compared
- *      with the lines of the text ignoring leading and trailing blanks and
- *      CR; when exactly one run of lines matches, those whole lines are
- *      replaced by `new`, re-indented to the file (each line of `new`
- *      indented like a line of `old` gets the indentation of the file's
- *      matching line; others are shifted by the difference of the first
- *      lines) and with the file's line ends (CRLF stays CRLF);
- *   3. otherwise nothing changes and the explanation lists, with line
- *      numbers, every place that matched (several) or the three passages
- *      most similar to `old` (none), so the model can retry.
+ * edit_apply() replaces `old` by `new` in a text. The passes, in order;
+ * each is tried only when the ones before it found nothing, each needs a
+ * unique match (several is a refusal listing them), and the result names
+ * the pass that matched:
+ *   1. exact: `old` occurs exactly once (with replace_all: at least once,
+ *      every occurrence replaced, never overlapping). When `old` as sent is
+ *      not there, it is tried again with its line ends turned into the
+ *      file's;
+ *   2. trailing whitespace: whole lines compared without trailing blanks;
+ *   3. indentation: whole lines compared without leading and trailing
+ *      blanks; `new` is re-indented (see below);
+ *   4. internal whitespace: as 3, and a run of blanks inside a line counts
+ *      as one space;
+ *   5. unicode punctuation: as 4, with typographic dashes, quotes and
+ *      spaces (‐‑‒–—―−, ‘’‚‛, “”„‟, no-break and other wide spaces) and …
+ *      folded to ASCII;
+ *   6. escapes: `old` and `new` with the escapes a model doubled undone
+ *      (\\n \\t \\' \\" \\` \\$ \\\\), then passes 1-5 again.
+ * Never case-insensitive. When none of them matched and `old` starts or
+ * ends with blank lines, they are tried again without those lines (and
+ * without as many blank lines at the edges of `new`).
+ *
+ * What is written, on every pass: the file's line ends (a CRLF file stays
+ * CRLF, whatever `new` used), and the file's final-newline state (a file
+ * that ended with a newline still does, one that did not still does not).
+ * In passes 2-6, lines of `new` equal to a line of `old` (the lines the
+ * model kept) are written as the file has them, byte for byte; the other
+ * lines are re-indented by the shift between `old` and the file: when
+ * every line of the match is shifted the same way (the file's indentation
+ * is the model's plus, or minus, one same prefix), that shift applies to
+ * every new line. When the shifts differ from line to line (the model
+ * flattened or mangled the indentation), a changed line is placed only
+ * where that is certain: a line replaced one for one by a line of the same
+ * indentation takes that line's shift; a block of lines that all had one
+ * indentation and one shift keeps it; anything else is refused with an
+ * explanation rather than guessed (Aider's rule), so an edit never writes
+ * an indentation the model did not mean.
+ *
+ * When nothing matched, the explanation shows the three passages most like
+ * `old` with line numbers, and a line diff of `old` against the closest
+ * one with the first differing column of each changed pair, so the model
+ * can copy the exact characters.
  */
 
 #include <stddef.h>
@@ -27,23 +56,37 @@
 
 #define EDIT_MAX_LINES_NOTED 16
 
+enum edit_pass {
+	EDIT_EXACT = 0,
+	EDIT_TRAILING,		/* trailing whitespace ignored */
+	EDIT_INDENT,		/* leading and trailing whitespace ignored */
+	EDIT_SPACES,		/* and runs of blanks inside lines */
+	EDIT_UNICODE,		/* and typographic punctuation */
+	EDIT_ESCAPES,		/* doubled escapes undone, then all the above */
+};
+
+/** What the result tells the model about a pass ("ignoring trailing whitespace"). */
+const char *edit_pass_name(enum edit_pass pass);
+
 struct edit_result {
 	struct buf text;	/* the new content */
 	size_t count;		/* replacements made */
-	int fuzzy;		/* 1 when step 2 matched */
+	enum edit_pass pass;	/* the pass that matched */
 	/* 1-based lines (in the new text) where replacements start, the first ones */
 	size_t lines[EDIT_MAX_LINES_NOTED];
 	size_t span;		/* lines the first replacement covers in the new text */
+	int blank_edges;	/* blank lines at old's start or end were not in the text */
 };
 
-#define EDIT_RESULT_INIT { BUF_INIT, 0, 0, { 0 }, 0 }
+#define EDIT_RESULT_INIT { BUF_INIT, 0, EDIT_EXACT, { 0 }, 0, 0 }
 
 /**
  * Apply the edit to `text` (`len` bytes). `old` must not be empty.
  * Returns 0 with `out` filled; FX_ENOTFOUND when nothing matched and
- * FX_EINVAL when several places matched (or old equals new), with the
- * explanation for the model appended to `why` (which names the file as
- * `name`). `out` is left empty on failure.
+ * FX_EINVAL when several places matched, old equals new, or the
+ * indentation cannot be placed, with the explanation for the model
+ * appended to `why` (which names the file as `name`). `out` is left empty
+ * on failure.
  */
 int edit_apply(struct edit_result *out, const char *text, size_t len, const char *old,
 	       size_t old_len, const char *new_text, size_t new_len, int replace_all,
@@ -51,5 +94,44 @@ int edit_apply(struct edit_result *out, const char *text, size_t len, const char
 
 /** Free the new text; leaves EDIT_RESULT_INIT. */
 void edit_result_release(struct edit_result *res);
+
+/* ---- shared with apply_patch ---- */
+
+/** A piece of text (not NUL-terminated). */
+struct edit_slice {
+	const char *s;
+	size_t n;
+};
+
+/**
+ * Append the form of the line `s` (`n` bytes, no line end) that pass
+ * `level` compares: EDIT_EXACT as is, EDIT_TRAILING without trailing
+ * blanks, EDIT_INDENT trimmed, EDIT_SPACES and inner runs of blanks as one
+ * space, EDIT_UNICODE (and EDIT_ESCAPES) typographic punctuation folded
+ * first.
+ */
+void edit_norm_line(struct buf *out, const char *s, size_t n, enum edit_pass level);
+
+/**
+ * The lines of `file` (`k` of them) matched the lines `old` (also `k`);
+ * append the lines that replace them: `nw` (`m` lines), each followed by
+ * `eol`, where a line equal to a line of `old` is written as the file has
+ * it and the others are re-indented by the rules above. Returns 0, or
+ * FX_EINVAL with the reason appended to `why` (naming lines from
+ * `first_line`, the 1-based number of file[0], in `name`).
+ */
+int edit_place_lines(struct buf *out, const struct edit_slice *file, const struct edit_slice *old,
+		     size_t k, const struct edit_slice *nw, size_t m, const char *eol,
+		     const char *name, size_t first_line, struct buf *why);
+
+/**
+ * Append, for `old` found nowhere in `text`, the passages most like it
+ * (numbered) and a diff of `old` against the closest, as edit_apply() does.
+ */
+void edit_explain_missing(struct buf *why, const char *text, size_t len, const char *old,
+			  size_t old_len);
+
+/** "\r\n" when most line ends of `text` are CRLF, else "\n". */
+const char *edit_eol_of(const char *text, size_t len);
 
 #endif

@@ -210,6 +210,20 @@ int fs_write_loc(struct tool_ctx *ctx, const struct wspath_loc *loc, const void 
 	return 0;
 }
 
+int fs_delete_loc(struct tool_ctx *ctx, const struct wspath_loc *loc, const char *shown)
+{
+	/* the run's journal keeps the bytes first (delete_file, apply_patch) */
+	int ret = loc->type ? tool_ctx_before_change(ctx, loc) : 0;
+
+	if (ret < 0)
+		return err_prefix(ret, "'%s'", loc->rel);
+	if (unlinkat(loc->dirfd, loc->name, 0) < 0)
+		return errno == ENOENT ? err_set(FX_ENOTFOUND, "'%s' does not exist", shown)
+				       : err_set_errno(FX_EOS, "cannot delete '%s'", shown);
+	tool_ctx_changed(ctx, loc->rel);
+	return 0;
+}
+
 /* ---- read_file ---- */
 
 static int tool_read_file(struct tool_ctx *ctx, const json_t *args, struct buf *result)
@@ -488,14 +502,12 @@ static int tool_delete_file(struct tool_ctx *ctx, const json_t *args, struct buf
 		ret = err_set(FX_EDENIED, "'%s' is the workspace itself", path);
 		goto out;
 	}
-	if (loc.type) {
+	if (loc.type == S_IFDIR) {
 		ret = tool_ctx_before_change(ctx, &loc);
 		if (ret < 0) {
 			err_prefix(ret, "'%s'", loc.rel);
 			goto out;
 		}
-	}
-	if (loc.type == S_IFDIR) {
 		if (unlinkat(loc.dirfd, loc.name, AT_REMOVEDIR) < 0) {
 			ret = errno == ENOTEMPTY || errno == EEXIST
 				? err_set(FX_EINVAL, "'%s' is a folder that is not empty; "
@@ -504,16 +516,14 @@ static int tool_delete_file(struct tool_ctx *ctx, const json_t *args, struct buf
 			goto out;
 		}
 		buf_addf(result, "deleted empty folder %s\n", loc.rel);
+		tool_ctx_changed(ctx, loc.rel);
 	} else {
-		if (unlinkat(loc.dirfd, loc.name, 0) < 0) {
-			ret = errno == ENOENT ? err_set(FX_ENOTFOUND, "'%s' does not exist", path)
-					      : err_set_errno(FX_EOS, "cannot delete '%s'", path);
+		ret = fs_delete_loc(ctx, &loc, path);
+		if (ret < 0)
 			goto out;
-		}
 		buf_addf(result, "deleted %s%s\n", loc.rel,
 			 loc.type == S_IFLNK ? " (the symbolic link, not what it points to)" : "");
 	}
-	tool_ctx_changed(ctx, loc.rel);
 out:
 	wspath_loc_release(&loc);
 	return ret;

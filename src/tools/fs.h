@@ -56,6 +56,13 @@ int fs_check_placeholder(const char *old, size_t old_len, const char *new_text, 
 
 int fs_write_loc(struct tool_ctx *ctx, const struct wspath_loc *loc, const void *data, size_t len);
 
+/**
+ * Delete the entry at `loc` (a file, or a symbolic link itself; not a
+ * folder) and record the change in `ctx`: what delete_file does. `shown`
+ * names it in messages.
+ */
+int fs_delete_loc(struct tool_ctx *ctx, const struct wspath_loc *loc, const char *shown);
+
 /** Append `n` as the line-number column of read_file ("%6zu\t", like cat -n). */
 void fs_add_lineno(struct buf *out, size_t n);
 

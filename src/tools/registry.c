@@ -4,6 +4,7 @@
 
 #include "base/jsonx.h"
 #include "sandbox/permissions.h"
+#include "tools/patch.h"
 #include "tools/registry.h"
 
 void registry_init(struct tool_registry *reg)
@@ -612,6 +613,7 @@ int tools_register_builtin(struct tool_registry *reg)
 
 	if ((ret = tools_register_fs(reg)) < 0 ||
 	    (ret = tools_register_edit(reg)) < 0 ||
+	    (ret = tools_register_patch(reg)) < 0 ||
 	    (ret = tools_register_search(reg)) < 0 ||
 	    (ret = tools_register_git(reg)) < 0)
 		return ret;

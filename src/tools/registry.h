@@ -237,7 +237,7 @@ int tools_register_edit(struct tool_registry *reg);
 int tools_register_search(struct tool_registry *reg);
 /** Register git_status and git_diff (git.c). */
 int tools_register_git(struct tool_registry *reg);
-/** All of the above, in that order. */
+/** All of the above, in that order, with apply_patch (tools/patch.h) after edit_file. */
 int tools_register_builtin(struct tool_registry *reg);
 
 #endif

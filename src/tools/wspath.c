@@ -215,6 +215,7 @@ void wspath_loc_release(struct wspath_loc *loc)
 	FREE_AND_NULL(loc->name);
 	FREE_AND_NULL(loc->rel);
 	loc->type = 0;
+	loc->missing = 0;
 }
 
 /* The folders walked so far: descriptors and names, the workspace at the bottom. */
@@ -490,6 +491,28 @@ int wspath_locate(struct wspath_loc *out, const struct wspath_root *root, const 
 		free(comp);
 	}
 
+	if ((flags & WSPATH_CHECK) && create.nr) {
+		/* Checked, and nothing is created: name the path and stop. */
+		buf_reset(&canon);
+		walk_path(&canon, &w, NULL);
+		for (i = 0; i < create.nr; i++) {
+			if (canon.len)
+				buf_addch(&canon, '/');
+			buf_addstr(&canon, create.v[i]);
+		}
+		if (final && *final) {
+			buf_addch(&canon, '/');
+			buf_addstr(&canon, final);
+		}
+		out->dirfd = -1;
+		out->name = final ? final : xstrdup(create.v[create.nr - 1]);
+		out->rel = buf_detach(&canon, NULL);
+		out->type = 0;
+		out->missing = create.nr;
+		final = NULL;
+		ret = 0;
+		goto out;
+	}
 	/* Only now, with the whole path checked, create the missing folders. */
 	for (i = 0; i < create.nr; i++) {
 		struct stat st;
@@ -550,6 +573,7 @@ int wspath_locate(struct wspath_loc *out, const struct wspath_root *root, const 
 	out->name = final;
 	out->rel = buf_detach(&canon, NULL);
 	out->type = type;
+	out->missing = 0;
 	final = NULL;
 	ret = 0;
 out:

@@ -66,6 +66,8 @@ enum wspath_flags {
 	WSPATH_MISSING_OK = 1 << 1,	/* the final component may not exist */
 	WSPATH_MKDIRS = 1 << 2,		/* create missing parent folders (implies MISSING_OK) */
 	WSPATH_CHANGE = 1 << 3,		/* the caller will change the entry (see below) */
+	WSPATH_CHECK = 1 << 4,		/* with MKDIRS: check the path but create nothing; when
+					 * folders are missing, dirfd is -1 and `missing` counts them */
 };
 
 /** Where a path lies. */
@@ -74,9 +76,10 @@ struct wspath_loc {
 	char *name;		/* the final component; "" when the path is the workspace */
 	char *rel;		/* canonical path relative to the workspace ("" for itself) */
 	mode_t type;		/* S_IFREG, S_IFDIR, S_IFLNK, ...; 0 when it does not exist */
+	size_t missing;		/* WSPATH_CHECK: folders of the path that do not exist yet */
 };
 
-#define WSPATH_LOC_INIT { -1, NULL, NULL, 0 }
+#define WSPATH_LOC_INIT { -1, NULL, NULL, 0, 0 }
 
 /**
  * Resolve `path` as the overview says. No tool goes into a folder named

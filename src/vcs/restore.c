@@ -139,7 +139,7 @@ static unsigned tmp_counter;
 
 /* Create a fresh temporary name in `dirfd` with `make` (O_EXCL semantics). */
 static int make_tmp(char *tmp, size_t size, int dirfd, const char *target, const git_blob *blob,
-		    mode_t perms, int is_link)
+		    mode_t perms, int is_link, const struct stat *old)
 {
 	const char *data = git_blob_rawcontent(blob);
 	size_t len = (size_t)git_blob_rawsize(blob);
@@ -166,7 +166,9 @@ static int make_tmp(char *tmp, size_t size, int dirfd, const char *target, const
 	}
 	if (fd < 0)
 		return err_set(FX_EOS, "cannot create a temporary file for '%s'", target);
-	if (fsutil_write_all(fd, data, len) < 0 || fchmod(fd, perms) < 0) {
+	/* a later mtime second than the file replaced: .pyc and make see the change */
+	if (fsutil_write_all(fd, data, len) < 0 || fchmod(fd, perms) < 0 ||
+	    (old && S_ISREG(old->st_mode) && fsutil_later_mtime(fd, old) < 0)) {
 		int ret = err_set_errno(FX_EOS, "cannot write '%s'", target);
 
 		close(fd);
@@ -204,7 +206,7 @@ static int write_entry(git_repository *repo, int rootfd, const struct change *c,
 	}
 	ret = make_tmp(tmp, sizeof(tmp), fd, c->path, blob,
 		       c->perms >= 0 ? (mode_t)c->perms :
-		       file_perms(old, c->mode == GIT_FILEMODE_BLOB_EXECUTABLE, um), is_link);
+		       file_perms(old, c->mode == GIT_FILEMODE_BLOB_EXECUTABLE, um), is_link, old);
 	if (ret < 0)
 		goto out;
 	if (renameat(fd, tmp, fd, base) < 0) {

@@ -197,7 +197,7 @@ static char *project(const struct mock *m, const char *more)
 	char *cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
 			    "api_key_env = \"FX_E2E_NO_KEY\"\nmax_retries = 0\ntimeout_seconds = 30\n"
 			    "[permissions]\nmode = \"auto\"\n"
-			    "[pipeline]\ntest_command = [\"python3\", \"-B\", \"-m\", \"unittest\", \"-v\"]\n%s",
+			    "[pipeline]\ntest_command = [\"python3\", \"-m\", \"unittest\", \"-v\"]\n%s",
 			    m->base_url, more ? more : "");
 
 	tu_write(dir, "calc.py", calc_py);

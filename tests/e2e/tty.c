@@ -188,7 +188,7 @@ static char *project(const struct mock *m, const char *mode)
 	char *cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
 			    "api_key_env = \"FX_E2E_NO_KEY\"\nmax_retries = 0\ntimeout_seconds = 30\n"
 			    "[permissions]\nmode = \"%s\"\n"
-			    "[pipeline]\ntest_command = [\"python3\", \"-B\", \"-m\", \"unittest\"]\n",
+			    "[pipeline]\ntest_command = [\"python3\", \"-m\", \"unittest\"]\n",
 			    m->base_url, mode);
 
 	tu_write(dir, "calc.py", "def add(a, b):\n    return a + b\n");

@@ -208,20 +208,46 @@ static void fuzz_edit(const char *s, size_t n, int all)
 	if (ret < 0) {
 		if (r.text.len || !why.len || r.count)
 			abort();
-		/* Several exact occurrences are refused only without replace_all. */
-		if (occ == 1 && !(ol == nl && !memcmp(old, new_text, ol)))
-			abort();
 	} else {
 		if (!r.count || why.len)
 			abort();
-		if (occ == 1 || (all && occ)) {
-			/* Exact: the text with every occurrence replaced, nothing else. */
-			if (r.fuzzy || r.count != occ ||
-			    r.text.len != tl + occ * nl - occ * ol)
-				abort();
-		} else if (!r.fuzzy || all || occ) {
+		/* The final-newline state of the text is kept. */
+		if (tl && r.text.len && (text[tl - 1] == '\n') != (r.text.buf[r.text.len - 1] == '\n'))
 			abort();
+		if (occ && r.pass != EDIT_EXACT)
+			abort();	/* an exact occurrence is always found first */
+	}
+	if (occ == 1 || (all && occ)) {
+		int plain = !memchr(text, '\r', tl) && !memchr(old, '\r', ol) && !memchr(new_text, '\r', nl);
+		struct buf want = BUF_INIT;
+		size_t pos = 0;
+
+		/* Exact, without CR anywhere: plain replacement, then the final-newline rule. */
+		while (plain && pos <= tl) {
+			const char *p = pos + ol <= tl ? memmem(text + pos, tl - pos, old, ol) : NULL;
+
+			if (!p) {
+				buf_add(&want, text + pos, tl - pos);
+				break;
+			}
+			buf_add(&want, text + pos, (size_t)(p - text) - pos);
+			buf_add(&want, new_text, nl);
+			pos = (size_t)(p - text) + ol;
 		}
+		if (plain && tl && want.len) {
+			if (text[tl - 1] == '\n' && want.buf[want.len - 1] != '\n')
+				buf_addch(&want, '\n');
+			while (text[tl - 1] != '\n' && want.len && want.buf[want.len - 1] == '\n')
+				buf_setlen(&want, want.len - 1);
+		}
+		if (plain) {
+			int same = want.len == tl && !memcmp(want.buf, text, tl);
+
+			if (same ? ret >= 0 : (ret < 0 || r.count != occ || r.text.len != want.len ||
+					       memcmp(r.text.buf, want.buf, want.len)))
+				abort();
+		}
+		buf_release(&want);
 	}
 	edit_result_release(&r);
 	buf_release(&why);

@@ -97,6 +97,63 @@ static void test_roles_tool_lists(void **state)
 	buf_release(&b);
 }
 
+
+/* [providers.NAME] edit_tools, and the default by the model's name. */
+static void test_roles_edit_tools(void **state)
+{
+	static const struct {
+		const char *setting, *model;
+		unsigned want;
+	} cases[] = {
+		{ NULL, "qwen2.5-coder", ROLE_EDIT_FILE },
+		{ "auto", "gpt-4o", ROLE_EDIT_FILE },
+		{ NULL, "gpt-4o-mini", ROLE_EDIT_FILE },
+		{ NULL, "gpt-4.1", ROLE_APPLY_PATCH },
+		{ NULL, "gpt-4.1-mini-2025-04-14", ROLE_APPLY_PATCH },
+		{ NULL, "gpt-5", ROLE_APPLY_PATCH },
+		{ NULL, "openai/GPT-5-mini", ROLE_APPLY_PATCH },
+		{ NULL, "gpt-5.1-codex", ROLE_APPLY_PATCH },
+		{ NULL, "codex-mini-latest", ROLE_APPLY_PATCH },
+		{ NULL, "o3", ROLE_APPLY_PATCH },
+		{ NULL, "o4-mini", ROLE_APPLY_PATCH },
+		{ NULL, "o1-preview", ROLE_APPLY_PATCH },
+		{ NULL, "gpt-oss-20b", ROLE_EDIT_FILE },
+		{ NULL, "ollama", ROLE_EDIT_FILE },
+		{ NULL, "olmo-2", ROLE_EDIT_FILE },
+		{ NULL, "", ROLE_EDIT_FILE },
+		{ NULL, NULL, ROLE_EDIT_FILE },
+		{ "edit_file", "gpt-5", ROLE_EDIT_FILE },
+		{ "apply_patch", "llama3.1", ROLE_APPLY_PATCH },
+		{ "both", "llama3.1", ROLE_EDIT_FILE | ROLE_APPLY_PATCH },
+	};
+	struct env *e = *state;
+	struct buf b = BUF_INIT;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++)
+		if (role_edit_tools(cases[i].setting, cases[i].model) != cases[i].want)
+			fail_msg("edit_tools %s, model %s: got %u, want %u", cases[i].setting ?
+				 cases[i].setting : "(unset)", cases[i].model ? cases[i].model : "(null)",
+				 role_edit_tools(cases[i].setting, cases[i].model), cases[i].want);
+	names_of(&b, role_tools_json_edit(&e->reg, ROLE_BUILDER, role_permissions(ROLE_BUILDER),
+					  "finish", ROLE_APPLY_PATCH));
+	assert_string_equal(b.buf, "read_file list_dir write_file delete_file move_file apply_patch "
+			    "search git_status git_diff run_command run_tests finish");
+	buf_reset(&b);
+	names_of(&b, role_tools_json_edit(&e->reg, ROLE_BUILDER, role_permissions(ROLE_BUILDER),
+					  "finish", ROLE_EDIT_FILE | ROLE_APPLY_PATCH));
+	assert_string_equal(b.buf, "read_file list_dir write_file delete_file move_file edit_file "
+			    "apply_patch search git_status git_diff run_command run_tests finish");
+	buf_reset(&b);
+	/* A role that may not write gets neither. */
+	names_of(&b, role_tools_json_edit(&e->reg, ROLE_SUPERVISOR,
+					  role_permissions(ROLE_SUPERVISOR), NULL, ROLE_APPLY_PATCH));
+	assert_string_equal(b.buf, "read_file list_dir search git_status git_diff run_tests");
+	assert_null(role_edit_note(ROLE_EDIT_FILE));
+	assert_non_null(strstr(role_edit_note(ROLE_APPLY_PATCH), "apply_patch"));
+	buf_release(&b);
+}
+
 static void test_roles_permissions_and_terminals(void **state)
 {
 	(void)state;
@@ -237,6 +294,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_roles_tool_lists, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_roles_edit_tools, setup, teardown),
 		cmocka_unit_test(test_roles_permissions_and_terminals),
 		cmocka_unit_test(test_roles_prompts),
 		cmocka_unit_test_setup_teardown(test_roles_terminal_tool_allowed, setup, teardown),

@@ -5,7 +5,9 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/fsutil.h"
@@ -44,6 +46,50 @@ static void test_fsutil_write_atomic_creates_and_replaces(void **state)
 	assert_int_equal(st.st_mode & 0777, 0755);	/* an existing file keeps its mode */
 	assert_int_equal(count_entries(ws), 1);		/* no temporary file left */
 	free(c);
+	buf_release(&p);
+	tu_rmtree(ws);
+}
+
+/*
+ * A same-size rewrite within the second of the old file's mtime gets a
+ * later second, so Python's .pyc check (mtime seconds and size) sees it.
+ */
+static void test_fsutil_write_atomic_later_second(void **state)
+{
+	char *ws = tu_mkdtemp();
+	struct buf p = BUF_INIT;
+	struct stat a, b;
+	int i;
+
+	(void)state;
+	path_join(&p, ws, "calc.py");
+	assert_int_equal(fsutil_write_atomic(p.buf, "return a - b\n", 13, 0644), 0);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(stat(p.buf, &a), 0);
+		assert_int_equal(fsutil_write_atomic(p.buf, i % 2 ? "return a - b\n" : "return a + b\n",
+						     13, 0644), 0);
+		assert_int_equal(stat(p.buf, &b), 0);
+		assert_int_equal(a.st_size, b.st_size);
+		assert_true(b.st_mtim.tv_sec > a.st_mtim.tv_sec);
+	}
+	/* Versions always have increasing seconds, even ahead of the clock. */
+	{
+		struct timespec ts[2] = { { 0, UTIME_OMIT }, { time(NULL) + 3600, 0 } };
+
+		assert_int_equal(utimensat(AT_FDCWD, p.buf, ts, 0), 0);
+		assert_int_equal(fsutil_write_atomic(p.buf, "x", 1, 0644), 0);
+		assert_int_equal(stat(p.buf, &b), 0);
+		assert_int_equal(b.st_mtim.tv_sec, ts[1].tv_sec + 1);
+	}
+	/* A file of an earlier second keeps the clock's time. */
+	{
+		struct timespec ts[2] = { { 0, UTIME_OMIT }, { time(NULL) - 100, 0 } };
+
+		assert_int_equal(utimensat(AT_FDCWD, p.buf, ts, 0), 0);
+		assert_int_equal(fsutil_write_atomic(p.buf, "y", 1, 0644), 0);
+		assert_int_equal(stat(p.buf, &b), 0);
+		assert_true(b.st_mtim.tv_sec >= time(NULL) - 1);
+	}
 	buf_release(&p);
 	tu_rmtree(ws);
 }
@@ -129,6 +175,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fsutil_write_atomic_creates_and_replaces),
+		cmocka_unit_test(test_fsutil_write_atomic_later_second),
 		cmocka_unit_test(test_fsutil_write_atomic_failure_leaves_old),
 		cmocka_unit_test(test_fsutil_write_atomic_refuses_non_regular),
 		cmocka_unit_test(test_fsutil_read_limits),

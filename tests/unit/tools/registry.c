@@ -45,7 +45,7 @@ static void test_registry_tools_for_role(void **state)
 	buf_reset(&names);
 	tools = tools_for_role(&reg, permissions_for_role("builder"));
 	names_of(&names, tools);
-	assert_string_equal(names.buf, "read_file list_dir write_file delete_file move_file edit_file "
+	assert_string_equal(names.buf, "read_file list_dir write_file delete_file move_file edit_file apply_patch "
 			    "search git_status git_diff");
 	/* The OpenAI function-calling shape, with the schema as parameters. */
 	first = json_array_get(tools, 0);
