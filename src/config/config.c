@@ -77,8 +77,14 @@ static const struct cfg_key schema[] = {
 	  "folders writable beyond the workspace and a private tmp" },
 	{ "sandbox", "max_processes", T_INT, R(sandbox.max_processes), NULL, 512, NULL, NULL, 1, 1000000,
 	  "process limit for a command and its children" },
-	{ "sandbox", "memory_limit", T_STR, R(sandbox.memory_limit), "", 0, NULL, NULL, 0, 0,
-	  "e.g. \"2g\"; native and docker" },
+	{ "sandbox", "memory_limit", T_STR, R(sandbox.memory_limit), "4g", 0, NULL, NULL, 0, 0,
+	  "memory of a command and its children, e.g. \"2g\"; \"\" for none; native and docker" },
+	{ "sandbox", "tmp_size", T_STR, R(sandbox.tmp_size), "1g", 0, NULL, NULL, 0, 0,
+	  "native: size of the private /tmp and of /dev/shm (each, in memory)" },
+	{ "sandbox", "max_write_bytes", T_STR, R(sandbox.max_write_bytes), "8g", 0, NULL, NULL, 0, 0,
+	  "a command is stopped once the workspace's file system grew by this much; \"\" for none" },
+	{ "sandbox", "hidden", T_LIST, R(sandbox.hidden), NULL, 0, empty_list, NULL, 0, 0,
+	  "native: more files or folders commands cannot see (\"~/\" is the home folder)" },
 	{ "sandbox", "cpu_limit", T_STR, R(sandbox.cpu_limit), "", 0, NULL, NULL, 0, 0,
 	  "docker --cpus" },
 	{ "sandbox", "image", T_STR, R(sandbox.image), "python:3.12-slim", 0, NULL, NULL, 0, 0,
@@ -251,6 +257,7 @@ void config_init(struct config *cfg)
 	strvec_init(&cfg->terminal.allowed);
 	strvec_init(&cfg->terminal.denied);
 	strvec_init(&cfg->sandbox.writable_roots);
+	strvec_init(&cfg->sandbox.hidden);
 	strvec_init(&cfg->pipeline.test_command);
 	strvec_init(&cfg->review.voters);
 	strvec_init(&cfg->context.instructions);
