@@ -120,7 +120,7 @@ struct native_state {
 	char memcg_parent[256];
 	char *memcg_dir;
 	unsigned long oom_before;	/* oom_kill count before the command */
-	unsigned long seq;
+	int tmp_swept;			/* stale private TMPDIRs collected */
 
 	/* the mount plan, built at the first command and reused */
 	int planned;
@@ -130,6 +130,9 @@ struct native_state {
 	struct strvec absent;		/* .git/.forgex missing in a writable root */
 	char tmpfs_opts[64];
 };
+
+/* names made by this process (cgroups, quarantined folders) stay unique */
+static unsigned long name_seq;
 
 static uint64_t fs_handled(int abi)
 {
@@ -526,7 +529,7 @@ static int make_cgroup(struct native_state *st, long max_processes)
 	if (st->cgroup_dir)
 		return 0;
 	collect_stale_cgroups(st->cgroup_parent);
-	dir = xstrfmt("%s/forgex-%ld-%lu", st->cgroup_parent, (long)getpid(), ++st->seq);
+	dir = xstrfmt("%s/forgex-%ld-%lu", st->cgroup_parent, (long)getpid(), ++name_seq);
 	if (mkdir(dir, 0755) < 0) {
 		ret = err_set_errno(FX_EOS, "cannot create the pids cgroup '%s'", dir);
 		free(dir);
@@ -582,7 +585,7 @@ static int make_tmpdir(struct native_state *st, struct sb_plan *plan)
 
 	if (!base || base[0] != '/' || !fsutil_is_dir(base))
 		base = "/tmp";
-	if (!st->seq++)
+	if (!st->tmp_swept++)
 		collect_stale_tmpdirs(base);
 	tmpl = xstrfmt("%s/forgex-tmp-%ld-XXXXXX", base, (long)getpid());
 	if (!mkdtemp(tmpl)) {
@@ -609,7 +612,7 @@ static int make_memcg(struct native_state *st, uint64_t limit)
 	if (st->memcg_dir)
 		return 0;
 	collect_stale_cgroups(st->memcg_parent);
-	dir = xstrfmt("%s/forgex-%ld-%lu", st->memcg_parent, (long)getpid(), ++st->seq);
+	dir = xstrfmt("%s/forgex-%ld-%lu", st->memcg_parent, (long)getpid(), ++name_seq);
 	if (mkdir(dir, 0755) < 0) {
 		ret = err_set_errno(FX_EOS, "cannot create the memory cgroup '%s'", dir);
 		free(dir);
@@ -1010,7 +1013,7 @@ static void quarantine_absent(struct native_state *st, struct sb_spawn *sp)
 
 		if (lstat(p, &sb) < 0)
 			continue;
-		to = xstrfmt("%s-quarantined-by-forgex-%ld-%lu", p, (long)getpid(), ++st->seq);
+		to = xstrfmt("%s-quarantined-by-forgex-%ld-%lu", p, (long)getpid(), ++name_seq);
 		if (rename(p, to) == 0)
 			strvec_pushf(&sp->notes, "forgex: the command created '%s', which would "
 				     "steer git or forgex outside the sandbox; it was moved to '%s'",
