@@ -162,6 +162,9 @@ static uint64_t fs_handled(int abi)
  *    cannot be told from "user.*"; refusing all of them is the only rule
  *    that holds. Reading them stays possible;
  *  - the kernel keyring (add_key, request_key, keyctl: ENOSYS);
+ *  - fallocate (EOPNOTSUPP, as on file systems without it; posix_fallocate
+ *    then writes zeros): blocks it takes are not counted as written by
+ *    the process, and [sandbox] max_write_bytes relies on that count;
  *  - io_uring (EPERM): it can open, set xattrs and make sockets without
  *    the system calls above;
  *  - mount-changing calls (EPERM; Landlock refuses them too);
@@ -230,6 +233,8 @@ static int build_seccomp(struct native_state *st, int with_net)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0);
 	for (i = 0; i < ARRAY_SIZE(xattr_writes) && !rc; i++)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EOPNOTSUPP), xattr_writes[i], 0);
+	if (!rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EOPNOTSUPP), SCMP_SYS(fallocate), 0);
 	for (i = 0; i < ARRAY_SIZE(keyring) && !rc; i++)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), keyring[i], 0);
 	for (i = 0; i < ARRAY_SIZE(mounts) && !rc; i++)

@@ -719,8 +719,63 @@ static void disk_watch_init(struct disk_watch *dw, const struct executor *ex)
 		disk_watch_add(dw, ex->writable_roots.v[i], devs);
 }
 
-/* Whether the command must be stopped for what it wrote. */
-static int disk_watch_check(struct disk_watch *dw, double now)
+/* "write_bytes" less "cancelled_write_bytes" of /proc/PID/io, or -1. */
+static int64_t proc_io_written(pid_t pid)
+{
+	struct buf b = BUF_INIT;
+	char path[64];
+	const char *w, *c;
+	int64_t n = -1;
+
+	snprintf(path, sizeof(path), "/proc/%ld/io", (long)pid);
+	if (fsutil_read_file(&b, path, 4096) >= 0 && (w = strstr(b.buf, "\nwrite_bytes: ")) &&
+	    (c = strstr(b.buf, "cancelled_write_bytes: ")))
+		n = strtoll(w + 14, NULL, 10) - strtoll(c + 23, NULL, 10);
+	buf_release(&b);
+	return n;
+}
+
+/*
+ * What the process tree under `pid` has written to disks (page cache
+ * dirtied, less what was truncated before write-back): the live
+ * processes' own counts, each of which holds what its reaped descendants
+ * wrote. -1 when a count cannot be read.
+ */
+static int64_t tree_written(pid_t pid, int depth)
+{
+	struct buf kids = BUF_INIT;
+	char path[64];
+	int64_t total = proc_io_written(pid), sub;
+	const char *p;
+
+	if (total < 0 || depth > 64)
+		return total;
+	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/children", (long)pid, (long)pid);
+	if (fsutil_read_file(&kids, path, 1 << 20) >= 0) {
+		for (p = kids.buf; *p; ) {
+			char *end;
+			long k = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			sub = tree_written((pid_t)k, depth + 1);
+			if (sub > 0)
+				total += sub;	/* a child gone meanwhile was reaped: counted above */
+			p = end;
+		}
+	}
+	buf_release(&kids);
+	return total;
+}
+
+/*
+ * Whether the command must be stopped for what it wrote: a writable file
+ * system grew by more than the limit (or is down to its last GiB) and the
+ * command's own processes wrote that much (so that other programs writing
+ * to the same disk do not count against it). `sup` is 0 when the writers
+ * are not our descendants (docker): then the growth alone decides.
+ */
+static int disk_watch_check(struct disk_watch *dw, double now, pid_t sup)
 {
 	size_t i;
 
@@ -728,16 +783,24 @@ static int disk_watch_check(struct disk_watch *dw, double now)
 		return 0;
 	dw->next = now + WRITE_POLL_MS;
 	for (i = 0; i < dw->n; i++) {
-		uint64_t used, avail;
+		uint64_t used, avail, grew, need;
+		int64_t own;
 
 		if (fs_usage(dw->path[i], &used, &avail) < 0 || used <= dw->used0[i])
 			continue;
-		if (used - dw->used0[i] > dw->limit ||
-		    (avail < DISK_RESERVE && used - dw->used0[i] > DISK_RESERVE_SLACK)) {
-			dw->hit = dw->path[i];
-			dw->low = used - dw->used0[i] <= dw->limit;
-			return 1;
-		}
+		grew = used - dw->used0[i];
+		if (grew > dw->limit)
+			need = dw->limit;
+		else if (avail < DISK_RESERVE && grew > DISK_RESERVE_SLACK)
+			need = DISK_RESERVE_SLACK;
+		else
+			continue;
+		own = sup > 0 ? tree_written(sup, 0) : -1;
+		if (own >= 0 && (uint64_t)own <= need)
+			continue;
+		dw->hit = dw->path[i];
+		dw->low = need != dw->limit;
+		return 1;
 	}
 	return 0;
 }
@@ -829,7 +892,8 @@ static void watch_child(struct watch *w, struct executor *ex, struct sb_spawn *s
 			w->cancelled = 1;
 			goto stop;
 		}
-		if (phase == RUNNING && disk_watch_check(&w->disk, now))
+		if (phase == RUNNING &&
+		    disk_watch_check(&w->disk, now, ex->caps & SB_CAP_CONTAINER ? 0 : sup))
 			goto stop;
 		if (now >= phase_end) {
 			if (phase == RUNNING) {
