@@ -1358,7 +1358,7 @@ static int apply_mounts(const struct sb_plan *plan, const char **stage)
 	for (i = 0; i < plan->mounts_nr; i++) {
 		const struct sb_mount_op *op = &plan->mounts[i];
 
-		if (injected(5) || apply_one_mount(plan, op) < 0) {
+		if (apply_one_mount(plan, op) < 0 || injected(5)) {
 			if ((op->flags & SB_MNTF_OPTIONAL) && (errno == ENOENT || errno == ENOTDIR))
 				continue;
 			*stage = mount_stage;

@@ -437,7 +437,8 @@ static void fill_guarantees(struct sandbox_caps *c)
 		      "moved away afterwards" : "writable: no mount namespace");
 	set_guarantee(&g[n++], "hidden places", c->mntns, "%s", c->mntns ?
 		      "~/.ssh, ~/.gnupg, ~/.aws, ~/.kube, ~/.docker, ~/.netrc, credential "
-		      "caches, $XDG_RUNTIME_DIR, /run, [sandbox] hidden: empty; private /tmp" :
+		      "caches, $XDG_RUNTIME_DIR, /run and [sandbox] hidden look empty; "
+		      "/tmp, /dev/shm private" :
 		      "readable: no mount namespace");
 	set_guarantee(&g[n++], "UNIX sockets", c->mntns && abi >= 6, "%s",
 		      c->mntns && abi >= 6 ? "pathname sockets under /run, /tmp, the hidden "

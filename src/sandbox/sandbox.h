@@ -233,9 +233,10 @@ enum sandbox_feature {
 void sandbox_probe_mask(unsigned mask);
 
 /**
- * For tests: when 1-4, the native backend's setup in the command's
- * process fails (EPERM) at that step - 1 rlimits, 2 no_new_privs,
- * 3 seccomp, 4 Landlock - to show that the sandbox fails closed.
+ * For tests: when 1-6, the native backend's setup fails (EPERM) at that
+ * step - 1 rlimits, 2 no_new_privs, 3 seccomp, 4 Landlock, 5 the first
+ * mount (in the supervisor), 6 dropping capabilities - to show that the
+ * sandbox fails closed.
  */
 extern int sandbox_inject_child_failure;
 

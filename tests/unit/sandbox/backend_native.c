@@ -858,6 +858,7 @@ static void test_native_child_setup_failure_fails_closed(void **state)
 {
 	static const char *const stages[] = {
 		NULL, "setrlimit", "no_new_privs", "seccomp", "landlock_restrict_self",
+		"mount: make / private", "drop capabilities",
 	};
 	struct exec_result r = EXEC_RESULT_INIT;
 	struct executor ex;
