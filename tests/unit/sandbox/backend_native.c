@@ -390,7 +390,7 @@ static pid_t find_sleep(const char *marker)
 		if (de->d_name[0] < '0' || de->d_name[0] > '9')
 			continue;
 		f = xstrfmt("/proc/%s/cmdline", de->d_name);
-		if (fsutil_read_file(&b, f, 4096) >= 0 && b.len > 6 &&
+		if (fsutil_read_file(&b, f, 4096) >= 0 && b.len > strlen(marker) + 1 &&
 		    !strcmp(b.buf + b.len - strlen(marker) - 1, marker) &&
 		    strstr(b.buf, "sleep")) {
 			char *st = xstrfmt("/proc/%s/stat", de->d_name);
