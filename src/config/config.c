@@ -82,7 +82,7 @@ static const struct cfg_key schema[] = {
 	{ "sandbox", "tmp_size", T_STR, R(sandbox.tmp_size), "1g", 0, NULL, NULL, 0, 0,
 	  "native: size of the private /tmp and of /dev/shm (each, in memory)" },
 	{ "sandbox", "max_write_bytes", T_STR, R(sandbox.max_write_bytes), "8g", 0, NULL, NULL, 0, 0,
-	  "a command is stopped once the workspace's file system grew by this much; \"\" for none" },
+	  "a command that wrote this much to a writable file system is stopped; \"\" for none" },
 	{ "sandbox", "hidden", T_LIST, R(sandbox.hidden), NULL, 0, empty_list, NULL, 0, 0,
 	  "native: more files or folders commands cannot see (\"~/\" is the home folder)" },
 	{ "sandbox", "cpu_limit", T_STR, R(sandbox.cpu_limit), "", 0, NULL, NULL, 0, 0,
