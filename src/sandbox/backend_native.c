@@ -1054,6 +1054,7 @@ static int native_prepare(struct executor *ex, struct sb_spawn *sp)
 	struct sb_plan *plan = &sp->plan;
 	uint64_t cpu, fsize;
 	long ncpu;
+	size_t i;
 	int ret;
 
 	plan->clone_flags = (st->userns ? CLONE_NEWUSER : 0) |
@@ -1075,6 +1076,22 @@ static int native_prepare(struct executor *ex, struct sb_spawn *sp)
 	plan->landlock_rw = fs_handled(st->landlock_abi);
 
 	if (st->mntns) {
+		/*
+		 * A .git or .forgex that appeared between commands (the user ran
+		 * git init) must be bound read-only now, not quarantined later.
+		 */
+		for (i = 0; st->planned && i < st->absent.nr; i++) {
+			struct stat sb;
+
+			if (lstat(st->absent.v[i], &sb) == 0) {
+				free(st->ops);
+				st->ops = NULL;
+				st->ops_nr = st->ops_alloc = 0;
+				strvec_clear(&st->paths);
+				strvec_clear(&st->absent);
+				st->planned = 0;
+			}
+		}
 		if (!st->planned) {
 			if ((ret = plan_mounts(st, ex)) < 0)
 				return ret;

@@ -975,6 +975,40 @@ static void test_git_planted_where_missing(void **state)
 	free(forgex);
 }
 
+/* A .git the user makes between two commands is protected, not quarantined. */
+static void test_git_made_by_user_between_commands(void **state)
+{
+	const char *true_argv[] = { "true", NULL };
+	const char *write_argv[] = { "sh", "-c", "echo x >> .git/config", NULL };
+	struct exec_request req = { true_argv, 1, NULL, 30000, NULL };
+	struct exec_result r = EXEC_RESULT_INIT;
+	struct executor ex;
+	struct tu_result t;
+	char *c;
+
+	(void)state;
+	need_native();
+	assert_int_equal(executor_init(&ex, &cfg, ws), 0);
+	assert_int_equal(executor_run(&r, &ex, &req), 0);
+	assert_int_equal(r.exit_code, 0);
+	exec_result_release(&r);
+	tu_run(&t, ARGV("git", "init", "-q", "."), ws, NULL, NULL);
+	assert_int_equal(t.status, 0);
+	tu_result_release(&t);
+	req.argv = write_argv;
+	req.argc = 3;
+	assert_int_equal(executor_run(&r, &ex, &req), 0);
+	assert_int_not_equal(r.exit_code, 0);
+	assert_has(&r.err, "Read-only file system");
+	assert_lacks(&r.err, "quarantined");
+	exec_result_release(&r);
+	executor_release(&ex);
+	c = tu_read(ws, ".git/config");
+	assert_non_null(c);
+	assert_null(strstr(c, "\nx\n"));
+	free(c);
+}
+
 static void test_hidden_places(void **state)
 {
 	struct outcome o;
@@ -1073,6 +1107,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_limits_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_git_and_forgex_read_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_git_planted_where_missing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_git_made_by_user_between_commands, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_hidden_places, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_tmpdir_collected, setup, teardown),
 	};
