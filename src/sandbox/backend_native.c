@@ -937,15 +937,20 @@ static void sorted_roots(struct strvec *out, const struct executor *ex)
 static int plan_mounts(struct native_state *st, struct executor *ex)
 {
 	struct strvec roots = STRVEC_INIT;
+	static const char *const devices[] = {
+		"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
+	};
 	const char *resolv = NULL, *kept[SB_MAX_TREES];
+	int dev_slot[ARRAY_SIZE(devices)];
 	char *real;
 	size_t i, k;
 	int resolv_slot = -1;
 
 	sorted_roots(&roots, ex);
-	if (roots.nr + 1 > SB_MAX_TREES) {
+	if (roots.nr + 1 + ARRAY_SIZE(devices) > SB_MAX_TREES) {
 		strvec_clear(&roots);
-		return err_set(FX_EINVAL, "[sandbox] writable_roots: at most %d", SB_MAX_TREES - 2);
+		return err_set(FX_EINVAL, "[sandbox] writable_roots: at most %d",
+			       SB_MAX_TREES - 2 - (int)ARRAY_SIZE(devices));
 	}
 	add_op(st, SB_MNT_PRIVATE, 0, 0, "/", NULL);
 	for (i = 0; i < roots.nr; i++) {
@@ -961,16 +966,42 @@ static int plan_mounts(struct native_state *st, struct executor *ex)
 		add_op(st, SB_MNT_CLONE, 0, resolv_slot, resolv, NULL);
 	}
 	free(real);
+	/* the few devices a command needs, taken before /dev is replaced */
+	for (k = 0; k < ARRAY_SIZE(devices); k++) {
+		struct stat sb;
+
+		dev_slot[k] = -1;
+		if (stat(devices[k], &sb) < 0 || !S_ISCHR(sb.st_mode))
+			continue;
+		dev_slot[k] = (int)roots.nr + 1 + (int)k;
+		add_op(st, SB_MNT_CLONE, 0, dev_slot[k], devices[k], NULL);
+	}
 	add_op(st, SB_MNT_ROOT_RO, 0, 0, "/", NULL);
 	add_op(st, SB_MNT_TMPFS, SB_MNTF_LANDLOCK, 0, "/tmp", st->tmpfs_opts);
-	add_op(st, SB_MNT_TMPFS, SB_MNTF_LANDLOCK | SB_MNTF_OPTIONAL, 0, "/dev/shm",
-	       st->tmpfs_opts);
 	add_op(st, SB_MNT_TMPFS, SB_MNTF_LANDLOCK | SB_MNTF_OPTIONAL, 0, "/run",
 	       "size=16m,mode=0755");
 	if (st->pidns)
 		add_op(st, SB_MNT_PROC, 0, 0, "/proc", NULL);
-	if (fsutil_is_dir("/dev/mqueue"))
-		add_op(st, SB_MNT_MQUEUE, SB_MNTF_OPTIONAL, 0, "/dev/mqueue", NULL);
+	/*
+	 * A /dev of its own: the host's holds disks and other devices that
+	 * root could open for reading (raw disk reads would see every hidden
+	 * file).
+	 */
+	add_op(st, SB_MNT_TMPFS, 0, 0, "/dev", "size=64k,nr_inodes=64,mode=0755");
+	for (k = 0; k < ARRAY_SIZE(devices); k++)
+		if (dev_slot[k] >= 0)
+			add_op(st, SB_MNT_PLACE, SB_MNTF_FILE, dev_slot[k], devices[k], NULL);
+	add_op(st, SB_MNT_TMPFS, SB_MNTF_LANDLOCK | SB_MNTF_MKDIR, 0, "/dev/shm",
+	       st->tmpfs_opts);
+	add_op(st, SB_MNT_DEVPTS, SB_MNTF_LANDLOCK | SB_MNTF_MKDIR | SB_MNTF_OPTIONAL, 0,
+	       "/dev/pts", "newinstance,ptmxmode=0666,mode=0620");
+	add_op(st, SB_MNT_MQUEUE, SB_MNTF_MKDIR | SB_MNTF_OPTIONAL, 0, "/dev/mqueue", NULL);
+	add_op(st, SB_MNT_SYMLINK, 0, 0, "/dev/ptmx", "pts/ptmx");
+	add_op(st, SB_MNT_SYMLINK, 0, 0, "/dev/fd", "/proc/self/fd");
+	add_op(st, SB_MNT_SYMLINK, 0, 0, "/dev/stdin", "/proc/self/fd/0");
+	add_op(st, SB_MNT_SYMLINK, 0, 0, "/dev/stdout", "/proc/self/fd/1");
+	add_op(st, SB_MNT_SYMLINK, 0, 0, "/dev/stderr", "/proc/self/fd/2");
+	add_op(st, SB_MNT_READ_ONLY, 0, 0, "/dev", NULL);
 	for (i = 0; i < roots.nr; i++) {
 		if (!strcmp(roots.v[i], "/"))
 			continue;
@@ -1307,7 +1338,7 @@ static int apply_one_mount(const struct sb_plan *plan, const struct sb_mount_op 
 		set_stage("mount: make / private", NULL);
 		return mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
 	case SB_MNT_CLONE:
-		set_stage("mount: copy the writable root ", op->path);
+		set_stage("mount: copy ", op->path);
 		fd = open_tree(AT_FDCWD, op->path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
 			       AT_RECURSIVE);
 		if (fd < 0)
@@ -1321,6 +1352,8 @@ static int apply_one_mount(const struct sb_plan *plan, const struct sb_mount_op 
 				0);
 	case SB_MNT_TMPFS:
 		set_stage("mount: tmpfs on ", op->path);
+		if ((op->flags & SB_MNTF_MKDIR) && mkdir(op->path, 0755) < 0 && errno != EEXIST)
+			return -1;
 		if (mount("tmpfs", op->path, "tmpfs", MS_NOSUID | MS_NODEV, op->data) < 0)
 			return -1;
 		if (op->flags & SB_MNTF_LANDLOCK) {
@@ -1333,7 +1366,30 @@ static int apply_one_mount(const struct sb_plan *plan, const struct sb_mount_op 
 		return mount("proc", op->path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 	case SB_MNT_MQUEUE:
 		set_stage("mount: a new mqueue on ", op->path);
+		if ((op->flags & SB_MNTF_MKDIR) && mkdir(op->path, 0755) < 0 && errno != EEXIST)
+			return -1;
 		return mount("mqueue", op->path, "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	case SB_MNT_DEVPTS:
+		set_stage("mount: a new devpts on ", op->path);
+		if ((op->flags & SB_MNTF_MKDIR) && mkdir(op->path, 0755) < 0 && errno != EEXIST)
+			return -1;
+		if (mount("devpts", op->path, "devpts", MS_NOSUID | MS_NOEXEC, op->data) < 0)
+			return -1;
+		if (op->flags & SB_MNTF_LANDLOCK) {
+			set_stage("Landlock: allow terminals in ", op->path);
+			return landlock_grant(plan->landlock_fd, op->path, plan->landlock_rw &
+					      (LANDLOCK_ACCESS_FS_READ_FILE |
+					       LANDLOCK_ACCESS_FS_WRITE_FILE |
+					       LANDLOCK_ACCESS_FS_READ_DIR |
+					       LANDLOCK_ACCESS_FS_IOCTL_DEV));
+		}
+		return 0;
+	case SB_MNT_SYMLINK:
+		set_stage("mount: link ", op->path);
+		return symlink(op->data, op->path);
+	case SB_MNT_READ_ONLY:
+		set_stage("mount: read-only ", op->path);
+		return set_attr(AT_FDCWD, op->path, 0, MOUNT_ATTR_RDONLY, 0);
 	case SB_MNT_PLACE:
 		set_stage("mount: put back the writable root ", op->path);
 		if (stat(op->path, &sb) < 0 && make_mountpoint(op->path, op->flags & SB_MNTF_FILE) < 0)

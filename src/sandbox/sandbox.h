@@ -46,7 +46,7 @@ enum sandbox_cap {
 };
 
 #define SB_MAX_RLIMITS 6
-#define SB_MAX_TREES 32		/* writable roots (and files) carried into the new mount tree */
+#define SB_MAX_TREES 40		/* writable roots (and files) carried into the new mount tree */
 
 /*
  * One step of the native backend's mount plan (bubblewrap's SetupOp):
@@ -65,12 +65,16 @@ enum sb_mount_kind {
 	SB_MNT_RO_BIND,		/* `path` bound read-only over itself */
 	SB_MNT_HIDE_DIR,	/* an empty read-only tmpfs over the folder `path` */
 	SB_MNT_HIDE_FILE,	/* /dev/null bound over `path`, nodev: opening it fails */
+	SB_MNT_DEVPTS,		/* a new devpts instance at `path` */
+	SB_MNT_SYMLINK,		/* a symbolic link `path` -> `data` */
+	SB_MNT_READ_ONLY,	/* the mount at `path` (only it) read-only */
 };
 
 enum sb_mount_flag {
 	SB_MNTF_OPTIONAL = 1 << 0,	/* a missing `path` is not an error */
 	SB_MNTF_FILE = 1 << 1,		/* PLACE: the tree is a file, not a folder */
-	SB_MNTF_LANDLOCK = 1 << 2,	/* TMPFS: grant it every Landlock right */
+	SB_MNTF_LANDLOCK = 1 << 2,	/* TMPFS, DEVPTS: grant it every Landlock right */
+	SB_MNTF_MKDIR = 1 << 3,		/* make the mount point first (in a fresh tmpfs) */
 };
 
 struct sb_mount_op {

@@ -1029,7 +1029,7 @@ static void test_hidden_places(void **state)
 	run_as(&o, 0, ws, NULL, ARGV("sh", "-c",
 		"cat ~/.ssh/id_ed25519 ~/.aws/credentials ~/.netrc ~/.config/forgex/config.toml "
 		"~/.cargo/credentials.toml ~/notes/secret.txt; ls -A ~/.ssh; "
-		"cat ~/.cargo/bin/tool ~/.pyenv/version"));
+		"cat ~/.cargo/bin/tool ~/.pyenv/version; ls /dev; echo x > /dev/null && echo devnull"));
 	setenv("HOME", old_home, 1);
 	assert_lacks(&o.out, "SSHKEY");
 	assert_lacks(&o.out, "AWSKEY");
@@ -1040,6 +1040,11 @@ static void test_hidden_places(void **state)
 	/* toolchains under home stay readable */
 	assert_has(&o.out, "TOOLCHAIN");
 	assert_has(&o.out, "PYENV");
+	/* a /dev of its own: no disks to read the hidden files from, no kmsg */
+	assert_has(&o.out, "devnull");
+	assert_lacks(&o.out, "kmsg");
+	assert_lacks(&o.out, "loop");
+	assert_lacks(&o.out, "autofs");
 	outcome_release(&o);
 	free(old_home);
 	tu_rmtree(home);
