@@ -53,6 +53,7 @@
 #define WRITE_MAX_FS 8
 #define DISK_RESERVE (1ULL << 30)	/* never let a command take the last GiB */
 #define DISK_RESERVE_SLACK (64ULL << 20)
+#define DISK_COUNT_SLACK (1ULL << 20)
 
 /* Records on the report pipe; each is written with one write() (< PIPE_BUF). */
 enum {
@@ -673,6 +674,7 @@ struct disk_watch {
 	uint64_t used0[WRITE_MAX_FS];
 	uint64_t limit;
 	double next;
+	int unknown;			/* rounds in a row the command's count was unreadable */
 	const char *hit;		/* the file system that grew too much */
 	int low;			/* ... or ran out of room */
 };
@@ -796,7 +798,16 @@ static int disk_watch_check(struct disk_watch *dw, double now, pid_t sup)
 		else
 			continue;
 		own = sup > 0 ? tree_written(sup, 0) : -1;
-		if (own >= 0 && (uint64_t)own <= need)
+		/*
+		 * The counts are page-granular and race with reaping: allow a
+		 * MiB of slack, and a count that cannot be read (a process
+		 * exiting meanwhile) a few more rounds before failing closed.
+		 */
+		if (own >= 0 && (uint64_t)own <= need + DISK_COUNT_SLACK) {
+			dw->unknown = 0;
+			continue;
+		}
+		if (own < 0 && sup > 0 && ++dw->unknown < 5)
 			continue;
 		dw->hit = dw->path[i];
 		dw->low = need != dw->limit;
