@@ -181,7 +181,9 @@ int main(int argc, char **argv)
 			}
 			for (i = 0; i < n; i++)
 				runs[i] = executor_once(&ex);
-			printf("  native %-28s median %.3f ms\n", parts[k].what, median(runs, n));
+			cpu = cpu_per_run(executor_once, &ex, n);
+			printf("  native %-28s median %.3f ms; CPU %.3f ms\n", parts[k].what,
+			       median(runs, n), cpu);
 			executor_release(&ex);
 			cfg.sandbox.max_processes = 512;
 		}

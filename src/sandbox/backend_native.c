@@ -995,7 +995,9 @@ static int plan_mounts(struct native_state *st, struct executor *ex)
 	       st->tmpfs_opts);
 	add_op(st, SB_MNT_DEVPTS, SB_MNTF_LANDLOCK | SB_MNTF_MKDIR | SB_MNTF_OPTIONAL, 0,
 	       "/dev/pts", "newinstance,ptmxmode=0666,mode=0620");
-	add_op(st, SB_MNT_MQUEUE, SB_MNTF_MKDIR | SB_MNTF_OPTIONAL, 0, "/dev/mqueue", NULL);
+	if (st->ipcns)	/* an mqueue belongs to the IPC namespace of who mounts it */
+		add_op(st, SB_MNT_MQUEUE, SB_MNTF_MKDIR | SB_MNTF_OPTIONAL, 0, "/dev/mqueue",
+		       NULL);
 	add_op(st, SB_MNT_SYMLINK, 0, 0, "/dev/ptmx", "pts/ptmx");
 	add_op(st, SB_MNT_SYMLINK, 0, 0, "/dev/fd", "/proc/self/fd");
 	add_op(st, SB_MNT_SYMLINK, 0, 0, "/dev/stdin", "/proc/self/fd/0");
