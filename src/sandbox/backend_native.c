@@ -110,6 +110,7 @@ struct fx_ruleset_attr {
 struct native_state {
 	int landlock_abi;		/* 0: not used (allow_unconfined) */
 	int userns, pidns, netns, mntns, ipcns;
+	unsigned mount_fs;		/* enum sb_mount_fs */
 	int landlock_net;		/* Landlock denies TCP too (no network namespace) */
 	struct sock_filter *filter;	/* seccomp program, or NULL */
 	unsigned short filter_len;
@@ -327,6 +328,7 @@ static int native_init(struct executor *ex)
 	st->netns = !ex->network && caps->netns;
 	st->mntns = caps->mntns;
 	st->ipcns = caps->ipcns;
+	st->mount_fs = caps->mount_fs;
 	if (!ex->network && !caps->netns)
 		st->landlock_net = caps->landlock_abi >= 4;
 	if (caps->seccomp && (ret = build_seccomp(st, !ex->network && !caps->netns)) < 0) {
@@ -980,7 +982,7 @@ static int plan_mounts(struct native_state *st, struct executor *ex)
 	add_op(st, SB_MNT_TMPFS, SB_MNTF_LANDLOCK, 0, "/tmp", st->tmpfs_opts);
 	add_op(st, SB_MNT_TMPFS, SB_MNTF_LANDLOCK | SB_MNTF_OPTIONAL, 0, "/run",
 	       "size=16m,mode=0755");
-	if (st->pidns)
+	if (st->pidns && (st->mount_fs & SB_MOUNT_PROC))
 		add_op(st, SB_MNT_PROC, 0, 0, "/proc", NULL);
 	/*
 	 * A /dev of its own: the host's holds disks and other devices that
@@ -993,9 +995,11 @@ static int plan_mounts(struct native_state *st, struct executor *ex)
 			add_op(st, SB_MNT_PLACE, SB_MNTF_FILE, dev_slot[k], devices[k], NULL);
 	add_op(st, SB_MNT_TMPFS, SB_MNTF_LANDLOCK | SB_MNTF_MKDIR, 0, "/dev/shm",
 	       st->tmpfs_opts);
-	add_op(st, SB_MNT_DEVPTS, SB_MNTF_LANDLOCK | SB_MNTF_MKDIR | SB_MNTF_OPTIONAL, 0,
-	       "/dev/pts", "newinstance,ptmxmode=0666,mode=0620");
-	if (st->ipcns)	/* an mqueue belongs to the IPC namespace of who mounts it */
+	if (st->mount_fs & SB_MOUNT_DEVPTS)
+		add_op(st, SB_MNT_DEVPTS, SB_MNTF_LANDLOCK | SB_MNTF_MKDIR | SB_MNTF_OPTIONAL, 0,
+		       "/dev/pts", "newinstance,ptmxmode=0666,mode=0620");
+	/* an mqueue belongs to the IPC namespace of who mounts it */
+	if (st->ipcns && (st->mount_fs & SB_MOUNT_MQUEUE))
 		add_op(st, SB_MNT_MQUEUE, SB_MNTF_MKDIR | SB_MNTF_OPTIONAL, 0, "/dev/mqueue",
 		       NULL);
 	add_op(st, SB_MNT_SYMLINK, 0, 0, "/dev/ptmx", "pts/ptmx");

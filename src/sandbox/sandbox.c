@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -315,6 +316,80 @@ static int has_word(const char *list, const char *word, char sep)
 }
 
 /*
+ * Which file systems a sandbox can mount in its own namespaces (bits of
+ * enum sb_mount_fs): a child enters new user, mount, PID and IPC
+ * namespaces, and its child (in the PID namespace) tries each. A fresh
+ * /proc is refused where the host's /proc has parts covered (containers
+ * mask /proc/kcore and friends).
+ */
+static unsigned probe_mounts(void)
+{
+	int st;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return 0;
+	if (!pid) {
+		char map[64];
+		uid_t uid = geteuid();
+		gid_t gid = getegid();
+		pid_t inner;
+		int fd;
+
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC) < 0)
+			_exit(0);
+		/* map ourselves, as the supervisor does (devpts wants mapped ids) */
+		snprintf(map, sizeof(map), "%ld %ld 1\n", (long)uid, (long)uid);
+		if ((fd = open("/proc/self/uid_map", O_WRONLY)) >= 0) {
+			if (write(fd, map, strlen(map)) < 0)
+				_exit(0);
+			close(fd);
+		}
+		if ((fd = open("/proc/self/setgroups", O_WRONLY)) >= 0) {
+			if (write(fd, "deny", 4) < 0)
+				_exit(0);
+			close(fd);
+		}
+		snprintf(map, sizeof(map), "%ld %ld 1\n", (long)gid, (long)gid);
+		if ((fd = open("/proc/self/gid_map", O_WRONLY)) >= 0) {
+			if (write(fd, map, strlen(map)) < 0)
+				_exit(0);
+			close(fd);
+		}
+		inner = fork();
+		if (inner < 0)
+			_exit(0);
+		if (!inner) {
+			int bits = 0;
+
+			if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+				_exit(0);
+			if (!mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=64k"))
+				bits |= SB_MOUNT_TMPFS;
+			if (!mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+				bits |= SB_MOUNT_PROC;
+			if ((bits & SB_MOUNT_TMPFS) && !mkdir("/tmp/pts", 0755) &&
+			    !mount("devpts", "/tmp/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+				   "newinstance,ptmxmode=0666,mode=0620"))
+				bits |= SB_MOUNT_DEVPTS;
+			if ((bits & SB_MOUNT_TMPFS) && !mkdir("/tmp/mq", 0755) &&
+			    !mount("mqueue", "/tmp/mq", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				   NULL))
+				bits |= SB_MOUNT_MQUEUE;
+			_exit(bits);
+		}
+		while (waitpid(inner, &st, 0) < 0)
+			if (errno != EINTR)
+				_exit(0);
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 0);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return 0;
+	return WIFEXITED(st) ? (unsigned)WEXITSTATUS(st) : 0;
+}
+
+/*
  * The `controller` cgroup folder forgex is in, from /proc/self/mountinfo and
  * /proc/self/cgroup: cgroup v1 with that controller, or v2 where our own
  * cgroup delegates it to its children (*v2 set).
@@ -461,9 +536,13 @@ static void fill_guarantees(struct sandbox_caps *c)
 		      c->ipcns ? "own IPC namespace (SysV IPC, POSIX queues), private /dev/shm" :
 		      "the host's SysV IPC", c->seccomp ? "; keyring calls refused, new "
 		      "session keyring" : "; keyring reachable (no seccomp)");
-	if (c->pidns)
+	if (c->pidns && c->mntns && (c->mount_fs & SB_MOUNT_PROC))
 		set_guarantee(&g[n++], "kill-all", 1, "own PID namespace and /proc: nothing "
 			      "outlives the command, host processes are not seen");
+	else if (c->pidns)
+		set_guarantee(&g[n++], "kill-all", 1, "own PID namespace: nothing outlives the "
+			      "command; /proc is the host's (a fresh one cannot be mounted here: "
+			      "parts of it are covered), host processes are seen, not signalled");
 	else
 		set_guarantee(&g[n++], "kill-all", 1, "no PID namespace; a subreaper "
 			      "supervisor kills every adopted descendant");
@@ -532,6 +611,11 @@ static void probe_kernel(struct sandbox_caps *c)
 	/* the new mount API: mount_setattr() (5.12) answers EINVAL to bad flags, not ENOSYS */
 	if (c->mntns && syscall(SYS_mount_setattr, -1, "", ~0U, NULL, 0) < 0 && errno == ENOSYS)
 		c->mntns = 0;
+	if (c->mntns) {
+		c->mount_fs = probe_mounts();
+		if (!(c->mount_fs & SB_MOUNT_TMPFS))
+			c->mntns = 0;
+	}
 	{
 		int v2;
 
@@ -568,6 +652,8 @@ const struct sandbox_caps *sandbox_kernel_caps(void)
 		masked.cgroup_pids = 0;
 	if (probe_mask & SB_FEAT_MNTNS || !masked.userns)
 		masked.mntns = 0;
+	if (probe_mask & SB_FEAT_FRESH_PROC)
+		masked.mount_fs &= ~(unsigned)SB_MOUNT_PROC;
 	if (probe_mask & SB_FEAT_IPCNS || (!masked.userns && masked.euid))
 		masked.ipcns = 0;
 	if (probe_mask & SB_FEAT_MEMCG)

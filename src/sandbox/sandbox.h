@@ -176,6 +176,14 @@ struct sandbox_guarantee {
 
 enum { SB_GUARANTEES = 16 };
 
+/** File systems a sandbox can mount in its own namespaces. */
+enum sb_mount_fs {
+	SB_MOUNT_TMPFS = 1 << 0,
+	SB_MOUNT_PROC = 1 << 1,		/* a fresh /proc for a new PID namespace */
+	SB_MOUNT_DEVPTS = 1 << 2,
+	SB_MOUNT_MQUEUE = 1 << 3,
+};
+
 struct sandbox_caps {
 	uid_t euid;
 	int userns;			/* a user namespace can be created */
@@ -186,6 +194,7 @@ struct sandbox_caps {
 	int no_new_privs;
 	int mntns;			/* a mount namespace with the new mount API (Linux 5.12+) */
 	int ipcns;			/* an IPC namespace */
+	unsigned mount_fs;		/* enum sb_mount_fs: what a sandbox can mount */
 	int cgroup_pids;		/* a pids cgroup can be created (needed for root) */
 	char cgroup_pids_dir[256];	/* where */
 	int cgroup_memory;		/* a memory cgroup can be created (v2 memory.max or v1) */
@@ -233,6 +242,7 @@ enum sandbox_feature {
 	SB_FEAT_MNTNS = 1 << 6,
 	SB_FEAT_IPCNS = 1 << 7,
 	SB_FEAT_MEMCG = 1 << 8,
+	SB_FEAT_FRESH_PROC = 1 << 9,
 };
 void sandbox_probe_mask(unsigned mask);
 

@@ -1050,6 +1050,27 @@ static void test_hidden_places(void **state)
 	tu_rmtree(home);
 }
 
+/* Where a fresh /proc cannot be mounted (a container masking parts of it), native still runs. */
+static void test_fresh_proc_or_not(void **state)
+{
+	struct outcome o;
+	int own, host;
+
+	(void)state;
+	need_native();
+	run_as(&o, 0, ws, NULL, ARGV("sh", "-c", "ls /proc | grep -c '^[0-9]'"));
+	own = atoi(o.out.buf);
+	outcome_release(&o);
+	sandbox_probe_mask(SB_FEAT_FRESH_PROC);
+	run_as(&o, 0, ws, NULL, ARGV("sh", "-c", "ls /proc | grep -c '^[0-9]'"));
+	host = atoi(o.out.buf);
+	outcome_release(&o);
+	sandbox_probe_mask(0);
+	if (sandbox_kernel_caps()->mount_fs & SB_MOUNT_PROC)
+		assert_true(own > 0 && own < 10);	/* sh, ls, grep and the supervisor */
+	assert_true(host > own);
+}
+
 /* A SIGKILLed forgex leaves its host TMPDIR (no mount namespace): the next one collects it. */
 static void test_stale_tmpdir_collected(void **state)
 {
@@ -1115,6 +1136,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_git_made_by_user_between_commands, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_hidden_places, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fresh_proc_or_not, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_tmpdir_collected, setup, teardown),
 	};
 	ssize_t n;
