@@ -1,15 +1,26 @@
 /*
  * The "native" backend: kernel confinement without a container.
  *
- * Planned in the parent (prepare): a Landlock ruleset (everything readable
- * and executable, writable only the workspace, a private TMPDIR made for
- * this command, writable_roots and a few harmless devices), the
- * namespaces to clone the supervisor into (user, PID, network), a seccomp
- * program refusing AF_INET/AF_INET6 sockets where network namespaces are
- * impossible, rlimits, and for root a pids cgroup (RLIMIT_NPROC does not
- * bind root). Applied in the command's process just before execve()
- * (apply): rlimits, no_new_privs, seccomp, landlock_restrict_self. Each
- * failure there is fatal for the command.
+ * Planned in the parent (prepare): the namespaces to clone the supervisor
+ * into (user, mount, PID, IPC, network); the mount plan (built once per
+ * executor: "/" read-only and nosuid, the writable roots put back, .git
+ * and .forgex and files with several hard links read-only, private /tmp,
+ * /dev/shm, /run and /dev, a fresh /proc, the credential and socket
+ * places hidden - see plan_mounts()); a Landlock ruleset (everything
+ * readable and executable, writable only the writable roots and a few
+ * devices); the seccomp program (no setuid bits, no xattr writes, no
+ * keyring, no io_uring, no fallocate, no mount calls, and no AF_INET
+ * sockets where network namespaces are impossible); the capabilities the
+ * command loses; rlimits; for root a pids cgroup (RLIMIT_NPROC does not
+ * bind root) and, where one can be made, a memory cgroup.
+ *
+ * Applied in the supervisor (apply_supervisor): uid/gid maps, a new
+ * session keyring, the mount plan, loopback. Applied in the command just
+ * before execve() (apply): rlimits, capabilities, no_new_privs, seccomp,
+ * landlock_restrict_self. Each failure is fatal for the command.
+ *
+ * After the command (finish): an OOM kill is reported, and a .git or
+ * .forgex the command created where there was none is moved away.
  *
  * When the kernel cannot enforce what the configuration asks for, init()
  * refuses and names the missing feature, unless allow_unconfined = true

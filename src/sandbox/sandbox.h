@@ -8,18 +8,20 @@
  * curl's lib/vtls/vtls_int.h), with OpenSSH's lifecycle: the parent plans,
  * the child applies, the parent watches. For each command the executor:
  *   1. calls ops->prepare() in the parent: it fills a `struct sb_plan`
- *      (namespaces to create, the Landlock ruleset fd, the seccomp program,
- *      rlimits, a private TMPDIR) and may rewrite the program and argv
- *      (docker);
+ *      (namespaces to create, the mount plan, the Landlock ruleset fd, the
+ *      seccomp program, capabilities to drop, rlimits) and may rewrite
+ *      the program and argv (docker);
  *   2. clones the supervisor with plan->clone_flags; ops->attach() runs in
- *      the parent before the supervisor may go on (uid/gid maps, cgroup);
- *   3. in the supervisor, ops->apply_supervisor() (bring loopback up);
+ *      the parent before the supervisor may go on (uid/gid maps, cgroups);
+ *   3. in the supervisor, ops->apply_supervisor() (maps, keyring, the
+ *      mount plan, loopback);
  *   4. in the command's process, ops->apply() before execve(): only
  *      async-signal-safe system calls, reading the plan; a failure is
  *      fatal for the command (the sandbox fails closed) and reported to
  *      the parent with the stage that failed;
  *   5. on timeout or interrupt, ops->stop() (docker kill);
- *   6. ops->finish() when the command is over (remove TMPDIR).
+ *   6. ops->finish() when the command is over (remove a host TMPDIR,
+ *      report an OOM kill, move a planted .git away: lines in sp->notes).
  *
  * sandbox_probe() says what this kernel offers; `forgex doctor` and
  * backend selection use it.
