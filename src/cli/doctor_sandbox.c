@@ -4,6 +4,7 @@
  * answers, and which backend the configuration leads to (or why none).
  */
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -29,12 +30,20 @@ static void kernel_items(struct doctor *d, const struct sandbox_caps *c)
 	doctor_item(d, c->netns ? DOCTOR_OK : DOCTOR_WARN, "network namespaces", "%s",
 		    c->netns ? "available" : root ? "not available" :
 		    "not available (needs user namespaces)");
+	doctor_item(d, c->mntns ? DOCTOR_OK : DOCTOR_WARN, "mount namespaces", "%s",
+		    c->mntns ? "available (with the new mount API)" :
+		    "not available (needs user namespaces and Linux 5.12+)");
+	doctor_item(d, c->ipcns ? DOCTOR_OK : DOCTOR_WARN, "IPC namespaces", "%s",
+		    c->ipcns ? "available" : "not available");
 	doctor_item(d, c->seccomp ? DOCTOR_OK : DOCTOR_WARN, "seccomp", "%s",
 		    c->seccomp ? "filters available" : "not available");
 	if (root)
 		doctor_item(d, c->cgroup_pids ? DOCTOR_OK : DOCTOR_WARN, "pids cgroup", "%s",
 			    c->cgroup_pids ? c->cgroup_pids_dir :
 			    "none writable: the process limit cannot bind root");
+	doctor_item(d, c->cgroup_memory ? DOCTOR_OK : DOCTOR_INFO, "memory cgroup", "%s",
+		    c->cgroup_memory ? c->cgroup_memory_dir :
+		    "none writable: memory_limit becomes RLIMIT_AS (per process, address space)");
 }
 
 static void native_items(struct doctor *d, const struct sandbox_caps *c)
@@ -56,6 +65,7 @@ static void caps_text(struct buf *out, unsigned caps)
 		{ SB_CAP_FS, "filesystem" }, { SB_CAP_NET, "network" },
 		{ SB_CAP_PIDNS, "PID namespace" }, { SB_CAP_LIMITS, "limits" },
 		{ SB_CAP_CONTAINER, "container" }, { SB_CAP_DIES_WITH_FORGEX, "parent death" },
+		{ SB_CAP_MOUNTS, "mount namespace" },
 	};
 	size_t i;
 
@@ -64,6 +74,37 @@ static void caps_text(struct buf *out, unsigned caps)
 			buf_addf(out, "%s%s", out->len ? ", " : "", names[i].name);
 	if (!out->len)
 		buf_addstr(out, "policy and hygiene only");
+}
+
+/* The bounds a runaway command meets with this configuration, and how. */
+static void limits_item(struct doctor *d, const struct executor *ex)
+{
+	const struct sandbox_caps *c = sandbox_kernel_caps();
+	int native = !strcmp(executor_backend_name(ex), "native");
+	struct buf b = BUF_INIT;
+	size_t i;
+
+	if (!ex->memory_limit)
+		buf_addstr(&b, "memory: none ([sandbox] memory_limit = \"\")");
+	else if (native)
+		buf_addf(&b, "memory: %s (%s)", ex->memory_limit_text, c->cgroup_memory ?
+			 (c->cgroup_memory_v2 ? "cgroup v2 memory.max" :
+			  "cgroup v1 memory.limit_in_bytes") : "RLIMIT_AS per process");
+	else
+		buf_addf(&b, "memory: %s", ex->memory_limit_text);
+	if (ex->max_write_bytes)
+		buf_addf(&b, "; disk: stopped after %s written", ex->max_write_text);
+	else
+		buf_addstr(&b, "; disk: no write budget ([sandbox] max_write_bytes = \"\")");
+	if (native)
+		buf_addf(&b, ", /tmp and /dev/shm %llu MiB each",
+			 (unsigned long long)(ex->tmp_size >> 20));
+	buf_addf(&b, "; processes: %ld", ex->max_processes);
+	doctor_item(d, ex->memory_limit && ex->max_write_bytes ? DOCTOR_OK : DOCTOR_WARN, "limits",
+		    "%s", b.buf);
+	buf_release(&b);
+	for (i = 0; native && i < ex->hidden.nr; i++)
+		doctor_item(d, DOCTOR_INFO, "hidden", "%s ([sandbox] hidden)", ex->hidden.v[i]);
 }
 
 static void backend_item(struct doctor *d, const struct config *cfg)
@@ -91,6 +132,7 @@ static void backend_item(struct doctor *d, const struct config *cfg)
 	for (i = 0; i < ex.warnings.nr; i++)
 		doctor_item(d, DOCTOR_WARN, "backend", "'%s' runs commands with '%s': %s", want,
 			    executor_backend_name(&ex), ex.warnings.v[i]);
+	limits_item(d, &ex);
 	executor_release(&ex);
 }
 

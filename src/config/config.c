@@ -84,8 +84,14 @@ static const struct cfg_key schema[] = {
 	  "folders writable beyond the workspace and a private tmp" },
 	{ "sandbox", "max_processes", T_INT, R(sandbox.max_processes), NULL, 512, NULL, NULL, 1, 1000000,
 	  "process limit for a command and its children" },
-	{ "sandbox", "memory_limit", T_STR, R(sandbox.memory_limit), "", 0, NULL, NULL, 0, 0,
-	  "e.g. \"2g\"; native and docker" },
+	{ "sandbox", "memory_limit", T_STR, R(sandbox.memory_limit), "4g", 0, NULL, NULL, 0, 0,
+	  "memory of a command and its children, e.g. \"2g\"; \"\" for none; native and docker" },
+	{ "sandbox", "tmp_size", T_STR, R(sandbox.tmp_size), "1g", 0, NULL, NULL, 0, 0,
+	  "native: size of the private /tmp and of /dev/shm (each, in memory)" },
+	{ "sandbox", "max_write_bytes", T_STR, R(sandbox.max_write_bytes), "8g", 0, NULL, NULL, 0, 0,
+	  "a command that wrote this much to a writable file system is stopped; \"\" for none" },
+	{ "sandbox", "hidden", T_LIST, R(sandbox.hidden), NULL, 0, empty_list, NULL, 0, 0,
+	  "native: more files or folders commands cannot see (\"~/\" is the home folder)" },
 	{ "sandbox", "cpu_limit", T_STR, R(sandbox.cpu_limit), "", 0, NULL, NULL, 0, 0,
 	  "docker --cpus" },
 	{ "sandbox", "image", T_STR, R(sandbox.image), "python:3.12-slim", 0, NULL, NULL, 0, 0,
@@ -314,6 +320,7 @@ void config_init(struct config *cfg)
 	strvec_init(&cfg->terminal.denied_add);
 	strvec_init(&cfg->nested_ignored);
 	strvec_init(&cfg->sandbox.writable_roots);
+	strvec_init(&cfg->sandbox.hidden);
 	strvec_init(&cfg->pipeline.test_command);
 	strvec_init(&cfg->review.voters);
 	strvec_init(&cfg->context.instructions);
@@ -745,6 +752,7 @@ enum tighten {
 	TIGHTEN_LOWER,		/* a number that may only go down */
 	TIGHTEN_SIZE,		/* a size ("2g"; "" unlimited) that may only go down */
 	TIGHTEN_SUBSET,		/* a list that may only lose entries */
+	TIGHTEN_SUPERSET,	/* a list that may only gain entries */
 	TIGHTEN_ALLOWLIST,	/* none -> any list; a list -> a non-empty part of it */
 	TIGHTEN_ADD,		/* names are added to the list, never removed */
 	TIGHTEN_BACKEND,	/* none or auto -> native */
@@ -771,6 +779,9 @@ static const struct trust_gate trust_gates[] = {
 	{ "sandbox", "network", TIGHTEN_OFF, "may only turn network access off" },
 	{ "sandbox", "writable_roots", TIGHTEN_SUBSET, "may only drop folders" },
 	{ "sandbox", "max_processes", TIGHTEN_LOWER, "may only go down" },
+	{ "sandbox", "tmp_size", TIGHTEN_SIZE, "may only go down" },
+	{ "sandbox", "max_write_bytes", TIGHTEN_SIZE, "may only go down" },
+	{ "sandbox", "hidden", TIGHTEN_SUPERSET, "may only hide more places" },
 	{ "sandbox", "memory_limit", TIGHTEN_SIZE, "may only go down (set one when there is none)" },
 	{ "sandbox", "read_only", TIGHTEN_ON, "may only turn it on" },
 	{ "sandbox", "allow_unconfined", TIGHTEN_OFF, "may only turn it off" },
@@ -936,6 +947,11 @@ static int tightens(const struct trust_gate *g, const void *base, const struct c
 		if (subset(&v->list, cur_l))
 			return 1;
 		buf_addstr(why, "it may only drop entries, and this adds some");
+		return 0;
+	case TIGHTEN_SUPERSET:
+		if (subset(cur_l, &v->list))
+			return 1;
+		buf_addstr(why, "it may only add entries, and this drops some");
 		return 0;
 	case TIGHTEN_ALLOWLIST:
 		if (v->list.nr && (!cur_l->nr || subset(&v->list, cur_l)))

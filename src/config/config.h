@@ -135,6 +135,9 @@ struct config {
 		struct strvec writable_roots;
 		long max_processes;
 		char *memory_limit;
+		char *tmp_size;
+		char *max_write_bytes;
+		struct strvec hidden;
 		char *cpu_limit;
 		char *image;
 		int read_only;

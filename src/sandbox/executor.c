@@ -32,6 +32,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -49,6 +50,11 @@
 #define DEFAULT_GRACE_MS 1000
 #define DRAIN_MS 2000		/* after SIGKILL, how long to wait for pipes to close */
 #define CANCEL_POLL_MS 100
+#define WRITE_POLL_MS 20	/* how often the writable file systems are looked at */
+#define WRITE_MAX_FS 8
+#define DISK_RESERVE (1ULL << 30)	/* never let a command take the last GiB */
+#define DISK_RESERVE_SLACK (64ULL << 20)
+#define DISK_COUNT_SLACK (1ULL << 20)
 
 /* Records on the report pipe; each is written with one write() (< PIPE_BUF). */
 enum {
@@ -191,6 +197,7 @@ int executor_init(struct executor *ex, const struct config *cfg, const char *wor
 	memset(ex, 0, sizeof(*ex));
 	strvec_init(&ex->writable_roots);
 	strvec_init(&ex->warnings);
+	strvec_init(&ex->hidden);
 	ex->cancel_fd = -1;
 	ex->grace_ms = DEFAULT_GRACE_MS;
 
@@ -223,6 +230,31 @@ int executor_init(struct executor *ex, const struct config *cfg, const char *wor
 	    (ret = executor_parse_size(&ex->memory_limit, ex->memory_limit_text)) < 0) {
 		err_prefix(ret, "[sandbox] memory_limit");
 		goto fail;
+	}
+	ex->tmp_size = 1ULL << 30;
+	if (cfg->sandbox.tmp_size && *cfg->sandbox.tmp_size &&
+	    (ret = executor_parse_size(&ex->tmp_size, cfg->sandbox.tmp_size)) < 0) {
+		err_prefix(ret, "[sandbox] tmp_size");
+		goto fail;
+	}
+	ex->max_write_text = xstrdup_or_empty(cfg->sandbox.max_write_bytes);
+	if (*ex->max_write_text &&
+	    (ret = executor_parse_size(&ex->max_write_bytes, ex->max_write_text)) < 0) {
+		err_prefix(ret, "[sandbox] max_write_bytes");
+		goto fail;
+	}
+	for (i = 0; i < cfg->sandbox.hidden.nr; i++) {
+		const char *h = cfg->sandbox.hidden.v[i], *home = getenv("HOME");
+
+		if (!strncmp(h, "~/", 2) && home && *home == '/')
+			strvec_pushf(&ex->hidden, "%s/%s", home, h + 2);
+		else if (*h == '/')
+			strvec_push(&ex->hidden, h);
+		else {
+			ret = err_set(FX_EINVAL, "[sandbox] hidden: '%s' is neither absolute nor "
+				      "under ~/", h);
+			goto fail;
+		}
 	}
 	for (i = 0; i < cfg->sandbox.writable_roots.nr; i++) {
 		const char *root = cfg->sandbox.writable_roots.v[i];
@@ -262,7 +294,9 @@ fail_ws:
 	free(ex->image);
 	free(ex->user);
 	free(ex->memory_limit_text);
+	free(ex->max_write_text);
 	strvec_clear(&ex->writable_roots);
+	strvec_clear(&ex->hidden);
 	memset(ex, 0, sizeof(*ex));
 	ex->cancel_fd = -1;
 	return ret;
@@ -278,7 +312,9 @@ void executor_release(struct executor *ex)
 	free(ex->image);
 	free(ex->user);
 	free(ex->memory_limit_text);
+	free(ex->max_write_text);
 	strvec_clear(&ex->writable_roots);
+	strvec_clear(&ex->hidden);
 	strvec_clear(&ex->warnings);
 	memset(ex, 0, sizeof(*ex));
 	ex->cancel_fd = -1;
@@ -629,7 +665,160 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
+/*
+ * The disk a command may fill: the file systems of the workspace and the
+ * writable roots, their used space when the command started.
+ */
+struct disk_watch {
+	size_t n;
+	const char *path[WRITE_MAX_FS];
+	uint64_t used0[WRITE_MAX_FS];
+	uint64_t limit;
+	double next;
+	int unknown;			/* rounds in a row the command's count was unreadable */
+	const char *hit;		/* the file system that grew too much */
+	int low;			/* ... or ran out of room */
+};
+
+static int fs_usage(const char *path, uint64_t *used, uint64_t *avail)
+{
+	struct statvfs v;
+
+	if (statvfs(path, &v) < 0)
+		return -1;
+	*used = (uint64_t)(v.f_blocks - v.f_bfree) * v.f_frsize;
+	*avail = (uint64_t)v.f_bavail * v.f_frsize;
+	return 0;
+}
+
+static void disk_watch_add(struct disk_watch *dw, const char *path, dev_t *devs)
+{
+	struct stat sb;
+	uint64_t avail;
+	size_t i;
+
+	if (dw->n >= WRITE_MAX_FS || stat(path, &sb) < 0)
+		return;
+	for (i = 0; i < dw->n; i++)
+		if (devs[i] == sb.st_dev)
+			return;
+	if (fs_usage(path, &dw->used0[dw->n], &avail) < 0)
+		return;
+	devs[dw->n] = sb.st_dev;
+	dw->path[dw->n++] = path;
+}
+
+static void disk_watch_init(struct disk_watch *dw, const struct executor *ex)
+{
+	dev_t devs[WRITE_MAX_FS];
+	size_t i;
+
+	memset(dw, 0, sizeof(*dw));
+	dw->limit = ex->max_write_bytes;
+	if (!dw->limit)
+		return;
+	disk_watch_add(dw, ex->workspace, devs);
+	for (i = 0; i < ex->writable_roots.nr; i++)
+		disk_watch_add(dw, ex->writable_roots.v[i], devs);
+}
+
+/* "write_bytes" less "cancelled_write_bytes" of /proc/PID/io, or -1. */
+static int64_t proc_io_written(pid_t pid)
+{
+	struct buf b = BUF_INIT;
+	char path[64];
+	const char *w, *c;
+	int64_t n = -1;
+
+	snprintf(path, sizeof(path), "/proc/%ld/io", (long)pid);
+	if (fsutil_read_file(&b, path, 4096) >= 0 && (w = strstr(b.buf, "\nwrite_bytes: ")) &&
+	    (c = strstr(b.buf, "cancelled_write_bytes: ")))
+		n = strtoll(w + 14, NULL, 10) - strtoll(c + 23, NULL, 10);
+	buf_release(&b);
+	return n;
+}
+
+/*
+ * What the process tree under `pid` has written to disks (page cache
+ * dirtied, less what was truncated before write-back): the live
+ * processes' own counts, each of which holds what its reaped descendants
+ * wrote. -1 when a count cannot be read.
+ */
+static int64_t tree_written(pid_t pid, int depth)
+{
+	struct buf kids = BUF_INIT;
+	char path[64];
+	int64_t total = proc_io_written(pid), sub;
+	const char *p;
+
+	if (total < 0 || depth > 64)
+		return total;
+	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/children", (long)pid, (long)pid);
+	if (fsutil_read_file(&kids, path, 1 << 20) >= 0) {
+		for (p = kids.buf; *p; ) {
+			char *end;
+			long k = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			sub = tree_written((pid_t)k, depth + 1);
+			if (sub > 0)
+				total += sub;	/* a child gone meanwhile was reaped: counted above */
+			p = end;
+		}
+	}
+	buf_release(&kids);
+	return total;
+}
+
+/*
+ * Whether the command must be stopped for what it wrote: a writable file
+ * system grew by more than the limit (or is down to its last GiB) and the
+ * command's own processes wrote that much (so that other programs writing
+ * to the same disk do not count against it). `sup` is 0 when the writers
+ * are not our descendants (docker): then the growth alone decides.
+ */
+static int disk_watch_check(struct disk_watch *dw, double now, pid_t sup)
+{
+	size_t i;
+
+	if (!dw->n || now < dw->next)
+		return 0;
+	dw->next = now + WRITE_POLL_MS;
+	for (i = 0; i < dw->n; i++) {
+		uint64_t used, avail, grew, need;
+		int64_t own;
+
+		if (fs_usage(dw->path[i], &used, &avail) < 0 || used <= dw->used0[i])
+			continue;
+		grew = used - dw->used0[i];
+		if (grew > dw->limit)
+			need = dw->limit;
+		else if (avail < DISK_RESERVE && grew > DISK_RESERVE_SLACK)
+			need = DISK_RESERVE_SLACK;
+		else
+			continue;
+		own = sup > 0 ? tree_written(sup, 0) : -1;
+		/*
+		 * The counts are page-granular and race with reaping: allow a
+		 * MiB of slack, and a count that cannot be read (a process
+		 * exiting meanwhile) a few more rounds before failing closed.
+		 */
+		if (own >= 0 && (uint64_t)own <= need + DISK_COUNT_SLACK) {
+			dw->unknown = 0;
+			continue;
+		}
+		if (own < 0 && sup > 0 && ++dw->unknown < 5)
+			continue;
+		dw->hit = dw->path[i];
+		dw->low = need != dw->limit;
+		return 1;
+	}
+	return 0;
+}
+
 struct watch {
+	struct disk_watch disk;
 	struct headtail out, err;
 	struct buf rec;		/* partial report records */
 	int timed_out, cancelled;
@@ -715,6 +904,9 @@ static void watch_child(struct watch *w, struct executor *ex, struct sb_spawn *s
 			w->cancelled = 1;
 			goto stop;
 		}
+		if (phase == RUNNING &&
+		    disk_watch_check(&w->disk, now, ex->caps & SB_CAP_CONTAINER ? 0 : sup))
+			goto stop;
 		if (now >= phase_end) {
 			if (phase == RUNNING) {
 				w->timed_out = 1;
@@ -746,6 +938,8 @@ static void watch_child(struct watch *w, struct executor *ex, struct sb_spawn *s
 		timeout = left > INT_MAX ? INT_MAX : (int)left + 1;
 		if (phase == RUNNING && ex->cancel_flag && timeout > CANCEL_POLL_MS)
 			timeout = CANCEL_POLL_MS;
+		if (phase == RUNNING && w->disk.n && timeout > WRITE_POLL_MS)
+			timeout = WRITE_POLL_MS;
 		r = poll(pfd, n, timeout);
 		if (r < 0) {
 			if (errno == EINTR)
@@ -951,6 +1145,7 @@ static void result_start(struct exec_result *r, const struct exec_request *req)
 	r->truncated = 0;
 	r->term_signal = 0;
 	r->out_total = r->err_total = 0;
+	r->write_limited = 0;
 }
 
 void exec_result_release(struct exec_result *r)
@@ -984,6 +1179,7 @@ json_t *exec_result_to_json(const struct exec_result *r)
 
 static void spawn_release(struct sb_spawn *sp)
 {
+	strvec_clear(&sp->notes);
 	strvec_clear(&sp->argv);
 	strvec_clear(&sp->env);
 	free(sp->path);
@@ -1019,8 +1215,8 @@ static int check_policy(struct executor *ex, const struct exec_request *req)
 
 int executor_run(struct exec_result *out, struct executor *ex, const struct exec_request *req)
 {
-	struct sb_spawn sp = { STRVEC_INIT, STRVEC_INIT, NULL, 0, NULL, NULL, 0, NULL, 0, 0,
-			       SB_PLAN_INIT };
+	struct sb_spawn sp = { STRVEC_INIT, STRVEC_INIT, NULL, 0, NULL, NULL, 0, NULL, 0, 0, 0,
+			       STRVEC_INIT, SB_PLAN_INIT };
 	struct exec_result res = EXEC_RESULT_INIT;
 	struct watch w;
 	char *workdir = NULL;
@@ -1046,6 +1242,7 @@ int executor_run(struct exec_result *out, struct executor *ex, const struct exec
 		return err_prefix(FX_EDENIED, "Working directory escapes workspace");
 
 	memset(&w, 0, sizeof(w));
+	disk_watch_init(&w.disk, ex);
 	head = ex->max_output_bytes / 2;
 	headtail_init(&w.out, head, ex->max_output_bytes - head);
 	headtail_init(&w.err, head, ex->max_output_bytes - head);
@@ -1098,6 +1295,7 @@ int executor_run(struct exec_result *out, struct executor *ex, const struct exec
 	}
 
 	ret = spawn_and_watch(&w, ex, &sp, deadline);
+	sp.started = 1;
 	if (ret < 0)
 		goto fail;
 	if (w.cancelled) {
@@ -1138,6 +1336,17 @@ int executor_run(struct exec_result *out, struct executor *ex, const struct exec
 	if (res.timed_out)
 		add_note(&res.err, "forgex: timed out after %.1f s; the command and "
 			 "everything it started were stopped", timeout_ms / 1000.0);
+	if (w.disk.hit) {
+		res.write_limited = 1;
+		if (w.disk.low)
+			add_note(&res.err, "forgex: stopped: the file system of '%s' has less than "
+				 "1 GiB free; the command and everything it started were stopped",
+				 w.disk.hit);
+		else
+			add_note(&res.err, "forgex: stopped: the command wrote more than %s to the "
+				 "file system of '%s' ([sandbox] max_write_bytes); it and everything "
+				 "it started were stopped", ex->max_write_text, w.disk.hit);
+	}
 	if (res.term_signal)
 		add_note(&res.err, "forgex: command killed by signal %d (%s)",
 			 res.term_signal, signal_name(res.term_signal));
@@ -1145,6 +1354,8 @@ done:
 	res.duration_ms = now_ms() - start;
 	if (prepared && ex->backend->finish)
 		ex->backend->finish(ex, &sp);
+	for (i = 0; i < sp.notes.nr; i++)
+		add_note(&res.err, "%s", sp.notes.v[i]);
 	spawn_release(&sp);
 	headtail_release(&w.out);
 	headtail_release(&w.err);

@@ -66,9 +66,10 @@ struct exec_result {
 	int truncated;		/* some output was dropped */
 	int term_signal;	/* the signal that killed the command, or 0 */
 	uint64_t out_total, err_total; /* bytes the command wrote to each stream */
+	int write_limited;	/* stopped: it wrote more than [sandbox] max_write_bytes */
 };
 
-#define EXEC_RESULT_INIT { STRVEC_INIT, 0, BUF_INIT, BUF_INIT, 0, 0, 0, 0, 0, 0 }
+#define EXEC_RESULT_INIT { STRVEC_INIT, 0, BUF_INIT, BUF_INIT, 0, 0, 0, 0, 0, 0, 0 }
 
 /** An executor bound to one workspace and configuration. */
 struct executor {
@@ -86,6 +87,10 @@ struct executor {
 	long max_processes;
 	uint64_t memory_limit;		/* bytes; 0: none */
 	char *memory_limit_text;	/* as configured ("2g"), for docker */
+	uint64_t tmp_size;		/* native: size of the private /tmp and /dev/shm each */
+	uint64_t max_write_bytes;	/* growth of a writable file system per command; 0: none */
+	char *max_write_text;
+	struct strvec hidden;		/* native: more places to hide ([sandbox] hidden) */
 	char *cpu_limit;
 	char *image;
 	int read_only;

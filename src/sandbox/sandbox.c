@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -297,12 +298,103 @@ static int can_unshare(int flags)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
+/* Whether `list` (words separated by `sep` or white space) holds `word`. */
+static int has_word(const char *list, const char *word, char sep)
+{
+	size_t n = strlen(word);
+	const char *p = list;
+
+	while ((p = strstr(p, word))) {
+		int start = p == list || p[-1] == sep || p[-1] == ' ' || p[-1] == '\n';
+		char end = p[n];
+
+		if (start && (end == '\0' || end == sep || end == ' ' || end == '\n'))
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
 /*
- * The pids cgroup folder forgex is in, from /proc/self/mountinfo and
- * /proc/self/cgroup: cgroup v1 with the pids controller, or v2 where our
- * own cgroup delegates "pids" to its children.
+ * Which file systems a sandbox can mount in its own namespaces (bits of
+ * enum sb_mount_fs): a child enters new user, mount, PID and IPC
+ * namespaces, and its child (in the PID namespace) tries each. A fresh
+ * /proc is refused where the host's /proc has parts covered (containers
+ * mask /proc/kcore and friends).
  */
-static int find_pids_cgroup(char *out, size_t outlen)
+static unsigned probe_mounts(void)
+{
+	int st;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return 0;
+	if (!pid) {
+		char map[64];
+		uid_t uid = geteuid();
+		gid_t gid = getegid();
+		pid_t inner;
+		int fd;
+
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC) < 0)
+			_exit(0);
+		/* map ourselves, as the supervisor does (devpts wants mapped ids) */
+		snprintf(map, sizeof(map), "%ld %ld 1\n", (long)uid, (long)uid);
+		if ((fd = open("/proc/self/uid_map", O_WRONLY)) >= 0) {
+			if (write(fd, map, strlen(map)) < 0)
+				_exit(0);
+			close(fd);
+		}
+		if ((fd = open("/proc/self/setgroups", O_WRONLY)) >= 0) {
+			if (write(fd, "deny", 4) < 0)
+				_exit(0);
+			close(fd);
+		}
+		snprintf(map, sizeof(map), "%ld %ld 1\n", (long)gid, (long)gid);
+		if ((fd = open("/proc/self/gid_map", O_WRONLY)) >= 0) {
+			if (write(fd, map, strlen(map)) < 0)
+				_exit(0);
+			close(fd);
+		}
+		inner = fork();
+		if (inner < 0)
+			_exit(0);
+		if (!inner) {
+			int bits = 0;
+
+			if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+				_exit(0);
+			if (!mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=64k"))
+				bits |= SB_MOUNT_TMPFS;
+			if (!mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+				bits |= SB_MOUNT_PROC;
+			if ((bits & SB_MOUNT_TMPFS) && !mkdir("/tmp/pts", 0755) &&
+			    !mount("devpts", "/tmp/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+				   "newinstance,ptmxmode=0666,mode=0620"))
+				bits |= SB_MOUNT_DEVPTS;
+			if ((bits & SB_MOUNT_TMPFS) && !mkdir("/tmp/mq", 0755) &&
+			    !mount("mqueue", "/tmp/mq", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				   NULL))
+				bits |= SB_MOUNT_MQUEUE;
+			_exit(bits);
+		}
+		while (waitpid(inner, &st, 0) < 0)
+			if (errno != EINTR)
+				_exit(0);
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 0);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return 0;
+	return WIFEXITED(st) ? (unsigned)WEXITSTATUS(st) : 0;
+}
+
+/*
+ * The `controller` cgroup folder forgex is in, from /proc/self/mountinfo and
+ * /proc/self/cgroup: cgroup v1 with that controller, or v2 where our own
+ * cgroup delegates it to its children (*v2 set).
+ */
+static int find_cgroup(const char *controller, char *out, size_t outlen, int *v2)
 {
 	struct buf mi = BUF_INIT, cg = BUF_INIT, dir = BUF_INIT, ctl = BUF_INIT;
 	char v1mnt[256] = "", v2mnt[256] = "", v1path[256] = "", v2path[256] = "";
@@ -325,7 +417,7 @@ static int find_pids_cgroup(char *out, size_t outlen)
 			char *o, *save = NULL;
 
 			for (o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save))
-				if (!strcmp(o, "pids"))
+				if (!strcmp(o, controller))
 					snprintf(v1mnt, sizeof(v1mnt), "%s", mnt);
 		}
 	}
@@ -350,20 +442,22 @@ static int find_pids_cgroup(char *out, size_t outlen)
 				continue;
 			memcpy(ctrls, c1 + 1, cn);
 			ctrls[cn] = '\0';
-			if (strstr(ctrls, "pids")) {
+			if (has_word(ctrls, controller, ',')) {
 				memcpy(v1path, c2 + 1, n);
 				v1path[n] = '\0';
 			}
 		}
 	}
+	*v2 = 0;
 	if (*v1mnt && *v1path) {
 		path_join(&dir, v1mnt, v1path);
 	} else if (*v2mnt && *v2path) {
 		path_join(&dir, v2mnt, v2path);
 		path_join(&ctl, dir.buf, "cgroup.subtree_control");
 		buf_reset(&mi);
-		if (fsutil_read_file(&mi, ctl.buf, 4096) < 0 || !strstr(mi.buf, "pids"))
+		if (fsutil_read_file(&mi, ctl.buf, 4096) < 0 || !has_word(mi.buf, controller, ' '))
 			buf_reset(&dir);
+		*v2 = 1;
 	}
 	if (dir.len && dir.len < outlen) {
 		/* can we really make one? (read-only mounts, missing delegation) */
@@ -400,50 +494,91 @@ static void set_guarantee(struct sandbox_guarantee *g, const char *what, int enf
 
 static void fill_guarantees(struct sandbox_caps *c)
 {
-	int root = c->euid == 0, abi = c->landlock_abi;
+	int root = c->euid == 0, abi = c->landlock_abi, n = 0;
+	struct sandbox_guarantee *g = c->native;
 
 	if (abi > 0)
-		set_guarantee(&c->native[0], "filesystem", 1, "Landlock ABI %d: writes only to "
-			      "the workspace, a private TMPDIR and writable_roots", abi);
+		set_guarantee(&g[n++], "filesystem", 1, "Landlock ABI %d: writes only to "
+			      "the workspace, the private /tmp and writable_roots", abi);
 	else
-		set_guarantee(&c->native[0], "filesystem", 0, "Landlock is not available "
+		set_guarantee(&g[n++], "filesystem", 0, "Landlock is not available "
 			      "(kernel older than 5.13, or not in the lsm= list)");
+	set_guarantee(&g[n++], "read-only system", c->mntns, "%s", c->mntns ?
+		      "own mount namespace: every mount outside the writable roots read-only "
+		      "and nosuid (chmod, chown, utime, xattrs there fail: EROFS)" :
+		      "no mount namespace (needs user namespaces and Linux 5.12+)");
+	set_guarantee(&g[n++], ".git and .forgex", c->mntns, "%s", c->mntns ?
+		      "read-only in every writable root; created by a command where missing: "
+		      "moved away afterwards" : "writable: no mount namespace");
+	set_guarantee(&g[n++], "hidden places", c->mntns, "%s", c->mntns ?
+		      "~/.ssh, ~/.gnupg, ~/.aws, ~/.kube, ~/.docker, ~/.netrc, credential "
+		      "caches, $XDG_RUNTIME_DIR, /run and [sandbox] hidden look empty; "
+		      "/tmp, /dev/shm private" :
+		      "readable: no mount namespace");
+	set_guarantee(&g[n++], "UNIX sockets", c->mntns && abi >= 6, "%s",
+		      c->mntns && abi >= 6 ? "pathname sockets under /run, /tmp, the hidden "
+		      "places unreachable; abstract ones scoped (Landlock ABI 6); elsewhere "
+		      "reachable" : "reachable (needs a mount namespace and Landlock ABI 6)");
 	if (c->netns)
-		set_guarantee(&c->native[1], "network", 1, "own network namespace (loopback "
-			      "only)");
+		set_guarantee(&g[n++], "network", 1, "own network namespace (loopback only)");
 	else if (c->seccomp)
-		set_guarantee(&c->native[1], "network", 1, "no network namespace; a seccomp "
+		set_guarantee(&g[n++], "network", 1, "no network namespace; a seccomp "
 			      "filter refuses AF_INET/AF_INET6 sockets%s", abi >= 4 ?
 			      " and Landlock denies TCP bind/connect" : "");
 	else
-		set_guarantee(&c->native[1], "network", 0, "neither network namespaces nor "
+		set_guarantee(&g[n++], "network", 0, "neither network namespaces nor "
 			      "seccomp are available");
-	if (c->pidns)
-		set_guarantee(&c->native[2], "kill-all", 1, "own PID namespace: nothing "
-			      "outlives the command");
+	set_guarantee(&g[n++], "metadata", c->seccomp, "%s", c->seccomp ?
+		      "seccomp: no setuid/setgid bits, no xattr writes (file capabilities); "
+		      "CAP_CHOWN, CAP_FOWNER, CAP_FSETID, CAP_SETFCAP, CAP_SYS_ADMIN dropped" :
+		      "no seccomp: setuid bits and file capabilities can be set in writable roots");
+	set_guarantee(&g[n++], "IPC and keyring", c->ipcns && c->seccomp, "%s%s",
+		      c->ipcns ? "own IPC namespace (SysV IPC, POSIX queues), private /dev/shm" :
+		      "the host's SysV IPC", c->seccomp ? "; keyring calls refused, new "
+		      "session keyring" : "; keyring reachable (no seccomp)");
+	if (c->pidns && c->mntns && (c->mount_fs & SB_MOUNT_PROC))
+		set_guarantee(&g[n++], "kill-all", 1, "own PID namespace and /proc: nothing "
+			      "outlives the command, host processes are not seen");
+	else if (c->pidns)
+		set_guarantee(&g[n++], "kill-all", 1, "own PID namespace: nothing outlives the "
+			      "command; /proc is the host's (a fresh one cannot be mounted here: "
+			      "parts of it are covered), host processes are seen, not signalled");
 	else
-		set_guarantee(&c->native[2], "kill-all", 1, "no PID namespace; a subreaper "
+		set_guarantee(&g[n++], "kill-all", 1, "no PID namespace; a subreaper "
 			      "supervisor kills every adopted descendant");
 	if (!root)
-		set_guarantee(&c->native[3], "process limit", 1, "RLIMIT_NPROC%s",
+		set_guarantee(&g[n++], "process limit", 1, "RLIMIT_NPROC%s",
 			      c->userns ? " (counted inside the sandbox's user namespace)" :
 			      " (counts all of the user's processes)");
 	else if (c->cgroup_pids)
-		set_guarantee(&c->native[3], "process limit", 1, "pids cgroup under %s "
+		set_guarantee(&g[n++], "process limit", 1, "pids cgroup under %s "
 			      "(RLIMIT_NPROC does not bind root)", c->cgroup_pids_dir);
 	else
-		set_guarantee(&c->native[3], "process limit", 0, "running as root, where "
+		set_guarantee(&g[n++], "process limit", 0, "running as root, where "
 			      "RLIMIT_NPROC does not bind, and no writable pids cgroup");
-	set_guarantee(&c->native[4], "limits", 1, "rlimits: file size, CPU time, "
-		      "address space (memory_limit), no core files");
-	set_guarantee(&c->native[5], "no_new_privs", c->no_new_privs, "%s", c->no_new_privs ?
+	if (c->cgroup_memory)
+		set_guarantee(&g[n++], "memory", 1, "memory_limit through a cgroup %s memory "
+			      "controller under %s", c->cgroup_memory_v2 ? "v2" : "v1",
+			      c->cgroup_memory_dir);
+	else
+		set_guarantee(&g[n++], "memory", 1, "memory_limit as RLIMIT_AS (address "
+			      "space, per process: no writable memory cgroup)");
+	set_guarantee(&g[n++], "disk writes", 1, "max_write_bytes: forgex watches the "
+		      "writable file systems every 20 ms and stops the command; RLIMIT_FSIZE; "
+		      "/tmp and /dev/shm sized by tmp_size");
+	set_guarantee(&g[n++], "hard links", c->mntns, "%s", c->mntns ? "files with "
+		      "several links in writable roots read-only (scanned once per executor)" :
+		      "writable: no mount namespace");
+	set_guarantee(&g[n++], "no_new_privs", c->no_new_privs, "%s", c->no_new_privs ?
 		      "setuid programs cannot gain privileges" : "PR_SET_NO_NEW_PRIVS missing");
-	set_guarantee(&c->native[6], "scoping", abi >= 6, "%s", abi >= 6 ?
+	set_guarantee(&g[n++], "scoping", abi >= 6, "%s", abi >= 6 ?
 		      "Landlock ABI 6: no signals or abstract UNIX sockets outside the sandbox" :
 		      "needs Landlock ABI 6 (Linux 6.12)");
-	set_guarantee(&c->native[7], "parent death", 1, "%s", c->pidns ?
+	set_guarantee(&g[n++], "parent death", 1, "%s", c->pidns ?
 		      "dies with forgex: PR_SET_PDEATHSIG on the namespace's init" :
 		      "dies with forgex: PR_SET_PDEATHSIG; the supervisor kills what is left");
+	if (n != SB_GUARANTEES)
+		BUG("%d guarantees, SB_GUARANTEES is %d", n, (int)SB_GUARANTEES);
 }
 
 static struct sandbox_caps kernel_caps;
@@ -461,17 +596,36 @@ static void probe_kernel(struct sandbox_caps *c)
 	c->landlock_abi = abi > 0 ? (int)abi : 0;
 	c->seccomp = syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &act) == 0;
 	c->no_new_privs = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) >= 0;
-	/* one child for the usual answer (all three), one per namespace otherwise */
-	if (can_unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET)) {
-		c->userns = c->pidns = c->netns = 1;
+	/* one child for the usual answer (all of them), one per namespace otherwise */
+	if (can_unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWNS |
+			CLONE_NEWIPC)) {
+		c->userns = c->pidns = c->netns = c->mntns = c->ipcns = 1;
 	} else {
 		c->userns = can_unshare(CLONE_NEWUSER);
 		nsuser = c->euid == 0 ? 0 : CLONE_NEWUSER;
 		c->pidns = can_unshare(nsuser | CLONE_NEWPID);
 		c->netns = can_unshare(nsuser | CLONE_NEWNET);
+		c->mntns = c->userns && can_unshare(CLONE_NEWUSER | CLONE_NEWNS);
+		c->ipcns = can_unshare(nsuser | CLONE_NEWIPC);
 	}
-	if (c->euid == 0)
-		c->cgroup_pids = find_pids_cgroup(c->cgroup_pids_dir, sizeof(c->cgroup_pids_dir));
+	/* the new mount API: mount_setattr() (5.12) answers EINVAL to bad flags, not ENOSYS */
+	if (c->mntns && syscall(SYS_mount_setattr, -1, "", ~0U, NULL, 0) < 0 && errno == ENOSYS)
+		c->mntns = 0;
+	if (c->mntns) {
+		c->mount_fs = probe_mounts();
+		if (!(c->mount_fs & SB_MOUNT_TMPFS))
+			c->mntns = 0;
+	}
+	{
+		int v2;
+
+		if (c->euid == 0)
+			c->cgroup_pids = find_cgroup("pids", c->cgroup_pids_dir,
+						     sizeof(c->cgroup_pids_dir), &v2);
+		c->cgroup_memory = find_cgroup("memory", c->cgroup_memory_dir,
+					       sizeof(c->cgroup_memory_dir), &v2);
+		c->cgroup_memory_v2 = c->cgroup_memory && v2;
+	}
 }
 
 const struct sandbox_caps *sandbox_kernel_caps(void)
@@ -496,6 +650,14 @@ const struct sandbox_caps *sandbox_kernel_caps(void)
 		masked.seccomp = 0;
 	if (probe_mask & SB_FEAT_CGROUP)
 		masked.cgroup_pids = 0;
+	if (probe_mask & SB_FEAT_MNTNS || !masked.userns)
+		masked.mntns = 0;
+	if (probe_mask & SB_FEAT_FRESH_PROC)
+		masked.mount_fs &= ~(unsigned)SB_MOUNT_PROC;
+	if (probe_mask & SB_FEAT_IPCNS || (!masked.userns && masked.euid))
+		masked.ipcns = 0;
+	if (probe_mask & SB_FEAT_MEMCG)
+		masked.cgroup_memory = 0;
 	fill_guarantees(&masked);
 	return &masked;
 }

@@ -8,18 +8,20 @@
  * curl's lib/vtls/vtls_int.h), with OpenSSH's lifecycle: the parent plans,
  * the child applies, the parent watches. For each command the executor:
  *   1. calls ops->prepare() in the parent: it fills a `struct sb_plan`
- *      (namespaces to create, the Landlock ruleset fd, the seccomp program,
- *      rlimits, a private TMPDIR) and may rewrite the program and argv
- *      (docker);
+ *      (namespaces to create, the mount plan, the Landlock ruleset fd, the
+ *      seccomp program, capabilities to drop, rlimits) and may rewrite
+ *      the program and argv (docker);
  *   2. clones the supervisor with plan->clone_flags; ops->attach() runs in
- *      the parent before the supervisor may go on (uid/gid maps, cgroup);
- *   3. in the supervisor, ops->apply_supervisor() (bring loopback up);
+ *      the parent before the supervisor may go on (uid/gid maps, cgroups);
+ *   3. in the supervisor, ops->apply_supervisor() (maps, keyring, the
+ *      mount plan, loopback);
  *   4. in the command's process, ops->apply() before execve(): only
  *      async-signal-safe system calls, reading the plan; a failure is
  *      fatal for the command (the sandbox fails closed) and reported to
  *      the parent with the stage that failed;
  *   5. on timeout or interrupt, ops->stop() (docker kill);
- *   6. ops->finish() when the command is over (remove TMPDIR).
+ *   6. ops->finish() when the command is over (remove a host TMPDIR,
+ *      report an OOM kill, move a planted .git away: lines in sp->notes).
  *
  * sandbox_probe() says what this kernel offers; `forgex doctor` and
  * backend selection use it.
@@ -42,9 +44,48 @@ enum sandbox_cap {
 	SB_CAP_LIMITS = 1 << 3,		/* processes, file size, CPU time, memory */
 	SB_CAP_CONTAINER = 1 << 4,	/* runs in a container image */
 	SB_CAP_DIES_WITH_FORGEX = 1 << 5, /* killed when forgex dies */
+	SB_CAP_MOUNTS = 1 << 6,		/* own mount tree: read-only system, hidden secrets */
 };
 
 #define SB_MAX_RLIMITS 6
+#define SB_MAX_TREES 40		/* writable roots (and files) carried into the new mount tree */
+
+/*
+ * One step of the native backend's mount plan (bubblewrap's SetupOp):
+ * built in the parent by prepare(), applied in order by the supervisor
+ * right after it entered its new mount namespace. Paths are absolute and
+ * resolved by the parent.
+ */
+enum sb_mount_kind {
+	SB_MNT_PRIVATE,		/* "/" recursively private: nothing propagates to the host */
+	SB_MNT_CLONE,		/* tree[slot] = detached recursive copy of `path` */
+	SB_MNT_ROOT_RO,		/* every mount read-only and nosuid */
+	SB_MNT_TMPFS,		/* a fresh tmpfs at `path` (`data`: options); writable */
+	SB_MNT_PROC,		/* a fresh /proc for the new PID namespace */
+	SB_MNT_MQUEUE,		/* a fresh mqueue file system (new IPC namespace) */
+	SB_MNT_PLACE,		/* tree[slot] -> `path` (made in a tmpfs when missing) */
+	SB_MNT_RO_BIND,		/* `path` bound read-only over itself */
+	SB_MNT_HIDE_DIR,	/* an empty read-only tmpfs over the folder `path` */
+	SB_MNT_HIDE_FILE,	/* /dev/null bound over `path`, nodev: opening it fails */
+	SB_MNT_DEVPTS,		/* a new devpts instance at `path` */
+	SB_MNT_SYMLINK,		/* a symbolic link `path` -> `data` */
+	SB_MNT_READ_ONLY,	/* the mount at `path` (only it) read-only */
+};
+
+enum sb_mount_flag {
+	SB_MNTF_OPTIONAL = 1 << 0,	/* a missing `path` is not an error */
+	SB_MNTF_FILE = 1 << 1,		/* PLACE: the tree is a file, not a folder */
+	SB_MNTF_LANDLOCK = 1 << 2,	/* TMPFS, DEVPTS: grant it every Landlock right */
+	SB_MNTF_MKDIR = 1 << 3,		/* make the mount point first (in a fresh tmpfs) */
+};
+
+struct sb_mount_op {
+	int kind;			/* enum sb_mount_kind */
+	int flags;			/* enum sb_mount_flag bits */
+	int slot;			/* CLONE, PLACE: index into the detached trees */
+	const char *path;
+	const char *data;		/* TMPFS: mount options */
+};
 
 struct sb_rlimit {
 	int resource;
@@ -58,6 +99,12 @@ struct sb_plan {
 	char uid_map[32], gid_map[32];	/* written by the supervisor itself when set */
 	int pid_namespace;		/* the supervisor is PID 1 of a new namespace */
 
+	struct sb_mount_op *mounts;	/* applied by the supervisor; NULL: no mount namespace */
+	size_t mounts_nr;
+	uint64_t landlock_rw;		/* rights SB_MNTF_LANDLOCK grants */
+	int new_keyring;		/* the supervisor joins a new session keyring */
+	uint64_t drop_caps;		/* capability bits the command loses (all sets) */
+
 	int no_new_privs;
 	int landlock_fd;		/* ruleset to restrict_self with; -1: none */
 	struct sock_fprog seccomp;	/* len 0: no filter */
@@ -70,7 +117,8 @@ struct sb_plan {
 	int stopped;			/* stop() ran */
 };
 
-#define SB_PLAN_INIT { 0, 0, "", "", 0, 0, -1, { 0, NULL }, { { 0, { 0, 0 } } }, 0, NULL, "", 0 }
+#define SB_PLAN_INIT { 0, 0, "", "", 0, NULL, 0, 0, 0, 0, 0, -1, { 0, NULL }, \
+			{ { 0, { 0, 0 } } }, 0, NULL, "", 0 }
 
 /**
  * The child as the executor describes it to a backend; prepare() may
@@ -88,6 +136,8 @@ struct sb_spawn {
 	const char *const *env_overrides;
 	int timeout_ms;
 	int spawn_fail_status;		/* exit status when `path` is NULL (docker: 125) */
+	int started;			/* the command was started (finish() may look at what it did) */
+	struct strvec notes;		/* finish(): lines for the command's stderr */
 	struct sb_plan plan;
 	const char *stdin_data;		/* NULL: stdin is /dev/null */
 	size_t stdin_len;
@@ -125,10 +175,18 @@ const struct sandbox_backend *sandbox_backend_find(const char *name);
 struct sandbox_guarantee {
 	const char *what;		/* "filesystem", "network", ... */
 	int enforced;
-	char how[160];			/* the mechanism, or why not */
+	char how[200];			/* the mechanism, or why not */
 };
 
-enum { SB_GUARANTEES = 8 };
+enum { SB_GUARANTEES = 16 };
+
+/** File systems a sandbox can mount in its own namespaces. */
+enum sb_mount_fs {
+	SB_MOUNT_TMPFS = 1 << 0,
+	SB_MOUNT_PROC = 1 << 1,		/* a fresh /proc for a new PID namespace */
+	SB_MOUNT_DEVPTS = 1 << 2,
+	SB_MOUNT_MQUEUE = 1 << 3,
+};
 
 struct sandbox_caps {
 	uid_t euid;
@@ -138,8 +196,14 @@ struct sandbox_caps {
 	int landlock_abi;		/* 0: none */
 	int seccomp;			/* seccomp filters are available */
 	int no_new_privs;
+	int mntns;			/* a mount namespace with the new mount API (Linux 5.12+) */
+	int ipcns;			/* an IPC namespace */
+	unsigned mount_fs;		/* enum sb_mount_fs: what a sandbox can mount */
 	int cgroup_pids;		/* a pids cgroup can be created (needed for root) */
 	char cgroup_pids_dir[256];	/* where */
+	int cgroup_memory;		/* a memory cgroup can be created (v2 memory.max or v1) */
+	int cgroup_memory_v2;
+	char cgroup_memory_dir[256];
 	struct sandbox_guarantee native[SB_GUARANTEES];
 	int docker_client;		/* `docker` is on PATH */
 	int docker_engine;		/* `docker version` answered */
@@ -179,13 +243,18 @@ enum sandbox_feature {
 	SB_FEAT_LANDLOCK = 1 << 3,
 	SB_FEAT_SECCOMP = 1 << 4,
 	SB_FEAT_CGROUP = 1 << 5,
+	SB_FEAT_MNTNS = 1 << 6,
+	SB_FEAT_IPCNS = 1 << 7,
+	SB_FEAT_MEMCG = 1 << 8,
+	SB_FEAT_FRESH_PROC = 1 << 9,
 };
 void sandbox_probe_mask(unsigned mask);
 
 /**
- * For tests: when 1-4, the native backend's setup in the command's
- * process fails (EPERM) at that step - 1 rlimits, 2 no_new_privs,
- * 3 seccomp, 4 Landlock - to show that the sandbox fails closed.
+ * For tests: when 1-6, the native backend's setup fails (EPERM) at that
+ * step - 1 rlimits, 2 no_new_privs, 3 seccomp, 4 Landlock, 5 the first
+ * mount (in the supervisor), 6 dropping capabilities - to show that the
+ * sandbox fails closed.
  */
 extern int sandbox_inject_child_failure;
 

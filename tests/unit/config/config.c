@@ -224,6 +224,14 @@ static void test_config_untrusted_project_only_tightens(void **state)
 		{ "", "[sandbox]\nwritable_roots = [\"/\"]\n", "sandbox.writable_roots", "[]", 1 },
 		{ "[sandbox]\nwritable_roots = [\"/a\", \"/b\"]\n", "[sandbox]\nwritable_roots = [\"/b\"]\n",
 		  "sandbox.writable_roots", "[\"/b\"]", 0 },
+		{ "", "[sandbox]\nhidden = [\"/srv/keys\"]\n", "sandbox.hidden", "[\"/srv/keys\"]", 0 },
+		{ "[sandbox]\nhidden = [\"/a\"]\n", "[sandbox]\nhidden = []\n", "sandbox.hidden",
+		  "[\"/a\"]", 1 },
+		{ "", "[sandbox]\ntmp_size = \"64m\"\n", "sandbox.tmp_size", "\"64m\"", 0 },
+		{ "", "[sandbox]\ntmp_size = \"64g\"\n", "sandbox.tmp_size", "\"1g\"", 1 },
+		{ "", "[sandbox]\nmax_write_bytes = \"100g\"\n", "sandbox.max_write_bytes", "\"8g\"", 1 },
+		{ "", "[sandbox]\nmax_write_bytes = \"1g\"\n", "sandbox.max_write_bytes", "\"1g\"", 0 },
+		{ "", "[mcp_servers.x]\ncommand = \"evil\"\n", "mcp_servers.x.command", NULL, 1 },
 		{ "", "[sandbox]\nmax_processes = 4096\n", "sandbox.max_processes", "512", 1 },
 		{ "", "[sandbox]\nmax_processes = 64\n", "sandbox.max_processes", "64", 0 },
 		{ "", "[sandbox]\nmemory_limit = \"2g\"\n", "sandbox.memory_limit", "\"2g\"", 0 },
@@ -265,6 +273,16 @@ static void test_config_untrusted_project_only_tightens(void **state)
 		config_init(&cfg);
 		apply_ok(&cfg, c[i].user, CFG_USER);
 		apply_ok(&cfg, c[i].project, CFG_PROJECT);
+		if (!c[i].want) {
+			/* not even named: the key does not exist in the result */
+			assert_true(config_get(&cfg, c[i].key, &v, NULL) < 0);
+			assert_int_equal(cfg.mcp_servers_nr, 0);
+			assert_int_equal(cfg.ignored_nr, 1);
+			assert_string_equal(cfg.ignored[0].key, c[i].key);
+			buf_release(&v);
+			config_release(&cfg);
+			continue;
+		}
 		assert_int_equal(config_get(&cfg, c[i].key, &v, NULL), 0);
 		if (strcmp(v.buf, c[i].want) || (cfg.ignored_nr != 0) != c[i].ignored)
 			fail_msg("case %zu (%s): got %s, %zu ignored; want %s, %s", i, c[i].project,

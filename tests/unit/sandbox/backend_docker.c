@@ -175,6 +175,7 @@ static void test_docker_argv_defaults(void **state)
 	const char *want[] = {
 		"docker", "run", "--rm", "--name", "NAME", "--network", "none", "--cap-drop", "ALL",
 		"--security-opt", "no-new-privileges", "--read-only", "--tmpfs", "/tmp",
+		"--memory", "4g",	/* [sandbox] memory_limit has a default */
 		"--user", user, "-v", "WS:/workspace", "-w", "/workspace", "python:3.12-slim",
 		"echo", "hi", NULL,
 	};
@@ -218,7 +219,8 @@ static void test_docker_argv_some_set(void **state)
 	const char *want_cpu[] = {
 		"docker", "run", "--rm", "--name", "NAME", "--network", "none", "--cap-drop", "ALL",
 		"--security-opt", "no-new-privileges", "--read-only", "--tmpfs", "/tmp",
-		"--cpus", "2", "--user", user, "-v", "WS:/workspace", "-w", "/workspace/sub",
+		"--cpus", "2", "--memory", "4g", "--user", user, "-v", "WS:/workspace",
+		"-w", "/workspace/sub",
 		"-e", "A=3", "-e", "B=2", "python:3.12-slim", "make", "test", NULL,
 	};
 	const char *want_mem[] = {

@@ -91,14 +91,33 @@ static int teardown(void **state)
 	return 0;
 }
 
+/*
+ * A folder outside the workspace that the sandbox can see: /tmp is the
+ * command's own tmpfs, so victims placed there would be out of reach for
+ * the wrong reason.
+ */
+static char *outside_mkdtemp(void)
+{
+	char *tmpl = xstrfmt("/var/tmp/forgex-outside-XXXXXX");
+
+	if (!mkdtemp(tmpl))
+		fail_msg("mkdtemp: %s", strerror(errno));
+	return tmpl;
+}
+
 static int run_argv(struct exec_result *r, struct executor *ex, const char *cwd, int timeout_ms,
 		    const char *const *env, const char *const *argv)
 {
 	struct exec_request req = { argv, 0, cwd, timeout_ms, env };
 
+	int ret;
+
 	while (argv[req.argc])
 		req.argc++;
-	return executor_run(r, ex, &req);
+	ret = executor_run(r, ex, &req);
+	if (ret < 0)
+		print_message("executor_run: %s\n", err_last());
+	return ret;
 }
 
 #define RUN(r, ex, ...) run_argv((r), (ex), NULL, 0, NULL, (const char *const[]){ __VA_ARGS__, NULL })
@@ -120,7 +139,7 @@ static void test_native_writes_outside_fail(void **state)
 
 	(void)state;
 	need_native();
-	outside = tu_mkdtemp();
+	outside = outside_mkdtemp();
 	tu_write(outside, "victim.txt", "keep me\n");
 	victim = xstrfmt("%s/victim.txt", outside);
 	home_file = xstrfmt("%s/forgex-escape-%ld", home && *home ? home : "/root", (long)getpid());
@@ -132,11 +151,28 @@ static void test_native_writes_outside_fail(void **state)
 	dotdot = xstrfmt("../%s-dotdot", ws_base);
 	init_ex(&ex);
 
+	/* the mount namespace answers first: everything outside is read-only */
 	assert_int_equal(RUN(&r, &ex, "touch", home_file), 0);
 	assert_int_not_equal(r.exit_code, 0);
-	assert_non_null(strstr(r.err.buf, "Permission denied"));
+	assert_non_null(strstr(r.err.buf, "Read-only file system"));
 	assert_false(fsutil_exists(home_file));
 	exec_result_release(&r);
+	/* and without it, Landlock alone holds */
+	{
+		struct executor ex2;
+
+		sandbox_probe_mask(SB_FEAT_MNTNS);
+		cfg.sandbox.allow_unconfined = 1;
+		init_ex(&ex2);
+		assert_int_equal(RUN(&r, &ex2, "touch", home_file), 0);
+		assert_int_not_equal(r.exit_code, 0);
+		assert_non_null(strstr(r.err.buf, "Permission denied"));
+		assert_false(fsutil_exists(home_file));
+		exec_result_release(&r);
+		executor_release(&ex2);
+		cfg.sandbox.allow_unconfined = 0;
+		sandbox_probe_mask(0);
+	}
 
 	assert_int_equal(RUN(&r, &ex, "sh", "-c", "echo x > \"$1\"", "sh", etc_file), 0);
 	assert_int_not_equal(r.exit_code, 0);
@@ -153,9 +189,11 @@ static void test_native_writes_outside_fail(void **state)
 	assert_false(fsutil_exists(outside) && tu_read(outside, "dir"));
 	exec_result_release(&r);
 
-	/* through .. */
+	/*
+	 * through .. (the workspace is under /tmp here, so this lands in the
+	 * command's private /tmp, never in ours)
+	 */
 	assert_int_equal(RUN(&r, &ex, "touch", dotdot), 0);
-	assert_int_not_equal(r.exit_code, 0);
 	{
 		char *p = xstrfmt("%s-dotdot", ws);
 
@@ -226,12 +264,23 @@ static void test_native_writes_inside_work(void **state)
 	c = tu_read(extra, "extra.txt");
 	assert_string_equal(c, "x\n");
 	free(c);
-	/* the private TMPDIR is private: a new one per command, gone afterwards */
+	/* the private TMPDIR is a tmpfs of the command's own on /tmp: nothing reaches ours */
 	tmpdir = xstrndup(r.out.buf + 2, strcspn(r.out.buf + 2, "\n"));
-	assert_non_null(strstr(tmpdir, "forgex-tmp-"));
-	assert_false(fsutil_exists(tmpdir));
+	assert_string_equal(tmpdir, "/tmp");
 	free(tmpdir);
 	exec_result_release(&r);
+	{
+		char *name = xstrfmt("/tmp/forgex-private-%ld", (long)getpid());
+		char *script = xstrfmt("echo t > %s && cat %s", name, name);
+
+		assert_int_equal(RUN(&r, &ex, "sh", "-c", script), 0);
+		assert_int_equal(r.exit_code, 0);
+		assert_string_equal(r.out.buf, "t\n");
+		assert_false(fsutil_exists(name));
+		exec_result_release(&r);
+		free(script);
+		free(name);
+	}
 	executor_release(&ex);
 	tu_rmtree(extra);
 }
@@ -324,28 +373,80 @@ static char *read_line_file(const char *dir, const char *file)
 	return s;
 }
 
-static int pid_alive(const char *dir, const char *file)
+/*
+ * The host pid of a live "sleep MARKER" (the sandbox has its own /proc and
+ * PID namespace: a command cannot tell us its host pid), or 0.
+ */
+static pid_t find_sleep(const char *marker)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	pid_t found = 0;
+
+	while (d && !found && (de = readdir(d))) {
+		struct buf b = BUF_INIT;
+		char *f;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		f = xstrfmt("/proc/%s/cmdline", de->d_name);
+		if (fsutil_read_file(&b, f, 4096) >= 0 && b.len > strlen(marker) + 1 &&
+		    !strcmp(b.buf + b.len - strlen(marker) - 1, marker) &&
+		    strstr(b.buf, "sleep")) {
+			char *st = xstrfmt("/proc/%s/stat", de->d_name);
+			struct buf s = BUF_INIT;
+
+			/* zombies do not count: they are dead and being reaped */
+			if (fsutil_read_file(&s, st, 4096) >= 0 && !strstr(s.buf, ") Z "))
+				found = (pid_t)atoi(de->d_name);
+			buf_release(&s);
+			free(st);
+		}
+		buf_release(&b);
+		free(f);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* Whether "sleep MARKER" is alive, once `file` says it was started. */
+static int pid_alive(const char *dir, const char *file, const char *marker)
 {
 	char *s = NULL;
-	long pid;
 	int i;
 
 	for (i = 0; i < 300 && !(s = read_line_file(dir, file)); i++)
 		usleep(10000);
 	if (!s)
 		fail_msg("%s was never written", file);
-	pid = strtol(s, NULL, 10);
 	free(s);
-	assert_true(pid > 1);
-	return kill((pid_t)pid, 0) == 0;
+	return find_sleep(marker) != 0;
 }
 
-/* Host pids (our /proc is the host's): a background child and a setsid one. */
+static char marker[3][32];
+
+static const char *const *markers_env(void)
+{
+	static char env[3][40];
+	static const char *v[4];
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		snprintf(marker[i], sizeof(marker[i]), "%d.%ld", 301 + i, (long)getpid());
+		snprintf(env[i], sizeof(env[i]), "M%d=%.30s", i + 1, marker[i]);
+		v[i] = env[i];
+	}
+	v[3] = NULL;
+	return v;
+}
+
+/* A background child and a setsid one. */
 static const char kill_all_script[] =
-	"sh -c 'cut -d\" \" -f4 /proc/self/stat > bg.pid; exec sleep 301' & "
-	"setsid sh -c 'cut -d\" \" -f4 /proc/self/stat > setsid.pid; exec sleep 302' & "
+	"sh -c 'echo x > bg.pid; exec sleep $M1' & "
+	"setsid sh -c 'echo x > setsid.pid; exec sleep $M2' & "
 	"while [ ! -s bg.pid ] || [ ! -s setsid.pid ]; do sleep 0.05; done; "
-	"echo started; sleep 303";
+	"echo started; sleep $M3";
 
 static void check_kill_all(void)
 {
@@ -353,13 +454,13 @@ static void check_kill_all(void)
 	struct executor ex;
 
 	init_ex(&ex);
-	assert_int_equal(run_argv(&r, &ex, NULL, 1500, NULL,
+	assert_int_equal(run_argv(&r, &ex, NULL, 1500, markers_env(),
 				  (const char *const[]){ "sh", "-c", kill_all_script, NULL }), 0);
 	assert_true(r.timed_out);
 	assert_string_equal(r.out.buf, "started\n");
 	assert_true(r.duration_ms < 6000);
-	assert_false(pid_alive(ws, "bg.pid"));
-	assert_false(pid_alive(ws, "setsid.pid"));
+	assert_false(pid_alive(ws, "bg.pid", marker[0]));
+	assert_false(pid_alive(ws, "setsid.pid", marker[1]));
 	exec_result_release(&r);
 	executor_release(&ex);
 }
@@ -454,19 +555,35 @@ static void test_native_gigabyte_output_bounded(void **state)
 	assert_true(rep.hwm_kb > 0 && rep.hwm_kb < 64 * 1024);
 }
 
-static int count_uid_procs(uid_t uid)
+/*
+ * Processes of `uid` whose command line holds `mark` (other test runs on
+ * this machine have processes as nobody too: only ours may count).
+ */
+static int count_uid_procs(uid_t uid, const char *mark)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *de;
 	int n = 0;
 
 	while (d && (de = readdir(d))) {
+		struct buf b = BUF_INIT;
 		struct stat sb;
+		char *f;
+		size_t i;
 
 		if (de->d_name[0] < '0' || de->d_name[0] > '9')
 			continue;
-		if (fstatat(dirfd(d), de->d_name, &sb, 0) == 0 && sb.st_uid == uid)
-			n++;
+		if (fstatat(dirfd(d), de->d_name, &sb, 0) < 0 || sb.st_uid != uid)
+			continue;
+		f = xstrfmt("/proc/%s/cmdline", de->d_name);
+		if (fsutil_read_file(&b, f, 4096) >= 0) {
+			for (i = 0; i < b.len; i++)
+				if (!b.buf[i])
+					b.buf[i] = ' ';
+			n += strstr(b.buf, mark) != NULL;
+		}
+		buf_release(&b);
+		free(f);
 	}
 	if (d)
 		closedir(d);
@@ -524,6 +641,7 @@ static void test_native_fork_bomb_unprivileged(void **state)
 {
 	struct buf err = BUF_INIT;
 	struct timespec a, b;
+	char *mark;
 	int ret, before;
 
 	(void)state;
@@ -532,9 +650,10 @@ static void test_native_fork_bomb_unprivileged(void **state)
 		skip_msg("needs root to drop to the unprivileged uid %d (running as %d)", NOBODY,
 			 (int)geteuid());
 	assert_int_equal(chown(ws, NOBODY, NOBODY), 0);
-	/* other test runs on this machine may have processes as nobody too */
-	before = count_uid_procs(NOBODY);
-	ret = run_limited(NOBODY, ws, 40, "f() { f | f & }; f; sleep 3", 4000, &err);
+	mark = xstrfmt("f() { f | f & }; f; sleep 3 # forgex-bomb-%ld", (long)getpid());
+	before = count_uid_procs(NOBODY, mark);
+	assert_int_equal(before, 0);
+	ret = run_limited(NOBODY, ws, 40, mark, 4000, &err);
 	if (ret == 11)
 		skip_msg("cannot drop privileges to uid %d", NOBODY);
 	if (ret == 10 && strstr(err.buf, "cannot enforce"))
@@ -543,7 +662,8 @@ static void test_native_fork_bomb_unprivileged(void **state)
 	/* the shell ran into the limit... */
 	assert_non_null(strstr(err.buf, "fork"));
 	/* ...and nothing is left, and the machine answers */
-	assert_true(count_uid_procs(NOBODY) <= before);
+	assert_int_equal(count_uid_procs(NOBODY, mark), 0);
+	free(mark);
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	{
 		struct tu_result r;
@@ -630,8 +750,11 @@ static void test_native_dies_with_forgex(void **state)
 	pid_t pid, sleeper;
 	int i;
 
+	const char *const *env;
+
 	(void)state;
 	need_native();
+	env = markers_env();
 	pid = fork();
 	assert_true(pid >= 0);
 	if (!pid) {
@@ -640,15 +763,17 @@ static void test_native_dies_with_forgex(void **state)
 
 		if (executor_init(&ex, &cfg, ws) < 0)
 			_exit(2);
-		run_argv(&r, &ex, NULL, 60000, NULL, (const char *const[]){
-			"sh", "-c", "cut -d' ' -f4 /proc/self/stat > s.pid; exec sleep 300", NULL });
+		run_argv(&r, &ex, NULL, 60000, env, (const char *const[]){
+			"sh", "-c", "echo x > s.pid; exec sleep $M1", NULL });
 		_exit(0);
 	}
 	for (i = 0; i < 300 && !(s = read_line_file(ws, "s.pid")); i++)
 		usleep(10000);
 	assert_non_null(s);
-	sleeper = (pid_t)strtol(s, NULL, 10);
 	free(s);
+	for (i = 0; i < 300 && !(sleeper = find_sleep(marker[0])); i++)
+		usleep(10000);
+	assert_true(sleeper > 1);
 	assert_int_equal(kill(sleeper, 0), 0);
 	/* forgex is killed without any chance to clean up */
 	kill(pid, SIGKILL);
@@ -674,12 +799,23 @@ static void test_native_refuses_what_it_cannot_enforce(void **state)
 	sandbox_probe_mask(SB_FEAT_NETNS | SB_FEAT_SECCOMP);
 	assert_int_equal(executor_init(&ex, &cfg, ws), FX_EUNSUPPORTED);
 	assert_non_null(strstr(err_last(), "network isolation"));
-	cfg.sandbox.network = 1;	/* not asked for: fine */
+	assert_non_null(strstr(err_last(), "seccomp (refusing setuid bits"));
+	cfg.sandbox.network = 1;	/* not asked for: only seccomp is missing */
+	assert_int_equal(executor_init(&ex, &cfg, ws), FX_EUNSUPPORTED);
+	assert_null(strstr(err_last(), "network isolation"));
+	assert_non_null(strstr(err_last(), "seccomp"));
+	sandbox_probe_mask(SB_FEAT_NETNS);
 	if (sandbox_kernel_caps()->landlock_abi) {
 		init_ex(&ex);
 		executor_release(&ex);
 	}
 	cfg.sandbox.network = 0;
+
+	/* no mount namespace, no IPC namespace: refused, each named */
+	sandbox_probe_mask(SB_FEAT_MNTNS | SB_FEAT_IPCNS);
+	assert_int_equal(executor_init(&ex, &cfg, ws), FX_EUNSUPPORTED);
+	assert_non_null(strstr(err_last(), "a mount namespace (read-only system"));
+	assert_non_null(strstr(err_last(), "an IPC namespace"));
 
 	if (geteuid() == 0) {
 		sandbox_probe_mask(SB_FEAT_CGROUP);
@@ -741,6 +877,7 @@ static void test_native_child_setup_failure_fails_closed(void **state)
 {
 	static const char *const stages[] = {
 		NULL, "setrlimit", "no_new_privs", "seccomp", "landlock_restrict_self",
+		"mount: make / private", "drop capabilities",
 	};
 	struct exec_result r = EXEC_RESULT_INIT;
 	struct executor ex;
@@ -767,8 +904,8 @@ static void test_native_child_setup_failure_fails_closed(void **state)
 /* Commands that ignore SIGTERM get SIGKILL after the grace, descendants too. */
 static const char stubborn_script[] =
 	"trap '' TERM; "
-	"setsid sh -c 'cut -d\" \" -f4 /proc/self/stat > stubborn.pid; exec sleep 300' & "
-	"while [ ! -s stubborn.pid ]; do sleep 0.05; done; echo started; exec sleep 301";
+	"setsid sh -c 'echo x > stubborn.pid; exec sleep $M1' & "
+	"while [ ! -s stubborn.pid ]; do sleep 0.05; done; echo started; exec sleep $M2";
 
 static void check_stubborn(void)
 {
@@ -777,13 +914,13 @@ static void check_stubborn(void)
 
 	init_ex(&ex);
 	ex.grace_ms = 300;
-	assert_int_equal(run_argv(&r, &ex, NULL, 700, NULL,
+	assert_int_equal(run_argv(&r, &ex, NULL, 700, markers_env(),
 				  (const char *const[]){ "sh", "-c", stubborn_script, NULL }), 0);
 	assert_true(r.timed_out);
 	assert_string_equal(r.out.buf, "started\n");
 	assert_int_equal(r.exit_code, 128 + SIGKILL);
 	assert_true(r.duration_ms < 4000);
-	assert_false(pid_alive(ws, "stubborn.pid"));
+	assert_false(pid_alive(ws, "stubborn.pid", marker[0]));
 	exec_result_release(&r);
 	executor_release(&ex);
 }
