@@ -188,7 +188,7 @@ static void test_hooks_hang_is_killed_and_cannot_write_outside(void **state)
 	s = sc_script(steps);
 	mock_start(&m, s);
 	sc_proj_init(&p, &m, "auto", "");
-	outside = tu_mkdtemp();
+	outside = tu_outside_mkdtemp();
 	target = xstrfmt("%s/written-by-hook", outside);
 	tu_write(p.dir, "tools/escape.py", escape_py);
 	hooks = xstrfmt("[[hooks.pre_tool]]\ncommand = [\"sleep\", \"60\"]\ntimeout_seconds = 1\n"

@@ -25,7 +25,7 @@ static int setup(void **state)
 
 	(void)state;
 	ws = tu_mkdtemp();
-	outside = tu_mkdtemp();
+	outside = tu_outside_mkdtemp();
 	tu_run(&r, git, ws, NULL, NULL);
 	assert_int_equal(r.status, 0);
 	tu_result_release(&r);

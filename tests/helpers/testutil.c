@@ -15,6 +15,15 @@
 
 extern char **environ;
 
+char *tu_outside_mkdtemp(void)
+{
+	char *tmpl = xstrdup("/var/tmp/forgex-outside-XXXXXX");
+
+	if (!mkdtemp(tmpl))
+		die("mkdtemp in /var/tmp: %s", strerror(errno));
+	return tmpl;
+}
+
 char *tu_mkdtemp(void)
 {
 	const char *t = getenv("TMPDIR");

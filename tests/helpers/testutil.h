@@ -14,6 +14,12 @@
 
 /** Create a fresh temporary folder (absolute path; caller frees). */
 char *tu_mkdtemp(void);
+/**
+ * A fresh folder outside the sandbox's private places: under /var/tmp,
+ * never /tmp (a sandboxed command has a /tmp of its own, so a write there
+ * would miss the folder for the wrong reason) nor the test's home.
+ */
+char *tu_outside_mkdtemp(void);
 /** Remove a folder tree and free the path. */
 void tu_rmtree(char *path);
 /** Write `content` to `dir`/`rel`, creating parent folders. */
