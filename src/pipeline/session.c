@@ -612,7 +612,7 @@ int session_exclude(const char *workspace, int *added)
 	struct buf common = BUF_INIT, path = BUF_INIT, content = BUF_INIT, c = BUF_INIT;
 	char *gitdir = git_dir_of(workspace);
 	size_t i;
-	int ret = 0, n_added = 0;
+	int ret = 0, n_added = 0, cfd = -1, ifd = -1, xfd = -1;
 
 	if (!gitdir)
 		goto out;
@@ -627,19 +627,46 @@ int session_exclude(const char *workspace, int *added)
 		err_clear();
 		buf_addstr(&common, gitdir);
 	}
-	buf_reset(&path);
-	path_join(&path, common.buf, "info");
-	ret = fsutil_mkdir_p(path.buf, 0755);
-	if (ret < 0)
+	/*
+	 * info/ and info/exclude are opened without following links: a link
+	 * planted there (by a command run unconfined, say) is an error that
+	 * names it, never a write elsewhere.
+	 */
+	cfd = open(common.buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cfd < 0) {
+		ret = err_set_errno(FX_EOS, "cannot open the git folder %s", common.buf);
 		goto out;
-	buf_addstr(&path, "/exclude");
-	ret = fsutil_read_file(&content, path.buf, 16u << 20);
-	if (ret == FX_ENOTFOUND) {
-		ret = 0;
-		err_clear();
 	}
-	if (ret < 0)
+	if (mkdirat(cfd, "info", 0755) < 0 && errno != EEXIST) {
+		ret = err_set_errno(FX_EOS, "cannot create %s/info", common.buf);
 		goto out;
+	}
+	ifd = openat(cfd, "info", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ifd < 0) {
+		ret = err_set_errno(FX_EDENIED, "%s/info is not a folder of its own (a link?); "
+				    "not writing the exclude file through it", common.buf);
+		goto out;
+	}
+	xfd = openat(ifd, "exclude", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (xfd >= 0) {
+		struct stat st;
+
+		if (fstat(xfd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			ret = err_set(FX_EDENIED, "%s/info/exclude is not a regular file; not "
+				      "touching it", common.buf);
+			goto out;
+		}
+		ret = fsutil_read_fd(&content, xfd, 16u << 20);
+		if (ret < 0)
+			goto out;
+	} else if (errno == ELOOP) {
+		ret = err_set(FX_EDENIED, "%s/info/exclude is a symbolic link; not following it",
+			      common.buf);
+		goto out;
+	} else if (errno != ENOENT) {
+		ret = err_set_errno(FX_EOS, "cannot read %s/info/exclude", common.buf);
+		goto out;
+	}
 	for (i = 0; i < ARRAY_SIZE(excluded); i++) {
 		const char *p = content.buf;
 		size_t n = strlen(excluded[i]);
@@ -662,8 +689,14 @@ int session_exclude(const char *workspace, int *added)
 		n_added++;
 	}
 	if (n_added)
-		ret = fsutil_write_atomic(path.buf, content.buf, content.len, 0644);
+		ret = fsutil_write_atomic_at(ifd, "exclude", content.buf, content.len, 0644);
 out:
+	if (xfd >= 0)
+		close(xfd);
+	if (ifd >= 0)
+		close(ifd);
+	if (cfd >= 0)
+		close(cfd);
 	if (added)
 		*added = ret < 0 ? 0 : n_added;
 	free(gitdir);

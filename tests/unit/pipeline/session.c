@@ -5,6 +5,7 @@
 #include <cmocka.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -138,6 +139,46 @@ static void test_session_exclude_once(void **state)
 	tu_rmtree(ws);
 }
 
+/* A link planted as .git/info or .git/info/exclude is an error naming it, never a write elsewhere. */
+static void test_session_exclude_refuses_links(void **state)
+{
+	char *ws = tu_mkdtemp(), *elsewhere = tu_mkdtemp(), *ex, *p, *q;
+	struct stat before, after;
+	int added = -1;
+
+	(void)state;
+	tu_write(ws, ".git/HEAD", "ref: refs/heads/main\n");
+	tu_write(elsewhere, "exclude", "mine\n");
+	p = xstrfmt("%s/.git/info", ws);
+	assert_int_equal(symlink(elsewhere, p), 0);
+	q = xstrfmt("%s/exclude", elsewhere);
+	assert_int_equal(stat(q, &before), 0);
+	assert_int_equal(session_exclude(ws, &added), FX_EDENIED);
+	assert_non_null(strstr(err_last(), "/info is not a folder of its own"));
+	assert_int_equal(added, 0);
+	ex = tu_read(elsewhere, "exclude");
+	assert_string_equal(ex, "mine\n");
+	free(ex);
+	assert_int_equal(stat(q, &after), 0);
+	assert_int_equal(before.st_ino, after.st_ino);
+	assert_int_equal(before.st_mtime, after.st_mtime);
+	/* a link as the file itself: not followed, not replaced */
+	assert_int_equal(unlink(p), 0);
+	assert_int_equal(mkdir(p, 0755), 0);
+	free(p);
+	p = xstrfmt("%s/.git/info/exclude", ws);
+	assert_int_equal(symlink(q, p), 0);
+	assert_int_equal(session_exclude(ws, &added), FX_EDENIED);
+	assert_non_null(strstr(err_last(), "info/exclude is a symbolic link"));
+	ex = tu_read(elsewhere, "exclude");
+	assert_string_equal(ex, "mine\n");
+	free(ex);
+	free(p);
+	free(q);
+	tu_rmtree(ws);
+	tu_rmtree(elsewhere);
+}
+
 /* Lines from concurrent writers never interleave: each is one write(2). */
 static void test_session_concurrent_lines_whole(void **state)
 {
@@ -182,6 +223,7 @@ int main(void)
 		cmocka_unit_test(test_session_open_continues_numbering),
 		cmocka_unit_test(test_session_ids_sort_and_resolve),
 		cmocka_unit_test(test_session_exclude_once),
+		cmocka_unit_test(test_session_exclude_refuses_links),
 		cmocka_unit_test(test_session_concurrent_lines_whole),
 	};
 
