@@ -265,7 +265,8 @@ static void parse_output(struct batch *b, const struct buf *out)
 		ps[i].path = b->paths.v[i];
 		ps[i].slot = b->slots[i];
 	}
-	qsort(ps, b->paths.nr, sizeof(*ps), cmp_path_slot);
+	if (b->paths.nr)
+		qsort(ps, b->paths.nr, sizeof(*ps), cmp_path_slot);
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
@@ -763,7 +764,8 @@ static void walk(struct update *u, const char *rel, const struct ignore_chain *p
 		ents[nents].is_dir = is_dir;
 		nents++;
 	}
-	qsort(ents, nents, sizeof(*ents), cmp_entry);
+	if (nents)
+		qsort(ents, nents, sizeof(*ents), cmp_entry);
 	for (i = 0; i < nents; i++) {
 		buf_setlen(&path, base);
 		buf_addstr(&path, ents[i].name);
@@ -805,7 +807,8 @@ static void merge_batch(struct update *u, struct batch *b)
 			u->files[b->slots[i]].flags |= CTX_F_NOTAGS;
 		return;
 	}
-	qsort(b->tags, b->ntags, sizeof(*b->tags), cmp_tag);
+	if (b->ntags)	/* qsort(NULL, 0, ...) is undefined */
+		qsort(b->tags, b->ntags, sizeof(*b->tags), cmp_tag);
 	for (i = 0; i < b->ntags; i = j) {
 		struct ctx_file *f = &u->files[b->tags[i].slot];
 

@@ -704,7 +704,8 @@ static void choose(struct ctx_map *out, struct ranker *k, size_t budget)
 		show[i] = k->r[i] + (k->focused ? 1e3 * k->p[i] : 0);
 	}
 	sort_rank = show;
-	qsort(out->order, nfiles, sizeof(*out->order), cmp_order);
+	if (nfiles)
+		qsort(out->order, nfiles, sizeof(*out->order), cmp_order);
 	sort_rank = NULL;
 	free(show);
 	out->nranked = nfiles;
@@ -737,7 +738,8 @@ static void choose(struct ctx_map *out, struct ranker *k, size_t budget)
 		}
 	}
 	/* per file: its definitions by importance; files in the order shown */
-	qsort(c, nc, sizeof(*c), cmp_cand_file);
+	if (nc)
+		qsort(c, nc, sizeof(*c), cmp_cand_file);
 	blocks = xcalloc(consider ? consider : 1, sizeof(*blocks));
 	block_of = xcalloc(nfiles, sizeof(*block_of));
 	/*
@@ -812,7 +814,8 @@ static void choose(struct ctx_map *out, struct ranker *k, size_t budget)
 	}
 	free(c);
 	free(block_of);
-	qsort(blocks, nblocks, sizeof(*blocks), cmp_block);
+	if (nblocks)
+		qsort(blocks, nblocks, sizeof(*blocks), cmp_block);
 	buf_addstr(&out->text, heading);
 	out->files = xcalloc(nblocks ? nblocks : 1, sizeof(*out->files));
 	for (i = 0; i < nblocks; i++) {

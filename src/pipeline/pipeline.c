@@ -1297,6 +1297,13 @@ static int roll_back(struct pl *pl, struct journal_outcome *o, const char *why)
 		err_clear();
 		failed = 1;
 	}
+	/* the empty folders the run's commands made (mkdir -p) go too */
+	if (pl->cps && pl->pre_checkpoint &&
+	    vcs_remove_new_empty_dirs(pl->cps, pl->pre_checkpoint, &o->reverted) < 0) {
+		strvec_pushf(&o->failed, "(empty folders the run made): %s", err_last());
+		err_clear();
+		failed++;
+	}
 	emit(pl, "rollback", json_pack("{s:s, s:o, s:o, s:o}", "why", why,
 				       "reverted", strvec_json(&o->reverted),
 				       "kept", strvec_json(&o->kept),
@@ -1989,6 +1996,12 @@ int pipeline_undo(struct pipeline_undo_result *out, const char *workspace, const
 	ret = journal_revert(&jr, force, &jo);
 	if (ret < 0)
 		goto out;
+	{
+		const char *pre = jsonx_str(st, "pre_checkpoint");
+
+		if (pre && *pre && vcs_remove_new_empty_dirs(cps, pre, &jo.reverted) < 0)
+			err_clear();	/* only empty folders: nothing is lost */
+	}
 	strvec_copy(&out->reverted, &jo.reverted);
 	strvec_copy(&out->kept, &jo.kept);
 	strvec_copy(&out->overwritten, &jo.overwritten);

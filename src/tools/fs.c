@@ -442,6 +442,26 @@ out:
 
 /* ---- write_file ---- */
 
+/* The deepest path write_file creates: absurd depths are refused, not made. */
+#define FS_MAX_NEW_DEPTH 64
+
+/* How many names `path` has ("a/b/c": 3; empty and "." components are not counted). */
+static size_t path_depth(const char *path)
+{
+	size_t n = 0;
+
+	while (*path) {
+		size_t len = strcspn(path, "/");
+
+		if (len && !(len == 1 && path[0] == '.'))
+			n++;
+		path += len;
+		while (*path == '/')
+			path++;
+	}
+	return n;
+}
+
 static int tool_write_file(struct tool_ctx *ctx, const json_t *args, struct buf *result)
 {
 	const char *path = tool_arg_str(args, "path");
@@ -452,6 +472,11 @@ static int tool_write_file(struct tool_ctx *ctx, const json_t *args, struct buf 
 	mode_t was;
 	int ret;
 
+	/* no project needs this, and every tool after it would walk it */
+	if (path_depth(path) > FS_MAX_NEW_DEPTH)
+		return err_set(FX_EINVAL, "'%.60s...' is %zu folders deep; write_file makes at most "
+			       "%d levels (a command can make deeper ones)", path, path_depth(path),
+			       FS_MAX_NEW_DEPTH);
 	ret = wspath_locate(&loc, &ctx->root, path, WSPATH_FOLLOW | WSPATH_MKDIRS | WSPATH_CHANGE);
 	if (ret < 0)
 		goto out;

@@ -13,6 +13,9 @@
 #include "base/fsutil.h"
 #include "vcs/diff.h"
 #include "vcs/paths.h"
+#include "vcs/shadow.h"
+#include "vcs/snapshot.h"
+#include "vcs/statcache.h"
 #include "vcs/vcs_internal.h"
 
 #define MAX_HASH_BYTES ((size_t)1 << 30)	/* a file larger than this is not hashed */
@@ -569,4 +572,115 @@ int vcs_head(char out[VCS_OID_HEX], const char *workspace)
 		return vcs_git_error(gerr, "no commit at HEAD in %s", workspace);
 	git_oid_tostr(out, VCS_OID_HEX, &id);
 	return 0;
+}
+
+/* ---- empty folders a run made ---- */
+
+struct dir_walk {
+	struct strvec *dirs;
+};
+
+static int push_tree_dirs(const char *root, const git_tree_entry *e, void *payload)
+{
+	struct dir_walk *w = payload;
+	char *p;
+
+	if (git_tree_entry_type(e) != GIT_OBJECT_TREE)
+		return 0;
+	p = xstrfmt("%s%s", root, git_tree_entry_name(e));
+	strvec_push(w->dirs, p);
+	free(p);
+	return 0;
+}
+
+static int in_sorted(const struct strvec *v, const char *s)
+{
+	size_t lo = 0, hi = v->nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(v->v[mid], s);
+
+		if (!c)
+			return 1;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+/* Remove the empty folder `rel` (never through a link); 0 when removed. */
+static int rmdir_rel(const char *root, const char *rel)
+{
+	const char *base;
+	int dfd, ret = open_parent(&dfd, root, rel, 0, &base);
+
+	if (ret < 0) {
+		err_clear();
+		return -1;
+	}
+	ret = unlinkat(dfd, base, AT_REMOVEDIR);
+	close(dfd);
+	return ret;
+}
+
+int vcs_remove_new_empty_dirs(struct checkpoints *cps, const char *since, struct strvec *removed)
+{
+	const char *root = checkpoint_workspace(cps);
+	struct snapshot now = SNAPSHOT_INIT;
+	struct strvec keep = STRVEC_INIT;
+	struct dir_walk w = { &keep };
+	git_commit *c = NULL;
+	git_tree *t = NULL;
+	git_index *idx = NULL;
+	git_oid oid;
+	size_t i;
+	int ret, gerr, batch = 0;
+
+	ret = checkpoint__lock(cps);
+	if (ret < 0)
+		return ret;
+	if ((ret = checkpoint__lookup(&c, cps, since)) < 0 ||
+	    (ret = snapshot_load_dirs(&keep, c)) < 0 ||
+	    (ret = checkpoint__commit_tree(&t, cps, c)) < 0)
+		goto out;
+	gerr = git_tree_walk(t, GIT_TREEWALK_PRE, push_tree_dirs, &w);
+	if (gerr < 0) {
+		ret = vcs_git_error(gerr, "cannot read the folders of checkpoint %s", since);
+		goto out;
+	}
+	if (keep.nr)
+		qsort(keep.v, keep.nr, sizeof(*keep.v), cmp_str);
+	if ((ret = statcache_open(&idx, cps)) < 0 || (ret = shadow_batch_begin(cps)) < 0)
+		goto out;
+	batch = 1;
+	ret = snapshot_capture(&oid, &now, cps, idx);
+	if (ret < 0)
+		goto out;
+	/* deepest first, then each parent that is empty now and was not there */
+	for (i = now.empty_dirs.nr; i-- > 0;) {
+		char *p = xstrdup(now.empty_dirs.v[i]), *slash;
+
+		while (!in_sorted(&keep, p) && !rmdir_rel(root, p)) {
+			if (removed)
+				strvec_pushf(removed, "%s/", p);
+			slash = strrchr(p, '/');
+			if (!slash)
+				break;
+			*slash = '\0';
+		}
+		free(p);
+	}
+out:
+	if (batch && shadow_batch_end(cps) < 0 && !ret)
+		ret = err_last_code();
+	git_index_free(idx);
+	git_tree_free(t);
+	git_commit_free(c);
+	snapshot_release(&now);
+	strvec_clear(&keep);
+	checkpoint__unlock(cps);
+	return ret;
 }

@@ -79,6 +79,16 @@ int vcs_restore_paths(struct checkpoints *cps, const char *tree, const struct st
 int vcs_put_path(struct checkpoints *cps, const char *rel, const void *data, size_t len,
 		 unsigned gitmode, unsigned perm);
 
+/**
+ * Remove the empty folders (not ignored) that the tree has now and
+ * checkpoint `since` did not have — neither as a folder of its files nor
+ * as one of its empty folders — and each parent that leaves empty and
+ * `since` did not have either: what a command left behind with mkdir.
+ * Appends "DIR/" to `removed` (may be NULL) for each. A folder that holds
+ * anything is never touched; links are never followed.
+ */
+int vcs_remove_new_empty_dirs(struct checkpoints *cps, const char *since, struct strvec *removed);
+
 /** The blob id git gives `data`. */
 int vcs_hash_buffer(char oid[VCS_OID_HEX], const void *data, size_t len);
 
