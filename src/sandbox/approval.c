@@ -235,26 +235,25 @@ static int say(int out, const struct buf *b)
 	return fsutil_write_all(out, b->buf, b->len);
 }
 
-static int ask_locked(int in, int out, const char *const *argv, size_t argc, const char *reason)
+/*
+ * Ask `question` (the whole first prompt) until an answer `parse` reads
+ * (>= 0) or MAX_TRIES unreadable ones; `again` is the prompt after an
+ * unreadable answer. No answer, or none readable, is 0 with err_last()
+ * saying why.
+ */
+static int ask_until(int in, int out, struct buf *question, const char *again,
+		     int (*parse)(struct buf *line))
 {
-	struct buf msg = BUF_INIT, line = BUF_INIT;
+	struct buf line = BUF_INIT;
 	int tries, answer = 0;
 
 	/* type-ahead cannot answer a question it was typed before */
 	if (isatty(in))
 		tcflush(in, TCIFLUSH);
-	buf_addstr(&msg, "\nforgex: this command needs approval");
-	if (reason && *reason) {
-		buf_addstr(&msg, ": ");
-		approval_add_visible(&msg, reason);
-	}
-	buf_addstr(&msg, "\n  $ ");
-	approval_format_argv(&msg, argv, argc);
-	buf_addstr(&msg, "\nRun it? [y/N] ");
 	for (tries = 0; tries < MAX_TRIES; tries++) {
 		int r;
 
-		if (say(out, &msg) < 0)
+		if (say(out, question) < 0)
 			goto out;
 		r = read_answer(in, &line);
 		if (r < 0)
@@ -263,21 +262,38 @@ static int ask_locked(int in, int out, const char *const *argv, size_t argc, con
 			err_set(FX_EDENIED, "no answer to the approval question (end of input)");
 			goto out;
 		}
-		r = parse_answer(&line);
+		r = parse(&line);
 		if (r >= 0) {
 			answer = r;
 			goto out;
 		}
-		buf_reset(&msg);
-		buf_addstr(&msg, "Please answer y or n. Run it? [y/N] ");
+		buf_reset(question);
+		buf_addstr(question, again);
 	}
 	err_set(FX_EDENIED, "no readable answer to the approval question");
-	buf_reset(&msg);
-	buf_addstr(&msg, "Not run.\n");
-	say(out, &msg);
+	buf_reset(question);
+	buf_addstr(question, "Not run.\n");
+	say(out, question);
 out:
-	buf_release(&msg);
 	buf_release(&line);
+	return answer;
+}
+
+static int ask_locked(int in, int out, const char *const *argv, size_t argc, const char *reason)
+{
+	struct buf msg = BUF_INIT;
+	int answer;
+
+	buf_addstr(&msg, "\nforgex: this command needs approval");
+	if (reason && *reason) {
+		buf_addstr(&msg, ": ");
+		approval_add_visible(&msg, reason);
+	}
+	buf_addstr(&msg, "\n  $ ");
+	approval_format_argv(&msg, argv, argc);
+	buf_addstr(&msg, "\nRun it? [y/N] ");
+	answer = ask_until(in, out, &msg, "Please answer y or n. Run it? [y/N] ", parse_answer);
+	buf_release(&msg);
 	return answer;
 }
 
@@ -325,14 +341,12 @@ static int parse_answer_always(struct buf *line)
 int approval_ask_what_fd(int in, int out, const char *what, const char *shown,
 			 const char *reason)
 {
-	struct buf msg = BUF_INIT, line = BUF_INIT;
-	int tries, answer = 0;
+	struct buf msg = BUF_INIT;
+	int answer;
 
 	pthread_mutex_lock(&ask_lock);
 	if (ask_hook)
 		ask_hook(ask_hook_data, 1);
-	if (isatty(in))
-		tcflush(in, TCIFLUSH);
 	buf_addstr(&msg, "\nforgex: ");
 	approval_add_visible(&msg, what);
 	buf_addstr(&msg, " needs approval");
@@ -343,36 +357,12 @@ int approval_ask_what_fd(int in, int out, const char *what, const char *shown,
 	buf_addstr(&msg, "\n  ");
 	approval_add_visible(&msg, shown);
 	buf_addstr(&msg, "\nRun it? [y]es, [a]lways (this session), [N]o: ");
-	for (tries = 0; tries < MAX_TRIES; tries++) {
-		int r;
-
-		if (say(out, &msg) < 0)
-			goto out;
-		r = read_answer(in, &line);
-		if (r < 0)
-			goto out;
-		if (r == 0) {
-			err_set(FX_EDENIED, "no answer to the approval question (end of input)");
-			goto out;
-		}
-		r = parse_answer_always(&line);
-		if (r >= 0) {
-			answer = r;
-			goto out;
-		}
-		buf_reset(&msg);
-		buf_addstr(&msg, "Please answer y, a or n. Run it? [y/a/N] ");
-	}
-	err_set(FX_EDENIED, "no readable answer to the approval question");
-	buf_reset(&msg);
-	buf_addstr(&msg, "Not run.\n");
-	say(out, &msg);
-out:
+	answer = ask_until(in, out, &msg, "Please answer y, a or n. Run it? [y/a/N] ",
+			   parse_answer_always);
 	if (ask_hook)
 		ask_hook(ask_hook_data, 0);
 	pthread_mutex_unlock(&ask_lock);
 	buf_release(&msg);
-	buf_release(&line);
 	return answer;
 }
 
