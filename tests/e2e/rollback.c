@@ -195,6 +195,7 @@ static void test_rollback_with_folders_200_deep(void **state)
 	args = xstrfmt("{\"path\": \"%s/x.txt\", \"content\": \"deep\\n\"}", made);
 	refused_id = sc_next_id();
 	sc_call(steps, "write_file", args);
+	free(args);
 	sc_call(steps, "write_file", "{\"path\": \"calc.py\", \"content\": \"def add(a, b):\\n    return 0\\n\"}");
 	sc_call(steps, "finish", FINISH);
 	sc_call(steps, "finish", FINISH);
