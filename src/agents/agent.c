@@ -1134,7 +1134,7 @@ int agent_run(struct agent_result *out, const struct agent_opts *o)
 	json_t *tools = NULL, *entry;
 	long max_turns;
 	struct strvec call_errors = STRVEC_INIT;
-	int nudges = 0, ret;
+	int nudges = 0, ret, continued = 0;
 	size_t i;
 
 	ret = check_opts(o);
@@ -1176,6 +1176,12 @@ int agent_run(struct agent_result *out, const struct agent_opts *o)
 		if (note && permissions_permit(l.granted, PERM_WRITE | PERM_DELETE))
 			buf_addstr(&sys, note);
 	}
+	if (o->conversation && o->conversation->messages_nr) {
+		/* a conversation goes on: its system prompt and tools stay as they were */
+		l.req = *o->conversation;
+		*o->conversation = (struct llm_request)LLM_REQUEST_INIT;
+		continued = 1;
+	}
 	if (l.text_mode) {
 		add_text_tools(&sys, tools);
 	} else {
@@ -1184,17 +1190,20 @@ int agent_run(struct agent_result *out, const struct agent_opts *o)
 		json_array_foreach(tools, i, entry) {
 			json_t *fn = json_object_get(entry, "function");
 
-			llm_request_add_tool(&l.req, jsonx_str(fn, "name"), jsonx_str(fn, "description"),
-					     json_object_get(fn, "parameters"));
+			if (!continued)
+				llm_request_add_tool(&l.req, jsonx_str(fn, "name"),
+						     jsonx_str(fn, "description"),
+						     json_object_get(fn, "parameters"));
 		}
 		jsonx_dump(&tj, tools, JSON_COMPACT);
 		l.tools_chars = tj.len;
 		buf_release(&tj);
 	}
-	llm_request_add(&l.req, LLM_SYSTEM, sys.buf);
+	if (!continued)
+		llm_request_add(&l.req, LLM_SYSTEM, sys.buf);
 	llm_request_add(&l.req, LLM_USER, o->task);
-	if (o->model && *o->model)
-		l.req.model = xstrdup(o->model);
+	free(l.req.model);
+	l.req.model = o->model && *o->model ? xstrdup(o->model) : NULL;
 	l.req.temperature = o->temperature;
 	start_event(&l, tools, max_turns);
 	window_setup(&l);
@@ -1342,13 +1351,69 @@ int agent_run(struct agent_result *out, const struct agent_opts *o)
 		out->error = xstrdup(agent_status_name(out->status));
 	end_event(&l);
 	json_decref(tools);
-	llm_request_release(&l.req);
+	if (o->conversation)
+		*o->conversation = l.req;
+	else
+		llm_request_release(&l.req);
 	buf_release(&sys);
 	buf_release(&why);
 	buf_release(&l.guard_key);
 	buf_release(&l.guard_result);
 	strvec_clear(&l.tool_names);
 	strvec_clear(&call_errors);
+	agent_budget_release(&l.local_budget);
+	return 0;
+}
+
+int agent_compact(struct agent_result *out, const struct agent_opts *o)
+{
+	struct loop l;
+	const char *how = NULL;
+	size_t before;
+	long n = 0;
+	json_t *f;
+
+	if (!o || !o->provider || !o->conversation)
+		return err_set(FX_EINVAL, "agent_compact: no provider or conversation");
+	memset(&l, 0, sizeof(l));
+	*out = (struct agent_result)AGENT_RESULT_INIT;
+	out->answer = xstrdup("");
+	out->finish_reason = xstrdup("");
+	l.o = o;
+	l.out = out;
+	l.local_budget = (struct agent_budget)AGENT_BUDGET_INIT;
+	l.budget = o->budget ? o->budget : &l.local_budget;
+	l.model = o->model && *o->model ? o->model
+		: o->provider->model ? o->provider->model : "";
+	l.text_mode = o->tool_mode == AGENT_TOOLS_TEXT;
+	l.result_max = AGENT_TOOL_RESULT_MAX;
+	strvec_init(&l.tool_names);
+	buf_init(&l.guard_key, 0);
+	buf_init(&l.guard_result, 0);
+	l.req = *o->conversation;
+	*o->conversation = (struct llm_request)LLM_REQUEST_INIT;
+	free(l.req.model);
+	l.req.model = o->model && *o->model ? xstrdup(o->model) : NULL;
+	window_setup(&l);
+	if (l.req.messages_nr > 2) {
+		before = request_bytes(&l);
+		n = summarise(&l, l.req.messages_nr, &how);
+		out->trimmed = n;
+		out->compactions = 1;
+		f = json_object();
+		jsonx_set(f, "stubbed", json_integer(0));
+		jsonx_set(f, "summarised", json_integer(n));
+		jsonx_set(f, "tokens_before", json_integer(est_tokens(&l, before)));
+		jsonx_set(f, "tokens_after", json_integer(est_tokens(&l, request_bytes(&l))));
+		jsonx_set(f, "window", json_integer(l.window));
+		jsonx_set(f, "summary", jsonx_string(how));
+		emit(&l, "context_compact", f);
+	}
+	out->status = AGENT_ANSWERED;
+	*o->conversation = l.req;
+	strvec_clear(&l.tool_names);
+	buf_release(&l.guard_key);
+	buf_release(&l.guard_result);
 	agent_budget_release(&l.local_budget);
 	return 0;
 }

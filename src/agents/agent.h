@@ -265,6 +265,17 @@ struct agent_opts {
 
 	size_t tool_result_max;		/* 0: AGENT_TOOL_RESULT_MAX */
 	long context_window;		/* tokens; 0: the provider's (provider_context_window()) */
+
+	/*
+	 * A conversation that goes on across calls (the interactive session):
+	 * NULL, a fresh request per call. Else, when it holds messages, its
+	 * system prompt and tools are kept (`system_prompt` is not used) and
+	 * `task` is appended as the next user message; when empty, it is
+	 * started as a fresh request would be. Either way it holds the whole
+	 * conversation (compacted, as every request is) when agent_run()
+	 * returns, whatever the status.
+	 */
+	struct llm_request *conversation;
 };
 
 #define AGENT_OPTS_INIT { .role = ROLE_ARCHITECT, .temperature = -1.0 }
@@ -298,6 +309,17 @@ struct agent_result {
  * are unusable (no provider, no tools, no task, an unknown role).
  */
 int agent_run(struct agent_result *out, const struct agent_opts *opts);
+
+/**
+ * Compact `opts->conversation` at once (/compact): every message after the
+ * first user message is replaced by a summary the model writes (the plain
+ * list of what was done when it cannot), appended to that message. Uses
+ * `provider`, `model`, `budget`, `tool_mode`, `context_window` and
+ * `on_event` of `opts` (a "model_call" for the summary, then
+ * "context_compact"). Fills `out` (usage; `trimmed`: messages replaced).
+ * FX_EINVAL without a provider or conversation.
+ */
+int agent_compact(struct agent_result *out, const struct agent_opts *opts);
 
 /** Free the contents of `r`; it is left as AGENT_RESULT_INIT. */
 void agent_result_release(struct agent_result *r);

@@ -150,6 +150,13 @@ void llm_response_release(struct llm_response *resp);
  */
 json_t *llm_request_to_json(const struct llm_request *req, const char *model, int stream);
 
+/**
+ * The inverse of llm_request_to_json(): messages (roles, contents, tool
+ * calls, tool_call_id, name), tools and model of the body `j`. FX_EPARSE
+ * naming the first message that is not one (`out` is then empty).
+ */
+int llm_request_from_json(struct llm_request *out, const json_t *j);
+
 /** The JSON form of a reply, as transcripts record it (new reference). */
 json_t *llm_response_to_json(const struct llm_response *resp);
 

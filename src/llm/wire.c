@@ -110,6 +110,53 @@ json_t *llm_request_to_json(const struct llm_request *req, const char *model, in
 	return j;
 }
 
+int llm_request_from_json(struct llm_request *out, const json_t *j)
+{
+	const json_t *msgs = json_object_get(j, "messages"), *tools = json_object_get(j, "tools");
+	const json_t *v, *t;
+	size_t i, k;
+
+	llm_request_init(out);
+	if (!json_is_object(j) || !json_is_array(msgs))
+		return err_set(FX_EPARSE, "not a request: no \"messages\" list");
+	json_array_foreach(msgs, i, v) {
+		const char *role = jsonx_str(v, "role");
+		const json_t *content = json_object_get(v, "content"), *calls;
+		struct llm_message *m;
+		int r = role ? llm_role_from_name(role) : -1;
+
+		if (!json_is_object(v) || r < 0 || (content && !json_is_string(content) &&
+						    !json_is_null(content))) {
+			llm_request_release(out);
+			return err_set(FX_EPARSE, "message %zu: no known role or a content that is "
+				       "not text", i + 1);
+		}
+		m = llm_request_add(out, (enum llm_role)r, json_string_value(content));
+		calls = json_object_get(v, "tool_calls");
+		json_array_foreach(calls, k, t) {
+			const json_t *fn = json_object_get(t, "function");
+
+			llm_message_add_tool_call(m, jsonx_str(t, "id"), jsonx_str(fn, "name"),
+						  jsonx_str(fn, "arguments"));
+		}
+		if (jsonx_str(v, "tool_call_id"))
+			m->tool_call_id = xstrdup(jsonx_str(v, "tool_call_id"));
+		if (jsonx_str(v, "name"))
+			m->name = xstrdup(jsonx_str(v, "name"));
+	}
+	json_array_foreach(tools, i, t) {
+		const json_t *fn = json_object_get(t, "function");
+
+		if (!jsonx_str(fn, "name"))
+			continue;
+		llm_request_add_tool(out, jsonx_str(fn, "name"), jsonx_str(fn, "description"),
+				     json_object_get(fn, "parameters"));
+	}
+	if (jsonx_str(j, "model") && *jsonx_str(j, "model"))
+		out->model = xstrdup(jsonx_str(j, "model"));
+	return 0;
+}
+
 /* Ollama's message: arguments are an object, a tool result names its tool. */
 static json_t *ollama_message(const struct llm_message *m)
 {

@@ -20,7 +20,6 @@
 #include "pipeline/session.h"
 
 #define EVENTS "events.jsonl"
-#define RUNS_DIR ".forgex/runs"
 #define MAX_EVENTS_FILE (256u << 20)
 
 static double mono_now(void)
@@ -46,7 +45,12 @@ void session_make_id(char *out, size_t size, long long t)
 
 char *session_dir(const char *workspace, const char *id)
 {
-	return xstrfmt("%s/" RUNS_DIR "/%s", workspace, id);
+	return session_dir_kind(workspace, SESSION_RUNS, id);
+}
+
+char *session_dir_kind(const char *workspace, const char *kind, const char *id)
+{
+	return xstrfmt("%s/.forgex/%s/%s", workspace, kind, id);
 }
 
 char *session_path(const struct session *s, const char *name)
@@ -245,13 +249,19 @@ static int read_in_dir(struct buf *out, const char *dir, const char *name, size_
 
 int session_create(struct session *s, const char *workspace, const char *request)
 {
+	return session_create_kind(s, workspace, SESSION_RUNS, request);
+}
+
+int session_create_kind(struct session *s, const char *workspace, const char *kind,
+			const char *request)
+{
 	char id[32];
 	int ret, tries, runs_fd = -1;
 
 	memset(s, 0, sizeof(*s));
 	s->events_fd = -1;
 	s->workspace = xstrdup(workspace);
-	runs_fd = session_forgex_open(workspace, "runs", O_DIRECTORY | O_CREAT, 0755);
+	runs_fd = session_forgex_open(workspace, kind, O_DIRECTORY | O_CREAT, 0755);
 	if (runs_fd < 0) {
 		ret = runs_fd;
 		goto fail;
@@ -259,7 +269,7 @@ int session_create(struct session *s, const char *workspace, const char *request
 	for (tries = 0; tries < 16; tries++) {
 		session_make_id(id, sizeof(id), (long long)time(NULL));
 		free(s->dir);
-		s->dir = session_dir(workspace, id);
+		s->dir = session_dir_kind(workspace, kind, id);
 		if (!mkdirat(runs_fd, id, 0700))
 			break;
 		if (errno != EEXIST) {
@@ -296,6 +306,12 @@ fail:
 
 int session_open(struct session *s, const char *workspace, const char *id)
 {
+	return session_open_kind(s, workspace, SESSION_RUNS, id);
+}
+
+int session_open_kind(struct session *s, const char *workspace, const char *kind,
+		      const char *id)
+{
 	json_t *events = NULL;
 	int ret;
 
@@ -303,13 +319,14 @@ int session_open(struct session *s, const char *workspace, const char *id)
 	s->events_fd = -1;
 	s->workspace = xstrdup(workspace);
 	s->id = xstrdup(id);
-	s->dir = session_dir(workspace, id);
+	s->dir = session_dir_kind(workspace, kind, id);
 	{
 		int dfd = open_in_dir(s->dir, NULL, O_DIRECTORY, 0);
 
 		if (dfd < 0) {
-			ret = dfd == FX_ENOTFOUND ? err_set(FX_ENOTFOUND, "no run '%s' in %s/" RUNS_DIR,
-							    id, workspace) : dfd;
+			ret = dfd == FX_ENOTFOUND ? err_set(FX_ENOTFOUND, "no %s '%s' in %s/.forgex/%s",
+							    strcmp(kind, SESSION_RUNS) ? "session" : "run",
+							    id, workspace, kind) : dfd;
 			goto fail;
 		}
 		close(dfd);
@@ -491,15 +508,18 @@ static int cmp_str(const void *a, const void *b)
 
 int session_list(struct strvec *out, const char *workspace)
 {
-	char *runs = xstrfmt("%s/" RUNS_DIR, workspace);
+	return session_list_kind(out, workspace, SESSION_RUNS);
+}
+
+int session_list_kind(struct strvec *out, const char *workspace, const char *kind)
+{
 	struct strvec ids = STRVEC_INIT;
 	struct dirent *de;
 	DIR *d;
 	size_t i;
 
-	free(runs);
 	{
-		int fd = session_forgex_open(workspace, "runs", O_DIRECTORY, 0);
+		int fd = session_forgex_open(workspace, kind, O_DIRECTORY, 0);
 
 		if (fd < 0) {
 			if (fd == FX_ENOTFOUND || err_last_code() == FX_ENOTFOUND) {
@@ -511,7 +531,7 @@ int session_list(struct strvec *out, const char *workspace)
 		d = fdopendir(fd);
 		if (!d) {
 			close(fd);
-			return err_set_errno(FX_EOS, "cannot read %s/" RUNS_DIR, workspace);
+			return err_set_errno(FX_EOS, "cannot read %s/.forgex/%s", workspace, kind);
 		}
 	}
 	while ((de = readdir(d))) {
@@ -532,16 +552,21 @@ int session_list(struct strvec *out, const char *workspace)
 
 int session_resolve(char **out, const char *workspace, const char *name)
 {
+	return session_resolve_kind(out, workspace, SESSION_RUNS, name);
+}
+
+int session_resolve_kind(char **out, const char *workspace, const char *kind, const char *name)
+{
 	struct strvec ids = STRVEC_INIT;
-	const char *found = NULL;
+	const char *found = NULL, *what = strcmp(kind, SESSION_RUNS) ? "session" : "run";
 	size_t i, n;
 	int ret = 0;
 
-	ret = session_list(&ids, workspace);
+	ret = session_list_kind(&ids, workspace, kind);
 	if (ret < 0)
 		goto out;
 	if (!ids.nr) {
-		ret = err_set(FX_ENOTFOUND, "no runs yet in %s/" RUNS_DIR, workspace);
+		ret = err_set(FX_ENOTFOUND, "no %ss yet in %s/.forgex/%s", what, workspace, kind);
 		goto out;
 	}
 	if (!name || !strcmp(name, "last")) {
@@ -556,15 +581,15 @@ int session_resolve(char **out, const char *workspace, const char *name)
 		}
 		if (!strncmp(ids.v[i], name, n)) {
 			if (found) {
-				ret = err_set(FX_EINVAL, "run '%s' is ambiguous: %s, %s, ...", name,
-					      found, ids.v[i]);
+				ret = err_set(FX_EINVAL, "%s '%s' is ambiguous: %s, %s, ...", what,
+					      name, found, ids.v[i]);
 				goto out;
 			}
 			found = ids.v[i];
 		}
 	}
 	if (!found) {
-		ret = err_set(FX_ENOTFOUND, "no run '%s' (see 'forgex log')", name);
+		ret = err_set(FX_ENOTFOUND, "no %s '%s' (see 'forgex log')", what, name);
 		goto out;
 	}
 done:
@@ -608,7 +633,7 @@ static char *git_dir_of(const char *dir)
 int session_exclude(const char *workspace, int *added)
 {
 	static const char *const excluded[] = { ".forgex/runs/", ".forgex/checkpoints/",
-						".forgex/map/" };
+						".forgex/map/", ".forgex/sessions/" };
 	struct buf common = BUF_INIT, path = BUF_INIT, content = BUF_INIT, c = BUF_INIT;
 	char *gitdir = git_dir_of(workspace);
 	size_t i;

@@ -135,6 +135,22 @@ int session_forgex_open(const char *workspace, const char *rel, int flags, mode_
 /** As session_forgex_open() for `name` in the run folder `dir`; NULL: the folder. */
 int session_file_open(const char *dir, const char *name, int flags, mode_t mode);
 
+/*
+ * The same for the folders of another kind: SESSION_RUNS (what the plain
+ * functions use) or SESSION_CHATS, the interactive sessions
+ * (`.forgex/sessions/<id>/`, with the same events.jsonl and
+ * transcript.jsonl; see src/pipeline/chat.h).
+ */
+#define SESSION_RUNS "runs"
+#define SESSION_CHATS "sessions"
+int session_create_kind(struct session *s, const char *workspace, const char *kind,
+			const char *request);
+int session_open_kind(struct session *s, const char *workspace, const char *kind,
+		      const char *id);
+int session_list_kind(struct strvec *out, const char *workspace, const char *kind);
+int session_resolve_kind(char **out, const char *workspace, const char *kind, const char *name);
+char *session_dir_kind(const char *workspace, const char *kind, const char *id);
+
 /** Make a run id for the wall-clock time `t` (seconds) into `out` (>= 21 bytes). */
 void session_make_id(char *out, size_t size, long long t);
 
