@@ -64,6 +64,13 @@ const char *role_prompt(enum agent_role role);
 const char *role_ask_prompt(void);
 
 /**
+ * The prompt of the interactive session (`forgex chat`): the Builder's
+ * tools, a conversation that goes on, each turn ending with a plain
+ * answer. A static string.
+ */
+const char *role_chat_prompt(void);
+
+/**
  * Append the full system prompt of `role` to `out`: role_prompt(), then a
  * line naming the workspace folder `workspace` (may be NULL), then `extra`
  * (may be NULL or ""; project instructions, a repository map) under a

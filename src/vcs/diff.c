@@ -162,3 +162,25 @@ int vcs_diff(struct buf *out, struct checkpoints *cps, const char *id, int color
 {
 	return vcs_diff_ext(out, NULL, cps, id, color ? VCS_DIFF_COLOR : 0);
 }
+
+int vcs_diff_buffers(struct buf *out, const char *path, const char *old, size_t old_len,
+		     const char *now, size_t now_len, unsigned flags)
+{
+	git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
+	git_patch *patch = NULL;
+	struct print_ctx ctx = { out, (flags & VCS_DIFF_COLOR) != 0,
+				 (flags & VCS_DIFF_TERMSAFE) != 0 };
+	int gerr, ret;
+
+	if ((ret = vcs_init()) < 0)
+		return ret;
+	opts.context_lines = 3;
+	gerr = git_patch_from_buffers(&patch, old, old ? old_len : 0, path, now,
+				      now ? now_len : 0, path, &opts);
+	if (!gerr && git_patch_num_hunks(patch))
+		gerr = git_patch_print(patch, print_cb, &ctx);
+	git_patch_free(patch);
+	if (gerr < 0)
+		return vcs_git_error(gerr, "cannot compare the two versions of %s", path);
+	return 0;
+}

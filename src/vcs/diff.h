@@ -43,4 +43,12 @@ int vcs_diff(struct buf *out, struct checkpoints *cps, const char *id, int color
 int vcs_diff_ext(struct buf *out, size_t *changed, struct checkpoints *cps, const char *id,
 		 unsigned flags);
 
+/**
+ * Append the unified diff of two versions of `path` (NULL: absent, a new
+ * or removed file), as `git diff` shows a file's change, with `flags` as
+ * above (VCS_DIFF_STAT aside). Nothing is appended when they are the same.
+ */
+int vcs_diff_buffers(struct buf *out, const char *path, const char *old, size_t old_len,
+		     const char *now, size_t now_len, unsigned flags);
+
 #endif

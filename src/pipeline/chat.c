@@ -1,0 +1,1019 @@
+/* The interactive session; see chat.h and docs/internals/chat.md. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agents/agent.h"
+#include "agents/roles.h"
+#include "base/fsutil.h"
+#include "base/jsonx.h"
+#include "base/redact.h"
+#include "context/context.h"
+#include "llm/provider.h"
+#include "llm/transcript.h"
+#include "pipeline/chat.h"
+#include "pipeline/hooks.h"
+#include "pipeline/journal.h"
+#include "pipeline/lock.h"
+#include "sandbox/executor.h"
+#include "sandbox/permissions.h"
+#include "tools/mcp_tools.h"
+#include "tools/registry.h"
+#include "tools/shell.h"
+#include "vcs/checkpoint.h"
+#include "vcs/diff.h"
+
+/* Bytes of a file read to show an edit's diff; a larger file gets no diff. */
+#define DIFF_FILE_MAX (1u << 20)
+/* Characters of an argument string kept in events.jsonl. */
+#define ARG_STRING_MAX 2048
+
+struct model_cost {
+	char *model;
+	long prompt, completion, calls;
+	double cost;
+	int unpriced;
+};
+
+struct chat {
+	const struct chat_opts *o;
+	struct config *cfg;
+	struct session s;
+	struct transcript *tr;
+	struct provider *prov;
+	char *model;			/* the session's model ("" : the provider's) */
+	struct checkpoints *cps;
+	struct executor ex, map_ex;
+	int have_ex, have_map_ex;
+	struct shell_tools st;
+	struct tool_registry reg;
+	struct mcp_set mcp;
+	struct hooks uhooks;
+	struct tool_ctx tctx;
+	int have_tctx;
+	struct tool_hooks hooks;
+	struct ctx_session ctx;
+	int have_ctx;
+	struct journal jr;		/* the running turn's */
+	int have_jr;
+	struct llm_request conv;
+	char *start_checkpoint;
+	struct chat_turn *turns;
+	size_t turns_nr, turns_alloc;
+	int turn;			/* the running turn, 0 between turns */
+	struct buf old;			/* an edited file before the edit */
+	int old_state;			/* 0: nothing read, 1: read (absent when old_absent), -1: no diff */
+	int old_absent;
+	struct strvec said;		/* the person's messages, for chat_request_text() */
+	char *last_answer;
+	struct model_cost *costs;
+	size_t costs_nr, costs_alloc;
+	struct agent_budget prices;	/* only the prices of [budget] */
+	int instructions_warned;
+};
+
+const char *chat_id(const struct chat *c)
+{
+	return c->s.id;
+}
+
+const char *chat_dir(const struct chat *c)
+{
+	return c->s.dir;
+}
+
+const char *chat_model(const struct chat *c)
+{
+	return *c->model ? c->model : c->prov->model ? c->prov->model : "";
+}
+
+size_t chat_messages(const struct chat *c)
+{
+	return c->conv.messages_nr;
+}
+
+const struct llm_request *chat_conversation(const struct chat *c)
+{
+	return &c->conv;
+}
+
+const struct chat_turn *chat_turns(const struct chat *c, size_t *nr)
+{
+	*nr = c->turns_nr;
+	return c->turns;
+}
+
+/*
+ * Events
+ */
+
+void chat_event(struct chat *c, const char *type, json_t *fields)
+{
+	char *keep = xstrdup(err_last());
+	int code = err_last_code();
+
+	/* a failure to record must not stop the session, nor wipe the error handled */
+	if (session_event(&c->s, type, fields) < 0) {
+		if (*keep)
+			err_set(code, "%s", keep);
+		else
+			err_clear();
+	}
+	free(keep);
+}
+
+static void shorten_arguments(json_t *fields)
+{
+	json_t *args = json_object_get(fields, "arguments"), *v;
+	const char *k;
+
+	if (json_is_string(args) && json_string_length(args) > ARG_STRING_MAX) {
+		char *note = xstrfmt("[%zu bytes; in transcript.jsonl]", json_string_length(args));
+
+		json_object_set_new(fields, "arguments", json_string(note));
+		free(note);
+		return;
+	}
+	if (!json_is_object(args))
+		return;
+	args = json_deep_copy(args);
+	json_object_set_new(fields, "arguments", args);
+	json_object_foreach(args, k, v) {
+		if (json_is_string(v) && json_string_length(v) > ARG_STRING_MAX) {
+			char *note = xstrfmt("[%zu bytes; in transcript.jsonl]",
+					     json_string_length(v));
+
+			json_object_set_new(args, k, json_string(note));
+			free(note);
+		}
+	}
+}
+
+static struct model_cost *cost_of(struct chat *c, const char *model)
+{
+	size_t i;
+
+	for (i = 0; i < c->costs_nr; i++)
+		if (!strcmp(c->costs[i].model, model))
+			return &c->costs[i];
+	ALLOC_GROW(c->costs, c->costs_nr + 1, c->costs_alloc);
+	memset(&c->costs[c->costs_nr], 0, sizeof(*c->costs));
+	c->costs[c->costs_nr].model = xstrdup(model);
+	return &c->costs[c->costs_nr++];
+}
+
+void chat_count(struct chat *c, const json_t *ev)
+{
+	const json_t *u = json_object_get(ev, "usage"), *cost = json_object_get(ev, "cost_usd");
+	const char *model = jsonx_str(ev, "model");
+	struct model_cost *m;
+
+	if (!json_is_object(u))
+		return;
+	m = cost_of(c, model && *model ? model : "(unnamed)");
+	m->prompt += (long)jsonx_int(u, "prompt_tokens", 0);
+	m->completion += (long)jsonx_int(u, "completion_tokens", 0);
+	m->calls++;
+	if (json_is_number(cost))
+		m->cost += json_number_value(cost);
+	else
+		m->unpriced = 1;
+}
+
+static void on_agent_event(void *data, const char *type, json_t *fields)
+{
+	struct chat *c = data;
+
+	if (!strcmp(type, "progress")) {
+		/* for display only: not stored */
+		if (c->o->on_event) {
+			json_t *ev = json_deep_copy(fields);
+
+			jsonx_set(ev, "type", jsonx_string(type));
+			c->o->on_event(c->o->event_data, ev);
+			json_decref(ev);
+		}
+		json_decref(fields);
+		return;
+	}
+	if (!strcmp(type, "model_call"))
+		chat_count(c, fields);
+	if (!strcmp(type, "tool_call")) {
+		const json_t *args = json_object_get(fields, "arguments");
+		const char *name = jsonx_str(fields, "name");
+
+		if (c->have_ctx && name && !strcmp(name, "read_file") && json_is_object(args))
+			ctx_session_note_file(&c->ctx, jsonx_str(args, "path"));
+		shorten_arguments(fields);
+	}
+	chat_event(c, type, fields);
+}
+
+static void on_command(void *data, const char *tool, const struct strvec *argv, int code,
+		       const struct exec_result *r)
+{
+	struct chat *c = data;
+	json_t *f = json_object();
+
+	jsonx_set(f, "tool", jsonx_string(tool));
+	jsonx_set(f, "argv", jsonx_from_strvec(argv));
+	if (code < 0) {
+		jsonx_set(f, "refused", json_true());
+		jsonx_set(f, "error", jsonx_string(err_last()));
+	} else if (r) {
+		jsonx_set(f, "exit_code", json_integer(r->exit_code));
+		jsonx_set(f, "timed_out", json_boolean(r->timed_out));
+		jsonx_set(f, "duration_ms", json_integer((json_int_t)r->duration_ms));
+	}
+	chat_event(c, "command", f);
+}
+
+static void on_hook_event(void *data, json_t *fields)
+{
+	chat_event(data, "hook", fields);
+}
+
+/*
+ * The tools' change hooks: the turn's journal, and the diff of each edit.
+ */
+
+static int hook_before_change(void *data, const struct wspath_loc *loc)
+{
+	struct chat *c = data;
+	int ret, cut = 0;
+
+	if (c->have_jr) {
+		ret = journal_before_change(&c->jr, loc->dirfd, loc->name, loc->rel);
+		if (ret < 0)
+			return ret;
+	}
+	if (c->old_state)
+		return 0;	/* a move: the first path's version is the one shown */
+	buf_reset(&c->old);
+	c->old_absent = 0;
+	ret = fsutil_read_beneath(&c->old, c->cfg->workspace, loc->rel, DIFF_FILE_MAX, &cut);
+	if (ret == FX_ENOTFOUND)
+		c->old_absent = 1;
+	c->old_state = ret == FX_ENOTFOUND || (!ret && !cut) ? 1 : -1;
+	err_clear();
+	return 0;
+}
+
+static void hook_after_change(void *data, const char *rel)
+{
+	struct chat *c = data;
+	struct buf now = BUF_INIT, diff = BUF_INIT;
+	int ret, cut = 0, absent = 0, state = c->old_state;
+
+	if (c->have_jr)
+		journal_after_change(&c->jr, rel);
+	c->old_state = 0;
+	if (state != 1)
+		return;
+	ret = fsutil_read_beneath(&now, c->cfg->workspace, rel, DIFF_FILE_MAX, &cut);
+	if (ret == FX_ENOTFOUND)
+		absent = 1;
+	else if (ret < 0 || cut)
+		goto out;
+	if (vcs_diff_buffers(&diff, rel, c->old_absent ? NULL : c->old.buf, c->old.len,
+			     absent ? NULL : now.buf, now.len, 0) < 0)
+		goto out;
+	if (diff.len) {
+		int shortened = diff.len > CHAT_DIFF_MAX;
+
+		if (shortened)
+			buf_setlen(&diff, CHAT_DIFF_MAX);
+		chat_event(c, "file_diff", json_pack("{s:i, s:s, s:o, s:b}", "turn", c->turn,
+						     "path", rel, "diff",
+						     jsonx_stringn_lossy(diff.buf, diff.len),
+						     "cut", shortened));
+	}
+out:
+	err_clear();
+	buf_release(&now);
+	buf_release(&diff);
+}
+
+static void hook_around_call(void *data, const struct tool *t, int after)
+{
+	struct chat *c = data;
+
+	c->old_state = 0;
+	if (!c->have_jr || !(t->needs & (PERM_TERMINAL | PERM_TEST | PERM_BUILD)))
+		return;
+	if (after)
+		journal_command_end(&c->jr);
+	else
+		journal_command_begin(&c->jr);
+}
+
+/*
+ * State
+ */
+
+static int save_state(struct chat *c)
+{
+	json_t *j = json_object(), *turns = json_array(), *conv, *clean;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < c->turns_nr; i++)
+		json_array_append_new(turns, json_pack("{s:i, s:s?, s:b, s:b}", "n", c->turns[i].n,
+						       "checkpoint", c->turns[i].checkpoint,
+						       "changed", c->turns[i].changed,
+						       "undone", c->turns[i].undone));
+	jsonx_set(j, "turns", turns);
+	jsonx_set(j, "start_checkpoint", c->start_checkpoint ? jsonx_string(c->start_checkpoint)
+							     : json_null());
+	jsonx_set(j, "model", jsonx_string(c->model));
+	jsonx_set(j, "said", jsonx_from_strvec(&c->said));
+	jsonx_set(j, "last_answer", jsonx_string(c->last_answer ? c->last_answer : ""));
+	ret = session_write_json(&c->s, "state.json", j);
+	json_decref(j);
+	if (ret < 0)
+		return ret;
+	/* what the model saw, as the transcript keeps it: secrets redacted */
+	conv = llm_request_to_json(&c->conv, chat_model(c), 0);
+	clean = redact_json(conv, NULL);
+	ret = session_write_json(&c->s, "conversation.json", clean);
+	json_decref(conv);
+	json_decref(clean);
+	return ret;
+}
+
+static int load_state(struct chat *c)
+{
+	json_t *j = NULL, *conv = NULL, *t;
+	size_t i;
+	int ret;
+
+	ret = session_read_json(&j, c->s.dir, "state.json");
+	if (ret < 0)
+		return err_prefix(ret, "session %s", c->s.id);
+	json_array_foreach(json_object_get(j, "turns"), i, t) {
+		struct chat_turn *ct;
+
+		ALLOC_GROW(c->turns, c->turns_nr + 1, c->turns_alloc);
+		ct = &c->turns[c->turns_nr++];
+		ct->n = (int)jsonx_int(t, "n", (json_int_t)c->turns_nr);
+		ct->checkpoint = jsonx_str(t, "checkpoint") ? xstrdup(jsonx_str(t, "checkpoint"))
+							    : NULL;
+		ct->changed = json_is_true(json_object_get(t, "changed"));
+		ct->undone = json_is_true(json_object_get(t, "undone"));
+	}
+	if (jsonx_str(j, "start_checkpoint"))
+		c->start_checkpoint = xstrdup(jsonx_str(j, "start_checkpoint"));
+	if (jsonx_str(j, "model")) {
+		free(c->model);
+		c->model = xstrdup(jsonx_str(j, "model"));
+	}
+	json_array_foreach(json_object_get(j, "said"), i, t)
+		if (json_is_string(t))
+			strvec_push(&c->said, json_string_value(t));
+	if (jsonx_str(j, "last_answer"))
+		c->last_answer = xstrdup(jsonx_str(j, "last_answer"));
+	json_decref(j);
+	ret = session_read_json(&conv, c->s.dir, "conversation.json");
+	if (ret == FX_ENOTFOUND) {
+		err_clear();
+		return 0;
+	}
+	if (ret < 0)
+		return err_prefix(ret, "session %s", c->s.id);
+	llm_request_release(&c->conv);
+	ret = llm_request_from_json(&c->conv, conv);
+	json_decref(conv);
+	if (ret < 0)
+		return err_prefix(ret, "session %s: conversation.json", c->s.id);
+	/* the model is the session's choice, not what the file says */
+	free(c->conv.model);
+	c->conv.model = NULL;
+	return 0;
+}
+
+/*
+ * Open and close
+ */
+
+static int open_tools(struct chat *c)
+{
+	const struct config *cfg = c->cfg;
+	size_t i;
+	int ret;
+
+	ret = executor_init(&c->ex, cfg, cfg->workspace);
+	if (ret < 0)
+		return err_prefix(ret, "sandbox");
+	c->have_ex = 1;
+	executor_set_cancel(&c->ex, -1, c->o->cancel);
+	c->st = (struct shell_tools)SHELL_TOOLS_INIT;
+	c->st.executor = &c->ex;
+	c->st.test_command = &cfg->pipeline.test_command;
+	c->st.test_command_untrusted = config_from_untrusted_project(cfg, "pipeline.test_command");
+	c->st.on_command = on_command;
+	c->st.data = c;
+	if ((ret = tools_register_builtin(&c->reg)) < 0 ||
+	    (ret = tools_register_shell(&c->reg, &c->st)) < 0 ||
+	    (ret = roles_register_tools(&c->reg)) < 0)
+		return ret;
+	if (cfg->mcp_servers_nr) {
+		mcp_set_start(&c->mcp, cfg, c->s.dir, NULL, c->o->cancel);
+		for (i = 0; i < c->mcp.nr; i++)
+			chat_event(c, "mcp_server", mcp_set_server_json(&c->mcp, i));
+		ret = tools_register_mcp(&c->reg, &c->mcp);
+		if (ret < 0)
+			return ret;
+	}
+	ret = tool_ctx_init(&c->tctx, &c->reg, cfg->workspace);
+	if (ret < 0)
+		return ret;
+	c->have_tctx = 1;
+	hooks_init(&c->uhooks, cfg, &c->ex, c->s.id, on_hook_event, c);
+	hooks_tool_hooks(&c->tctx.user_hooks, &c->uhooks);
+	c->hooks.before_change = hook_before_change;
+	c->hooks.after_change = hook_after_change;
+	c->hooks.around_call = hook_around_call;
+	c->hooks.data = c;
+	c->tctx.hooks = &c->hooks;
+	ret = ctx_session_init(&c->ctx, cfg->workspace, &c->ex,
+			       cfg->context.map_tokens > 0 ? (size_t)cfg->context.map_tokens : 1024);
+	if (ret < 0)
+		return ret;
+	c->have_ctx = 1;
+	c->ctx.changed = &c->tctx.changed;
+	if (executor_init(&c->map_ex, cfg, cfg->workspace) == 0) {
+		executor_set_cancel(&c->map_ex, -1, c->o->cancel);
+		c->have_map_ex = 1;
+		c->ctx.idx.ex2 = &c->map_ex;
+	}
+	err_clear();
+	return ctx_register_tool(&c->reg, &c->ctx);
+}
+
+int chat_open(struct chat **out, const struct chat_opts *o)
+{
+	struct chat *c;
+	const struct agent_config *ac;
+	char *path, *id = NULL;
+	size_t i;
+	int ret;
+
+	*out = NULL;
+	if (!o->cfg || !o->cfg->workspace)
+		return err_set(FX_EINVAL, "no workspace");
+	c = xcalloc(1, sizeof(*c));
+	c->o = o;
+	c->cfg = o->cfg;
+	c->s = (struct session)SESSION_INIT;
+	c->jr = (struct journal)JOURNAL_INIT;
+	registry_init(&c->reg);
+	mcp_set_init(&c->mcp);
+	c->st = (struct shell_tools)SHELL_TOOLS_INIT;
+	llm_request_init(&c->conv);
+	buf_init(&c->old, 0);
+	strvec_init(&c->said);
+	c->prices = (struct agent_budget)AGENT_BUDGET_INIT;
+	ac = config_agent(c->cfg, ROLE_BUILDER);
+	c->model = xstrdup(ac->model ? ac->model : "");
+
+	if (o->resume) {
+		ret = session_resolve_kind(&id, c->cfg->workspace, SESSION_CHATS, o->resume);
+		if (ret < 0)
+			goto fail;
+		ret = session_open_kind(&c->s, c->cfg->workspace, SESSION_CHATS, id);
+		free(id);
+		if (ret < 0)
+			goto fail;
+		ret = load_state(c);
+		if (ret < 0)
+			goto fail;
+	} else {
+		ret = session_create_kind(&c->s, c->cfg->workspace, SESSION_CHATS, NULL);
+		if (ret < 0)
+			goto fail;
+	}
+	c->s.on_event = o->on_event;
+	c->s.on_event_data = o->event_data;
+	ret = session_exclude(c->cfg->workspace, NULL);
+	if (ret < 0)
+		goto fail;
+	path = session_path(&c->s, "transcript.jsonl");
+	ret = transcript_open(&c->tr, path);
+	free(path);
+	if (ret < 0)
+		goto fail;
+	ret = provider_open(&c->prov, c->cfg, o->force_provider ? o->force_provider : ac->provider,
+			    c->tr);
+	if (ret < 0)
+		goto fail;
+	provider_set_cancel(c->prov, o->cancel);
+	for (i = 0; i < c->cfg->budget.prices.nr; i++) {
+		ret = agent_budget_parse_prices(&c->prices, c->cfg->budget.prices.v[i]);
+		if (ret < 0) {
+			err_prefix(ret, "budget.prices");
+			goto fail;
+		}
+	}
+	ret = checkpoint_open(&c->cps, c->cfg->workspace);
+	if (ret < 0)
+		goto fail;
+	ret = open_tools(c);
+	if (ret < 0)
+		goto fail;
+	if (!c->start_checkpoint) {
+		struct checkpoint_info info;
+		char *msg = xstrfmt("forgex session %s: start", c->s.id);
+
+		memset(&info, 0, sizeof(info));
+		ret = checkpoint_create(&info, c->cps, msg);
+		free(msg);
+		if (ret < 0) {
+			err_prefix(ret, "checkpoint (session start)");
+			goto fail;
+		}
+		c->start_checkpoint = xstrdup(info.id);
+		chat_event(c, "checkpoint", json_pack("{s:s, s:s, s:s}", "action", "create", "id",
+						      info.id, "what", "session start"));
+		checkpoint_info_release(&info);
+	}
+	chat_event(c, "chat_start", json_pack("{s:s, s:s, s:s, s:b, s:i}", "session", c->s.id,
+					      "model", chat_model(c), "provider",
+					      c->prov->name ? c->prov->name : "", "resumed",
+					      o->resume != NULL, "messages",
+					      (int)c->conv.messages_nr));
+	{
+		json_t *in = json_pack("{s:s, s:b}", "session", c->s.id, "resumed", o->resume != NULL);
+
+		hooks_fire(&c->uhooks, "session_start", NULL, in, NULL, NULL);
+		json_decref(in);
+	}
+	ret = save_state(c);
+	if (ret < 0)
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	{
+		char *keep = xstrdup(err_last());
+
+		chat_close(c);
+		err_set(ret, "%s", keep);
+		free(keep);
+	}
+	return ret;
+}
+
+void chat_close(struct chat *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	if (c->s.dir && c->s.events_fd >= 0)
+		save_state(c);
+	if (c->have_jr)
+		journal_release(&c->jr);
+	if (c->have_ctx)
+		ctx_session_release(&c->ctx);
+	if (c->have_map_ex)
+		executor_release(&c->map_ex);
+	if (c->have_tctx)
+		tool_ctx_release(&c->tctx);
+	registry_release(&c->reg);
+	mcp_set_release(&c->mcp);
+	shell_tools_release(&c->st);
+	if (c->have_ex)
+		executor_release(&c->ex);
+	checkpoint_close(c->cps);
+	provider_free(c->prov);
+	transcript_free(c->tr);
+	llm_request_release(&c->conv);
+	for (i = 0; i < c->turns_nr; i++)
+		free(c->turns[i].checkpoint);
+	free(c->turns);
+	for (i = 0; i < c->costs_nr; i++)
+		free(c->costs[i].model);
+	free(c->costs);
+	agent_budget_release(&c->prices);
+	buf_release(&c->old);
+	strvec_clear(&c->said);
+	free(c->last_answer);
+	free(c->start_checkpoint);
+	free(c->model);
+	session_release(&c->s);
+	free(c);
+}
+
+/*
+ * Turns
+ */
+
+/* The project's instruction files and the repository map, for the first request. */
+static void project_context(struct chat *c, const char *message, struct buf *out)
+{
+	struct buf map = BUF_INIT;
+	size_t i;
+
+	for (i = 0; i < c->cfg->context.instructions.nr; i++) {
+		const char *name = c->cfg->context.instructions.v[i];
+		struct buf b = BUF_INIT;
+		int ret, cut;
+
+		/* beneath the workspace, no link followed */
+		ret = fsutil_read_beneath(&b, c->cfg->workspace, name, 32u << 10, &cut);
+		if (!ret && b.len)
+			buf_addf(out, "## %s\n\n%s\n%s", name, b.buf,
+				 cut ? "[... the rest of this file was left out ...]\n" : "");
+		else if (ret < 0 && ret != FX_ENOTFOUND && !c->instructions_warned)
+			chat_event(c, "warning", json_pack("{s:s, s:s}", "message", err_last(),
+							   "file", name));
+		if (ret < 0 && ret != FX_ENOTFOUND)
+			c->instructions_warned = 1;
+		err_clear();
+		buf_release(&b);
+	}
+	if (c->have_ctx && c->cfg->context.map_tokens > 0) {
+		ctx_session_set_request(&c->ctx, message);
+		if (ctx_session_map(&c->ctx, &map, NULL, NULL,
+				    (size_t)c->cfg->context.map_tokens) < 0)
+			err_clear();
+		if (map.len)
+			buf_addf(out, "## Repository map\n\n(repo_map shows another, centred on the "
+				 "paths or names you give it.)\n\n%s", map.buf);
+	}
+	buf_release(&map);
+}
+
+/*
+ * Every tool call of the conversation gets a result: the calls of a turn
+ * that was interrupted before they ran are answered so (a request with an
+ * unanswered call is refused by the servers).
+ */
+static void answer_dangling_calls(struct chat *c)
+{
+	size_t i, k, j;
+
+	for (i = 0; i < c->conv.messages_nr; i++) {
+		const struct llm_message *m = &c->conv.messages[i];
+
+		for (k = 0; k < m->tool_calls_nr; k++) {
+			const char *id = m->tool_calls[k].id;
+			int found = 0;
+
+			for (j = i + 1; j < c->conv.messages_nr && !found; j++)
+				found = c->conv.messages[j].role == LLM_TOOL &&
+					c->conv.messages[j].tool_call_id &&
+					!strcmp(c->conv.messages[j].tool_call_id, id);
+			if (found)
+				continue;
+			/* results follow their calls: insert right after the results there are */
+			for (j = i + 1; j < c->conv.messages_nr &&
+			     c->conv.messages[j].role == LLM_TOOL; j++)
+				;
+			{
+				struct llm_message moved;
+				struct llm_message *r;
+				size_t pos = j;
+
+				r = llm_request_add_tool_result(&c->conv, id,
+								m->tool_calls[k].name,
+								"error: not run: the person "
+								"interrupted the turn");
+				moved = *r;
+				memmove(c->conv.messages + pos + 1, c->conv.messages + pos,
+					(c->conv.messages_nr - 1 - pos) * sizeof(*c->conv.messages));
+				c->conv.messages[pos] = moved;
+				m = &c->conv.messages[i];
+			}
+		}
+	}
+}
+
+static int begin_turn(struct chat *c, struct ws_lock *lock)
+{
+	struct checkpoint_info info;
+	struct chat_turn *t;
+	char *msg, *dir, *what;
+	int ret, fd;
+
+	what = xstrfmt("session %s", c->s.id);
+	ret = ws_lock_acquire(lock, c->cfg->workspace, what, c->o->no_wait, c->o->on_wait,
+			      c->o->event_data, c->o->cancel);
+	free(what);
+	if (ret < 0)
+		return ret;
+	memset(&info, 0, sizeof(info));
+	msg = xstrfmt("forgex session %s: before turn %zu", c->s.id, c->turns_nr + 1);
+	ret = checkpoint_create(&info, c->cps, msg);
+	free(msg);
+	if (ret < 0)
+		return err_prefix(ret, "checkpoint (before the turn)");
+	ALLOC_GROW(c->turns, c->turns_nr + 1, c->turns_alloc);
+	t = &c->turns[c->turns_nr++];
+	memset(t, 0, sizeof(*t));
+	t->n = (int)c->turns_nr;
+	t->checkpoint = xstrdup(info.id);
+	c->turn = t->n;
+	chat_event(c, "checkpoint", json_pack("{s:s, s:s, s:s}", "action", "create", "id", info.id,
+					      "what", "before turn"));
+	checkpoint_info_release(&info);
+	dir = xstrfmt("turns/%d", t->n);
+	fd = session_file_open(c->s.dir, dir, O_DIRECTORY | O_CREAT, 0700);
+	free(dir);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	dir = xstrfmt("%s/turns/%d", c->s.dir, t->n);
+	ret = journal_open(&c->jr, c->cps, dir, 1);
+	free(dir);
+	if (ret < 0)
+		return err_prefix(ret, "the turn's journal");
+	c->have_jr = 1;
+	return 0;
+}
+
+int chat_turn(struct chat *c, const char *message, struct agent_result *res)
+{
+	const struct provider_config *pc = config_provider(c->cfg, c->prov->name);
+	const struct agent_config *ac = config_agent(c->cfg, ROLE_BUILDER);
+	struct agent_opts ao = AGENT_OPTS_INIT;
+	struct agent_budget budget = AGENT_BUDGET_INIT;
+	struct ws_lock lock = WS_LOCK_INIT;
+	struct buf prompt = BUF_INIT, extra = BUF_INIT, clean = BUF_INIT;
+	struct strvec changed = STRVEC_INIT;
+	struct chat_turn *t;
+	json_t *in, *ch;
+	size_t i;
+	int ret;
+
+	*res = (struct agent_result)AGENT_RESULT_INIT;
+	if (!message || !*message)
+		return err_set(FX_EINVAL, "nothing to say");
+	redact_text(&clean, message, strlen(message), NULL);
+	in = json_pack("{s:s, s:s}", "request", message, "session", c->s.id);
+	{
+		struct buf why = BUF_INIT;
+		int blocked = hooks_fire(&c->uhooks, "user_prompt", NULL, in, &why, NULL);
+
+		json_decref(in);
+		if (blocked) {
+			ret = err_set(FX_EDENIED, "a user_prompt hook blocked the message: %s",
+				      why.len ? why.buf : "(it gave no reason)");
+			buf_release(&why);
+			buf_release(&clean);
+			return ret;
+		}
+		buf_release(&why);
+	}
+	ret = begin_turn(c, &lock);
+	if (ret < 0)
+		goto out;
+	t = &c->turns[c->turns_nr - 1];
+	chat_event(c, "user", json_pack("{s:i, s:s}", "turn", t->n, "text", clean.buf));
+	chat_event(c, "turn_start", json_pack("{s:i, s:s}", "turn", t->n, "checkpoint",
+					      t->checkpoint));
+	strvec_push(&c->said, clean.buf);
+
+	if (!c->conv.messages_nr) {
+		project_context(c, message, &extra);
+		buf_addstr(&prompt, role_chat_prompt());
+		if (extra.len)
+			buf_addf(&prompt, "\n\n# Project context\n\n%s", extra.buf);
+	}
+	agent_budget_init(&budget, c->cfg->budget.max_tokens, c->cfg->budget.max_cost_usd,
+			  (double)c->cfg->budget.max_wall_seconds);
+	for (i = 0; i < c->prices.prices_nr; i++)
+		agent_budget_set_price(&budget, c->prices.prices[i].model,
+				       c->prices.prices[i].prompt_per_mtok,
+				       c->prices.prices[i].completion_per_mtok);
+	ao.role = ROLE_BUILDER;
+	ao.plain_answer = 1;
+	ao.system_prompt = prompt.len ? prompt.buf : role_chat_prompt();
+	ao.task = message;
+	ao.provider = c->prov;
+	ao.model = *c->model ? c->model : NULL;
+	ao.temperature = ac->temperature;
+	ao.max_turns = ac->max_turns;
+	ao.tool_mode = pc && pc->tool_mode && !strcmp(pc->tool_mode, "text") ? AGENT_TOOLS_TEXT
+									: AGENT_TOOLS_NATIVE;
+	ao.edit_tools = pc ? pc->edit_tools : NULL;
+	ao.tools = &c->tctx;
+	ao.budget = &budget;
+	ao.on_event = on_agent_event;
+	ao.event_data = c;
+	ao.cancel = c->o->cancel;
+	ao.stream = c->prov->stream;
+	ao.on_text = c->o->on_text;
+	ao.text_data = c->o->text_data;
+	ao.conversation = &c->conv;
+	c->old_state = 0;
+	ret = agent_run(res, &ao);
+	answer_dangling_calls(c);
+	if (ret < 0)
+		goto end;
+	free(c->last_answer);
+	c->last_answer = xstrdup(res->answer);
+
+end:
+	if (c->have_jr) {
+		journal_own_changes(&c->jr, &changed);
+		err_clear();
+		if (changed.nr)
+			t->changed = 1;
+		journal_release(&c->jr);
+		c->have_jr = 0;
+	}
+	ch = jsonx_from_strvec(&changed);
+	chat_event(c, "turn_end", json_pack("{s:i, s:s, s:o, s:s, s:s?}", "turn", t->n,
+					    "status", ret < 0 ? "error" :
+					    agent_status_name(res->status), "changed", ch,
+					    "answer", res->answer ? res->answer : "",
+					    "error", ret < 0 ? err_last() : res->error));
+	c->turn = 0;
+	save_state(c);
+out:
+	ws_lock_release(&lock);
+	agent_budget_release(&budget);
+	buf_release(&prompt);
+	buf_release(&extra);
+	buf_release(&clean);
+	strvec_clear(&changed);
+	return ret;
+}
+
+int chat_undo(struct chat *c, int *turn, struct journal_outcome *o)
+{
+	struct ws_lock lock = WS_LOCK_INIT;
+	struct journal jr = JOURNAL_INIT;
+	char *dir, *what;
+	size_t i;
+	int ret;
+
+	for (i = c->turns_nr; i-- > 0;)
+		if (c->turns[i].changed && !c->turns[i].undone)
+			break;
+	if (i == (size_t)-1)
+		return err_set(FX_ENOTFOUND, "no turn of this session changed files that are not "
+			       "undone yet");
+	*turn = c->turns[i].n;
+	what = xstrfmt("undo in session %s", c->s.id);
+	ret = ws_lock_acquire(&lock, c->cfg->workspace, what, c->o->no_wait, c->o->on_wait,
+			      c->o->event_data, c->o->cancel);
+	free(what);
+	if (ret < 0)
+		return ret;
+	dir = xstrfmt("%s/turns/%d", c->s.dir, c->turns[i].n);
+	ret = journal_open(&jr, c->cps, dir, 1);
+	free(dir);
+	if (ret < 0)
+		goto out;
+	ret = journal_revert(&jr, 0, o);
+	if (ret >= 0) {
+		c->turns[i].undone = 1;
+		chat_event(c, "undo", json_pack("{s:i, s:o, s:o, s:o}", "turn", c->turns[i].n,
+						"reverted", jsonx_from_strvec(&o->reverted),
+						"kept", jsonx_from_strvec(&o->kept),
+						"failed", jsonx_from_strvec(&o->failed)));
+		save_state(c);
+		ret = 0;
+	}
+	journal_release(&jr);
+out:
+	ws_lock_release(&lock);
+	return ret;
+}
+
+int chat_diff(struct chat *c, int since_turn, unsigned flags, struct buf *out)
+{
+	const char *id = c->start_checkpoint;
+	size_t i;
+
+	if (since_turn > 0) {
+		id = NULL;
+		for (i = 0; i < c->turns_nr; i++)
+			if (c->turns[i].n == since_turn)
+				id = c->turns[i].checkpoint;
+		if (!id)
+			return err_set(FX_ENOTFOUND, "no turn %d in this session (it has %zu)",
+				       since_turn, c->turns_nr);
+	}
+	if (!id)
+		return err_set(FX_ENOTFOUND, "no checkpoint of the session's start");
+	return vcs_diff_ext(out, NULL, c->cps, id, flags);
+}
+
+int chat_compact(struct chat *c, struct agent_result *res)
+{
+	const struct provider_config *pc = config_provider(c->cfg, c->prov->name);
+	struct agent_opts ao = AGENT_OPTS_INIT;
+	size_t before = c->conv.messages_nr;
+	int ret;
+
+	*res = (struct agent_result)AGENT_RESULT_INIT;
+	ao.role = ROLE_BUILDER;
+	ao.provider = c->prov;
+	ao.model = *c->model ? c->model : NULL;
+	ao.tool_mode = pc && pc->tool_mode && !strcmp(pc->tool_mode, "text") ? AGENT_TOOLS_TEXT
+									: AGENT_TOOLS_NATIVE;
+	ao.budget = &c->prices;
+	ao.on_event = on_agent_event;
+	ao.event_data = c;
+	ao.cancel = c->o->cancel;
+	ao.conversation = &c->conv;
+	ret = agent_compact(res, &ao);
+	if (ret < 0)
+		return ret;
+	chat_event(c, "compact", json_pack("{s:i, s:i}", "messages_before", (int)before,
+					   "messages_after", (int)c->conv.messages_nr));
+	save_state(c);
+	return 0;
+}
+
+void chat_clear(struct chat *c)
+{
+	chat_event(c, "clear", json_pack("{s:i}", "messages", (int)c->conv.messages_nr));
+	llm_request_release(&c->conv);
+	llm_request_init(&c->conv);
+	strvec_clear(&c->said);
+	free(c->last_answer);
+	c->last_answer = NULL;
+	save_state(c);
+}
+
+int chat_set_model(struct chat *c, const char *role, const char *model)
+{
+	int r;
+
+	if (!role || !strcmp(role, "chat")) {
+		free(c->model);
+		c->model = xstrdup(model ? model : "");
+		chat_event(c, "model", json_pack("{s:s, s:s}", "role", "chat", "model", c->model));
+		save_state(c);
+		return 0;
+	}
+	for (r = 0; r < ROLE__COUNT; r++) {
+		struct agent_config *ac;
+
+		if (strcmp(config_role_name((enum agent_role)r), role))
+			continue;
+		ac = config_agent(c->cfg, (enum agent_role)r);
+		free(ac->model);
+		ac->model = xstrdup(model ? model : "");
+		chat_event(c, "model", json_pack("{s:s, s:s}", "role", role, "model", ac->model));
+		return 0;
+	}
+	return err_set(FX_EINVAL, "unknown role '%s' (chat, architect, builder, expert_coder or "
+		       "supervisor)", role);
+}
+
+void chat_cost(const struct chat *c, struct buf *out)
+{
+	long prompt = 0, completion = 0, calls = 0;
+	double cost = 0;
+	int unpriced = 0;
+	size_t i;
+
+	for (i = 0; i < c->costs_nr; i++) {
+		const struct model_cost *m = &c->costs[i];
+
+		buf_addf(out, "%s: %ld call%s, %ld prompt + %ld completion tokens, ", m->model,
+			 m->calls, m->calls == 1 ? "" : "s", m->prompt, m->completion);
+		if (m->unpriced)
+			buf_addstr(out, "cost unknown (no [budget] prices)\n");
+		else
+			buf_addf(out, "$%.4f\n", m->cost);
+		prompt += m->prompt;
+		completion += m->completion;
+		calls += m->calls;
+		cost += m->cost;
+		unpriced |= m->unpriced;
+	}
+	buf_addf(out, "total: %ld call%s, %ld tokens, ", calls, calls == 1 ? "" : "s",
+		 prompt + completion);
+	if (!calls)
+		buf_addstr(out, "$0\n");
+	else if (unpriced)
+		buf_addf(out, "cost unknown%s\n", cost > 0 ? " (some models have no price)" : "");
+	else
+		buf_addf(out, "$%.4f\n", cost);
+}
+
+void chat_request_text(const struct chat *c, struct buf *out)
+{
+	size_t i;
+
+	if (!c->said.nr)
+		return;
+	if (c->said.nr == 1 && !c->last_answer) {
+		buf_addstr(out, c->said.v[0]);
+		return;
+	}
+	buf_addstr(out, "From an interactive session; the person said, oldest first:\n");
+	for (i = 0; i < c->said.nr; i++)
+		buf_addf(out, "\n- %s\n", c->said.v[i]);
+	if (c->last_answer && *c->last_answer)
+		buf_addf(out, "\nThe assistant's last answer:\n%s\n", c->last_answer);
+}

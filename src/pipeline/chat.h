@@ -1,0 +1,169 @@
+#ifndef FX_PIPELINE_CHAT_H
+#define FX_PIPELINE_CHAT_H
+
+/*
+ * The interactive session (`forgex chat`): a conversation with an agent
+ * that has the Builder's tools, under the policy, sandbox, approvals,
+ * hooks and budgets of a run, one user message a turn.
+ *
+ * Each turn:
+ *   1. takes the workspace lock (pipeline/lock.h) for the turn only, so
+ *      a `forgex run` elsewhere waits for the turn, not for the session;
+ *   2. checkpoints the tree (vcs/checkpoint.h) and opens the turn's
+ *      journal (pipeline/journal.h) in `turns/N/` of the session folder:
+ *      every path the turn's tools and commands change is recorded, so
+ *      chat_undo() puts back exactly the turn's changes and never a path
+ *      the person changed since;
+ *   3. runs the agent loop on the conversation (agent_opts.conversation):
+ *      the earlier messages are the start of the request, byte for byte;
+ *   4. saves the conversation (conversation.json) and the turns
+ *      (state.json), so that the session can be picked up later
+ *      (chat_opts.resume).
+ * An interrupted turn (the cancel flag) keeps the conversation and the
+ * files as they are; its calls that got no result are answered "not
+ * run: interrupted", so the next request is well formed.
+ *
+ * The session folder `.forgex/sessions/<id>/` holds events.jsonl and
+ * transcript.jsonl in the formats of a run (pipeline/session.h,
+ * llm/transcript.h), so `forgex log` and `forgex replay` read both, plus
+ * conversation.json (the messages, redacted), state.json and turns/.
+ *
+ * Events of a session, beside the agent's (agents/agent.h) and "command",
+ * "checkpoint", "hook", "warning" as in a run:
+ *   "chat_start"   session, model, provider, resumed (bool), messages
+ *   "user"         text (the person's message, redacted)
+ *   "turn_start"   turn, checkpoint
+ *   "file_diff"    turn, path, diff (unified, at most CHAT_DIFF_MAX bytes),
+ *                  cut (bool)
+ *   "turn_end"     turn, status (agent_status_name()), changed [paths],
+ *                  answer, error
+ *   "undo"         turn, reverted [paths], kept [paths], failed [paths]
+ *   "compact"      messages_before, messages_after
+ *   "clear"        messages (dropped)
+ *   "model"        role ("chat" or a role name), model
+ *   "pipeline"     action ("run", "plan", "go"), run_id, outcome, reason
+ * Events that are only for display ("progress") are passed to `on_event`
+ * but not recorded.
+ *
+ * Nothing here prints.
+ */
+
+#include <jansson.h>
+#include <signal.h>
+
+#include "agents/agent.h"
+#include "base/buf.h"
+#include "config/config.h"
+#include "pipeline/journal.h"
+#include "pipeline/session.h"
+
+/** Bytes of one edit's diff in a "file_diff" event. */
+#define CHAT_DIFF_MAX (64u << 10)
+
+struct chat;
+
+struct chat_opts {
+	struct config *cfg;		/* required; cfg->workspace is the project (borrowed) */
+	const char *resume;		/* go on with this session (an id, a prefix, "last"); NULL: new */
+	/* Every role talks to this [providers.NAME] (a replay provider); NULL: as configured. */
+	const char *force_provider;
+	const volatile sig_atomic_t *cancel;	/* non-zero: stop the turn (NULL: never) */
+	session_event_fn on_event;	/* every event (may be NULL) */
+	void *event_data;
+	llm_text_fn on_text;		/* the model's text as it streams (may be NULL) */
+	void *text_data;
+	int no_wait;			/* a held workspace lock fails a turn at once */
+	void (*on_wait)(void *data, const char *holder);	/* with event_data */
+};
+
+#define CHAT_OPTS_INIT { NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL }
+
+/** One turn, as state.json keeps it. */
+struct chat_turn {
+	int n;			/* 1, 2, ... */
+	char *checkpoint;	/* the tree before the turn */
+	int changed;		/* the turn changed files (it has something to undo) */
+	int undone;
+};
+
+/**
+ * Start a session (or go on with `opts->resume`): the session folder, the
+ * provider, the tools, the sandbox, MCP servers and hooks, and a
+ * checkpoint of the tree as the session starts. FX_ENOTFOUND when there
+ * is no session to resume.
+ */
+int chat_open(struct chat **out, const struct chat_opts *opts);
+
+/** End the session: everything is saved; the struct is freed. NULL is fine. */
+void chat_close(struct chat *c);
+
+const char *chat_id(const struct chat *c);
+const char *chat_dir(const struct chat *c);
+/** The model the session's requests name (as set by /model or the config). */
+const char *chat_model(const struct chat *c);
+/** Messages in the conversation (0 after chat_clear()). */
+size_t chat_messages(const struct chat *c);
+/** The conversation (borrowed; valid until the next call). */
+const struct llm_request *chat_conversation(const struct chat *c);
+/** The turns so far (borrowed). */
+const struct chat_turn *chat_turns(const struct chat *c, size_t *nr);
+
+/**
+ * One turn on `message`. Returns 0 with `res` filled (whatever the
+ * agent's status; AGENT_INTERRUPTED when cancelled), or a negative code
+ * when the turn could not start (the lock, a checkpoint) with `res` as
+ * AGENT_RESULT_INIT.
+ */
+int chat_turn(struct chat *c, const char *message, struct agent_result *res);
+
+/**
+ * Undo the newest turn that changed files and is not undone yet: its
+ * paths go back to what they were before it (journal_revert()); a path
+ * changed since by someone else is kept (`o->kept`). `*turn` is the turn
+ * undone. FX_ENOTFOUND when no turn is left to undo.
+ */
+int chat_undo(struct chat *c, int *turn, struct journal_outcome *o);
+
+/**
+ * The diff from the start of the session (`since_turn` 0) or from before
+ * turn `since_turn` to the tree now (vcs/diff.h flags). FX_ENOTFOUND for
+ * a turn that does not exist.
+ */
+int chat_diff(struct chat *c, int since_turn, unsigned flags, struct buf *out);
+
+/** Summarise the conversation into a short one (agent_compact()). */
+int chat_compact(struct chat *c, struct agent_result *res);
+
+/** Forget the conversation (the files and turns stay; /undo still works). */
+void chat_clear(struct chat *c);
+
+/**
+ * Set the model of the session (`role` NULL or "chat") or of a role of
+ * the pipeline ("architect", "builder", "expert_coder", "supervisor") for
+ * /run and /plan. FX_EINVAL for an unknown role.
+ */
+int chat_set_model(struct chat *c, const char *role, const char *model);
+
+/**
+ * Count a "model_call" event of a pipeline run made from the session
+ * (/run, /plan, /go) in the session's costs.
+ */
+void chat_count(struct chat *c, const json_t *model_call);
+
+/**
+ * Append the tokens and money spent so far, per model, one line each,
+ * then the total (money "unknown" without [budget] prices).
+ */
+void chat_cost(const struct chat *c, struct buf *out);
+
+/**
+ * The conversation so far as one request for the pipeline (/run without
+ * a request): the person's messages, oldest first, and the last answer.
+ * "" when nothing was said.
+ */
+void chat_request_text(const struct chat *c, struct buf *out);
+
+/** Record an event of the session (takes the reference of `fields`, may be NULL). */
+void chat_event(struct chat *c, const char *type, json_t *fields);
+
+#endif
