@@ -484,7 +484,7 @@ static void print_result(const struct pipeline_result *r, const char *cmd, int p
  * baseline suite, then retry, then fail; say so now, with what to change.
  * Only a connection is made (nothing is sent).
  */
-static int check_providers(const struct config *cfg)
+int cli_check_providers(const struct config *cfg)
 {
 	struct strvec seen = STRVEC_INIT;
 	int r, ret = 0;
@@ -529,13 +529,19 @@ static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE };
 
 int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, int json)
 {
+	return cli_pipeline_keep(cmd, cfg, po, json, NULL);
+}
+
+int cli_pipeline_keep(const char *cmd, struct config *cfg, struct pipeline_opts *po, int json,
+		      struct pipeline_result *keep)
+{
 	struct pipeline_result res = PIPELINE_RESULT_INIT;
 	struct sigaction sa, old[ARRAY_SIZE(stop_signals)];
 	size_t i;
 	struct view v;
 	int ret, status;
 
-	if ((ret = check_providers(cfg)))
+	if ((ret = cli_check_providers(cfg)))
 		return ret;
 	memset(&v, 0, sizeof(v));
 	v.json = json;
@@ -580,7 +586,10 @@ int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, 
 	if (!json)
 		print_result(&res, cmd, cfg->budget.prices.nr > 0);
 out:
-	pipeline_result_release(&res);
+	if (keep)
+		*keep = res;
+	else
+		pipeline_result_release(&res);
 	return status;
 }
 

@@ -15,6 +15,7 @@ int cmd_init(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_log(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
@@ -26,6 +27,7 @@ int cmd_undo(int argc, char **argv);
 
 struct config;
 struct pipeline_opts;
+struct pipeline_result;
 struct buf;
 
 /**
@@ -34,6 +36,14 @@ struct buf;
  * and SIGTERM cancel. Returns the exit status.
  */
 int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, int json);
+/**
+ * Check that the model server of every role answers (before a run or a
+ * session): 0, or EXIT_PROVIDER with the error and a hint printed.
+ */
+int cli_check_providers(const struct config *cfg);
+/** As cli_pipeline(), and the result is moved to `keep` (the caller releases it). */
+int cli_pipeline_keep(const char *cmd, struct config *cfg, struct pipeline_opts *po, int json,
+		      struct pipeline_result *keep);
 
 /**
  * The request from the operands joined with spaces; when there are none

@@ -57,6 +57,32 @@ static const struct cli_command commands[] = {
 	  "Exit status: 0 answered, 1 no answer within max_turns or the budget,\n"
 	  "2 usage or configuration error, 3 the provider failed (or the answer\n"
 	  "was cut at the token limit), 130 interrupted.\n" },
+	{ "chat", HEAVY(cmd_chat), CLI_HEAVY, "Talk with the model about this project and change it, turn by turn",
+	  "usage: forgex chat [--continue | --resume ID] [--yes|--ask|--safe] [--no-wait]\n"
+	  "                   [MESSAGE...]\n"
+	  "\n"
+	  "An interactive session (also what 'forgex' alone opens on a terminal):\n"
+	  "each message is a turn of an agent with the Builder's tools, under the\n"
+	  "same policy, sandbox, approvals, hooks and budgets as a run. The model's\n"
+	  "text streams; every tool call is shown with its arguments and its\n"
+	  "result, refusals and failures marked, and every edit as a diff. Each\n"
+	  "turn that changes files is checkpointed and can be undone (/undo).\n"
+	  "MESSAGE, when given, is the first turn. Slash commands: /run [REQUEST],\n"
+	  "/plan [REQUEST], /go, /diff [TURN], /undo, /model [ROLE] NAME, /cost,\n"
+	  "/compact, /clear, /resume [ID], /help, /exit ('/help' in a session says\n"
+	  "more). Ctrl-C stops the running turn and comes back to the prompt;\n"
+	  "twice at the prompt, or Ctrl-D, leaves. Input that is not a terminal is\n"
+	  "read line by line (a script of messages and commands).\n"
+	  "\n"
+	  "Sessions are kept in .forgex/sessions/ID (events.jsonl, transcript.jsonl\n"
+	  "as for runs, and the conversation); 'forgex log' lists them.\n"
+	  "--continue    go on with the last session of this project\n"
+	  "--resume ID   go on with session ID (an id or a unique prefix)\n"
+	  "--yes, --ask, --safe\n"
+	  "              the approval mode for this session (permissions.mode auto,\n"
+	  "              ask or safe)\n"
+	  "--no-wait     a turn that finds the workspace busy (a run) fails instead\n"
+	  "              of waiting\n" },
 	{ "checkpoint", HEAVY(cmd_checkpoint), CLI_HEAVY, "Save, list and restore snapshots of the working tree",
 	  "usage: forgex checkpoint create [-m MESSAGE] [--json]\n"
 	  "       forgex checkpoint list [--json]\n"
@@ -669,10 +695,10 @@ int main(int argc, char **argv)
 	cli_verbose = verbose - quiet > 0 ? verbose - quiet : 0;
 	log_setup(cli_quiet, cli_verbose);
 	if (i >= argc) {
-		/* `forgex` alone on a terminal: ask for a request and run it */
-		if (isatty(0) && isatty(2)) {
-			const struct cli_command *run = cli_find_command("run");
-			char *run_argv[] = { (char *)"run", NULL };
+		/* `forgex` alone on a terminal: an interactive session */
+		if (isatty(0) && isatty(1)) {
+			const struct cli_command *run = cli_find_command("chat");
+			char *run_argv[] = { (char *)"chat", NULL };
 
 			if (!run->fn) {
 				char **nargv = xcalloc((size_t)argc + 2, sizeof(*nargv));

@@ -702,6 +702,16 @@ static int stage_architect(struct pl *pl)
 	struct buf task = BUF_INIT;
 	int ret;
 
+	if (pl->o->plan) {
+		/* planned before, and approved: the plan is the run's as it is */
+		json_decref(pl->plan);
+		pl->plan = json_deep_copy(pl->o->plan);
+		ret = session_write_json(&pl->s, "plan.json", pl->plan);
+		if (ret == 0)
+			emit(pl, "plan", json_pack("{s:O, s:s}", "plan", pl->plan, "source",
+						   "given"));
+		return ret;
+	}
 	buf_addf(&task, "The request:\n%s\n\nStudy the project with your tools and make a plan "
 		 "for this request. Hand it in with submit_plan.\n", pl->request);
 	ret = run_agent(pl, &res, ROLE_ARCHITECT, task.buf, NULL, NULL);

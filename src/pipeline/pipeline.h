@@ -81,9 +81,14 @@ struct pipeline_opts {
 	 */
 	int no_wait;
 	void (*on_wait)(void *data, const char *holder);
+	/*
+	 * A plan made before (the session's /plan, then /go): the Architect
+	 * does not run; this plan is the run's (borrowed; NULL: plan).
+	 */
+	const json_t *plan;
 };
 
-#define PIPELINE_OPTS_INIT { NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL }
+#define PIPELINE_OPTS_INIT { NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL }
 
 struct pipeline_result {
 	enum pipeline_outcome outcome;

@@ -604,7 +604,8 @@ int tool_dispatch(struct tool_ctx *ctx, unsigned granted, const char *name,
 		buf_addbuf(result, &tmp);
 		buf_release(&tmp);
 	}
-	return TOOL_FAILED;
+	/* the policy, a person or the sandbox said no: a refusal, not a failure */
+	return ret == FX_EDENIED ? TOOL_REFUSED : TOOL_FAILED;
 }
 
 int tools_register_builtin(struct tool_registry *reg)

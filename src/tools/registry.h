@@ -194,7 +194,8 @@ void *tool_ctx_data(const struct tool_ctx *ctx);
 enum tool_status {
 	TOOL_OK = 0,		/* the tool ran; `result` is its output */
 	TOOL_FAILED = 1,	/* the tool ran and failed; `result` says why ("error: ...") */
-	TOOL_REFUSED = 2,	/* not run: unknown tool, missing permissions, bad arguments */
+	TOOL_REFUSED = 2,	/* not run: unknown tool, missing permissions, bad arguments, or the
+				 * tool said FX_EDENIED (the policy, the person, a path outside) */
 };
 
 /**

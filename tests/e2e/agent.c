@@ -695,7 +695,9 @@ static void test_agent_run_command_denied_by_policy(void **state)
 	/* mode "safe": a network command needs approval, and gets none */
 	res = tool_result_in(reqs, 1, "curl");
 	assert_non_null(strstr(res, "Command not approved: curl http://example.com"));
-	assert_string_equal(jsonx_str(event(&f, "tool_result", 0), "status"), "failed");
+	/* a policy's no is shown as a refusal, not as a failure */
+	assert_string_equal(jsonx_str(event(&f, "tool_result", 0), "status"), "refused");
+	assert_string_equal(jsonx_str(event(&f, "tool_result", 2), "status"), "refused");
 	json_decref(reqs);
 	fx_end(&f);
 }
