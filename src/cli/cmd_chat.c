@@ -841,7 +841,9 @@ int cmd_chat(int argc, char **argv)
 		buf_trim(&line);
 		if (!line.len)
 			continue;
-		lineedit_history_add(f.le, line.buf);
+		/* a script piped in is not what the person typed */
+		if (lineedit_is_tty(f.le))
+			lineedit_history_add(f.le, line.buf);
 		if (line.buf[0] == '/' && line.buf[1] != '/')
 			slash(&f, line.buf);
 		else

@@ -22,59 +22,109 @@ static void id_time(char *out, size_t size, const char *id)
 		snprintf(out, size, "?");
 }
 
+/* One run's line (or JSON object). */
+static void list_run(const char *workspace, const char *id, int json)
+{
+	char *dir = session_dir(workspace, id);
+	struct buf req = BUF_INIT;
+	json_t *sum = NULL;
+	const char *outcome = "unfinished";
+	char when[32];
+	size_t n;
+	int fd = session_file_open(dir, "request.txt", O_RDONLY, 0);
+
+	if (fd >= 0) {
+		fsutil_read_fd(&req, fd, 64u << 10);
+		close(fd);
+	}
+	err_clear();
+	if (!session_read_json(&sum, dir, "summary.json") && jsonx_str(sum, "outcome"))
+		outcome = jsonx_str(sum, "outcome");
+	err_clear();
+	id_time(when, sizeof(when), id);
+	if (json) {
+		json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", id, "kind", "run", "time",
+				      when, "request", req.buf, "outcome", outcome);
+		struct buf b = BUF_INIT;
+
+		jsonx_dump(&b, j, JSON_COMPACT);
+		printf("%s\n", b.buf);
+		buf_release(&b);
+		json_decref(j);
+	} else {
+		n = strcspn(req.buf, "\n");
+		if (n > 60)
+			n = 60;
+		cli_printf(stdout, "%s  %s  %-11s %.*s\n", id, when, outcome, (int)n, req.buf);
+	}
+	json_decref(sum);
+	buf_release(&req);
+	free(dir);
+}
+
+/* One interactive session's line: its turns and its first message. */
+static void list_session(const char *workspace, const char *id, int json)
+{
+	char *dir = session_dir_kind(workspace, SESSION_CHATS, id);
+	json_t *st = NULL;
+	const char *first = "";
+	size_t turns = 0, n;
+	char when[32];
+
+	if (!session_read_json(&st, dir, "state.json")) {
+		const char *f = json_string_value(json_array_get(json_object_get(st, "said"), 0));
+
+		first = f ? f : "";
+		turns = json_array_size(json_object_get(st, "turns"));
+	}
+	err_clear();
+	id_time(when, sizeof(when), id);
+	if (json) {
+		json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:i}", "id", id, "kind", "session",
+				      "time", when, "request", first, "turns", (int)turns);
+		struct buf b = BUF_INIT;
+
+		jsonx_dump(&b, j, JSON_COMPACT);
+		printf("%s\n", b.buf);
+		buf_release(&b);
+		json_decref(j);
+	} else {
+		char what[32];
+
+		snprintf(what, sizeof(what), "session:%zu", turns);
+		n = strcspn(first, "\n");
+		if (n > 60)
+			n = 60;
+		cli_printf(stdout, "%s  %s  %-11s %.*s\n", id, when, what, (int)n, first);
+	}
+	json_decref(st);
+	free(dir);
+}
+
+/* The runs and the interactive sessions of the project, oldest first. */
 static int list_runs(const char *workspace, int json)
 {
-	struct strvec ids = STRVEC_INIT;
-	size_t i;
+	struct strvec runs = STRVEC_INIT, chats = STRVEC_INIT;
+	size_t i = 0, j = 0;
 
-	if (session_list(&ids, workspace) < 0) {
+	if (session_list(&runs, workspace) < 0 ||
+	    session_list_kind(&chats, workspace, SESSION_CHATS) < 0) {
 		cli_print_error();
+		strvec_clear(&runs);
+		strvec_clear(&chats);
 		return EXIT_FAIL;
 	}
-	if (!ids.nr && !json)
-		printf("No runs yet. Start one with: forgex run \"REQUEST\"\n");
-	for (i = 0; i < ids.nr; i++) {
-		char *dir = session_dir(workspace, ids.v[i]), *rp = xstrfmt("%s/request.txt", dir);
-		struct buf req = BUF_INIT;
-		json_t *sum = NULL;
-		const char *outcome = "unfinished";
-		char when[32];
-		size_t n;
-
-		{
-			int fd = session_file_open(dir, "request.txt", O_RDONLY, 0);
-
-			if (fd >= 0) {
-				fsutil_read_fd(&req, fd, 64u << 10);
-				close(fd);
-			}
-			err_clear();
-		}
-		if (!session_read_json(&sum, dir, "summary.json") && jsonx_str(sum, "outcome"))
-			outcome = jsonx_str(sum, "outcome");
-		err_clear();
-		id_time(when, sizeof(when), ids.v[i]);
-		if (json) {
-			json_t *j = json_pack("{s:s, s:s, s:s, s:s}", "id", ids.v[i], "time", when,
-					      "request", req.buf, "outcome", outcome);
-			struct buf b = BUF_INIT;
-
-			jsonx_dump(&b, j, JSON_COMPACT);
-			printf("%s\n", b.buf);
-			buf_release(&b);
-			json_decref(j);
-		} else {
-			n = strcspn(req.buf, "\n");
-			if (n > 60)
-				n = 60;
-			cli_printf(stdout, "%s  %s  %-11s %.*s\n", ids.v[i], when, outcome, (int)n, req.buf);
-		}
-		json_decref(sum);
-		buf_release(&req);
-		free(rp);
-		free(dir);
+	if (!runs.nr && !chats.nr && !json)
+		printf("No runs yet. Start one with: forgex run \"REQUEST\" (or talk: forgex chat)\n");
+	/* ids begin with the time: merged, they are in time order */
+	while (i < runs.nr || j < chats.nr) {
+		if (j >= chats.nr || (i < runs.nr && strcmp(runs.v[i], chats.v[j]) <= 0))
+			list_run(workspace, runs.v[i++], json);
+		else
+			list_session(workspace, chats.v[j++], json);
 	}
-	strvec_clear(&ids);
+	strvec_clear(&runs);
+	strvec_clear(&chats);
 	return EXIT_OK;
 }
 
@@ -106,9 +156,9 @@ static void detail(struct buf *b, const json_t *ev)
 	}
 }
 
-static int show_run(const char *workspace, const char *id, int json)
+static int show_run(const char *workspace, const char *kind, const char *id, int json)
 {
-	char *dir = session_dir(workspace, id);
+	char *dir = session_dir_kind(workspace, kind, id);
 	json_t *events = NULL, *ev;
 	size_t i;
 	int ret;
@@ -172,11 +222,17 @@ int cmd_log(int argc, char **argv)
 		return EXIT_USAGE;
 	if (optind == argc) {
 		status = list_runs(cfg.workspace, json);
-	} else if (session_resolve(&id, cfg.workspace, argv[optind]) < 0) {
+	} else if (session_resolve(&id, cfg.workspace, argv[optind]) == 0) {
+		status = show_run(cfg.workspace, SESSION_RUNS, id, json);
+	} else if (err_last_code() == FX_ENOTFOUND &&
+		   session_resolve_kind(&id, cfg.workspace, SESSION_CHATS, argv[optind]) == 0) {
+		/* not a run: an interactive session */
+		status = show_run(cfg.workspace, SESSION_CHATS, id, json);
+	} else {
+		if (err_last_code() == FX_ENOTFOUND)
+			err_set(FX_ENOTFOUND, "no run or session '%s' (see 'forgex log')", argv[optind]);
 		cli_print_error();
 		status = EXIT_USAGE;
-	} else {
-		status = show_run(cfg.workspace, id, json);
 	}
 	free(id);
 	config_release(&cfg);

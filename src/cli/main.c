@@ -173,15 +173,18 @@ static const struct cli_command commands[] = {
 	  "file unless --force is given.\n"
 	  "\n"
 	  "--here    make the current folder the project, even inside a repository\n" },
-	{ "log", HEAVY(cmd_log), CLI_HEAVY, "List runs, or show one run's timeline",
-	  "usage: forgex log [--json] [RUN]\n"
+	{ "log", HEAVY(cmd_log), CLI_HEAVY, "List runs and sessions, or show one's timeline",
+	  "usage: forgex log [--json] [RUN|SESSION]\n"
 	  "\n"
-	  "Without RUN: every run of this project, oldest first: id, time, outcome\n"
-	  "(pass, fail, interrupted, error, planned; unfinished when it never\n"
-	  "ended) and the request. With RUN (an id, a unique prefix, or 'last'):\n"
-	  "the run's events, numbered and timed: stages, model calls, tool calls\n"
-	  "and results, commands, checkpoints, test results, votes and verdicts.\n"
-	  "--json   one JSON object per line\n" },
+	  "Without RUN: every run and interactive session of this project, oldest\n"
+	  "first: id, time, outcome (pass, fail, interrupted, error, planned;\n"
+	  "unfinished when it never ended; session:N for a session of N turns) and\n"
+	  "the request (a session's first message). With RUN or SESSION (an id, a\n"
+	  "unique prefix, or 'last' for the last run): its events, numbered and\n"
+	  "timed: stages, model calls, tool calls and results, commands,\n"
+	  "checkpoints, test results, votes and verdicts; a session's messages,\n"
+	  "turns, edits and undos.\n"
+	  "--json   one JSON object per line (with \"kind\": \"run\" or \"session\")\n" },
 	{ "map", cmd_map, 0, "Show the repository map the agents are given",
 	  "usage: forgex map [--tokens N] [--focus X]... [--json] [--stats] [REQUEST...]\n"
 	  "\n"
@@ -229,13 +232,16 @@ static const struct cli_command commands[] = {
 	  "effective configuration ('forgex config show').\n"
 	  "\n"
 	  "--json   print {\"decision\": \"allow|deny|approval\", \"reason\": \"...\"}\n" },
-	{ "replay", HEAVY(cmd_replay), CLI_HEAVY, "Re-run a recorded run offline from its transcript",
-	  "usage: forgex replay [--json] [--strict] RUN\n"
+	{ "replay", HEAVY(cmd_replay), CLI_HEAVY, "Re-run a recorded run or session offline from its transcript",
+	  "usage: forgex replay [--json] [--strict] RUN|SESSION\n"
 	  "\n"
 	  "Puts the tree back to how it was before RUN (the tree as it is now is\n"
 	  "saved as a checkpoint first), then runs the same request again with\n"
 	  "every role answered from RUN's transcript, without a model or network.\n"
-	  "Says whether the outcome is the same; exits 1 when it is not.\n"
+	  "Says whether the outcome is the same; exits 1 when it is not. For an\n"
+	  "interactive SESSION: from the tree it started from, each of its turns\n"
+	  "again (with its /undo, /clear and /compact), each of which must end as\n"
+	  "it did and change the same files.\n"
 	  "--strict  a request that differs from the recording is an error (default:\n"
 	  "          a warning, and the recorded answer is used)\n" },
 	{ "resume", HEAVY(cmd_resume), CLI_HEAVY, "Continue an interrupted run",

@@ -1017,3 +1017,38 @@ void chat_request_text(const struct chat *c, struct buf *out)
 	if (c->last_answer && *c->last_answer)
 		buf_addf(out, "\nThe assistant's last answer:\n%s\n", c->last_answer);
 }
+
+int chat_restore_start(const char *workspace, const char *id)
+{
+	struct ws_lock lock = WS_LOCK_INIT;
+	struct checkpoints *cps = NULL;
+	struct checkpoint_restore_result res;
+	char *dir = session_dir_kind(workspace, SESSION_CHATS, id);
+	json_t *st = NULL;
+	const char *start;
+	int ret;
+
+	memset(&res, 0, sizeof(res));
+	ret = ws_lock_acquire(&lock, workspace, "replay", 0, NULL, NULL, NULL);
+	if (ret < 0)
+		goto out;
+	ret = session_read_json(&st, dir, "state.json");
+	if (ret < 0)
+		goto out;
+	start = jsonx_str(st, "start_checkpoint");
+	if (!start) {
+		ret = err_set(FX_ENOTFOUND, "session %s has no checkpoint of its start", id);
+		goto out;
+	}
+	ret = checkpoint_open(&cps, workspace);
+	if (ret < 0)
+		goto out;
+	ret = checkpoint_restore(&res, cps, start);
+out:
+	ws_lock_release(&lock);
+	checkpoint_restore_result_release(&res);
+	checkpoint_close(cps);
+	json_decref(st);
+	free(dir);
+	return ret;
+}

@@ -163,6 +163,12 @@ void chat_cost(const struct chat *c, struct buf *out);
  */
 void chat_request_text(const struct chat *c, struct buf *out);
 
+/**
+ * Make the tree what it was when session `id` of `workspace` started (its
+ * first checkpoint), for `forgex replay`. FX_ENOTFOUND without one.
+ */
+int chat_restore_start(const char *workspace, const char *id);
+
 /** Record an event of the session (takes the reference of `fields`, may be NULL). */
 void chat_event(struct chat *c, const char *type, json_t *fields);
 

@@ -633,7 +633,8 @@ static char *git_dir_of(const char *dir)
 int session_exclude(const char *workspace, int *added)
 {
 	static const char *const excluded[] = { ".forgex/runs/", ".forgex/checkpoints/",
-						".forgex/map/", ".forgex/sessions/" };
+						".forgex/map/", ".forgex/sessions/",
+						".forgex/history" };
 	struct buf common = BUF_INIT, path = BUF_INIT, content = BUF_INIT, c = BUF_INIT;
 	char *gitdir = git_dir_of(workspace);
 	size_t i;

@@ -94,7 +94,8 @@ int session_write_json(const struct session *s, const char *name, const json_t *
 int session_read_json(json_t **out, const char *dir, const char *name);
 
 /**
- * Add ".forgex/runs/", ".forgex/checkpoints/" and ".forgex/map/" to the info/exclude file
+ * Add ".forgex/runs/", ".forgex/checkpoints/", ".forgex/map/", ".forgex/sessions/" and
+ * ".forgex/history" to the info/exclude file
  * of the git repository at `workspace` (the common one for a linked
  * worktree), each once. Nothing happens when `workspace` is not the top of
  * a git work tree. `*added` (may be NULL) receives the lines added.

@@ -129,12 +129,12 @@ static void test_session_exclude_once(void **state)
 	assert_int_equal(added, 0);
 	tu_write(ws, ".git/info/exclude", "*.o");
 	assert_int_equal(session_exclude(ws, &added), 0);
-	assert_int_equal(added, 4);
+	assert_int_equal(added, 5);
 	assert_int_equal(session_exclude(ws, &added), 0);
 	assert_int_equal(added, 0);
 	ex = tu_read(ws, ".git/info/exclude");
 	assert_string_equal(ex, "*.o\n# forgex run data\n.forgex/runs/\n.forgex/checkpoints/\n"
-			    ".forgex/map/\n.forgex/sessions/\n");
+			    ".forgex/map/\n.forgex/sessions/\n.forgex/history\n");
 	free(ex);
 	tu_rmtree(ws);
 }
