@@ -1070,6 +1070,82 @@ static void test_agent_ask_binary_reads_project(void **state)
 	tu_rmtree(dir);
 }
 
+/*
+ * A conversation that goes on (the interactive session): the second call
+ * sends the first call's messages unchanged, its system prompt and tools
+ * too, then the new message; /compact then leaves the first message with
+ * the summary; the conversation survives its JSON form.
+ */
+static void test_agent_conversation_goes_on(void **state)
+{
+	struct llm_request conv = LLM_REQUEST_INIT, back = LLM_REQUEST_INIT;
+	json_t *reqs, *m1, *m2, *j1, *j2;
+	size_t k;
+	struct fx f;
+
+	(void)state;
+	fx_start(&f, "[{'tool_calls': [{'id': 'r1', 'name': 'read_file', 'arguments': {'path': 'a.txt'}}]},"
+		 "{'text': 'It says alpha.'},"
+		 "{'text': 'You asked about a.txt before.'},"
+		 "{'text': 'SUMMARY-XYZ: read a.txt (alpha).'}]", NULL);
+	fx_write(&f, "a.txt", "alpha\n");
+	f.o.plain_answer = 1;
+	f.o.system_prompt = "FIRST SYSTEM PROMPT";
+	f.o.task = "What is in a.txt?";
+	f.o.conversation = &conv;
+	fx_run(&f);
+	assert_int_equal(f.r.status, AGENT_ANSWERED);
+	assert_int_equal(conv.messages_nr, 5);	/* system, user, call, result, answer */
+	agent_result_release(&f.r);
+	f.o.system_prompt = "ANOTHER PROMPT, NOT SENT";
+	f.o.task = "And before that?";
+	fx_run(&f);
+	assert_int_equal(f.r.status, AGENT_ANSWERED);
+	assert_string_equal(f.r.answer, "You asked about a.txt before.");
+	reqs = mock_requests(&f.m);
+	assert_int_equal(json_array_size(reqs), 3);
+	m1 = messages(reqs, 1);
+	m2 = messages(reqs, 2);
+	/* request 3 = request 2's messages, the reply, the new message */
+	assert_int_equal(json_array_size(m2), json_array_size(m1) + 2);
+	for (k = 0; k < json_array_size(m1); k++)
+		assert_true(json_equal(json_array_get(m1, k), json_array_get(m2, k)));
+	assert_string_equal(jsonx_str(json_array_get(m2, 0), "content"), "FIRST SYSTEM PROMPT");
+	assert_string_equal(jsonx_str(json_array_get(m2, json_array_size(m2) - 2), "content"),
+			    "It says alpha.");
+	assert_string_equal(jsonx_str(json_array_get(m2, json_array_size(m2) - 1), "content"),
+			    "And before that?");
+	assert_true(json_equal(json_object_get(json_object_get(json_array_get(reqs, 1), "body"),
+					       "tools"),
+			       json_object_get(json_object_get(json_array_get(reqs, 2), "body"),
+					       "tools")));
+	json_decref(reqs);
+	agent_result_release(&f.r);
+
+	/* /compact: the first message carries the summary, nothing else stays */
+	assert_int_equal(agent_compact(&f.r, &f.o), 0);
+	assert_int_equal(conv.messages_nr, 2);
+	assert_non_null(strstr(conv.messages[1].content, "What is in a.txt?"));
+	assert_non_null(strstr(conv.messages[1].content, "SUMMARY-XYZ"));
+	assert_non_null(event(&f, "context_compact", 0));
+
+	/* what a session saves and reads back is the same conversation */
+	j1 = llm_request_to_json(&conv, "m", 0);
+	assert_int_equal(llm_request_from_json(&back, j1), 0);
+	j2 = llm_request_to_json(&back, "m", 0);
+	assert_true(json_equal(j1, j2));
+	json_decref(j1);
+	json_decref(j2);
+	llm_request_release(&back);
+	j1 = json_pack("{s:[{s:s}]}", "messages", "role", "wizard");
+	assert_int_equal(llm_request_from_json(&back, j1), FX_EPARSE);
+	assert_int_equal(back.messages_nr, 0);
+	json_decref(j1);
+	llm_request_release(&back);
+	llm_request_release(&conv);
+	fx_end(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1097,6 +1173,7 @@ int main(void)
 		cmocka_unit_test(test_agent_native_calls_in_text),
 		cmocka_unit_test(test_agent_text_tool_mode),
 		cmocka_unit_test(test_agent_ask_binary_reads_project),
+		cmocka_unit_test(test_agent_conversation_goes_on),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
