@@ -20,6 +20,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/lineedit.h"
+#include "cli/progress.h"
 #include "pipeline/chat.h"
 #include "pipeline/pipeline.h"
 #include "sandbox/approval.h"
@@ -105,6 +106,7 @@ static void on_text(void *data, const char *text, size_t len)
 
 	if (!len)
 		return;
+	progress_hold();
 	buf_add(&in, f->held, f->held_len);
 	buf_add(&in, text, len);
 	keep = termsafe_partial_tail(in.buf, in.len);
@@ -115,6 +117,8 @@ static void on_text(void *data, const char *text, size_t len)
 	f->printed += len;
 	f->last = text[len - 1];
 	f->line_open = f->last != '\n';
+	/* the spinner must not draw over a line of text being written */
+	progress_release(f->line_open ? "" : NULL);
 	buf_release(&in);
 }
 
@@ -208,8 +212,12 @@ static void show_diff(struct front *f, const char *diff)
 		size_t n = nl ? (size_t)(nl - p) : strlen(p);
 		const char *c = "";
 
-		if (!strncmp(p, "+++", 3) || !strncmp(p, "---", 3) || !strncmp(p, "diff ", 5) ||
-		    !strncmp(p, "index ", 6) || !strncmp(p, "new file", 8) ||
+		if (!strncmp(p, "diff --git ", 11) || !strncmp(p, "index ", 6)) {
+			/* git's header lines say nothing a person needs here */
+			p += n + (nl != NULL);
+			continue;
+		}
+		if (!strncmp(p, "+++", 3) || !strncmp(p, "---", 3) || !strncmp(p, "new file", 8) ||
 		    !strncmp(p, "deleted file", 12))
 			c = C_BOLD;
 		else if (*p == '+')
@@ -228,16 +236,18 @@ static void show_diff(struct front *f, const char *diff)
 static void on_event(void *data, const json_t *ev)
 {
 	struct front *f = data;
-	const char *type = jsonx_str(ev, "type");
+	const char *type = jsonx_str(ev, "type"), *label = NULL;
 	struct buf b = BUF_INIT;
 
 	if (!type)
 		return;
+	progress_hold();
 	if (!strcmp(type, "tool_call")) {
 		close_line(f);
 		call_summary(&b, jsonx_str(ev, "name") ? jsonx_str(ev, "name") : "?",
 			     json_object_get(ev, "arguments"));
 		fprintf(f->out, "%s*%s %s\n", col(f, C_CYAN), col(f, C_RESET), b.buf);
+		label = b.buf;
 	} else if (!strcmp(type, "tool_result")) {
 		const char *status = jsonx_str(ev, "status"), *name = jsonx_str(ev, "name");
 		const char *preview = jsonx_str(ev, "preview");
@@ -263,6 +273,7 @@ static void on_event(void *data, const json_t *ev)
 				(long long)jsonx_int(ev, "bytes", 0), col(f, C_RESET));
 		}
 		fputc('\n', f->out);
+		label = "";
 	} else if (!strcmp(type, "file_diff")) {
 		const char *diff = jsonx_str(ev, "diff");
 
@@ -286,10 +297,14 @@ static void on_event(void *data, const json_t *ev)
 			   jsonx_str(ev, "reason") : "");
 	} else if (!strcmp(type, "progress") && cli_verbose) {
 		close_line(f);
-		cli_printf(stderr, "%sforgex: %s%s\n", col(f, C_DIM), jsonx_str(ev, "message"),
-			   col(f, C_RESET));
+		cli_printf(stderr, "forgex: %s\n", jsonx_str(ev, "message"));
+	} else if (!strcmp(type, "progress") && !f->line_open &&
+		   !strcmp(jsonx_str(ev, "kind") ? jsonx_str(ev, "kind") : "", "model")) {
+		buf_addf(&b, "waiting for %s", chat_model(f->chat));
+		label = b.buf;
 	}
 	fflush(f->out);
+	progress_release(label);
 	buf_release(&b);
 }
 
@@ -297,13 +312,25 @@ static void on_wait(void *data, const char *holder)
 {
 	struct front *f = data;
 
+	progress_hold();
 	close_line(f);
 	cli_printf(stderr, "forgex: waiting for %s to finish (Ctrl-C stops waiting)\n", holder);
+	progress_release(NULL);
 }
 
 /*
  * Turns
  */
+
+/* Around an approval question: the spinner leaves the line to it. */
+static void approval_hook(void *data, int asking)
+{
+	(void)data;
+	if (asking)
+		progress_hold();
+	else
+		progress_release("");
+}
 
 static void show_turn_end(struct front *f, const struct agent_result *r, int ret)
 {
@@ -333,8 +360,10 @@ static void show_turn_end(struct front *f, const struct agent_result *r, int ret
 			col(f, C_RESET));
 		break;
 	default:
-		cli_printf(f->out, "%sthe turn ended: %s%s\n", col(f, C_RED),
-			   r->error ? r->error : agent_status_name(r->status), col(f, C_RESET));
+		fputs(col(f, C_RED), f->out);
+		cli_printf(f->out, "the turn ended: %s", r->error ? r->error
+							   : agent_status_name(r->status));
+		fprintf(f->out, "%s\n", col(f, C_RESET));
 		break;
 	}
 	if (nr && t[nr - 1].changed && r->status != AGENT_INTERRUPTED)
@@ -352,7 +381,14 @@ static void turn(struct front *f, const char *message)
 	f->line_open = 0;
 	f->held_len = 0;
 	interrupted = 0;
+	/* a spinner while nothing else is said: on a terminal, not with -q or -v */
+	if (!cli_quiet && !cli_verbose && isatty(1) && progress_start(stderr))
+		approval_set_hook(approval_hook, NULL);
 	ret = chat_turn(f->chat, message, &r);
+	if (progress_active()) {
+		approval_set_hook(NULL, NULL);
+		progress_stop();
+	}
 	show_turn_end(f, &r, ret);
 	for (i = 0; i < r.warnings.nr; i++)
 		cli_printf(stderr, "forgex: warning: %s\n", r.warnings.v[i]);
@@ -470,8 +506,10 @@ static void cmd_undo_turn(struct front *f)
 		for (i = 0; i < o.kept.nr; i++)
 			cli_printf(f->out, "  kept, changed since: %s\n", o.kept.v[i]);
 		for (i = 0; i < o.failed.nr; i++)
-			cli_printf(f->out, "  %sFAILED%s %s\n", col(f, C_RED), col(f, C_RESET),
-				   o.failed.v[i]);
+		{
+			fprintf(f->out, "  %sFAILED%s ", col(f, C_RED), col(f, C_RESET));
+			cli_printf(f->out, "%s\n", o.failed.v[i]);
+		}
 	}
 	journal_outcome_release(&o);
 }
@@ -671,9 +709,10 @@ static void banner(struct front *f, int resumed)
 	size_t nr;
 
 	chat_turns(f->chat, &nr);
-	cli_printf(f->out, "%sforgex%s session %s%s: model %s, permissions %s.\n",
-		   col(f, C_BOLD), col(f, C_RESET), chat_id(f->chat), resumed ? " (resumed)" : "",
-		   chat_model(f->chat), f->cfg->permissions.mode ? f->cfg->permissions.mode : "ask");
+	fprintf(f->out, "%sforgex%s ", col(f, C_BOLD), col(f, C_RESET));
+	cli_printf(f->out, "session %s%s: model %s, permissions %s.\n", chat_id(f->chat),
+		   resumed ? " (resumed)" : "", chat_model(f->chat),
+		   f->cfg->permissions.mode ? f->cfg->permissions.mode : "ask");
 	if (resumed)
 		fprintf(f->out, "%zu earlier messages and %zu turns are in the conversation.\n",
 			chat_messages(f->chat), nr);
