@@ -759,16 +759,26 @@ static int begin_turn(struct chat *c, struct ws_lock *lock)
 	dir = xstrfmt("turns/%d", t->n);
 	fd = session_file_open(c->s.dir, dir, O_DIRECTORY | O_CREAT, 0700);
 	free(dir);
-	if (fd < 0)
-		return fd;
+	if (fd < 0) {
+		ret = fd;
+		goto fail;
+	}
 	close(fd);
 	dir = xstrfmt("%s/turns/%d", c->s.dir, t->n);
 	ret = journal_open(&c->jr, c->cps, dir, 1);
 	free(dir);
-	if (ret < 0)
-		return err_prefix(ret, "the turn's journal");
+	if (ret < 0) {
+		err_prefix(ret, "the turn's journal");
+		goto fail;
+	}
 	c->have_jr = 1;
 	return 0;
+fail:
+	/* no turn without a journal: nothing may change unrecorded */
+	free(t->checkpoint);
+	c->turns_nr--;
+	c->turn = 0;
+	return ret;
 }
 
 int chat_turn(struct chat *c, const char *message, struct agent_result *res)
