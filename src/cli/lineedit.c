@@ -52,6 +52,7 @@ struct lineedit {
 
 	const char *prompt;		/* of the physical line being read */
 	int key_interrupt;		/* Ctrl-C was typed */
+	int searching;			/* in a Ctrl-R search (as far as keys tell) */
 	int sig_interrupt;		/* *cancel was seen */
 	volatile sig_atomic_t *cancel;
 	struct termios raw;		/* the mode libedit edits in */
@@ -164,25 +165,17 @@ static char *le_prompt(EditLine *el)
 }
 
 /*
- * Read one character for libedit: poll() first (never restarted after a
- * signal, whatever SA_RESTART says), so a resize, a continue after a stop
- * and the caller's cancel flag are seen while waiting. -1 with EINTR ends
- * el_gets() when the caller cancels.
+ * Wait up to `ms` (-1: for ever) for a byte of in_fd: 1 with it, 0 at
+ * the end or when the time passed, -1 on error or when the caller
+ * cancels (sig_interrupt set, errno EINTR). Resizes and continues are
+ * handled while waiting.
  */
-static int le_getc(EditLine *el, wchar_t *wc)
+static int le_byte(struct lineedit *le, EditLine *el, char *c, int ms)
 {
-	struct lineedit *le = le_of(el);
-	char mb[MB_LEN_MAX];
-	size_t n = 0;
-
-	if (!le->have_raw && tcgetattr(le->in_fd, &le->raw) == 0)
-		le->have_raw = 1;
 	for (;;) {
 		struct pollfd p = { .fd = le->in_fd, .events = POLLIN };
-		mbstate_t st;
-		size_t r;
 		ssize_t k;
-		char c;
+		int r;
 
 		if (le->cancel && *le->cancel) {
 			le->sig_interrupt = 1;
@@ -200,19 +193,102 @@ static int le_getc(EditLine *el, wchar_t *wc)
 				tcsetattr(le->in_fd, TCSADRAIN, &le->raw);
 			el_set(el, EL_REFRESH);
 		}
-		if (poll(&p, 1, -1) < 0) {
+		r = poll(&p, 1, ms);
+		if (r < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
 			return -1;
 		}
-		k = read(le->in_fd, &c, 1);
+		if (r == 0)
+			return 0;
+		k = read(le->in_fd, c, 1);
 		if (k < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
 			return -1;
 		}
-		if (k == 0)
-			return 0;
+		return k == 1;
+	}
+}
+
+/*
+ * In an incremental search (Ctrl-R) libedit reads keys one character at a
+ * time, and ESC ends the search: the rest of an arrow's or Home's
+ * sequence would be typed as text. So there a key's sequence is read
+ * whole and given as the control key of the same motion (which ends the
+ * search and then moves); an unknown sequence as a lone ESC.
+ */
+static int le_search_key(struct lineedit *le, EditLine *el)
+{
+	char seq[16], c;
+	size_t n = 0;
+	int r;
+
+	r = le_byte(le, el, &c, 50);
+	if (r < 0)
+		return -1;
+	if (r == 0 || (c != '[' && c != 'O'))
+		return 033;	/* a lone ESC (what followed, if anything, is dropped) */
+	seq[n++] = c;
+	for (;;) {
+		r = le_byte(le, el, &c, 50);
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			return 033;
+		if (n < sizeof(seq) - 1)
+			seq[n++] = c;
+		if ((unsigned char)c >= 0x40 && (unsigned char)c <= 0x7e)
+			break;
+	}
+	seq[n] = '\0';
+	switch (seq[n - 1]) {
+	case 'A': return 'P' & 037;
+	case 'B': return 'N' & 037;
+	case 'C': return 'F' & 037;
+	case 'D': return 'B' & 037;
+	case 'H': return 'A' & 037;
+	case 'F': return 'E' & 037;
+	case '~':
+		if (!strcmp(seq, "[1~") || !strcmp(seq, "[7~"))
+			return 'A' & 037;
+		if (!strcmp(seq, "[4~") || !strcmp(seq, "[8~"))
+			return 'E' & 037;
+		if (!strcmp(seq, "[3~"))
+			return 'D' & 037;
+		break;
+	}
+	return 033;
+}
+
+/*
+ * Read one character for libedit: poll() first (never restarted after a
+ * signal, whatever SA_RESTART says), so a resize, a continue after a stop
+ * and the caller's cancel flag are seen while waiting. -1 with EINTR ends
+ * el_gets() when the caller cancels.
+ */
+static int le_getc(EditLine *el, wchar_t *wc)
+{
+	struct lineedit *le = le_of(el);
+	char mb[MB_LEN_MAX];
+	size_t n = 0;
+
+	if (!le->have_raw && tcgetattr(le->in_fd, &le->raw) == 0)
+		le->have_raw = 1;
+	for (;;) {
+		mbstate_t st;
+		size_t r;
+		char c;
+		int k = le_byte(le, el, &c, -1);
+
+		if (k <= 0)
+			return k;
+		if (c == 033 && le->searching && n == 0) {
+			k = le_search_key(le, el);
+			if (k < 0)
+				return -1;
+			c = (char)k;
+		}
 		mb[n++] = c;
 		memset(&st, 0, sizeof(st));
 		r = mbrtowc(wc, mb, n, &st);
@@ -228,6 +304,12 @@ static int le_getc(EditLine *el, wchar_t *wc)
 		}
 		if (r == 0)
 			*wc = L'\0';
+		/* what an incremental search takes as its own; anything else ends it */
+		if (*wc == ('R' & 037) || *wc == ('S' & 037))
+			le->searching = 1;
+		else if (le->searching && !(*wc >= 0x20 && *wc != 0x7f) && *wc != 0x7f &&
+			 *wc != ('H' & 037) && *wc != ('W' & 037))
+			le->searching = 0;
 		return 1;
 	}
 }
@@ -838,6 +920,7 @@ static void le_bind_keys(struct lineedit *le)
 	const char *const *k;
 	struct termios t;
 	char intr[3] = "^C";
+	int i;
 
 	le_bind(el, "^C", "fx-interrupt");
 	if (tcgetattr(le->in_fd, &t) == 0 && t.c_cc[VINTR] != _POSIX_VDISABLE &&
@@ -862,6 +945,17 @@ static void le_bind_keys(struct lineedit *le)
 	le_bind(el, "\033[1;3D", "ed-prev-word");
 	for (k = ignored; *k; k++)
 		le_bind(el, *k, "fx-ignore");
+	/*
+	 * libedit looks characters below U+0100 up in its key map, whose upper
+	 * half are meta commands (U+00E9 'é' would run M-i): they are text.
+	 * Meta keys typed as ESC + key stay bound.
+	 */
+	for (i = 0x80; i <= 0xff; i++) {
+		char u[3] = { (char)(0xc0 | (i >> 6)), (char)(0x80 | (i & 0x3f)), '\0' };
+
+		if (i >= 0xa0)
+			le_bind(el, u, "ed-insert");
+	}
 }
 
 static int le_open_editor(struct lineedit *le)
@@ -937,8 +1031,14 @@ int lineedit_open(struct lineedit **out, const struct lineedit_opts *opts)
 		le->ws_real = realpath(opts->workspace, NULL);
 	le->tty = isatty(le->in_fd) && isatty(le->out_fd);
 	if (le->tty) {
+		locale_t old = (locale_t)0;
+
 		le->loc = le_locale();
+		if (le->loc)
+			old = uselocale(le->loc);	/* el_set() converts with it */
 		ret = le_open_editor(le);
+		if (le->loc)
+			uselocale(old);
 		if (ret < 0) {
 			lineedit_close(le);
 			return ret;
@@ -1036,6 +1136,9 @@ static int le_read_plain(struct lineedit *le, const char *prompt, struct buf *li
 			break;
 		}
 		if (r == 0) {
+			/* the end of the input ends a pending continuation */
+			if (more)
+				buf_setlen(line, line->len - 1);
 			ret = more ? LINEEDIT_LINE : LINEEDIT_EOF;
 			break;
 		}
@@ -1067,6 +1170,7 @@ static int le_read_tty(struct lineedit *le, const char *prompt, struct buf *line
 	if (le->loc)
 		old = uselocale(le->loc);
 	le->have_raw = 0;
+	le->searching = 0;
 	for (;;) {
 		const char *s;
 		size_t n;
@@ -1087,6 +1191,8 @@ static int le_read_tty(struct lineedit *le, const char *prompt, struct buf *line
 			if (count == 0) {
 				/* Ctrl-D at an empty line, or the terminal went away */
 				fputs("\n", le->fout);
+				if (more)
+					buf_setlen(line, line->len - 1);
 				ret = more ? LINEEDIT_LINE : LINEEDIT_EOF;
 			} else {
 				ret = err_set_errno(FX_EOS, "cannot read the terminal");
