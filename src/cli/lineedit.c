@@ -35,6 +35,8 @@
 #include "pipeline/session.h"
 
 #define CONT_PROMPT "... "
+#define PASTE_ON "\033[?2004h"		/* xterm's bracketed paste */
+#define PASTE_OFF "\033[?2004l"
 #define HIST_DEFAULT 1000
 #define HIST_MAX_ENTRIES 100000
 #define HIST_READ_MAX (1024 * 1024)	/* bytes of a history file's end read */
@@ -45,6 +47,7 @@
 struct lineedit {
 	int in_fd, out_fd;
 	int tty;
+	int paste_mode;			/* bracketed paste asked of the terminal */
 	EditLine *el;
 	History *hist;
 	FILE *fin, *fout;
@@ -53,6 +56,7 @@ struct lineedit {
 	const char *prompt;		/* of the physical line being read */
 	int key_interrupt;		/* Ctrl-C was typed */
 	int searching;			/* in a Ctrl-R search (as far as keys tell) */
+	int pasting;			/* inside a bracketed paste */
 	int sig_interrupt;		/* *cancel was seen */
 	volatile sig_atomic_t *cancel;
 	struct termios raw;		/* the mode libedit edits in */
@@ -80,7 +84,7 @@ struct lineedit {
 /* -- signals while reading ----------------------------------------------- */
 
 static volatile sig_atomic_t le_winch, le_cont;
-static int le_tty_fd = -1;
+static int le_tty_fd = -1, le_paste_fd = -1;
 static struct termios le_cooked;
 
 static const int le_fatal_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
@@ -103,6 +107,11 @@ static void le_on_fatal(int sig)
 {
 	int saved = errno;
 
+	if (le_paste_fd >= 0) {
+		ssize_t w = write(le_paste_fd, PASTE_OFF, sizeof(PASTE_OFF) - 1);
+
+		(void)w;	/* nothing more to do in a handler */
+	}
 	if (le_tty_fd >= 0)
 		tcsetattr(le_tty_fd, TCSANOW, &le_cooked);
 	raise(sig);	/* blocked until this handler returns, then fatal */
@@ -123,6 +132,7 @@ static void le_signals_enter(struct lineedit *le, struct le_sigsave *save)
 
 	if (tcgetattr(le->in_fd, &le_cooked) == 0)
 		le_tty_fd = le->in_fd;
+	le_paste_fd = le->paste_mode ? le->out_fd : -1;
 	for (i = 0; i < ARRAY_SIZE(le_fatal_sigs); i++) {
 		struct sigaction cur;
 
@@ -146,7 +156,7 @@ static void le_signals_leave(struct le_sigsave *save)
 			sigaction(le_fatal_sigs[i], &save->fatal[i], NULL);
 	sigaction(SIGWINCH, &save->winch, NULL);
 	sigaction(SIGCONT, &save->cont, NULL);
-	le_tty_fd = -1;
+	le_tty_fd = le_paste_fd = -1;
 }
 
 /* -- libedit callbacks ---------------------------------------------------- */
@@ -283,7 +293,7 @@ static int le_getc(EditLine *el, wchar_t *wc)
 
 		if (k <= 0)
 			return k;
-		if (c == 033 && le->searching && n == 0) {
+		if (c == 033 && le->searching && !le->pasting && n == 0) {
 			k = le_search_key(le, el);
 			if (k < 0)
 				return -1;
@@ -305,7 +315,9 @@ static int le_getc(EditLine *el, wchar_t *wc)
 		if (r == 0)
 			*wc = L'\0';
 		/* what an incremental search takes as its own; anything else ends it */
-		if (*wc == ('R' & 037) || *wc == ('S' & 037))
+		if (le->pasting) {
+			/* text, whatever it is */
+		} else if (*wc == ('R' & 037) || *wc == ('S' & 037))
 			le->searching = 1;
 		else if (le->searching && !(*wc >= 0x20 && *wc != 0x7f) && *wc != 0x7f &&
 			 *wc != ('H' & 037) && *wc != ('W' & 037))
@@ -334,6 +346,74 @@ static unsigned char le_key_newline(EditLine *el, int ch)
 	(void)ch;
 	if (el_insertstr(el, "\n") < 0)
 		return CC_ERROR;
+	return CC_REFRESH;
+}
+
+static void le_paste_flush(EditLine *el, wchar_t *b, size_t *n)
+{
+	if (!*n)
+		return;
+	b[*n] = L'\0';
+	el_winsertstr(el, b);
+	*n = 0;
+}
+
+/*
+ * A bracketed paste (the terminal sends ESC [ 200 ~ text ESC [ 201 ~):
+ * the text goes into the line as it is, its newlines too, instead of
+ * every pasted line being an Enter. Control characters but tab and
+ * newline are dropped; past LINEEDIT_MAX_ENTRY the rest is read and
+ * dropped.
+ */
+static unsigned char le_key_paste(EditLine *el, int ch)
+{
+	static const wchar_t end[] = L"\033[201~";
+	struct lineedit *le = le_of(el);
+	wchar_t b[257], wc, prev = 0;
+	size_t n = 0, m = 0, total = 0, i;
+
+	(void)ch;
+	le->pasting = 1;
+	while (el_wgetc(el, &wc) == 1) {
+		wchar_t pend[ARRAY_SIZE(end)];
+		size_t np = 0;
+
+		if (wc == end[m]) {
+			if (end[++m] == L'\0')
+				break;
+			continue;
+		}
+		/* not the end after all: what matched so far is text */
+		for (i = 0; i < m; i++)
+			pend[np++] = end[i];
+		m = 0;
+		if (wc == end[0])
+			m = 1;
+		else
+			pend[np++] = wc;
+		for (i = 0; i < np; i++) {
+			wchar_t c = pend[i];
+
+			/* CR LF (LF CR after the terminal's ICRNL and INLCR): one newline */
+			if ((c == L'\r' && prev == L'\n') || (c == L'\n' && prev == L'\r')) {
+				prev = 0;
+				continue;
+			}
+			prev = c;
+			if (c == L'\r')
+				c = L'\n';
+			else if (c < 0x20 && c != L'\t' && c != L'\n')
+				c = 0;
+			if (!c || total >= LINEEDIT_MAX_ENTRY)
+				continue;
+			b[n++] = c;
+			total++;
+			if (n == ARRAY_SIZE(b) - 1)
+				le_paste_flush(el, b, &n);
+		}
+	}
+	le_paste_flush(el, b, &n);
+	le->pasting = 0;
 	return CC_REFRESH;
 }
 
@@ -914,7 +994,7 @@ static void le_bind_keys(struct lineedit *le)
 		"\033[2~", "\033[5~", "\033[6~", "\033OP", "\033OQ", "\033OR", "\033OS",
 		"\033[11~", "\033[12~", "\033[13~", "\033[14~", "\033[15~", "\033[17~",
 		"\033[18~", "\033[19~", "\033[20~", "\033[21~", "\033[23~", "\033[24~",
-		"\033[E", "\033[G", "\033[Z", "\033[200~", "\033[201~", NULL
+		"\033[E", "\033[G", "\033[Z", "\033[201~", NULL
 	};
 	EditLine *el = le->el;
 	const char *const *k;
@@ -932,6 +1012,7 @@ static void le_bind_keys(struct lineedit *le)
 	le_bind(el, "^I", "fx-complete");
 	le_bind(el, "^R", "em-inc-search-prev");
 	le_bind(el, "^S", "em-inc-search-next");
+	le_bind(el, "\033[200~", "fx-paste");
 	le_bind(el, "\033\r", "fx-newline");
 	le_bind(el, "\033\n", "fx-newline");
 	le_bind(el, "\033[1~", "ed-move-to-beg");
@@ -995,6 +1076,7 @@ static int le_open_editor(struct lineedit *le)
 	el_set(le->el, EL_ADDFN, "fx-suspend", "Suspend forgex (Ctrl-Z)", le_key_suspend);
 	el_set(le->el, EL_ADDFN, "fx-complete", "Complete a command or path", le_key_complete);
 	el_set(le->el, EL_ADDFN, "fx-ignore", "Ignore a key", le_key_ignore);
+	el_set(le->el, EL_ADDFN, "fx-paste", "Take a bracketed paste as text", le_key_paste);
 	/* keys are keys while editing: Ctrl-C must not be a signal then */
 	el_set(le->el, EL_SETTY, "-d", "-isig", "-ixon", NULL);
 	/* the user's ~/.editrc ($EDITRC) first; the session's own keys win */
@@ -1031,8 +1113,11 @@ int lineedit_open(struct lineedit **out, const struct lineedit_opts *opts)
 		le->ws_real = realpath(opts->workspace, NULL);
 	le->tty = isatty(le->in_fd) && isatty(le->out_fd);
 	if (le->tty) {
+		const char *term = getenv("TERM");
+
 		locale_t old = (locale_t)0;
 
+		le->paste_mode = term && *term && strcmp(term, "dumb");
 		le->loc = le_locale();
 		if (le->loc)
 			old = uselocale(le->loc);	/* el_set() converts with it */
@@ -1171,6 +1256,10 @@ static int le_read_tty(struct lineedit *le, const char *prompt, struct buf *line
 		old = uselocale(le->loc);
 	le->have_raw = 0;
 	le->searching = 0;
+	if (le->paste_mode) {
+		fputs(PASTE_ON, le->fout);
+		fflush(le->fout);
+	}
 	for (;;) {
 		const char *s;
 		size_t n;
@@ -1214,6 +1303,8 @@ static int le_read_tty(struct lineedit *le, const char *prompt, struct buf *line
 		}
 		buf_addch(line, '\n');
 	}
+	if (le->paste_mode)
+		fputs(PASTE_OFF, le->fout);
 	fflush(le->fout);
 	if (le->loc)
 		uselocale(old);

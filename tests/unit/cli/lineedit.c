@@ -342,6 +342,8 @@ static void test_lineedit_typing_and_edit_keys(void **state)
 	expect_line(&k, "yz\001x\005!\r", "xyz!");
 	expect_line(&k, "abXc\033[D\033[D\033[3~\r", "abc");
 	expect_line(&k, "xab\001\004\r", "ab");
+	/* Ctrl-Z (the test's child cannot stop: orphaned) leaves the line as it was */
+	expect_line(&k, "ab\032c\r", "abc");
 	/* keys with no meaning here are swallowed whole */
 	expect_line(&k, "a\033[5~\033[6~\033OP\033[15~\033[2~b\r", "ab");
 	/* Ctrl-V ESC would put a raw ESC in the line: it is dropped */
@@ -386,6 +388,11 @@ static void test_lineedit_multiline(void **state)
 	/* Alt-Enter (ESC CR and ESC LF) puts a newline at the cursor */
 	expect_line(&k, "one\033\rtwo\033\nthree\r", "one\ntwo\nthree");
 	expect_line(&k, "ac\033[D\033\r\r", "a\nc");
+	/* a bracketed paste is text: its newlines (CR, CR LF) do not submit */
+	expect_line(&k, "say \033[200~line one\rline two\r\nend\033[A\033[20x\033[201~!\r",
+		    "say line one\nline two\nend[A[20x!");
+	assert_non_null(strstr(k.out.buf, "\033[?2004h"));
+	assert_non_null(strstr(k.out.buf, "\033[?2004l"));
 	kid_quit(&k);
 	buf_release(&got);
 }
