@@ -1071,12 +1071,13 @@ static int le_open_editor(struct lineedit *le)
 	el_set(le->el, EL_HIST, history, le->hist);
 	el_set(le->el, EL_PROMPT_ESC, le_prompt, '\1');
 	el_set(le->el, EL_GETCFN, le_getc);
-	el_set(le->el, EL_ADDFN, "fx-interrupt", "Drop the line (Ctrl-C)", le_key_interrupt);
-	el_set(le->el, EL_ADDFN, "fx-newline", "Insert a newline (Alt-Enter)", le_key_newline);
-	el_set(le->el, EL_ADDFN, "fx-suspend", "Suspend forgex (Ctrl-Z)", le_key_suspend);
-	el_set(le->el, EL_ADDFN, "fx-complete", "Complete a command or path", le_key_complete);
-	el_set(le->el, EL_ADDFN, "fx-ignore", "Ignore a key", le_key_ignore);
-	el_set(le->el, EL_ADDFN, "fx-paste", "Take a bracketed paste as text", le_key_paste);
+	el_wset(le->el, EL_ADDFN, L"fx-interrupt", L"Drop the line (Ctrl-C)", le_key_interrupt);
+	el_wset(le->el, EL_ADDFN, L"fx-newline", L"Insert a newline (Alt-Enter)", le_key_newline);
+	el_wset(le->el, EL_ADDFN, L"fx-suspend", L"Suspend forgex (Ctrl-Z)", le_key_suspend);
+	el_wset(le->el, EL_ADDFN, L"fx-complete", L"Complete a command or path", le_key_complete);
+	el_wset(le->el, EL_ADDFN, L"fx-ignore", L"Ignore a key", le_key_ignore);
+	el_wset(le->el, EL_ADDFN, L"fx-paste", L"Take a bracketed paste as text", le_key_paste);
+	/* (el_wset: the narrow EL_ADDFN leaks its copies of the names) */
 	/* keys are keys while editing: Ctrl-C must not be a signal then */
 	el_set(le->el, EL_SETTY, "-d", "-isig", "-ixon", NULL);
 	/* the user's ~/.editrc ($EDITRC) first; the session's own keys win */
