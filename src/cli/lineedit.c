@@ -55,6 +55,8 @@ struct lineedit {
 
 	const char *prompt;		/* of the physical line being read */
 	int key_interrupt;		/* Ctrl-C was typed */
+	size_t key_dropped;		/* ... with this many bytes in the line */
+	int dropped;			/* the last interrupt dropped text */
 	int searching;			/* in a Ctrl-R search (as far as keys tell) */
 	int pasting;			/* inside a bracketed paste */
 	int sig_interrupt;		/* *cancel was seen */
@@ -334,6 +336,7 @@ static unsigned char le_key_interrupt(EditLine *el, int ch)
 
 	(void)ch;
 	le->key_interrupt = 1;
+	le->key_dropped = (size_t)(li->lastchar - li->buffer);
 	el_cursor(el, (int)(li->lastchar - li->cursor));
 	el_insertstr(el, "^C");
 	el_push(el, "\n");
@@ -714,6 +717,11 @@ void lineedit_history_add(struct lineedit *le, const char *entry)
 const char *lineedit_history_problem(const struct lineedit *le)
 {
 	return le ? le->hist_problem.buf : "";
+}
+
+int lineedit_dropped(const struct lineedit *le)
+{
+	return le && le->dropped;
 }
 
 int lineedit_is_tty(const struct lineedit *le)
@@ -1214,6 +1222,8 @@ static int le_read_plain(struct lineedit *le, const char *prompt, struct buf *li
 		}
 		r = le_plain_line(le, &piece);
 		if (r == FX_EINTR) {
+			/* what was read of the line stays for the next read */
+			le->dropped = line->len > 0;
 			ret = LINEEDIT_INTERRUPT;
 			break;
 		}
@@ -1272,8 +1282,13 @@ static int le_read_tty(struct lineedit *le, const char *prompt, struct buf *line
 		le_bind(le->el, "^C", "fx-interrupt");
 		s = el_gets(le->el, &count);
 		if (le->key_interrupt || le->sig_interrupt) {
-			if (le->sig_interrupt)
+			if (le->sig_interrupt) {
+				const LineInfo *li = el_line(le->el);
+
+				le->key_dropped = li ? (size_t)(li->lastchar - li->buffer) : 0;
 				fputs("\n", le->fout);
+			}
+			le->dropped = line->len || le->key_dropped;
 			ret = LINEEDIT_INTERRUPT;
 			break;
 		}
@@ -1320,6 +1335,7 @@ int lineedit_read(struct lineedit *le, const char *prompt, struct buf *line)
 	int ret;
 
 	buf_reset(line);
+	le->dropped = 0;
 	if (!prompt)
 		prompt = "";
 	ret = le->tty ? le_read_tty(le, prompt, line) : le_read_plain(le, prompt, line);

@@ -109,6 +109,13 @@ void lineedit_history_add(struct lineedit *le, const char *entry);
  */
 const char *lineedit_history_problem(const struct lineedit *le);
 
+/**
+ * After LINEEDIT_INTERRUPT: whether text was dropped (1), or the prompt
+ * was empty (0), so "a second Ctrl-C at an empty prompt leaves" can be
+ * told from "Ctrl-C clears what I typed".
+ */
+int lineedit_dropped(const struct lineedit *le);
+
 /** Whether `le` edits with libedit (1) or reads plain lines (0). */
 int lineedit_is_tty(const struct lineedit *le);
 

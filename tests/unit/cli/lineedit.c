@@ -57,6 +57,7 @@ struct kid {
 	struct buf out;		/* what the child showed on the terminal */
 	struct buf frames;	/* results not yet taken */
 	int mode;		/* the terminal after the last result: cooked() */
+	int dropped;		/* lineedit_dropped() after it */
 };
 
 static volatile sig_atomic_t kid_cancel;
@@ -77,10 +78,10 @@ static int cooked(int fd)
 	return (t.c_lflag & (ICANON | ISIG | ECHO)) == (ICANON | ISIG | ECHO);
 }
 
-static void put_frame(int fd, int rc, const char *s, size_t n, int mode)
+static void put_frame(int fd, int rc, const char *s, size_t n, int mode, int dropped)
 {
 	char head[64];
-	int k = snprintf(head, sizeof(head), "R %d %zu %d\n", rc, n, mode);
+	int k = snprintf(head, sizeof(head), "R %d %zu %d %d\n", rc, n, mode, dropped);
 
 	if (write(fd, head, (size_t)k) < 0 || (n && write(fd, s, n) < 0))
 		_exit(3);
@@ -112,13 +113,14 @@ static FX_NORETURN void kid_main(const struct cfg *cfg, int resfd, int infd)
 	o.commands = commands;
 	o.workspace = cfg->workspace;
 	if (lineedit_open(&le, &o) < 0) {
-		put_frame(resfd, -100, err_last(), strlen(err_last()), 0);
+		put_frame(resfd, -100, err_last(), strlen(err_last()), 0, 0);
 		_exit(5);
 	}
 	for (;;) {
 		kid_cancel = 0;
 		rc = lineedit_read(le, PROMPT, &line);
-		put_frame(resfd, rc, line.buf, line.len, cooked(cfg->plain ? -1 : 0));
+		put_frame(resfd, rc, line.buf, line.len, cooked(cfg->plain ? -1 : 0),
+			  lineedit_dropped(le));
 		if (rc == LINEEDIT_LINE && cfg->add)
 			lineedit_history_add(le, line.buf);
 		if (rc != LINEEDIT_LINE && rc != LINEEDIT_INTERRUPT)
@@ -201,7 +203,8 @@ static int kid_result(struct kid *k, struct buf *text)
 		int rc;
 		size_t n, head;
 
-		if (nl && sscanf(k->frames.buf, "R %d %zu %d", &rc, &n, &k->mode) == 3) {
+		if (nl && sscanf(k->frames.buf, "R %d %zu %d %d", &rc, &n, &k->mode,
+				 &k->dropped) == 4) {
 			head = (size_t)(nl - k->frames.buf) + 1;
 			if (k->frames.len >= head + n) {
 				buf_add(text, k->frames.buf + head, n);
@@ -375,11 +378,17 @@ static void test_lineedit_ctrl_c_and_ctrl_d(void **state)
 	assert_int_equal(got.len, 0);
 	/* ... and the terminal is back in its normal mode */
 	assert_int_equal(k.mode, 1);
+	assert_int_equal(k.dropped, 1);
 	/* the next entry does not carry the dropped text */
 	expect_line(&k, "next\r", "next");
 	/* Ctrl-C at an empty prompt: INTERRUPT too (the caller decides to leave) */
 	kid_type(&k, "\003");
 	assert_int_equal(kid_result(&k, &got), LINEEDIT_INTERRUPT);
+	assert_int_equal(k.dropped, 0);
+	/* typed and erased again: the prompt is empty */
+	kid_type(&k, "ab\177\177\003");
+	assert_int_equal(kid_result(&k, &got), LINEEDIT_INTERRUPT);
+	assert_int_equal(k.dropped, 0);
 	kid_quit(&k);
 	buf_release(&got);
 }
@@ -704,6 +713,7 @@ static void test_lineedit_cancel_flag_and_resize(void **state)
 	kill(k.pid, SIGUSR1);
 	assert_int_equal(kid_result(&k, &got), LINEEDIT_INTERRUPT);
 	assert_int_equal(k.mode, 1);
+	assert_int_equal(k.dropped, 1);
 	expect_line(&k, "after\r", "after");
 	kid_quit(&k);
 	buf_release(&got);
