@@ -134,6 +134,8 @@ static FX_NORETURN void kid_main(const struct cfg *cfg, int resfd, int infd)
 	_exit(0);
 }
 
+static void kid_drain(struct kid *k);
+
 static long now_ms(void)
 {
 	struct timespec ts;
@@ -234,6 +236,26 @@ static void kid_wait_edit(struct kid *k)
 	fail_msg("the child never started editing; terminal showed: %s", k->out.buf);
 }
 
+/*
+ * Take what the terminal showed so far: the child wrote all of a read's
+ * output before its result, so after a result it is all in the pty.
+ */
+static void kid_drain(struct kid *k)
+{
+	for (;;) {
+		struct pollfd p = { .fd = k->master, .events = POLLIN };
+		char b[4096];
+		ssize_t n;
+
+		if (poll(&p, 1, 20) <= 0 || !(p.revents & POLLIN))
+			return;
+		n = read(k->master, b, sizeof(b));
+		if (n <= 0)
+			return;
+		buf_add(&k->out, b, (size_t)n);
+	}
+}
+
 /* Wait until the terminal showed `s` (since the start). */
 static void kid_wait_output(struct kid *k, const char *s)
 {
@@ -296,6 +318,7 @@ static int kid_end(struct kid *k)
 {
 	int st = kid_reap(k);
 
+	kid_drain(k);
 	close(k->master);
 	close(k->res);
 	if (k->in >= 0)
@@ -407,6 +430,7 @@ static void test_lineedit_multiline(void **state)
 	/* a bracketed paste is text: its newlines (CR, CR LF) do not submit */
 	expect_line(&k, "say \033[200~line one\rline two\r\nend\033[A\033[20x\033[201~!\r",
 		    "say line one\nline two\nend[A[20x!");
+	kid_drain(&k);
 	assert_non_null(strstr(k.out.buf, "\033[?2004h"));
 	assert_non_null(strstr(k.out.buf, "\033[?2004l"));
 	kid_quit(&k);
@@ -614,7 +638,8 @@ static void test_lineedit_history_huge_file_is_bounded(void **state)
 
 static void test_lineedit_tab_completion(void **state)
 {
-	char *ws = tu_mkdtemp(), *outside = tu_outside_mkdtemp();
+	/* the workspace inside a folder with a secret next to it */
+	char *outside = tu_outside_mkdtemp(), *ws = xstrfmt("%s/ws", outside);
 	char *link = xstrfmt("%s/out", ws);
 	struct cfg cfg;
 	struct kid k;
@@ -627,6 +652,7 @@ static void test_lineedit_tab_completion(void **state)
 	tu_write(ws, "docs/usage.md", "");
 	tu_write(ws, ".hidden", "");
 	tu_write(outside, "secret.txt", "");
+	tu_write(outside, "sub/secret2.txt", "");
 	assert_int_equal(symlink(outside, link), 0);
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.workspace = ws;
@@ -644,25 +670,44 @@ static void test_lineedit_tab_completion(void **state)
 	/* ambiguous: first Tab adds nothing, the second lists */
 	at = k.out.len;
 	expect_line(&k, "src/\t\t\r", "src/");
+	kid_drain(&k);
 	assert_non_null(strstr(k.out.buf + at, "main.c"));
 	assert_non_null(strstr(k.out.buf + at, "util.c"));
 	/* a link is offered as a name, never followed out */
 	expect_line(&k, "ou\t\r", "out ");
 	at = k.out.len;
 	expect_line(&k, "out/\t\t\r", "out/");
+	kid_drain(&k);
 	assert_null(strstr(k.out.buf + at, "secret"));
 	/* nothing above the workspace */
 	at = k.out.len;
 	expect_line(&k, "../\t\t\r", "../");
 	expect_line(&k, "src/../../\t\t\r", "src/../../");
+	expect_line(&k, "../se\t\r", "../se");
+	expect_line(&k, "out/se\t\r", "out/se");
+	expect_line(&k, "out/su\t\r", "out/su");
+	kid_drain(&k);
 	assert_null(strstr(k.out.buf + at, "secret"));
+	/* an absolute path is completed only inside the workspace too */
+	{
+		char *keys = xstrfmt("%s/se\t\r", outside), *want = xstrfmt("%s/se", outside);
+
+		expect_line(&k, keys, want);
+		free(keys);
+		free(want);
+		keys = xstrfmt("%s/REA\t\r", ws);
+		want = xstrfmt("%s/README.md ", ws);
+		expect_line(&k, keys, want);
+		free(keys);
+		free(want);
+	}
 	/* inside, ".." that stays in is fine */
 	expect_line(&k, "src/../REA\t\r", "src/../README.md ");
 	/* dot files only when asked for */
 	expect_line(&k, ".hi\t\r", ".hidden ");
 	kid_quit(&k);
 	free(link);
-	tu_rmtree(ws);
+	free(ws);
 	tu_rmtree(outside);
 }
 
