@@ -18,9 +18,10 @@ CC ?= cc
 PKG_CONFIG ?= pkg-config
 VERSION := 0.1.0
 
-PKGS := libcurl jansson libgit2 libseccomp libpcre2-8 zlib
+PKGS := libcurl jansson libgit2 libseccomp libpcre2-8 zlib libedit
 # What build/forgex itself links; commands needing more run in forgex-core
-# (see src/cli/main.c).
+# (see src/cli/main.c). libedit (the session's line editor, src/cli/lineedit.c)
+# is only in forgex-core: the session is a heavy command.
 LIGHT_PKGS := jansson libseccomp libpcre2-8
 TEST_PKGS := cmocka
 
@@ -122,6 +123,12 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(HELPER_OBJ) $(LIBFX)
 	@mkdir -p $(@D)
 	@echo '  LINK    $@'
 	@$(CC) $(LDFLAGS) -o $@ $< $(HELPER_OBJ) $(LIBFX) $(LIBS) $(TEST_LIBS) -lpthread
+
+# Unit tests of src/cli/ modules link the front's archive too.
+$(BUILD)/tests/unit/cli/%: $(BUILD)/obj/tests/unit/cli/%.o $(HELPER_OBJ) $(LIBCLI) $(LIBFX)
+	@mkdir -p $(@D)
+	@echo '  LINK    $@'
+	@$(CC) $(LDFLAGS) -o $@ $< $(HELPER_OBJ) $(LIBCLI) $(LIBFX) $(LIBS) $(TEST_LIBS) -lutil -lpthread
 
 # Banned functions (see src/base/banned.h): a use anywhere in src/ fails the build.
 lint-banned:
