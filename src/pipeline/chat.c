@@ -879,6 +879,14 @@ end:
 					    "error", ret < 0 ? err_last() : res->error));
 	c->turn = 0;
 	save_state(c);
+	if (hooks_have(&c->uhooks, "stop")) {
+		json_t *hin = json_pack("{s:s, s:i, s:s, s:s}", "session", c->s.id, "turn", t->n,
+					"outcome", ret < 0 ? "error" : agent_status_name(res->status),
+					"reason", ret < 0 ? err_last() : res->error ? res->error : "");
+
+		hooks_fire(&c->uhooks, "stop", NULL, hin, NULL, NULL);
+		json_decref(hin);
+	}
 out:
 	ws_lock_release(&lock);
 	agent_budget_release(&budget);

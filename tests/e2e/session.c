@@ -207,12 +207,66 @@ static void test_session_folder_link_refused(void **state)
 	free(s);
 }
 
+/* Hooks in a session: user_prompt blocks one message (no model call for it), stop follows each turn. */
+static void test_session_hooks(void **state)
+{
+	json_t *steps = json_array();
+	struct tu_result r;
+	struct sc_proj p;
+	struct mock m;
+	char *s, *got;
+	const char *args[] = { "chat", NULL };
+
+	(void)state;
+	json_array_append_new(steps, json_pack("{s:s}", "text", "Listed nothing."));
+	s = sc_script(steps);
+	mock_start(&m, s);
+	sc_proj_init(&p, &m, "auto", NULL);
+	tu_write(p.dir, "tools/prompt.py", "import json, sys\n"
+		 "if 'rm -rf' in json.load(sys.stdin)['request']:\n"
+		 "    sys.stderr.write('no destructive requests\\n')\n"
+		 "    sys.exit(2)\n");
+	tu_write(p.dir, "tools/record.py", "import sys\n"
+		 "with open('hook-inputs.jsonl', 'a') as f:\n"
+		 "    f.write(sys.stdin.read() + '\\n')\n");
+	sc_proj_config(&p, &m, "auto", "[[hooks.user_prompt]]\n"
+		       "command = [\"python3\", \"tools/prompt.py\"]\n"
+		       "[[hooks.stop]]\ncommand = [\"python3\", \"tools/record.py\"]\n");
+	chat_input(&r, &p, "rm -rf everything\nlist the files\n/exit\n", args);
+	if (r.status)
+		fail_msg("chat failed (%d):\n%s\n%s", r.status, r.out.buf, r.err.buf);
+	assert_non_null(strstr(r.err.buf, "a user_prompt hook blocked the message: no destructive "
+			       "requests"));
+	assert_non_null(strstr(r.out.buf, "Listed nothing."));
+	tu_result_release(&r);
+	{
+		json_t *reqs = mock_requests(&m);
+		struct buf all = BUF_INIT;
+
+		/* the blocked message never reached the model */
+		assert_int_equal(json_array_size(reqs), 1);
+		jsonx_dump(&all, reqs, JSON_COMPACT);
+		assert_null(strstr(all.buf, "rm -rf everything"));
+		buf_release(&all);
+		json_decref(reqs);
+	}
+	got = tu_read(p.dir, "hook-inputs.jsonl");
+	assert_non_null(strstr(got, "\"event\": \"stop\""));
+	assert_non_null(strstr(got, "\"turn\": 1"));
+	assert_non_null(strstr(got, "\"outcome\": \"answered\""));
+	free(got);
+	sc_proj_release(&p);
+	mock_release(&m);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_session_log_and_replay),
 		cmocka_unit_test(test_session_continue_sends_earlier_messages),
 		cmocka_unit_test(test_session_folder_link_refused),
+		cmocka_unit_test(test_session_hooks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
