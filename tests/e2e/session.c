@@ -251,9 +251,9 @@ static void test_session_hooks(void **state)
 		json_decref(reqs);
 	}
 	got = tu_read(p.dir, "hook-inputs.jsonl");
-	assert_non_null(strstr(got, "\"event\": \"stop\""));
-	assert_non_null(strstr(got, "\"turn\": 1"));
-	assert_non_null(strstr(got, "\"outcome\": \"answered\""));
+	assert_non_null(strstr(got, "\"event\":\"stop\""));
+	assert_non_null(strstr(got, "\"turn\":1"));
+	assert_non_null(strstr(got, "\"outcome\":\"answered\""));
 	free(got);
 	sc_proj_release(&p);
 	mock_release(&m);
