@@ -21,6 +21,7 @@
 #include "cli/commands.h"
 #include "cli/lineedit.h"
 #include "cli/progress.h"
+#include "llm/provider.h"
 #include "pipeline/chat.h"
 #include "pipeline/pipeline.h"
 #include "sandbox/approval.h"
@@ -549,10 +550,31 @@ static void cmd_model(struct front *f, const char *arg)
 		fprintf(f->out, "chat: %s\n", chat_model(f->chat));
 		for (r = 0; r < ROLE__COUNT; r++) {
 			const struct agent_config *ac = config_agent(f->cfg, (enum agent_role)r);
+			const struct provider_config *pc = config_provider(f->cfg, ac->provider);
+			const char *model = ac->model && *ac->model ? ac->model
+					    : pc && pc->model && *pc->model ? pc->model : "(none set)";
 
 			cli_printf(f->out, "%s: %s (provider %s)\n", config_role_name((enum agent_role)r),
-				   ac->model && *ac->model ? ac->model : "(the provider's)",
-				   ac->provider ? ac->provider : "default");
+				   model, ac->provider ? ac->provider : "default");
+		}
+		{
+			const struct agent_config *ac = config_agent(f->cfg, ROLE_BUILDER);
+			const struct provider_config *pc = config_provider(f->cfg, ac->provider);
+			struct strvec models = STRVEC_INIT;
+			struct buf line = BUF_INIT;
+			size_t i;
+
+			if (pc && provider_list_models(&models, pc, 3000) == 0 && models.nr) {
+				for (i = 0; i < models.nr && i < 40; i++)
+					buf_addf(&line, "%s%s", i ? ", " : "", models.v[i]);
+				if (models.nr > 40)
+					buf_addf(&line, ", ... (%zu in all)", models.nr);
+				cli_printf(f->out, "the server of provider %s offers: %s\n",
+					   ac->provider ? ac->provider : "default", line.buf);
+			}
+			err_clear();
+			strvec_clear(&models);
+			buf_release(&line);
 		}
 		return;
 	}
