@@ -375,6 +375,13 @@ static void test_lineedit_typing_and_edit_keys(void **state)
 	expect_line(&k, "yz\001x\005!\r", "xyz!");
 	expect_line(&k, "abXc\033[D\033[D\033[3~\r", "abc");
 	expect_line(&k, "xab\001\004\r", "ab");
+	/* words and cutting, as docs/usage.md lists them */
+	expect_line(&k, "one two\033[1;5Dx\r", "one xtwo");
+	expect_line(&k, "one two\033bx\033fy\r", "one xtwoy");
+	expect_line(&k, "foo bar\027baz\r", "foo baz");
+	expect_line(&k, "one two\025three\r", "three");
+	expect_line(&k, "abc\001\013xyz\r", "xyz");
+	expect_line(&k, "abc\001\013\031\031\r", "abcabc");
 	/* Ctrl-Z (the test's child cannot stop: orphaned) leaves the line as it was */
 	expect_line(&k, "ab\032c\r", "abc");
 	/* keys with no meaning here are swallowed whole */
