@@ -366,7 +366,7 @@ static void le_paste_flush(EditLine *el, wchar_t *b, size_t *n)
  * the text goes into the line as it is, its newlines too, instead of
  * every pasted line being an Enter. Control characters but tab and
  * newline are dropped; past LINEEDIT_MAX_ENTRY the rest is read and
- * dropped.
+ * dropped. Ctrl-C ends a paste whose end never comes (and the line).
  */
 static unsigned char le_key_paste(EditLine *el, int ch)
 {
@@ -385,6 +385,11 @@ static unsigned char le_key_paste(EditLine *el, int ch)
 			if (end[++m] == L'\0')
 				break;
 			continue;
+		}
+		if (wc == ('C' & 037)) {
+			/* no terminal pastes a Ctrl-C: a paste that never ends, given up */
+			el_push(el, "\003");
+			break;
 		}
 		/* not the end after all: what matched so far is text */
 		for (i = 0; i < m; i++)

@@ -437,6 +437,9 @@ static void test_lineedit_multiline(void **state)
 	/* a bracketed paste is text: its newlines (CR, CR LF) do not submit */
 	expect_line(&k, "say \033[200~line one\rline two\r\nend\033[A\033[20x\033[201~!\r",
 		    "say line one\nline two\nend[A[20x!");
+	/* a paste that never ends: Ctrl-C still gets out */
+	kid_type(&k, "\033[200~stuck\003");
+	assert_int_equal(kid_result(&k, &got), LINEEDIT_INTERRUPT);
 	kid_drain(&k);
 	assert_non_null(strstr(k.out.buf, "\033[?2004h"));
 	assert_non_null(strstr(k.out.buf, "\033[?2004l"));
