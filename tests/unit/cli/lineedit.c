@@ -468,6 +468,11 @@ static void test_lineedit_backslash_continuation(void **state)
 	assert_string_equal(got.buf, "first \nsecond\nthird");
 	/* an escaped backslash does not continue */
 	expect_line(&k, "a\\\\\r", "a\\\\");
+	/* Ctrl-D on an empty continuation line sends what was gathered */
+	kid_type(&k, "p\\\r");
+	kid_type(&k, "\004");
+	assert_int_equal(kid_result(&k, &got), LINEEDIT_LINE);
+	assert_string_equal(got.buf, "p");
 	/* Ctrl-C on a continuation line drops the whole entry */
 	kid_type(&k, "x\\\r");
 	kid_type(&k, "y\003");
@@ -582,6 +587,17 @@ static void test_lineedit_history_refuses_links_and_fifos(void **state)
 		unlink(path);
 	}
 
+	/* another user's file (a root test can make one) */
+	if (geteuid() == 0) {
+		tu_write(ws, ".forgex/history", "theirs\n");
+		assert_int_equal(chown(path, 65534, 65534), 0);
+		expect_refused(ws, path, "belongs to another user");
+		content = tu_read(ws, ".forgex/history");
+		assert_string_equal(content, "theirs\n");
+		free(content);
+		unlink(path);
+	}
+
 	/* .forgex itself a link to somewhere else: nothing made there */
 	assert_int_equal(rmdir(link_dir), 0);
 	assert_int_equal(symlink(outside, link_dir), 0);
@@ -640,6 +656,38 @@ static void test_lineedit_history_huge_file_is_bounded(void **state)
 	assert_null(strstr(file, "\033"));
 	free(file);
 	buf_release(&big);
+	free(path);
+	tu_rmtree(ws);
+}
+
+static void test_lineedit_history_compacts_as_it_grows(void **state)
+{
+	char *ws = tu_mkdtemp();
+	char *path = xstrfmt("%s/.forgex/history", ws);
+	struct cfg cfg = { .history = path, .history_max = 3, .add = 1 };
+	struct kid k;
+	char *file;
+	int i;
+
+	(void)state;
+	kid_start(&k, &cfg);
+	for (i = 1; i <= 7; i++) {
+		char *keys = xstrfmt("e%d\r", i), *want = xstrfmt("e%d", i);
+
+		expect_line(&k, keys, want);
+		free(keys);
+		free(want);
+	}
+	kid_quit(&k);
+	/* past 2 x 3 entries (the 7th) the file was rewritten with the newest 3 */
+	file = tu_read(ws, ".forgex/history");
+	assert_string_equal(file, "e5\ne6\ne7\n");
+	free(file);
+	/* and only the newest 3 come back */
+	cfg.add = 0;
+	kid_start(&k, &cfg);
+	expect_line(&k, "\033[A\033[A\033[A\033[A\033[A\r", "e5");
+	kid_quit(&k);
 	free(path);
 	tu_rmtree(ws);
 }
@@ -842,6 +890,7 @@ int main(void)
 		cmocka_unit_test(test_lineedit_history_across_sessions),
 		cmocka_unit_test(test_lineedit_history_refuses_links_and_fifos),
 		cmocka_unit_test(test_lineedit_history_huge_file_is_bounded),
+		cmocka_unit_test(test_lineedit_history_compacts_as_it_grows),
 		cmocka_unit_test(test_lineedit_tab_completion),
 		cmocka_unit_test(test_lineedit_sigterm_restores_terminal),
 		cmocka_unit_test(test_lineedit_cancel_flag_and_resize),
