@@ -797,19 +797,30 @@ static void test_lineedit_sigterm_restores_terminal(void **state)
 static void test_lineedit_cancel_flag_and_resize(void **state)
 {
 	struct cfg cfg = { .cancel_on_usr1 = 1 };
-	struct winsize ws = { .ws_row = 10, .ws_col = 40 };
+	struct winsize ws = { .ws_row = 10, .ws_col = 20 };
 	struct buf got = BUF_INIT;
 	struct kid k;
 
 	(void)state;
 	kid_start(&k, &cfg);
-	/* a resize while editing changes nothing typed */
+	/*
+	 * A resize while editing: libedit learns the new width at once (with
+	 * xterm's terminfo it wraps at the last column with " \b"), and
+	 * nothing typed changes. At 80 columns there is no wrap.
+	 */
+	expect_line(&k, "abcxxxxxxxxxxxxxxxxxxxxxxxxxxx\r", "abcxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+	kid_drain(&k);
+	assert_null(strstr(k.out.buf, " \b"));
 	kid_type(&k, "abc");
+	kid_wait_output(&k, "P> abc");
 	assert_int_equal(ioctl(k.master, TIOCSWINSZ, &ws), 0);
-	kid_pump(&k, 100);
-	kid_type(&k, "d\r");
+	kid_pump(&k, 200);
+	kid_type(&k, "xxxxxxxxxxxxxxxxxxxxxxxxxxx\r");
 	assert_int_equal(kid_result(&k, &got), LINEEDIT_LINE);
-	assert_string_equal(got.buf, "abcd");
+	assert_string_equal(got.buf, "abcxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+	kid_drain(&k);
+	/* the prompt (3) and 17 characters fill the 20 columns */
+	assert_non_null(strstr(k.out.buf, "abcxxxxxxxxxxxxxx \b"));
 	/* the caller's handler sets the cancel flag: the read ends at once */
 	kid_type(&k, "xyz");
 	kid_wait_output(&k, "xyz");
