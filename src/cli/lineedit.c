@@ -1108,7 +1108,7 @@ fail:
 int lineedit_open(struct lineedit **out, const struct lineedit_opts *opts)
 {
 	struct lineedit *le = xcalloc(1, sizeof(*le));
-	const char *const *c;
+	const char *const *c, *term;
 	int ret;
 
 	le->in_fd = opts->in_fd;
@@ -1125,13 +1125,18 @@ int lineedit_open(struct lineedit **out, const struct lineedit_opts *opts)
 		strvec_push(&le->commands, *c);
 	if (opts->workspace)
 		le->ws_real = realpath(opts->workspace, NULL);
-	le->tty = isatty(le->in_fd) && isatty(le->out_fd);
+	/*
+	 * A terminal that cannot move the cursor (TERM unset or "dumb", as in
+	 * Emacs's M-x shell) gets plain lines: the terminal's own line editing,
+	 * Ctrl-C as SIGINT to the caller's handler.
+	 */
+	term = getenv("TERM");
+	le->tty = isatty(le->in_fd) && isatty(le->out_fd) && term && *term &&
+		  strcmp(term, "dumb");
 	if (le->tty) {
-		const char *term = getenv("TERM");
-
 		locale_t old = (locale_t)0;
 
-		le->paste_mode = term && *term && strcmp(term, "dumb");
+		le->paste_mode = 1;
 		le->loc = le_locale();
 		if (le->loc)
 			old = uselocale(le->loc);	/* el_set() converts with it */

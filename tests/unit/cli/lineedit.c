@@ -47,6 +47,7 @@ struct cfg {
 	int plain;		/* read from a pipe instead of the terminal */
 	int add;		/* lineedit_history_add() every line */
 	int cancel_on_usr1;	/* SIGUSR1 sets the cancel flag */
+	const char *term;	/* TERM (default xterm) */
 };
 
 struct kid {
@@ -94,7 +95,7 @@ static FX_NORETURN void kid_main(const struct cfg *cfg, int resfd, int infd)
 	struct buf line = BUF_INIT;
 	int rc;
 
-	setenv("TERM", "xterm", 1);
+	setenv("TERM", cfg->term ? cfg->term : "xterm", 1);
 	if (cfg->cwd && chdir(cfg->cwd) < 0)
 		_exit(4);
 	if (cfg->cancel_on_usr1) {
@@ -117,8 +118,10 @@ static FX_NORETURN void kid_main(const struct cfg *cfg, int resfd, int infd)
 		_exit(5);
 	}
 	for (;;) {
-		kid_cancel = 0;
+		/* a cancel that came before the read counts for it: cleared once used */
 		rc = lineedit_read(le, PROMPT, &line);
+		if (rc == LINEEDIT_INTERRUPT)
+			kid_cancel = 0;
 		put_frame(resfd, rc, line.buf, line.len, cooked(cfg->plain ? -1 : 0),
 			  lineedit_dropped(le));
 		if (rc == LINEEDIT_LINE && cfg->add)
@@ -864,6 +867,41 @@ static void test_lineedit_plain_input(void **state)
 	buf_release(&k.out);
 }
 
+/* A terminal that cannot move the cursor: the terminal's own line editing. */
+static void test_lineedit_dumb_terminal(void **state)
+{
+	struct cfg cfg = { .term = "dumb", .cancel_on_usr1 = 1 };
+	struct buf got = BUF_INIT;
+	struct termios t;
+	struct kid k;
+	long end;
+
+	(void)state;
+	kid_start(&k, &cfg);
+	kid_wait_output(&k, PROMPT);
+	/* cooked: the kernel's erase works, no escape sequence is sent */
+	assert_int_equal(tcgetattr(k.master, &t), 0);
+	assert_true(t.c_lflag & ICANON);
+	assert_int_equal(write(k.master, "helo\177lo\r", 8), 8);
+	assert_int_equal(kid_result(&k, &got), LINEEDIT_LINE);
+	assert_string_equal(got.buf, "hello");
+	assert_int_equal(write(k.master, "a \\\rb\r", 6), 6);
+	assert_int_equal(kid_result(&k, &got), LINEEDIT_LINE);
+	assert_string_equal(got.buf, "a \nb");
+	/* Ctrl-C is the terminal's SIGINT; the caller's handler cancels */
+	end = now_ms() + 200;
+	while (now_ms() < end)
+		kid_pump(&k, 20);
+	kill(k.pid, SIGUSR1);
+	assert_int_equal(kid_result(&k, &got), LINEEDIT_INTERRUPT);
+	assert_int_equal(write(k.master, "\004", 1), 1);
+	assert_int_equal(kid_result(&k, &got), LINEEDIT_EOF);
+	kid_end(&k);
+	assert_null(strchr(k.out.buf, '\033'));
+	buf_release(&got);
+	buf_release(&k.out);
+}
+
 static void test_lineedit_plain_cancel(void **state)
 {
 	struct cfg cfg = { .plain = 1, .cancel_on_usr1 = 1 };
@@ -907,6 +945,7 @@ int main(void)
 		cmocka_unit_test(test_lineedit_cancel_flag_and_resize),
 		cmocka_unit_test(test_lineedit_plain_input),
 		cmocka_unit_test(test_lineedit_plain_cancel),
+		cmocka_unit_test(test_lineedit_dumb_terminal),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
