@@ -91,7 +91,10 @@ int lineedit_open(struct lineedit **out, const struct lineedit_opts *opts);
  *   LINEEDIT_EOF        Ctrl-D at an empty line, or the end of the input
  *                       (a pending continuation is returned as a line
  *                       first);
- *   LINEEDIT_INTERRUPT  Ctrl-C (the line is dropped), or *cancel set;
+ *   LINEEDIT_INTERRUPT  Ctrl-C (the line is dropped; lineedit_dropped()
+ *                       says whether there was any), or *cancel set (in
+ *                       plain reading, bytes already read of the next
+ *                       line are kept for the next read);
  *   < 0                 FX_E* with err_set() (a read error, an entry
  *                       over LINEEDIT_MAX_ENTRY).
  * Blocks until one of those. The terminal is back in its mode from
