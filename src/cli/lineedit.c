@@ -366,7 +366,7 @@ static void le_paste_flush(EditLine *el, wchar_t *b, size_t *n)
  * the text goes into the line as it is, its newlines too, instead of
  * every pasted line being an Enter. Control characters but tab and
  * newline are dropped; past LINEEDIT_MAX_ENTRY the rest is read and
- * dropped.
+ * dropped. Ctrl-C ends a paste whose end never comes (and the line).
  */
 static unsigned char le_key_paste(EditLine *el, int ch)
 {
@@ -385,6 +385,11 @@ static unsigned char le_key_paste(EditLine *el, int ch)
 			if (end[++m] == L'\0')
 				break;
 			continue;
+		}
+		if (wc == ('C' & 037)) {
+			/* no terminal pastes a Ctrl-C: a paste that never ends, given up */
+			el_push(el, "\003");
+			break;
 		}
 		/* not the end after all: what matched so far is text */
 		for (i = 0; i < m; i++)
@@ -1103,7 +1108,7 @@ fail:
 int lineedit_open(struct lineedit **out, const struct lineedit_opts *opts)
 {
 	struct lineedit *le = xcalloc(1, sizeof(*le));
-	const char *const *c;
+	const char *const *c, *term;
 	int ret;
 
 	le->in_fd = opts->in_fd;
@@ -1120,13 +1125,18 @@ int lineedit_open(struct lineedit **out, const struct lineedit_opts *opts)
 		strvec_push(&le->commands, *c);
 	if (opts->workspace)
 		le->ws_real = realpath(opts->workspace, NULL);
-	le->tty = isatty(le->in_fd) && isatty(le->out_fd);
+	/*
+	 * A terminal that cannot move the cursor (TERM unset or "dumb", as in
+	 * Emacs's M-x shell) gets plain lines: the terminal's own line editing,
+	 * Ctrl-C as SIGINT to the caller's handler.
+	 */
+	term = getenv("TERM");
+	le->tty = isatty(le->in_fd) && isatty(le->out_fd) && term && *term &&
+		  strcmp(term, "dumb");
 	if (le->tty) {
-		const char *term = getenv("TERM");
-
 		locale_t old = (locale_t)0;
 
-		le->paste_mode = term && *term && strcmp(term, "dumb");
+		le->paste_mode = 1;
 		le->loc = le_locale();
 		if (le->loc)
 			old = uselocale(le->loc);	/* el_set() converts with it */

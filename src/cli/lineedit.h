@@ -11,8 +11,9 @@
  *
  * The caller:
  *   1. lineedit_open() with the terminal's descriptors and the options;
- *   2. per entry: clear its own cancel flag, lineedit_read(); on
- *      LINEEDIT_LINE use the text and lineedit_history_add() it;
+ *   2. per entry: clear its own cancel flag, fflush() what it printed to
+ *      out_fd with stdio, lineedit_read(); on LINEEDIT_LINE use the text
+ *      and lineedit_history_add() it;
  *   3. lineedit_close() (also on every error path; NULL is fine).
  *
  * Signals while lineedit_read() waits on a terminal: the terminal's
@@ -70,8 +71,10 @@ enum { LINEEDIT_LINE = 0, LINEEDIT_EOF = 1, LINEEDIT_INTERRUPT = 2 };
 
 /**
  * Make a line editor for `opts` (copied; the strings too). The editor
- * (libedit) is used when both in_fd and out_fd are terminals, else plain
- * line reading. The history file is read here (at most 1 MiB of its end).
+ * (libedit) is used when both in_fd and out_fd are terminals and TERM is
+ * set and not "dumb"; else plain line reading (on a terminal: its own
+ * line editing, the prompt shown, Ctrl-C a SIGINT for the caller's
+ * handler, which must set *cancel to end the read). The history file is read here (at most 1 MiB of its end).
  * Returns 0 or FX_E* with err_set(); a refused history file is not an
  * error (see the overview).
  */
@@ -88,7 +91,10 @@ int lineedit_open(struct lineedit **out, const struct lineedit_opts *opts);
  *   LINEEDIT_EOF        Ctrl-D at an empty line, or the end of the input
  *                       (a pending continuation is returned as a line
  *                       first);
- *   LINEEDIT_INTERRUPT  Ctrl-C (the line is dropped), or *cancel set;
+ *   LINEEDIT_INTERRUPT  Ctrl-C (the line is dropped; lineedit_dropped()
+ *                       says whether there was any), or *cancel set (in
+ *                       plain reading, bytes already read of the next
+ *                       line are kept for the next read);
  *   < 0                 FX_E* with err_set() (a read error, an entry
  *                       over LINEEDIT_MAX_ENTRY).
  * Blocks until one of those. The terminal is back in its mode from

@@ -47,6 +47,7 @@ struct cfg {
 	int plain;		/* read from a pipe instead of the terminal */
 	int add;		/* lineedit_history_add() every line */
 	int cancel_on_usr1;	/* SIGUSR1 sets the cancel flag */
+	const char *term;	/* TERM (default xterm) */
 };
 
 struct kid {
@@ -94,7 +95,7 @@ static FX_NORETURN void kid_main(const struct cfg *cfg, int resfd, int infd)
 	struct buf line = BUF_INIT;
 	int rc;
 
-	setenv("TERM", "xterm", 1);
+	setenv("TERM", cfg->term ? cfg->term : "xterm", 1);
 	if (cfg->cwd && chdir(cfg->cwd) < 0)
 		_exit(4);
 	if (cfg->cancel_on_usr1) {
@@ -117,8 +118,10 @@ static FX_NORETURN void kid_main(const struct cfg *cfg, int resfd, int infd)
 		_exit(5);
 	}
 	for (;;) {
-		kid_cancel = 0;
+		/* a cancel that came before the read counts for it: cleared once used */
 		rc = lineedit_read(le, PROMPT, &line);
+		if (rc == LINEEDIT_INTERRUPT)
+			kid_cancel = 0;
 		put_frame(resfd, rc, line.buf, line.len, cooked(cfg->plain ? -1 : 0),
 			  lineedit_dropped(le));
 		if (rc == LINEEDIT_LINE && cfg->add)
@@ -375,6 +378,13 @@ static void test_lineedit_typing_and_edit_keys(void **state)
 	expect_line(&k, "yz\001x\005!\r", "xyz!");
 	expect_line(&k, "abXc\033[D\033[D\033[3~\r", "abc");
 	expect_line(&k, "xab\001\004\r", "ab");
+	/* words and cutting, as docs/usage.md lists them */
+	expect_line(&k, "one two\033[1;5Dx\r", "one xtwo");
+	expect_line(&k, "one two\033bx\033fy\r", "one xtwoy");
+	expect_line(&k, "foo bar\027baz\r", "foo baz");
+	expect_line(&k, "one two\025three\r", "three");
+	expect_line(&k, "abc\001\013xyz\r", "xyz");
+	expect_line(&k, "abc\001\013\031\031\r", "abcabc");
 	/* Ctrl-Z (the test's child cannot stop: orphaned) leaves the line as it was */
 	expect_line(&k, "ab\032c\r", "abc");
 	/* keys with no meaning here are swallowed whole */
@@ -430,6 +440,9 @@ static void test_lineedit_multiline(void **state)
 	/* a bracketed paste is text: its newlines (CR, CR LF) do not submit */
 	expect_line(&k, "say \033[200~line one\rline two\r\nend\033[A\033[20x\033[201~!\r",
 		    "say line one\nline two\nend[A[20x!");
+	/* a paste that never ends: Ctrl-C still gets out */
+	kid_type(&k, "\033[200~stuck\003");
+	assert_int_equal(kid_result(&k, &got), LINEEDIT_INTERRUPT);
 	kid_drain(&k);
 	assert_non_null(strstr(k.out.buf, "\033[?2004h"));
 	assert_non_null(strstr(k.out.buf, "\033[?2004l"));
@@ -458,6 +471,11 @@ static void test_lineedit_backslash_continuation(void **state)
 	assert_string_equal(got.buf, "first \nsecond\nthird");
 	/* an escaped backslash does not continue */
 	expect_line(&k, "a\\\\\r", "a\\\\");
+	/* Ctrl-D on an empty continuation line sends what was gathered */
+	kid_type(&k, "p\\\r");
+	kid_type(&k, "\004");
+	assert_int_equal(kid_result(&k, &got), LINEEDIT_LINE);
+	assert_string_equal(got.buf, "p");
 	/* Ctrl-C on a continuation line drops the whole entry */
 	kid_type(&k, "x\\\r");
 	kid_type(&k, "y\003");
@@ -572,6 +590,17 @@ static void test_lineedit_history_refuses_links_and_fifos(void **state)
 		unlink(path);
 	}
 
+	/* another user's file (a root test can make one) */
+	if (geteuid() == 0) {
+		tu_write(ws, ".forgex/history", "theirs\n");
+		assert_int_equal(chown(path, 65534, 65534), 0);
+		expect_refused(ws, path, "belongs to another user");
+		content = tu_read(ws, ".forgex/history");
+		assert_string_equal(content, "theirs\n");
+		free(content);
+		unlink(path);
+	}
+
 	/* .forgex itself a link to somewhere else: nothing made there */
 	assert_int_equal(rmdir(link_dir), 0);
 	assert_int_equal(symlink(outside, link_dir), 0);
@@ -630,6 +659,38 @@ static void test_lineedit_history_huge_file_is_bounded(void **state)
 	assert_null(strstr(file, "\033"));
 	free(file);
 	buf_release(&big);
+	free(path);
+	tu_rmtree(ws);
+}
+
+static void test_lineedit_history_compacts_as_it_grows(void **state)
+{
+	char *ws = tu_mkdtemp();
+	char *path = xstrfmt("%s/.forgex/history", ws);
+	struct cfg cfg = { .history = path, .history_max = 3, .add = 1 };
+	struct kid k;
+	char *file;
+	int i;
+
+	(void)state;
+	kid_start(&k, &cfg);
+	for (i = 1; i <= 7; i++) {
+		char *keys = xstrfmt("e%d\r", i), *want = xstrfmt("e%d", i);
+
+		expect_line(&k, keys, want);
+		free(keys);
+		free(want);
+	}
+	kid_quit(&k);
+	/* past 2 x 3 entries (the 7th) the file was rewritten with the newest 3 */
+	file = tu_read(ws, ".forgex/history");
+	assert_string_equal(file, "e5\ne6\ne7\n");
+	free(file);
+	/* and only the newest 3 come back */
+	cfg.add = 0;
+	kid_start(&k, &cfg);
+	expect_line(&k, "\033[A\033[A\033[A\033[A\033[A\r", "e5");
+	kid_quit(&k);
 	free(path);
 	tu_rmtree(ws);
 }
@@ -739,19 +800,30 @@ static void test_lineedit_sigterm_restores_terminal(void **state)
 static void test_lineedit_cancel_flag_and_resize(void **state)
 {
 	struct cfg cfg = { .cancel_on_usr1 = 1 };
-	struct winsize ws = { .ws_row = 10, .ws_col = 40 };
+	struct winsize ws = { .ws_row = 10, .ws_col = 20 };
 	struct buf got = BUF_INIT;
 	struct kid k;
 
 	(void)state;
 	kid_start(&k, &cfg);
-	/* a resize while editing changes nothing typed */
+	/*
+	 * A resize while editing: libedit learns the new width at once (with
+	 * xterm's terminfo it wraps at the last column with " \b"), and
+	 * nothing typed changes. At 80 columns there is no wrap.
+	 */
+	expect_line(&k, "abcxxxxxxxxxxxxxxxxxxxxxxxxxxx\r", "abcxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+	kid_drain(&k);
+	assert_null(strstr(k.out.buf, " \b"));
 	kid_type(&k, "abc");
+	kid_wait_output(&k, "P> abc");
 	assert_int_equal(ioctl(k.master, TIOCSWINSZ, &ws), 0);
-	kid_pump(&k, 100);
-	kid_type(&k, "d\r");
+	kid_pump(&k, 200);
+	kid_type(&k, "xxxxxxxxxxxxxxxxxxxxxxxxxxx\r");
 	assert_int_equal(kid_result(&k, &got), LINEEDIT_LINE);
-	assert_string_equal(got.buf, "abcd");
+	assert_string_equal(got.buf, "abcxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+	kid_drain(&k);
+	/* the prompt (3) and 17 characters fill the 20 columns */
+	assert_non_null(strstr(k.out.buf, "abcxxxxxxxxxxxxxx \b"));
 	/* the caller's handler sets the cancel flag: the read ends at once */
 	kid_type(&k, "xyz");
 	kid_wait_output(&k, "xyz");
@@ -795,6 +867,41 @@ static void test_lineedit_plain_input(void **state)
 	buf_release(&k.out);
 }
 
+/* A terminal that cannot move the cursor: the terminal's own line editing. */
+static void test_lineedit_dumb_terminal(void **state)
+{
+	struct cfg cfg = { .term = "dumb", .cancel_on_usr1 = 1 };
+	struct buf got = BUF_INIT;
+	struct termios t;
+	struct kid k;
+	long end;
+
+	(void)state;
+	kid_start(&k, &cfg);
+	kid_wait_output(&k, PROMPT);
+	/* cooked: the kernel's erase works, no escape sequence is sent */
+	assert_int_equal(tcgetattr(k.master, &t), 0);
+	assert_true(t.c_lflag & ICANON);
+	assert_int_equal(write(k.master, "helo\177lo\r", 8), 8);
+	assert_int_equal(kid_result(&k, &got), LINEEDIT_LINE);
+	assert_string_equal(got.buf, "hello");
+	assert_int_equal(write(k.master, "a \\\rb\r", 6), 6);
+	assert_int_equal(kid_result(&k, &got), LINEEDIT_LINE);
+	assert_string_equal(got.buf, "a \nb");
+	/* Ctrl-C is the terminal's SIGINT; the caller's handler cancels */
+	end = now_ms() + 200;
+	while (now_ms() < end)
+		kid_pump(&k, 20);
+	kill(k.pid, SIGUSR1);
+	assert_int_equal(kid_result(&k, &got), LINEEDIT_INTERRUPT);
+	assert_int_equal(write(k.master, "\004", 1), 1);
+	assert_int_equal(kid_result(&k, &got), LINEEDIT_EOF);
+	kid_end(&k);
+	assert_null(strchr(k.out.buf, '\033'));
+	buf_release(&got);
+	buf_release(&k.out);
+}
+
 static void test_lineedit_plain_cancel(void **state)
 {
 	struct cfg cfg = { .plain = 1, .cancel_on_usr1 = 1 };
@@ -832,11 +939,13 @@ int main(void)
 		cmocka_unit_test(test_lineedit_history_across_sessions),
 		cmocka_unit_test(test_lineedit_history_refuses_links_and_fifos),
 		cmocka_unit_test(test_lineedit_history_huge_file_is_bounded),
+		cmocka_unit_test(test_lineedit_history_compacts_as_it_grows),
 		cmocka_unit_test(test_lineedit_tab_completion),
 		cmocka_unit_test(test_lineedit_sigterm_restores_terminal),
 		cmocka_unit_test(test_lineedit_cancel_flag_and_resize),
 		cmocka_unit_test(test_lineedit_plain_input),
 		cmocka_unit_test(test_lineedit_plain_cancel),
+		cmocka_unit_test(test_lineedit_dumb_terminal),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
