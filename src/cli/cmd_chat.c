@@ -882,6 +882,7 @@ int cmd_chat(int argc, char **argv)
 		snprintf(prompt, sizeof(prompt), "%s%s>%s ", f.color ? "\1" C_BOLD "\1" : "",
 			 "forgex", f.color ? "\1" C_RESET "\1" : "");
 		interrupted = 0;
+		fflush(f.out);
 		ret = lineedit_read(f.le, prompt, &line);
 		if (ret < 0) {
 			cli_print_error();
@@ -891,6 +892,11 @@ int cmd_chat(int argc, char **argv)
 		if (ret == LINEEDIT_EOF)
 			break;
 		if (ret == LINEEDIT_INTERRUPT) {
+			/* Ctrl-C that drops a typed line only drops it; twice at an empty one leaves */
+			if (lineedit_dropped(f.le)) {
+				interrupts = 0;
+				continue;
+			}
 			if (++interrupts >= 2)
 				break;
 			fprintf(f.out, "%s(Ctrl-C again, or Ctrl-D, leaves)%s\n", col(&f, C_DIM),
