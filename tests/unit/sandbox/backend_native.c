@@ -28,6 +28,7 @@
 #include "base/path.h"
 #include "config/config.h"
 #include "helpers/testutil.h"
+#include "sandbox/approval.h"
 #include "sandbox/executor.h"
 #include "sandbox/sandbox.h"
 
@@ -361,6 +362,95 @@ static void test_native_no_network(void **state)
 	assert_non_null(strstr(r.err.buf, "Permission denied"));
 	exec_result_release(&r);
 	executor_release(&ex);
+	close(s);
+}
+
+/* A program that connects to 127.0.0.1:PORT and says what happened. */
+static const char probe_py[] =
+	"#!/usr/bin/python3\n"
+	"import socket, sys\n"
+	"try:\n"
+	"    socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5).close()\n"
+	"    print('connected')\n"
+	"except OSError as e:\n"
+	"    print('failed:', e.strerror, file=sys.stderr)\n"
+	"    sys.exit(3)\n";
+
+static void probe(struct exec_result *r, struct executor *ex, const char *prog, int port,
+		  int want_ret)
+{
+	char p[16];
+
+	snprintf(p, sizeof(p), "%d", port);
+	assert_int_equal(RUN(r, ex, prog, p), want_ret);
+}
+
+/*
+ * A command on the network list that is approved (mode auto, or an `a`
+ * answer remembered) runs with the host's network: it reaches a listener
+ * on the host's 127.0.0.1. Another command, allowed without approval, is
+ * still cut off (its own namespace: nobody listens on its loopback; or,
+ * without namespaces, the seccomp rule).
+ */
+static void test_native_approved_network_command(void **state)
+{
+	struct exec_result r = EXEC_RESULT_INIT;
+	struct executor ex;
+	int port, s, pass;
+
+	(void)state;
+	need_native();
+	s = listen_local(&port);
+	/* "curl" by its name is a network command; "probe" is not */
+	tu_write(ws, "bin/curl", probe_py);
+	tu_write(ws, "bin/probe", probe_py);
+	{
+		char *a = xstrfmt("%s/bin/curl", ws), *b = xstrfmt("%s/bin/probe", ws);
+
+		assert_int_equal(chmod(a, 0755), 0);
+		assert_int_equal(chmod(b, 0755), 0);
+		free(a);
+		free(b);
+	}
+	for (pass = 0; pass < 2; pass++) {
+		if (pass == 1) {
+			if (!sandbox_kernel_caps()->seccomp)
+				break;
+			/* no network namespaces: seccomp and Landlock are the wall */
+			sandbox_probe_mask(SB_FEAT_NETNS);
+		}
+		set_str(&cfg.permissions.mode, "auto");
+		init_ex(&ex);
+		probe(&r, &ex, "./bin/curl", port, 0);
+		assert_int_equal(r.exit_code, 0);
+		assert_string_equal(r.out.buf, "connected\n");
+		exec_result_release(&r);
+		probe(&r, &ex, "./bin/probe", port, 0);
+		assert_int_equal(r.exit_code, 3);
+		if (pass == 0 && sandbox_kernel_caps()->netns)
+			assert_non_null(strstr(r.err.buf, "failed: Connection refused"));
+		else
+			assert_non_null(strstr(r.err.buf, "failed: Permission denied"));
+		exec_result_release(&r);
+		executor_release(&ex);
+
+		/* mode ask: not approved (no terminal) is refused, approved runs with network */
+		set_str(&cfg.permissions.mode, "ask");
+		init_ex(&ex);
+		approval_always_reset();
+		probe(&r, &ex, "./bin/curl", port, FX_EDENIED);
+		assert_non_null(strstr(err_last(), "Command not approved: ./bin/curl"));
+		approval_always_add("curl");
+		probe(&r, &ex, "./bin/curl", port, 0);
+		assert_string_equal(r.out.buf, "connected\n");
+		exec_result_release(&r);
+		probe(&r, &ex, "./bin/probe", port, 0);
+		assert_int_equal(r.exit_code, 3);
+		assert_null(strstr(r.out.buf, "connected"));
+		exec_result_release(&r);
+		approval_always_reset();
+		executor_release(&ex);
+	}
 	close(s);
 }
 
@@ -948,6 +1038,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_native_writes_outside_fail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_native_writes_inside_work, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_native_no_network, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_native_approved_network_command, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_native_timeout_kills_everything, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_native_gigabyte_output_bounded, setup,
