@@ -50,6 +50,7 @@
 #define DEFAULT_GRACE_MS 1000
 #define DRAIN_MS 2000		/* after SIGKILL, how long to wait for pipes to close */
 #define CANCEL_POLL_MS 100
+#define CANCEL_GRACE_MS 200	/* an interrupt: SIGTERM -> SIGKILL, so all is gone within 1 s */
 #define WRITE_POLL_MS 20	/* how often the writable file systems are looked at */
 #define WRITE_MAX_FS 8
 #define DISK_RESERVE (1ULL << 30)	/* never let a command take the last GiB */
@@ -982,7 +983,9 @@ stop:
 			ex->backend->stop(ex, sp);
 		kill(sup, SIGTERM);
 		phase = TERMINATING;
-		phase_end = now_ms() + ex->grace_ms;
+		/* a person who pressed Ctrl-C waits for the prompt: a short grace */
+		phase_end = now_ms() + (w->cancelled && ex->grace_ms > CANCEL_GRACE_MS ?
+					CANCEL_GRACE_MS : ex->grace_ms);
 	}
 	for (k = 0; k < 3; k++)
 		if (fds[k] >= 0) {

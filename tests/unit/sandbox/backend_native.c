@@ -534,6 +534,101 @@ static const char *const *markers_env(void)
 	return v;
 }
 
+static volatile sig_atomic_t cancel_flag;
+static struct timespec cancel_at;
+
+static void on_cancel(int sig)
+{
+	(void)sig;
+	clock_gettime(CLOCK_MONOTONIC, &cancel_at);
+	cancel_flag = 1;
+}
+
+static double secs(const struct timespec *ts)
+{
+	return (double)ts->tv_sec + (double)ts->tv_nsec / 1e9;
+}
+
+/*
+ * A Python command whose processes all ignore SIGTERM: two children (one
+ * in a session of its own), each with a "sleep MARKER" below it.
+ */
+static const char stubborn_tree_py[] =
+	"import os, signal, sys, time\n"
+	"signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+	"for i, m in enumerate(sys.argv[1:3]):\n"
+	"    if os.fork() == 0:\n"
+	"        if i: os.setsid()\n"
+	"        if os.fork() == 0:\n"
+	"            os.execvp('sleep', ['sleep', m])\n"
+	"        time.sleep(300)\n"
+	"        os._exit(0)\n"
+	"time.sleep(300)\n";
+
+/*
+ * An interrupt (the cancel flag a SIGINT handler sets) stops a running
+ * command and everything it started within a second, even when all of
+ * them ignore SIGTERM; executor_run() returns FX_EINTR. Natively and with
+ * the "none" backend (no PID namespace: the process group and what the
+ * supervisor adopted).
+ */
+static void test_native_interrupt_kills_the_tree_within_a_second(void **state)
+{
+	static const char *const backends[] = { "native", "none" };
+	struct sigaction sa, old;
+	size_t b;
+
+	(void)state;
+	need_native();
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_cancel;
+	sigaction(SIGUSR2, &sa, &old);
+	tu_write(ws, "tree.py", stubborn_tree_py);
+	for (b = 0; b < ARRAY_SIZE(backends); b++) {
+		struct exec_result r = EXEC_RESULT_INIT;
+		struct timespec back;
+		struct executor ex;
+		char m1[32], m2[32];
+		double took;
+		int i, ret;
+		pid_t pid;
+
+		set_str(&cfg.sandbox.backend, backends[b]);
+		cfg.sandbox.allow_unconfined = 1;
+		if (executor_init(&ex, &cfg, ws) < 0)
+			fail_msg("executor_init (%s): %s", backends[b], err_last());
+		snprintf(m1, sizeof(m1), "401.%ld%zu", (long)getpid(), b);
+		snprintf(m2, sizeof(m2), "402.%ld%zu", (long)getpid(), b);
+		cancel_flag = 0;
+		executor_set_cancel(&ex, -1, &cancel_flag);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			/* the person presses Ctrl-C once the whole tree is up */
+			for (i = 0; i < 1500 && (!find_sleep(m1) || !find_sleep(m2)); i++)
+				usleep(20000);
+			kill(getppid(), SIGUSR2);
+			_exit(0);
+		}
+		ret = run_argv(&r, &ex, NULL, 60000, NULL,
+			       (const char *const[]){ "python3", "tree.py", m1, m2, NULL });
+		clock_gettime(CLOCK_MONOTONIC, &back);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		assert_int_equal(ret, FX_EINTR);
+		assert_true(cancel_flag);
+		took = secs(&back) - secs(&cancel_at);
+		print_message("%s: interrupt to return: %.0f ms\n", backends[b], took * 1000);
+		/* within a second (the SIGTERM grace was a second before) */
+		assert_true(took < 1.0);
+		/* none of it is left */
+		assert_int_equal(find_sleep(m1), 0);
+		assert_int_equal(find_sleep(m2), 0);
+		executor_release(&ex);
+	}
+	sigaction(SIGUSR2, &old, NULL);
+}
+
 /* A background child and a setsid one. */
 static const char kill_all_script[] =
 	"sh -c 'echo x > bg.pid; exec sleep $M1' & "
@@ -1040,6 +1135,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_native_no_network, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_native_approved_network_command, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_native_interrupt_kills_the_tree_within_a_second,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_native_timeout_kills_everything, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_native_gigabyte_output_bounded, setup,
