@@ -504,6 +504,47 @@ static void test_tty_approval_ctrl_c_is_no(void **state)
 	tu_rmtree(dir);
 }
 
+/*
+ * Ctrl-C typed on the terminal (SIGINT to the foreground process group)
+ * while the Builder's model call is slow: the run is restored and exits
+ * 130, and `forgex resume` on the same terminal finishes it.
+ */
+static void test_tty_ctrl_c_then_resume(void **state)
+{
+	json_t *steps = json_array(), *again;
+	struct mock m;
+	struct ptyrun r;
+	char *s, *dir;
+	const char *args[] = { "run", "check pip", NULL };
+	const char *resume[] = { "resume", NULL };
+	struct reply replies[] = { { "builder turn 1: asking", "\x03" } };
+
+	(void)state;
+	call(steps, "submit_plan", PLAN);
+	call(steps, "run_command", "{\"argv\": [\"python3\", \"-c\", \"print(6 * 7)\"]}");
+	again = json_deep_copy(json_array_get(steps, 1));
+	json_object_set_new(json_array_get(steps, 1), "delay_ms", json_integer(4000));
+	json_array_append_new(steps, again);
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, "ask");
+	run_pty(&r, dir, args, replies, 1, 0, 120);
+	if (r.status != 130)
+		fail_msg("run: %d\n%s", r.status, r.tty.buf);
+	ptyrun_release(&r);
+	run_pty(&r, dir, resume, NULL, 0, 0, 120);
+	if (r.status)
+		fail_msg("resume: %d\n%s", r.status, r.tty.buf);
+	assert_non_null(strstr(r.tty.buf, "PASS: "));
+	ptyrun_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+}
+
 /* A run that changes nothing and passes. */
 static char *quiet_script(void)
 {
@@ -661,10 +702,13 @@ int main(void)
 		cmocka_unit_test(test_tty_approval_e_tells_the_model_why),
 		cmocka_unit_test(test_tty_approval_always_asks_once),
 		cmocka_unit_test(test_tty_approval_ctrl_c_is_no),
+		cmocka_unit_test(test_tty_ctrl_c_then_resume),
 		cmocka_unit_test(test_tty_no_args_asks_for_the_request),
 		cmocka_unit_test(test_tty_no_args_without_terminal_prints_help),
 		cmocka_unit_test(test_tty_spinner_on_terminal_only),
 	};
 
+	if (getenv("TU_FILTER"))
+		cmocka_set_test_filter(getenv("TU_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
