@@ -506,10 +506,11 @@ static void test_tty_approval_ctrl_c_is_no(void **state)
 
 /*
  * Ctrl-C typed on the terminal (SIGINT to the foreground process group)
- * while the Builder's model call is slow: the run is restored and exits
- * 130, and `forgex resume` on the same terminal finishes it.
+ * while the Builder's model call is slow, or while its command runs: the
+ * run is restored and exits 130, and `forgex resume` on the same
+ * terminal finishes it.
  */
-static void test_tty_ctrl_c_then_resume(void **state)
+static void ctrl_c_then_resume(int during_command)
 {
 	json_t *steps = json_array(), *again;
 	struct mock m;
@@ -517,23 +518,34 @@ static void test_tty_ctrl_c_then_resume(void **state)
 	char *s, *dir;
 	const char *args[] = { "run", "check pip", NULL };
 	const char *resume[] = { "resume", NULL };
-	struct reply replies[] = { { "builder turn 1: asking", "\x03" } };
+	struct reply replies[] = {
+		{ during_command ? "run_command python3 -c" : "builder turn 1: asking", "\x03" },
+	};
+	double t0;
 
-	(void)state;
 	call(steps, "submit_plan", PLAN);
-	call(steps, "run_command", "{\"argv\": [\"python3\", \"-c\", \"print(6 * 7)\"]}");
-	again = json_deep_copy(json_array_get(steps, 1));
-	json_object_set_new(json_array_get(steps, 1), "delay_ms", json_integer(4000));
-	json_array_append_new(steps, again);
+	if (during_command) {
+		call(steps, "run_command", "{\"argv\": [\"python3\", \"-c\", "
+		     "\"import time; time.sleep(60)\"]}");
+		call(steps, "run_command", "{\"argv\": [\"python3\", \"-c\", \"print(6 * 7)\"]}");
+	} else {
+		call(steps, "run_command", "{\"argv\": [\"python3\", \"-c\", \"print(6 * 7)\"]}");
+		again = json_deep_copy(json_array_get(steps, 1));
+		json_object_set_new(json_array_get(steps, 1), "delay_ms", json_integer(4000));
+		json_array_append_new(steps, again);
+	}
 	call(steps, "finish", FINISH);
 	call(steps, "finish", FINISH);
 	call(steps, "submit_verdict", PASS);
 	s = script(steps);
 	mock_start(&m, s);
 	dir = project(&m, "ask");
+	t0 = now();
 	run_pty(&r, dir, args, replies, 1, 0, 120);
 	if (r.status != 130)
 		fail_msg("run: %d\n%s", r.status, r.tty.buf);
+	/* a 60 s command: stopped at once */
+	assert_true(now() - t0 < 40);
 	ptyrun_release(&r);
 	run_pty(&r, dir, resume, NULL, 0, 0, 120);
 	if (r.status)
@@ -543,6 +555,18 @@ static void test_tty_ctrl_c_then_resume(void **state)
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
+}
+
+static void test_tty_ctrl_c_in_model_call_then_resume(void **state)
+{
+	(void)state;
+	ctrl_c_then_resume(0);
+}
+
+static void test_tty_ctrl_c_in_command_then_resume(void **state)
+{
+	(void)state;
+	ctrl_c_then_resume(1);
 }
 
 /* A run that changes nothing and passes. */
@@ -702,7 +726,8 @@ int main(void)
 		cmocka_unit_test(test_tty_approval_e_tells_the_model_why),
 		cmocka_unit_test(test_tty_approval_always_asks_once),
 		cmocka_unit_test(test_tty_approval_ctrl_c_is_no),
-		cmocka_unit_test(test_tty_ctrl_c_then_resume),
+		cmocka_unit_test(test_tty_ctrl_c_in_model_call_then_resume),
+		cmocka_unit_test(test_tty_ctrl_c_in_command_then_resume),
 		cmocka_unit_test(test_tty_no_args_asks_for_the_request),
 		cmocka_unit_test(test_tty_no_args_without_terminal_prints_help),
 		cmocka_unit_test(test_tty_spinner_on_terminal_only),
