@@ -505,6 +505,66 @@ static void test_tty_approval_ctrl_c_is_no(void **state)
 }
 
 /*
+ * An approved network command runs with the network: a real curl reaches
+ * a server on the host's 127.0.0.1 (a second mock); a command allowed
+ * without approval does not (its own network namespace: nothing listens
+ * on its loopback).
+ */
+static void test_tty_approved_network_command_has_the_network(void **state)
+{
+	struct mock m, target;
+	struct ptyrun r;
+	json_t *steps = json_array();
+	char id1[32], id2[32], *s, *dir, *a1, *a2, *r1, *r2;
+	const char *args[] = { "run", "check pip", NULL };
+	struct reply replies[] = { { "Run it? [y/a/N/e] ", "y\n" } };
+
+	(void)state;
+	mock_start(&target, "{\"steps\": []}");
+	a1 = xstrfmt("{\"argv\": [\"curl\", \"-s\", \"--max-time\", \"10\", \"%s/models\"]}",
+		     target.base_url);
+	a2 = xstrfmt("{\"argv\": [\"python3\", \"-c\", \"import socket; "
+		     "socket.create_connection(('127.0.0.1', %d), timeout=5)\"]}", target.port);
+	call(steps, "submit_plan", PLAN);
+	call(steps, "run_command", a1);
+	memcpy(id1, last_id, sizeof(id1));
+	call(steps, "run_command", a2);
+	memcpy(id2, last_id, sizeof(id2));
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, "ask");
+	run_pty(&r, dir, args, replies, 1, 0, 120);
+	if (r.status)
+		fail_msg("run failed (%d):\n%s", r.status, r.tty.buf);
+	assert_non_null(strstr(r.tty.buf, "  approved, it runs with network access\n"));
+	r1 = tool_result(&m, id1);
+	r2 = tool_result(&m, id2);
+	assert_non_null(r1);
+	assert_non_null(r2);
+	/* curl got the list of models from the host's 127.0.0.1 */
+	assert_non_null(strstr(r1, "exit_code: 0\n"));
+	assert_non_null(strstr(r1, "mock-model"));
+	/*
+	 * python3 is not a network command: refused by its own empty loopback
+	 * (or, where there are no network namespaces, by the seccomp rule)
+	 */
+	assert_non_null(strstr(r2, "exit_code: 1\n"));
+	assert_true(strstr(r2, "ConnectionRefusedError") || strstr(r2, "PermissionError"));
+	free(r1);
+	free(r2);
+	free(a1);
+	free(a2);
+	ptyrun_release(&r);
+	mock_release(&m);
+	mock_release(&target);
+	free(s);
+	tu_rmtree(dir);
+}
+
+/*
  * Ctrl-C typed on the terminal (SIGINT to the foreground process group)
  * while the Builder's model call is slow, or while its command runs: the
  * run is restored and exits 130, and `forgex resume` on the same
@@ -726,6 +786,7 @@ int main(void)
 		cmocka_unit_test(test_tty_approval_e_tells_the_model_why),
 		cmocka_unit_test(test_tty_approval_always_asks_once),
 		cmocka_unit_test(test_tty_approval_ctrl_c_is_no),
+		cmocka_unit_test(test_tty_approved_network_command_has_the_network),
 		cmocka_unit_test(test_tty_ctrl_c_in_model_call_then_resume),
 		cmocka_unit_test(test_tty_ctrl_c_in_command_then_resume),
 		cmocka_unit_test(test_tty_no_args_asks_for_the_request),
