@@ -567,8 +567,8 @@ int approval_ask_what_answer_fd(struct approval_answer *a, int in, int out, cons
 	}
 	buf_addstr(&msg, "\n  ");
 	approval_add_visible(&msg, shown);
-	buf_addstr(&msg, "\nRun it? [y]es, [a]lways (this session), [N]o, [e] no and tell the "
-		   "model why: ");
+	buf_addstr(&msg, "\n  y: yes, once   a: yes, and this tool without asking for the rest of "
+		   "this session\n  n: no   e: no, and tell the model why\nRun it? [y/a/N/e] ");
 	begin();
 	answer = ask_until(a, in, out, msg.buf, "Please answer y, a, n or e. Run it? [y/a/N/e] ");
 	end();
