@@ -460,12 +460,11 @@ out:
 	return a->verdict;
 }
 
-static int begin(void)
+static void begin(void)
 {
 	pthread_mutex_lock(&ask_lock);
 	if (ask_hook)
 		ask_hook(ask_hook_data, 1);
-	return 0;
 }
 
 static void end(void)

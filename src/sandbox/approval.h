@@ -120,9 +120,8 @@ void approval_set_cancel(const volatile sig_atomic_t *flag);
 
 /**
  * Append the sentence the model is told when a command was not approved:
- * "Command not approved: ARGV", plus " \u2014 the person said: \"REASON\""
- * when `a` holds a reason, or " (the person pressed Ctrl-C)" when it was
- * interrupted.
+ * "Command not approved: ARGV" (approval_format_argv()), plus
+ * ' — the person said: "REASON"' when `a` (may be NULL) holds a reason.
  */
 void approval_add_refusal(struct buf *out, const char *const *argv, size_t argc,
 			  const struct approval_answer *a);

@@ -1207,7 +1207,8 @@ static const char *shown_workdir(const struct executor *ex, const char *workdir)
  * The policy gate: FX_EDENIED when the command is denied or not approved
  * (with what the person said, for the model). Sets `*network` when the
  * command may use the network: it is on the network list and approved,
- * or network commands need no approval (mode auto).
+ * or network commands need no approval (mode auto). `workdir` (resolved)
+ * is shown in the question; NULL only for a command that is denied.
  */
 static int check_policy(struct executor *ex, const struct exec_request *req,
 			const char *workdir, int *network)
@@ -1225,7 +1226,7 @@ static int check_policy(struct executor *ex, const struct exec_request *req,
 	}
 	if (d == POLICY_APPROVAL) {
 		struct approval_request rq = {
-			req->argv, req->argc, shown_workdir(ex, workdir), reason.buf,
+			req->argv, req->argc, workdir ? shown_workdir(ex, workdir) : NULL, reason.buf,
 			policy_needs_network(&ex->policy, req->argv, req->argc) && !ex->network,
 		};
 		enum approval_mode mode = ex->policy.mode == APPROVAL_AUTO &&
@@ -1267,7 +1268,7 @@ int executor_run(struct exec_result *out, struct executor *ex, const struct exec
 
 	/* 1. policy: a denied command is refused before anything else */
 	if (policy_check(&ex->policy, req->argv, req->argc, NULL) == POLICY_DENY)
-		return check_policy(ex, req, "", &network);
+		return check_policy(ex, req, NULL, &network);
 
 	/* 2. working folder: nobody is asked about a command that cannot run */
 	ret = path_resolve_in_workspace(&workdir, ex->workspace, req->cwd ? req->cwd : ".");

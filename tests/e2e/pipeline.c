@@ -2068,6 +2068,13 @@ static void test_resume_after_ctrl_c_during_review(void **state)
 	resume_after_slow_step("==> review", 4, NULL);
 }
 
+/* Ctrl-C while the Architect's model call is slow: nothing is planned yet. */
+static void test_resume_after_ctrl_c_during_architect(void **state)
+{
+	(void)state;
+	resume_after_slow_step("==> architect", 0, NULL);
+}
+
 /* Ctrl-C while the project's tests run after the change. */
 static void test_resume_after_ctrl_c_during_verify(void **state)
 {
@@ -2249,6 +2256,7 @@ int main(void)
 		cmocka_unit_test(test_resume_after_ctrl_c_during_model_call),
 		cmocka_unit_test(test_resume_after_ctrl_c_during_review),
 		cmocka_unit_test(test_resume_after_ctrl_c_during_verify),
+		cmocka_unit_test(test_resume_after_ctrl_c_during_architect),
 		cmocka_unit_test(test_resume_after_ctrl_c_during_baseline),
 		cmocka_unit_test(test_full_disk_restores),
 	};
