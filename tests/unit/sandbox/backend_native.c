@@ -449,6 +449,15 @@ static void test_native_approved_network_command(void **state)
 		assert_null(strstr(r.out.buf, "connected"));
 		exec_result_release(&r);
 		approval_always_reset();
+		/*
+		 * Approved by the configuration, not by a person (the harness runs
+		 * a configured test command so): no network, as before.
+		 */
+		ex.policy.mode = APPROVAL_AUTO;
+		probe(&r, &ex, "./bin/curl", port, 0);
+		assert_int_equal(r.exit_code, 3);
+		assert_null(strstr(r.out.buf, "connected"));
+		exec_result_release(&r);
 		executor_release(&ex);
 	}
 	close(s);
