@@ -1121,10 +1121,8 @@ static int native_prepare(struct executor *ex, struct sb_spawn *sp)
 	uint64_t cpu, fsize;
 	long ncpu;
 	size_t i;
-	int ret;
-
-	/* an approved network command shares the host's network (see docs/internals/executor.md) */
-	int netns = st->netns && !sp->network;
+	/* an approved network command shares the host's network (docs/internals/executor.md) */
+	int ret, netns = st->netns && !sp->network;
 
 	plan->clone_flags = (st->userns ? CLONE_NEWUSER : 0) |
 			    (st->pidns ? CLONE_NEWPID : 0) |
