@@ -628,8 +628,9 @@ static void cmd_resume_pick(struct front *f, const char *arg)
 			first = json_string_value(json_array_get(json_object_get(st, "said"), 0));
 		err_clear();
 		cli_printf(f->out, "%3zu  %s%s  %.60s\n", i - from + 1, ids.v[i],
-			   strcmp(ids.v[i], chat_id(f->chat)) ? "" : " (this one)",
-			   first ? first : "");
+			   !strcmp(ids.v[i], chat_id(f->chat)) ? " (this one)" :
+			   !chat_session_mine(f->cfg->workspace, ids.v[i]) ?
+			   " (not started by you here)" : "", first ? first : "");
 		json_decref(st);
 		free(dir);
 	}

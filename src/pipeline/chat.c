@@ -10,6 +10,8 @@
 #include "agents/roles.h"
 #include "base/fsutil.h"
 #include "base/jsonx.h"
+#include "base/log.h"
+#include "base/path.h"
 #include "base/redact.h"
 #include "context/context.h"
 #include "llm/provider.h"
@@ -432,6 +434,114 @@ static int load_state(struct chat *c)
 }
 
 /*
+ * Whose sessions: the user's own record of the sessions forgex started,
+ * `$XDG_STATE_HOME/forgex/sessions` (else ~/.local/state/forgex/sessions),
+ * one "ID<TAB>WORKSPACE" line each. A session folder is in the workspace,
+ * which a cloned repository can fill: --continue takes only a session of
+ * the record, so one shipped with the repository is never picked up
+ * unasked.
+ */
+#define RECORD_MAX (4u << 20)
+
+static char *record_path(void)
+{
+	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+
+	if (xdg && *xdg == '/')
+		return xstrfmt("%s/forgex/sessions", xdg);
+	if (home && *home == '/')
+		return xstrfmt("%s/.local/state/forgex/sessions", home);
+	return NULL;
+}
+
+static void record_session(const char *workspace, const char *id)
+{
+	char *path = record_path(), *line;
+	struct buf dir = BUF_INIT;
+	int fd;
+
+	if (!path || strchr(workspace, '\n')) {
+		free(path);
+		return;
+	}
+	path_dirname(&dir, path);
+	line = xstrfmt("%s\t%s\n", id, workspace);
+	if (fsutil_mkdir_p(dir.buf, 0700) == 0 &&
+	    (fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600)) >= 0) {
+		if (write(fd, line, strlen(line)) < 0)
+			err_clear();
+		close(fd);
+	}
+	err_clear();
+	free(line);
+	buf_release(&dir);
+	free(path);
+}
+
+/* The ids the user's record holds for `workspace`. */
+static void recorded_sessions(struct strvec *out, const char *workspace)
+{
+	char *path = record_path();
+	struct buf b = BUF_INIT;
+	size_t pos = 0, wl = strlen(workspace);
+
+	if (!path || fsutil_read_file(&b, path, RECORD_MAX) < 0) {
+		err_clear();
+		free(path);
+		return;
+	}
+	while (pos < b.len) {
+		const char *l = b.buf + pos, *nl = memchr(l, '\n', b.len - pos);
+		size_t n = nl ? (size_t)(nl - l) : b.len - pos;
+		const char *tab = memchr(l, '\t', n);
+
+		if (tab && (size_t)(l + n - tab - 1) == wl && !memcmp(tab + 1, workspace, wl))
+			strvec_pushf(out, "%.*s", (int)(tab - l), l);
+		pos += n + 1;
+	}
+	buf_release(&b);
+	free(path);
+}
+
+int chat_session_mine(const char *workspace, const char *id)
+{
+	struct strvec mine = STRVEC_INIT;
+	int found;
+
+	recorded_sessions(&mine, workspace);
+	found = strvec_find(&mine, id) >= 0;
+	strvec_clear(&mine);
+	return found;
+}
+
+/* The newest session of `workspace` that the user's record holds. */
+static int last_own_session(char **out, const char *workspace)
+{
+	struct strvec all = STRVEC_INIT, mine = STRVEC_INIT;
+	size_t i;
+	int ret;
+
+	ret = session_list_kind(&all, workspace, SESSION_CHATS);
+	if (ret < 0)
+		return ret;
+	recorded_sessions(&mine, workspace);
+	for (i = all.nr; i-- > 0;)
+		if (strvec_find(&mine, all.v[i]) >= 0)
+			break;
+	if (i != (size_t)-1)
+		*out = xstrdup(all.v[i]);
+	else if (all.nr)
+		ret = err_set(FX_ENOTFOUND, "no session you started in %s (the %zu in its "
+			      ".forgex/sessions were not started here by you: 'forgex chat --resume "
+			      "ID' takes one by name)", workspace, all.nr);
+	else
+		ret = err_set(FX_ENOTFOUND, "no sessions yet in %s", workspace);
+	strvec_clear(&all);
+	strvec_clear(&mine);
+	return ret;
+}
+
+/*
  * Open and close
  */
 
@@ -518,9 +628,15 @@ int chat_open(struct chat **out, const struct chat_opts *o)
 	c->model = xstrdup(ac->model ? ac->model : "");
 
 	if (o->resume) {
-		ret = session_resolve_kind(&id, c->cfg->workspace, SESSION_CHATS, o->resume);
+		if (!strcmp(o->resume, "last"))
+			ret = last_own_session(&id, c->cfg->workspace);
+		else
+			ret = session_resolve_kind(&id, c->cfg->workspace, SESSION_CHATS, o->resume);
 		if (ret < 0)
 			goto fail;
+		if (!o->force_provider && !chat_session_mine(c->cfg->workspace, id))
+			log_warn("session %s was not started by you here (it came with the folder?): "
+				 "its messages go to the model as they are", id);
 		ret = session_open_kind(&c->s, c->cfg->workspace, SESSION_CHATS, id);
 		free(id);
 		if (ret < 0)
@@ -532,6 +648,7 @@ int chat_open(struct chat **out, const struct chat_opts *o)
 		ret = session_create_kind(&c->s, c->cfg->workspace, SESSION_CHATS, NULL);
 		if (ret < 0)
 			goto fail;
+		record_session(c->cfg->workspace, c->s.id);
 	}
 	c->s.on_event = o->on_event;
 	c->s.on_event_data = o->event_data;

@@ -64,7 +64,11 @@ struct chat;
 
 struct chat_opts {
 	struct config *cfg;		/* required; cfg->workspace is the project (borrowed) */
-	const char *resume;		/* go on with this session (an id, a prefix, "last"); NULL: new */
+	/*
+	 * Go on with this session (an id, a prefix; "last": the newest the
+	 * user started here, see chat_session_mine()); NULL: a new one.
+	 */
+	const char *resume;
 	/* Every role talks to this [providers.NAME] (a replay provider); NULL: as configured. */
 	const char *force_provider;
 	const volatile sig_atomic_t *cancel;	/* non-zero: stop the turn (NULL: never) */
@@ -168,6 +172,14 @@ void chat_request_text(const struct chat *c, struct buf *out);
  * first checkpoint), for `forgex replay`. FX_ENOTFOUND without one.
  */
 int chat_restore_start(const char *workspace, const char *id);
+
+/**
+ * Whether session `id` of `workspace` was started by this user here (it
+ * is in the user's record of sessions, $XDG_STATE_HOME/forgex/sessions):
+ * `resume` "last" takes only such a session; one that came with the
+ * folder is resumed only by name, with a warning.
+ */
+int chat_session_mine(const char *workspace, const char *id);
 
 /** Record an event of the session (takes the reference of `fields`, may be NULL). */
 void chat_event(struct chat *c, const char *type, json_t *fields);
