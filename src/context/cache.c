@@ -3,8 +3,8 @@
  *
  * Layout, all integers little-endian:
  *
- *   "FXMAP02\n"                       8 bytes
- *   u64 hash                          ctx_hash() of the hashes of the five sections
+ *   "FXMAP03\n"                       8 bytes
+ *   u64 hash                          sum_hash() of the sum_hash() of the five sections
  *   u64 params                        ctx_hash() of the ctags arguments and limits:
  *                                     another forgex's cache is rebuilt, not trusted
  *   u64 arena_len, nsyms, nfiles, ndefs, nrefs
@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "base/err.h"
@@ -38,7 +39,7 @@
 #include "context/index.h"
 #include "context/tokenize.h"
 
-#define MAGIC "FXMAP02\n"
+#define MAGIC "FXMAP03\n"
 #define HEADER (8 + 8 + 8 + 5 * 8)
 #define FILE_REC 64
 #define DEF_REC 20
@@ -83,13 +84,17 @@ static void put64_at(unsigned char *p, uint64_t v)
 		p[i] = (unsigned char)(v >> (8 * i));
 }
 
-static uint64_t get64(const unsigned char *p)
+static inline uint64_t get64(const unsigned char *p)
 {
 	uint64_t v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy(&v, p, 8);
+#else
 	int i;
 
 	for (i = 0; i < 8; i++)
 		v |= (uint64_t)p[i] << (8 * i);
+#endif
 	return v;
 }
 
@@ -123,19 +128,59 @@ static void swap_files(struct ctx_file *f, size_t n)
 	}
 }
 
-/* The checksum: ctx_hash() of the five sections' hashes. */
+/*
+ * The checksum of a section: four independent multiply-xorshift lanes over
+ * 32-byte blocks, so that the multiplications overlap (about four times
+ * ctx_hash()'s speed, which chains every word on the one before): 75 MB
+ * of cache in a few milliseconds. Not a defence against a forger (the
+ * checks behind it are); it catches a file cut or damaged by a crash.
+ */
+static inline uint64_t lane(uint64_t h, uint64_t w)
+{
+	h = (h ^ (w * 0x9fb21c651e98df25ull)) * 0xc2b2ae3d27d4eb4full;
+	return h ^ (h >> 29);
+}
+
+static uint64_t sum_hash(const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	uint64_t a = 0x9e3779b97f4a7c15ull ^ len, b = 0xbf58476d1ce4e5b9ull, c = 0x94d049bb133111ebull,
+		 d = 0x2545f4914f6cdd1dull;
+	size_t i;
+
+	for (i = 0; i + 32 <= len; i += 32) {
+		a = lane(a, get64(p + i));
+		b = lane(b, get64(p + i + 8));
+		c = lane(c, get64(p + i + 16));
+		d = lane(d, get64(p + i + 24));
+	}
+	for (; i + 8 <= len; i += 8)
+		a = lane(a, get64(p + i));
+	if (i < len) {
+		unsigned char tail[8] = { 0 };
+
+		memcpy(tail, p + i, len - i);
+		b = lane(b, get64(tail));
+	}
+	a = lane(a, b);
+	a = lane(a, c);
+	a = lane(a, d);
+	return ctx_hash(&a, sizeof(a));
+}
+
+/* The checksum: sum_hash() of the five sections' sum_hash(). */
 static uint64_t body_hash(const void *arena, size_t alen, const void *syms, size_t nsyms,
 			  const void *files, size_t nfiles, const void *defs, size_t ndefs,
 			  const void *refs, size_t nrefs)
 {
 	unsigned char h[40];
 
-	put64_at(h, ctx_hash(arena, alen));
-	put64_at(h + 8, ctx_hash(syms, 4 * nsyms));
-	put64_at(h + 16, ctx_hash(files, FILE_REC * nfiles));
-	put64_at(h + 24, ctx_hash(defs, DEF_REC * ndefs));
-	put64_at(h + 32, ctx_hash(refs, REF_REC * nrefs));
-	return ctx_hash(h, sizeof(h));
+	put64_at(h, sum_hash(arena, alen));
+	put64_at(h + 8, sum_hash(syms, 4 * nsyms));
+	put64_at(h + 16, sum_hash(files, FILE_REC * nfiles));
+	put64_at(h + 24, sum_hash(defs, DEF_REC * ndefs));
+	put64_at(h + 32, sum_hash(refs, REF_REC * nrefs));
+	return sum_hash(h, sizeof(h));
 }
 
 /* Append `n` bytes of little-endian records; a big-endian machine swaps a copy. */
@@ -455,17 +500,81 @@ static void remove_stale(int dfd)
 	closedir(d);
 }
 
+/* Write the iovecs whole (writev may stop short, and takes at most IOV_MAX). */
+static int writev_all(int fd, struct iovec *iov, int n)
+{
+	while (n > 0) {
+		ssize_t w = writev(fd, iov, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return err_set_errno(FX_EOS, "cannot write the repository map cache");
+		}
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Whether the arrays in memory are the records on disk as they are (a
+ * little-endian machine, every pad zero): then they are written straight
+ * from where they are, with no image built (75 MB at 100,000 files).
+ */
+static int direct_ok(const struct ctx_index *idx)
+{
+	size_t i;
+
+	if (CACHE_SWAP)
+		return 0;
+	for (i = 0; i < idx->nfiles; i++)
+		if (idx->files[i].pad)
+			return 0;
+	return 1;
+}
+
 int ctx_cache_save(const struct ctx_index *idx)
 {
 	struct buf img = BUF_INIT;
+	unsigned char hdr[HEADER];
+	struct iovec iov[6];
 	char tmp[64];
-	int dfd = open_map_dir(idx, 1), fd, ret;
+	int dfd = open_map_dir(idx, 1), fd, ret, niov = 0;
 	static unsigned seq;
 
 	if (dfd < 0)
 		return dfd;
 	remove_stale(dfd);
-	ctx_cache_serialize(idx, &img);
+	if (direct_ok(idx)) {
+		memset(hdr, 0, sizeof(hdr));
+		memcpy(hdr, MAGIC, 8);
+		put64_at(hdr + 8, body_hash(idx->arena.buf, idx->arena.len, idx->syms, idx->nsyms,
+					    idx->files, idx->nfiles, idx->defs, idx->ndefs,
+					    idx->refs, idx->nrefs));
+		put64_at(hdr + 16, params_hash());
+		put64_at(hdr + 24, idx->arena.len);
+		put64_at(hdr + 32, idx->nsyms);
+		put64_at(hdr + 40, idx->nfiles);
+		put64_at(hdr + 48, idx->ndefs);
+		put64_at(hdr + 56, idx->nrefs);
+		iov[niov++] = (struct iovec){ hdr, HEADER };
+		iov[niov++] = (struct iovec){ idx->arena.buf, idx->arena.len };
+		iov[niov++] = (struct iovec){ idx->syms, 4 * idx->nsyms };
+		iov[niov++] = (struct iovec){ idx->files, FILE_REC * idx->nfiles };
+		iov[niov++] = (struct iovec){ idx->defs, DEF_REC * idx->ndefs };
+		iov[niov++] = (struct iovec){ idx->refs, REF_REC * idx->nrefs };
+	} else {
+		ctx_cache_serialize(idx, &img);
+		iov[niov++] = (struct iovec){ img.buf, img.len };
+	}
 	snprintf(tmp, sizeof(tmp), "index.tmp.%ld.%u.%lx", (long)getpid(), seq++,
 		 (unsigned long)time(NULL));
 	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -473,7 +582,7 @@ int ctx_cache_save(const struct ctx_index *idx)
 		ret = err_set_errno(FX_EOS, "cannot create the repository map cache");
 		goto out;
 	}
-	ret = fsutil_write_all(fd, img.buf, img.len);
+	ret = writev_all(fd, iov, niov);
 	if (close(fd) < 0 && !ret)
 		ret = err_set_errno(FX_EOS, "cannot write the repository map cache");
 	if (ret < 0) {

@@ -35,6 +35,7 @@
 #define BINARY_WINDOW (64u * 1024)	/* a NUL here makes the file binary, as for search */
 #define BATCH_FILES 1500		/* files per ctags run */
 #define BATCH_BYTES ((size_t)6 << 20)	/* source bytes per ctags run */
+#define IDLE_BATCH 32			/* files handed to an idle ctags thread */
 #define BATCH_ARGS ((size_t)256 << 10)	/* bytes of arguments per ctags run */
 #define CTAGS_OUTPUT_MAX ((size_t)256 << 20)
 #define CTAGS_TIMEOUT_MS 0		/* [terminal] timeout_seconds, as for any command */
@@ -219,6 +220,7 @@ struct runner {
 	pthread_cond_t cond;
 	struct batch *queue, **tail;	/* waiting for ctags */
 	struct batch *done;		/* run (in any order) */
+	size_t busy;			/* workers running a batch */
 	int closing;
 	int dead;			/* ctags cannot run: no more attempts */
 	char *error;
@@ -385,11 +387,13 @@ static void *runner_main(void *arg)
 		ru->queue = b->next;
 		if (!ru->queue)
 			ru->tail = &ru->queue;
+		ru->busy++;
 		pthread_mutex_unlock(&ru->lock);
 
 		run_batch(ru, w->ex, b);
 
 		pthread_mutex_lock(&ru->lock);
+		ru->busy--;
 		b->next = ru->done;
 		ru->done = b;
 		pthread_mutex_unlock(&ru->lock);
@@ -560,6 +564,19 @@ static int read_fd_whole(struct buf *b, int fd, size_t size)
 	}
 }
 
+/* Whether a ctags thread has nothing to do (or is not started yet). */
+static int runner_idle(struct runner *ru)
+{
+	int idle;
+
+	if (ru->started < ru->nworkers)
+		return 1;
+	pthread_mutex_lock(&ru->lock);
+	idle = !ru->queue && ru->busy < ru->started;
+	pthread_mutex_unlock(&ru->lock);
+	return idle;
+}
+
 static void queue_ctags(struct update *u, const char *rel, uint32_t slot, size_t bytes)
 {
 	struct batch *b = u->cur;
@@ -579,7 +596,16 @@ static void queue_ctags(struct update *u, const char *rel, uint32_t slot, size_t
 	b->bytes += bytes;
 	b->argbytes += strlen(rel) + 3 + sizeof(char *);
 	/* the argument list stays far below ARG_MAX (2 MiB with the usual 8 MiB stack) */
-	if (b->paths.nr >= max || b->bytes >= BATCH_BYTES || b->argbytes >= BATCH_ARGS) {
+	/*
+	 * A full batch goes; so does a batch when a ctags thread is idle: the
+	 * first files at once (ctags, and the sandbox's first set-up, which
+	 * looks at the whole tree, then run while the walk goes on: one file
+	 * changed among 100,000 costs the walk, not the walk plus ctags),
+	 * later ones from IDLE_BATCH files on (not a process per file).
+	 */
+	if (b->paths.nr >= max || b->bytes >= BATCH_BYTES || b->argbytes >= BATCH_ARGS ||
+	    ((u->ru.submitted < u->ru.nworkers || b->paths.nr >= IDLE_BATCH) &&
+	     !u->idx->batch_files && runner_idle(&u->ru))) {
 		runner_submit(&u->ru, b);
 		u->cur = NULL;
 	}
@@ -864,13 +890,15 @@ int ctx_index_update(struct ctx_index *idx)
 	struct update u;
 	struct ignore_rules *exclude = NULL;
 	const struct ignore_chain *chain = NULL;
-	double t0 = now_s();
+	double t0 = now_s(), tw;
 	size_t i;
 	int ret;
 
 	free(idx->stats.ctags_error);
 	memset(&idx->stats, 0, sizeof(idx->stats));
 	if (!idx->loaded) {
+		double tl = now_s();
+
 		ctx_index_clear_data(idx);
 		ret = ctx_cache_load(idx);
 		if (ret == 0) {
@@ -884,6 +912,7 @@ int ctx_index_update(struct ctx_index *idx)
 		if (!idx->arena.len)
 			buf_addch(&idx->arena, '\0');	/* offset 0 is "" */
 		idx->loaded = 1;
+		idx->stats.load_seconds = now_s() - tl;
 	}
 
 	memset(&u, 0, sizeof(u));
@@ -913,7 +942,10 @@ int ctx_index_update(struct ctx_index *idx)
 		exclude = NULL;
 	}
 	chain = chain_push(&u, NULL, exclude);
+	tw = now_s();
 	walk(&u, "", chain);
+	idx->stats.walk_seconds = now_s() - tw;
+	tw = now_s();
 	if (u.cur) {
 		runner_submit(&u.ru, u.cur);
 		u.cur = NULL;
@@ -950,6 +982,7 @@ int ctx_index_update(struct ctx_index *idx)
 			batch_free(all[k]);
 		free(all);
 	}
+	idx->stats.ctags_seconds = now_s() - tw;
 	idx->stats.ctags_runs = u.ru.runs;
 	idx->stats.ctags_error = u.ru.error;
 	pthread_mutex_destroy(&u.ru.lock);
@@ -1012,10 +1045,12 @@ int ctx_index_update(struct ctx_index *idx)
 	}
 
 	if (u.changed && !idx->no_save) {
+		tw = now_s();
 		if (ctx_cache_save(idx) == 0)
 			idx->stats.saved = 1;
 		else
 			err_clear();
+		idx->stats.save_seconds = now_s() - tw;
 	}
 	idx->stats.files = idx->nfiles;
 	idx->stats.defs = idx->ndefs;

@@ -92,6 +92,10 @@ struct ctx_index_stats {
 	int cache_rejected;		/* a cache was there but failed a check */
 	int saved;			/* the cache was written */
 	double seconds;
+	double load_seconds;		/* reading and checking the cache */
+	double walk_seconds;		/* the walk, with the scan of changed files */
+	double ctags_seconds;		/* waiting for ctags after the walk, and the merge */
+	double save_seconds;		/* writing the cache */
 	char *ctags_error;		/* why ctags gave nothing (NULL: it worked) */
 };
 

@@ -859,8 +859,10 @@ int ctx_map_build(struct ctx_map *out, struct ctx_index *idx, const struct ctx_f
 	build_definers(&k);
 	personalise(&k, focus);
 	build_edges(&k);
+	out->graph_seconds = now_s() - t0;
 	out->edges = k.out_start[k.n];
 	out->iterations = pagerank(&k);
+	out->pagerank_seconds = now_s() - t0 - out->graph_seconds;
 	score_defs(&k);
 	choose(out, &k, budget);
 	out->tokens = tokens_estimate(out->text.len);
