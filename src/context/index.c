@@ -438,6 +438,8 @@ struct update {
 
 	struct ctx_file *files;		/* the new files, in walk order */
 	size_t nfiles, afiles;
+	uint32_t *in_base;		/* and which of them are the base's as they were */
+	size_t ain_base;
 	struct ctx_def *defs;
 	size_t ndefs, adefs;
 	struct ctx_ref *refs;
@@ -628,6 +630,8 @@ static void add_file(struct update *u, int dirfd, const char *name, const char *
 	    of->mtime_sec == (int64_t)st.st_mtim.tv_sec &&
 	    of->mtime_nsec == (uint32_t)st.st_mtim.tv_nsec && !(of->flags & CTX_F_NOTAGS)) {
 		ALLOC_GROW(u->files, u->nfiles + 1, u->afiles);
+		ALLOC_GROW(u->in_base, u->nfiles + 1, u->ain_base);
+		u->in_base[u->nfiles] = idx->in_base ? idx->in_base[of - u->old_files] : 0;
 		nf = &u->files[u->nfiles++];
 		*nf = *of;
 		nf->pad = IN_OLD;	/* its ranges are the old arrays' */
@@ -646,6 +650,8 @@ static void add_file(struct update *u, int dirfd, const char *name, const char *
 		return;
 	}
 	ALLOC_GROW(u->files, u->nfiles + 1, u->afiles);
+	ALLOC_GROW(u->in_base, u->nfiles + 1, u->ain_base);
+	u->in_base[u->nfiles] = 0;	/* its key (at least) differs from the base's */
 	nf = &u->files[u->nfiles];
 	memset(nf, 0, sizeof(*nf));
 	nf->size = (uint64_t)st.st_size;
@@ -1000,6 +1006,8 @@ int ctx_index_update(struct ctx_index *idx)
 		free(idx->files);
 		idx->files = u.files;
 		idx->afiles = u.afiles;
+		free(idx->in_base);
+		idx->in_base = u.in_base;
 		free(u.defs);
 		free(u.refs);
 	} else {
@@ -1038,6 +1046,8 @@ int ctx_index_update(struct ctx_index *idx)
 		idx->files = u.files;
 		idx->nfiles = u.nfiles;
 		idx->afiles = u.afiles;
+		free(idx->in_base);
+		idx->in_base = u.in_base;
 		idx->defs = defs;
 		idx->ndefs = idx->adefs = nd;
 		idx->refs = refs;

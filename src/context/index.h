@@ -91,6 +91,8 @@ struct ctx_index_stats {
 	int cache_loaded;		/* a valid cache was found */
 	int cache_rejected;		/* a cache was there but failed a check */
 	int saved;			/* the cache was written */
+	int delta_loaded;		/* a delta was read over the base */
+	int delta_saved;		/* what was written was a delta */
 	double seconds;
 	double load_seconds;		/* reading and checking the cache */
 	double walk_seconds;		/* the walk, with the scan of changed files */
@@ -116,6 +118,15 @@ struct ctx_index {
 	size_t symtab_size;
 	uint32_t *kindtab;		/* the same for kinds */
 	size_t kindtab_size, nkinds;
+	/*
+	 * The cache file this index was read from or last wrote whole (the
+	 * base); a later save writes only what differs from it, in the delta
+	 * file (cache.c), while that stays small.
+	 */
+	uint32_t *in_base;		/* per file: its index + 1 in the base, unchanged; 0: not */
+	int have_base;
+	uint64_t base_hash;		/* the base's checksum */
+	size_t base_alen, base_nsyms, base_nfiles, base_ndefs, base_nrefs, base_bytes;
 	int loaded;			/* the cache was read (or the tree was walked) */
 	int no_save;			/* for tests: never write the cache */
 	unsigned batch_files;		/* files per ctags run (0: default) */
@@ -184,8 +195,25 @@ void ctx_index_clear_data(struct ctx_index *idx);
  */
 int ctx_cache_load(struct ctx_index *idx);
 
-/** Write the cache atomically. 0 or a negative FX_E* code. */
-int ctx_cache_save(const struct ctx_index *idx);
+/**
+ * Apply the delta image `data` (`len` bytes) to `idx`, which holds the
+ * base it was made for (ctx_cache_parse() or a load). FX_EPARSE when it
+ * fails a check or was made for another base; `idx` is then unchanged.
+ */
+int ctx_cache_apply_delta(struct ctx_index *idx, const unsigned char *data, size_t len);
+
+/**
+ * Append the delta image of `idx` against its base to `out`. FX_EINVAL
+ * when there is no base to write a delta against.
+ */
+int ctx_cache_delta(const struct ctx_index *idx, struct buf *out);
+
+/**
+ * Write the cache atomically: only a delta file when an index read from a
+ * base differs from it by little, else the whole cache (the delta file is
+ * then removed). 0 or a negative FX_E* code.
+ */
+int ctx_cache_save(struct ctx_index *idx);
 
 #define CTX_CACHE_MAX ((size_t)1 << 30)
 
