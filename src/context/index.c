@@ -422,9 +422,22 @@ static void runner_submit(struct runner *ru, struct batch *b)
 
 /* ---- the walk ---- */
 
-struct old_slot {
-	uint32_t file1;			/* index + 1 in the old files */
+/* Files the walk found, with what fstatat() said, in walk order. */
+struct wentry {
+	uint32_t path, len;		/* in the batch's paths */
+	uint64_t size, ino;
+	int64_t mtime_sec;
+	uint32_t mtime_nsec;
 };
+
+struct wbatch {
+	struct wentry *e;
+	size_t n, a;
+	struct buf paths;
+	struct wbatch *next;
+};
+
+#define WBATCH 512			/* files per hand-over from the walk to the indexer */
 
 #define IN_OLD 1	/* ctx_file.pad during an update: ranges in the old arrays */
 
@@ -458,6 +471,18 @@ struct update {
 	struct ignore_chain **nodes;
 	size_t nnodes, anodes;
 	int changed;
+
+	/* the walk (this thread) hands the files it found to the indexer (another) */
+	pthread_mutex_t wlock;
+	pthread_cond_t wcond;
+	struct wbatch *wq, **wtail;	/* found, not yet indexed */
+	struct wbatch *wcur;		/* being filled by the walk */
+	int walk_done;
+	size_t walk_skipped;		/* the walk's: not regular, cannot stat */
+	double walk_end;
+	/* the indexer's folder: the last one a changed file was opened in */
+	int dir_fd;
+	struct buf dir;
 };
 
 /*
@@ -613,22 +638,39 @@ static void queue_ctags(struct update *u, const char *rel, uint32_t slot, size_t
 	}
 }
 
-static void add_file(struct update *u, int dirfd, const char *name, const char *rel, size_t rel_len)
+/* The folder of `rel` (its parent), opened like the walk opens folders; kept for the next file. */
+static int parent_fd(struct update *u, const char *rel, size_t rel_len, const char **name)
+{
+	const char *slash = memrchr(rel, '/', rel_len);
+	size_t dlen = slash ? (size_t)(slash - rel) : 0;
+
+	*name = slash ? slash + 1 : rel;
+	if (u->dir_fd >= 0 && u->dir.len == dlen && !memcmp(u->dir.buf, rel, dlen))
+		return u->dir_fd;
+	if (u->dir_fd >= 0)
+		close(u->dir_fd);
+	buf_reset(&u->dir);
+	buf_add(&u->dir, rel, dlen);
+	u->dir_fd = wspath_open_dir(&u->idx->root, u->dir.buf);
+	if (u->dir_fd < 0) {
+		err_clear();
+		buf_reset(&u->dir);
+	}
+	return u->dir_fd;
+}
+
+static void add_file(struct update *u, const struct wentry *we, const char *rel, size_t rel_len)
 {
 	struct ctx_index *idx = u->idx;
 	const struct ctx_file *of;
 	struct ctx_file *nf;
 	struct stat st;
-	int fd;
+	const char *name;
+	int fd, dirfd;
 
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
-		idx->stats.skipped++;
-		return;
-	}
 	of = old_find(u, rel);
-	if (of && of->size == (uint64_t)st.st_size && of->ino == (uint64_t)st.st_ino &&
-	    of->mtime_sec == (int64_t)st.st_mtim.tv_sec &&
-	    of->mtime_nsec == (uint32_t)st.st_mtim.tv_nsec && !(of->flags & CTX_F_NOTAGS)) {
+	if (of && of->size == we->size && of->ino == we->ino && of->mtime_sec == we->mtime_sec &&
+	    of->mtime_nsec == we->mtime_nsec && !(of->flags & CTX_F_NOTAGS)) {
 		ALLOC_GROW(u->files, u->nfiles + 1, u->afiles);
 		ALLOC_GROW(u->in_base, u->nfiles + 1, u->ain_base);
 		u->in_base[u->nfiles] = idx->in_base ? idx->in_base[of - u->old_files] : 0;
@@ -639,7 +681,8 @@ static void add_file(struct update *u, int dirfd, const char *name, const char *
 		return;
 	}
 	u->changed = 1;
-	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	dirfd = parent_fd(u, rel, rel_len, &name);
+	fd = dirfd < 0 ? -1 : openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		idx->stats.skipped++;
 		return;
@@ -696,6 +739,51 @@ static void add_file(struct update *u, int dirfd, const char *name, const char *
 		nf->flags |= CTX_F_NOTAGS;	/* definitions when an executor is there */
 	else
 		queue_ctags(u, rel, (uint32_t)(u->nfiles - 1), u->content.len);
+}
+
+static void walk_push(struct update *u)
+{
+	struct wbatch *b = u->wcur;
+
+	u->wcur = NULL;
+	pthread_mutex_lock(&u->wlock);
+	if (b) {
+		b->next = NULL;
+		*u->wtail = b;
+		u->wtail = &b->next;
+	}
+	pthread_cond_signal(&u->wcond);
+	pthread_mutex_unlock(&u->wlock);
+}
+
+/* A file of the walk: stat'ed here, handed to the indexer in batches. */
+static void walk_found(struct update *u, int dirfd, const char *name, const char *rel,
+		       size_t rel_len)
+{
+	struct wbatch *b = u->wcur;
+	struct wentry *e;
+	struct stat st;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
+		u->walk_skipped++;
+		return;
+	}
+	if (!b) {
+		b = u->wcur = xcalloc(1, sizeof(*b));
+		buf_init(&b->paths, 0);
+	}
+	ALLOC_GROW(b->e, b->n + 1, b->a);
+	e = &b->e[b->n++];
+	e->path = (uint32_t)b->paths.len;
+	e->len = (uint32_t)rel_len;
+	buf_add(&b->paths, rel, rel_len);
+	buf_addch(&b->paths, '\0');
+	e->size = (uint64_t)st.st_size;
+	e->ino = (uint64_t)st.st_ino;
+	e->mtime_sec = (int64_t)st.st_mtim.tv_sec;
+	e->mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
+	if (b->n >= WBATCH)
+		walk_push(u);
 }
 
 static const struct ignore_chain *chain_push(struct update *u, const struct ignore_chain *next,
@@ -807,7 +895,7 @@ static void walk(struct update *u, const char *rel, const struct ignore_chain *p
 			walk(u, sub, chain);
 			free(sub);
 		} else {
-			add_file(u, dirfd(d), ents[i].name, path.buf, path.len);
+			walk_found(u, dirfd(d), ents[i].name, path.buf, path.len);
 		}
 		free(ents[i].name);
 	}
@@ -866,6 +954,68 @@ static void merge_batch(struct update *u, struct batch *b)
 	}
 }
 
+/* ---- the indexer thread ---- */
+
+static void load_cache(struct ctx_index *idx)
+{
+	double tl = now_s();
+	int ret;
+
+	ctx_index_clear_data(idx);
+	ret = ctx_cache_load(idx);
+	if (ret == 0) {
+		idx->stats.cache_loaded = 1;
+	} else {
+		if (ret != FX_ENOTFOUND)
+			idx->stats.cache_rejected = 1;
+		err_clear();
+		ctx_index_clear_data(idx);
+	}
+	if (!idx->arena.len)
+		buf_addch(&idx->arena, '\0');	/* offset 0 is "" */
+	idx->loaded = 1;
+	idx->stats.load_seconds = now_s() - tl;
+}
+
+static void *indexer_main(void *arg)
+{
+	struct update *u = arg;
+	struct ctx_index *idx = u->idx;
+
+	if (!idx->loaded)
+		load_cache(idx);
+	u->old_files = idx->files;
+	u->old_n = idx->nfiles;
+	u->old_defs = idx->defs;
+	u->old_refs = idx->refs;
+	for (;;) {
+		struct wbatch *b;
+		size_t i;
+
+		pthread_mutex_lock(&u->wlock);
+		while (!u->wq && !u->walk_done)
+			pthread_cond_wait(&u->wcond, &u->wlock);
+		b = u->wq;
+		if (b) {
+			u->wq = b->next;
+			if (!u->wq)
+				u->wtail = &u->wq;
+		}
+		pthread_mutex_unlock(&u->wlock);
+		if (!b)
+			break;
+		for (i = 0; i < b->n; i++)
+			add_file(u, &b->e[i], b->paths.buf + b->e[i].path, b->e[i].len);
+		free(b->e);
+		buf_release(&b->paths);
+		free(b);
+	}
+	if (u->dir_fd >= 0)
+		close(u->dir_fd);
+	u->dir_fd = -1;
+	return NULL;
+}
+
 /* ---- the public side ---- */
 
 int ctx_index_init(struct ctx_index *idx, const char *workspace, struct executor *ex)
@@ -896,39 +1046,20 @@ int ctx_index_update(struct ctx_index *idx)
 	struct update u;
 	struct ignore_rules *exclude = NULL;
 	const struct ignore_chain *chain = NULL;
+	pthread_t indexer;
 	double t0 = now_s(), tw;
 	size_t i;
 	int ret;
 
 	free(idx->stats.ctags_error);
 	memset(&idx->stats, 0, sizeof(idx->stats));
-	if (!idx->loaded) {
-		double tl = now_s();
-
-		ctx_index_clear_data(idx);
-		ret = ctx_cache_load(idx);
-		if (ret == 0) {
-			idx->stats.cache_loaded = 1;
-		} else {
-			if (ret != FX_ENOTFOUND)
-				idx->stats.cache_rejected = 1;
-			err_clear();
-			ctx_index_clear_data(idx);
-		}
-		if (!idx->arena.len)
-			buf_addch(&idx->arena, '\0');	/* offset 0 is "" */
-		idx->loaded = 1;
-		idx->stats.load_seconds = now_s() - tl;
-	}
 
 	memset(&u, 0, sizeof(u));
 	u.idx = idx;
-	u.old_files = idx->files;
-	u.old_n = idx->nfiles;
-	u.old_defs = idx->defs;
-	u.old_refs = idx->refs;
 	buf_init(&u.content, 0);
 	buf_init(&u.path, 0);
+	buf_init(&u.dir, 0);
+	u.dir_fd = -1;
 	pthread_mutex_init(&u.ru.lock, NULL);
 	pthread_cond_init(&u.ru.cond, NULL);
 	u.ru.idx = idx;
@@ -941,7 +1072,19 @@ int ctx_index_update(struct ctx_index *idx)
 		u.ru.workers[1].ex = idx->ex2;
 		u.ru.nworkers = 2;
 	}
+	pthread_mutex_init(&u.wlock, NULL);
+	pthread_cond_init(&u.wcond, NULL);
+	u.wtail = &u.wq;
 
+	/*
+	 * Two threads: this one walks the tree and stats each file (system
+	 * calls, most of a warm update); the indexer loads the cache meanwhile,
+	 * then takes the files in walk order, matches them with the cache and
+	 * reads, scans and queues for ctags those that changed. So the load,
+	 * the walk and a changed file's ctags overlap.
+	 */
+	if (pthread_create(&indexer, NULL, indexer_main, &u))
+		die("cannot start the repository map's indexer");
 	ret = ignore_load_exclude(&exclude, &idx->root);
 	if (ret < 0) {
 		err_clear();
@@ -950,7 +1093,14 @@ int ctx_index_update(struct ctx_index *idx)
 	chain = chain_push(&u, NULL, exclude);
 	tw = now_s();
 	walk(&u, "", chain);
+	walk_push(&u);
+	pthread_mutex_lock(&u.wlock);
+	u.walk_done = 1;
+	pthread_cond_signal(&u.wcond);
+	pthread_mutex_unlock(&u.wlock);
+	pthread_join(indexer, NULL);
 	idx->stats.walk_seconds = now_s() - tw;
+	idx->stats.skipped += u.walk_skipped;
 	tw = now_s();
 	if (u.cur) {
 		runner_submit(&u.ru, u.cur);
@@ -1077,5 +1227,8 @@ int ctx_index_update(struct ctx_index *idx)
 	free(u.used);
 	buf_release(&u.content);
 	buf_release(&u.path);
+	buf_release(&u.dir);
+	pthread_mutex_destroy(&u.wlock);
+	pthread_cond_destroy(&u.wcond);
 	return 0;
 }
