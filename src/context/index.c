@@ -1169,6 +1169,41 @@ int ctx_index_update(struct ctx_index *idx)
 			nd += u.files[i].ndefs;
 			nr += u.files[i].nrefs;
 		}
+		/*
+		 * A few files changed: their new records go after the old
+		 * arrays, whose other ranges stay as they are (no copy of tens
+		 * of MB for one file). The records nobody points at any more
+		 * are dropped once they are a fifth of the arrays.
+		 */
+		if (5 * (idx->ndefs + u.ndefs) <= 6 * nd && 5 * (idx->nrefs + u.nrefs) <= 6 * nr &&
+		    idx->ndefs + u.ndefs < UINT32_MAX && idx->nrefs + u.nrefs < UINT32_MAX) {
+			ALLOC_GROW(idx->defs, idx->ndefs + u.ndefs, idx->adefs);
+			if (u.ndefs)
+				memcpy(idx->defs + idx->ndefs, u.defs, u.ndefs * sizeof(*u.defs));
+			ALLOC_GROW(idx->refs, idx->nrefs + u.nrefs, idx->arefs);
+			if (u.nrefs)
+				memcpy(idx->refs + idx->nrefs, u.refs, u.nrefs * sizeof(*u.refs));
+			for (i = 0; i < u.nfiles; i++) {
+				struct ctx_file *f = &u.files[i];
+
+				if (f->pad != IN_OLD) {
+					f->def0 += (uint32_t)idx->ndefs;
+					f->ref0 += (uint32_t)idx->nrefs;
+				}
+				f->pad = 0;
+			}
+			idx->ndefs += u.ndefs;
+			idx->nrefs += u.nrefs;
+			free(idx->files);
+			free(u.defs);
+			free(u.refs);
+			idx->files = u.files;
+			idx->nfiles = u.nfiles;
+			idx->afiles = u.afiles;
+			free(idx->in_base);
+			idx->in_base = u.in_base;
+			goto arrays_done;
+		}
 		defs = xmalloc((nd ? nd : 1) * sizeof(*defs));
 		refs = xmalloc((nr ? nr : 1) * sizeof(*refs));
 		nd = nr = 0;
@@ -1203,7 +1238,7 @@ int ctx_index_update(struct ctx_index *idx)
 		idx->refs = refs;
 		idx->nrefs = idx->arefs = nr;
 	}
-
+arrays_done:
 	if (u.changed && !idx->no_save) {
 		tw = now_s();
 		if (ctx_cache_save(idx) == 0)
