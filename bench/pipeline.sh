@@ -75,18 +75,20 @@ while [ "$i" -lt "$RUNS" ]; do
 	"$mock" --script "$tmp/script.json" --port-file "$tmp/port" >/dev/null &
 	mock_pid=$!
 	while [ ! -s "$tmp/port" ]; do sleep 0.01; done
-	mkdir -p "$tmp/work/.forgex"
-	cat > "$tmp/work/.forgex/config.toml" <<TOML
+	# the provider in the user's file: a project file's base_url counts only once trusted
+	mkdir -p "$XDG_CONFIG_HOME/forgex"
+	cat > "$XDG_CONFIG_HOME/forgex/config.toml" <<TOML
 [providers.default]
 base_url = "http://127.0.0.1:$(cat "$tmp/port")/v1"
 model = "bench"
 api_key_env = "FORGEX_BENCH_NO_KEY"
 TOML
 	start=$(date +%s%N)
-	(cd "$tmp/work" && /usr/bin/time -f '%M' -o "$tmp/rss" "$bin" -q run "bump the version" >/dev/null 2>&1) ||
-		{ echo "run $i did not PASS" >&2; exit 1; }
+	(cd "$tmp/work" && /usr/bin/time -f "%M" -o "$tmp/rss" "$bin" -q run "bump the version" >"$tmp/out" 2>&1) ||
+		{ echo "run $i did not PASS:" >&2; tail -20 "$tmp/out" >&2; exit 1; }
 	end=$(date +%s%N)
 	kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true; mock_pid=
+	[ -n "${KEEP_EVENTS:-}" ] && cp "$tmp"/work/.forgex/runs/*/events.jsonl "$KEEP_EVENTS" || true
 	python3 - "$tmp/work" "$start" "$end" "$(cat "$tmp/rss")" >> "$results" <<'PY'
 import glob, json, sys
 work, start, end, rss = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])

@@ -480,6 +480,24 @@ static uint64_t delta_hash(const unsigned char *b, const uint64_t *n)
 	return sum_hash(h, sizeof(h));
 }
 
+void ctx_cache_delta_checksum(unsigned char *data, size_t len)
+{
+	uint64_t n[6], need;
+	size_t k;
+
+	if (len < DHEADER)
+		return;
+	for (k = 0; k < 6; k++) {
+		n[k] = get64(data + 64 + 8 * k);
+		if (n[k] > len)
+			return;
+	}
+	need = DHEADER + n[0] + 4 * (n[1] + n[2]) + FILE_REC * n[3] + DEF_REC * n[4] +
+	       REF_REC * n[5];
+	if (need == len)
+		put64_at(data + 8, delta_hash(data + DHEADER, n));
+}
+
 int ctx_cache_delta(const struct ctx_index *idx, struct buf *out)
 {
 	unsigned char hdr[DHEADER];

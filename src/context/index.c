@@ -36,6 +36,8 @@
 #define BATCH_FILES 1500		/* files per ctags run */
 #define BATCH_BYTES ((size_t)6 << 20)	/* source bytes per ctags run */
 #define IDLE_BATCH 32			/* files handed to an idle ctags thread */
+#define SECOND_WORKER_FILES 2000	/* files to index before a second ctags thread starts */
+#define FIRST_BATCH_S 0.05		/* the first small batch goes no sooner */
 #define BATCH_ARGS ((size_t)256 << 10)	/* bytes of arguments per ctags run */
 #define CTAGS_OUTPUT_MAX ((size_t)256 << 20)
 #define CTAGS_TIMEOUT_MS 0		/* [terminal] timeout_seconds, as for any command */
@@ -216,6 +218,7 @@ struct runner {
 	struct worker workers[2];
 	size_t nworkers, started;
 	size_t submitted;		/* batches so far */
+	size_t submitted_files;		/* and their files */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct batch *queue, **tail;	/* waiting for ctags */
@@ -403,8 +406,14 @@ static void *runner_main(void *arg)
 
 static void runner_submit(struct runner *ru, struct batch *b)
 {
-	/* a second thread (and ctags) from the second batch on, when there is a second executor */
-	if (ru->started < ru->nworkers && ru->started <= ru->submitted) {
+	/*
+	 * The first thread with the first batch; a second one (and its own
+	 * ctags, with a second executor) only once the work is large: each
+	 * executor's first command pays the sandbox's set-up, which a few
+	 * hundred files do not repay.
+	 */
+	if (ru->started < ru->nworkers &&
+	    (!ru->started || ru->submitted_files + b->paths.nr > SECOND_WORKER_FILES)) {
 		struct worker *w = &ru->workers[ru->started];
 
 		if (pthread_create(&w->thread, NULL, runner_main, w))
@@ -412,6 +421,7 @@ static void runner_submit(struct runner *ru, struct batch *b)
 		ru->started++;
 	}
 	ru->submitted++;
+	ru->submitted_files += b->paths.nr;
 	pthread_mutex_lock(&ru->lock);
 	b->next = NULL;
 	*ru->tail = b;
@@ -471,6 +481,7 @@ struct update {
 	struct ignore_chain **nodes;
 	size_t nnodes, anodes;
 	int changed;
+	double t0;			/* when the update began */
 
 	/* the walk (this thread) hands the files it found to the indexer (another) */
 	pthread_mutex_t wlock;
@@ -608,9 +619,16 @@ static void queue_ctags(struct update *u, const char *rel, uint32_t slot, size_t
 {
 	struct batch *b = u->cur;
 	unsigned max = u->idx->batch_files ? u->idx->batch_files : BATCH_FILES;
-	/* small batches first, so that ctags starts early; then larger ones */
-	if (!u->idx->batch_files && max > (200u << u->ru.submitted))
-		max = 200u << u->ru.submitted;
+	/*
+	 * Small batches first, so that ctags starts early on a large tree;
+	 * then larger ones. Not before FIRST_BATCH_S into the update, though:
+	 * a tree read faster than that goes in one run (each run is a
+	 * sandboxed process, some milliseconds of set-up).
+	 */
+	if (!u->idx->batch_files && max > (200u << u->ru.submitted)) {
+		if (u->ru.submitted || now_s() - u->t0 >= FIRST_BATCH_S)
+			max = 200u << u->ru.submitted;
+	}
 
 	if (!b) {
 		b = u->cur = xcalloc(1, sizeof(*b));
@@ -624,15 +642,16 @@ static void queue_ctags(struct update *u, const char *rel, uint32_t slot, size_t
 	b->argbytes += strlen(rel) + 3 + sizeof(char *);
 	/* the argument list stays far below ARG_MAX (2 MiB with the usual 8 MiB stack) */
 	/*
-	 * A full batch goes; so does a batch when a ctags thread is idle: the
-	 * first files at once (ctags, and the sandbox's first set-up, which
-	 * looks at the whole tree, then run while the walk goes on: one file
-	 * changed among 100,000 costs the walk, not the walk plus ctags),
-	 * later ones from IDLE_BATCH files on (not a process per file).
+	 * A full batch goes; and in an update over a cache, so does a batch
+	 * when the ctags thread is idle: the first changed file at once (ctags,
+	 * and the sandbox's first set-up, which looks at the whole tree, then
+	 * run while the walk goes on: one file changed among 100,000 costs
+	 * the walk, not the walk plus ctags), later ones from IDLE_BATCH files
+	 * on (not a process per file). A cold build batches as it always did.
 	 */
 	if (b->paths.nr >= max || b->bytes >= BATCH_BYTES || b->argbytes >= BATCH_ARGS ||
-	    ((u->ru.submitted < u->ru.nworkers || b->paths.nr >= IDLE_BATCH) &&
-	     !u->idx->batch_files && runner_idle(&u->ru))) {
+	    (u->old_n && !u->idx->batch_files &&
+	     (!u->ru.submitted || b->paths.nr >= IDLE_BATCH) && runner_idle(&u->ru))) {
 		runner_submit(&u->ru, b);
 		u->cur = NULL;
 	}
@@ -1056,6 +1075,7 @@ int ctx_index_update(struct ctx_index *idx)
 
 	memset(&u, 0, sizeof(u));
 	u.idx = idx;
+	u.t0 = t0;
 	buf_init(&u.content, 0);
 	buf_init(&u.path, 0);
 	buf_init(&u.dir, 0);

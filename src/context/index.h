@@ -202,6 +202,9 @@ int ctx_cache_load(struct ctx_index *idx);
  */
 int ctx_cache_apply_delta(struct ctx_index *idx, const unsigned char *data, size_t len);
 
+/** The same as ctx_cache_checksum() for a delta image (tests, fuzzer). */
+void ctx_cache_delta_checksum(unsigned char *data, size_t len);
+
 /**
  * Append the delta image of `idx` against its base to `out`. FX_EINVAL
  * when there is no base to write a delta against.

@@ -241,8 +241,7 @@ static void test_index_ignores_workspace_ctags_options(void **state)
 	assert_string_equal(ctx_str(&idx, idx.syms[idx.defs[idx.files[f].def0].sym]), "dash_named");
 	assert_true(defined(&idx, "newline_named"));
 	assert_true(defined(&idx, "opt_named"));
-	/* the first file found goes to the idle ctags at once, the rest in a second run */
-	assert_int_equal(idx.stats.ctags_runs, 2);
+	assert_int_equal(idx.stats.ctags_runs, 1);
 	ctx_index_release(&idx);
 }
 
