@@ -2,16 +2,21 @@
  * The symbol index: the walk, the refresh from the cache, the identifier
  * scan and the ctags runs (see index.h and docs/internals/context.md).
  *
- * One update: the tree is walked once in this thread, with the rules of
- * `search` (tools/ignore.h). Each regular file is stat'ed through its
- * folder's descriptor; when path, size, mtime and inode match the cache
- * it is taken as it was. Otherwise it is opened (O_NOFOLLOW, O_NONBLOCK,
- * through the same folder), read and hashed; the same hash as cached
- * means only its key changed. A file to index is scanned for identifiers
- * at once and queued for ctags (as "./path" arguments, never a list file); a second thread runs ctags on batches of
- * queued files while the walk goes on, and parses its output, so ctags
- * and the scan use a core each. At the end the definitions are merged,
- * the files sorted by path, and the cache saved when anything changed.
+ * One update, three kinds of threads:
+ *   - this one walks the tree with the rules of `search` (tools/ignore.h):
+ *     folders read, sorted, matched against the ignore rules; the paths
+ *     of the regular files go, in batches, to
+ *   - the indexer, which first loads the cache (meanwhile), then takes the
+ *     paths in walk order, stats each through its folder's descriptor and
+ *     matches it with the cache: path, size, mtime and inode equal, it is
+ *     taken as it was. Otherwise it is opened (O_NOFOLLOW, O_NONBLOCK),
+ *     read and hashed; the same hash as cached means only its key changed.
+ *     A file to index is scanned for identifiers at once and queued for
+ *   - the ctags threads (one, two for a large tree), which run ctags on
+ *     batches of files ("./path" arguments, never a list file) while the
+ *     walk goes on, and parse the output.
+ * At the end the definitions are merged, the files are in path order, and
+ * the cache is saved when anything changed (a delta when little did).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -435,9 +440,6 @@ static void runner_submit(struct runner *ru, struct batch *b)
 /* Files the walk found, with what fstatat() said, in walk order. */
 struct wentry {
 	uint32_t path, len;		/* in the batch's paths */
-	uint64_t size, ino;
-	int64_t mtime_sec;
-	uint32_t mtime_nsec;
 };
 
 struct wbatch {
@@ -489,7 +491,6 @@ struct update {
 	struct wbatch *wq, **wtail;	/* found, not yet indexed */
 	struct wbatch *wcur;		/* being filled by the walk */
 	int walk_done;
-	size_t walk_skipped;		/* the walk's: not regular, cannot stat */
 	double walk_end;
 	/* the indexer's folder: the last one a changed file was opened in */
 	int dir_fd;
@@ -678,18 +679,23 @@ static int parent_fd(struct update *u, const char *rel, size_t rel_len, const ch
 	return u->dir_fd;
 }
 
-static void add_file(struct update *u, const struct wentry *we, const char *rel, size_t rel_len)
+static void add_file(struct update *u, const char *rel, size_t rel_len)
 {
 	struct ctx_index *idx = u->idx;
 	const struct ctx_file *of;
 	struct ctx_file *nf;
 	struct stat st;
 	const char *name;
-	int fd, dirfd;
+	int fd, dirfd = parent_fd(u, rel, rel_len, &name);
 
+	if (dirfd < 0 || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
+		idx->stats.skipped++;
+		return;
+	}
 	of = old_find(u, rel);
-	if (of && of->size == we->size && of->ino == we->ino && of->mtime_sec == we->mtime_sec &&
-	    of->mtime_nsec == we->mtime_nsec && !(of->flags & CTX_F_NOTAGS)) {
+	if (of && of->size == (uint64_t)st.st_size && of->ino == (uint64_t)st.st_ino &&
+	    of->mtime_sec == (int64_t)st.st_mtim.tv_sec &&
+	    of->mtime_nsec == (uint32_t)st.st_mtim.tv_nsec && !(of->flags & CTX_F_NOTAGS)) {
 		ALLOC_GROW(u->files, u->nfiles + 1, u->afiles);
 		ALLOC_GROW(u->in_base, u->nfiles + 1, u->ain_base);
 		u->in_base[u->nfiles] = idx->in_base ? idx->in_base[of - u->old_files] : 0;
@@ -700,8 +706,7 @@ static void add_file(struct update *u, const struct wentry *we, const char *rel,
 		return;
 	}
 	u->changed = 1;
-	dirfd = parent_fd(u, rel, rel_len, &name);
-	fd = dirfd < 0 ? -1 : openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		idx->stats.skipped++;
 		return;
@@ -775,18 +780,17 @@ static void walk_push(struct update *u)
 	pthread_mutex_unlock(&u->wlock);
 }
 
-/* A file of the walk: stat'ed here, handed to the indexer in batches. */
-static void walk_found(struct update *u, int dirfd, const char *name, const char *rel,
-		       size_t rel_len)
+/*
+ * A file of the walk, handed to the indexer in batches: the indexer
+ * stats it (through its folder), so that the walk (folders read, sorted,
+ * matched with the ignore rules) and the stats (most of the system's
+ * time) run on two cores.
+ */
+static void walk_found(struct update *u, const char *rel, size_t rel_len)
 {
 	struct wbatch *b = u->wcur;
 	struct wentry *e;
-	struct stat st;
 
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
-		u->walk_skipped++;
-		return;
-	}
 	if (!b) {
 		b = u->wcur = xcalloc(1, sizeof(*b));
 		buf_init(&b->paths, 0);
@@ -797,10 +801,6 @@ static void walk_found(struct update *u, int dirfd, const char *name, const char
 	e->len = (uint32_t)rel_len;
 	buf_add(&b->paths, rel, rel_len);
 	buf_addch(&b->paths, '\0');
-	e->size = (uint64_t)st.st_size;
-	e->ino = (uint64_t)st.st_ino;
-	e->mtime_sec = (int64_t)st.st_mtim.tv_sec;
-	e->mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
 	if (b->n >= WBATCH)
 		walk_push(u);
 }
@@ -914,7 +914,7 @@ static void walk(struct update *u, const char *rel, const struct ignore_chain *p
 			walk(u, sub, chain);
 			free(sub);
 		} else {
-			walk_found(u, dirfd(d), ents[i].name, path.buf, path.len);
+			walk_found(u, path.buf, path.len);
 		}
 		free(ents[i].name);
 	}
@@ -1024,7 +1024,7 @@ static void *indexer_main(void *arg)
 		if (!b)
 			break;
 		for (i = 0; i < b->n; i++)
-			add_file(u, &b->e[i], b->paths.buf + b->e[i].path, b->e[i].len);
+			add_file(u, b->paths.buf + b->e[i].path, b->e[i].len);
 		free(b->e);
 		buf_release(&b->paths);
 		free(b);
@@ -1120,7 +1120,6 @@ int ctx_index_update(struct ctx_index *idx)
 	pthread_mutex_unlock(&u.wlock);
 	pthread_join(indexer, NULL);
 	idx->stats.walk_seconds = now_s() - tw;
-	idx->stats.skipped += u.walk_skipped;
 	tw = now_s();
 	if (u.cur) {
 		runner_submit(&u.ru, u.cur);
