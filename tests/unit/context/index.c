@@ -719,6 +719,30 @@ static void test_cache_delta(void **state)
 	assert_same_as_cold("fn_added log_level", &st);
 	assert_false(st.delta_loaded);
 	assert_int_equal(st.indexed, 0);
+
+	/* a delta that is a link to a file outside: not read, and the next save replaces the link */
+	{
+		char *outside = tu_outside_mkdtemp(), *target = xstrfmt("%s/victim", outside);
+		char *p = xstrfmt("%s/.forgex/map/delta", ws), *kept;
+		struct stat sb;
+
+		tu_write(outside, "victim", "keep me");
+		unlink(p);
+		assert_int_equal(symlink(target, p), 0);
+		tu_write(ws, "gen/d04/f0004.c", "int fn_d_4(int x) { return x; }\nint linked(void);\n");
+		assert_same_as_cold("linked", &st);
+		assert_false(st.delta_loaded);
+		assert_int_equal(st.indexed, 1);
+		assert_true(st.delta_saved);
+		assert_int_equal(lstat(p, &sb), 0);
+		assert_true(S_ISREG(sb.st_mode));
+		kept = tu_read(outside, "victim");
+		assert_string_equal(kept, "keep me");
+		free(kept);
+		tu_rmtree(outside);	/* frees it */
+		free(target);
+		free(p);
+	}
 	buf_release(&delta);
 	buf_release(&base);
 }
