@@ -40,6 +40,7 @@ struct ranker {
 	float *sd_kw;			/* and its kind weight */
 	uint32_t *def_file;		/* def index -> file */
 	uint32_t *ndefiners;		/* files defining each symbol */
+	unsigned char *use;		/* per symbol: it makes edges (1 to CTX_DEFINERS_MAX definers) */
 	float *kw;			/* kind_weight() of each definition */
 	unsigned char *mentioned;	/* per symbol: 1 request, 2 focus */
 	double *p;			/* personalisation */
@@ -112,8 +113,12 @@ static void build_definers(struct ranker *k)
 			}
 		}
 	}
-	for (i = 0; i < nsyms; i++)
+	/* a byte per symbol: the test every reference makes stays in the cache */
+	k->use = xmalloc(nsyms ? nsyms : 1);
+	for (i = 0; i < nsyms; i++) {
 		k->sym_start[i + 1] += k->sym_start[i];
+		k->use[i] = k->ndefiners[i] >= 1 && k->ndefiners[i] <= CTX_DEFINERS_MAX;
+	}
 	k->sym_defs = xmalloc((k->sym_start[nsyms] ? k->sym_start[nsyms] : 1) * sizeof(uint32_t));
 	k->sd_file = xmalloc((k->sym_start[nsyms] ? k->sym_start[nsyms] : 1) * sizeof(uint32_t));
 	k->sd_kw = xmalloc((k->sym_start[nsyms] ? k->sym_start[nsyms] : 1) * sizeof(float));
@@ -156,10 +161,6 @@ static double ref_weight(const struct ranker *k, const struct ctx_ref *r)
 	return w;
 }
 
-static int usable(const struct ranker *k, uint32_t sym)
-{
-	return k->ndefiners[sym] >= 1 && k->ndefiners[sym] <= CTX_DEFINERS_MAX;
-}
 
 /* ---- the graph ---- */
 
@@ -203,7 +204,7 @@ static void build_edges(struct ranker *k)
 			uint32_t end;
 			double w;
 
-			if (!usable(k, r->sym) || defines(k, r->sym, (uint32_t)f))
+			if (!k->use[r->sym] || defines(k, r->sym, (uint32_t)f))
 				continue;
 			k->ref_ok[i] = 1;
 			w = ref_weight(k, r);
@@ -939,6 +940,7 @@ int ctx_map_build(struct ctx_map *out, struct ctx_index *idx, const struct ctx_f
 	free(k.def_file);
 	free(k.kw);
 	free(k.ndefiners);
+	free(k.use);
 	free(k.mentioned);
 	free(k.p);
 	free(k.out_start);
