@@ -638,12 +638,13 @@ int ctx_cache_apply_delta(struct ctx_index *idx, const unsigned char *data, size
 	nsyms = idx->nsyms;
 	{
 		/* the image may sit anywhere in memory: read the records from aligned copies */
-		size_t bytes = (size_t)(4 * n[2] + FILE_REC * n[3]);
-		unsigned char *copy = xmalloc(bytes ? bytes : 1);
+		uint32_t *dcopy = xmalloc((size_t)(n[2] ? 4 * n[2] : 1));
+		struct ctx_file *fcopy = xmalloc((size_t)(n[3] ? FILE_REC * n[3] : 1));
 
-		memcpy(copy, p, bytes);
-		dropped = (const uint32_t *)(void *)copy;
-		dfiles = (const struct ctx_file *)(void *)(copy + 4 * n[2]);
+		memcpy(dcopy, p, (size_t)(4 * n[2]));
+		memcpy(fcopy, p + 4 * n[2], (size_t)(FILE_REC * n[3]));
+		dropped = dcopy;
+		dfiles = fcopy;
 	}
 	p += 4 * n[2] + FILE_REC * n[3];
 	for (i = idx->base_nsyms; i < nsyms; i++)
@@ -724,11 +725,13 @@ int ctx_cache_apply_delta(struct ctx_index *idx, const unsigned char *data, size
 	free(idx->in_base);
 	idx->in_base = in_base;
 	free((void *)dropped);
+	free((void *)dfiles);
 	return 0;
 fail:
 	free(files);
 	free(in_base);
 	free((void *)dropped);
+	free((void *)dfiles);
 	buf_setlen(&idx->arena, idx->base_alen);
 	idx->nsyms = idx->base_nsyms;
 	return ret;
