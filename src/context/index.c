@@ -626,9 +626,9 @@ static void queue_ctags(struct update *u, const char *rel, uint32_t slot, size_t
 	 * a tree read faster than that goes in one run (each run is a
 	 * sandboxed process, some milliseconds of set-up).
 	 */
-	if (!u->idx->batch_files && max > (200u << u->ru.submitted)) {
+	if (!u->idx->batch_files && u->ru.submitted < 3 && max > (200u << u->ru.submitted)) {
 		if (u->ru.submitted || now_s() - u->t0 >= FIRST_BATCH_S)
-			max = 200u << u->ru.submitted;
+			max = 200u << u->ru.submitted;	/* 200, 400, 800, then BATCH_FILES */
 	}
 
 	if (!b) {
