@@ -379,7 +379,7 @@ static int parse_from(struct ctx_index *idx, struct src *src, size_t len)
 	idx->ndefs = idx->adefs = (size_t)ndefs;
 	idx->nrefs = idx->arefs = (size_t)nrefs;
 	for (i = 0; i < nsyms; i++)
-		if (idx->syms[i] >= alen || !idx->arena.buf[idx->syms[i]])
+		if (idx->syms[i] >= alen)
 			BAD("symbol %zu out of range", i);
 	for (i = 0; i < nfiles; i++) {
 		struct ctx_file *f = &idx->files[i];
@@ -648,7 +648,7 @@ int ctx_cache_apply_delta(struct ctx_index *idx, const unsigned char *data, size
 	}
 	p += 4 * n[2] + FILE_REC * n[3];
 	for (i = idx->base_nsyms; i < nsyms; i++)
-		if (idx->syms[i] >= alen || !idx->arena.buf[idx->syms[i]])
+		if (idx->syms[i] >= alen)
 			BAD("symbol %zu out of range", i);
 	for (i = 0; i < n[2]; i++)
 		if (dropped[i] >= idx->base_nfiles || (i && dropped[i] <= dropped[i - 1]))

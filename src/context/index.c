@@ -440,6 +440,11 @@ static void runner_submit(struct runner *ru, struct batch *b)
 /* Files the walk found, with what fstatat() said, in walk order. */
 struct wentry {
 	uint32_t path, len;		/* in the batch's paths */
+	int stated;			/* the walk stat'ed it (the indexer was still loading) */
+	int regular;
+	uint64_t size, ino;
+	int64_t mtime_sec;
+	uint32_t mtime_nsec;
 };
 
 struct wbatch {
@@ -491,6 +496,7 @@ struct update {
 	struct wbatch *wq, **wtail;	/* found, not yet indexed */
 	struct wbatch *wcur;		/* being filled by the walk */
 	int walk_done;
+	int cache_ready;		/* the indexer has loaded the cache (atomic) */
 	double walk_end;
 	/* the indexer's folder: the last one a changed file was opened in */
 	int dir_fd;
@@ -679,23 +685,34 @@ static int parent_fd(struct update *u, const char *rel, size_t rel_len, const ch
 	return u->dir_fd;
 }
 
-static void add_file(struct update *u, const char *rel, size_t rel_len)
+static void add_file(struct update *u, const struct wentry *we, const char *rel, size_t rel_len)
 {
 	struct ctx_index *idx = u->idx;
 	const struct ctx_file *of;
 	struct ctx_file *nf;
 	struct stat st;
 	const char *name;
-	int fd, dirfd = parent_fd(u, rel, rel_len, &name);
+	int fd, dirfd = -1;
+	struct wentry key = *we;
 
-	if (dirfd < 0 || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
+	if (!key.stated) {
+		dirfd = parent_fd(u, rel, rel_len, &name);
+		if (dirfd >= 0 && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode)) {
+			key.regular = 1;
+			key.size = (uint64_t)st.st_size;
+			key.ino = (uint64_t)st.st_ino;
+			key.mtime_sec = (int64_t)st.st_mtim.tv_sec;
+			key.mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
+		}
+	}
+	if (!key.regular) {
 		idx->stats.skipped++;
 		return;
 	}
 	of = old_find(u, rel);
-	if (of && of->size == (uint64_t)st.st_size && of->ino == (uint64_t)st.st_ino &&
-	    of->mtime_sec == (int64_t)st.st_mtim.tv_sec &&
-	    of->mtime_nsec == (uint32_t)st.st_mtim.tv_nsec && !(of->flags & CTX_F_NOTAGS)) {
+	if (of && of->size == key.size && of->ino == key.ino && of->mtime_sec == key.mtime_sec &&
+	    of->mtime_nsec == key.mtime_nsec && !(of->flags & CTX_F_NOTAGS)) {
 		ALLOC_GROW(u->files, u->nfiles + 1, u->afiles);
 		ALLOC_GROW(u->in_base, u->nfiles + 1, u->ain_base);
 		u->in_base[u->nfiles] = idx->in_base ? idx->in_base[of - u->old_files] : 0;
@@ -706,7 +723,9 @@ static void add_file(struct update *u, const char *rel, size_t rel_len)
 		return;
 	}
 	u->changed = 1;
-	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (dirfd < 0)
+		dirfd = parent_fd(u, rel, rel_len, &name);
+	fd = dirfd < 0 ? -1 : openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		idx->stats.skipped++;
 		return;
@@ -786,7 +805,8 @@ static void walk_push(struct update *u)
  * matched with the ignore rules) and the stats (most of the system's
  * time) run on two cores.
  */
-static void walk_found(struct update *u, const char *rel, size_t rel_len)
+static void walk_found(struct update *u, int dirfd, const char *name, const char *rel,
+		       size_t rel_len)
 {
 	struct wbatch *b = u->wcur;
 	struct wentry *e;
@@ -797,10 +817,24 @@ static void walk_found(struct update *u, const char *rel, size_t rel_len)
 	}
 	ALLOC_GROW(b->e, b->n + 1, b->a);
 	e = &b->e[b->n++];
+	memset(e, 0, sizeof(*e));
 	e->path = (uint32_t)b->paths.len;
 	e->len = (uint32_t)rel_len;
 	buf_add(&b->paths, rel, rel_len);
 	buf_addch(&b->paths, '\0');
+	/* while the indexer reads the cache, the walk stats the files itself */
+	if (!__atomic_load_n(&u->cache_ready, __ATOMIC_ACQUIRE)) {
+		struct stat st;
+
+		e->stated = 1;
+		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+			e->regular = 1;
+			e->size = (uint64_t)st.st_size;
+			e->ino = (uint64_t)st.st_ino;
+			e->mtime_sec = (int64_t)st.st_mtim.tv_sec;
+			e->mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
+		}
+	}
 	if (b->n >= WBATCH)
 		walk_push(u);
 }
@@ -914,7 +948,7 @@ static void walk(struct update *u, const char *rel, const struct ignore_chain *p
 			walk(u, sub, chain);
 			free(sub);
 		} else {
-			walk_found(u, path.buf, path.len);
+			walk_found(u, dirfd(d), ents[i].name, path.buf, path.len);
 		}
 		free(ents[i].name);
 	}
@@ -1003,6 +1037,7 @@ static void *indexer_main(void *arg)
 
 	if (!idx->loaded)
 		load_cache(idx);
+	__atomic_store_n(&u->cache_ready, 1, __ATOMIC_RELEASE);
 	u->old_files = idx->files;
 	u->old_n = idx->nfiles;
 	u->old_defs = idx->defs;
@@ -1024,7 +1059,7 @@ static void *indexer_main(void *arg)
 		if (!b)
 			break;
 		for (i = 0; i < b->n; i++)
-			add_file(u, b->paths.buf + b->e[i].path, b->e[i].len);
+			add_file(u, &b->e[i], b->paths.buf + b->e[i].path, b->e[i].len);
 		free(b->e);
 		buf_release(&b->paths);
 		free(b);
