@@ -12,7 +12,8 @@
  *
  * The cache: .forgex/map/index, one binary file (format in cache.c and
  * docs/internals/context.md), keyed per file by path, size, mtime and
- * inode, with a hash of the content. An update walks the tree; a file
+ * inode, with a hash of the content; and .forgex/map/delta, what changed
+ * since that file was written whole, while it stays small. An update walks the tree; a file
  * whose key matches is taken from the cache unread; a file whose key
  * changed is read and hashed, and indexed again only when its content
  * differs (so a `git checkout` that rewrites every file re-indexes only
@@ -30,8 +31,10 @@
  *      save it; any number of times;
  *   3. the ranking (context/rank.h) reads the index;
  *   4. ctx_index_release().
- * Not thread-safe; update() uses one extra thread of its own for ctags,
- * two when `ex2` is set (each runs its ctags with its own executor).
+ * Not thread-safe; update() uses threads of its own: the indexer (the
+ * cache's load, the stats, the reads) and one for ctags, two when `ex2`
+ * is set and the tree is large (each runs its ctags with its own
+ * executor).
  */
 
 #include <stddef.h>
