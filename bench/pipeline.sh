@@ -12,6 +12,10 @@
 # Targets (DESIGN.md section 9): under 1 ms per turn; peak RSS under 20 MB.
 #
 #   sh bench/pipeline.sh            RUNS=5 FILES=500
+#
+# Two sets of runs: each on a fresh repository (the map's index built from
+# nothing in every run), and each with the map's cache of an earlier run
+# kept, as for a user's later runs.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 RUNS=${RUNS:-5}
@@ -64,29 +68,43 @@ steps += [call("git_diff", {}), call("read_file", {"path": "app.py"}),
 json.dump({"steps": steps}, open(os.path.join(tmp, "script.json"), "w"))
 PY
 
-results="$tmp/results"
+# run_all MODE: RUNS runs, results in $tmp/results.MODE. MODE "fresh": a new
+# repository each time (the map's index is built from nothing: ctags on
+# every file); "cached": the same, with the map's cache of an earlier run
+# copied in (as for a user's second run: the files' keys differ, their
+# contents do not, so nothing goes to ctags).
+run_all() {
+mode=$1
+results="$tmp/results.$mode"
 : > "$results"
 i=0
 while [ "$i" -lt "$RUNS" ]; do
 	i=$((i + 1))
 	rm -rf "$tmp/work" && cp -r "$tmp/src" "$tmp/work"
 	(cd "$tmp/work" && git init -q && git add -A && git commit -qm init)
+	if [ "$mode" = cached ]; then
+		mkdir -p "$tmp/work/.forgex"
+		cp -r "$tmp/mapcache" "$tmp/work/.forgex/map"
+	fi
 	rm -f "$tmp/port"
 	"$mock" --script "$tmp/script.json" --port-file "$tmp/port" >/dev/null &
 	mock_pid=$!
 	while [ ! -s "$tmp/port" ]; do sleep 0.01; done
-	mkdir -p "$tmp/work/.forgex"
-	cat > "$tmp/work/.forgex/config.toml" <<TOML
+	# the provider in the user's file: a project file's base_url counts only once trusted
+	mkdir -p "$XDG_CONFIG_HOME/forgex"
+	cat > "$XDG_CONFIG_HOME/forgex/config.toml" <<TOML
 [providers.default]
 base_url = "http://127.0.0.1:$(cat "$tmp/port")/v1"
 model = "bench"
 api_key_env = "FORGEX_BENCH_NO_KEY"
 TOML
 	start=$(date +%s%N)
-	(cd "$tmp/work" && /usr/bin/time -f '%M' -o "$tmp/rss" "$bin" -q run "bump the version" >/dev/null 2>&1) ||
-		{ echo "run $i did not PASS" >&2; exit 1; }
+	(cd "$tmp/work" && /usr/bin/time -f "%M" -o "$tmp/rss" "$bin" -q run "bump the version" >"$tmp/out" 2>&1) ||
+		{ echo "run $i did not PASS:" >&2; tail -20 "$tmp/out" >&2; exit 1; }
 	end=$(date +%s%N)
 	kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true; mock_pid=
+	[ -d "$tmp/mapcache" ] || cp -r "$tmp/work/.forgex/map" "$tmp/mapcache"
+	[ -n "${KEEP_EVENTS:-}" ] && cp "$tmp"/work/.forgex/runs/*/events.jsonl "$KEEP_EVENTS" || true
 	python3 - "$tmp/work" "$start" "$end" "$(cat "$tmp/rss")" >> "$results" <<'PY'
 import glob, json, sys
 work, start, end, rss = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
@@ -107,12 +125,16 @@ print(json.dumps({"wall": wall, "model": model, "cmds": cmds, "turns": turns, "r
                   "loop": loop - model - cmds}))
 PY
 done
-python3 - "$results" <<'PY'
+}
+
+report() {
+python3 - "$tmp/results.$1" "$2" <<'PY'
 import json, statistics, sys
 rs = [json.loads(l) for l in open(sys.argv[1])]
 own = [(r["wall"] - r["model"] - r["cmds"]) / r["turns"] for r in rs]
 rss = max(r["rss_kb"] for r in rs) / 1024.0
 t = rs[0]["turns"]
+print("-- %s" % sys.argv[2])
 print("runs %d, %d model turns each" % (len(rs), t))
 print("wall per run (median)        %8.1f ms" % statistics.median(r["wall"] for r in rs))
 print("  waiting for the model      %8.1f ms" % statistics.median(r["model"] for r in rs))
@@ -122,3 +144,10 @@ print("  of which in the agent loop %8.2f ms per turn (median; target < 1 ms: to
       statistics.median(r["loop"] / r["turns"] for r in rs))
 print("peak RSS                     %8.1f MB (max; target < 20 MB)" % rss)
 PY
+}
+
+run_all fresh
+run_all cached
+uptime
+report fresh "a fresh repository each run (the map's index built from nothing)"
+report cached "the map's cache of an earlier run kept (a user's later runs)"

@@ -36,7 +36,13 @@ static void stats_json(json_t *o, const struct ctx_index *idx, const struct ctx_
 	jsonx_set(s, "edges", json_integer((json_int_t)m->edges));
 	jsonx_set(s, "iterations", json_integer(m->iterations));
 	jsonx_set(s, "index_seconds", json_real(st->seconds));
+	jsonx_set(s, "load_seconds", json_real(st->load_seconds));
+	jsonx_set(s, "walk_seconds", json_real(st->walk_seconds));
+	jsonx_set(s, "ctags_seconds", json_real(st->ctags_seconds));
+	jsonx_set(s, "save_seconds", json_real(st->save_seconds));
 	jsonx_set(s, "rank_seconds", json_real(m->seconds));
+	jsonx_set(s, "graph_seconds", json_real(m->graph_seconds));
+	jsonx_set(s, "pagerank_seconds", json_real(m->pagerank_seconds));
 	jsonx_set(s, "ctags_error", st->ctags_error ? jsonx_string(st->ctags_error) : json_null());
 	jsonx_set(o, "stats", s);
 }
@@ -49,12 +55,15 @@ static void stats_text(const struct ctx_index *idx, const struct ctx_map *m)
 		"files: %zu (%zu from the cache, %zu same content, %zu indexed, %zu skipped)\n"
 		"definitions: %zu\nreferences: %zu\nsymbols: %zu\nctags runs: %zu\n"
 		"cache: %s%s\ngraph: %zu edges, %d iterations\n"
-		"time: %.3f s index, %.3f s ranking\nmap: %zu of %zu tokens, %zu files\n",
+		"time: %.3f s index, %.3f s ranking\n"
+		"  index: %.3f s load, %.3f s walk, %.3f s ctags after the walk, %.3f s save\n"
+		"  ranking: %.3f s graph, %.3f s PageRank\nmap: %zu of %zu tokens, %zu files\n",
 		st->files, st->cache_hits, st->same_content, st->indexed, st->skipped, st->defs,
 		st->refs, st->symbols, st->ctags_runs,
 		st->cache_loaded ? "loaded" : st->cache_rejected ? "rejected (rebuilt)" : "none",
 		st->saved ? ", saved" : "", m->edges, m->iterations, st->seconds, m->seconds,
-		m->tokens, m->budget, m->nfiles);
+		st->load_seconds, st->walk_seconds, st->ctags_seconds, st->save_seconds,
+		m->graph_seconds, m->pagerank_seconds, m->tokens, m->budget, m->nfiles);
 }
 
 int cmd_map(int argc, char **argv)

@@ -3,6 +3,7 @@
  * libgit2's src/cli/main.c).
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -657,6 +658,13 @@ int main(int argc, char **argv)
 	i = command_index(argc, argv);
 	if (i < argc && (c = cli_find_command(argv[i])) && !c->fn)
 		return exec_core(argv);
+	/*
+	 * One malloc arena for every thread: forgex's threads (the map's walk,
+	 * indexer and ctags threads, MCP readers) each allocate little, and
+	 * memory one frees is then there for the others (a run's peak RSS in
+	 * bench/pipeline.sh: 20.8 -> 19.5 MB, no slower).
+	 */
+	mallopt(M_ARENA_MAX, 1);
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		const char *a = argv[i];
 

@@ -17,6 +17,8 @@
  * stats the tree), so a map after an edit shows the edited file as it is.
  */
 
+#include <pthread.h>
+
 #include "base/buf.h"
 #include "base/strvec.h"
 #include "context/index.h"
@@ -34,6 +36,9 @@ struct ctx_session {
 	struct strvec files;		/* plan files, files read */
 	const struct strvec *changed;	/* files the tools changed (borrowed; may be NULL) */
 	struct ctx_map last;		/* the last map made */
+	pthread_t prefetch;		/* ctx_session_prefetch()'s update, until joined */
+	int prefetching;
+	struct executor *saved_ex, *saved_ex2;
 };
 
 /** Prepare; `ex` (borrowed, may be NULL) runs ctags. FX_ENOTFOUND: no such folder. */
@@ -41,6 +46,16 @@ int ctx_session_init(struct ctx_session *s, const char *workspace, struct execut
 		     size_t map_tokens);
 
 void ctx_session_release(struct ctx_session *s);
+
+/**
+ * Start bringing the index up to date in a thread of its own, with `ex`
+ * (borrowed; used by nothing else until the first map) for ctags, so that
+ * a cold build overlaps what the caller does meanwhile (a run's
+ * checkpoint and baseline tests). The first map, or the release, waits
+ * for it; the map is the same as without. Returns 0, or a negative FX_E*
+ * code when no thread could start (nothing then happens early).
+ */
+int ctx_session_prefetch(struct ctx_session *s, struct executor *ex);
 
 /** The request the maps are personalised by (copied). */
 void ctx_session_set_request(struct ctx_session *s, const char *request);

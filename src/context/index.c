@@ -2,16 +2,21 @@
  * The symbol index: the walk, the refresh from the cache, the identifier
  * scan and the ctags runs (see index.h and docs/internals/context.md).
  *
- * One update: the tree is walked once in this thread, with the rules of
- * `search` (tools/ignore.h). Each regular file is stat'ed through its
- * folder's descriptor; when path, size, mtime and inode match the cache
- * it is taken as it was. Otherwise it is opened (O_NOFOLLOW, O_NONBLOCK,
- * through the same folder), read and hashed; the same hash as cached
- * means only its key changed. A file to index is scanned for identifiers
- * at once and queued for ctags (as "./path" arguments, never a list file); a second thread runs ctags on batches of
- * queued files while the walk goes on, and parses its output, so ctags
- * and the scan use a core each. At the end the definitions are merged,
- * the files sorted by path, and the cache saved when anything changed.
+ * One update, three kinds of threads:
+ *   - this one walks the tree with the rules of `search` (tools/ignore.h):
+ *     folders read, sorted, matched against the ignore rules; the paths
+ *     of the regular files go, in batches, to
+ *   - the indexer, which first loads the cache (meanwhile), then takes the
+ *     paths in walk order, stats each through its folder's descriptor and
+ *     matches it with the cache: path, size, mtime and inode equal, it is
+ *     taken as it was. Otherwise it is opened (O_NOFOLLOW, O_NONBLOCK),
+ *     read and hashed; the same hash as cached means only its key changed.
+ *     A file to index is scanned for identifiers at once and queued for
+ *   - the ctags threads (one, two for a large tree), which run ctags on
+ *     batches of files ("./path" arguments, never a list file) while the
+ *     walk goes on, and parse the output.
+ * At the end the definitions are merged, the files are in path order, and
+ * the cache is saved when anything changed (a delta when little did).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -35,6 +40,9 @@
 #define BINARY_WINDOW (64u * 1024)	/* a NUL here makes the file binary, as for search */
 #define BATCH_FILES 1500		/* files per ctags run */
 #define BATCH_BYTES ((size_t)6 << 20)	/* source bytes per ctags run */
+#define IDLE_BATCH 32			/* files handed to an idle ctags thread */
+#define SECOND_WORKER_FILES 2000	/* files to index before a second ctags thread starts */
+#define FIRST_BATCH_S 0.05		/* the first small batch goes no sooner */
 #define BATCH_ARGS ((size_t)256 << 10)	/* bytes of arguments per ctags run */
 #define CTAGS_OUTPUT_MAX ((size_t)256 << 20)
 #define CTAGS_TIMEOUT_MS 0		/* [terminal] timeout_seconds, as for any command */
@@ -215,10 +223,12 @@ struct runner {
 	struct worker workers[2];
 	size_t nworkers, started;
 	size_t submitted;		/* batches so far */
+	size_t submitted_files;		/* and their files */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct batch *queue, **tail;	/* waiting for ctags */
 	struct batch *done;		/* run (in any order) */
+	size_t busy;			/* workers running a batch */
 	int closing;
 	int dead;			/* ctags cannot run: no more attempts */
 	char *error;
@@ -385,11 +395,13 @@ static void *runner_main(void *arg)
 		ru->queue = b->next;
 		if (!ru->queue)
 			ru->tail = &ru->queue;
+		ru->busy++;
 		pthread_mutex_unlock(&ru->lock);
 
 		run_batch(ru, w->ex, b);
 
 		pthread_mutex_lock(&ru->lock);
+		ru->busy--;
 		b->next = ru->done;
 		ru->done = b;
 		pthread_mutex_unlock(&ru->lock);
@@ -399,8 +411,14 @@ static void *runner_main(void *arg)
 
 static void runner_submit(struct runner *ru, struct batch *b)
 {
-	/* a second thread (and ctags) from the second batch on, when there is a second executor */
-	if (ru->started < ru->nworkers && ru->started <= ru->submitted) {
+	/*
+	 * The first thread with the first batch; a second one (and its own
+	 * ctags, with a second executor) only once the work is large: each
+	 * executor's first command pays the sandbox's set-up, which a few
+	 * hundred files do not repay.
+	 */
+	if (ru->started < ru->nworkers &&
+	    (!ru->started || ru->submitted_files + b->paths.nr > SECOND_WORKER_FILES)) {
 		struct worker *w = &ru->workers[ru->started];
 
 		if (pthread_create(&w->thread, NULL, runner_main, w))
@@ -408,6 +426,7 @@ static void runner_submit(struct runner *ru, struct batch *b)
 		ru->started++;
 	}
 	ru->submitted++;
+	ru->submitted_files += b->paths.nr;
 	pthread_mutex_lock(&ru->lock);
 	b->next = NULL;
 	*ru->tail = b;
@@ -418,9 +437,24 @@ static void runner_submit(struct runner *ru, struct batch *b)
 
 /* ---- the walk ---- */
 
-struct old_slot {
-	uint32_t file1;			/* index + 1 in the old files */
+/* Files the walk found, with what fstatat() said, in walk order. */
+struct wentry {
+	uint32_t path, len;		/* in the batch's paths */
+	int stated;			/* the walk stat'ed it (the indexer was still loading) */
+	int regular;
+	uint64_t size, ino;
+	int64_t mtime_sec;
+	uint32_t mtime_nsec;
 };
+
+struct wbatch {
+	struct wentry *e;
+	size_t n, a;
+	struct buf paths;
+	struct wbatch *next;
+};
+
+#define WBATCH 512			/* files per hand-over from the walk to the indexer */
 
 #define IN_OLD 1	/* ctx_file.pad during an update: ranges in the old arrays */
 
@@ -434,6 +468,8 @@ struct update {
 
 	struct ctx_file *files;		/* the new files, in walk order */
 	size_t nfiles, afiles;
+	uint32_t *in_base;		/* and which of them are the base's as they were */
+	size_t ain_base;
 	struct ctx_def *defs;
 	size_t ndefs, adefs;
 	struct ctx_ref *refs;
@@ -452,6 +488,19 @@ struct update {
 	struct ignore_chain **nodes;
 	size_t nnodes, anodes;
 	int changed;
+	double t0;			/* when the update began */
+
+	/* the walk (this thread) hands the files it found to the indexer (another) */
+	pthread_mutex_t wlock;
+	pthread_cond_t wcond;
+	struct wbatch *wq, **wtail;	/* found, not yet indexed */
+	struct wbatch *wcur;		/* being filled by the walk */
+	int walk_done;
+	int cache_ready;		/* the indexer has loaded the cache (atomic) */
+	double walk_end;
+	/* the indexer's folder: the last one a changed file was opened in */
+	int dir_fd;
+	struct buf dir;
 };
 
 /*
@@ -560,13 +609,33 @@ static int read_fd_whole(struct buf *b, int fd, size_t size)
 	}
 }
 
+/* Whether a ctags thread has nothing to do (or is not started yet). */
+static int runner_idle(struct runner *ru)
+{
+	int idle;
+
+	if (ru->started < ru->nworkers)
+		return 1;
+	pthread_mutex_lock(&ru->lock);
+	idle = !ru->queue && ru->busy < ru->started;
+	pthread_mutex_unlock(&ru->lock);
+	return idle;
+}
+
 static void queue_ctags(struct update *u, const char *rel, uint32_t slot, size_t bytes)
 {
 	struct batch *b = u->cur;
 	unsigned max = u->idx->batch_files ? u->idx->batch_files : BATCH_FILES;
-	/* small batches first, so that ctags starts early; then larger ones */
-	if (!u->idx->batch_files && max > (200u << u->ru.submitted))
-		max = 200u << u->ru.submitted;
+	/*
+	 * Small batches first, so that ctags starts early on a large tree;
+	 * then larger ones. Not before FIRST_BATCH_S into the update, though:
+	 * a tree read faster than that goes in one run (each run is a
+	 * sandboxed process, some milliseconds of set-up).
+	 */
+	if (!u->idx->batch_files && u->ru.submitted < 3 && max > (200u << u->ru.submitted)) {
+		if (u->ru.submitted || now_s() - u->t0 >= FIRST_BATCH_S)
+			max = 200u << u->ru.submitted;	/* 200, 400, 800, then BATCH_FILES */
+	}
 
 	if (!b) {
 		b = u->cur = xcalloc(1, sizeof(*b));
@@ -579,29 +648,74 @@ static void queue_ctags(struct update *u, const char *rel, uint32_t slot, size_t
 	b->bytes += bytes;
 	b->argbytes += strlen(rel) + 3 + sizeof(char *);
 	/* the argument list stays far below ARG_MAX (2 MiB with the usual 8 MiB stack) */
-	if (b->paths.nr >= max || b->bytes >= BATCH_BYTES || b->argbytes >= BATCH_ARGS) {
+	/*
+	 * A full batch goes; and in an update over a cache, so does a batch
+	 * when the ctags thread is idle: the first changed file at once (ctags,
+	 * and the sandbox's first set-up, which looks at the whole tree, then
+	 * run while the walk goes on: one file changed among 100,000 costs
+	 * the walk, not the walk plus ctags), later ones from IDLE_BATCH files
+	 * on (not a process per file). A cold build batches as it always did.
+	 */
+	if (b->paths.nr >= max || b->bytes >= BATCH_BYTES || b->argbytes >= BATCH_ARGS ||
+	    (u->old_n && !u->idx->batch_files &&
+	     (!u->ru.submitted || b->paths.nr >= IDLE_BATCH) && runner_idle(&u->ru))) {
 		runner_submit(&u->ru, b);
 		u->cur = NULL;
 	}
 }
 
-static void add_file(struct update *u, int dirfd, const char *name, const char *rel, size_t rel_len)
+/* The folder of `rel` (its parent), opened like the walk opens folders; kept for the next file. */
+static int parent_fd(struct update *u, const char *rel, size_t rel_len, const char **name)
+{
+	const char *slash = memrchr(rel, '/', rel_len);
+	size_t dlen = slash ? (size_t)(slash - rel) : 0;
+
+	*name = slash ? slash + 1 : rel;
+	if (u->dir_fd >= 0 && u->dir.len == dlen && !memcmp(u->dir.buf, rel, dlen))
+		return u->dir_fd;
+	if (u->dir_fd >= 0)
+		close(u->dir_fd);
+	buf_reset(&u->dir);
+	buf_add(&u->dir, rel, dlen);
+	u->dir_fd = wspath_open_dir(&u->idx->root, u->dir.buf);
+	if (u->dir_fd < 0) {
+		err_clear();
+		buf_reset(&u->dir);
+	}
+	return u->dir_fd;
+}
+
+static void add_file(struct update *u, const struct wentry *we, const char *rel, size_t rel_len)
 {
 	struct ctx_index *idx = u->idx;
 	const struct ctx_file *of;
 	struct ctx_file *nf;
 	struct stat st;
-	int fd;
+	const char *name;
+	int fd, dirfd = -1;
+	struct wentry key = *we;
 
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
+	if (!key.stated) {
+		dirfd = parent_fd(u, rel, rel_len, &name);
+		if (dirfd >= 0 && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode)) {
+			key.regular = 1;
+			key.size = (uint64_t)st.st_size;
+			key.ino = (uint64_t)st.st_ino;
+			key.mtime_sec = (int64_t)st.st_mtim.tv_sec;
+			key.mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
+		}
+	}
+	if (!key.regular) {
 		idx->stats.skipped++;
 		return;
 	}
 	of = old_find(u, rel);
-	if (of && of->size == (uint64_t)st.st_size && of->ino == (uint64_t)st.st_ino &&
-	    of->mtime_sec == (int64_t)st.st_mtim.tv_sec &&
-	    of->mtime_nsec == (uint32_t)st.st_mtim.tv_nsec && !(of->flags & CTX_F_NOTAGS)) {
+	if (of && of->size == key.size && of->ino == key.ino && of->mtime_sec == key.mtime_sec &&
+	    of->mtime_nsec == key.mtime_nsec && !(of->flags & CTX_F_NOTAGS)) {
 		ALLOC_GROW(u->files, u->nfiles + 1, u->afiles);
+		ALLOC_GROW(u->in_base, u->nfiles + 1, u->ain_base);
+		u->in_base[u->nfiles] = idx->in_base ? idx->in_base[of - u->old_files] : 0;
 		nf = &u->files[u->nfiles++];
 		*nf = *of;
 		nf->pad = IN_OLD;	/* its ranges are the old arrays' */
@@ -609,7 +723,9 @@ static void add_file(struct update *u, int dirfd, const char *name, const char *
 		return;
 	}
 	u->changed = 1;
-	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (dirfd < 0)
+		dirfd = parent_fd(u, rel, rel_len, &name);
+	fd = dirfd < 0 ? -1 : openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		idx->stats.skipped++;
 		return;
@@ -620,6 +736,8 @@ static void add_file(struct update *u, int dirfd, const char *name, const char *
 		return;
 	}
 	ALLOC_GROW(u->files, u->nfiles + 1, u->afiles);
+	ALLOC_GROW(u->in_base, u->nfiles + 1, u->ain_base);
+	u->in_base[u->nfiles] = 0;	/* its key (at least) differs from the base's */
 	nf = &u->files[u->nfiles];
 	memset(nf, 0, sizeof(*nf));
 	nf->size = (uint64_t)st.st_size;
@@ -664,6 +782,61 @@ static void add_file(struct update *u, int dirfd, const char *name, const char *
 		nf->flags |= CTX_F_NOTAGS;	/* definitions when an executor is there */
 	else
 		queue_ctags(u, rel, (uint32_t)(u->nfiles - 1), u->content.len);
+}
+
+static void walk_push(struct update *u)
+{
+	struct wbatch *b = u->wcur;
+
+	u->wcur = NULL;
+	pthread_mutex_lock(&u->wlock);
+	if (b) {
+		b->next = NULL;
+		*u->wtail = b;
+		u->wtail = &b->next;
+	}
+	pthread_cond_signal(&u->wcond);
+	pthread_mutex_unlock(&u->wlock);
+}
+
+/*
+ * A file of the walk, handed to the indexer in batches: the indexer
+ * stats it (through its folder), so that the walk (folders read, sorted,
+ * matched with the ignore rules) and the stats (most of the system's
+ * time) run on two cores.
+ */
+static void walk_found(struct update *u, int dirfd, const char *name, const char *rel,
+		       size_t rel_len)
+{
+	struct wbatch *b = u->wcur;
+	struct wentry *e;
+
+	if (!b) {
+		b = u->wcur = xcalloc(1, sizeof(*b));
+		buf_init(&b->paths, 0);
+	}
+	ALLOC_GROW(b->e, b->n + 1, b->a);
+	e = &b->e[b->n++];
+	memset(e, 0, sizeof(*e));
+	e->path = (uint32_t)b->paths.len;
+	e->len = (uint32_t)rel_len;
+	buf_add(&b->paths, rel, rel_len);
+	buf_addch(&b->paths, '\0');
+	/* while the indexer reads the cache, the walk stats the files itself */
+	if (!__atomic_load_n(&u->cache_ready, __ATOMIC_ACQUIRE)) {
+		struct stat st;
+
+		e->stated = 1;
+		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+			e->regular = 1;
+			e->size = (uint64_t)st.st_size;
+			e->ino = (uint64_t)st.st_ino;
+			e->mtime_sec = (int64_t)st.st_mtim.tv_sec;
+			e->mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
+		}
+	}
+	if (b->n >= WBATCH)
+		walk_push(u);
 }
 
 static const struct ignore_chain *chain_push(struct update *u, const struct ignore_chain *next,
@@ -775,7 +948,7 @@ static void walk(struct update *u, const char *rel, const struct ignore_chain *p
 			walk(u, sub, chain);
 			free(sub);
 		} else {
-			add_file(u, dirfd(d), ents[i].name, path.buf, path.len);
+			walk_found(u, dirfd(d), ents[i].name, path.buf, path.len);
 		}
 		free(ents[i].name);
 	}
@@ -834,6 +1007,69 @@ static void merge_batch(struct update *u, struct batch *b)
 	}
 }
 
+/* ---- the indexer thread ---- */
+
+static void load_cache(struct ctx_index *idx)
+{
+	double tl = now_s();
+	int ret;
+
+	ctx_index_clear_data(idx);
+	ret = ctx_cache_load(idx);
+	if (ret == 0) {
+		idx->stats.cache_loaded = 1;
+	} else {
+		if (ret != FX_ENOTFOUND)
+			idx->stats.cache_rejected = 1;
+		err_clear();
+		ctx_index_clear_data(idx);
+	}
+	if (!idx->arena.len)
+		buf_addch(&idx->arena, '\0');	/* offset 0 is "" */
+	idx->loaded = 1;
+	idx->stats.load_seconds = now_s() - tl;
+}
+
+static void *indexer_main(void *arg)
+{
+	struct update *u = arg;
+	struct ctx_index *idx = u->idx;
+
+	if (!idx->loaded)
+		load_cache(idx);
+	__atomic_store_n(&u->cache_ready, 1, __ATOMIC_RELEASE);
+	u->old_files = idx->files;
+	u->old_n = idx->nfiles;
+	u->old_defs = idx->defs;
+	u->old_refs = idx->refs;
+	for (;;) {
+		struct wbatch *b;
+		size_t i;
+
+		pthread_mutex_lock(&u->wlock);
+		while (!u->wq && !u->walk_done)
+			pthread_cond_wait(&u->wcond, &u->wlock);
+		b = u->wq;
+		if (b) {
+			u->wq = b->next;
+			if (!u->wq)
+				u->wtail = &u->wq;
+		}
+		pthread_mutex_unlock(&u->wlock);
+		if (!b)
+			break;
+		for (i = 0; i < b->n; i++)
+			add_file(u, &b->e[i], b->paths.buf + b->e[i].path, b->e[i].len);
+		free(b->e);
+		buf_release(&b->paths);
+		free(b);
+	}
+	if (u->dir_fd >= 0)
+		close(u->dir_fd);
+	u->dir_fd = -1;
+	return NULL;
+}
+
 /* ---- the public side ---- */
 
 int ctx_index_init(struct ctx_index *idx, const char *workspace, struct executor *ex)
@@ -864,36 +1100,21 @@ int ctx_index_update(struct ctx_index *idx)
 	struct update u;
 	struct ignore_rules *exclude = NULL;
 	const struct ignore_chain *chain = NULL;
-	double t0 = now_s();
+	pthread_t indexer;
+	double t0 = now_s(), tw;
 	size_t i;
 	int ret;
 
 	free(idx->stats.ctags_error);
 	memset(&idx->stats, 0, sizeof(idx->stats));
-	if (!idx->loaded) {
-		ctx_index_clear_data(idx);
-		ret = ctx_cache_load(idx);
-		if (ret == 0) {
-			idx->stats.cache_loaded = 1;
-		} else {
-			if (ret != FX_ENOTFOUND)
-				idx->stats.cache_rejected = 1;
-			err_clear();
-			ctx_index_clear_data(idx);
-		}
-		if (!idx->arena.len)
-			buf_addch(&idx->arena, '\0');	/* offset 0 is "" */
-		idx->loaded = 1;
-	}
 
 	memset(&u, 0, sizeof(u));
 	u.idx = idx;
-	u.old_files = idx->files;
-	u.old_n = idx->nfiles;
-	u.old_defs = idx->defs;
-	u.old_refs = idx->refs;
+	u.t0 = t0;
 	buf_init(&u.content, 0);
 	buf_init(&u.path, 0);
+	buf_init(&u.dir, 0);
+	u.dir_fd = -1;
 	pthread_mutex_init(&u.ru.lock, NULL);
 	pthread_cond_init(&u.ru.cond, NULL);
 	u.ru.idx = idx;
@@ -906,14 +1127,35 @@ int ctx_index_update(struct ctx_index *idx)
 		u.ru.workers[1].ex = idx->ex2;
 		u.ru.nworkers = 2;
 	}
+	pthread_mutex_init(&u.wlock, NULL);
+	pthread_cond_init(&u.wcond, NULL);
+	u.wtail = &u.wq;
 
+	/*
+	 * Two threads: this one walks the tree and stats each file (system
+	 * calls, most of a warm update); the indexer loads the cache meanwhile,
+	 * then takes the files in walk order, matches them with the cache and
+	 * reads, scans and queues for ctags those that changed. So the load,
+	 * the walk and a changed file's ctags overlap.
+	 */
+	if (pthread_create(&indexer, NULL, indexer_main, &u))
+		die("cannot start the repository map's indexer");
 	ret = ignore_load_exclude(&exclude, &idx->root);
 	if (ret < 0) {
 		err_clear();
 		exclude = NULL;
 	}
 	chain = chain_push(&u, NULL, exclude);
+	tw = now_s();
 	walk(&u, "", chain);
+	walk_push(&u);
+	pthread_mutex_lock(&u.wlock);
+	u.walk_done = 1;
+	pthread_cond_signal(&u.wcond);
+	pthread_mutex_unlock(&u.wlock);
+	pthread_join(indexer, NULL);
+	idx->stats.walk_seconds = now_s() - tw;
+	tw = now_s();
 	if (u.cur) {
 		runner_submit(&u.ru, u.cur);
 		u.cur = NULL;
@@ -950,6 +1192,7 @@ int ctx_index_update(struct ctx_index *idx)
 			batch_free(all[k]);
 		free(all);
 	}
+	idx->stats.ctags_seconds = now_s() - tw;
 	idx->stats.ctags_runs = u.ru.runs;
 	idx->stats.ctags_error = u.ru.error;
 	pthread_mutex_destroy(&u.ru.lock);
@@ -967,6 +1210,8 @@ int ctx_index_update(struct ctx_index *idx)
 		free(idx->files);
 		idx->files = u.files;
 		idx->afiles = u.afiles;
+		free(idx->in_base);
+		idx->in_base = u.in_base;
 		free(u.defs);
 		free(u.refs);
 	} else {
@@ -977,6 +1222,41 @@ int ctx_index_update(struct ctx_index *idx)
 		for (i = 0; i < u.nfiles; i++) {
 			nd += u.files[i].ndefs;
 			nr += u.files[i].nrefs;
+		}
+		/*
+		 * A few files changed: their new records go after the old
+		 * arrays, whose other ranges stay as they are (no copy of tens
+		 * of MB for one file). The records nobody points at any more
+		 * are dropped once they are a fifth of the arrays.
+		 */
+		if (5 * (idx->ndefs + u.ndefs) <= 6 * nd && 5 * (idx->nrefs + u.nrefs) <= 6 * nr &&
+		    idx->ndefs + u.ndefs < UINT32_MAX && idx->nrefs + u.nrefs < UINT32_MAX) {
+			ALLOC_GROW(idx->defs, idx->ndefs + u.ndefs, idx->adefs);
+			if (u.ndefs)
+				memcpy(idx->defs + idx->ndefs, u.defs, u.ndefs * sizeof(*u.defs));
+			ALLOC_GROW(idx->refs, idx->nrefs + u.nrefs, idx->arefs);
+			if (u.nrefs)
+				memcpy(idx->refs + idx->nrefs, u.refs, u.nrefs * sizeof(*u.refs));
+			for (i = 0; i < u.nfiles; i++) {
+				struct ctx_file *f = &u.files[i];
+
+				if (f->pad != IN_OLD) {
+					f->def0 += (uint32_t)idx->ndefs;
+					f->ref0 += (uint32_t)idx->nrefs;
+				}
+				f->pad = 0;
+			}
+			idx->ndefs += u.ndefs;
+			idx->nrefs += u.nrefs;
+			free(idx->files);
+			free(u.defs);
+			free(u.refs);
+			idx->files = u.files;
+			idx->nfiles = u.nfiles;
+			idx->afiles = u.afiles;
+			free(idx->in_base);
+			idx->in_base = u.in_base;
+			goto arrays_done;
 		}
 		defs = xmalloc((nd ? nd : 1) * sizeof(*defs));
 		refs = xmalloc((nr ? nr : 1) * sizeof(*refs));
@@ -1005,17 +1285,21 @@ int ctx_index_update(struct ctx_index *idx)
 		idx->files = u.files;
 		idx->nfiles = u.nfiles;
 		idx->afiles = u.afiles;
+		free(idx->in_base);
+		idx->in_base = u.in_base;
 		idx->defs = defs;
 		idx->ndefs = idx->adefs = nd;
 		idx->refs = refs;
 		idx->nrefs = idx->arefs = nr;
 	}
-
+arrays_done:
 	if (u.changed && !idx->no_save) {
+		tw = now_s();
 		if (ctx_cache_save(idx) == 0)
 			idx->stats.saved = 1;
 		else
 			err_clear();
+		idx->stats.save_seconds = now_s() - tw;
 	}
 	idx->stats.files = idx->nfiles;
 	idx->stats.defs = idx->ndefs;
@@ -1032,5 +1316,8 @@ int ctx_index_update(struct ctx_index *idx)
 	free(u.used);
 	buf_release(&u.content);
 	buf_release(&u.path);
+	buf_release(&u.dir);
+	pthread_mutex_destroy(&u.wlock);
+	pthread_cond_destroy(&u.wcond);
 	return 0;
 }

@@ -12,7 +12,8 @@
  *
  * The cache: .forgex/map/index, one binary file (format in cache.c and
  * docs/internals/context.md), keyed per file by path, size, mtime and
- * inode, with a hash of the content. An update walks the tree; a file
+ * inode, with a hash of the content; and .forgex/map/delta, what changed
+ * since that file was written whole, while it stays small. An update walks the tree; a file
  * whose key matches is taken from the cache unread; a file whose key
  * changed is read and hashed, and indexed again only when its content
  * differs (so a `git checkout` that rewrites every file re-indexes only
@@ -30,8 +31,10 @@
  *      save it; any number of times;
  *   3. the ranking (context/rank.h) reads the index;
  *   4. ctx_index_release().
- * Not thread-safe; update() uses one extra thread of its own for ctags,
- * two when `ex2` is set (each runs its ctags with its own executor).
+ * Not thread-safe; update() uses threads of its own: the indexer (the
+ * cache's load, the stats, the reads) and one for ctags, two when `ex2`
+ * is set and the tree is large (each runs its ctags with its own
+ * executor).
  */
 
 #include <stddef.h>
@@ -91,7 +94,13 @@ struct ctx_index_stats {
 	int cache_loaded;		/* a valid cache was found */
 	int cache_rejected;		/* a cache was there but failed a check */
 	int saved;			/* the cache was written */
+	int delta_loaded;		/* a delta was read over the base */
+	int delta_saved;		/* what was written was a delta */
 	double seconds;
+	double load_seconds;		/* reading and checking the cache */
+	double walk_seconds;		/* the walk, with the scan of changed files */
+	double ctags_seconds;		/* waiting for ctags after the walk, and the merge */
+	double save_seconds;		/* writing the cache */
 	char *ctags_error;		/* why ctags gave nothing (NULL: it worked) */
 };
 
@@ -112,6 +121,15 @@ struct ctx_index {
 	size_t symtab_size;
 	uint32_t *kindtab;		/* the same for kinds */
 	size_t kindtab_size, nkinds;
+	/*
+	 * The cache file this index was read from or last wrote whole (the
+	 * base); a later save writes only what differs from it, in the delta
+	 * file (cache.c), while that stays small.
+	 */
+	uint32_t *in_base;		/* per file: its index + 1 in the base, unchanged; 0: not */
+	int have_base;
+	uint64_t base_hash;		/* the base's checksum */
+	size_t base_alen, base_nsyms, base_nfiles, base_ndefs, base_nrefs, base_bytes;
 	int loaded;			/* the cache was read (or the tree was walked) */
 	int no_save;			/* for tests: never write the cache */
 	unsigned batch_files;		/* files per ctags run (0: default) */
@@ -180,8 +198,28 @@ void ctx_index_clear_data(struct ctx_index *idx);
  */
 int ctx_cache_load(struct ctx_index *idx);
 
-/** Write the cache atomically. 0 or a negative FX_E* code. */
-int ctx_cache_save(const struct ctx_index *idx);
+/**
+ * Apply the delta image `data` (`len` bytes) to `idx`, which holds the
+ * base it was made for (ctx_cache_parse() or a load). FX_EPARSE when it
+ * fails a check or was made for another base; `idx` is then unchanged.
+ */
+int ctx_cache_apply_delta(struct ctx_index *idx, const unsigned char *data, size_t len);
+
+/** The same as ctx_cache_checksum() for a delta image (tests, fuzzer). */
+void ctx_cache_delta_checksum(unsigned char *data, size_t len);
+
+/**
+ * Append the delta image of `idx` against its base to `out`. FX_EINVAL
+ * when there is no base to write a delta against.
+ */
+int ctx_cache_delta(const struct ctx_index *idx, struct buf *out);
+
+/**
+ * Write the cache atomically: only a delta file when an index read from a
+ * base differs from it by little, else the whole cache (the delta file is
+ * then removed). 0 or a negative FX_E* code.
+ */
+int ctx_cache_save(struct ctx_index *idx);
 
 #define CTX_CACHE_MAX ((size_t)1 << 30)
 

@@ -36,8 +36,11 @@ struct ranker {
 	/* public definitions of each symbol, grouped by file: CSR */
 	uint32_t *sym_start;		/* nsyms + 1 */
 	uint32_t *sym_defs;		/* def indices */
+	uint32_t *sd_file;		/* the file of each sym_defs[] entry */
+	float *sd_kw;			/* and its kind weight */
 	uint32_t *def_file;		/* def index -> file */
 	uint32_t *ndefiners;		/* files defining each symbol */
+	unsigned char *use;		/* per symbol: it makes edges (1 to CTX_DEFINERS_MAX definers) */
 	float *kw;			/* kind_weight() of each definition */
 	unsigned char *mentioned;	/* per symbol: 1 request, 2 focus */
 	double *p;			/* personalisation */
@@ -110,17 +113,28 @@ static void build_definers(struct ranker *k)
 			}
 		}
 	}
-	for (i = 0; i < nsyms; i++)
+	/* a byte per symbol: the test every reference makes stays in the cache */
+	k->use = xmalloc(nsyms ? nsyms : 1);
+	for (i = 0; i < nsyms; i++) {
 		k->sym_start[i + 1] += k->sym_start[i];
+		k->use[i] = k->ndefiners[i] >= 1 && k->ndefiners[i] <= CTX_DEFINERS_MAX;
+	}
 	k->sym_defs = xmalloc((k->sym_start[nsyms] ? k->sym_start[nsyms] : 1) * sizeof(uint32_t));
+	k->sd_file = xmalloc((k->sym_start[nsyms] ? k->sym_start[nsyms] : 1) * sizeof(uint32_t));
+	k->sd_kw = xmalloc((k->sym_start[nsyms] ? k->sym_start[nsyms] : 1) * sizeof(float));
 	fill = xmalloc((nsyms ? nsyms : 1) * sizeof(*fill));
 	memcpy(fill, k->sym_start, (nsyms ? nsyms : 1) * sizeof(*fill));
 	for (f = 0; f < k->n; f++) {
 		const struct ctx_file *cf = &idx->files[f];
 
 		for (i = cf->def0; i < cf->def0 + cf->ndefs; i++)
-			if (!(idx->defs[i].flags & CTX_D_FILE_SCOPE))
-				k->sym_defs[fill[idx->defs[i].sym]++] = (uint32_t)i;
+			if (!(idx->defs[i].flags & CTX_D_FILE_SCOPE)) {
+				uint32_t at = fill[idx->defs[i].sym]++;
+
+				k->sym_defs[at] = (uint32_t)i;
+				k->sd_file[at] = (uint32_t)f;
+				k->sd_kw[at] = k->kw[i];
+			}
 	}
 	free(fill);
 	free(last);
@@ -132,7 +146,7 @@ static int defines(const struct ranker *k, uint32_t sym, uint32_t f)
 	uint32_t i;
 
 	for (i = k->sym_start[sym]; i < k->sym_start[sym + 1]; i++)
-		if (k->def_file[k->sym_defs[i]] == f)
+		if (k->sd_file[i] == f)
 			return 1;
 	return 0;
 }
@@ -147,10 +161,6 @@ static double ref_weight(const struct ranker *k, const struct ctx_ref *r)
 	return w;
 }
 
-static int usable(const struct ranker *k, uint32_t sym)
-{
-	return k->ndefiners[sym] >= 1 && k->ndefiners[sym] <= CTX_DEFINERS_MAX;
-}
 
 /* ---- the graph ---- */
 
@@ -194,19 +204,19 @@ static void build_edges(struct ranker *k)
 			uint32_t end;
 			double w;
 
-			if (!usable(k, r->sym) || defines(k, r->sym, (uint32_t)f))
+			if (!k->use[r->sym] || defines(k, r->sym, (uint32_t)f))
 				continue;
 			k->ref_ok[i] = 1;
 			w = ref_weight(k, r);
 			end = k->sym_start[r->sym + 1];
 			for (j = k->sym_start[r->sym]; j < end;) {
-				uint32_t to = k->def_file[k->sym_defs[j]];
+				uint32_t to = k->sd_file[j];
 				double kw = 0;
 
 				/* several definitions in one file: one edge, the strongest kind */
-				for (; j < end && k->def_file[k->sym_defs[j]] == to; j++)
-					if (k->kw[k->sym_defs[j]] > kw)
-						kw = k->kw[k->sym_defs[j]];
+				for (; j < end && k->sd_file[j] == to; j++)
+					if (k->sd_kw[j] > kw)
+						kw = k->sd_kw[j];
 				if (!acc[to])
 					touched[nt++] = to;
 				acc[to] += quantise(w * kw);
@@ -559,19 +569,30 @@ static double kind_weight(const char *kind)
 	return 0.5;
 }
 
-static void score_defs(struct ranker *k)
+/*
+ * The importance of the definitions of the files that may show (the
+ * first `consider` of the order): the others are never looked at.
+ */
+static void score_defs(struct ranker *k, const uint32_t *order, size_t consider)
 {
 	struct ctx_index *idx = k->idx;
-	size_t f, i;
-
+	size_t f, i, c;
+	unsigned char *need = xcalloc(idx->nsyms ? idx->nsyms : 1, 1);
 	/*
 	 * What flows along a name into each of its definers, summed per
 	 * name (an edge's weight is the name's, times the definition's kind):
-	 * one write per reference rather than one per (reference, definer).
+	 * one write per reference rather than one per (reference, definer),
+	 * and only for the names those files define.
 	 */
 	double *symflow = xcalloc(idx->nsyms ? idx->nsyms : 1, sizeof(*symflow));
 
 	k->score = xcalloc(idx->ndefs ? idx->ndefs : 1, sizeof(*k->score));
+	for (c = 0; c < consider; c++) {
+		const struct ctx_file *cf = &idx->files[order[c]];
+
+		for (i = cf->def0; i < cf->def0 + cf->ndefs; i++)
+			need[idx->defs[i].sym] = 1;
+	}
 	for (f = 0; f < k->n; f++) {
 		const struct ctx_file *cf = &idx->files[f];
 		double share;
@@ -580,12 +601,13 @@ static void score_defs(struct ranker *k)
 			continue;
 		share = DAMPING * k->r[f] / k->outw[f];
 		for (i = cf->ref0; i < cf->ref0 + cf->nrefs; i++)
-			if (k->ref_ok[i])
+			if (k->ref_ok[i] && need[idx->refs[i].sym])
 				symflow[idx->refs[i].sym] += share * ref_weight(k, &idx->refs[i]);
 	}
-	for (f = 0; f < k->n; f++) {
-		const struct ctx_file *cf = &idx->files[f];
+	for (c = 0; c < consider; c++) {
+		const struct ctx_file *cf = &idx->files[order[c]];
 
+		f = order[c];
 		for (i = cf->def0; i < cf->def0 + cf->ndefs; i++) {
 			const struct ctx_def *d = &idx->defs[i];
 
@@ -597,6 +619,7 @@ static void score_defs(struct ranker *k)
 		}
 	}
 	free(symflow);
+	free(need);
 }
 
 /* ---- choosing and rendering ---- */
@@ -622,15 +645,61 @@ static int cmp_cand_file(const void *a, const void *b)
 	return x->line < y->line ? -1 : x->line > y->line;
 }
 
-static const double *sort_rank;
-
-static int cmp_order(const void *a, const void *b)
+/*
+ * Sort the files by `key` (>= 0), highest first, ties by index (files
+ * are sorted by path): a stable LSD radix sort on the keys' bits (for
+ * doubles >= 0 the bit patterns order as the values do), 16 bits a pass.
+ */
+static void sort_order(uint32_t *order, const double *key, size_t n)
 {
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	uint64_t *k = xmalloc((n ? n : 1) * sizeof(*k)), *k2 = xmalloc((n ? n : 1) * sizeof(*k2));
+	uint32_t *o2 = xmalloc((n ? n : 1) * sizeof(*o2)), *src = order, *dst = o2;
+	uint64_t *ks = k, *kd = k2;
+	size_t i, pass, *count = xmalloc(65536 * sizeof(*count));
 
-	if (sort_rank[x] != sort_rank[y])
-		return sort_rank[x] > sort_rank[y] ? -1 : 1;
-	return x < y ? -1 : x > y;	/* files are sorted by path */
+	for (i = 0; i < n; i++) {
+		uint64_t bits;
+		double v = key[i] > 0 ? key[i] : 0;
+
+		memcpy(&bits, &v, sizeof(bits));
+		k[i] = ~bits;	/* highest first */
+		order[i] = (uint32_t)i;
+	}
+	for (pass = 0; pass < 4; pass++) {
+		unsigned shift = 16 * (unsigned)pass;
+		size_t sum = 0;
+
+		memset(count, 0, 65536 * sizeof(*count));
+		for (i = 0; i < n; i++)
+			count[(ks[i] >> shift) & 0xffff]++;
+		if (count[(ks[0] >> shift) & 0xffff] == n)
+			continue;	/* one digit everywhere: nothing moves */
+		for (i = 0; i < 65536; i++) {
+			size_t c = count[i];
+
+			count[i] = sum;
+			sum += c;
+		}
+		for (i = 0; i < n; i++) {
+			size_t at = count[(ks[i] >> shift) & 0xffff]++;
+
+			kd[at] = ks[i];
+			dst[at] = src[i];
+		}
+		{
+			uint64_t *t = ks;
+			uint32_t *u = src;
+
+			ks = kd, kd = t;
+			src = dst, dst = u;
+		}
+	}
+	if (src != order)
+		memcpy(order, src, n * sizeof(*order));
+	free(k);
+	free(k2);
+	free(o2);
+	free(count);
 }
 
 struct block {
@@ -699,14 +768,10 @@ static void choose(struct ctx_map *out, struct ranker *k, size_t budget)
 	 */
 	out->order = xmalloc((nfiles ? nfiles : 1) * sizeof(*out->order));
 	show = xmalloc((nfiles ? nfiles : 1) * sizeof(*show));
-	for (i = 0; i < nfiles; i++) {
-		out->order[i] = (uint32_t)i;
+	for (i = 0; i < nfiles; i++)
 		show[i] = k->r[i] + (k->focused ? 1e3 * k->p[i] : 0);
-	}
-	sort_rank = show;
 	if (nfiles)
-		qsort(out->order, nfiles, sizeof(*out->order), cmp_order);
-	sort_rank = NULL;
+		sort_order(out->order, show, nfiles);
 	free(show);
 	out->nranked = nfiles;
 
@@ -717,6 +782,7 @@ static void choose(struct ctx_map *out, struct ranker *k, size_t budget)
 	consider = budget / 4 + 32;
 	if (consider > nfiles)
 		consider = nfiles;
+	score_defs(k, out->order, consider);
 	for (i = 0; i < consider; i++) {
 		uint32_t f = out->order[i];
 		const struct ctx_file *cf = &idx->files[f];
@@ -859,18 +925,22 @@ int ctx_map_build(struct ctx_map *out, struct ctx_index *idx, const struct ctx_f
 	build_definers(&k);
 	personalise(&k, focus);
 	build_edges(&k);
+	out->graph_seconds = now_s() - t0;
 	out->edges = k.out_start[k.n];
 	out->iterations = pagerank(&k);
-	score_defs(&k);
+	out->pagerank_seconds = now_s() - t0 - out->graph_seconds;
 	choose(out, &k, budget);
 	out->tokens = tokens_estimate(out->text.len);
 	out->rank = k.r;
 	k.r = NULL;
 	free(k.sym_start);
 	free(k.sym_defs);
+	free(k.sd_file);
+	free(k.sd_kw);
 	free(k.def_file);
 	free(k.kw);
 	free(k.ndefiners);
+	free(k.use);
 	free(k.mentioned);
 	free(k.p);
 	free(k.out_start);

@@ -68,9 +68,11 @@ struct ctx_map {
 	size_t edges;				/* file-to-file edges of the graph */
 	int iterations;				/* PageRank iterations done */
 	double seconds;
+	double graph_seconds;			/* definers and edges */
+	double pagerank_seconds;
 };
 
-#define CTX_MAP_INIT { BUF_INIT, 0, 0, NULL, 0, NULL, NULL, 0, 0, 0, 0.0 }
+#define CTX_MAP_INIT { BUF_INIT, 0, 0, NULL, 0, NULL, NULL, 0, 0, 0, 0.0, 0.0, 0.0 }
 
 /**
  * Rank the files of `idx` for `focus` and write a map of at most

@@ -23,8 +23,45 @@ int ctx_session_init(struct ctx_session *s, const char *workspace, struct execut
 	return 0;
 }
 
+static void *prefetch_main(void *arg)
+{
+	struct ctx_session *s = arg;
+
+	if (ctx_index_update(&s->idx) < 0)
+		err_clear();	/* the first map updates again and says why */
+	return NULL;
+}
+
+int ctx_session_prefetch(struct ctx_session *s, struct executor *ex)
+{
+	if (!s->have_idx || s->prefetching)
+		return 0;
+	s->saved_ex = s->idx.ex;
+	s->saved_ex2 = s->idx.ex2;
+	s->idx.ex = ex;
+	s->idx.ex2 = NULL;
+	if (pthread_create(&s->prefetch, NULL, prefetch_main, s)) {
+		s->idx.ex = s->saved_ex;
+		s->idx.ex2 = s->saved_ex2;
+		return err_set(FX_EOS, "cannot start the repository map's thread");
+	}
+	s->prefetching = 1;
+	return 0;
+}
+
+static void prefetch_join(struct ctx_session *s)
+{
+	if (!s->prefetching)
+		return;
+	pthread_join(s->prefetch, NULL);
+	s->prefetching = 0;
+	s->idx.ex = s->saved_ex;
+	s->idx.ex2 = s->saved_ex2;
+}
+
 void ctx_session_release(struct ctx_session *s)
 {
+	prefetch_join(s);
 	if (s->have_idx)
 		ctx_index_release(&s->idx);
 	ctx_map_release(&s->last);
@@ -56,6 +93,10 @@ int ctx_session_map(struct ctx_session *s, struct buf *out, const struct strvec 
 
 	if (!s->have_idx)
 		return err_set(FX_EINVAL, "no repository map");
+	if (s->prefetching) {
+		prefetch_join(s);
+		/* anything changed since then shows: another (warm) update */
+	}
 	ret = ctx_index_update(&s->idx);
 	if (ret < 0)
 		return ret;

@@ -1012,6 +1012,9 @@ static int setup(struct pl *pl)
 		executor_set_cancel(&pl->map_ex, -1, pl->o->cancel);
 		pl->have_map_ex = 1;
 		pl->ctx.idx.ex2 = &pl->map_ex;
+		/* the index builds while the checkpoint and the baseline tests run */
+		if (cfg->context.map_tokens > 0 && ctx_session_prefetch(&pl->ctx, &pl->map_ex) < 0)
+			err_clear();
 	}
 	err_clear();
 	ret = ctx_register_tool(&pl->reg, &pl->ctx);

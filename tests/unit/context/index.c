@@ -624,6 +624,243 @@ static void test_index_concurrent_runs(void **state)
 	free(warm);
 }
 
+/* The bytes of .forgex/map/<name>, or an empty buffer. */
+static struct buf map_file(const char *name)
+{
+	struct buf b = BUF_INIT;
+	char *p = xstrfmt("%s/.forgex/map/%s", ws, name);
+
+	if (fsutil_read_file(&b, p, 0) < 0)
+		err_clear();
+	free(p);
+	return b;
+}
+
+static void put_map_file(const char *name, const void *data, size_t len)
+{
+	char *p = xstrfmt("%s/.forgex/map/%s", ws, name);
+
+	unlink(p);
+	if (fsutil_write_atomic(p, data, len, 0644) < 0)
+		fail_msg("%s", err_last());
+	free(p);
+}
+
+static void test_cache_delta(void **state)
+{
+	struct ctx_index_stats st;
+	struct buf base, delta, other;
+	char *warm;
+
+	(void)state;
+	write_project();
+	write_many(200, "d");
+	free(map_of("fn_d_3", 1024, 0, &st));
+	assert_true(st.saved);
+	assert_false(st.delta_saved);
+	base = map_file("index");
+
+	/* one file changed: a delta is written, the base stays as it was */
+	tu_write(ws, "gen/d03/f0003.c", "int fn_d_3(int x)\n{\n\treturn parse_config(0, 0) + x;\n}\n"
+		 "int fn_new_one(void);\n");
+	assert_same_as_cold("fn_d_3 parse_config", &st);
+	assert_int_equal(st.indexed, 1);
+	assert_true(st.saved);
+	assert_true(st.delta_saved);
+	other = map_file("index");
+	assert_int_equal(other.len, base.len);
+	assert_memory_equal(other.buf, base.buf, base.len);
+	buf_release(&other);
+	delta = map_file("delta");
+	assert_true(delta.len > 0 && delta.len < base.len / 8);
+	assert_memory_equal(delta.buf, "FXMAPD1\n", 8);
+
+	/* read again: base and delta, nothing indexed, the same map as a cold build */
+	assert_same_as_cold("fn_d_3 fn_new_one", &st);
+	assert_true(st.cache_loaded);
+	assert_true(st.delta_loaded);
+	assert_int_equal(st.indexed, 0);
+	assert_int_equal(st.cache_hits, 205);
+	assert_false(st.saved);
+
+	/* more changes: a file removed, one added, one edited; the delta holds them all */
+	sh("rm gen/d07/f0007.c && echo 'int fn_added(void) { return fn_d_9(1); }' > gen/added.c");
+	tu_write(ws, "src/log.c", "void log_msg(const char *fmt, ...)\n{\n}\nint log_level(void);\n");
+	assert_same_as_cold("fn_added log_level", &st);
+	assert_int_equal(st.indexed, 2);
+	assert_true(st.delta_saved);
+	assert_same_as_cold("fn_added log_level fn_new_one", &st);
+	assert_true(st.delta_loaded);
+	assert_int_equal(st.indexed, 0);
+	assert_int_equal(st.files, 205);
+	buf_release(&delta);
+	delta = map_file("delta");
+
+	/* a damaged delta is ignored: the base alone, and the files it missed are read again */
+	other = map_file("delta");
+	other.buf[other.len / 2] ^= 0x20;
+	put_map_file("delta", other.buf, other.len);
+	buf_release(&other);
+	assert_same_as_cold("fn_added log_level", &st);
+	assert_true(st.cache_loaded);
+	assert_false(st.delta_loaded);
+	assert_int_equal(st.indexed, 3);	/* the edited, the added, the changed one */
+
+	/* a delta of another base counts for nothing */
+	sh("touch -d '2001-01-01 00:00:00' gen/d*/*.c");	/* every key changed: a whole cache */
+	warm = map_of("fn_d_3", 1024, 0, &st);
+	free(warm);
+	assert_true(st.saved);
+	assert_false(st.delta_saved);
+	other = map_file("delta");
+	assert_int_equal(other.len, 0);	/* the old one was removed with the new base */
+	buf_release(&other);
+	put_map_file("delta", delta.buf, delta.len);
+	assert_same_as_cold("fn_added log_level", &st);
+	assert_false(st.delta_loaded);
+	assert_int_equal(st.indexed, 0);
+
+	/* a delta that is a link to a file outside: not read, and the next save replaces the link */
+	{
+		char *outside = tu_outside_mkdtemp(), *target = xstrfmt("%s/victim", outside);
+		char *p = xstrfmt("%s/.forgex/map/delta", ws), *kept;
+		struct stat sb;
+
+		tu_write(outside, "victim", "keep me");
+		unlink(p);
+		assert_int_equal(symlink(target, p), 0);
+		tu_write(ws, "gen/d04/f0004.c", "int fn_d_4(int x) { return x; }\nint linked(void);\n");
+		assert_same_as_cold("linked", &st);
+		assert_false(st.delta_loaded);
+		assert_int_equal(st.indexed, 1);
+		assert_true(st.delta_saved);
+		assert_int_equal(lstat(p, &sb), 0);
+		assert_true(S_ISREG(sb.st_mode));
+		kept = tu_read(outside, "victim");
+		assert_string_equal(kept, "keep me");
+		free(kept);
+		tu_rmtree(outside);	/* frees it */
+		free(target);
+		free(p);
+	}
+	buf_release(&delta);
+	buf_release(&base);
+}
+
+/* One index kept in memory, as a run keeps it, updated after each change. */
+static void test_index_session_updates(void **state)
+{
+	struct ctx_index idx;
+	struct ctx_map m = CTX_MAP_INIT;
+	struct ctx_focus f = { "fn_s_5 parse_config", NULL, NULL };
+	char *cold;
+	int round;
+
+	(void)state;
+	write_project();
+	write_many(300, "s");
+	assert_int_equal(ctx_index_init(&idx, ws, &ex), 0);
+	assert_int_equal(ctx_index_update(&idx), 0);
+	for (round = 0; round < 8; round++) {
+		char rel[64], body[160];
+
+		snprintf(rel, sizeof(rel), "gen/d%02d/f%04d.c", (round * 37) % 50, (round * 37) % 300);
+		snprintf(body, sizeof(body), "int fn_s_%d(int x)\n{\n\treturn parse_config(0, 0) + "
+			 "fn_s_5(x) + %d;\n}\nint round_%d(void);\n", (round * 37) % 300, round, round);
+		tu_write(ws, rel, body);
+		if (round == 5)
+			sh("rm src/log.c");
+		assert_int_equal(ctx_index_update(&idx), 0);
+		assert_int_equal(idx.stats.indexed, 1);
+		assert_true(idx.stats.saved);
+		ctx_map_build(&m, &idx, &f, 1024);
+		cold = map_of(f.request, 1024, 1, NULL);
+		assert_string_equal(m.text.buf, cold);
+		free(cold);
+		/* what was saved reads back to the same map */
+		cold = map_of(f.request, 1024, 0, NULL);
+		assert_string_equal(m.text.buf, cold);
+		free(cold);
+	}
+	ctx_map_release(&m);
+	ctx_index_release(&idx);
+}
+
+static void test_cache_delta_parse_rejects(void **state)
+{
+	struct ctx_index idx;
+	struct buf base, delta, bad = BUF_INIT;
+	size_t i, nfiles;
+
+	(void)state;
+	write_project();
+	write_many(100, "r");
+	free(map_of(NULL, 512, 0, NULL));
+	tu_write(ws, "gen/d01/f0001.c", "int fn_r_1(int x) { return x; }\nint another(void);\n");
+	free(map_of(NULL, 512, 0, NULL));
+	base = map_file("index");
+	delta = map_file("delta");
+	assert_true(delta.len > 0);
+	memset(&idx, 0, sizeof(idx));
+	assert_int_equal(ctx_cache_parse(&idx, (unsigned char *)base.buf, base.len), 0);
+	nfiles = idx.nfiles;
+	/* every prefix is refused and leaves the base as it was */
+	for (i = 0; i < delta.len; i += 1 + i / 16) {
+		assert_int_equal(ctx_cache_apply_delta(&idx, (unsigned char *)delta.buf, i), FX_EPARSE);
+		assert_int_equal(idx.nfiles, nfiles);
+		assert_int_equal(idx.arena.len, idx.base_alen);
+	}
+	/* a flipped byte: the checksum */
+	buf_addbuf(&bad, &delta);
+	bad.buf[bad.len - 3] ^= 1;
+	assert_int_equal(ctx_cache_apply_delta(&idx, (unsigned char *)bad.buf, bad.len), FX_EPARSE);
+	assert_non_null(strstr(err_last(), "checksum"));
+	/* another base's */
+	buf_reset(&bad);
+	buf_addbuf(&bad, &delta);
+	bad.buf[16] ^= 1;
+	assert_int_equal(ctx_cache_apply_delta(&idx, (unsigned char *)bad.buf, bad.len), FX_EPARSE);
+	assert_non_null(strstr(err_last(), "another base"));
+	assert_int_equal(idx.nfiles, nfiles);
+	/* the good one applies once; not twice (the index is no longer its base) */
+	assert_int_equal(ctx_cache_apply_delta(&idx, (unsigned char *)delta.buf, delta.len), 0);
+	assert_int_equal(idx.nfiles, nfiles);
+	assert_int_equal(ctx_cache_apply_delta(&idx, (unsigned char *)delta.buf, delta.len), FX_EPARSE);
+	ctx_index_clear_data(&idx);
+	err_clear();
+	buf_release(&bad);
+	buf_release(&base);
+	buf_release(&delta);
+}
+
+/* A cache of the previous format (FXMAP02) is not read: rebuilt whole, in the new one. */
+static void test_cache_old_version(void **state)
+{
+	struct ctx_index_stats st;
+	struct buf b;
+	char *cold, *warm;
+
+	(void)state;
+	write_project();
+	cold = map_of("parse_config", 1024, 1, NULL);
+	free(map_of("parse_config", 1024, 0, NULL));
+	b = map_file("index");
+	memcpy(b.buf, "FXMAP02\n", 8);
+	ctx_cache_checksum((unsigned char *)b.buf, b.len);
+	put_map_file("index", b.buf, b.len);
+	buf_release(&b);
+	warm = map_of("parse_config", 1024, 0, &st);
+	assert_string_equal(cold, warm);
+	assert_true(st.cache_rejected);
+	assert_int_equal(st.indexed, 5);
+	assert_true(st.saved);
+	b = map_file("index");
+	assert_memory_equal(b.buf, "FXMAP03\n", 8);
+	buf_release(&b);
+	free(warm);
+	free(cold);
+}
+
 static void test_index_without_executor(void **state)
 {
 	struct ctx_index idx;
@@ -680,6 +917,10 @@ int main(void)
 		T(test_cache_hostile_files),
 		T(test_index_killed_mid_update),
 		T(test_index_concurrent_runs),
+		T(test_cache_delta),
+		T(test_index_session_updates),
+		T(test_cache_delta_parse_rejects),
+		T(test_cache_old_version),
 		T(test_index_without_executor),
 		T(test_index_ctags_missing),
 	};
