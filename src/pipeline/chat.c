@@ -678,6 +678,10 @@ int chat_open(struct chat **out, const struct chat_opts *o)
 	ret = open_tools(c);
 	if (ret < 0)
 		goto fail;
+	/* the first request's map: indexed while the person types the first message */
+	if (!c->conv.messages_nr && c->cfg->context.map_tokens > 0 && c->have_map_ex &&
+	    ctx_session_prefetch(&c->ctx, &c->map_ex) < 0)
+		err_clear();
 	if (!c->start_checkpoint) {
 		struct checkpoint_info info;
 		char *msg = xstrfmt("forgex session %s: start", c->s.id);
