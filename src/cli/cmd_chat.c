@@ -941,6 +941,8 @@ int cmd_chat(int argc, char **argv)
 			   chat_id(f.chat));
 out:
 	lineedit_close(f.le);
+	/* leaving: an index still being built for the map is not waited for */
+	interrupted = 1;
 	chat_close(f.chat);
 	approval_set_cancel(NULL);
 	sigaction(SIGINT, &old_int, NULL);
