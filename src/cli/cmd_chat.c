@@ -286,8 +286,10 @@ static void on_event(void *data, const json_t *ev)
 			   jsonx_str(ev, "reason") : "");
 	} else if (!strcmp(type, "progress") && cli_verbose) {
 		close_line(f);
-		cli_printf(stderr, "%sforgex: %s%s\n", col(f, C_DIM), jsonx_str(ev, "message"),
-			   col(f, C_RESET));
+		fputs(col(f, C_DIM), stderr);
+		cli_printf(stderr, "forgex: %s", jsonx_str(ev, "message") ?
+			   jsonx_str(ev, "message") : "");
+		fprintf(stderr, "%s\n", col(f, C_RESET));
 	}
 	fflush(f->out);
 	buf_release(&b);
@@ -333,8 +335,10 @@ static void show_turn_end(struct front *f, const struct agent_result *r, int ret
 			col(f, C_RESET));
 		break;
 	default:
-		cli_printf(f->out, "%sthe turn ended: %s%s\n", col(f, C_RED),
-			   r->error ? r->error : agent_status_name(r->status), col(f, C_RESET));
+		fputs(col(f, C_RED), f->out);
+		cli_printf(f->out, "the turn ended: %s",
+			   r->error ? r->error : agent_status_name(r->status));
+		fprintf(f->out, "%s\n", col(f, C_RESET));
 		break;
 	}
 	if (nr && t[nr - 1].changed && r->status != AGENT_INTERRUPTED)
@@ -469,9 +473,10 @@ static void cmd_undo_turn(struct front *f)
 			cli_printf(f->out, "  %s\n", o.reverted.v[i]);
 		for (i = 0; i < o.kept.nr; i++)
 			cli_printf(f->out, "  kept, changed since: %s\n", o.kept.v[i]);
-		for (i = 0; i < o.failed.nr; i++)
-			cli_printf(f->out, "  %sFAILED%s %s\n", col(f, C_RED), col(f, C_RESET),
-				   o.failed.v[i]);
+		for (i = 0; i < o.failed.nr; i++) {
+			fprintf(f->out, "  %sFAILED%s ", col(f, C_RED), col(f, C_RESET));
+			cli_printf(f->out, "%s\n", o.failed.v[i]);
+		}
 	}
 	journal_outcome_release(&o);
 }
@@ -671,9 +676,11 @@ static void banner(struct front *f, int resumed)
 	size_t nr;
 
 	chat_turns(f->chat, &nr);
-	cli_printf(f->out, "%sforgex%s session %s%s: model %s, permissions %s.\n",
-		   col(f, C_BOLD), col(f, C_RESET), chat_id(f->chat), resumed ? " (resumed)" : "",
-		   chat_model(f->chat), f->cfg->permissions.mode ? f->cfg->permissions.mode : "ask");
+	/* the colours are ours; the model's name comes from a configuration or a server */
+	fprintf(f->out, "%sforgex%s ", col(f, C_BOLD), col(f, C_RESET));
+	cli_printf(f->out, "session %s%s: model %s, permissions %s.\n", chat_id(f->chat),
+		   resumed ? " (resumed)" : "", chat_model(f->chat),
+		   f->cfg->permissions.mode ? f->cfg->permissions.mode : "ask");
 	if (resumed)
 		fprintf(f->out, "%zu earlier messages and %zu turns are in the conversation.\n",
 			chat_messages(f->chat), nr);
