@@ -550,15 +550,16 @@ static void test_chat_streams_text_before_the_reply_ends(void **state)
 {
 	struct fx f;
 	size_t first, second, third;
-	double t1, t3;
+	double t1, t3, asked;
 	char *text;
 
 	(void)state;
-	/* the reply in three deltas; the last two each 1.5 s after the one before */
+	/* the reply in three deltas; the last two each 2 s after the one before */
 	fx_start(&f, "{'steps': [{'text': 'First part. Second part. Third part.', "
-		 "'delta_chars': 12, 'delays_ms': [0, 0, 1500, 1500]}]}", "auto");
+		 "'delta_chars': 12, 'delays_ms': [0, 0, 2000, 2000]}]}", "auto");
 	fx_chat(&f, NULL);
 	term_type(&f.t, "tell me in parts");
+	asked = now();
 	term_send(&f.t, "\r");
 	first = term_expect(&f.t, "First part.");
 	second = term_expect(&f.t, "Second part.");
@@ -566,13 +567,17 @@ static void test_chat_streams_text_before_the_reply_ends(void **state)
 	term_prompt(&f.t);
 	t1 = term_time_at(&f.t, first);
 	t3 = term_time_at(&f.t, third);
-	print_message("# streamed: first piece %.2f s before the last\n", t3 - t1);
+	print_message("# streamed: first piece on the terminal %.2f s after Enter, %.2f s before "
+		      "the last\n", t1 - asked, t3 - t1);
 	/*
-	 * The mock sends the last piece 3 s after the first: a front that
-	 * printed the reply once it ended would show both within one read.
+	 * The mock sends the last piece at least 4 s after it got the request
+	 * (so after Enter): the first piece shown sooner was shown before the
+	 * last was sent. A front that printed the reply once it ended would
+	 * show both within one read.
 	 */
-	assert_true(t3 - t1 > 1.5);
-	assert_true(term_time_at(&f.t, second) - t1 > 0.7);
+	assert_true(t1 - asked < 4.0);
+	assert_true(t3 - t1 > 2.0);
+	assert_true(term_time_at(&f.t, second) - t1 > 1.0);
 	/* once, on one line, not printed again when the turn ended */
 	text = between(&f.t, first, f.t.mark);
 	assert_string_equal(text, "First part. Second part. Third part.\n\\e[1mforgex>\\e[m ");
@@ -1353,6 +1358,183 @@ static void test_chat_approval_yes_and_no(void **state)
 	fx_release(&f);
 }
 
+static void test_chat_ctrl_c_stops_the_model(void **state)
+{
+	struct fx f;
+	double sent, back;
+	size_t prompt, from;
+	char *text;
+	json_t *reqs;
+
+	(void)state;
+	/* a reply whose second piece would come 30 s later */
+	fx_start(&f, "{'steps': [{'text': 'Thinking about it. And then much later more.', "
+		 "'delta_chars': 19, 'delays_ms': [0, 0, 30000]}, {'text': 'Back again.'}]}",
+		 "auto");
+	fx_chat(&f, NULL);
+	term_type(&f.t, "take your time");
+	term_send(&f.t, "\r");
+	term_expect(&f.t, "Thinking about it.");
+	pause_ms(200);
+	sent = now();
+	term_send(&f.t, "\003");
+	term_expect(&f.t, "(interrupted");
+	prompt = term_prompt(&f.t);
+	back = term_time_at(&f.t, prompt);
+	print_message("# Ctrl-C during a streamed reply: the prompt back after %.3f s\n",
+		      back - sent);
+	assert_true(back - sent < CTRL_C_MAX);
+	text = between(&f.t, 0, f.t.mark);
+	assert_null(strstr(text, "much later"));
+	free(text);
+	/* the next message gets a reply: the conversation is well formed */
+	from = say(&f, "are you there?");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "Back again."));
+	free(text);
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 2);
+	assert_string_equal(last_of(reqs, 1, "user"), "are you there?");
+	json_decref(reqs);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	fx_release(&f);
+}
+
+static void test_chat_compact_summarises(void **state)
+{
+	struct fx f;
+	size_t from;
+	char *text, *body;
+	json_t *reqs, *msgs;
+	struct buf b = BUF_INIT;
+
+	(void)state;
+	fx_start(&f, "{'steps': [{'text': 'one'}, {'text': 'Bananas are yellow.'}, "
+		 "{'text': 'They talked about fruit.', 'stream': false}, {'text': 'three'}]}",
+		 "auto");
+	fx_chat(&f, NULL);
+	say(&f, "first message");
+	say(&f, "tell me about BANANA");
+	from = say(&f, "/compact");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "compacted: 5 messages, now 2\n"));
+	free(text);
+	say(&f, "and now?");
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 4);
+	/* the summary was asked for with what was said */
+	jsonx_dump(&b, json_array_get(reqs, 2), 0);
+	assert_non_null(strstr(b.buf, "tell me about BANANA"));
+	assert_non_null(strstr(b.buf, "Bananas are yellow."));
+	buf_release(&b);
+	/* the next request: the system prompt, the first message with the summary, the new one */
+	msgs = json_object_get(json_array_get(reqs, 3), "messages");
+	assert_int_equal(json_array_size(msgs), 3);
+	body = xstrdup(jsonx_str(json_array_get(msgs, 1), "content"));
+	assert_non_null(strstr(body, "first message"));
+	assert_non_null(strstr(body, "They talked about fruit."));
+	assert_null(strstr(body, "BANANA"));
+	free(body);
+	assert_string_equal(jsonx_str(json_array_get(msgs, 2), "content"), "and now?");
+	json_decref(reqs);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	fx_release(&f);
+}
+
+static void test_chat_resume_goes_on_with_another_session(void **state)
+{
+	struct fx f;
+	char *first, *second, *text;
+	size_t from;
+	json_t *reqs, *msgs;
+	struct buf b = BUF_INIT;
+
+	(void)state;
+	fx_start(&f, "{'steps': [{'text': 'one'}, {'text': 'two'}, {'text': 'three'}]}", "auto");
+	fx_chat(&f, NULL);
+	say(&f, "the ALPHA session");
+	first = banner_id(&f.t);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	term_release(&f.t);
+	pause_ms(1100);		/* a later id */
+
+	fx_chat(&f, NULL);
+	second = banner_id(&f.t);
+	assert_string_not_equal(first, second);
+	say(&f, "the BETA session");
+	text = xstrfmt("/resume %s", first);
+	from = say(&f, text);
+	free(text);
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, first));
+	assert_non_null(strstr(text, " (resumed): model mock-model"));
+	free(text);
+	say(&f, "which one is this?");
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 3);
+	msgs = json_object_get(json_array_get(reqs, 2), "messages");
+	jsonx_dump(&b, msgs, 0);
+	assert_non_null(strstr(b.buf, "the ALPHA session"));
+	assert_null(strstr(b.buf, "the BETA session"));
+	buf_release(&b);
+	json_decref(reqs);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	/* the last message went to the first session */
+	text = xstrfmt(".forgex/sessions/%s/state.json", first);
+	free(first);
+	first = tu_read(f.p.dir, text);
+	assert_non_null(strstr(first, "which one is this?"));
+	free(text);
+	free(first);
+	free(second);
+	fx_release(&f);
+}
+
+static void test_chat_run_takes_the_conversation(void **state)
+{
+	struct fx f;
+	size_t from;
+	char *text;
+	json_t *reqs;
+	struct buf b = BUF_INIT;
+
+	(void)state;
+	fx_start(&f, "{'steps': [{'text': 'Sounds good: a mul function.'},"
+		 "{'tool_calls': [{'id': 'p1', 'name': 'submit_plan', 'arguments': " GO_PLAN "}]},"
+		 "{'tool_calls': [{'id': 'b1', 'name': 'finish', 'arguments': {'summary': 'ok'}}]},"
+		 "{'tool_calls': [{'id': 'x1', 'name': 'finish', 'arguments': {'summary': 'ok'}}]},"
+		 "{'tool_calls': [{'id': 's1', 'name': 'submit_verdict', 'arguments': "
+		 "{'verdict': 'PASS', 'reasons': ['fine'], 'required_fixes': []}}]}]}", "auto");
+	fx_chat(&f, NULL);
+	say(&f, "we need a MULTIPLY helper");
+	from = say(&f, "/run");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "==> architect"));
+	assert_non_null(strstr(text, "PASS: "));
+	free(text);
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 5);
+	/* the Architect got the person's words and the last answer */
+	jsonx_dump(&b, json_array_get(reqs, 1), 0);
+	assert_non_null(strstr(b.buf, ARCHITECT_PROMPT));
+	assert_non_null(strstr(b.buf, "we need a MULTIPLY helper"));
+	assert_non_null(strstr(b.buf, "Sounds good: a mul function."));
+	buf_release(&b);
+	json_decref(reqs);
+	/* /cost counts the pipeline's calls too */
+	from = say(&f, "/cost");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "mock-model: 5 calls, "));
+	free(text);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	fx_release(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1372,6 +1554,10 @@ int main(void)
 		cmocka_unit_test_teardown(test_chat_ctrl_d_leaves_and_saves, teardown),
 		cmocka_unit_test_teardown(test_chat_double_ctrl_c_at_the_prompt_leaves, teardown),
 		cmocka_unit_test_teardown(test_chat_approval_yes_and_no, teardown),
+		cmocka_unit_test_teardown(test_chat_ctrl_c_stops_the_model, teardown),
+		cmocka_unit_test_teardown(test_chat_compact_summarises, teardown),
+		cmocka_unit_test_teardown(test_chat_resume_goes_on_with_another_session, teardown),
+		cmocka_unit_test_teardown(test_chat_run_takes_the_conversation, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
