@@ -86,7 +86,11 @@ struct term {
 /* forgex of the running test, killed by the teardown if the test fails. */
 static pid_t live_pid;
 
-/* The text from `from` on, printable: escapes shown as \e, \r dropped (caller frees). */
+/*
+ * The text from `from` on, printable: escapes shown as \e, \r dropped, and
+ * the terminal mode switches a person does not see (\e[?2004h, bracketed
+ * paste on, and the like) left out (caller frees).
+ */
 static char *shown(const struct term *t, size_t from)
 {
 	struct buf b = BUF_INIT;
@@ -95,6 +99,18 @@ static char *shown(const struct term *t, size_t from)
 	for (i = from; i < t->out.len; i++) {
 		unsigned char c = (unsigned char)t->out.buf[i];
 
+		if (c == '\033' && i + 2 < t->out.len && t->out.buf[i + 1] == '[' &&
+		    t->out.buf[i + 2] == '?') {
+			size_t k = i + 3;
+
+			while (k < t->out.len && (isdigit((unsigned char)t->out.buf[k]) ||
+						  t->out.buf[k] == ';'))
+				k++;
+			if (k < t->out.len && (t->out.buf[k] == 'h' || t->out.buf[k] == 'l')) {
+				i = k;
+				continue;
+			}
+		}
 		if (c == '\033')
 			buf_addstr(&b, "\\e");
 		else if (c == '\\')
@@ -1070,7 +1086,8 @@ static void test_chat_keys_edit_the_line(void **state)
 	char *log;
 
 	(void)state;
-	fx_start(&f, "{'steps': [{'text': 'one'}, {'text': 'two'}, {'text': 'three'}]}", "auto");
+	fx_start(&f, "{'steps': [{'text': 'one'}, {'text': 'two'}, {'text': 'three'}, "
+		 "{'text': 'four'}]}", "auto");
 	fx_chat(&f, NULL);
 	/* helo, Left, l, End, " world" */
 	term_type(&f.t, "helo\033[Dl\033[F world\r");
@@ -1084,8 +1101,16 @@ static void test_chat_keys_edit_the_line(void **state)
 	term_type(&f.t, "xyz\001\013new \033OH[\033OF]\r");
 	term_expect(&f.t, "three");
 	term_prompt(&f.t);
+	/* Ctrl-C over typed text drops it */
+	term_type(&f.t, "half a thought");
+	term_send(&f.t, "\003");
+	term_prompt(&f.t);
+	term_type(&f.t, "a whole one\r");
+	term_expect(&f.t, "four");
+	term_prompt(&f.t);
 	reqs = requests(&f);
-	assert_int_equal(json_array_size(reqs), 3);
+	assert_int_equal(json_array_size(reqs), 4);
+	assert_string_equal(last_of(reqs, 3, "user"), "a whole one");
 	assert_string_equal(last_of(reqs, 0, "user"), "hello world");
 	assert_string_equal(last_of(reqs, 1, "user"), "hello world again");
 	assert_string_equal(last_of(reqs, 2, "user"), "[new ]");
@@ -1286,8 +1311,6 @@ static void test_chat_double_ctrl_c_at_the_prompt_leaves(void **state)
 	(void)state;
 	fx_start(&f, "{'steps': []}", "auto");
 	fx_chat(&f, NULL);
-	/* a line being typed is dropped by the first */
-	term_type(&f.t, "half a thought");
 	term_send(&f.t, "\003");
 	term_expect(&f.t, "(Ctrl-C again, or Ctrl-D, leaves)");
 	term_prompt(&f.t);
