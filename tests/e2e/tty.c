@@ -277,14 +277,17 @@ static char *without_spinner(const char *text)
 	return buf_detach(&b, NULL);
 }
 
-/* `text` without carriage returns (caller frees). */
+/* `text` without carriage returns and bracketed paste on/off (caller frees). */
 static char *without_cr(const char *text)
 {
 	struct buf b = BUF_INIT;
 
-	for (; *text; text++)
-		if (*text != '\r')
+	for (; *text; text++) {
+		if (!strncmp(text, "\033[?2004h", 8) || !strncmp(text, "\033[?2004l", 8))
+			text += 7;
+		else if (*text != '\r')
 			buf_addch(&b, *text);
+	}
 	return buf_detach(&b, NULL);
 }
 
@@ -379,7 +382,7 @@ static void test_tty_no_args_opens_a_session(void **state)
 	}
 	if (r.status)
 		fail_msg("forgex alone failed (%d):\n%s", r.status, r.tty.buf);
-	/* the line editor turns the terminal's output processing back on: "\r\n" */
+	/* the line editor turns the terminal's output processing back on ("\r\n") */
 	text = without_cr(r.tty.buf);
 	/* a session, not a run: its banner, the turn, and no pipeline */
 	assert_null(strstr(text, "What should forgex do?"));
