@@ -1047,6 +1047,7 @@ static void test_chat_continue_has_the_earlier_messages(void **state)
 	assert_string_equal(first, second);
 	text = between(&f.t, 0, f.t.mark);
 	assert_non_null(strstr(text, " (resumed): model mock-model"));
+	assert_non_null(strstr(text, "\n2 earlier messages and 1 turn in the conversation.\n"));
 	free(text);
 	from = say(&f, "which word was it?");
 	text = between(&f.t, from, f.t.mark);
