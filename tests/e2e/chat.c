@@ -1023,6 +1023,56 @@ static void test_chat_ctrl_c_stops_a_command(void **state)
 	fx_release(&f);
 }
 
+static void test_chat_undo_after_ctrl_c_reverts_the_command(void **state)
+{
+	struct fx f;
+	char *marker = xstrfmt("fx-chat-undo-%d", (int)getpid()), *s, *text, *before, *after;
+	size_t from;
+	double end;
+
+	(void)state;
+	/* a command that writes a file, edits another, then sleeps until stopped */
+	s = xstrfmt("{'steps': ["
+		    "{'tool_calls': [{'id': 'w1', 'name': 'run_command', 'arguments': {'argv': "
+		    "['python3', '-c', 'import time\\nopen(\\'partial.txt\\', \\'w\\').write(\\'half\\')\\n"
+		    "open(\\'calc.py\\', \\'a\\').write(\\'# more\\\\n\\')\\ntime.sleep(60)\\n', '%s']}}]},"
+		    "{'text': 'unused'}]}", marker);
+	fx_start(&f, s, "auto");
+	free(s);
+	before = tree(f.p.dir);
+	fx_chat(&f, NULL);
+	term_type(&f.t, "write and wait");
+	term_send(&f.t, "\r");
+	term_expect(&f.t, "*\033[m $ python3 -c");
+	end = now() + STEP;
+	while (!(text = tu_read(f.p.dir, "partial.txt")) && now() < end)
+		pause_ms(20);
+	assert_non_null(text);
+	free(text);
+	pause_ms(300);
+	term_send(&f.t, "\003");
+	term_expect(&f.t, "(interrupted");
+	term_prompt(&f.t);
+	text = tu_read(f.p.dir, "calc.py");
+	assert_non_null(strstr(text, "# more\n"));
+	free(text);
+	/* the interrupted command's changes belong to the turn */
+	from = say(&f, "/undo");
+	text = between(&f.t, from, f.t.mark);
+	if (!strstr(text, "undid turn 1: 2 paths put back\n"))
+		fail_msg("/undo said:\n%s", text);
+	free(text);
+	after = tree(f.p.dir);
+	assert_string_equal(after, before);
+	free(after);
+	free(before);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	assert_int_equal(count_procs(marker, NULL), 0);
+	free(marker);
+	fx_release(&f);
+}
+
 static void test_chat_continue_has_the_earlier_messages(void **state)
 {
 	struct fx f;
@@ -1570,6 +1620,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_chat_undo_restores_the_tree, teardown),
 		cmocka_unit_test_teardown(test_chat_model_switch_and_cost, teardown),
 		cmocka_unit_test_teardown(test_chat_ctrl_c_stops_a_command, teardown),
+		cmocka_unit_test_teardown(test_chat_undo_after_ctrl_c_reverts_the_command, teardown),
 		cmocka_unit_test_teardown(test_chat_continue_has_the_earlier_messages, teardown),
 		cmocka_unit_test_teardown(test_chat_keys_edit_the_line, teardown),
 		cmocka_unit_test_teardown(test_chat_log_lists_sessions_beside_runs, teardown),
