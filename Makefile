@@ -18,9 +18,10 @@ CC ?= cc
 PKG_CONFIG ?= pkg-config
 VERSION := 0.1.0
 
-PKGS := libcurl jansson libgit2 libseccomp libpcre2-8 zlib
+PKGS := libcurl jansson libgit2 libseccomp libpcre2-8 zlib libedit
 # What build/forgex itself links; commands needing more run in forgex-core
-# (see src/cli/main.c).
+# (see src/cli/main.c). libedit (the session's line editor, src/cli/lineedit.c)
+# is only in forgex-core: the session is a heavy command (see EDIT_PKGS).
 LIGHT_PKGS := jansson libseccomp libpcre2-8
 TEST_PKGS := cmocka
 
@@ -42,7 +43,11 @@ WARNINGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DFX_VERSION='"$(VERSION)"' $(WARNINGS) \
 	-Isrc -MMD -MP $(shell $(PKG_CONFIG) --cflags $(PKGS)) $(CFLAGS)
-LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS)) -lm
+# libedit is linked only where the line editor is: forgex-core and the
+# unit tests of src/cli/ (not toml-decode, mockllm or the other tests).
+EDIT_PKGS := libedit
+LIBS := $(shell $(PKG_CONFIG) --libs $(filter-out $(EDIT_PKGS),$(PKGS))) -lm
+EDIT_LIBS := $(shell $(PKG_CONFIG) --libs $(EDIT_PKGS))
 LIGHT_LIBS := $(shell $(PKG_CONFIG) --libs $(LIGHT_PKGS)) -lm
 TEST_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(TEST_PKGS)) -Itests
 TEST_LIBS := $(shell $(PKG_CONFIG) --libs $(TEST_PKGS))
@@ -108,7 +113,7 @@ $(BUILD)/forgex: $(BUILD)/obj/src/cli/main-launcher.o $(LIBCLI) $(LIBFX)
 
 $(BUILD)/forgex-core: $(BUILD)/obj/src/cli/main.o $(LIBCLI) $(LIBFX)
 	@echo '  LINK    $@'
-	@$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+	@$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(EDIT_LIBS)
 
 $(BUILD)/toml-decode: $(BUILD)/obj/tests/toml/toml-decode.o $(LIBFX)
 	@echo '  LINK    $@'
@@ -122,6 +127,13 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(HELPER_OBJ) $(LIBFX)
 	@mkdir -p $(@D)
 	@echo '  LINK    $@'
 	@$(CC) $(LDFLAGS) -o $@ $< $(HELPER_OBJ) $(LIBFX) $(LIBS) $(TEST_LIBS) -lpthread
+
+# Unit tests of src/cli/ modules link the front's archive too.
+$(BUILD)/tests/unit/cli/%: $(BUILD)/obj/tests/unit/cli/%.o $(HELPER_OBJ) $(LIBCLI) $(LIBFX)
+	@mkdir -p $(@D)
+	@echo '  LINK    $@'
+	@$(CC) $(LDFLAGS) -o $@ $< $(HELPER_OBJ) $(LIBCLI) $(LIBFX) $(LIBS) $(EDIT_LIBS) $(TEST_LIBS) \
+		-lutil -lpthread
 
 # Banned functions (see src/base/banned.h): a use anywhere in src/ fails the build.
 lint-banned:

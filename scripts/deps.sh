@@ -44,6 +44,7 @@ for g in $want_groups; do
 		need_pc zlib zlib1g-dev
 		need_pc libseccomp libseccomp-dev
 		need_pc libpcre2-8 libpcre2-dev
+		need_pc libedit libedit-dev
 		need_cmd ctags universal-ctags
 		;;
 	test)

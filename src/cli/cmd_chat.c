@@ -20,6 +20,8 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/lineedit.h"
+#include "cli/progress.h"
+#include "llm/provider.h"
 #include "pipeline/chat.h"
 #include "pipeline/pipeline.h"
 #include "sandbox/approval.h"
@@ -105,6 +107,7 @@ static void on_text(void *data, const char *text, size_t len)
 
 	if (!len)
 		return;
+	progress_hold();
 	buf_add(&in, f->held, f->held_len);
 	buf_add(&in, text, len);
 	keep = termsafe_partial_tail(in.buf, in.len);
@@ -115,6 +118,8 @@ static void on_text(void *data, const char *text, size_t len)
 	f->printed += len;
 	f->last = text[len - 1];
 	f->line_open = f->last != '\n';
+	/* the spinner must not draw over a line of text being written */
+	progress_release(f->line_open ? "" : NULL);
 	buf_release(&in);
 }
 
@@ -208,8 +213,12 @@ static void show_diff(struct front *f, const char *diff)
 		size_t n = nl ? (size_t)(nl - p) : strlen(p);
 		const char *c = "";
 
-		if (!strncmp(p, "+++", 3) || !strncmp(p, "---", 3) || !strncmp(p, "diff ", 5) ||
-		    !strncmp(p, "index ", 6) || !strncmp(p, "new file", 8) ||
+		if (!strncmp(p, "diff --git ", 11) || !strncmp(p, "index ", 6)) {
+			/* git's header lines say nothing a person needs here */
+			p += n + (nl != NULL);
+			continue;
+		}
+		if (!strncmp(p, "+++", 3) || !strncmp(p, "---", 3) || !strncmp(p, "new file", 8) ||
 		    !strncmp(p, "deleted file", 12))
 			c = C_BOLD;
 		else if (*p == '+')
@@ -228,16 +237,18 @@ static void show_diff(struct front *f, const char *diff)
 static void on_event(void *data, const json_t *ev)
 {
 	struct front *f = data;
-	const char *type = jsonx_str(ev, "type");
+	const char *type = jsonx_str(ev, "type"), *label = NULL;
 	struct buf b = BUF_INIT;
 
 	if (!type)
 		return;
+	progress_hold();
 	if (!strcmp(type, "tool_call")) {
 		close_line(f);
 		call_summary(&b, jsonx_str(ev, "name") ? jsonx_str(ev, "name") : "?",
 			     json_object_get(ev, "arguments"));
 		fprintf(f->out, "%s*%s %s\n", col(f, C_CYAN), col(f, C_RESET), b.buf);
+		label = b.buf;
 	} else if (!strcmp(type, "tool_result")) {
 		const char *status = jsonx_str(ev, "status"), *name = jsonx_str(ev, "name");
 		const char *preview = jsonx_str(ev, "preview");
@@ -263,6 +274,7 @@ static void on_event(void *data, const json_t *ev)
 				(long long)jsonx_int(ev, "bytes", 0), col(f, C_RESET));
 		}
 		fputc('\n', f->out);
+		label = "";
 	} else if (!strcmp(type, "file_diff")) {
 		const char *diff = jsonx_str(ev, "diff");
 
@@ -286,12 +298,14 @@ static void on_event(void *data, const json_t *ev)
 			   jsonx_str(ev, "reason") : "");
 	} else if (!strcmp(type, "progress") && cli_verbose) {
 		close_line(f);
-		fputs(col(f, C_DIM), stderr);
-		cli_printf(stderr, "forgex: %s", jsonx_str(ev, "message") ?
-			   jsonx_str(ev, "message") : "");
-		fprintf(stderr, "%s\n", col(f, C_RESET));
+		cli_printf(stderr, "forgex: %s\n", jsonx_str(ev, "message"));
+	} else if (!strcmp(type, "progress") && !f->line_open &&
+		   !strcmp(jsonx_str(ev, "kind") ? jsonx_str(ev, "kind") : "", "model")) {
+		buf_addf(&b, "waiting for %s", chat_model(f->chat));
+		label = b.buf;
 	}
 	fflush(f->out);
+	progress_release(label);
 	buf_release(&b);
 }
 
@@ -299,13 +313,25 @@ static void on_wait(void *data, const char *holder)
 {
 	struct front *f = data;
 
+	progress_hold();
 	close_line(f);
 	cli_printf(stderr, "forgex: waiting for %s to finish (Ctrl-C stops waiting)\n", holder);
+	progress_release(NULL);
 }
 
 /*
  * Turns
  */
+
+/* Around an approval question: the spinner leaves the line to it. */
+static void approval_hook(void *data, int asking)
+{
+	(void)data;
+	if (asking)
+		progress_hold();
+	else
+		progress_release("");
+}
 
 static void show_turn_end(struct front *f, const struct agent_result *r, int ret)
 {
@@ -336,8 +362,8 @@ static void show_turn_end(struct front *f, const struct agent_result *r, int ret
 		break;
 	default:
 		fputs(col(f, C_RED), f->out);
-		cli_printf(f->out, "the turn ended: %s",
-			   r->error ? r->error : agent_status_name(r->status));
+		cli_printf(f->out, "the turn ended: %s", r->error ? r->error
+							   : agent_status_name(r->status));
 		fprintf(f->out, "%s\n", col(f, C_RESET));
 		break;
 	}
@@ -356,7 +382,14 @@ static void turn(struct front *f, const char *message)
 	f->line_open = 0;
 	f->held_len = 0;
 	interrupted = 0;
+	/* a spinner while nothing else is said: on a terminal, not with -q or -v */
+	if (!cli_quiet && !cli_verbose && isatty(1) && progress_start(stderr))
+		approval_set_hook(approval_hook, NULL);
 	ret = chat_turn(f->chat, message, &r);
+	if (progress_active()) {
+		approval_set_hook(NULL, NULL);
+		progress_stop();
+	}
 	show_turn_end(f, &r, ret);
 	for (i = 0; i < r.warnings.nr; i++)
 		cli_printf(stderr, "forgex: warning: %s\n", r.warnings.v[i]);
@@ -516,10 +549,31 @@ static void cmd_model(struct front *f, const char *arg)
 		fprintf(f->out, "chat: %s\n", chat_model(f->chat));
 		for (r = 0; r < ROLE__COUNT; r++) {
 			const struct agent_config *ac = config_agent(f->cfg, (enum agent_role)r);
+			const struct provider_config *pc = config_provider(f->cfg, ac->provider);
+			const char *model = ac->model && *ac->model ? ac->model
+					    : pc && pc->model && *pc->model ? pc->model : "(none set)";
 
 			cli_printf(f->out, "%s: %s (provider %s)\n", config_role_name((enum agent_role)r),
-				   ac->model && *ac->model ? ac->model : "(the provider's)",
-				   ac->provider ? ac->provider : "default");
+				   model, ac->provider ? ac->provider : "default");
+		}
+		{
+			const struct agent_config *ac = config_agent(f->cfg, ROLE_BUILDER);
+			const struct provider_config *pc = config_provider(f->cfg, ac->provider);
+			struct strvec models = STRVEC_INIT;
+			struct buf line = BUF_INIT;
+			size_t i;
+
+			if (pc && provider_list_models(&models, pc, 3000) == 0 && models.nr) {
+				for (i = 0; i < models.nr && i < 40; i++)
+					buf_addf(&line, "%s%s", i ? ", " : "", models.v[i]);
+				if (models.nr > 40)
+					buf_addf(&line, ", ... (%zu in all)", models.nr);
+				cli_printf(f->out, "the server of provider %s offers: %s\n",
+					   ac->provider ? ac->provider : "default", line.buf);
+			}
+			err_clear();
+			strvec_clear(&models);
+			buf_release(&line);
 		}
 		return;
 	}
@@ -676,7 +730,6 @@ static void banner(struct front *f, int resumed)
 	size_t nr;
 
 	chat_turns(f->chat, &nr);
-	/* the colours are ours; the model's name comes from a configuration or a server */
 	fprintf(f->out, "%sforgex%s ", col(f, C_BOLD), col(f, C_RESET));
 	cli_printf(f->out, "session %s%s: model %s, permissions %s.\n", chat_id(f->chat),
 		   resumed ? " (resumed)" : "", chat_model(f->chat),
@@ -835,6 +888,7 @@ int cmd_chat(int argc, char **argv)
 		snprintf(prompt, sizeof(prompt), "%s%s>%s ", f.color ? "\1" C_BOLD "\1" : "",
 			 "forgex", f.color ? "\1" C_RESET "\1" : "");
 		interrupted = 0;
+		fflush(f.out);
 		ret = lineedit_read(f.le, prompt, &line);
 		if (ret < 0) {
 			cli_print_error();
@@ -844,6 +898,11 @@ int cmd_chat(int argc, char **argv)
 		if (ret == LINEEDIT_EOF)
 			break;
 		if (ret == LINEEDIT_INTERRUPT) {
+			/* Ctrl-C that drops a typed line only drops it; twice at an empty one leaves */
+			if (lineedit_dropped(f.le)) {
+				interrupts = 0;
+				continue;
+			}
 			if (++interrupts >= 2)
 				break;
 			fprintf(f.out, "%s(Ctrl-C again, or Ctrl-D, leaves)%s\n", col(&f, C_DIM),

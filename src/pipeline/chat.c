@@ -38,6 +38,14 @@ struct model_cost {
 	int unpriced;
 };
 
+/* A file as it was before a tool changed it, for the edit's diff. */
+struct old_version {
+	char *rel;
+	struct buf bytes;
+	int absent;		/* it did not exist */
+	int usable;		/* read whole: a diff can be shown */
+};
+
 struct chat {
 	const struct chat_opts *o;
 	struct config *cfg;
@@ -64,9 +72,9 @@ struct chat {
 	struct chat_turn *turns;
 	size_t turns_nr, turns_alloc;
 	int turn;			/* the running turn, 0 between turns */
-	struct buf old;			/* an edited file before the edit */
-	int old_state;			/* 0: nothing read, 1: read (absent when old_absent), -1: no diff */
-	int old_absent;
+	/* the files the running tool call changes, as they were before it */
+	struct old_version *olds;
+	size_t olds_nr, olds_alloc;
 	struct strvec said;		/* the person's messages, for chat_request_text() */
 	char *last_answer;
 	struct model_cost *costs;
@@ -240,9 +248,31 @@ static void on_hook_event(void *data, json_t *fields)
  * The tools' change hooks: the turn's journal, and the diff of each edit.
  */
 
+static void forget_olds(struct chat *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->olds_nr; i++) {
+		free(c->olds[i].rel);
+		buf_release(&c->olds[i].bytes);
+	}
+	c->olds_nr = 0;
+}
+
+static struct old_version *old_of(struct chat *c, const char *rel)
+{
+	size_t i;
+
+	for (i = 0; i < c->olds_nr; i++)
+		if (!strcmp(c->olds[i].rel, rel))
+			return &c->olds[i];
+	return NULL;
+}
+
 static int hook_before_change(void *data, const struct wspath_loc *loc)
 {
 	struct chat *c = data;
+	struct old_version *o;
 	int ret, cut = 0;
 
 	if (c->have_jr) {
@@ -250,14 +280,16 @@ static int hook_before_change(void *data, const struct wspath_loc *loc)
 		if (ret < 0)
 			return ret;
 	}
-	if (c->old_state)
-		return 0;	/* a move: the first path's version is the one shown */
-	buf_reset(&c->old);
-	c->old_absent = 0;
-	ret = fsutil_read_beneath(&c->old, c->cfg->workspace, loc->rel, DIFF_FILE_MAX, &cut);
-	if (ret == FX_ENOTFOUND)
-		c->old_absent = 1;
-	c->old_state = ret == FX_ENOTFOUND || (!ret && !cut) ? 1 : -1;
+	if (old_of(c, loc->rel))
+		return 0;	/* changed twice in one call: the first version is the one shown */
+	ALLOC_GROW(c->olds, c->olds_nr + 1, c->olds_alloc);
+	o = &c->olds[c->olds_nr++];
+	memset(o, 0, sizeof(*o));
+	o->rel = xstrdup(loc->rel);
+	buf_init(&o->bytes, 0);
+	ret = fsutil_read_beneath(&o->bytes, c->cfg->workspace, loc->rel, DIFF_FILE_MAX, &cut);
+	o->absent = ret == FX_ENOTFOUND;
+	o->usable = o->absent || (!ret && !cut);
 	err_clear();
 	return 0;
 }
@@ -265,20 +297,20 @@ static int hook_before_change(void *data, const struct wspath_loc *loc)
 static void hook_after_change(void *data, const char *rel)
 {
 	struct chat *c = data;
+	struct old_version *o = old_of(c, rel);
 	struct buf now = BUF_INIT, diff = BUF_INIT;
-	int ret, cut = 0, absent = 0, state = c->old_state;
+	int ret, cut = 0, absent = 0;
 
 	if (c->have_jr)
 		journal_after_change(&c->jr, rel);
-	c->old_state = 0;
-	if (state != 1)
+	if (!o || !o->usable)
 		return;
 	ret = fsutil_read_beneath(&now, c->cfg->workspace, rel, DIFF_FILE_MAX, &cut);
 	if (ret == FX_ENOTFOUND)
 		absent = 1;
 	else if (ret < 0 || cut)
 		goto out;
-	if (vcs_diff_buffers(&diff, rel, c->old_absent ? NULL : c->old.buf, c->old.len,
+	if (vcs_diff_buffers(&diff, rel, o->absent ? NULL : o->bytes.buf, o->bytes.len,
 			     absent ? NULL : now.buf, now.len, 0) < 0)
 		goto out;
 	if (diff.len) {
@@ -291,6 +323,10 @@ static void hook_after_change(void *data, const char *rel)
 						     jsonx_stringn_lossy(diff.buf, diff.len),
 						     "cut", shortened));
 	}
+	/* a later change in the same call diffs from this one */
+	buf_reset(&o->bytes);
+	buf_addbuf(&o->bytes, &now);
+	o->absent = absent;
 out:
 	err_clear();
 	buf_release(&now);
@@ -301,7 +337,7 @@ static void hook_around_call(void *data, const struct tool *t, int after)
 {
 	struct chat *c = data;
 
-	c->old_state = 0;
+	forget_olds(c);
 	if (!c->have_jr || !(t->needs & (PERM_TERMINAL | PERM_TEST | PERM_BUILD)))
 		return;
 	if (after)
@@ -473,7 +509,6 @@ int chat_open(struct chat **out, const struct chat_opts *o)
 	mcp_set_init(&c->mcp);
 	c->st = (struct shell_tools)SHELL_TOOLS_INIT;
 	llm_request_init(&c->conv);
-	buf_init(&c->old, 0);
 	strvec_init(&c->said);
 	c->prices = (struct agent_budget)AGENT_BUDGET_INIT;
 	ac = config_agent(c->cfg, ROLE_BUILDER);
@@ -598,7 +633,8 @@ void chat_close(struct chat *c)
 		free(c->costs[i].model);
 	free(c->costs);
 	agent_budget_release(&c->prices);
-	buf_release(&c->old);
+	forget_olds(c);
+	free(c->olds);
 	strvec_clear(&c->said);
 	free(c->last_answer);
 	free(c->start_checkpoint);
@@ -723,16 +759,26 @@ static int begin_turn(struct chat *c, struct ws_lock *lock)
 	dir = xstrfmt("turns/%d", t->n);
 	fd = session_file_open(c->s.dir, dir, O_DIRECTORY | O_CREAT, 0700);
 	free(dir);
-	if (fd < 0)
-		return fd;
+	if (fd < 0) {
+		ret = fd;
+		goto fail;
+	}
 	close(fd);
 	dir = xstrfmt("%s/turns/%d", c->s.dir, t->n);
 	ret = journal_open(&c->jr, c->cps, dir, 1);
 	free(dir);
-	if (ret < 0)
-		return err_prefix(ret, "the turn's journal");
+	if (ret < 0) {
+		err_prefix(ret, "the turn's journal");
+		goto fail;
+	}
 	c->have_jr = 1;
 	return 0;
+fail:
+	/* no turn without a journal: nothing may change unrecorded */
+	free(t->checkpoint);
+	c->turns_nr--;
+	c->turn = 0;
+	return ret;
 }
 
 int chat_turn(struct chat *c, const char *message, struct agent_result *res)
@@ -809,7 +855,6 @@ int chat_turn(struct chat *c, const char *message, struct agent_result *res)
 	ao.on_text = c->o->on_text;
 	ao.text_data = c->o->text_data;
 	ao.conversation = &c->conv;
-	c->old_state = 0;
 	ret = agent_run(res, &ao);
 	answer_dangling_calls(c);
 	if (ret < 0)
@@ -834,6 +879,14 @@ end:
 					    "error", ret < 0 ? err_last() : res->error));
 	c->turn = 0;
 	save_state(c);
+	if (hooks_have(&c->uhooks, "stop")) {
+		json_t *hin = json_pack("{s:s, s:i, s:s, s:s}", "session", c->s.id, "turn", t->n,
+					"outcome", ret < 0 ? "error" : agent_status_name(res->status),
+					"reason", ret < 0 ? err_last() : res->error ? res->error : "");
+
+		hooks_fire(&c->uhooks, "stop", NULL, hin, NULL, NULL);
+		json_decref(hin);
+	}
 out:
 	ws_lock_release(&lock);
 	agent_budget_release(&budget);

@@ -182,29 +182,29 @@ static void test_fs_refuses_paths_outside(void **state)
 	assert_int_equal(fsutil_write_atomic(parent_file, "x", 1, 0644), 0);
 
 	assert_int_equal(tt_callj(&t, tt_builder(), "read_file", json_pack("{s:s}", "path", "../x")),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	assert_contains(t.out.buf, "'../x' is outside the workspace");
 	assert_int_equal(tt_callj(&t, tt_builder(), "read_file",
-				  json_pack("{s:s}", "path", "/etc/passwd")), TOOL_FAILED);
+				  json_pack("{s:s}", "path", "/etc/passwd")), TOOL_REFUSED);
 	assert_contains(t.out.buf, "outside the workspace");
 	assert_int_equal(tt_callj(&t, tt_builder(), "read_file",
-				  json_pack("{s:s}", "path", "a/../../in.txt")), TOOL_FAILED);
+				  json_pack("{s:s}", "path", "a/../../in.txt")), TOOL_REFUSED);
 	assert_contains(t.out.buf, "outside the workspace");
 	assert_int_equal(tt_callj(&t, tt_builder(), "write_file",
 				  json_pack("{s:s,s:s}", "path", parent_file, "content", "pwned")),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	assert_contains(t.out.buf, "outside the workspace");
 	assert_int_equal(tt_callj(&t, tt_builder(), "write_file",
 				  json_pack("{s:s,s:s}", "path", "../ws-sibling", "content", "x")),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	assert_int_equal(tt_callj(&t, tt_builder(), "list_dir", json_pack("{s:s}", "path", "..")),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	assert_int_equal(tt_callj(&t, tt_builder(), "delete_file",
-				  json_pack("{s:s}", "path", parent_file)), TOOL_FAILED);
+				  json_pack("{s:s}", "path", parent_file)), TOOL_REFUSED);
 	assert_true(fsutil_exists(parent_file));
 	assert_int_equal(tt_callj(&t, tt_builder(), "move_file",
 				  json_pack("{s:s,s:s}", "from", "in.txt", "to", "../stolen.txt")),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	assert_true(fsutil_exists(tt_path(&t, "in.txt")));
 
 	/* Absolute paths inside the workspace are fine, and so is "a/../b". */
@@ -234,26 +234,26 @@ static void test_fs_symlink_to_etc_passwd(void **state)
 	assert_int_equal(symlink("../../../../../../../../../etc/passwd", tt_path(&t, "pw-rel")), 0);
 
 	assert_int_equal(tt_callj(&t, tt_builder(), "read_file", json_pack("{s:s}", "path", "pw")),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	assert_contains(t.out.buf, "outside the workspace");
 	assert_not_contains(t.out.buf, "root:");
 	assert_int_equal(tt_callj(&t, tt_builder(), "read_file", json_pack("{s:s}", "path", "pw-rel")),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	assert_not_contains(t.out.buf, "root:");
 	assert_int_equal(tt_callj(&t, tt_builder(), "edit_file",
 				  json_pack("{s:s,s:s,s:s}", "path", "pw", "old_string", "root",
-					    "new_string", "toor")), TOOL_FAILED);
+					    "new_string", "toor")), TOOL_REFUSED);
 	assert_not_contains(t.out.buf, "root:");
 	assert_int_equal(tt_callj(&t, tt_builder(), "write_file",
-				  json_pack("{s:s,s:s}", "path", "pw", "content", "pwned\n")), TOOL_FAILED);
+				  json_pack("{s:s,s:s}", "path", "pw", "content", "pwned\n")), TOOL_REFUSED);
 	assert_int_equal(tt_callj(&t, tt_builder(), "write_file",
 				  json_pack("{s:s,s:s}", "path", "pw-rel", "content", "pwned\n")),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	assert_int_equal(tt_callj(&t, tt_builder(), "edit_file",
 				  json_pack("{s:s,s:s,s:s}", "path", "pw", "old_string", "",
-					    "new_string", "pwned")), TOOL_FAILED);
+					    "new_string", "pwned")), TOOL_REFUSED);
 	assert_int_equal(tt_callj(&t, tt_builder(), "search",
-				  json_pack("{s:s,s:s}", "pattern", "root", "path", "pw")), TOOL_FAILED);
+				  json_pack("{s:s,s:s}", "pattern", "root", "path", "pw")), TOOL_REFUSED);
 	assert_not_contains(t.out.buf, "root:");
 	assert_int_equal(tt_callj(&t, tt_builder(), "search", json_pack("{s:s}", "pattern", "root:")),
 			 TOOL_OK);
@@ -262,7 +262,7 @@ static void test_fs_symlink_to_etc_passwd(void **state)
 	assert_int_equal(tt_callj(&t, tt_builder(), "move_file",
 				  json_pack("{s:s,s:s}", "from", "pw", "to", "moved")), TOOL_OK);
 	assert_int_equal(tt_callj(&t, tt_builder(), "read_file", json_pack("{s:s}", "path", "moved")),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	assert_int_equal(tt_callj(&t, tt_builder(), "delete_file", json_pack("{s:s}", "path", "moved")),
 			 TOOL_OK);
 	assert_contains(t.out.buf, "the symbolic link, not what it points to");
@@ -291,27 +291,27 @@ static void test_fs_symlink_to_folder_outside(void **state)
 	assert_int_equal(symlink("..", tt_path(&t, "up")), 0);
 
 	assert_int_equal(tt_callj(&t, tt_builder(), "read_file",
-				  json_pack("{s:s}", "path", "out/secret.txt")), TOOL_FAILED);
+				  json_pack("{s:s}", "path", "out/secret.txt")), TOOL_REFUSED);
 	assert_contains(t.out.buf, "outside the workspace");
 	assert_not_contains(t.out.buf, "TOP-SECRET");
 	assert_int_equal(tt_callj(&t, tt_builder(), "list_dir", json_pack("{s:s}", "path", "out")),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	assert_not_contains(t.out.buf, "secret.txt");
 	assert_int_equal(tt_callj(&t, tt_builder(), "list_dir", json_pack("{s:s}", "path", "up")),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	assert_int_equal(tt_callj(&t, tt_builder(), "write_file",
 				  json_pack("{s:s,s:s}", "path", "out/new.txt", "content", "x")),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	assert_int_equal(tt_callj(&t, tt_builder(), "write_file",
 				  json_pack("{s:s,s:s}", "path", "out/deeper/new.txt", "content", "x")),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	assert_int_equal(tt_callj(&t, tt_builder(), "move_file",
 				  json_pack("{s:s,s:s}", "from", "out/secret.txt", "to", "got.txt")),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	assert_int_equal(tt_callj(&t, tt_builder(), "delete_file",
-				  json_pack("{s:s}", "path", "out/secret.txt")), TOOL_FAILED);
+				  json_pack("{s:s}", "path", "out/secret.txt")), TOOL_REFUSED);
 	assert_int_equal(tt_callj(&t, tt_builder(), "search",
-				  json_pack("{s:s,s:s}", "pattern", "SECRET", "path", "out")), TOOL_FAILED);
+				  json_pack("{s:s,s:s}", "pattern", "SECRET", "path", "out")), TOOL_REFUSED);
 	assert_int_equal(tt_callj(&t, tt_builder(), "search", json_pack("{s:s}", "pattern", "SECRET")),
 			 TOOL_OK);
 	assert_not_contains(t.out.buf, "TOP-SECRET");
@@ -475,12 +475,12 @@ static void test_fs_write_creates_parents_atomically(void **state)
 	assert_contains(t.out.buf, "a folder");
 	assert_int_equal(tt_callj(&t, tt_builder(), "write_file",
 				  json_pack("{s:s,s:s}", "path", ".git/hooks/pre-commit", "content",
-					    "#!/bin/sh\nrm -rf ~\n")), TOOL_FAILED);
+					    "#!/bin/sh\nrm -rf ~\n")), TOOL_REFUSED);
 	assert_contains(t.out.buf, ".git");
 	assert_false(fsutil_exists(tt_path(&t, ".git")));
 	assert_int_equal(tt_callj(&t, tt_builder(), "write_file",
 				  json_pack("{s:s,s:s}", "path", ".forgex/checkpoints/x", "content", "x")),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	assert_int_equal(t.ctx.changed.nr, 1);
 	assert_string_equal(t.ctx.changed.v[0], "a/b/c.txt");
 	tt_teardown(&t);
@@ -509,7 +509,7 @@ static void test_fs_delete(void **state)
 			 TOOL_OK);
 	assert_false(fsutil_exists(tt_path(&t, "empty")));
 	assert_int_equal(tt_callj(&t, tt_builder(), "delete_file", json_pack("{s:s}", "path", ".")),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	assert_true(fsutil_is_dir(t.ws));
 	assert_int_equal(t.ctx.changed.nr, 2);
 	tt_teardown(&t);
@@ -572,7 +572,7 @@ static void test_fs_list_dir(void **state)
 			 TOOL_FAILED);
 	assert_contains(t.out.buf, "read_file");
 	assert_int_equal(tt_callj(&t, tt_builder(), "list_dir", json_pack("{s:s}", "path", ".git")),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	for (i = 0; i < 1100; i++) {
 		char name[32];
 
@@ -633,24 +633,31 @@ static void test_fs_protected_folders_any_depth_any_case(void **state)
 	for (i = 0; i < ARRAY_SIZE(paths); i++) {
 		assert_int_equal(tt_callj(&t, tt_builder(), "write_file",
 					  json_pack("{s:s,s:s}", "path", paths[i], "content",
-						    "[sandbox]\nbackend = \"none\"\n")), TOOL_FAILED);
+						    "[sandbox]\nbackend = \"none\"\n")), TOOL_REFUSED);
 		if (!strstr(t.out.buf, "inside .forgex") && !strstr(t.out.buf, "inside a .git"))
 			fail_msg("write_file %s: %s", paths[i], t.out.buf);
-		assert_int_equal(tt_callj(&t, tt_builder(), "delete_file",
-					  json_pack("{s:s}", "path", paths[i])), TOOL_FAILED);
-		if (!strstr(t.out.buf, "inside .forgex") && !strstr(t.out.buf, "inside a .git") &&
-		    !strstr(t.out.buf, "does not exist"))
-			fail_msg("delete_file %s: %s", paths[i], t.out.buf);
+		{
+			int st = tt_callj(&t, tt_builder(), "delete_file",
+					  json_pack("{s:s}", "path", paths[i]));
+
+			/* refused where it is protected; a missing file is a plain failure */
+			if (strstr(t.out.buf, "does not exist"))
+				assert_int_equal(st, TOOL_FAILED);
+			else if (strstr(t.out.buf, "inside .forgex") || strstr(t.out.buf, "inside a .git"))
+				assert_int_equal(st, TOOL_REFUSED);
+			else
+				fail_msg("delete_file %s: %s", paths[i], t.out.buf);
+		}
 		assert_int_equal(tt_callj(&t, tt_builder(), "move_file",
 					  json_pack("{s:s,s:s}", "from", "sub/ok.txt", "to", paths[i])),
-				 TOOL_FAILED);
+				 TOOL_REFUSED);
 		if (!strstr(t.out.buf, "inside .forgex") && !strstr(t.out.buf, "inside a .git"))
 			fail_msg("move_file to %s: %s", paths[i], t.out.buf);
 	}
 	assert_int_equal(tt_callj(&t, tt_builder(), "edit_file",
 				  json_pack("{s:s,s:s,s:s}", "path", "sub/.forgex/config.toml", "old_string",
 					    "[pipeline]", "new_string", "[sandbox]\nbackend = \"none\"")),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	assert_contains(t.out.buf, "inside .forgex");
 	{
 		char *c = tu_read(t.ws, "sub/.forgex/config.toml");
@@ -664,7 +671,7 @@ static void test_fs_protected_folders_any_depth_any_case(void **state)
 	assert_int_equal(tt_callj(&t, tt_builder(), "read_file",
 				  json_pack("{s:s}", "path", "sub/.forgex/config.toml")), TOOL_OK);
 	assert_int_equal(tt_callj(&t, tt_builder(), "read_file",
-				  json_pack("{s:s}", "path", ".GIT/config")), TOOL_FAILED);
+				  json_pack("{s:s}", "path", ".GIT/config")), TOOL_REFUSED);
 	assert_contains(t.out.buf, "inside a .git");
 	tt_teardown(&t);
 }

@@ -124,10 +124,10 @@ static void test_git_status(void **state)
 	snapshot(&after, tt_path(&t, ".git"));
 	assert_string_equal(before.buf, after.buf);
 	assert_int_equal(tt_callj(&t, supervisor, "git_status", json_pack("{s:s}", "path", "../x")),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	assert_contains(t.out.buf, "outside the workspace");
 	assert_int_equal(tt_callj(&t, supervisor, "git_diff", json_pack("{s:s}", "path", ".git/config")),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	assert_contains(t.out.buf, ".git");
 	buf_release(&before);
 	buf_release(&after);

@@ -495,16 +495,16 @@ static void test_patch_tool_confinement(void **state)
 	tu_write(t.ws, "a.txt", "alpha\n");
 	tu_write(t.ws, ".git/config", "[core]\n");
 	assert_int_equal(patch(&t, "*** Begin Patch\n*** Update File: a.txt\n@@\n-alpha\n+A\n"
-			       "*** Add File: ../escape.txt\n+x\n*** End Patch"), TOOL_FAILED);
+			       "*** Add File: ../escape.txt\n+x\n*** End Patch"), TOOL_REFUSED);
 	assert_contains(t.out.buf, "outside the workspace");
 	assert_int_equal(patch(&t, "*** Begin Patch\n*** Update File: out.txt\n@@\n-secret\n+owned\n"
-			       "*** End Patch"), TOOL_FAILED);
+			       "*** End Patch"), TOOL_REFUSED);
 	assert_contains(t.out.buf, "leads outside the workspace");
 	assert_int_equal(patch(&t, "*** Begin Patch\n*** Update File: .git/config\n@@\n-[core]\n+x\n"
-			       "*** End Patch"), TOOL_FAILED);
+			       "*** End Patch"), TOOL_REFUSED);
 	assert_contains(t.out.buf, "inside a .git folder");
 	assert_int_equal(patch(&t, "*** Begin Patch\n*** Add File: .forgex/x\n+x\n*** End Patch"),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	assert_contains(t.out.buf, "inside .forgex");
 	assert_file(&t, "a.txt", "alpha\n");
 	assert_file(&t, ".git/config", "[core]\n");

@@ -146,21 +146,21 @@ static void test_shell_run_command_refusals(void **state)
 	assert_int_equal(call(e, "run_command", "{\"argv\": [\"ls\"], \"shell\": true}"), TOOL_REFUSED);
 	assert_int_equal(e->commands, 0);
 	/* the policy */
-	assert_int_equal(call(e, "run_command", "{\"argv\": [\"rm\", \"-rf\", \".\"]}"), TOOL_FAILED);
+	assert_int_equal(call(e, "run_command", "{\"argv\": [\"rm\", \"-rf\", \".\"]}"), TOOL_REFUSED);
 	assert_string_equal(e->out.buf, "error: Command denied by policy: Command 'rm' is in the "
 			    "deny list");
 	assert_int_equal(e->commands, 1);
 	assert_int_equal(e->last_code, FX_EDENIED);
 	assert_int_equal(e->last_exit, -1000);
-	assert_int_equal(call(e, "run_command", "{\"argv\": [\"busybox\", \"rm\", \"x\"]}"), TOOL_FAILED);
+	assert_int_equal(call(e, "run_command", "{\"argv\": [\"busybox\", \"rm\", \"x\"]}"), TOOL_REFUSED);
 	assert_contains(e->out.buf, "Command denied by policy");
 	assert_int_equal(call(e, "run_command", "{\"argv\": [\"wget\", \"http://example.com\"]}"),
-			 TOOL_FAILED);
+			 TOOL_REFUSED);
 	assert_contains(e->out.buf, "error: Command not approved: wget http://example.com");
 	/* cwd outside the workspace */
-	assert_int_equal(call(e, "run_command", "{\"argv\": [\"ls\"], \"cwd\": \"../..\"}"), TOOL_FAILED);
+	assert_int_equal(call(e, "run_command", "{\"argv\": [\"ls\"], \"cwd\": \"../..\"}"), TOOL_REFUSED);
 	assert_contains(e->out.buf, "escapes workspace");
-	assert_int_equal(call(e, "run_command", "{\"argv\": [\"ls\"], \"cwd\": \"/etc\"}"), TOOL_FAILED);
+	assert_int_equal(call(e, "run_command", "{\"argv\": [\"ls\"], \"cwd\": \"/etc\"}"), TOOL_REFUSED);
 	/* the role gate comes first */
 	assert_int_equal(call_as(e, permissions_for_role("supervisor"), "run_command",
 				 "{\"argv\": [\"ls\"]}"), TOOL_REFUSED);
