@@ -932,7 +932,9 @@ static void test_chat_model_switch_and_cost(void **state)
 		 "{'text': 'one', 'usage': {'prompt_tokens': 100, 'completion_tokens': 7, "
 		 "'total_tokens': 107}},"
 		 "{'text': 'two', 'usage': {'prompt_tokens': 200, 'completion_tokens': 9, "
-		 "'total_tokens': 209}}]}", "auto");
+		 "'total_tokens': 209}},"
+		 "{'tool_calls': [{'id': 'p1', 'name': 'submit_plan', 'arguments': " GO_PLAN "}]}"
+		 "]}", "auto");
 	fx_chat(&f, NULL);
 	say(&f, "first");
 	from = say(&f, "/model other-model");
@@ -953,6 +955,23 @@ static void test_chat_model_switch_and_cost(void **state)
 			       "unknown (no [budget] prices)\n"));
 	assert_non_null(strstr(text, "total: 2 calls, 316 tokens, cost unknown\n"));
 	free(text);
+	/* a role's model, for the pipeline; /model alone names them all */
+	from = say(&f, "/model architect arch-model");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "architect now uses arch-model\n"));
+	free(text);
+	from = say(&f, "/model");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "chat: other-model\n"));
+	assert_non_null(strstr(text, "architect: arch-model (provider default)\n"));
+	assert_non_null(strstr(text, "builder: mock-model (provider default)\n"));
+	assert_non_null(strstr(text, "the server of provider default offers: mock-model\n"));
+	free(text);
+	say(&f, "/plan the plan");
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 3);
+	assert_string_equal(jsonx_str(json_array_get(reqs, 2), "model"), "arch-model");
+	json_decref(reqs);
 	term_send(&f.t, "\004");
 	assert_int_equal(term_wait(&f.t), 0);
 	fx_release(&f);
