@@ -80,6 +80,7 @@ struct term {
 	size_t *ends;
 	size_t reads, alloc;
 	size_t mark;		/* term_expect() searches from here */
+	const char *prompt;	/* the prompt as written: PROMPT, or without colour */
 	int status;		/* exit status, or 128+signal; -1 while running */
 };
 
@@ -126,8 +127,9 @@ static char *shown(const struct term *t, size_t from)
 }
 
 /*
- * Start `forgex args...` in project `p` (its HOME and XDG_CONFIG_HOME) on a
- * new 100x40 terminal, as a terminal emulator would: TERM=xterm, colours on.
+ * Start `forgex args...` in project `p` (its HOME and XDG_CONFIG_HOME, and
+ * what sc_proj_env() added) on a new 100x40 terminal, as a terminal
+ * emulator would: TERM=xterm, no NO_COLOR unless the project sets it.
  */
 static void term_start(struct term *t, const struct sc_proj *p, const char *const *args)
 {
@@ -138,6 +140,10 @@ static void term_start(struct term *t, const struct sc_proj *p, const char *cons
 	memset(t, 0, sizeof(*t));
 	buf_init(&t->out, 0);
 	t->status = -1;
+	t->prompt = PROMPT;
+	for (i = 0; i < p->env_nr; i++)
+		if (!strncmp(p->env[i], "NO_COLOR=", 9) && p->env[i][9])
+			t->prompt = "forgex> ";
 	strvec_push(&argv, abs ? abs : tu_forgex());
 	free(abs);
 	strvec_pushv(&argv, args);
@@ -164,10 +170,10 @@ static void term_start(struct term *t, const struct sc_proj *p, const char *cons
 			close(slave);
 		if (chdir(p->dir))
 			_exit(125);
-		for (i = 0; i < p->env_nr; i++)
-			putenv((char *)p->env[i]);
 		setenv("TERM", "xterm", 1);
 		unsetenv("NO_COLOR");
+		for (i = 0; i < p->env_nr; i++)
+			putenv((char *)p->env[i]);
 		execv(argv.v[0], (char *const *)argv.v);
 		_exit(127);
 	}
@@ -258,7 +264,7 @@ static size_t term_expect_at(struct term *t, const char *text, double timeout, i
  */
 static size_t term_prompt_at(struct term *t, int line)
 {
-	size_t off = term_expect_at(t, PROMPT, STEP, line);
+	size_t off = term_expect_at(t, t->prompt, STEP, line);
 	double end = now() + STEP;
 	struct termios tio;
 
@@ -643,6 +649,60 @@ static void test_chat_edit_shows_its_diff(void **state)
 	assert_non_null(strstr(text, "\\e[31m-    return a + b\\e[m\n\\e[32m+    return b + a\\e[m\n"));
 	assert_non_null(strstr(text, "\\e[32m+def mul(a, b):\\e[m\n"));
 	free(text);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	fx_release(&f);
+}
+
+static void test_chat_edit_diff_without_colour(void **state)
+{
+	struct fx f;
+	size_t from;
+	char *text;
+
+	(void)state;
+	fx_start(&f, "{'steps': ["
+		 "{'tool_calls': [{'id': 'e1', 'name': 'write_file', 'arguments': {'path': "
+		 "'calc.py', 'content': 'def add(a, b):\\n    return b + a\\n'}}]},"
+		 "{'text': 'Swapped.'}]}", "auto");
+	sc_proj_env(&f.p, "NO_COLOR=1");
+	fx_chat(&f, NULL);
+	from = say(&f, "swap them");
+	text = between(&f.t, from, f.t.mark);
+	/* the same lines, marked by + and - alone; not one colour code */
+	assert_non_null(strstr(text, "* write_file calc.py\n"));
+	assert_non_null(strstr(text, "\n    -    return a + b\n    +    return b + a\n"));
+	assert_non_null(strstr(text, "Swapped.\n"));
+	assert_null(strstr(text, "\\e[3"));
+	assert_null(strstr(text, "\\e[1m"));
+	free(text);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	fx_release(&f);
+}
+
+static void test_chat_line_typed_during_a_reply_is_the_next_message(void **state)
+{
+	struct fx f;
+	json_t *reqs;
+
+	(void)state;
+	fx_start(&f, "{'steps': [{'text': 'First part. Second part.', 'delta_chars': 12, "
+		 "'delays_ms': [0, 0, 2000]}, {'text': 'Got the next one.'}]}", "auto");
+	fx_chat(&f, NULL);
+	term_type(&f.t, "slow one");
+	term_send(&f.t, "\r");
+	term_expect(&f.t, "First part.");
+	/* typed ahead while the reply streams */
+	term_send(&f.t, "queued message\r");
+	term_expect(&f.t, "Second part.");
+	term_expect(&f.t, "Got the next one.");
+	term_prompt(&f.t);
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 2);
+	assert_string_equal(last_of(reqs, 1, "user"), "queued message");
+	assert_string_equal(last_of(reqs, 1, "assistant"), "First part. Second part.");
+	json_decref(reqs);
 	term_send(&f.t, "\004");
 	assert_int_equal(term_wait(&f.t), 0);
 	fx_release(&f);
@@ -1633,6 +1693,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_chat_streams_text_before_the_reply_ends, teardown),
 		cmocka_unit_test_teardown(test_chat_edit_shows_its_diff, teardown),
+		cmocka_unit_test_teardown(test_chat_edit_diff_without_colour, teardown),
+		cmocka_unit_test_teardown(test_chat_line_typed_during_a_reply_is_the_next_message,
+					  teardown),
 		cmocka_unit_test_teardown(test_chat_refused_call_is_shown_refused, teardown),
 		cmocka_unit_test_teardown(test_chat_plan_then_go_passes_without_planning_again,
 					  teardown),
