@@ -1262,6 +1262,52 @@ static void test_chat_keys_edit_the_line(void **state)
 	fx_release(&f);
 }
 
+static void test_chat_continuation_completion_and_escapes(void **state)
+{
+	struct fx f;
+	size_t from;
+	char *text;
+	json_t *reqs;
+
+	(void)state;
+	fx_start(&f, "{'steps': [{'text': 'one'}, {'text': 'two'}]}", "auto");
+	fx_chat(&f, NULL);
+	/* a trailing backslash goes on on the next line; the model gets both lines */
+	term_type(&f.t, "first line\\\r");
+	term_expect(&f.t, "... ");
+	term_type(&f.t, "second line\r");
+	term_expect(&f.t, "one");
+	term_prompt(&f.t);
+	/* Tab completes a command */
+	from = say(&f, "/hel\t");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "  /undo "));
+	free(text);
+	/* a leading "//" is a message that begins with "/" */
+	from = say(&f, "//etc/hosts is what file?");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "two"));
+	assert_null(strstr(text, "unknown command"));
+	free(text);
+	/* /diff takes a turn number */
+	from = say(&f, "/diff soon");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "/diff takes a turn number (1, 2, ...), not 'soon'\n"));
+	free(text);
+	from = say(&f, "/diff 9");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "no turn 9 in this session (it has 2)"));
+	free(text);
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 2);
+	assert_string_equal(last_of(reqs, 0, "user"), "first line\nsecond line");
+	assert_string_equal(last_of(reqs, 1, "user"), "/etc/hosts is what file?");
+	json_decref(reqs);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	fx_release(&f);
+}
+
 static void test_chat_log_lists_sessions_beside_runs(void **state)
 {
 	struct fx f;
@@ -1705,6 +1751,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_chat_undo_after_ctrl_c_reverts_the_command, teardown),
 		cmocka_unit_test_teardown(test_chat_continue_has_the_earlier_messages, teardown),
 		cmocka_unit_test_teardown(test_chat_keys_edit_the_line, teardown),
+		cmocka_unit_test_teardown(test_chat_continuation_completion_and_escapes, teardown),
 		cmocka_unit_test_teardown(test_chat_log_lists_sessions_beside_runs, teardown),
 		cmocka_unit_test_teardown(test_chat_slash_commands_help_and_hints, teardown),
 		cmocka_unit_test_teardown(test_chat_clear_empties_the_conversation, teardown),
