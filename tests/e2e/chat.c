@@ -245,9 +245,8 @@ static size_t term_expect_at(struct term *t, const char *text, double timeout, i
 				if (*p == '\033')
 					*p = '~';
 			fail_msg("line %d: '%s' (\\e as ~) did not show within %.0f s%s; the terminal "
-				 "(after offset %zu):\n%s", line, want, timeout,
-				 open ? "" : " (the terminal closed)", t->mark,
-				 s + 0);
+				 "(searched from byte %zu):\n%s", line, want, timeout,
+				 open ? "" : " (the terminal closed)", t->mark, s);
 		}
 		open = term_pump(t, 20);
 	}
