@@ -38,12 +38,20 @@
 /* Bytes of a tool result's first line shown. */
 #define RESULT_SHOWN 160
 
-static volatile sig_atomic_t interrupted;
+static volatile sig_atomic_t interrupted, leaving;
 
 static void on_sigint(int sig)
 {
 	(void)sig;
 	interrupted = 1;
+}
+
+/* SIGTERM, SIGHUP (the terminal went away): stop the turn, save, and leave. */
+static void on_stop(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+	leaving = 1;
 }
 
 static const char *const slash_commands[] = {
@@ -440,7 +448,11 @@ static void pipeline(struct front *f, const char *action, const char *request,
 	sa.sa_handler = on_sigint;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = on_stop;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	approval_set_cancel(&interrupted);
 	interrupted = 0;
 	f->cfg->pipeline.baseline = baseline;
 	count_run(f, &res);
@@ -858,8 +870,13 @@ int cmd_chat(int argc, char **argv)
 	sa.sa_handler = on_sigint;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
+	sa.sa_handler = on_stop;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	/* SIGTERM or SIGHUP at an approval question is a no (Ctrl-C there is one anyway) */
+	approval_set_cancel(&interrupted);
 	ret = chat_open(&f.chat, &f.co);
 	f.co.resume = NULL;
 	if (ret < 0) {
@@ -882,7 +899,7 @@ int cmd_chat(int argc, char **argv)
 	banner(&f, resume != NULL);
 	if (first.len)
 		turn(&f, first.buf);
-	while (!f.quit) {
+	while (!f.quit && !leaving) {
 		char prompt[64];
 
 		snprintf(prompt, sizeof(prompt), "%s%s>%s ", f.color ? "\1" C_BOLD "\1" : "",
@@ -896,6 +913,8 @@ int cmd_chat(int argc, char **argv)
 			break;
 		}
 		if (ret == LINEEDIT_EOF)
+			break;
+		if (ret == LINEEDIT_INTERRUPT && leaving)
 			break;
 		if (ret == LINEEDIT_INTERRUPT) {
 			/* Ctrl-C that drops a typed line only drops it; twice at an empty one leaves */
@@ -928,6 +947,7 @@ int cmd_chat(int argc, char **argv)
 out:
 	lineedit_close(f.le);
 	chat_close(f.chat);
+	approval_set_cancel(NULL);
 	sigaction(SIGINT, &old_int, NULL);
 	json_decref(f.plan);
 	free(f.plan_request);

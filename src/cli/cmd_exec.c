@@ -21,6 +21,7 @@
 #include "base/path.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "sandbox/approval.h"
 #include "sandbox/executor.h"
 
 static volatile sig_atomic_t exec_interrupted;
@@ -175,6 +176,7 @@ int cmd_exec(int argc, char **argv)
 	sigaction(SIGTERM, &sa, &old_term);
 	sigaction(SIGHUP, &sa, &old_hup);
 	executor_set_cancel(&ex, -1, &exec_interrupted);
+	approval_set_cancel(&exec_interrupted);	/* SIGTERM at an approval question: no */
 
 	memset(&req, 0, sizeof(req));
 	req.argv = (const char *const *)argv + optind;
@@ -182,6 +184,7 @@ int cmd_exec(int argc, char **argv)
 	req.cwd = cwd.buf;
 	req.timeout_ms = timeout_ms;
 	ret = executor_run(&r, &ex, &req);
+	approval_set_cancel(NULL);
 
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);

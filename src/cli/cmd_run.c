@@ -556,6 +556,8 @@ int cli_pipeline_keep(const char *cmd, struct config *cfg, struct pipeline_opts 
 	po->cfg = cfg;
 	po->on_wait = on_wait;
 	po->cancel = &interrupted;
+	/* SIGTERM or SIGHUP at an approval question: no, and the run ends */
+	approval_set_cancel(&interrupted);
 	po->on_event = show_event;
 	po->event_data = &v;
 	po->on_session = show_start;
@@ -565,6 +567,7 @@ int cli_pipeline_keep(const char *cmd, struct config *cfg, struct pipeline_opts 
 	if (!json && !cli_quiet && !cli_verbose && v.tty && progress_start(stderr))
 		approval_set_hook(approval_hook, NULL);
 	ret = pipeline_run(&res, po);
+	approval_set_cancel(NULL);
 	if (progress_active()) {
 		approval_set_hook(NULL, NULL);
 		progress_stop();

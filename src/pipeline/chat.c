@@ -18,6 +18,7 @@
 #include "pipeline/hooks.h"
 #include "pipeline/journal.h"
 #include "pipeline/lock.h"
+#include "sandbox/approval.h"
 #include "sandbox/executor.h"
 #include "sandbox/permissions.h"
 #include "tools/mcp_tools.h"
@@ -511,6 +512,8 @@ int chat_open(struct chat **out, const struct chat_opts *o)
 	llm_request_init(&c->conv);
 	strvec_init(&c->said);
 	c->prices = (struct agent_budget)AGENT_BUDGET_INIT;
+	/* an `a` answer holds for one session: a new (or resumed) one asks again */
+	approval_always_reset();
 	ac = config_agent(c->cfg, ROLE_BUILDER);
 	c->model = xstrdup(ac->model ? ac->model : "");
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,6 +59,33 @@ static json_t *entry(struct journal *j, const char *rel)
 	return e;
 }
 
+/*
+ * Whether `rel` is a path the journal may hold: relative, clean (no
+ * empty, "." or ".." component), and outside every .git and .forgex
+ * folder in any letter case (what no tool changes and no snapshot holds).
+ * changes.jsonl is in the workspace, so anyone may have written it: a
+ * record for any other path is not taken, so a revert can never write a
+ * git hook or leave the workspace.
+ */
+static int journal_path_ok(const char *rel)
+{
+	const char *p = rel;
+
+	if (!rel || !*rel || *rel == '/')
+		return 0;
+	for (;;) {
+		size_t n = strcspn(p, "/");
+
+		if (!n || (n == 1 && *p == '.') || (n == 2 && !strncmp(p, "..", 2)) ||
+		    (n == 4 && !strncasecmp(p, ".git", 4)) ||
+		    (n == 7 && !strncasecmp(p, ".forgex", 7)))
+			return 0;
+		if (!p[n])
+			return 1;
+		p += n + 1;
+	}
+}
+
 int journal_open(struct journal *j, struct checkpoints *cps, const char *dir, int append_mode)
 {
 	struct buf b = BUF_INIT;
@@ -89,7 +117,8 @@ int journal_open(struct journal *j, struct checkpoints *cps, const char *dir, in
 		json_t *rec = NULL;
 
 		/* a torn last line (killed mid-write) is skipped */
-		if (n && !jsonx_parse(&rec, b.buf + pos, n, CHANGES) && jsonx_str(rec, "path")) {
+		if (n && !jsonx_parse(&rec, b.buf + pos, n, CHANGES) &&
+		    journal_path_ok(jsonx_str(rec, "path"))) {
 			json_t *e = entry(j, jsonx_str(rec, "path"));
 			json_t *before = json_object_get(rec, "before");
 
@@ -467,16 +496,24 @@ static int put_before(struct journal *j, const char *rel, const json_t *before)
 		ret = vcs_put_path(j->cps, rel, t, strlen(t), GITMODE_LINK, 0);
 	} else if (!strcmp(kind, "saved")) {
 		struct buf data = BUF_INIT;
-		int fd = session_file_open(j->dir, jsonx_str(before, "file"), O_RDONLY, 0);
-		unsigned mode = (unsigned)jsonx_int(before, "mode", 0100644);
+		const char *file = jsonx_str(before, "file");
+		/* never a set-id or sticky bit: the journal may not be forgex's own */
+		unsigned mode = (unsigned)jsonx_int(before, "mode", 0100644) & 0777;
+		int fd;
 
+		/* the saved bytes are in the run folder, nowhere else */
+		if (!file || (strncmp(file, "saved/", 6) && strncmp(file, "user-versions/", 14)) ||
+		    !journal_path_ok(file))
+			return err_set(FX_EPARSE, "the journal names no saved copy inside the run "
+				       "folder");
+		fd = session_file_open(j->dir, file, O_RDONLY, 0);
 		if (fd < 0)
 			return fd;
 		ret = fsutil_read_fd(&data, fd, MAX_SAVE);
 		close(fd);
 		if (!ret)
 			ret = vcs_put_path(j->cps, rel, data.buf, data.len,
-					   mode & 0111 ? GITMODE_EXEC : GITMODE_FILE, mode & 07777);
+					   mode & 0111 ? GITMODE_EXEC : GITMODE_FILE, mode);
 		buf_release(&data);
 	} else if (!strcmp(kind, "tree")) {
 		struct strvec one = STRVEC_INIT, failed = STRVEC_INIT;

@@ -2,6 +2,7 @@
  * The "docker" backend: the seed's DockerExecutor. The command runs as
  *
  *   docker run --rm --name forgex-<8 hex> --network none|bridge
+ *       (bridge: [sandbox] network, or an approved network command)
  *       --cap-drop ALL --security-opt no-new-privileges
  *       [--read-only --tmpfs /tmp] [--cpus C] [--memory M]
  *       --user USER|UID:GID -v WORKSPACE:/workspace -w /workspace[/REL]
@@ -86,7 +87,7 @@ static void container_name(char *out, size_t len)
  */
 static void build_docker_argv(struct strvec *out, const struct executor *ex,
 			      const char *const *user_argv, size_t argc, const char *workdir,
-			      const char *name, const char *const *env)
+			      const char *name, const char *const *env, int network)
 {
 	struct strvec vars = STRVEC_INIT;
 	struct buf w = BUF_INIT;
@@ -98,7 +99,7 @@ static void build_docker_argv(struct strvec *out, const struct executor *ex,
 	strvec_push(out, "--name");
 	strvec_push(out, name);
 	strvec_push(out, "--network");
-	strvec_push(out, ex->network ? "bridge" : "none");
+	strvec_push(out, network ? "bridge" : "none");
 	strvec_push(out, "--cap-drop");
 	strvec_push(out, "ALL");
 	strvec_push(out, "--security-opt");
@@ -155,7 +156,7 @@ static int docker_prepare(struct executor *ex, struct sb_spawn *sp)
 	container_name(sp->plan.name, sizeof(sp->plan.name));
 	strvec_clear(&sp->argv);
 	build_docker_argv(&sp->argv, ex, sp->user_argv, sp->user_argc, sp->workdir,
-			  sp->plan.name, sp->env_overrides);
+			  sp->plan.name, sp->env_overrides, sp->network);
 	/* the client: safe variables and where the engine is, no overrides */
 	strvec_clear(&sp->env);
 	sb_build_env(&sp->env, NULL);

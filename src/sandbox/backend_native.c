@@ -125,6 +125,9 @@ struct native_state {
 	int landlock_net;		/* Landlock denies TCP too (no network namespace) */
 	struct sock_filter *filter;	/* seccomp program, or NULL */
 	unsigned short filter_len;
+	struct sock_filter *filter_net;	/* the same without the socket rule, for commands
+					   that may use the network; NULL: `filter` has none */
+	unsigned short filter_net_len;
 	int cgroup;			/* limit root's processes with a pids cgroup */
 	char cgroup_parent[256];
 	char *cgroup_dir;		/* made at the first command, reused (one at a time) */
@@ -207,7 +210,7 @@ static int add_mode_rules(scmp_filter_ctx ctx, int nr, unsigned mode_arg, int fl
 	return rc;
 }
 
-static int build_seccomp(struct native_state *st, int with_net)
+static int build_seccomp(struct sock_filter **out, unsigned short *out_len, int with_net)
 {
 	static const struct { int nr; int mode_arg, flags_arg; } modes[] = {
 		{ SCMP_SYS(chmod), 1, -1 }, { SCMP_SYS(fchmod), 1, -1 },
@@ -278,13 +281,13 @@ static int build_seccomp(struct native_state *st, int with_net)
 		ret = err_set(FX_EOS, "cannot export the seccomp filter");
 		goto out;
 	}
-	st->filter = xmalloc((size_t)size);
-	if (pread(fd, st->filter, (size_t)size, 0) != size) {
+	*out = xmalloc((size_t)size);
+	if (pread(fd, *out, (size_t)size, 0) != size) {
 		ret = err_set_errno(FX_EOS, "cannot read the seccomp filter");
-		FREE_AND_NULL(st->filter);
+		FREE_AND_NULL(*out);
 		goto out;
 	}
-	st->filter_len = (unsigned short)(size / (off_t)sizeof(struct sock_filter));
+	*out_len = (unsigned short)(size / (off_t)sizeof(struct sock_filter));
 out:
 	if (fd >= 0)
 		close(fd);
@@ -336,13 +339,23 @@ static int native_init(struct executor *ex)
 	st->landlock_abi = caps->landlock_abi;
 	st->userns = caps->userns;
 	st->pidns = caps->pidns;
+	/*
+	 * Without [sandbox] network, a command gets no network unless it is
+	 * an approved network command (sp->network): its own network
+	 * namespace, or where there is none, the seccomp socket rule and
+	 * Landlock's TCP rights. Both filters are built here, once.
+	 */
 	st->netns = !ex->network && caps->netns;
 	st->mntns = caps->mntns;
 	st->ipcns = caps->ipcns;
 	st->mount_fs = caps->mount_fs;
 	if (!ex->network && !caps->netns)
 		st->landlock_net = caps->landlock_abi >= 4;
-	if (caps->seccomp && (ret = build_seccomp(st, !ex->network && !caps->netns)) < 0) {
+	if (caps->seccomp &&
+	    ((ret = build_seccomp(&st->filter, &st->filter_len, !ex->network && !caps->netns)) < 0 ||
+	     (!ex->network && !caps->netns &&
+	      (ret = build_seccomp(&st->filter_net, &st->filter_net_len, 0)) < 0))) {
+		free(st->filter);
 		strvec_clear(&st->paths);
 		strvec_clear(&st->absent);
 		free(st);
@@ -402,6 +415,7 @@ static void native_release(struct executor *ex)
 		free(st->memcg_dir);
 	}
 	free(st->filter);
+	free(st->filter_net);
 	free(st->ops);
 	strvec_clear(&st->paths);
 	strvec_clear(&st->absent);
@@ -435,7 +449,7 @@ static int add_rule(int ruleset, const char *path, uint64_t access, int must_exi
 }
 
 static int build_ruleset(int *out, const struct native_state *st, const struct executor *ex,
-			 const char *tmpdir)
+			 const char *tmpdir, int network)
 {
 	static const char *const devices[] = { "/dev/null", "/dev/zero", "/dev/full" };
 	struct fx_ruleset_attr attr;
@@ -447,7 +461,7 @@ static int build_ruleset(int *out, const struct native_state *st, const struct e
 	attr.handled_access_fs = all;
 	size = sizeof(attr.handled_access_fs);
 	if (st->landlock_abi >= 4) {
-		if (st->landlock_net)
+		if (st->landlock_net && !network)
 			attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP |
 						  LANDLOCK_ACCESS_NET_CONNECT_TCP;
 		size = offsetof(struct fx_ruleset_attr, scoped);
@@ -1107,15 +1121,16 @@ static int native_prepare(struct executor *ex, struct sb_spawn *sp)
 	uint64_t cpu, fsize;
 	long ncpu;
 	size_t i;
-	int ret;
+	/* an approved network command shares the host's network (docs/internals/executor.md) */
+	int ret, netns = st->netns && !sp->network;
 
 	plan->clone_flags = (st->userns ? CLONE_NEWUSER : 0) |
 			    (st->pidns ? CLONE_NEWPID : 0) |
-			    (st->netns ? CLONE_NEWNET : 0) |
+			    (netns ? CLONE_NEWNET : 0) |
 			    (st->mntns ? CLONE_NEWNS : 0) |
 			    (st->ipcns ? CLONE_NEWIPC : 0);
 	plan->pid_namespace = st->pidns;
-	plan->loopback_up = st->netns;
+	plan->loopback_up = netns;
 	if (st->userns && geteuid() != 0) {
 		snprintf(plan->uid_map, sizeof(plan->uid_map), "%ld %ld 1\n", (long)geteuid(),
 			 (long)geteuid());
@@ -1158,9 +1173,12 @@ static int native_prepare(struct executor *ex, struct sb_spawn *sp)
 		set_tmp_env(sp, plan->tmpdir);
 	}
 	if (st->landlock_abi &&
-	    (ret = build_ruleset(&plan->landlock_fd, st, ex, plan->tmpdir)) < 0)
+	    (ret = build_ruleset(&plan->landlock_fd, st, ex, plan->tmpdir, sp->network)) < 0)
 		return ret;
-	if (st->filter) {
+	if (sp->network && st->filter_net) {
+		plan->seccomp.len = st->filter_net_len;
+		plan->seccomp.filter = st->filter_net;
+	} else if (st->filter) {
 		plan->seccomp.len = st->filter_len;
 		plan->seccomp.filter = st->filter;
 	}

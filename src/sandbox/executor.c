@@ -50,6 +50,7 @@
 #define DEFAULT_GRACE_MS 1000
 #define DRAIN_MS 2000		/* after SIGKILL, how long to wait for pipes to close */
 #define CANCEL_POLL_MS 100
+#define CANCEL_GRACE_MS 200	/* an interrupt: SIGTERM -> SIGKILL, so all is gone within 1 s */
 #define WRITE_POLL_MS 20	/* how often the writable file systems are looked at */
 #define WRITE_MAX_FS 8
 #define DISK_RESERVE (1ULL << 30)	/* never let a command take the last GiB */
@@ -982,7 +983,9 @@ stop:
 			ex->backend->stop(ex, sp);
 		kill(sup, SIGTERM);
 		phase = TERMINATING;
-		phase_end = now_ms() + ex->grace_ms;
+		/* a person who pressed Ctrl-C waits for the prompt: a short grace */
+		phase_end = now_ms() + (w->cancelled && ex->grace_ms > CANCEL_GRACE_MS ?
+					CANCEL_GRACE_MS : ex->grace_ms);
 	}
 	for (k = 0; k < 3; k++)
 		if (fds[k] >= 0) {
@@ -1186,28 +1189,67 @@ static void spawn_release(struct sb_spawn *sp)
 	sp->path = NULL;
 }
 
-static int check_policy(struct executor *ex, const struct exec_request *req)
+/* `workdir` as the person should see it: relative to the workspace, "." for its top. */
+static const char *shown_workdir(const struct executor *ex, const char *workdir)
+{
+	size_t n = strlen(ex->workspace);
+
+	if (!strncmp(workdir, ex->workspace, n) && (workdir[n] == '/' || !workdir[n])) {
+		workdir += n;
+		while (*workdir == '/')
+			workdir++;
+		return *workdir ? workdir : ".";
+	}
+	return workdir;
+}
+
+/*
+ * The policy gate: FX_EDENIED when the command is denied or not approved
+ * (with what the person said, for the model). Sets `*network` when the
+ * command may use the network: it is on the network list and approved,
+ * or network commands need no approval (mode auto). `workdir` (resolved)
+ * is shown in the question; NULL only for a command that is denied.
+ */
+static int check_policy(struct executor *ex, const struct exec_request *req,
+			const char *workdir, int *network)
 {
 	struct buf reason = BUF_INIT, q = BUF_INIT;
+	struct approval_answer a = APPROVAL_ANSWER_INIT;
 	enum policy_decision d;
-	size_t i;
 	int ret = 0;
 
+	*network = 0;
 	d = policy_check(&ex->policy, req->argv, req->argc, &reason);
 	if (d == POLICY_DENY) {
 		ret = err_set(FX_EDENIED, "Command denied by policy: %s", reason.buf);
-	} else if (d == POLICY_APPROVAL &&
-		   !approval_resolve(ex->policy.mode == APPROVAL_AUTO &&
-				     policy_always_ask(&ex->policy, req->argv, req->argc)
-				     ? APPROVAL_ASK : ex->policy.mode,
-				     req->argv, req->argc, reason.buf)) {
-		for (i = 0; i < req->argc; i++) {
-			if (i)
-				buf_addch(&q, ' ');
-			buf_add_shell_quoted(&q, req->argv[i]);
-		}
-		ret = err_set(FX_EDENIED, "Command not approved: %s", q.buf);
+		goto out;
 	}
+	if (d == POLICY_APPROVAL) {
+		struct approval_request rq = {
+			req->argv, req->argc, workdir ? shown_workdir(ex, workdir) : NULL, reason.buf,
+			policy_needs_network(&ex->policy, req->argv, req->argc) && !ex->network,
+		};
+		enum approval_mode mode = ex->policy.mode == APPROVAL_AUTO &&
+			policy_always_ask(&ex->policy, req->argv, req->argc) ?
+			APPROVAL_ASK : ex->policy.mode;
+
+		if (approval_decide(&a, mode, &rq) == APPROVE_NO) {
+			approval_add_refusal(&q, req->argv, req->argc, &a);
+			ret = err_set(FX_EDENIED, "%s", q.buf);
+			goto out;
+		}
+		/*
+		 * Approved without a person: the user's own configured test
+		 * command (the harness sets mode auto for it, not network_allowed)
+		 * runs as it always did, without the network.
+		 */
+		if (mode != APPROVAL_ASK)
+			goto out;
+	}
+	/* a person's yes, or mode auto, where network commands need no approval */
+	*network = policy_needs_network(&ex->policy, req->argv, req->argc);
+out:
+	approval_answer_release(&a);
 	buf_release(&reason);
 	buf_release(&q);
 	return ret;
@@ -1222,7 +1264,7 @@ int executor_run(struct exec_result *out, struct executor *ex, const struct exec
 	char *workdir = NULL;
 	double start, deadline;
 	size_t head, i;
-	int ret, timeout_ms, prepared = 0;
+	int ret, timeout_ms, prepared = 0, network = 0;
 
 	if (!ex->backend)
 		BUG("executor_run() before executor_init()");
@@ -1232,14 +1274,20 @@ int executor_run(struct exec_result *out, struct executor *ex, const struct exec
 		if (!req->argv[i])
 			return err_set(FX_EINVAL, "argv[%zu] is NULL", i);
 
-	/* 1. policy */
-	if ((ret = check_policy(ex, req)) < 0)
-		return ret;
+	/* 1. policy: a denied command is refused before anything else */
+	if (policy_check(&ex->policy, req->argv, req->argc, NULL) == POLICY_DENY)
+		return check_policy(ex, req, NULL, &network);
 
-	/* 2. working folder */
+	/* 2. working folder: nobody is asked about a command that cannot run */
 	ret = path_resolve_in_workspace(&workdir, ex->workspace, req->cwd ? req->cwd : ".");
 	if (ret < 0)
 		return err_prefix(FX_EDENIED, "Working directory escapes workspace");
+
+	/* 3. approval */
+	if ((ret = check_policy(ex, req, workdir, &network)) < 0) {
+		free(workdir);
+		return ret;
+	}
 
 	memset(&w, 0, sizeof(w));
 	disk_watch_init(&w.disk, ex);
@@ -1252,8 +1300,9 @@ int executor_run(struct exec_result *out, struct executor *ex, const struct exec
 	start = now_ms();
 	deadline = start + timeout_ms;
 
-	/* 3. the child: environment, program, backend plan */
+	/* 4. the child: environment, program, backend plan */
 	sb_build_env(&sp.env, req->env_overrides);
+	sp.network = ex->network || network;
 	for (i = 0; i < req->argc; i++)
 		strvec_push(&sp.argv, req->argv[i]);
 	sp.workdir = workdir;

@@ -6,9 +6,12 @@
  * holes it leaves closed).
  *
  * A command is an argv, never a shell string. Before anything runs it
- * passes the command policy (deny -> refused; approval -> asked through
- * approval_resolve()), then its working folder must resolve inside the
- * workspace. The child gets a sanitized environment (the seed's safe list
+ * passes the command policy (deny -> refused), its working folder must
+ * resolve inside the workspace, and a command that needs approval is
+ * asked about through approval_decide() (showing that folder); an
+ * approved network command (or any in mode auto: policy_needs_network())
+ * runs with the network, every other one without unless [sandbox]
+ * network = true. The child gets a sanitized environment (the seed's safe list
  * plus explicit overrides), /dev/null on stdin, its own process group, a
  * timeout, and output capped while it is read (head and tail kept). On
  * timeout or interrupt every process it started is stopped: SIGTERM, a
@@ -140,7 +143,8 @@ const struct strvec *executor_warnings(const struct executor *ex);
  * Run one command and wait for it. On success (the command ran, whatever
  * its exit status, including timeouts) fills `*out` and returns 0.
  * Refusals return FX_EDENIED: "Command denied by policy: REASON",
- * "Command not approved: ARGV", "Working directory escapes workspace:
+ * "Command not approved: ARGV" (plus ' — the person said: "REASON"' when
+ * the person answered e and gave one), "Working directory escapes workspace:
  * ...", or a sandbox setup failure in the child (the sandbox fails
  * closed). FX_EINTR when cancelled (the command is stopped first),
  * FX_EINVAL for an empty argv, FX_EOS when a system call fails in forgex.

@@ -743,6 +743,7 @@ struct verdict {
 	enum policy_decision decision;
 	struct buf reason;
 	int always;		/* the approval is needed in every mode, auto too */
+	int network;		/* a program judged is on the network list */
 };
 
 /*
@@ -823,6 +824,8 @@ static void judge(const struct policy *p, struct verdict *v, const struct names 
 	struct buf r = BUF_INIT;
 	enum policy_decision d = decide(p, n->base.buf, n->norm.buf, &r);
 
+	if (listed(&p->network, policy_default_network, n->base.buf, n->norm.buf))
+		v->network = 1;
 	if (severity(d) > severity(v->decision)) {
 		v->decision = d;
 		buf_reset(&v->reason);
@@ -834,9 +837,9 @@ static void judge(const struct policy *p, struct verdict *v, const struct names 
 }
 
 static enum policy_decision check(const struct policy *p, const char *const *argv, size_t argc,
-				  struct buf *reason, int *always)
+				  struct buf *reason, int *always, int *network)
 {
-	struct verdict v = { POLICY_ALLOW, BUF_INIT, 0 };
+	struct verdict v = { POLICY_ALLOW, BUF_INIT, 0, 0 };
 	struct names n = { BUF_INIT, BUF_INIT }, an = { BUF_INIT, BUF_INIT };
 	struct buf via = BUF_INIT;
 	const char *alias = NULL;
@@ -880,6 +883,8 @@ static enum policy_decision check(const struct policy *p, const char *const *arg
 		buf_addbuf(reason, &v.reason);
 	if (always)
 		*always = v.always && v.decision == POLICY_APPROVAL;
+	if (network)
+		*network = v.network && v.decision != POLICY_DENY;
 	buf_release(&v.reason);
 	buf_release(&n.base);
 	buf_release(&n.norm);
@@ -892,14 +897,22 @@ static enum policy_decision check(const struct policy *p, const char *const *arg
 enum policy_decision policy_check(const struct policy *p, const char *const *argv, size_t argc,
 				  struct buf *reason)
 {
-	return check(p, argv, argc, reason, NULL);
+	return check(p, argv, argc, reason, NULL, NULL);
+}
+
+int policy_needs_network(const struct policy *p, const char *const *argv, size_t argc)
+{
+	int network = 0;
+
+	check(p, argv, argc, NULL, NULL, &network);
+	return network;
 }
 
 int policy_always_ask(const struct policy *p, const char *const *argv, size_t argc)
 {
 	int always = 0;
 
-	check(p, argv, argc, NULL, &always);
+	check(p, argv, argc, NULL, &always, NULL);
 	return always;
 }
 

@@ -116,6 +116,14 @@ enum policy_decision policy_check(const struct policy *p, const char *const *arg
 				  struct buf *reason);
 
 /**
+ * Whether a program the command runs (argv[0], or one a wrapper in it
+ * runs) is on the network list, whether or not network commands need
+ * approval, and the command is not denied: once approved (or in mode
+ * auto) the executor runs it with network access.
+ */
+int policy_needs_network(const struct policy *p, const char *const *argv, size_t argc);
+
+/**
  * The seed's check for the single program name `arg` (an argv[0]), with no
  * look at wrappers. For tests and for callers that judge names one by one.
  */

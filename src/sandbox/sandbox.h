@@ -141,6 +141,8 @@ struct sb_spawn {
 	struct sb_plan plan;
 	const char *stdin_data;		/* NULL: stdin is /dev/null */
 	size_t stdin_len;
+	int network;			/* this command may use the network ([sandbox] network,
+					   or an approved network command) */
 };
 
 struct sandbox_backend {

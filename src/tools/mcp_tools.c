@@ -263,6 +263,7 @@ static void sync_tools(struct mcp_set *set, size_t server, struct buf *note)
 
 static int approve(struct mcp_set *set, const struct mcp_binding *b, const json_t *args)
 {
+	struct approval_answer a = APPROVAL_ANSWER_INIT;
 	struct buf shown = BUF_INIT, what = BUF_INIT;
 	char *aj;
 	int answer;
@@ -288,11 +289,15 @@ static int approve(struct mcp_set *set, const struct mcp_binding *b, const json_
 		buf_addstr(&shown, aj ? aj : "{}");
 	}
 	free(aj);
-	answer = approval_ask_what(set->tty, what.buf, shown.buf, "every MCP tool call is approved");
+	answer = approval_ask_what_answer(&a, set->tty, what.buf, shown.buf,
+					  "every MCP tool call is approved");
 	if (answer == APPROVE_ALWAYS)
 		strvec_push(&set->always, b->name);
-	if (!answer && !*err_last())
+	if (!answer && a.reason)
+		err_set(FX_EDENIED, "the person said: \"%s\"", a.reason);
+	else if (!answer && !*err_last())
 		err_set(FX_EDENIED, "the person said no");
+	approval_answer_release(&a);
 	buf_release(&shown);
 	buf_release(&what);
 	return answer != 0;

@@ -1522,7 +1522,8 @@ static void test_chat_approval_yes_and_no(void **state)
 
 	term_type(&f.t, "fetch x\r");
 	from = term_expect(&f.t, "forgex: this command needs approval: Command 'pip' may access "
-			   "the network\r\n  $ pip download --no-index x\r\nRun it? [y/N] ");
+			   "the network\r\n  $ pip download --no-index x\r\n");
+	term_expect(&f.t, "Run it? [y/a/N/e] ");
 	term_type(&f.t, "n\r");
 	term_prompt(&f.t);
 	text = between(&f.t, from, f.t.mark);
@@ -1532,7 +1533,7 @@ static void test_chat_approval_yes_and_no(void **state)
 	free(text);
 
 	term_type(&f.t, "fetch x again\r");
-	from = term_expect(&f.t, "Run it? [y/N] ");
+	from = term_expect(&f.t, "Run it? [y/a/N/e] ");
 	term_type(&f.t, "y\r");
 	term_prompt(&f.t);
 	text = between(&f.t, from, f.t.mark);

@@ -516,8 +516,10 @@ static void test_mcp_approval(void **state)
 	struct tu_result r;
 	struct ptyrun pr;
 	char *s, *srv, *srvlog;
-	static const char *const prompts[] = { "[N]o: ", "[N]o: ", NULL };
-	static const char *const answers[] = { "a\n", "n\n", NULL };
+	static const char *const prompts[] = {
+		"[y/a/N/e] ", "[y/a/N/e] ", "[y/a/N/e] ", "Tell the model why: ", NULL,
+	};
+	static const char *const answers[] = { "a\n", "n\n", "e\n", "not now\n", NULL };
 
 	(void)state;
 	/* ask with no terminal: the answer is no, the tool does not run */
@@ -551,12 +553,13 @@ static void test_mcp_approval(void **state)
 	mock_release(&m);
 	free(s);
 
-	/* a terminal: 'a' covers both calls of write_file; 'n' refuses echo */
+	/* a terminal: 'a' covers both calls of write_file; 'n' and 'e' refuse echo */
 	steps = json_array();
 	sc_call(steps, "submit_plan", PLAN);
 	sc_call(steps, "t__write_file", "{\"path\": \"one.txt\"}");
 	sc_call(steps, "t__write_file", "{\"path\": \"two.txt\"}");
 	sc_call(steps, "t__echo", "{\"text\": \"no\"}");
+	sc_call(steps, "t__echo", "{\"text\": \"later\"}");
 	sc_call(steps, "finish", FINISH);
 	sc_call(steps, "finish", FINISH);
 	sc_call(steps, "submit_verdict", PASS);
@@ -568,13 +571,17 @@ static void test_mcp_approval(void **state)
 
 		run_pty(&pr, &p, args, prompts, answers, 90);
 	}
-	assert_int_equal(pr.status, 0);
+	if (pr.status)
+		fail_msg("run: %d\n%s", pr.status, pr.tty.buf);
 	assert_non_null(strstr(pr.tty.buf, "the MCP tool write_file (server t) needs approval"));
 	assert_non_null(strstr(pr.tty.buf, "arguments: {\"path\":\"one.txt\"}"));
 	assert_null(strstr(pr.tty.buf, "arguments: {\"path\":\"two.txt\"}"));
 	assert_non_null(strstr(pr.tty.buf, "the MCP tool echo (server t) needs approval"));
 	assert_true(sc_model_saw(&m, "refused: not approved: the person said no"));
 	assert_false(sc_model_saw(&m, "echo: no"));
+	/* e: what the person typed is what the model reads */
+	assert_true(sc_model_saw(&m, "refused: not approved: the person said: \"not now\""));
+	assert_false(sc_model_saw(&m, "echo: later"));
 	assert_true(exists_in(p.dir, "one.txt"));
 	assert_true(exists_in(p.dir, "two.txt"));
 	buf_release(&pr.tty);

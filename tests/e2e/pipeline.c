@@ -1988,6 +1988,107 @@ static void test_resume_after_ctrl_c(void **state)
 	user_project_done(dir);
 }
 
+/*
+ * Ctrl-C while the model is thinking (a slow answer), in the Builder's
+ * first turn and in the Supervisor's: restored, 130, and `forgex resume`
+ * finishes the run to PASS.
+ */
+static void resume_after_slow_step(const char *marker, int slow_step, const char *slow_tests)
+{
+	json_t *steps = json_array(), *evs;
+	struct mock m;
+	struct run r;
+	char *s, *dir, *c;
+	const char *args[] = { "run", "make add add", NULL };
+
+	call(steps, "submit_plan", PLAN);
+	call(steps, "edit_file", FIX_ADD);
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	/*
+	 * The slow step is cut short by the interrupt (the mock, which answers
+	 * one request at a time, still sleeps it out); the resume asks again
+	 * and gets a copy of it, at once.
+	 */
+	if (slow_step < (int)json_array_size(steps)) {
+		json_t *again;
+
+		json_object_set_new(json_array_get(steps, (size_t)slow_step), "delay_ms",
+				    json_integer(6000));
+		again = json_deep_copy(json_array_get(steps, (size_t)slow_step));
+		json_object_del(again, "delay_ms");
+		json_array_insert_new(steps, (size_t)slow_step + 1, again);
+	}
+	s = script(steps);
+	mock_start(&m, s);
+	dir = user_project(&m, NULL);
+	if (slow_tests) {
+		/* a test that takes 3 s while calc.py holds `slow_tests` */
+		char *t = xstrfmt("import time, unittest\n\n\nclass Slow(unittest.TestCase):\n"
+				  "    def test_slow(self):\n"
+				  "        if '%s' in open('calc.py').read():\n"
+				  "            time.sleep(3)\n", slow_tests);
+
+		tu_write(dir, "test_slow.py", t);
+		free(t);
+	}
+	run_forgex(&r, dir, args, SIGINT, marker, 0, 60);
+	if (r.status != 130)
+		fail_msg("run: %d\n%s%s", r.status, r.out.buf, r.err.buf);
+	run_release(&r);
+	c = tu_read(dir, "calc.py");
+	assert_non_null(strstr(c, "return a - b"));	/* restored */
+	free(c);
+	FORGEX(&r, dir, "resume");
+	if (r.status)
+		fail_msg("resume: %d\n%s%s", r.status, r.out.buf, r.err.buf);
+	assert_non_null(strstr(r.out.buf, "PASS"));
+	c = tu_read(dir, "calc.py");
+	assert_non_null(strstr(c, "return a + b"));
+	free(c);
+	evs = events(dir);
+	assert_non_null(find_event(evs, "run_resume", 0));
+	json_decref(evs);
+	run_release(&r);
+	mock_release(&m);
+	free(s);
+	user_project_done(dir);
+}
+
+static void test_resume_after_ctrl_c_during_model_call(void **state)
+{
+	(void)state;
+	resume_after_slow_step("==> builder", 1, NULL);
+}
+
+static void test_resume_after_ctrl_c_during_review(void **state)
+{
+	(void)state;
+	resume_after_slow_step("==> review", 4, NULL);
+}
+
+/* Ctrl-C while the Architect's model call is slow: nothing is planned yet. */
+static void test_resume_after_ctrl_c_during_architect(void **state)
+{
+	(void)state;
+	resume_after_slow_step("==> architect", 0, NULL);
+}
+
+/* Ctrl-C while the project's tests run after the change. */
+static void test_resume_after_ctrl_c_during_verify(void **state)
+{
+	(void)state;
+	resume_after_slow_step("==> verify", 99, "a + b");
+}
+
+/* Ctrl-C while the tests run before anything changes. */
+static void test_resume_after_ctrl_c_during_baseline(void **state)
+{
+	(void)state;
+	resume_after_slow_step("==> baseline", 99, "a - b");
+}
+
 /* In a child: once calc.py holds the fix, fill the disk of `dir` (the file `fill`). */
 static pid_t fill_disk_when_fixed(const char *dir)
 {
@@ -2152,8 +2253,16 @@ int main(void)
 		cmocka_unit_test(test_undo_refuses_then_force_and_redo),
 		cmocka_unit_test(test_undo_reverts_commit),
 		cmocka_unit_test(test_resume_after_ctrl_c),
+		cmocka_unit_test(test_resume_after_ctrl_c_during_model_call),
+		cmocka_unit_test(test_resume_after_ctrl_c_during_review),
+		cmocka_unit_test(test_resume_after_ctrl_c_during_verify),
+		cmocka_unit_test(test_resume_after_ctrl_c_during_architect),
+		cmocka_unit_test(test_resume_after_ctrl_c_during_baseline),
 		cmocka_unit_test(test_full_disk_restores),
 	};
 
+	/* TU_FILTER=test_resume_* runs only the tests it names */
+	if (getenv("TU_FILTER"))
+		cmocka_set_test_filter(getenv("TU_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

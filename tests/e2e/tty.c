@@ -204,15 +204,18 @@ static char *project(const struct mock *m, const char *mode)
 	return dir;
 }
 
+/* the id of the last call() */
+static char last_id[32];
+
 static void call(json_t *steps, const char *name, const char *args)
 {
 	static int n;
 	json_t *a = NULL;
-	char id[32];
+	char *id = last_id;
 
 	if (jsonx_parse(&a, args, strlen(args), "step"))
 		die("bad args: %s", args);
-	snprintf(id, sizeof(id), "call_%d", ++n);
+	snprintf(last_id, sizeof(last_id), "call_%d", ++n);
 	json_array_append_new(steps, json_pack("{s:[{s:s, s:s, s:o}]}", "tool_calls", "id", id,
 					       "name", name, "arguments", a));
 }
@@ -297,7 +300,7 @@ static void approval_case(const char *answer, int approved)
 	struct ptyrun r;
 	char *s = approval_script(), *dir, *body;
 	const char *args[] = { "run", "check pip", NULL };
-	struct reply replies[] = { { "Run it? [y/N] ", answer } };
+	struct reply replies[] = { { "Run it? [y/a/N/e] ", answer } };
 	const char *prompt, *builder, *after;
 
 	mock_start(&m, s);
@@ -315,15 +318,16 @@ static void approval_case(const char *answer, int approved)
 	/* the spinner left the line to the question and stayed away until the answer */
 	{
 		char *clean = without_spinner(r.tty.buf);
-		const char *q = strstr(prompt, "Run it? [y/N] ");
+		const char *q = strstr(prompt, "Run it? [y/a/N/e] ");
 
 		assert_non_null(strstr(clean, " so far)\n\nforgex: this command needs approval"));
 		assert_non_null(q);
 		assert_null(memchr(prompt, '\r', (size_t)(q - prompt) + 16));
 		free(clean);
 	}
-	/* the exact argv, quoted for a shell */
-	assert_non_null(strstr(prompt, "  $ pip --version 'it'\"'\"'s'\nRun it? [y/N] "));
+	/* the exact argv, quoted for a shell, where it runs, and that it gets the network */
+	assert_non_null(strstr(prompt, "  $ pip --version 'it'\"'\"'s'\n  in . (of the workspace)\n"
+			       "  approved, it runs with network access\n"));
 	/* the run went on after the answer */
 	after = strstr(prompt, "==> expert");
 	assert_non_null(after);
@@ -356,6 +360,287 @@ static void test_tty_approval_yes_runs(void **state)
 {
 	(void)state;
 	approval_case("y\n", 1);
+}
+
+/* The text the model was sent as the result of tool call `id`; caller frees. */
+static char *tool_result(const struct mock *m, const char *id)
+{
+	json_t *reqs = mock_requests(m), *msgs;
+	size_t i, j;
+	char *out = NULL;
+
+	for (i = 0; i < json_array_size(reqs) && !out; i++) {
+		msgs = json_object_get(json_object_get(json_array_get(reqs, i), "body"), "messages");
+		for (j = 0; j < json_array_size(msgs) && !out; j++) {
+			json_t *msg = json_array_get(msgs, j);
+			const char *cid = jsonx_str(msg, "tool_call_id");
+
+			if (cid && !strcmp(cid, id) && jsonx_str(msg, "content"))
+				out = xstrdup(jsonx_str(msg, "content"));
+		}
+	}
+	json_decref(reqs);
+	return out;
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	while ((hay = strstr(hay, needle))) {
+		n++;
+		hay += strlen(needle);
+	}
+	return n;
+}
+
+/* A Builder that runs `first` then `second` (run_command arguments). */
+static char *two_commands_script(const char *first, const char *second, char id1[32],
+				 char id2[32])
+{
+	json_t *steps = json_array();
+
+	call(steps, "submit_plan", PLAN);
+	call(steps, "run_command", first);
+	memcpy(id1, last_id, sizeof(last_id));
+	call(steps, "run_command", second);
+	memcpy(id2, last_id, sizeof(last_id));
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	return script(steps);
+}
+
+/* e: not run, and the reason the person typed is what the model reads. */
+static void test_tty_approval_e_tells_the_model_why(void **state)
+{
+	struct mock m;
+	struct ptyrun r;
+	char *s = approval_script(), *dir, *res, id[32];
+	const char *args[] = { "run", "check pip", NULL };
+	struct reply replies[] = {
+		{ "Run it? [y/a/N/e] ", "e\n" },
+		{ "Tell the model why: ", "use the vendored copy\n" },
+	};
+
+	(void)state;
+	mock_start(&m, s);
+	dir = project(&m, "ask");
+	run_pty(&r, dir, args, replies, 2, 0, 120);
+	if (r.status)
+		fail_msg("run failed (%d):\n%s", r.status, r.tty.buf);
+	/* approval_script(): the run_command call is the last but three */
+	snprintf(id, sizeof(id), "call_%d", atoi(last_id + 5) - 3);
+	res = tool_result(&m, id);
+	assert_non_null(res);
+	assert_string_equal(res, "error: Command not approved: pip --version 'it'\"'\"'s' "
+			    "\xe2\x80\x94 the person said: \"use the vendored copy\"");
+	assert_non_null(strstr(r.tty.buf, "PASS: "));
+	free(res);
+	ptyrun_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+}
+
+/* a: the second command of the same name runs without a question. */
+static void test_tty_approval_always_asks_once(void **state)
+{
+	struct mock m;
+	struct ptyrun r;
+	char id1[32], id2[32];
+	char *s = two_commands_script("{\"argv\": [\"pip\", \"--version\"]}",
+				      "{\"argv\": [\"pip\", \"--help\"]}", id1, id2);
+	char *dir, *r1, *r2;
+	const char *args[] = { "run", "check pip", NULL };
+	struct reply replies[] = { { "Run it? [y/a/N/e] ", "a\n" } };
+
+	(void)state;
+	mock_start(&m, s);
+	dir = project(&m, "ask");
+	run_pty(&r, dir, args, replies, 1, 0, 120);
+	if (r.status)
+		fail_msg("run failed (%d):\n%s", r.status, r.tty.buf);
+	assert_int_equal(count(r.tty.buf, "this command needs approval"), 1);
+	r1 = tool_result(&m, id1);
+	r2 = tool_result(&m, id2);
+	assert_non_null(r1);
+	assert_non_null(r2);
+	/* both ran */
+	assert_non_null(strstr(r1, "$ pip --version\nexit_code: "));
+	assert_non_null(strstr(r2, "$ pip --help\nexit_code: "));
+	free(r1);
+	free(r2);
+	ptyrun_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+}
+
+/*
+ * Ctrl-C at the question: no at once (no Enter is ever typed, so a
+ * question that waited for one would never end), and the run goes on to
+ * PASS instead of being interrupted.
+ */
+static void test_tty_approval_ctrl_c_is_no(void **state)
+{
+	struct mock m;
+	struct ptyrun r;
+	char id1[32], id2[32];
+	char *s = two_commands_script("{\"argv\": [\"pip\", \"--version\"]}",
+				      "{\"argv\": [\"python3\", \"-c\", \"print(6 * 7)\"]}",
+				      id1, id2);
+	char *dir, *r1, *r2;
+	const char *args[] = { "run", "check pip", NULL };
+	struct reply replies[] = { { "Run it? [y/a/N/e] ", "\x03" } };
+
+	(void)state;
+	mock_start(&m, s);
+	dir = project(&m, "ask");
+	run_pty(&r, dir, args, replies, 1, 0, 120);
+	if (r.status)
+		fail_msg("run failed (%d):\n%s", r.status, r.tty.buf);
+	assert_non_null(strstr(r.tty.buf, "Run it? [y/a/N/e] ^C\nNot run.\n"));
+	r1 = tool_result(&m, id1);
+	r2 = tool_result(&m, id2);
+	assert_non_null(r1);
+	assert_non_null(r2);
+	assert_string_equal(r1, "error: Command not approved: pip --version");
+	/* the next command ran: the run was not interrupted */
+	assert_non_null(strstr(r2, "exit_code: 0\n"));
+	assert_non_null(strstr(r2, "42"));
+	assert_non_null(strstr(r.tty.buf, "PASS: "));
+	free(r1);
+	free(r2);
+	ptyrun_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+}
+
+/*
+ * An approved network command runs with the network: a real curl reaches
+ * a server on the host's 127.0.0.1 (a second mock); a command allowed
+ * without approval does not (its own network namespace: nothing listens
+ * on its loopback).
+ */
+static void test_tty_approved_network_command_has_the_network(void **state)
+{
+	struct mock m, target;
+	struct ptyrun r;
+	json_t *steps = json_array();
+	char id1[32], id2[32], *s, *dir, *a1, *a2, *r1, *r2;
+	const char *args[] = { "run", "check pip", NULL };
+	struct reply replies[] = { { "Run it? [y/a/N/e] ", "y\n" } };
+
+	(void)state;
+	mock_start(&target, "{\"steps\": []}");
+	a1 = xstrfmt("{\"argv\": [\"curl\", \"-s\", \"--max-time\", \"10\", \"%s/models\"]}",
+		     target.base_url);
+	a2 = xstrfmt("{\"argv\": [\"python3\", \"-c\", \"import socket; "
+		     "socket.create_connection(('127.0.0.1', %d), timeout=5)\"]}", target.port);
+	call(steps, "submit_plan", PLAN);
+	call(steps, "run_command", a1);
+	memcpy(id1, last_id, sizeof(id1));
+	call(steps, "run_command", a2);
+	memcpy(id2, last_id, sizeof(id2));
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, "ask");
+	run_pty(&r, dir, args, replies, 1, 0, 120);
+	if (r.status)
+		fail_msg("run failed (%d):\n%s", r.status, r.tty.buf);
+	assert_non_null(strstr(r.tty.buf, "  approved, it runs with network access\n"));
+	r1 = tool_result(&m, id1);
+	r2 = tool_result(&m, id2);
+	assert_non_null(r1);
+	assert_non_null(r2);
+	/* curl got the list of models from the host's 127.0.0.1 */
+	assert_non_null(strstr(r1, "exit_code: 0\n"));
+	assert_non_null(strstr(r1, "mock-model"));
+	/*
+	 * python3 is not a network command: refused by its own empty loopback
+	 * (or, where there are no network namespaces, by the seccomp rule)
+	 */
+	assert_non_null(strstr(r2, "exit_code: 1\n"));
+	assert_true(strstr(r2, "ConnectionRefusedError") || strstr(r2, "PermissionError"));
+	free(r1);
+	free(r2);
+	free(a1);
+	free(a2);
+	ptyrun_release(&r);
+	mock_release(&m);
+	mock_release(&target);
+	free(s);
+	tu_rmtree(dir);
+}
+
+/*
+ * Ctrl-C typed on the terminal (SIGINT to the foreground process group)
+ * while the Builder's model call is slow, or while its command runs: the
+ * run is restored and exits 130, and `forgex resume` on the same
+ * terminal finishes it.
+ */
+static void ctrl_c_then_resume(int during_command)
+{
+	json_t *steps = json_array(), *again;
+	struct mock m;
+	struct ptyrun r;
+	char *s, *dir;
+	const char *args[] = { "run", "check pip", NULL };
+	const char *resume[] = { "resume", NULL };
+	struct reply replies[] = {
+		{ during_command ? "run_command python3 -c" : "builder turn 1: asking", "\x03" },
+	};
+	double t0;
+
+	call(steps, "submit_plan", PLAN);
+	if (during_command) {
+		call(steps, "run_command", "{\"argv\": [\"python3\", \"-c\", "
+		     "\"import time; time.sleep(60)\"]}");
+		call(steps, "run_command", "{\"argv\": [\"python3\", \"-c\", \"print(6 * 7)\"]}");
+	} else {
+		call(steps, "run_command", "{\"argv\": [\"python3\", \"-c\", \"print(6 * 7)\"]}");
+		again = json_deep_copy(json_array_get(steps, 1));
+		json_object_set_new(json_array_get(steps, 1), "delay_ms", json_integer(4000));
+		json_array_append_new(steps, again);
+	}
+	call(steps, "finish", FINISH);
+	call(steps, "finish", FINISH);
+	call(steps, "submit_verdict", PASS);
+	s = script(steps);
+	mock_start(&m, s);
+	dir = project(&m, "ask");
+	t0 = now();
+	run_pty(&r, dir, args, replies, 1, 0, 120);
+	if (r.status != 130)
+		fail_msg("run: %d\n%s", r.status, r.tty.buf);
+	/* a 60 s command: stopped at once */
+	assert_true(now() - t0 < 40);
+	ptyrun_release(&r);
+	run_pty(&r, dir, resume, NULL, 0, 0, 120);
+	if (r.status)
+		fail_msg("resume: %d\n%s", r.status, r.tty.buf);
+	assert_non_null(strstr(r.tty.buf, "PASS: "));
+	ptyrun_release(&r);
+	mock_release(&m);
+	free(s);
+	tu_rmtree(dir);
+}
+
+static void test_tty_ctrl_c_in_model_call_then_resume(void **state)
+{
+	(void)state;
+	ctrl_c_then_resume(0);
+}
+
+static void test_tty_ctrl_c_in_command_then_resume(void **state)
+{
+	(void)state;
+	ctrl_c_then_resume(1);
 }
 
 static void test_tty_no_args_opens_a_session(void **state)
@@ -526,10 +811,18 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tty_approval_no_goes_back_to_model),
 		cmocka_unit_test(test_tty_approval_yes_runs),
+		cmocka_unit_test(test_tty_approval_e_tells_the_model_why),
+		cmocka_unit_test(test_tty_approval_always_asks_once),
+		cmocka_unit_test(test_tty_approval_ctrl_c_is_no),
+		cmocka_unit_test(test_tty_approved_network_command_has_the_network),
+		cmocka_unit_test(test_tty_ctrl_c_in_model_call_then_resume),
+		cmocka_unit_test(test_tty_ctrl_c_in_command_then_resume),
 		cmocka_unit_test(test_tty_no_args_opens_a_session),
 		cmocka_unit_test(test_tty_no_args_without_terminal_prints_help),
 		cmocka_unit_test(test_tty_spinner_on_terminal_only),
 	};
 
+	if (getenv("TU_FILTER"))
+		cmocka_set_test_filter(getenv("TU_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -219,6 +219,81 @@ static void test_journal_never_follows_a_planted_link(void **state)
 	fx_close(&f);
 }
 
+/*
+ * A journal someone else wrote (a cloned repository can ship
+ * .forgex/runs/ID/): records for paths no tool may change (.git, .forgex,
+ * any letter case, any depth) or that leave the workspace are not taken,
+ * so an undo can never plant a git hook.
+ */
+static void test_journal_ignores_paths_no_tool_may_change(void **state)
+{
+	static const char *const bad[] = {
+		".git/hooks/pre-commit", "sub/.GIT/config", ".forgex/config.toml",
+		"x/.Forgex/runs/R/changes.jsonl", "../outside.txt", "/etc/passwd-x", "a//b",
+		"./a.txt", "sub/../a.txt", "",
+	};
+	/* without the check, each of these would be written (and then differ from the id) */
+	struct fx f;
+	struct journal j2 = JOURNAL_INIT;
+	struct journal_outcome o;
+	struct strvec paths = STRVEC_INIT;
+	struct buf recs = BUF_INIT;
+	size_t i;
+
+	(void)state;
+	fx_open(&f);
+	journal_release(&f.j);
+	f.j = (struct journal)JOURNAL_INIT;
+	tu_write(f.run, "saved/1", "#!/bin/sh\necho pwned\n");
+	for (i = 0; i < ARRAY_SIZE(bad); i++)
+		buf_addf(&recs, "{\"path\": \"%s\", \"before\": {\"kind\": \"saved\", \"file\": "
+			 "\"saved/1\", \"mode\": 33261, \"oid\": \"0123456789abcdef0123456789abcdef01234567\"}}\n{\"path\": \"%s\", "
+			 "\"left\": \"\"}\n", bad[i], bad[i]);
+	buf_addstr(&recs, "{\"path\": \"new.txt\", \"before\": {\"kind\": \"absent\", \"oid\": \"\"}}\n");
+	/* saved bytes from outside the run folder, and a set-user-id bit */
+	tu_write(f.ws, "outside-secret", "SECRET\n");
+	buf_addstr(&recs, "{\"path\": \"leak.txt\", \"before\": {\"kind\": \"saved\", \"file\": "
+		   "\"saved/../../../../outside-secret\", \"mode\": 33188, \"oid\": \"0123456789abcdef0123456789abcdef01234567\"}}\n"
+		   "{\"path\": \"suid\", \"before\": {\"kind\": \"saved\", \"file\": \"saved/1\", "
+		   "\"mode\": 36333, \"oid\": \"0123456789abcdef0123456789abcdef01234567\"}}\n"
+		   "{\"path\": \"leak.txt\", \"left\": \"\"}\n{\"path\": \"suid\", \"left\": \"\"}\n");
+	tu_write(f.run, "changes.jsonl", recs.buf);
+	assert_int_equal(journal_open(&j2, f.cps, f.run, 0), 0);
+	journal_paths(&j2, &paths);
+	assert_int_equal(paths.nr, 3);
+	assert_string_equal(paths.v[0], "leak.txt");
+	assert_string_equal(paths.v[1], "new.txt");
+	assert_string_equal(paths.v[2], "suid");
+	journal_outcome_init(&o);
+	/* leak.txt fails: its saved copy is not in the run folder */
+	/*
+	 * leak.txt fails: its saved copy is not in the run folder; suid is
+	 * written (without its set-id bit), then differs from the made-up id
+	 */
+	assert_int_equal(journal_revert(&j2, 1, &o), 2);
+	assert_int_equal(o.failed.nr, 2);
+	assert_non_null(strstr(o.failed.v[0], "leak.txt: the journal names no saved copy inside "
+			       "the run folder"));
+	assert_non_null(strstr(o.failed.v[1], "suid: still differs"));
+	assert_false(vt_exists(f.ws, "leak.txt"));
+	{
+		struct stat st;
+		char *p = xstrfmt("%s/suid", f.ws);
+
+		assert_int_equal(stat(p, &st), 0);
+		assert_int_equal(st.st_mode & 07000, 0);	/* 36333 is 0106755: no set-id bit */
+		free(p);
+	}
+	assert_false(vt_exists(f.ws, ".git/hooks/pre-commit"));
+	assert_false(vt_exists(f.ws, ".forgex/config.toml"));
+	assert_text(f.ws, "a.txt", "a before\n");
+	journal_outcome_release(&o);
+	journal_release(&j2);
+	strvec_clear(&paths);
+	buf_release(&recs);
+	fx_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -226,6 +301,7 @@ int main(void)
 		cmocka_unit_test(test_journal_read_back_and_force),
 		cmocka_unit_test(test_journal_keeps_a_user_version_between_writes),
 		cmocka_unit_test(test_journal_never_follows_a_planted_link),
+		cmocka_unit_test(test_journal_ignores_paths_no_tool_may_change),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

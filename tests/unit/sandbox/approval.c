@@ -11,11 +11,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/fsutil.h"
@@ -208,7 +210,7 @@ static int converse(enum how how, const char *const *typed, size_t n, struct buf
 	pid = start_asker(&p, how);
 	for (i = 0; i < n; i++) {
 		/* each answer after its own prompt */
-		pty_expect(&p, seen, &from, "[y/N] ");
+		pty_expect(&p, seen, &from, "[y/a/N/e] ");
 		if (typed[i])
 			pty_type(&p, typed[i]);
 		else
@@ -264,7 +266,7 @@ static void test_approval_ask_garbage(void **state)
 	(void)state;
 	/* garbage is asked again */
 	assert_int_equal(converse(ASK_FD, then_yes, 3, &seen), 1);
-	assert_non_null(strstr(seen.buf, "Please answer y or n."));
+	assert_non_null(strstr(seen.buf, "Please answer y, a, n or e."));
 	/* three times garbage is no */
 	buf_reset(&seen);
 	assert_int_equal(converse(ASK_FD, only_garbage, 3, &seen), 0);
@@ -297,7 +299,7 @@ static void test_approval_ask_hangup(void **state)
 	(void)state;
 	pty_open(&p);
 	pid = start_asker(&p, ASK_FD);
-	pty_expect(&p, &seen, &from, "[y/N] ");
+	pty_expect(&p, &seen, &from, "[y/a/N/e] ");
 	/* the terminal goes away: the read fails, and that is no */
 	close(p.master);
 	p.master = -1;
@@ -325,7 +327,7 @@ static void test_approval_typeahead_is_discarded(void **state)
 	pfd.events = POLLIN;
 	assert_int_equal(poll(&pfd, 1, 5000), 1);
 	pid = start_asker(&p, ASK_FD);
-	pty_expect(&p, &seen, &from, "[y/N] ");
+	pty_expect(&p, &seen, &from, "[y/a/N/e] ");
 	pty_type(&p, "n\n");
 	assert_int_equal(wait_answer(pid), 0);
 	close(slave);
@@ -388,6 +390,287 @@ static void test_approval_missing_tty_path(void **state)
 	assert_non_null(strstr(err_last(), "no terminal to ask for approval on (/nonexistent/tty)"));
 }
 
+/* ---- a, e, Ctrl-C: the whole answer ----------------------------------- */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct full {
+	int verdict, interrupted, restored;
+	char reason[1024];
+};
+
+/*
+ * A child asks approval_ask_command_fd() on the pty as its controlling
+ * terminal (with ISIG on, as a shell leaves it, and a SIGINT handler
+ * that would end it with 9); it reports the answer, and whether the
+ * terminal's settings were put back, on a pipe.
+ */
+static pid_t start_full(struct pty *p, int *rfd, const char *cwd, int network)
+{
+	int pfd[2];
+	pid_t pid;
+
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		static const char *const argv[] = { "pip", "install", "x" };
+		struct approval_request rq = { argv, 3, cwd, reason, network };
+		struct approval_answer a = APPROVAL_ANSWER_INIT;
+		struct termios before, after;
+		struct full f;
+		int fd;
+
+		close(pfd[0]);
+		close(p->master);
+		if (setsid() < 0)
+			_exit(3);
+		fd = open(p->slave_path, O_RDWR);
+		if (fd < 0 || ioctl(fd, TIOCSCTTY, 0) < 0 || tcgetattr(fd, &before) < 0)
+			_exit(3);
+		/* "\n" as written, so that the test sees what was written */
+		before.c_oflag &= ~(tcflag_t)OPOST;
+		if (tcsetattr(fd, TCSANOW, &before) < 0)
+			_exit(3);
+		signal(SIGINT, SIG_DFL);
+		memset(&f, 0, sizeof(f));
+		f.verdict = approval_ask_command_fd(&a, fd, fd, &rq);
+		f.interrupted = a.interrupted;
+		if (a.reason)
+			snprintf(f.reason, sizeof(f.reason), "%s", a.reason);
+		f.restored = tcgetattr(fd, &after) == 0 && before.c_lflag == after.c_lflag &&
+			     before.c_iflag == after.c_iflag &&
+			     before.c_cc[VEOL] == after.c_cc[VEOL];
+		approval_answer_release(&a);
+		if (write(pfd[1], &f, sizeof(f)) != (ssize_t)sizeof(f))
+			_exit(4);
+		_exit(0);
+	}
+	close(pfd[1]);
+	*rfd = pfd[0];
+	return pid;
+}
+
+static void finish_full(struct pty *p, pid_t pid, int rfd, struct buf *seen, struct full *f)
+{
+	int st;
+
+	pty_drain(p, seen);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	/* a Ctrl-C never reached the process as SIGINT */
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(read(rfd, f, sizeof(*f)), (ssize_t)sizeof(*f));
+	close(rfd);
+	assert_true(f->restored);
+}
+
+/* Answer `first`, then (when not NULL) `second` after "Tell the model why: ". */
+static void full_case(const char *first, const char *second, struct full *f, struct buf *seen)
+{
+	struct pty p;
+	size_t from = 0;
+	int rfd;
+	pid_t pid;
+
+	pty_open(&p);
+	pid = start_full(&p, &rfd, "src/lib", 1);
+	pty_expect(&p, seen, &from, "[y/a/N/e] ");
+	pty_type(&p, first);
+	if (second) {
+		pty_expect(&p, seen, &from, "Tell the model why: ");
+		pty_type(&p, second);
+	}
+	finish_full(&p, pid, rfd, seen, f);
+	pty_close(&p);
+}
+
+static void test_approval_shows_folder_network_and_keys(void **state)
+{
+	struct buf seen = BUF_INIT;
+	struct full f;
+
+	(void)state;
+	full_case("a\n", NULL, &f, &seen);
+	assert_int_equal(f.verdict, APPROVE_ALWAYS);
+	assert_non_null(strstr(seen.buf, "needs approval: Command 'pip' may access the network\n"
+			       "  $ pip install x\n  in src/lib (of the workspace)\n"
+			       "  approved, it runs with network access\n"));
+	assert_non_null(strstr(seen.buf, "a: yes, and 'pip' without asking"));
+	assert_non_null(strstr(seen.buf, "e: no, and tell the model why"));
+	buf_reset(&seen);
+	full_case("always\n", NULL, &f, &seen);
+	assert_int_equal(f.verdict, APPROVE_ALWAYS);
+	buf_release(&seen);
+}
+
+static void test_approval_e_takes_a_reason(void **state)
+{
+	struct buf seen = BUF_INIT;
+	struct full f;
+	char long_reason[700];
+
+	(void)state;
+	full_case("e\n", "use the vendored copy\n", &f, &seen);
+	assert_int_equal(f.verdict, APPROVE_NO);
+	assert_false(f.interrupted);
+	assert_string_equal(f.reason, "use the vendored copy");
+	/* control characters are escaped */
+	buf_reset(&seen);
+	full_case("E\n", "  no \x1b[31mred\t \n", &f, &seen);
+	assert_string_equal(f.reason, "no \\x1b[31mred");
+	/* and the length is capped, on a character boundary */
+	memset(long_reason, 'x', sizeof(long_reason));
+	memcpy(long_reason + APPROVAL_REASON_MAX - 1, "\xc3\xa9", 2);
+	long_reason[sizeof(long_reason) - 2] = '\n';
+	long_reason[sizeof(long_reason) - 1] = '\0';
+	buf_reset(&seen);
+	full_case("e\n", long_reason, &f, &seen);
+	assert_int_equal(strlen(f.reason), APPROVAL_REASON_MAX - 1 + 3);
+	assert_string_equal(f.reason + APPROVAL_REASON_MAX - 1, "...");
+	/* an empty reason is a plain no */
+	buf_reset(&seen);
+	full_case("e\n", "\n", &f, &seen);
+	assert_int_equal(f.verdict, APPROVE_NO);
+	assert_int_equal(f.reason[0], '\0');
+	buf_release(&seen);
+}
+
+static void test_approval_ctrl_c_is_no_at_once(void **state)
+{
+	struct buf seen = BUF_INIT;
+	struct pty p;
+	struct full f;
+	size_t from = 0;
+	double t0;
+	int rfd;
+	pid_t pid;
+
+	(void)state;
+	pty_open(&p);
+	pid = start_full(&p, &rfd, NULL, 0);
+	pty_expect(&p, &seen, &from, "[y/a/N/e] ");
+	/* half an answer, then ^C: no Enter needed */
+	pty_type(&p, "y");
+	t0 = now_s();
+	pty_type(&p, "\x03");
+	pty_expect(&p, &seen, &from, "Not run.\n");
+	assert_true(now_s() - t0 < 2.0);
+	finish_full(&p, pid, rfd, &seen, &f);
+	assert_int_equal(f.verdict, APPROVE_NO);
+	assert_true(f.interrupted);
+	/* without a folder or network, neither line is shown */
+	assert_null(strstr(seen.buf, "  in "));
+	assert_null(strstr(seen.buf, "network access"));
+	pty_close(&p);
+	/* ^C while typing the reason: no, and no reason */
+	buf_reset(&seen);
+	full_case("e\n", "because\x03", &f, &seen);
+	assert_int_equal(f.verdict, APPROVE_NO);
+	assert_true(f.interrupted);
+	assert_int_equal(f.reason[0], '\0');
+	/* ^D: no */
+	buf_reset(&seen);
+	full_case("\x04", NULL, &f, &seen);
+	assert_int_equal(f.verdict, APPROVE_NO);
+	assert_false(f.interrupted);
+	buf_release(&seen);
+}
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+/* A signal handler's flag (say SIGTERM's) ends the question as no, without an answer. */
+static void test_approval_cancel_flag_is_no(void **state)
+{
+	struct pty p;
+	struct buf seen = BUF_INIT;
+	size_t from = 0;
+	double t0;
+	int st;
+	pid_t pid;
+
+	(void)state;
+	pty_open(&p);
+	t0 = now_s();
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct approval_request rq = { pip, 3, NULL, reason, 0 };
+		struct approval_answer a = APPROVAL_ANSWER_INIT;
+		struct sigaction sa;
+		int fd;
+
+		close(p.master);
+		fd = open(p.slave_path, O_RDWR | O_NOCTTY);
+		if (fd < 0)
+			_exit(3);
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_alarm;
+		sa.sa_flags = SA_RESTART;	/* the flag alone must be enough */
+		sigaction(SIGALRM, &sa, NULL);
+		approval_set_cancel(&stop_flag);
+		alarm(1);
+		if (approval_ask_command_fd(&a, fd, fd, &rq) != APPROVE_NO || !a.interrupted)
+			_exit(5);
+		_exit(0);
+	}
+	pty_expect(&p, &seen, &from, "[y/a/N/e] ");
+	pty_drain(&p, &seen);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_true(now_s() - t0 < 4.0);
+	pty_close(&p);
+	buf_release(&seen);
+}
+
+static void test_approval_always_is_remembered_by_name(void **state)
+{
+	static const char *const pip_other[] = { "/usr/bin/pip", "download", "y" };
+	static const char *const npm[] = { "npm", "install" };
+	struct approval_request rq = { pip_other, 3, NULL, reason, 1 };
+	struct approval_answer a = APPROVAL_ANSWER_INIT;
+	struct buf b = BUF_INIT;
+
+	(void)state;
+	approval_always_reset();
+	assert_false(approval_always_has("pip"));
+	approval_always_add("pip");
+	/* the same name by any path asks nothing (no terminal here to ask on) */
+	assert_true(approval_always_has("/usr/bin/pip"));
+	assert_int_equal(approval_decide(&a, APPROVAL_ASK, &rq), APPROVE_ONCE);
+	assert_true(a.remembered);
+	approval_answer_release(&a);
+	assert_false(approval_always_has("npm"));
+	/* safe still says no */
+	assert_int_equal(approval_decide(&a, APPROVAL_SAFE, &rq), APPROVE_NO);
+	approval_answer_release(&a);
+	approval_always_reset();
+	assert_false(approval_always_has("pip"));
+	/* what the model is told */
+	a.reason = xstrdup("use the vendored copy");
+	approval_add_refusal(&b, npm, 2, &a);
+	assert_string_equal(b.buf, "Command not approved: npm install \xe2\x80\x94 the person "
+			    "said: \"use the vendored copy\"");
+	approval_answer_release(&a);
+	buf_reset(&b);
+	approval_add_refusal(&b, npm, 2, &a);
+	assert_string_equal(b.buf, "Command not approved: npm install");
+	buf_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -403,6 +686,11 @@ int main(void)
 		cmocka_unit_test(test_approval_ask_tty_path_and_ctty),
 		cmocka_unit_test(test_approval_no_terminal_is_no),
 		cmocka_unit_test(test_approval_missing_tty_path),
+		cmocka_unit_test(test_approval_shows_folder_network_and_keys),
+		cmocka_unit_test(test_approval_e_takes_a_reason),
+		cmocka_unit_test(test_approval_ctrl_c_is_no_at_once),
+		cmocka_unit_test(test_approval_cancel_flag_is_no),
+		cmocka_unit_test(test_approval_always_is_remembered_by_name),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -211,6 +211,33 @@ static void test_docker_argv_everything_set(void **state)
 	free(name);
 }
 
+/* A network command that passed the gate (mode auto here) gets --network bridge; others none. */
+static void test_docker_argv_approved_network_command(void **state)
+{
+	char *user = xstrfmt("%ld:%ld", (long)getuid(), (long)getgid());
+	const char *want_net[] = {
+		"docker", "run", "--rm", "--name", "NAME", "--network", "bridge", "--cap-drop", "ALL",
+		"--security-opt", "no-new-privileges", "--read-only", "--tmpfs", "/tmp",
+		"--memory", "4g", "--user", user, "-v", "WS:/workspace", "-w", "/workspace",
+		"python:3.12-slim", "curl", "-s", "x", NULL,
+	};
+	const char *want_none[] = {
+		"docker", "run", "--rm", "--name", "NAME", "--network", "none", "--cap-drop", "ALL",
+		"--security-opt", "no-new-privileges", "--read-only", "--tmpfs", "/tmp",
+		"--memory", "4g", "--user", user, "-v", "WS:/workspace", "-w", "/workspace",
+		"python:3.12-slim", "echo", "hi", NULL,
+	};
+	char *name;
+
+	(void)state;
+	set_str(&cfg.permissions.mode, "auto");
+	name = check_argv(NULL, NULL, (const char *const[]){ "curl", "-s", "x", NULL }, want_net);
+	free(name);
+	name = check_argv(NULL, NULL, (const char *const[]){ "echo", "hi", NULL }, want_none);
+	free(name);
+	free(user);
+}
+
 static void test_docker_argv_some_set(void **state)
 {
 	char *user = xstrfmt("%ld:%ld", (long)getuid(), (long)getgid());
@@ -358,6 +385,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_docker_argv_defaults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_docker_argv_everything_set, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_docker_argv_approved_network_command, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_docker_argv_some_set, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_docker_client_environment, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_docker_timeout_kills_container, setup,

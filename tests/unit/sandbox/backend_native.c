@@ -28,6 +28,7 @@
 #include "base/path.h"
 #include "config/config.h"
 #include "helpers/testutil.h"
+#include "sandbox/approval.h"
 #include "sandbox/executor.h"
 #include "sandbox/sandbox.h"
 
@@ -364,6 +365,104 @@ static void test_native_no_network(void **state)
 	close(s);
 }
 
+/* A program that connects to 127.0.0.1:PORT and says what happened. */
+static const char probe_py[] =
+	"#!/usr/bin/python3\n"
+	"import socket, sys\n"
+	"try:\n"
+	"    socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5).close()\n"
+	"    print('connected')\n"
+	"except OSError as e:\n"
+	"    print('failed:', e.strerror, file=sys.stderr)\n"
+	"    sys.exit(3)\n";
+
+static void probe(struct exec_result *r, struct executor *ex, const char *prog, int port,
+		  int want_ret)
+{
+	char p[16];
+
+	snprintf(p, sizeof(p), "%d", port);
+	assert_int_equal(RUN(r, ex, prog, p), want_ret);
+}
+
+/*
+ * A command on the network list that is approved (mode auto, or an `a`
+ * answer remembered) runs with the host's network: it reaches a listener
+ * on the host's 127.0.0.1. Another command, allowed without approval, is
+ * still cut off (its own namespace: nobody listens on its loopback; or,
+ * without namespaces, the seccomp rule).
+ */
+static void test_native_approved_network_command(void **state)
+{
+	struct exec_result r = EXEC_RESULT_INIT;
+	struct executor ex;
+	int port, s, pass;
+
+	(void)state;
+	need_native();
+	s = listen_local(&port);
+	/* "curl" by its name is a network command; "probe" is not */
+	tu_write(ws, "bin/curl", probe_py);
+	tu_write(ws, "bin/probe", probe_py);
+	{
+		char *a = xstrfmt("%s/bin/curl", ws), *b = xstrfmt("%s/bin/probe", ws);
+
+		assert_int_equal(chmod(a, 0755), 0);
+		assert_int_equal(chmod(b, 0755), 0);
+		free(a);
+		free(b);
+	}
+	for (pass = 0; pass < 2; pass++) {
+		if (pass == 1) {
+			if (!sandbox_kernel_caps()->seccomp)
+				break;
+			/* no network namespaces: seccomp and Landlock are the wall */
+			sandbox_probe_mask(SB_FEAT_NETNS);
+		}
+		set_str(&cfg.permissions.mode, "auto");
+		init_ex(&ex);
+		probe(&r, &ex, "./bin/curl", port, 0);
+		assert_int_equal(r.exit_code, 0);
+		assert_string_equal(r.out.buf, "connected\n");
+		exec_result_release(&r);
+		probe(&r, &ex, "./bin/probe", port, 0);
+		assert_int_equal(r.exit_code, 3);
+		if (pass == 0 && sandbox_kernel_caps()->netns)
+			assert_non_null(strstr(r.err.buf, "failed: Connection refused"));
+		else
+			assert_non_null(strstr(r.err.buf, "failed: Permission denied"));
+		exec_result_release(&r);
+		executor_release(&ex);
+
+		/* mode ask: not approved (no terminal) is refused, approved runs with network */
+		set_str(&cfg.permissions.mode, "ask");
+		init_ex(&ex);
+		approval_always_reset();
+		probe(&r, &ex, "./bin/curl", port, FX_EDENIED);
+		assert_non_null(strstr(err_last(), "Command not approved: ./bin/curl"));
+		approval_always_add("curl");
+		probe(&r, &ex, "./bin/curl", port, 0);
+		assert_string_equal(r.out.buf, "connected\n");
+		exec_result_release(&r);
+		probe(&r, &ex, "./bin/probe", port, 0);
+		assert_int_equal(r.exit_code, 3);
+		assert_null(strstr(r.out.buf, "connected"));
+		exec_result_release(&r);
+		approval_always_reset();
+		/*
+		 * Approved by the configuration, not by a person (the harness runs
+		 * a configured test command so): no network, as before.
+		 */
+		ex.policy.mode = APPROVAL_AUTO;
+		probe(&r, &ex, "./bin/curl", port, 0);
+		assert_int_equal(r.exit_code, 3);
+		assert_null(strstr(r.out.buf, "connected"));
+		exec_result_release(&r);
+		executor_release(&ex);
+	}
+	close(s);
+}
+
 /* The file's content once a whole line is there (a shell creates it empty first). */
 static char *read_line_file(const char *dir, const char *file)
 {
@@ -442,6 +541,101 @@ static const char *const *markers_env(void)
 	}
 	v[3] = NULL;
 	return v;
+}
+
+static volatile sig_atomic_t cancel_flag;
+static struct timespec cancel_at;
+
+static void on_cancel(int sig)
+{
+	(void)sig;
+	clock_gettime(CLOCK_MONOTONIC, &cancel_at);
+	cancel_flag = 1;
+}
+
+static double secs(const struct timespec *ts)
+{
+	return (double)ts->tv_sec + (double)ts->tv_nsec / 1e9;
+}
+
+/*
+ * A Python command whose processes all ignore SIGTERM: two children (one
+ * in a session of its own), each with a "sleep MARKER" below it.
+ */
+static const char stubborn_tree_py[] =
+	"import os, signal, sys, time\n"
+	"signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+	"for i, m in enumerate(sys.argv[1:3]):\n"
+	"    if os.fork() == 0:\n"
+	"        if i: os.setsid()\n"
+	"        if os.fork() == 0:\n"
+	"            os.execvp('sleep', ['sleep', m])\n"
+	"        time.sleep(300)\n"
+	"        os._exit(0)\n"
+	"time.sleep(300)\n";
+
+/*
+ * An interrupt (the cancel flag a SIGINT handler sets) stops a running
+ * command and everything it started within a second, even when all of
+ * them ignore SIGTERM; executor_run() returns FX_EINTR. Natively and with
+ * the "none" backend (no PID namespace: the process group and what the
+ * supervisor adopted).
+ */
+static void test_native_interrupt_kills_the_tree_within_a_second(void **state)
+{
+	static const char *const backends[] = { "native", "none" };
+	struct sigaction sa, old;
+	size_t b;
+
+	(void)state;
+	need_native();
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_cancel;
+	sigaction(SIGUSR2, &sa, &old);
+	tu_write(ws, "tree.py", stubborn_tree_py);
+	for (b = 0; b < ARRAY_SIZE(backends); b++) {
+		struct exec_result r = EXEC_RESULT_INIT;
+		struct timespec back;
+		struct executor ex;
+		char m1[32], m2[32];
+		double took;
+		int i, ret;
+		pid_t pid;
+
+		set_str(&cfg.sandbox.backend, backends[b]);
+		cfg.sandbox.allow_unconfined = 1;
+		if (executor_init(&ex, &cfg, ws) < 0)
+			fail_msg("executor_init (%s): %s", backends[b], err_last());
+		snprintf(m1, sizeof(m1), "401.%ld%zu", (long)getpid(), b);
+		snprintf(m2, sizeof(m2), "402.%ld%zu", (long)getpid(), b);
+		cancel_flag = 0;
+		executor_set_cancel(&ex, -1, &cancel_flag);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			/* the person presses Ctrl-C once the whole tree is up */
+			for (i = 0; i < 1500 && (!find_sleep(m1) || !find_sleep(m2)); i++)
+				usleep(20000);
+			kill(getppid(), SIGUSR2);
+			_exit(0);
+		}
+		ret = run_argv(&r, &ex, NULL, 60000, NULL,
+			       (const char *const[]){ "python3", "tree.py", m1, m2, NULL });
+		clock_gettime(CLOCK_MONOTONIC, &back);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		assert_int_equal(ret, FX_EINTR);
+		assert_true(cancel_flag);
+		took = secs(&back) - secs(&cancel_at);
+		print_message("%s: interrupt to return: %.0f ms\n", backends[b], took * 1000);
+		/* within a second (the SIGTERM grace was a second before) */
+		assert_true(took < 1.0);
+		/* none of it is left */
+		assert_int_equal(find_sleep(m1), 0);
+		assert_int_equal(find_sleep(m2), 0);
+		executor_release(&ex);
+	}
+	sigaction(SIGUSR2, &old, NULL);
 }
 
 /* A background child and a setsid one. */
@@ -948,6 +1142,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_native_writes_outside_fail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_native_writes_inside_work, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_native_no_network, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_native_approved_network_command, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_native_interrupt_kills_the_tree_within_a_second,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_native_timeout_kills_everything, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_native_gigabyte_output_bounded, setup,

@@ -747,6 +747,36 @@ static void test_policy_git_clean_always_asks(void **state)
 	policy_release(&p);
 }
 
+/* Which commands the executor gives the network once they pass the gate. */
+static void test_policy_needs_network(void **state)
+{
+	static const char *const pip[] = { "/usr/bin/pip3", "install", "x" };
+	static const char *const bb[] = { "busybox", "wget", "http://x" };
+	static const char *const cmd[] = { "command", "curl", "-s", "x" };
+	static const char *const ls[] = { "ls", "-l" };
+	static const char *const bbrm[] = { "busybox", "rm", "x" };
+	static const char *const curl_rm[] = { "busybox", "curl" };
+	struct policy p;
+
+	(void)state;
+	policy_init_defaults(&p);
+	assert_true(policy_needs_network(&p, pip, 3));
+	assert_true(policy_needs_network(&p, bb, 3));
+	assert_true(policy_needs_network(&p, cmd, 4));
+	assert_true(policy_needs_network(&p, curl_rm, 2));
+	assert_false(policy_needs_network(&p, ls, 2));
+	/* denied: never */
+	assert_false(policy_needs_network(&p, bbrm, 3));
+	assert_false(policy_needs_network(&p, pip, 0));
+	/* mode auto: no approval, and still the network */
+	p.mode = APPROVAL_AUTO;
+	p.network_allowed = 1;
+	assert_int_equal(policy_check(&p, pip, 3, NULL), POLICY_ALLOW);
+	assert_true(policy_needs_network(&p, pip, 3));
+	assert_false(policy_needs_network(&p, ls, 2));
+	policy_release(&p);
+}
+
 static void test_policy_wrapper_busybox_toybox(void **state)
 {
 	static const struct wcase c[] = {
@@ -932,6 +962,7 @@ int main(void)
 		cmocka_unit_test(test_policy_wrapper_busybox_toybox),
 		cmocka_unit_test(test_policy_extra_shells),
 		cmocka_unit_test(test_policy_git_clean_always_asks),
+		cmocka_unit_test(test_policy_needs_network),
 		cmocka_unit_test(test_policy_wrapper_command_exec_builtin),
 		cmocka_unit_test(test_policy_wrapper_nested),
 		cmocka_unit_test(test_policy_wrapper_itself_is_checked),
