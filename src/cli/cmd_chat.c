@@ -518,8 +518,7 @@ static void cmd_undo_turn(struct front *f)
 			cli_printf(f->out, "  %s\n", o.reverted.v[i]);
 		for (i = 0; i < o.kept.nr; i++)
 			cli_printf(f->out, "  kept, changed since: %s\n", o.kept.v[i]);
-		for (i = 0; i < o.failed.nr; i++)
-		{
+		for (i = 0; i < o.failed.nr; i++) {
 			fprintf(f->out, "  %sFAILED%s ", col(f, C_RED), col(f, C_RESET));
 			cli_printf(f->out, "%s\n", o.failed.v[i]);
 		}
@@ -748,9 +747,16 @@ static void banner(struct front *f, int resumed)
 	cli_printf(f->out, "session %s%s: model %s, permissions %s.\n", chat_id(f->chat),
 		   resumed ? " (resumed)" : "", chat_model(f->chat),
 		   f->cfg->permissions.mode ? f->cfg->permissions.mode : "ask");
-	if (resumed)
-		fprintf(f->out, "%zu earlier messages and %zu turns are in the conversation.\n",
-			chat_messages(f->chat), nr);
+	if (resumed) {
+		const struct llm_request *conv = chat_conversation(f->chat);
+		size_t said = conv->messages_nr;
+
+		/* the person's and the model's, not the system prompt */
+		if (said && conv->messages[0].role == LLM_SYSTEM)
+			said--;
+		fprintf(f->out, "%zu earlier message%s and %zu turn%s in the conversation.\n", said,
+			said == 1 ? "" : "s", nr, nr == 1 ? "" : "s");
+	}
 	fprintf(f->out, "%s/help for commands; Ctrl-C stops a turn; Ctrl-D leaves.%s\n",
 		col(f, C_DIM), col(f, C_RESET));
 	fflush(f->out);

@@ -1663,6 +1663,8 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 	memset(out, 0, sizeof(*out));
 	out->outcome = PIPELINE_ERROR;
 	memset(&pl, 0, sizeof(pl));
+	/* not held (a plan takes none): not descriptor 0, which release would close */
+	pl.lock = (struct ws_lock)WS_LOCK_INIT;
 	pl.o = opts;
 	pl.cfg = opts->cfg;
 	pl.out = out;

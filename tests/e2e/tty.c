@@ -2,8 +2,8 @@
  * forgex on a terminal, end to end: the real binary in a new session whose
  * controlling terminal is a pseudo-terminal (so /dev/tty is the pty), with
  * build/mockllm playing the roles. Approval prompts in line with the
- * progress, the request asked for when there is none, the spinner, and
- * the same run with no terminal.
+ * progress, `forgex` alone opening a session, the spinner, and the same
+ * run with no terminal.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -276,6 +276,20 @@ static char *without_spinner(const char *text)
 		end = strstr(cr, "\033[K");
 		assert_non_null(end);	/* every redraw ends by clearing the rest of the line */
 		text = end + 3;
+	}
+	return buf_detach(&b, NULL);
+}
+
+/* `text` without carriage returns and bracketed paste on/off (caller frees). */
+static char *without_cr(const char *text)
+{
+	struct buf b = BUF_INIT;
+
+	for (; *text; text++) {
+		if (!strncmp(text, "\033[?2004h", 8) || !strncmp(text, "\033[?2004l", 8))
+			text += 7;
+		else if (*text != '\r')
+			buf_addch(&b, *text);
 	}
 	return buf_detach(&b, NULL);
 }
@@ -629,25 +643,16 @@ static void test_tty_ctrl_c_in_command_then_resume(void **state)
 	ctrl_c_then_resume(1);
 }
 
-/* A run that changes nothing and passes. */
-static char *quiet_script(void)
-{
-	json_t *steps = json_array();
-
-	call(steps, "submit_plan", PLAN);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	return script(steps);
-}
-
-static void test_tty_no_args_asks_for_the_request(void **state)
+static void test_tty_no_args_opens_a_session(void **state)
 {
 	struct mock m;
 	struct ptyrun r;
-	char *s = quiet_script(), *dir, *parent, *body;
-	const char *slash;
-	struct reply replies[] = { { "What should forgex do? ", "say hello to the tests\n" } };
+	char *s = xstrdup("{\"steps\": [{\"text\": \"Hello, tests.\"}]}"), *dir, *parent, *body;
+	const char *slash, *banner, *answer;
+	char *text;
+	/* the prompt each time it shows: a message, then /exit */
+	struct reply replies[] = { { "forgex>", "say hello to the tests\n" },
+				   { "forgex>", "/exit\n" } };
 
 	(void)state;
 	mock_start(&m, s);
@@ -658,18 +663,41 @@ static void test_tty_no_args_asks_for_the_request(void **state)
 	{
 		const char *args[] = { "-C", slash + 1, NULL };
 
-		run_pty(&r, parent, args, replies, 1, 0, 120);
+		run_pty(&r, parent, args, replies, 2, 0, 120);
 	}
 	if (r.status)
 		fail_msg("forgex alone failed (%d):\n%s", r.status, r.tty.buf);
-	assert_non_null(strstr(r.tty.buf, "What should forgex do? say hello to the tests\n"));
-	assert_non_null(strstr(r.tty.buf, "forgex: run "));
-	assert_non_null(strstr(r.tty.buf, "==> architect"));
-	assert_non_null(strstr(r.tty.buf, "PASS: "));
-	/* the Architect was given what was typed */
+	/* the line editor turns the terminal's output processing back on ("\r\n") */
+	text = without_cr(r.tty.buf);
+	/* a session, not a run: its banner, the turn, and no pipeline */
+	assert_null(strstr(text, "What should forgex do?"));
+	banner = strstr(text, "\033[1mforgex\033[m session ");
+	assert_non_null(banner);
+	if (!strstr(banner, ": model mock-model, permissions auto.\n"))
+		fail_msg("the banner:\n%s", text);
+	answer = strstr(text, "forgex>\033[m say hello to the tests\n");
+	assert_non_null(answer);
+	assert_true(banner < answer);
+	assert_non_null(strstr(answer, "\nHello, tests.\n"));
+	assert_null(strstr(text, "==> architect"));
+	assert_null(tu_read(dir, ".forgex/runs"));
+	assert_non_null(strstr(text, "saved; 'forgex chat --continue' picks it up"));
+	free(text);
+	/* the model was given what was typed, as the session's message */
 	body = request_body(&m, 0);
-	assert_non_null(strstr(body, "say hello to the tests"));
+	assert_null(strstr(body, "You are the Architect"));
 	free(body);
+	{
+		json_t *reqs = mock_requests(&m);
+		json_t *msgs = json_object_get(json_object_get(json_array_get(reqs, 0), "body"),
+					       "messages");
+		json_t *last = json_array_get(msgs, json_array_size(msgs) - 1);
+
+		assert_int_equal(json_array_size(reqs), 1);
+		assert_string_equal(jsonx_str(last, "role"), "user");
+		assert_string_equal(jsonx_str(last, "content"), "say hello to the tests");
+		json_decref(reqs);
+	}
 	free(parent);
 	ptyrun_release(&r);
 	mock_release(&m);
@@ -789,7 +817,7 @@ int main(void)
 		cmocka_unit_test(test_tty_approved_network_command_has_the_network),
 		cmocka_unit_test(test_tty_ctrl_c_in_model_call_then_resume),
 		cmocka_unit_test(test_tty_ctrl_c_in_command_then_resume),
-		cmocka_unit_test(test_tty_no_args_asks_for_the_request),
+		cmocka_unit_test(test_tty_no_args_opens_a_session),
 		cmocka_unit_test(test_tty_no_args_without_terminal_prints_help),
 		cmocka_unit_test(test_tty_spinner_on_terminal_only),
 	};

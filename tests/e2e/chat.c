@@ -1,0 +1,1768 @@
+/*
+ * The interactive session end to end: the real binary (`forgex chat`,
+ * `forgex` alone) as the leader of a new session whose controlling
+ * terminal is a pseudo-terminal, typed at key by key, against
+ * build/mockllm over real HTTP on 127.0.0.1. Each test asserts what the
+ * person sees on the terminal (with the time each byte arrived, where it
+ * matters), what the model was sent (the mock's log), and what is left on
+ * disk and in /proc.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/fsutil.h"
+#include "base/jsonx.h"
+#include "base/strvec.h"
+#include "helpers/scripted.h"
+#include "helpers/testutil.h"
+#include "mockllm/mockctl.h"
+
+/* Seconds one step (a prompt, a reply, a command) may take on a loaded machine. */
+#define STEP 60.0
+/* What Ctrl-C during a command may take to give the prompt back (see the report). */
+#define CTRL_C_MAX 1.0
+#define PROMPT "forgex>\033[m "
+#define ARCHITECT_PROMPT "You are the Architect of forgex"
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* JSON written with single quotes, for readable scripts (caller frees). */
+static char *sq(const char *s)
+{
+	char *d = xstrdup(s), *p;
+
+	for (p = d; *p; p++)
+		if (*p == '\'')
+			*p = '"';
+	return d;
+}
+
+/*
+ * A terminal with forgex on it
+ */
+
+struct term {
+	pid_t pid;
+	int master;
+	struct buf out;		/* everything forgex wrote to the terminal */
+	double *at;		/* at[i]: when the read that ended at ends[i] returned */
+	size_t *ends;
+	size_t reads, alloc;
+	size_t mark;		/* term_expect() searches from here */
+	const char *prompt;	/* the prompt as written: PROMPT, or without colour */
+	int status;		/* exit status, or 128+signal; -1 while running */
+};
+
+/* forgex of the running test, killed by the teardown if the test fails. */
+static pid_t live_pid;
+
+/*
+ * The text from `from` on, printable: escapes shown as \e, \r dropped, and
+ * the terminal mode switches a person does not see (\e[?2004h, bracketed
+ * paste on, and the like) left out (caller frees).
+ */
+static char *shown(const struct term *t, size_t from)
+{
+	struct buf b = BUF_INIT;
+	size_t i;
+
+	for (i = from; i < t->out.len; i++) {
+		unsigned char c = (unsigned char)t->out.buf[i];
+
+		if (c == '\033' && i + 2 < t->out.len && t->out.buf[i + 1] == '[' &&
+		    t->out.buf[i + 2] == '?') {
+			size_t k = i + 3;
+
+			while (k < t->out.len && (isdigit((unsigned char)t->out.buf[k]) ||
+						  t->out.buf[k] == ';'))
+				k++;
+			if (k < t->out.len && (t->out.buf[k] == 'h' || t->out.buf[k] == 'l')) {
+				i = k;
+				continue;
+			}
+		}
+		if (c == '\033')
+			buf_addstr(&b, "\\e");
+		else if (c == '\\')
+			buf_addstr(&b, "\\\\");
+		else if (c == '\r')
+			continue;
+		else if (c < 32 && c != '\n' && c != '\t')
+			buf_addf(&b, "^%c", c + 64);
+		else
+			buf_addch(&b, (char)c);
+	}
+	return buf_detach(&b, NULL);
+}
+
+/*
+ * Start `forgex args...` in project `p` (its HOME and XDG_CONFIG_HOME, and
+ * what sc_proj_env() added) on a new 100x40 terminal, as a terminal
+ * emulator would: TERM=xterm, no NO_COLOR unless the project sets it.
+ */
+static void term_start(struct term *t, const struct sc_proj *p, const char *const *args)
+{
+	struct strvec argv = STRVEC_INIT;
+	char *abs = realpath(tu_forgex(), NULL);
+	size_t i;
+
+	memset(t, 0, sizeof(*t));
+	buf_init(&t->out, 0);
+	t->status = -1;
+	t->prompt = PROMPT;
+	for (i = 0; i < p->env_nr; i++)
+		if (!strncmp(p->env[i], "NO_COLOR=", 9) && p->env[i][9])
+			t->prompt = "forgex> ";
+	strvec_push(&argv, abs ? abs : tu_forgex());
+	free(abs);
+	strvec_pushv(&argv, args);
+	t->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (t->master < 0 || grantpt(t->master) || unlockpt(t->master))
+		die("posix_openpt");
+	t->pid = fork();
+	if (t->pid < 0)
+		die("fork");
+	if (!t->pid) {
+		struct winsize ws = { 40, 100, 0, 0 };
+		int slave;
+
+		if (setsid() < 0)
+			_exit(124);
+		slave = open(ptsname(t->master), O_RDWR);
+		if (slave < 0 || ioctl(slave, TIOCSCTTY, 0) < 0)
+			_exit(124);
+		ioctl(slave, TIOCSWINSZ, &ws);
+		dup2(slave, 0);
+		dup2(slave, 1);
+		dup2(slave, 2);
+		if (slave > 2)
+			close(slave);
+		if (chdir(p->dir))
+			_exit(125);
+		setenv("TERM", "xterm", 1);
+		unsetenv("NO_COLOR");
+		for (i = 0; i < p->env_nr; i++)
+			putenv((char *)p->env[i]);
+		execv(argv.v[0], (char *const *)argv.v);
+		_exit(127);
+	}
+	strvec_clear(&argv);
+	live_pid = t->pid;
+}
+
+/* Read what is there, waiting up to `ms`; 0 once the terminal is closed by every holder. */
+static int term_pump(struct term *t, int ms)
+{
+	struct pollfd pf = { t->master, POLLIN, 0 };
+	char chunk[8192];
+	ssize_t n;
+	int r = poll(&pf, 1, ms);
+
+	if (r < 0 && errno != EINTR)
+		die("poll");
+	if (r <= 0)
+		return 1;
+	n = read(t->master, chunk, sizeof(chunk));
+	if (n < 0 && errno == EINTR)
+		return 1;
+	if (n <= 0)
+		return 0;	/* EIO: nothing holds the other side any more */
+	buf_add(&t->out, chunk, (size_t)n);
+	ALLOC_GROW(t->at, t->reads + 1, t->alloc);
+	t->ends = xrealloc(t->ends, t->alloc * sizeof(*t->ends));
+	t->at[t->reads] = now();
+	t->ends[t->reads] = t->out.len;
+	t->reads++;
+	return 1;
+}
+
+/* When the byte at `off` of the output was read. */
+static double term_time_at(const struct term *t, size_t off)
+{
+	size_t i;
+
+	for (i = 0; i < t->reads; i++)
+		if (off < t->ends[i])
+			return t->at[i];
+	return -1;
+}
+
+/*
+ * Wait up to `timeout` s for `text` after the mark; the mark moves past it.
+ * Returns the offset where it begins. Fails the test (with what the
+ * terminal showed) when it does not come.
+ */
+static size_t term_expect_at(struct term *t, const char *text, double timeout, int line)
+{
+	double end = now() + timeout;
+	int open = 1;
+
+	for (;;) {
+		const char *at = memmem(t->out.buf + t->mark, t->out.len - t->mark, text,
+					strlen(text));
+
+		if (at) {
+			size_t off = (size_t)(at - t->out.buf);
+
+			t->mark = off + strlen(text);
+			return off;
+		}
+		if (!open || now() > end) {
+			char *s = shown(t, 0), *want = xstrdup(text), *p;
+
+			for (p = want; *p; p++)
+				if (*p == '\033')
+					*p = '~';
+			fail_msg("line %d: '%s' (\\e as ~) did not show within %.0f s%s; the terminal "
+				 "(searched from byte %zu):\n%s", line, want, timeout,
+				 open ? "" : " (the terminal closed)", t->mark, s);
+		}
+		open = term_pump(t, 20);
+	}
+}
+
+#define term_expect(t, text) term_expect_at((t), (text), STEP, __LINE__)
+
+/*
+ * Wait for the prompt, then for the line editor to be reading: libedit
+ * writes the prompt before it turns the terminal's canonical mode off, and
+ * a key typed in between is taken by the kernel's line discipline (Ctrl-D
+ * there becomes a NUL byte). A person is never that fast; a test is.
+ * TCGETS on the master side reports the terminal's (the slave's) modes.
+ */
+static size_t term_prompt_at(struct term *t, int line)
+{
+	size_t off = term_expect_at(t, t->prompt, STEP, line);
+	double end = now() + STEP;
+	struct termios tio;
+
+	for (;;) {
+		if (tcgetattr(t->master, &tio) < 0)
+			fail_msg("line %d: tcgetattr on the terminal: %s", line, strerror(errno));
+		if (!(tio.c_lflag & ICANON))
+			return off;
+		if (now() > end)
+			fail_msg("line %d: the line editor did not start reading", line);
+		term_pump(t, 5);
+	}
+}
+
+#define term_prompt(t) term_prompt_at((t), __LINE__)
+
+/* Type `keys` (raw bytes, as a terminal sends them). */
+static void term_send(struct term *t, const char *keys)
+{
+	size_t len = strlen(keys), off = 0;
+
+	while (off < len) {
+		ssize_t n = write(t->master, keys + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			fail_msg("write to the terminal: %s", strerror(errno));
+		off += (size_t)n;
+	}
+}
+
+/* Type `keys` one key press at a time, as a person does (escape sequences whole). */
+static void term_type(struct term *t, const char *keys)
+{
+	char one[8];
+
+	while (*keys) {
+		size_t n = 1;
+
+		if (keys[0] == '\033' && keys[1] == '[') {
+			for (n = 2; keys[n] && !isalpha((unsigned char)keys[n]) && keys[n] != '~'; n++)
+				;
+			if (keys[n])
+				n++;
+		}
+		memcpy(one, keys, n);
+		one[n] = '\0';
+		term_send(t, one);
+		keys += n;
+		term_pump(t, 30);
+	}
+}
+
+/* Wait for forgex to leave; its exit status. */
+static int term_wait_at(struct term *t, double timeout, int line)
+{
+	double end = now() + timeout;
+	int st;
+
+	while (term_pump(t, 50))
+		if (now() > end) {
+			char *s = shown(t, 0);
+
+			kill(t->pid, SIGKILL);
+			fail_msg("line %d: forgex did not leave within %.0f s; the terminal:\n%s", line,
+				 timeout, s);
+		}
+	while (waitpid(t->pid, &st, 0) < 0)
+		if (errno != EINTR)
+			die("waitpid");
+	t->pid = 0;
+	live_pid = 0;
+	t->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return t->status;
+}
+
+#define term_wait(t) term_wait_at((t), STEP, __LINE__)
+
+static void term_release(struct term *t)
+{
+	if (t->pid > 0) {
+		kill(t->pid, SIGKILL);
+		while (waitpid(t->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (t->master >= 0)
+		close(t->master);
+	buf_release(&t->out);
+	free(t->at);
+	free(t->ends);
+	if (live_pid == t->pid)
+		live_pid = 0;
+	memset(t, 0, sizeof(*t));
+	t->master = -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (live_pid > 0) {
+		kill(live_pid, SIGKILL);
+		while (waitpid(live_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		live_pid = 0;
+	}
+	return 0;
+}
+
+/* The session id from the banner ("forgex\e[m session ID: model ..."); caller frees. */
+static char *banner_id(const struct term *t)
+{
+	const char *s = memmem(t->out.buf, t->out.len, " session ", 9), *e;
+
+	assert_non_null(s);
+	s += 9;
+	e = s + strcspn(s, ": ");
+	return xstrndup(s, (size_t)(e - s));
+}
+
+/*
+ * The project and the mock
+ */
+
+struct fx {
+	struct mock m;
+	struct sc_proj p;
+	struct term t;
+	char *script;
+};
+
+static void fx_start(struct fx *f, const char *script_sq, const char *mode)
+{
+	memset(f, 0, sizeof(*f));
+	f->t.master = -1;
+	f->script = sq(script_sq);
+	mock_start(&f->m, f->script);
+	sc_proj_init(&f->p, &f->m, mode, NULL);
+}
+
+static void fx_release(struct fx *f)
+{
+	term_release(&f->t);
+	mock_release(&f->m);
+	sc_proj_release(&f->p);
+	free(f->script);
+}
+
+/* `forgex chat` (or `args`) on the terminal, up to its first prompt. */
+static void fx_chat(struct fx *f, const char *const *args)
+{
+	static const char *const chat[] = { "chat", NULL };
+
+	term_start(&f->t, &f->p, args ? args : chat);
+	term_expect(&f->t, " session ");
+	term_prompt(&f->t);
+}
+
+/* Type a line and Enter; wait for the prompt after what it did. Returns the offset after the echo. */
+static size_t say(struct fx *f, const char *line)
+{
+	size_t from;
+
+	term_type(&f->t, line);
+	term_send(&f->t, "\r");
+	term_expect(&f->t, "\r\n");	/* the editor's newline: the line was taken */
+	from = f->t.mark;
+	term_prompt(&f->t);
+	return from;
+}
+
+/* The printable text between offsets `from` and `to` (caller frees). */
+static char *between(const struct term *t, size_t from, size_t to)
+{
+	struct term cut = *t;
+
+	cut.out.len = to;
+	return shown(&cut, from);
+}
+
+/* The chat requests' bodies. */
+static json_t *requests(const struct fx *f)
+{
+	return sc_chat_requests(&f->m);
+}
+
+/* The content of the last message of request `n` with `role`. */
+static const char *last_of(json_t *reqs, size_t n, const char *role)
+{
+	json_t *msgs = json_object_get(json_array_get(reqs, n), "messages");
+	size_t i = json_array_size(msgs);
+
+	while (i-- > 0) {
+		const char *r = jsonx_str(json_array_get(msgs, i), "role");
+
+		if (r && !strcmp(r, role))
+			return jsonx_str(json_array_get(msgs, i), "content");
+	}
+	return NULL;
+}
+
+/* Processes whose command line holds `marker` (zombies have none), named in `who` (may be NULL). */
+static int count_procs(const char *marker, struct buf *who)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		die("opendir /proc");
+	while ((e = readdir(d))) {
+		char path[300], cmd[4096];
+		ssize_t len, i;
+		int fd;
+
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, cmd, sizeof(cmd) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		for (i = 0; i < len; i++)
+			if (!cmd[i])
+				cmd[i] = ' ';
+		cmd[len] = '\0';
+		if (strstr(cmd, marker)) {
+			n++;
+			if (who)
+				buf_addf(who, "  %s: %.200s\n", e->d_name, cmd);
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * A tree, to compare: every folder and file under `dir` but .git, .forgex
+ * and __pycache__, with its mode and (for files) bytes, sorted.
+ */
+static void tree_walk(struct strvec *out, const char *dir, const char *rel)
+{
+	char *path = *rel ? xstrfmt("%s/%s", dir, rel) : xstrdup(dir);
+	DIR *d = opendir(path);
+	struct dirent *e;
+
+	if (!d)
+		die("opendir %s", path);
+	while ((e = readdir(d))) {
+		char *r, *full;
+		struct stat st;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    (!*rel && (!strcmp(e->d_name, ".git") || !strcmp(e->d_name, ".forgex"))) ||
+		    !strcmp(e->d_name, "__pycache__"))
+			continue;
+		r = *rel ? xstrfmt("%s/%s", rel, e->d_name) : xstrdup(e->d_name);
+		full = xstrfmt("%s/%s", dir, r);
+		if (lstat(full, &st) < 0)
+			die("lstat %s", full);
+		if (S_ISDIR(st.st_mode)) {
+			strvec_pushf(out, "%s/ %o", r, (unsigned)(st.st_mode & 07777));
+			tree_walk(out, dir, r);
+		} else {
+			char *text = tu_read(dir, r);
+
+			strvec_pushf(out, "%s %o %s", r, (unsigned)(st.st_mode & 07777),
+				     text ? text : "(unreadable)");
+			free(text);
+		}
+		free(r);
+		free(full);
+	}
+	closedir(d);
+	free(path);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *tree(const char *dir)
+{
+	struct strvec v = STRVEC_INIT;
+	struct buf b = BUF_INIT;
+	size_t i;
+
+	tree_walk(&v, dir, "");
+	qsort(v.v, v.nr, sizeof(*v.v), cmp_str);
+	for (i = 0; i < v.nr; i++)
+		buf_addf(&b, "%s\n--\n", v.v[i]);
+	strvec_clear(&v);
+	return buf_detach(&b, NULL);
+}
+
+/*
+ * Tests
+ */
+
+static void test_chat_streams_text_before_the_reply_ends(void **state)
+{
+	struct fx f;
+	size_t first, second, third;
+	double t1, t3, asked;
+	char *text;
+
+	(void)state;
+	/* the reply in three deltas; the last two each 3 s after the one before */
+	fx_start(&f, "{'steps': [{'text': 'First part. Second part. Third part.', "
+		 "'delta_chars': 12, 'delays_ms': [0, 0, 3000, 3000]}]}", "auto");
+	fx_chat(&f, NULL);
+	term_type(&f.t, "tell me in parts");
+	asked = now();
+	term_send(&f.t, "\r");
+	first = term_expect(&f.t, "First part.");
+	second = term_expect(&f.t, "Second part.");
+	third = term_expect(&f.t, "Third part.");
+	term_prompt(&f.t);
+	t1 = term_time_at(&f.t, first);
+	t3 = term_time_at(&f.t, third);
+	print_message("# streamed: first piece on the terminal %.2f s after Enter, %.2f s before "
+		      "the last\n", t1 - asked, t3 - t1);
+	/*
+	 * The mock sends the last piece at least 6 s after it got the request
+	 * (so after Enter): the first piece shown sooner was shown before the
+	 * last was sent. A front that printed the reply once it ended would
+	 * show both within one read.
+	 */
+	assert_true(t1 - asked < 6.0);
+	assert_true(t3 - t1 > 3.0);
+	assert_true(term_time_at(&f.t, second) - t1 > 1.5);
+	/* once, on one line, not printed again when the turn ended */
+	text = between(&f.t, first, f.t.mark);
+	assert_string_equal(text, "First part. Second part. Third part.\n\\e[1mforgex>\\e[m ");
+	free(text);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	fx_release(&f);
+}
+
+static void test_chat_edit_shows_its_diff(void **state)
+{
+	struct fx f;
+	size_t from;
+	char *text, *calc;
+
+	(void)state;
+	fx_start(&f, "{'steps': ["
+		 "{'tool_calls': [{'id': 'e1', 'name': 'write_file', 'arguments': {'path': "
+		 "'calc.py', 'content': 'def add(a, b):\\n    return a + b\\n\\n\\n"
+		 "def mul(a, b):\\n    return a * b\\n'}}]},"
+		 "{'tool_calls': [{'id': 'e2', 'name': 'edit_file', 'arguments': {'path': "
+		 "'calc.py', 'old_string': '    return a + b\\n', 'new_string': "
+		 "'    return b + a\\n'}}]},"
+		 "{'text': 'Added mul.'}]}", "auto");
+	fx_chat(&f, NULL);
+	from = say(&f, "add mul to calc");
+	/* the call, then its diff in colour: old lines red, new lines green */
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "\\e[36m*\\e[m write_file calc.py\n"));
+	assert_non_null(strstr(text, "    \\e[1m--- a/calc.py\\e[m\n    \\e[1m+++ b/calc.py\\e[m\n"));
+	assert_non_null(strstr(text, "\n    \\e[32m+def mul(a, b):\\e[m\n"
+			       "    \\e[32m+    return a * b\\e[m\n"));
+	assert_non_null(strstr(text, "\n    \\e[31m-    return a + b\\e[m\n"
+			       "    \\e[32m+    return b + a\\e[m\n"));
+	assert_non_null(strstr(text, "Added mul.\n"));
+	assert_non_null(strstr(text, "(turn 1 changed files: /diff 1 shows them, /undo reverts "
+			       "them)"));
+	free(text);
+	calc = tu_read(f.p.dir, "calc.py");
+	assert_string_equal(calc, "def add(a, b):\n    return b + a\n\n\ndef mul(a, b):\n"
+			    "    return a * b\n");
+	free(calc);
+	/* /diff: the session's change as a whole */
+	from = say(&f, "/diff");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "diff --git a/calc.py b/calc.py"));
+	assert_non_null(strstr(text, "\\e[31m-    return a + b\\e[m\n\\e[32m+    return b + a\\e[m\n"));
+	assert_non_null(strstr(text, "\\e[32m+def mul(a, b):\\e[m\n"));
+	free(text);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	fx_release(&f);
+}
+
+static void test_chat_edit_diff_without_colour(void **state)
+{
+	struct fx f;
+	size_t from;
+	char *text;
+
+	(void)state;
+	fx_start(&f, "{'steps': ["
+		 "{'tool_calls': [{'id': 'e1', 'name': 'write_file', 'arguments': {'path': "
+		 "'calc.py', 'content': 'def add(a, b):\\n    return b + a\\n'}}]},"
+		 "{'text': 'Swapped.'}]}", "auto");
+	sc_proj_env(&f.p, "NO_COLOR=1");
+	fx_chat(&f, NULL);
+	from = say(&f, "swap them");
+	text = between(&f.t, from, f.t.mark);
+	/* the same lines, marked by + and - alone; not one colour code */
+	assert_non_null(strstr(text, "* write_file calc.py\n"));
+	assert_non_null(strstr(text, "\n    -    return a + b\n    +    return b + a\n"));
+	assert_non_null(strstr(text, "Swapped.\n"));
+	assert_null(strstr(text, "\\e[3"));
+	assert_null(strstr(text, "\\e[1m"));
+	free(text);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	fx_release(&f);
+}
+
+static void test_chat_line_typed_during_a_reply_is_the_next_message(void **state)
+{
+	struct fx f;
+	json_t *reqs;
+
+	(void)state;
+	fx_start(&f, "{'steps': [{'text': 'First part. Second part.', 'delta_chars': 12, "
+		 "'delays_ms': [0, 0, 2000]}, {'text': 'Got the next one.'}]}", "auto");
+	fx_chat(&f, NULL);
+	term_type(&f.t, "slow one");
+	term_send(&f.t, "\r");
+	term_expect(&f.t, "First part.");
+	/* typed ahead while the reply streams */
+	term_send(&f.t, "queued message\r");
+	term_expect(&f.t, "Second part.");
+	term_expect(&f.t, "Got the next one.");
+	term_prompt(&f.t);
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 2);
+	assert_string_equal(last_of(reqs, 1, "user"), "queued message");
+	assert_string_equal(last_of(reqs, 1, "assistant"), "First part. Second part.");
+	json_decref(reqs);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	fx_release(&f);
+}
+
+static void test_chat_refused_call_is_shown_refused(void **state)
+{
+	struct fx f;
+	size_t from;
+	char *text;
+	json_t *reqs;
+
+	(void)state;
+	fx_start(&f, "{'steps': ["
+		 "{'tool_calls': [{'id': 'r1', 'name': 'run_command', 'arguments': "
+		 "{'argv': ['rm', '-rf', '/']}}]},"
+		 "{'text': 'The policy refused it.'}]}", "auto");
+	fx_chat(&f, NULL);
+	from = say(&f, "clean everything");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "\\e[36m*\\e[m $ rm -rf /\n"
+			       "  \\e[31m\\e[1mREFUSED\\e[m \\e[31merror: Command denied by policy: "
+			       "Command 'rm' is in the deny list\\e[m\n"));
+	assert_non_null(strstr(text, "The policy refused it.\n"));
+	free(text);
+	/* the model was told why */
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 2);
+	assert_string_equal(sc_tool_result(reqs, "r1"),
+			    "error: Command denied by policy: Command 'rm' is in the deny list");
+	json_decref(reqs);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	fx_release(&f);
+}
+
+/* The run folders of the project, oldest first. */
+static void run_dirs(struct strvec *out, const char *dir)
+{
+	char *runs = xstrfmt("%s/.forgex/runs", dir);
+	DIR *d = opendir(runs);
+	struct dirent *e;
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			strvec_pushf(out, "%s/%s", runs, e->d_name);
+	closedir(d);
+	qsort(out->v, out->nr, sizeof(*out->v), cmp_str);
+	free(runs);
+}
+
+/* The run id in "forgex: run ID" of `text` (caller frees). */
+static char *run_id_in(const char *text)
+{
+	const char *at = strstr(text, "forgex: run ");
+
+	if (!at)
+		fail_msg("no 'forgex: run ID' line in:\n%s", text);
+	at += strlen("forgex: run ");
+	return xstrndup(at, strcspn(at, "\n"));
+}
+
+static json_t *load_json(const char *dir, const char *name)
+{
+	char *text = tu_read(dir, name);
+	json_t *j = NULL;
+
+	if (!text)
+		fail_msg("no %s in %s", name, dir);
+	if (jsonx_parse(&j, text, strlen(text), name))
+		fail_msg("%s in %s: %s", name, dir, err_last());
+	free(text);
+	return j;
+}
+
+#define GO_PLAN "{'summary': 'Add a greeting module', 'steps': [{'id': '1', 'title': " \
+	"'Write hello.py', 'description': 'hello() returns hi', 'files': ['hello.py']}], " \
+	"'acceptance': ['hello() returns hi']}"
+
+static void test_chat_plan_then_go_passes_without_planning_again(void **state)
+{
+	struct fx f;
+	struct strvec runs = STRVEC_INIT;
+	json_t *reqs, *p1, *p2, *sum, *body;
+	size_t from, planned, i;
+	char *text, *hello, *plan_run, *go_run, *dir;
+
+	(void)state;
+	fx_start(&f, "{'steps': ["
+		 "{'tool_calls': [{'id': 'p1', 'name': 'submit_plan', 'arguments': " GO_PLAN "}]},"
+		 "{'tool_calls': [{'id': 'b1', 'name': 'write_file', 'arguments': {'path': "
+		 "'hello.py', 'content': 'def hello():\\n    return \\'hi\\'\\n'}}]},"
+		 "{'tool_calls': [{'id': 'b2', 'name': 'finish', 'arguments': {'summary': "
+		 "'wrote hello.py'}}]},"
+		 "{'tool_calls': [{'id': 'x1', 'name': 'finish', 'arguments': {'summary': "
+		 "'nothing to refine'}}]},"
+		 "{'tool_calls': [{'id': 's1', 'name': 'submit_verdict', 'arguments': "
+		 "{'verdict': 'PASS', 'reasons': ['hello.py does it'], 'required_fixes': []}}]}"
+		 "]}", "auto");
+	fx_chat(&f, NULL);
+	from = say(&f, "/plan add a hello module");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "Add a greeting module"));
+	assert_non_null(strstr(text, "/go runs the pipeline on this plan"));
+	plan_run = run_id_in(text);
+	free(text);
+	reqs = requests(&f);
+	planned = json_array_size(reqs);
+	assert_int_equal(planned, 1);
+	/* the /plan request was the Architect's (so the check below can fail) */
+	assert_non_null(strstr(jsonx_str(json_array_get(json_object_get(json_array_get(reqs, 0),
+						"messages"), 0), "content"), ARCHITECT_PROMPT));
+	json_decref(reqs);
+	assert_null(tu_read(f.p.dir, "hello.py"));
+
+	from = say(&f, "/go");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "PASS: "));
+	assert_null(strstr(text, "==> architect\n    architect turn"));
+	go_run = run_id_in(text);
+	free(text);
+	hello = tu_read(f.p.dir, "hello.py");
+	assert_non_null(hello);
+	assert_string_equal(hello, "def hello():\n    return \"hi\"\n");
+	free(hello);
+	/* /go asked the Builder, the Expert and the Supervisor; never the Architect */
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 5);
+	for (i = planned; i < json_array_size(reqs); i++) {
+		struct buf b = BUF_INIT;
+
+		body = json_array_get(reqs, i);
+		jsonx_dump(&b, body, 0);
+		if (strstr(b.buf, ARCHITECT_PROMPT))
+			fail_msg("request %zu of /go holds the Architect's prompt", i);
+		buf_release(&b);
+	}
+	json_decref(reqs);
+	/* two runs: the plan's and /go's, with the same plan.json; /go passed */
+	run_dirs(&runs, f.p.dir);
+	assert_int_equal(runs.nr, 2);
+	assert_string_not_equal(plan_run, go_run);
+	dir = xstrfmt("%s/.forgex/runs/%s", f.p.dir, plan_run);
+	p1 = load_json(dir, "plan.json");
+	sum = load_json(dir, "summary.json");
+	assert_string_equal(jsonx_str(sum, "outcome"), "planned");
+	json_decref(sum);
+	free(dir);
+	dir = xstrfmt("%s/.forgex/runs/%s", f.p.dir, go_run);
+	p2 = load_json(dir, "plan.json");
+	sum = load_json(dir, "summary.json");
+	assert_string_equal(jsonx_str(sum, "outcome"), "pass");
+	json_decref(sum);
+	free(dir);
+	assert_true(json_equal(p1, p2));
+	assert_string_equal(jsonx_str(p2, "summary"), "Add a greeting module");
+	json_decref(p1);
+	json_decref(p2);
+	strvec_clear(&runs);
+	free(plan_run);
+	free(go_run);
+	/* /go again: the plan was used up */
+	from = say(&f, "/go");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "no plan to run: /plan [REQUEST] makes one\n"));
+	free(text);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	fx_release(&f);
+}
+
+static void test_chat_undo_restores_the_tree(void **state)
+{
+	struct fx f;
+	size_t from;
+	char *before, *after, *text, *keep, *expect, *p;
+	json_t *reqs;
+
+	(void)state;
+	fx_start(&f, "{'steps': [{'tool_calls': ["
+		 "{'id': 'u1', 'name': 'write_file', 'arguments': {'path': 'calc.py', 'content': "
+		 "'def add(a, b):\\n    return a - b\\n'}},"
+		 "{'id': 'u2', 'name': 'write_file', 'arguments': {'path': 'pkg/deep/new.py', "
+		 "'content': 'NEW = 1\\n'}},"
+		 "{'id': 'u3', 'name': 'write_file', 'arguments': {'path': 'keep.txt', 'content': "
+		 "'the model was here\\n'}},"
+		 "{'id': 'u4', 'name': 'run_command', 'arguments': {'argv': ['python3', '-c', "
+		 "'import os; open(\\'made.txt\\', \\'w\\').write(\\'x\\'); os.remove(\\'old.txt\\')'"
+		 "]}}]},"
+		 "{'text': 'Changed four things.'}]}", "auto");
+	/* a committed file, a file git does not know, one the person edits after the turn */
+	tu_write(f.p.dir, "old.txt", "an old file\n");
+	tu_write(f.p.dir, "keep.txt", "keep me\n");
+	tu_write(f.p.dir, "notes.txt", "the person's notes, untracked\n");
+	{
+		const char *argv[] = { "git", "-c", "user.name=t", "-c", "user.email=t@e", "commit",
+				       "-qm", "more", "--", "old.txt", "keep.txt", NULL };
+		const char *add[] = { "git", "add", "old.txt", "keep.txt", NULL };
+		struct tu_result r;
+
+		tu_run(&r, add, f.p.dir, NULL, NULL);
+		assert_int_equal(r.status, 0);
+		tu_result_release(&r);
+		tu_run(&r, argv, f.p.dir, NULL, NULL);
+		assert_int_equal(r.status, 0);
+		tu_result_release(&r);
+	}
+	before = tree(f.p.dir);
+	fx_chat(&f, NULL);
+	from = say(&f, "change four things");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "Changed four things."));
+	free(text);
+	/* the turn did what it says */
+	reqs = requests(&f);
+	assert_non_null(strstr(sc_tool_result(reqs, "u4"), "exit_code: 0"));
+	json_decref(reqs);
+	after = tu_read(f.p.dir, "made.txt");
+	assert_string_equal(after, "x");
+	free(after);
+	assert_null(tu_read(f.p.dir, "old.txt"));
+	after = tu_read(f.p.dir, "pkg/deep/new.py");
+	assert_string_equal(after, "NEW = 1\n");
+	free(after);
+	/* the person edits keep.txt before the undo */
+	tu_write(f.p.dir, "keep.txt", "the person's own words\n");
+
+	from = say(&f, "/undo");
+	text = between(&f.t, from, f.t.mark);
+	if (!strstr(text, "undid turn 1: 4 paths put back\n"))
+		fail_msg("/undo said:\n%s", text);
+	/* named, with where the turn's version of it was kept */
+	p = strstr(text, "  kept, changed since: keep.txt (the run's version: ");
+	assert_non_null(p);
+	p += strlen("  kept, changed since: keep.txt (the run's version: ");
+	{
+		char *kept = xstrndup(p, strcspn(p, ")")), *was;
+
+		assert_non_null(strstr(kept, "/.forgex/sessions/"));
+		was = tu_read("/", kept + 1);
+		assert_non_null(was);
+		assert_string_equal(was, "the model was here\n");
+		free(was);
+		free(kept);
+	}
+	assert_null(strstr(text, "FAILED"));
+	free(text);
+	/* byte for byte the tree before the turn, but for the person's keep.txt */
+	after = tree(f.p.dir);
+	keep = tu_read(f.p.dir, "keep.txt");
+	assert_string_equal(keep, "the person's own words\n");
+	free(keep);
+	p = strstr(before, "keep.txt 644 keep me\n");
+	assert_non_null(p);
+	{
+		struct buf b = BUF_INIT;
+
+		buf_add(&b, before, (size_t)(p - before));
+		buf_addstr(&b, "keep.txt 644 the person's own words\n");
+		buf_addstr(&b, p + strlen("keep.txt 644 keep me\n"));
+		expect = buf_detach(&b, NULL);
+	}
+	assert_string_equal(after, expect);
+	free(expect);
+	free(after);
+	/* nothing left to undo */
+	from = say(&f, "/undo");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "nothing to undo"));
+	free(text);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	free(before);
+	fx_release(&f);
+}
+
+static void test_chat_model_switch_and_cost(void **state)
+{
+	struct fx f;
+	size_t from;
+	char *text;
+	json_t *reqs;
+
+	(void)state;
+	fx_start(&f, "{'steps': ["
+		 "{'text': 'one', 'usage': {'prompt_tokens': 100, 'completion_tokens': 7, "
+		 "'total_tokens': 107}},"
+		 "{'text': 'two', 'usage': {'prompt_tokens': 200, 'completion_tokens': 9, "
+		 "'total_tokens': 209}},"
+		 "{'tool_calls': [{'id': 'p1', 'name': 'submit_plan', 'arguments': " GO_PLAN "}]}"
+		 "]}", "auto");
+	fx_chat(&f, NULL);
+	say(&f, "first");
+	from = say(&f, "/model other-model");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "the session now uses other-model\n"));
+	free(text);
+	say(&f, "second");
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 2);
+	assert_string_equal(jsonx_str(json_array_get(reqs, 0), "model"), "mock-model");
+	assert_string_equal(jsonx_str(json_array_get(reqs, 1), "model"), "other-model");
+	json_decref(reqs);
+	from = say(&f, "/cost");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "mock-model: 1 call, 100 prompt + 7 completion tokens, cost "
+			       "unknown (no [budget] prices)\n"));
+	assert_non_null(strstr(text, "other-model: 1 call, 200 prompt + 9 completion tokens, cost "
+			       "unknown (no [budget] prices)\n"));
+	assert_non_null(strstr(text, "total: 2 calls, 316 tokens, cost unknown\n"));
+	free(text);
+	/* a role's model, for the pipeline; /model alone names them all */
+	from = say(&f, "/model architect arch-model");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "architect now uses arch-model\n"));
+	free(text);
+	from = say(&f, "/model");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "chat: other-model\n"));
+	assert_non_null(strstr(text, "architect: arch-model (provider default)\n"));
+	assert_non_null(strstr(text, "builder: mock-model (provider default)\n"));
+	assert_non_null(strstr(text, "the server of provider default offers: mock-model\n"));
+	free(text);
+	say(&f, "/plan the plan");
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 3);
+	assert_string_equal(jsonx_str(json_array_get(reqs, 2), "model"), "arch-model");
+	json_decref(reqs);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	fx_release(&f);
+}
+
+static void test_chat_ctrl_c_stops_a_command(void **state)
+{
+	struct fx f;
+	char *marker = xstrfmt("fx-chat-marker-%d", (int)getpid()), *s, *text;
+	json_t *reqs;
+	const char *result;
+	double sent, back, end;
+	size_t prompt, from;
+	int n = 0;
+
+	(void)state;
+	/* a command that sleeps a minute, with a child that sleeps too */
+	s = xstrfmt("{'steps': ["
+		    "{'tool_calls': [{'id': 'k1', 'name': 'run_command', 'arguments': {'argv': "
+		    "['python3', '-c', 'import os, sys, time\\nif os.fork() == 0:\\n"
+		    "    time.sleep(60)\\n    sys.exit(0)\\ntime.sleep(60)\\n', '%s']}}]},"
+		    "{'text': 'Still here.'}]}", marker);
+	fx_start(&f, s, "auto");
+	free(s);
+	fx_chat(&f, NULL);
+	term_type(&f.t, "sleep a while");
+	term_send(&f.t, "\r");
+	term_expect(&f.t, "*\033[m $ python3 -c");
+	/* the command and its child run (and whatever runs them in the sandbox) */
+	end = now() + STEP;
+	while ((n = count_procs(marker, NULL)) < 2 && now() < end)
+		pause_ms(20);
+	assert_true(n >= 2);
+	pause_ms(300);
+	sent = now();
+	term_send(&f.t, "\003");
+	term_expect(&f.t, "(interrupted");
+	prompt = term_prompt(&f.t);
+	back = term_time_at(&f.t, prompt);
+	{
+		struct buf who = BUF_INIT;
+
+		n = count_procs(marker, &who);
+		if (n)
+			fail_msg("%d processes left after Ctrl-C:\n%s", n, who.buf);
+		buf_release(&who);
+	}
+	print_message("# Ctrl-C during a command: the prompt back after %.3f s; %d processes left\n",
+		      back - sent, n);
+	assert_int_equal(n, 0);
+	assert_true(back - sent < CTRL_C_MAX);
+	/* the session goes on, and the model learns what became of its call */
+	from = say(&f, "go on");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "Still here."));
+	free(text);
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 2);
+	result = sc_tool_result(reqs, "k1");
+	assert_non_null(result);
+	assert_non_null(strstr(result, "interrupted"));
+	assert_string_equal(last_of(reqs, 1, "user"), "go on");
+	json_decref(reqs);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	assert_int_equal(count_procs(marker, NULL), 0);
+	free(marker);
+	fx_release(&f);
+}
+
+static void test_chat_undo_after_ctrl_c_reverts_the_command(void **state)
+{
+	struct fx f;
+	char *marker = xstrfmt("fx-chat-undo-%d", (int)getpid()), *s, *text, *before, *after;
+	size_t from;
+	double end;
+
+	(void)state;
+	/* a command that writes a file, edits another, then sleeps until stopped */
+	s = xstrfmt("{'steps': ["
+		    "{'tool_calls': [{'id': 'w1', 'name': 'run_command', 'arguments': {'argv': "
+		    "['python3', '-c', 'import time\\nopen(\\'partial.txt\\', \\'w\\').write(\\'half\\')\\n"
+		    "open(\\'calc.py\\', \\'a\\').write(\\'# more\\\\n\\')\\ntime.sleep(60)\\n', '%s']}}]},"
+		    "{'text': 'unused'}]}", marker);
+	fx_start(&f, s, "auto");
+	free(s);
+	before = tree(f.p.dir);
+	fx_chat(&f, NULL);
+	term_type(&f.t, "write and wait");
+	term_send(&f.t, "\r");
+	term_expect(&f.t, "*\033[m $ python3 -c");
+	end = now() + STEP;
+	while (!(text = tu_read(f.p.dir, "partial.txt")) && now() < end)
+		pause_ms(20);
+	assert_non_null(text);
+	free(text);
+	pause_ms(300);
+	term_send(&f.t, "\003");
+	term_expect(&f.t, "(interrupted");
+	term_prompt(&f.t);
+	text = tu_read(f.p.dir, "calc.py");
+	assert_non_null(strstr(text, "# more\n"));
+	free(text);
+	/* the interrupted command's changes belong to the turn */
+	from = say(&f, "/undo");
+	text = between(&f.t, from, f.t.mark);
+	if (!strstr(text, "undid turn 1: 2 paths put back\n"))
+		fail_msg("/undo said:\n%s", text);
+	free(text);
+	after = tree(f.p.dir);
+	assert_string_equal(after, before);
+	free(after);
+	free(before);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	assert_int_equal(count_procs(marker, NULL), 0);
+	free(marker);
+	fx_release(&f);
+}
+
+static void test_chat_continue_has_the_earlier_messages(void **state)
+{
+	struct fx f;
+	static const char *const cont[] = { "chat", "--continue", NULL };
+	char *first, *second, *text;
+	json_t *reqs, *msgs;
+	size_t from, i;
+	int saw_user = 0, saw_answer = 0;
+
+	(void)state;
+	fx_start(&f, "{'steps': [{'text': 'Noted.'}, {'text': 'It was the fruit.'}]}", "auto");
+	fx_chat(&f, NULL);
+	say(&f, "remember the word PINEAPPLE");
+	first = banner_id(&f.t);
+	term_type(&f.t, "/exit\r");
+	term_expect(&f.t, "saved; 'forgex chat --continue' picks it up");
+	assert_int_equal(term_wait(&f.t), 0);
+	term_release(&f.t);
+
+	fx_chat(&f, cont);
+	second = banner_id(&f.t);
+	assert_string_equal(first, second);
+	text = between(&f.t, 0, f.t.mark);
+	assert_non_null(strstr(text, " (resumed): model mock-model"));
+	assert_non_null(strstr(text, "\n2 earlier messages and 1 turn in the conversation.\n"));
+	free(text);
+	from = say(&f, "which word was it?");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "It was the fruit."));
+	free(text);
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 2);
+	msgs = json_object_get(json_array_get(reqs, 1), "messages");
+	for (i = 0; i < json_array_size(msgs); i++) {
+		const char *c = jsonx_str(json_array_get(msgs, i), "content");
+		const char *role = jsonx_str(json_array_get(msgs, i), "role");
+
+		if (c && !strcmp(role, "user") && !strcmp(c, "remember the word PINEAPPLE"))
+			saw_user = 1;
+		if (c && !strcmp(role, "assistant") && !strcmp(c, "Noted."))
+			saw_answer = saw_user;
+	}
+	assert_true(saw_user);
+	assert_true(saw_answer);
+	assert_string_equal(last_of(reqs, 1, "user"), "which word was it?");
+	/* the earlier request is the start of the new one */
+	assert_true(json_equal(json_array_get(json_object_get(json_array_get(reqs, 0),
+							       "messages"), 0),
+			       json_array_get(msgs, 0)));
+	json_decref(reqs);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	free(first);
+	free(second);
+	fx_release(&f);
+}
+
+static void test_chat_keys_edit_the_line(void **state)
+{
+	struct fx f;
+	json_t *reqs;
+	char *log;
+
+	(void)state;
+	fx_start(&f, "{'steps': [{'text': 'one'}, {'text': 'two'}, {'text': 'three'}, "
+		 "{'text': 'four'}]}", "auto");
+	fx_chat(&f, NULL);
+	/* helo, Left, l, End, " world" */
+	term_type(&f.t, "helo\033[Dl\033[F world\r");
+	term_expect(&f.t, "one");
+	term_prompt(&f.t);
+	/* Up: the entry again, then more at its end */
+	term_type(&f.t, "\033[A again\r");
+	term_expect(&f.t, "two");
+	term_prompt(&f.t);
+	/* Ctrl-A (start), Ctrl-K (cut the rest), Home/End in the other spelling */
+	term_type(&f.t, "xyz\001\013new \033OH[\033OF]\r");
+	term_expect(&f.t, "three");
+	term_prompt(&f.t);
+	/* Ctrl-C over typed text drops it */
+	term_type(&f.t, "half a thought");
+	term_send(&f.t, "\003");
+	term_prompt(&f.t);
+	term_type(&f.t, "a whole one\r");
+	term_expect(&f.t, "four");
+	term_prompt(&f.t);
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 4);
+	assert_string_equal(last_of(reqs, 3, "user"), "a whole one");
+	assert_string_equal(last_of(reqs, 0, "user"), "hello world");
+	assert_string_equal(last_of(reqs, 1, "user"), "hello world again");
+	assert_string_equal(last_of(reqs, 2, "user"), "[new ]");
+	json_decref(reqs);
+	/* no escape byte, raw or as JSON, reached the model */
+	log = tu_read(f.m.dir, "log.jsonl");
+	assert_non_null(log);
+	assert_null(strchr(log, '\033'));
+	assert_null(strstr(log, "\\u001b"));
+	assert_null(strstr(log, "\\u001B"));
+	free(log);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	/* the history file holds the entries as sent */
+	log = tu_read(f.p.dir, ".forgex/history");
+	assert_non_null(log);
+	assert_non_null(strstr(log, "hello world\nhello world again\n[new ]\n"));
+	free(log);
+	fx_release(&f);
+}
+
+static void test_chat_continuation_completion_and_escapes(void **state)
+{
+	struct fx f;
+	size_t from;
+	char *text;
+	json_t *reqs;
+
+	(void)state;
+	fx_start(&f, "{'steps': [{'text': 'one'}, {'text': 'two'}]}", "auto");
+	fx_chat(&f, NULL);
+	/* a trailing backslash goes on on the next line; the model gets both lines */
+	term_type(&f.t, "first line\\\r");
+	term_expect(&f.t, "... ");
+	term_type(&f.t, "second line\r");
+	term_expect(&f.t, "one");
+	term_prompt(&f.t);
+	/* Tab completes a command */
+	from = say(&f, "/hel\t");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "  /undo "));
+	free(text);
+	/* a leading "//" is a message that begins with "/" */
+	from = say(&f, "//etc/hosts is what file?");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "two"));
+	assert_null(strstr(text, "unknown command"));
+	free(text);
+	/* /diff takes a turn number */
+	from = say(&f, "/diff soon");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "/diff takes a turn number (1, 2, ...), not 'soon'\n"));
+	free(text);
+	from = say(&f, "/diff 9");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "no turn 9 in this session (it has 2)"));
+	free(text);
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 2);
+	assert_string_equal(last_of(reqs, 0, "user"), "first line\nsecond line");
+	assert_string_equal(last_of(reqs, 1, "user"), "/etc/hosts is what file?");
+	json_decref(reqs);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	fx_release(&f);
+}
+
+static void test_chat_log_lists_sessions_beside_runs(void **state)
+{
+	struct fx f;
+	struct tu_result r;
+	struct strvec runs = STRVEC_INIT;
+	char *id, *run_id, *line;
+	const char *at;
+
+	(void)state;
+	fx_start(&f, "{'steps': ["
+		 "{'tool_calls': [{'id': 'p1', 'name': 'submit_plan', 'arguments': " GO_PLAN "}]},"
+		 "{'tool_calls': [{'id': 'b1', 'name': 'finish', 'arguments': {'summary': 'ok'}}]},"
+		 "{'tool_calls': [{'id': 'x1', 'name': 'finish', 'arguments': {'summary': 'ok'}}]},"
+		 "{'tool_calls': [{'id': 's1', 'name': 'submit_verdict', 'arguments': "
+		 "{'verdict': 'PASS', 'reasons': ['fine'], 'required_fixes': []}}]},"
+		 "{'text': 'Hello.'}]}", "auto");
+	SC_FORGEX(&r, &f.p, "run", "a run before the session");
+	if (r.status)
+		fail_msg("forgex run: %d\n%s%s", r.status, r.out.buf, r.err.buf);
+	tu_result_release(&r);
+	run_dirs(&runs, f.p.dir);
+	assert_int_equal(runs.nr, 1);
+	run_id = xstrdup(strrchr(runs.v[0], '/') + 1);
+	strvec_clear(&runs);
+	pause_ms(1100);		/* ids begin with the second: the session is later */
+	fx_chat(&f, NULL);
+	say(&f, "a session after the run");
+	id = banner_id(&f.t);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+
+	SC_FORGEX(&r, &f.p, "log");
+	assert_int_equal(r.status, 0);
+	/* one line each, the run's first */
+	at = strstr(r.out.buf, run_id);
+	assert_non_null(at);
+	line = xstrndup(at, strcspn(at, "\n"));
+	assert_non_null(strstr(line, "pass"));
+	assert_non_null(strstr(line, "a run before the session"));
+	free(line);
+	at = strstr(r.out.buf, id);
+	assert_non_null(at);
+	assert_true(at > strstr(r.out.buf, run_id));
+	line = xstrndup(at, strcspn(at, "\n"));
+	assert_non_null(strstr(line, "session"));
+	assert_non_null(strstr(line, "a session after the run"));
+	free(line);
+	tu_result_release(&r);
+	/* and the session's timeline */
+	SC_FORGEX(&r, &f.p, "log", id);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out.buf, "a session after the run"));
+	tu_result_release(&r);
+	free(id);
+	free(run_id);
+	fx_release(&f);
+}
+
+static void test_chat_slash_commands_help_and_hints(void **state)
+{
+	static const char *const listed[] = { "/run", "/plan", "/go", "/diff", "/undo", "/model",
+					      "/cost", "/compact", "/clear", "/resume", "/help",
+					      "/exit", NULL };
+	const char *const *c;
+	struct fx f;
+	size_t from;
+	char *text;
+	json_t *reqs;
+
+	(void)state;
+	fx_start(&f, "{'steps': []}", "auto");
+	fx_chat(&f, NULL);
+	/* an unknown command: one line, with the nearest one; nothing sent to the model */
+	from = say(&f, "/dif");
+	text = between(&f.t, from, f.t.mark);
+	assert_string_equal(text, "unknown command /dif (did you mean /diff?); /help lists them\n"
+			    "\\e[1mforgex>\\e[m ");
+	free(text);
+	from = say(&f, "/frobnicate now");
+	text = between(&f.t, from, f.t.mark);
+	assert_string_equal(text, "unknown command /frobnicate; /help lists them\n"
+			    "\\e[1mforgex>\\e[m ");
+	free(text);
+	from = say(&f, "/help");
+	text = between(&f.t, from, f.t.mark);
+	for (c = listed; *c; c++) {
+		char *want = xstrfmt("  %s", *c);
+
+		if (!strstr(text, want) && !(strstr(text, ", /exit") && !strcmp(*c, "/exit")))
+			fail_msg("/help does not list %s:\n%s", *c, text);
+		free(want);
+	}
+	free(text);
+	from = say(&f, "/diff");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "no changes since the session started\n"));
+	free(text);
+	from = say(&f, "/go");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "no plan to run"));
+	free(text);
+	from = say(&f, "/cost");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "total: 0 calls, 0 tokens, $0\n"));
+	free(text);
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 0);
+	json_decref(reqs);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	fx_release(&f);
+}
+
+static void test_chat_clear_empties_the_conversation(void **state)
+{
+	struct fx f;
+	size_t from;
+	char *text;
+	json_t *reqs, *msgs;
+
+	(void)state;
+	fx_start(&f, "{'steps': [{'text': 'one'}, {'text': 'two'}, {'text': 'three'}]}", "auto");
+	fx_chat(&f, NULL);
+	say(&f, "first message");
+	say(&f, "second message");
+	from = say(&f, "/clear");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "conversation cleared"));
+	free(text);
+	say(&f, "a fresh start");
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 3);
+	assert_int_equal(json_array_size(json_object_get(json_array_get(reqs, 1), "messages")), 4);
+	msgs = json_object_get(json_array_get(reqs, 2), "messages");
+	assert_int_equal(json_array_size(msgs), 2);
+	assert_string_equal(jsonx_str(json_array_get(msgs, 0), "role"), "system");
+	assert_string_equal(jsonx_str(json_array_get(msgs, 1), "role"), "user");
+	assert_string_equal(jsonx_str(json_array_get(msgs, 1), "content"), "a fresh start");
+	json_decref(reqs);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	fx_release(&f);
+}
+
+static void test_chat_ctrl_d_leaves_and_saves(void **state)
+{
+	struct fx f;
+	char *id, *text, *state_json;
+
+	(void)state;
+	fx_start(&f, "{'steps': [{'text': 'Hi.'}]}", "auto");
+	fx_chat(&f, NULL);
+	say(&f, "hello");
+	id = banner_id(&f.t);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	text = shown(&f.t, f.t.mark);
+	assert_non_null(strstr(text, "forgex: session "));
+	assert_non_null(strstr(text, " saved; 'forgex chat --continue' picks it up\n"));
+	assert_non_null(strstr(text, id));
+	free(text);
+	text = xstrfmt(".forgex/sessions/%s/state.json", id);
+	state_json = tu_read(f.p.dir, text);
+	assert_non_null(state_json);
+	assert_non_null(strstr(state_json, "hello"));
+	free(state_json);
+	free(text);
+	free(id);
+	fx_release(&f);
+}
+
+static void test_chat_double_ctrl_c_at_the_prompt_leaves(void **state)
+{
+	struct fx f;
+	char *text;
+
+	(void)state;
+	fx_start(&f, "{'steps': []}", "auto");
+	fx_chat(&f, NULL);
+	term_send(&f.t, "\003");
+	term_expect(&f.t, "(Ctrl-C again, or Ctrl-D, leaves)");
+	term_prompt(&f.t);
+	term_send(&f.t, "\003");
+	assert_int_equal(term_wait(&f.t), 0);
+	text = shown(&f.t, f.t.mark);
+	assert_non_null(strstr(text, " saved; 'forgex chat --continue' picks it up\n"));
+	free(text);
+	/* nothing was sent */
+	assert_int_equal(mock_count(&f.m, "/chat/completions"), 0);
+	fx_release(&f);
+}
+
+static void test_chat_approval_yes_and_no(void **state)
+{
+	struct fx f;
+	size_t from;
+	char *text;
+	json_t *reqs;
+	const char *res;
+
+	(void)state;
+	fx_start(&f, "{'steps': ["
+		 "{'tool_calls': [{'id': 'a1', 'name': 'run_command', 'arguments': {'argv': "
+		 "['pip', 'download', '--no-index', 'x']}}]},"
+		 "{'text': 'You said no.'},"
+		 "{'tool_calls': [{'id': 'a2', 'name': 'run_command', 'arguments': {'argv': "
+		 "['pip', 'download', '--no-index', 'x']}}]},"
+		 "{'text': 'It ran.'}]}", "ask");
+	fx_chat(&f, NULL);
+	text = between(&f.t, 0, f.t.mark);
+	assert_non_null(strstr(text, "permissions ask."));
+	free(text);
+
+	term_type(&f.t, "fetch x\r");
+	from = term_expect(&f.t, "forgex: this command needs approval: Command 'pip' may access "
+			   "the network\r\n  $ pip download --no-index x\r\n");
+	term_expect(&f.t, "Run it? [y/a/N/e] ");
+	term_type(&f.t, "n\r");
+	term_prompt(&f.t);
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "REFUSED\\e[m \\e[31merror: Command not approved: pip download "
+			       "--no-index x"));
+	assert_non_null(strstr(text, "You said no.\n"));
+	free(text);
+
+	term_type(&f.t, "fetch x again\r");
+	from = term_expect(&f.t, "Run it? [y/a/N/e] ");
+	term_type(&f.t, "y\r");
+	term_prompt(&f.t);
+	text = between(&f.t, from, f.t.mark);
+	assert_null(strstr(text, "REFUSED"));
+	assert_non_null(strstr(text, "It ran.\n"));
+	free(text);
+
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 4);
+	res = sc_tool_result(reqs, "a1");
+	assert_non_null(res);
+	assert_non_null(strstr(res, "Command not approved: pip download --no-index x"));
+	assert_null(strstr(res, "exit_code: "));
+	res = sc_tool_result(reqs, "a2");
+	assert_non_null(res);
+	assert_null(strstr(res, "not approved"));
+	assert_non_null(strstr(res, "exit_code: "));
+	json_decref(reqs);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	fx_release(&f);
+}
+
+static void test_chat_ctrl_c_stops_the_model(void **state)
+{
+	struct fx f;
+	double sent, back;
+	size_t prompt, from;
+	char *text;
+	json_t *reqs;
+
+	(void)state;
+	/* a reply whose second piece would come 30 s later */
+	fx_start(&f, "{'steps': [{'text': 'Thinking about it. And then much later more.', "
+		 "'delta_chars': 19, 'delays_ms': [0, 0, 30000]}, {'text': 'Back again.'}]}",
+		 "auto");
+	fx_chat(&f, NULL);
+	term_type(&f.t, "take your time");
+	term_send(&f.t, "\r");
+	term_expect(&f.t, "Thinking about it.");
+	pause_ms(200);
+	sent = now();
+	term_send(&f.t, "\003");
+	term_expect(&f.t, "(interrupted");
+	prompt = term_prompt(&f.t);
+	back = term_time_at(&f.t, prompt);
+	print_message("# Ctrl-C during a streamed reply: the prompt back after %.3f s\n",
+		      back - sent);
+	assert_true(back - sent < CTRL_C_MAX);
+	text = between(&f.t, 0, f.t.mark);
+	assert_null(strstr(text, "much later"));
+	free(text);
+	/* the next message gets a reply: the conversation is well formed */
+	from = say(&f, "are you there?");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "Back again."));
+	free(text);
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 2);
+	assert_string_equal(last_of(reqs, 1, "user"), "are you there?");
+	json_decref(reqs);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	fx_release(&f);
+}
+
+static void test_chat_compact_summarises(void **state)
+{
+	struct fx f;
+	size_t from;
+	char *text, *body;
+	json_t *reqs, *msgs;
+	struct buf b = BUF_INIT;
+
+	(void)state;
+	fx_start(&f, "{'steps': [{'text': 'one'}, {'text': 'Bananas are yellow.'}, "
+		 "{'text': 'They talked about fruit.', 'stream': false}, {'text': 'three'}]}",
+		 "auto");
+	fx_chat(&f, NULL);
+	say(&f, "first message");
+	say(&f, "tell me about BANANA");
+	from = say(&f, "/compact");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "compacted: 5 messages, now 2\n"));
+	free(text);
+	say(&f, "and now?");
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 4);
+	/* the summary was asked for with what was said */
+	jsonx_dump(&b, json_array_get(reqs, 2), 0);
+	assert_non_null(strstr(b.buf, "tell me about BANANA"));
+	assert_non_null(strstr(b.buf, "Bananas are yellow."));
+	buf_release(&b);
+	/* the next request: the system prompt, the first message with the summary, the new one */
+	msgs = json_object_get(json_array_get(reqs, 3), "messages");
+	assert_int_equal(json_array_size(msgs), 3);
+	body = xstrdup(jsonx_str(json_array_get(msgs, 1), "content"));
+	assert_non_null(strstr(body, "first message"));
+	assert_non_null(strstr(body, "They talked about fruit."));
+	assert_null(strstr(body, "BANANA"));
+	free(body);
+	assert_string_equal(jsonx_str(json_array_get(msgs, 2), "content"), "and now?");
+	json_decref(reqs);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	fx_release(&f);
+}
+
+static void test_chat_resume_goes_on_with_another_session(void **state)
+{
+	struct fx f;
+	char *first, *second, *text;
+	size_t from;
+	json_t *reqs, *msgs;
+	struct buf b = BUF_INIT;
+
+	(void)state;
+	fx_start(&f, "{'steps': [{'text': 'one'}, {'text': 'two'}, {'text': 'three'}]}", "auto");
+	fx_chat(&f, NULL);
+	say(&f, "the ALPHA session");
+	first = banner_id(&f.t);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	term_release(&f.t);
+	pause_ms(1100);		/* a later id */
+
+	fx_chat(&f, NULL);
+	second = banner_id(&f.t);
+	assert_string_not_equal(first, second);
+	say(&f, "the BETA session");
+	text = xstrfmt("/resume %s", first);
+	from = say(&f, text);
+	free(text);
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, first));
+	assert_non_null(strstr(text, " (resumed): model mock-model"));
+	free(text);
+	say(&f, "which one is this?");
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 3);
+	msgs = json_object_get(json_array_get(reqs, 2), "messages");
+	jsonx_dump(&b, msgs, 0);
+	assert_non_null(strstr(b.buf, "the ALPHA session"));
+	assert_null(strstr(b.buf, "the BETA session"));
+	buf_release(&b);
+	json_decref(reqs);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	/* the last message went to the first session */
+	text = xstrfmt(".forgex/sessions/%s/state.json", first);
+	free(first);
+	first = tu_read(f.p.dir, text);
+	assert_non_null(strstr(first, "which one is this?"));
+	free(text);
+	free(first);
+	free(second);
+	fx_release(&f);
+}
+
+static void test_chat_run_takes_the_conversation(void **state)
+{
+	struct fx f;
+	size_t from;
+	char *text;
+	json_t *reqs;
+	struct buf b = BUF_INIT;
+
+	(void)state;
+	fx_start(&f, "{'steps': [{'text': 'Sounds good: a mul function.'},"
+		 "{'tool_calls': [{'id': 'p1', 'name': 'submit_plan', 'arguments': " GO_PLAN "}]},"
+		 "{'tool_calls': [{'id': 'b1', 'name': 'finish', 'arguments': {'summary': 'ok'}}]},"
+		 "{'tool_calls': [{'id': 'x1', 'name': 'finish', 'arguments': {'summary': 'ok'}}]},"
+		 "{'tool_calls': [{'id': 's1', 'name': 'submit_verdict', 'arguments': "
+		 "{'verdict': 'PASS', 'reasons': ['fine'], 'required_fixes': []}}]}]}", "auto");
+	fx_chat(&f, NULL);
+	say(&f, "we need a MULTIPLY helper");
+	from = say(&f, "/run");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "==> architect"));
+	assert_non_null(strstr(text, "PASS: "));
+	free(text);
+	reqs = requests(&f);
+	assert_int_equal(json_array_size(reqs), 5);
+	/* the Architect got the person's words and the last answer */
+	jsonx_dump(&b, json_array_get(reqs, 1), 0);
+	assert_non_null(strstr(b.buf, ARCHITECT_PROMPT));
+	assert_non_null(strstr(b.buf, "we need a MULTIPLY helper"));
+	assert_non_null(strstr(b.buf, "Sounds good: a mul function."));
+	buf_release(&b);
+	json_decref(reqs);
+	/* /cost counts the pipeline's calls too */
+	from = say(&f, "/cost");
+	text = between(&f.t, from, f.t.mark);
+	assert_non_null(strstr(text, "mock-model: 5 calls, "));
+	free(text);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	fx_release(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_chat_streams_text_before_the_reply_ends, teardown),
+		cmocka_unit_test_teardown(test_chat_edit_shows_its_diff, teardown),
+		cmocka_unit_test_teardown(test_chat_edit_diff_without_colour, teardown),
+		cmocka_unit_test_teardown(test_chat_line_typed_during_a_reply_is_the_next_message,
+					  teardown),
+		cmocka_unit_test_teardown(test_chat_refused_call_is_shown_refused, teardown),
+		cmocka_unit_test_teardown(test_chat_plan_then_go_passes_without_planning_again,
+					  teardown),
+		cmocka_unit_test_teardown(test_chat_undo_restores_the_tree, teardown),
+		cmocka_unit_test_teardown(test_chat_model_switch_and_cost, teardown),
+		cmocka_unit_test_teardown(test_chat_ctrl_c_stops_a_command, teardown),
+		cmocka_unit_test_teardown(test_chat_undo_after_ctrl_c_reverts_the_command, teardown),
+		cmocka_unit_test_teardown(test_chat_continue_has_the_earlier_messages, teardown),
+		cmocka_unit_test_teardown(test_chat_keys_edit_the_line, teardown),
+		cmocka_unit_test_teardown(test_chat_continuation_completion_and_escapes, teardown),
+		cmocka_unit_test_teardown(test_chat_log_lists_sessions_beside_runs, teardown),
+		cmocka_unit_test_teardown(test_chat_slash_commands_help_and_hints, teardown),
+		cmocka_unit_test_teardown(test_chat_clear_empties_the_conversation, teardown),
+		cmocka_unit_test_teardown(test_chat_ctrl_d_leaves_and_saves, teardown),
+		cmocka_unit_test_teardown(test_chat_double_ctrl_c_at_the_prompt_leaves, teardown),
+		cmocka_unit_test_teardown(test_chat_approval_yes_and_no, teardown),
+		cmocka_unit_test_teardown(test_chat_ctrl_c_stops_the_model, teardown),
+		cmocka_unit_test_teardown(test_chat_compact_summarises, teardown),
+		cmocka_unit_test_teardown(test_chat_resume_goes_on_with_another_session, teardown),
+		cmocka_unit_test_teardown(test_chat_run_takes_the_conversation, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
