@@ -1290,7 +1290,14 @@ static int le_read_tty(struct lineedit *le, const char *prompt, struct buf *line
 		le->key_interrupt = le->sig_interrupt = 0;
 		/* a ~/.editrc or a tty change may have rebound them */
 		le_bind(le->el, "^C", "fx-interrupt");
+		/*
+		 * The editing mode before the prompt is written, not after
+		 * (el_gets() writes it first): a key typed as the prompt
+		 * appears, a Ctrl-D say, is not eaten by the cooked mode.
+		 */
+		el_set(le->el, EL_PREP_TERM, 1);
 		s = el_gets(le->el, &count);
+		el_set(le->el, EL_PREP_TERM, 0);
 		if (le->key_interrupt || le->sig_interrupt) {
 			if (le->sig_interrupt) {
 				const LineInfo *li = el_line(le->el);
