@@ -516,8 +516,16 @@ static void cmd_undo_turn(struct front *f)
 			o.reverted.nr == 1 ? "" : "s");
 		for (i = 0; i < o.reverted.nr; i++)
 			cli_printf(f->out, "  %s\n", o.reverted.v[i]);
-		for (i = 0; i < o.kept.nr; i++)
-			cli_printf(f->out, "  kept, changed since: %s\n", o.kept.v[i]);
+		for (i = 0; i < o.kept.nr; i++) {
+			/* the journal's words are a run's; here it was a turn */
+			const char *run = strstr(o.kept.v[i], "(the run's version: ");
+
+			if (run)
+				cli_printf(f->out, "  kept, changed since: %.*s(the turn's version: %s\n",
+					   (int)(run - o.kept.v[i]), o.kept.v[i], run + 20);
+			else
+				cli_printf(f->out, "  kept, changed since: %s\n", o.kept.v[i]);
+		}
 		for (i = 0; i < o.failed.nr; i++) {
 			fprintf(f->out, "  %sFAILED%s ", col(f, C_RED), col(f, C_RESET));
 			cli_printf(f->out, "%s\n", o.failed.v[i]);

@@ -935,9 +935,9 @@ static void test_chat_undo_restores_the_tree(void **state)
 	if (!strstr(text, "undid turn 1: 4 paths put back\n"))
 		fail_msg("/undo said:\n%s", text);
 	/* named, with where the turn's version of it was kept */
-	p = strstr(text, "  kept, changed since: keep.txt (the run's version: ");
+	p = strstr(text, "  kept, changed since: keep.txt (the turn's version: ");
 	assert_non_null(p);
-	p += strlen("  kept, changed since: keep.txt (the run's version: ");
+	p += strlen("  kept, changed since: keep.txt (the turn's version: ");
 	{
 		char *kept = xstrndup(p, strcspn(p, ")")), *was;
 
