@@ -134,8 +134,12 @@ int cmd_map(int argc, char **argv)
 	/* ctags runs in the sandbox, as every command does */
 	if (executor_init(&ex, &cfg, cfg.workspace) == 0) {
 		have_ex = 1;
+		/* ctags only reads: a read-only workspace needs no hard-link search */
+		ex.workspace_read_only = 1;
 		/* a second one: two ctags at a time, one per core */
 		have_ex2 = executor_init(&ex2, &cfg, cfg.workspace) == 0;
+		if (have_ex2)
+			ex2.workspace_read_only = 1;
 		err_clear();
 	} else {
 		log_warn("no definitions: the sandbox cannot run ctags: %s", err_last());

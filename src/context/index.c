@@ -1302,8 +1302,12 @@ arrays_done:
 		idx->stats.save_seconds = now_s() - tw;
 	}
 	idx->stats.files = idx->nfiles;
-	idx->stats.defs = idx->ndefs;
-	idx->stats.refs = idx->nrefs;
+	/* what the files hold: records a change left behind in the arrays do not count */
+	idx->stats.defs = idx->stats.refs = 0;
+	for (i = 0; i < idx->nfiles; i++) {
+		idx->stats.defs += idx->files[i].ndefs;
+		idx->stats.refs += idx->files[i].nrefs;
+	}
 	idx->stats.symbols = idx->nsyms;
 	idx->stats.seconds = now_s() - t0;
 

@@ -593,6 +593,7 @@ static int open_tools(struct chat *c)
 	c->ctx.changed = &c->tctx.changed;
 	if (executor_init(&c->map_ex, cfg, cfg->workspace) == 0) {
 		executor_set_cancel(&c->map_ex, -1, c->o->cancel);
+		c->map_ex.workspace_read_only = 1;	/* only ctags: it only reads */
 		c->have_map_ex = 1;
 		c->ctx.idx.ex2 = &c->map_ex;
 	}

@@ -1010,6 +1010,7 @@ static int setup(struct pl *pl)
 	pl->ctx.changed = &pl->tctx.changed;
 	if (executor_init(&pl->map_ex, cfg, cfg->workspace) == 0) {
 		executor_set_cancel(&pl->map_ex, -1, pl->o->cancel);
+		pl->map_ex.workspace_read_only = 1;	/* only ctags: it only reads */
 		pl->have_map_ex = 1;
 		pl->ctx.idx.ex2 = &pl->map_ex;
 		/* the index builds while the checkpoint and the baseline tests run */

@@ -123,7 +123,7 @@ static void build_docker_argv(struct strvec *out, const struct executor *ex,
 	else
 		strvec_pushf(out, "%ld:%ld", (long)getuid(), (long)getgid());
 	strvec_push(out, "-v");
-	strvec_pushf(out, "%s:/workspace", ex->workspace);
+	strvec_pushf(out, "%s:/workspace%s", ex->workspace, ex->workspace_read_only ? ":ro" : "");
 
 	/* working folder inside the container */
 	if (path_is_within(workdir, ex->workspace) && strcmp(workdir, ex->workspace)) {

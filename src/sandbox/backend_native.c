@@ -474,10 +474,10 @@ static int build_ruleset(int *out, const struct native_state *st, const struct e
 	if (fd < 0)
 		return err_set_errno(FX_EOS, "landlock_create_ruleset (ABI %d)", st->landlock_abi);
 	if ((ret = add_rule(fd, "/", FS_READ, 1)) < 0 ||
-	    (ret = add_rule(fd, ex->workspace, all, 1)) < 0 ||
+	    (!ex->workspace_read_only && (ret = add_rule(fd, ex->workspace, all, 1)) < 0) ||
 	    (tmpdir && (ret = add_rule(fd, tmpdir, all, 1)) < 0))
 		goto fail;
-	for (i = 0; i < ex->writable_roots.nr; i++)
+	for (i = 0; !ex->workspace_read_only && i < ex->writable_roots.nr; i++)
 		if ((ret = add_rule(fd, ex->writable_roots.v[i], all, 1)) < 0)
 			goto fail;
 	for (i = 0; i < ARRAY_SIZE(devices); i++)
@@ -940,7 +940,8 @@ static void sorted_roots(struct strvec *out, const struct executor *ex)
 	size_t i, j;
 
 	strvec_push(out, ex->workspace);
-	for (i = 0; i < ex->writable_roots.nr; i++)
+	/* read-only commands: the workspace alone, bound read-only (plan_mounts()) */
+	for (i = 0; !ex->workspace_read_only && i < ex->writable_roots.nr; i++)
 		strvec_push(out, ex->writable_roots.v[i]);
 	for (i = 1; i < out->nr; i++)
 		for (j = i; j > 0 && strlen(out->v[j - 1]) > strlen(out->v[j]); j--) {
@@ -1059,8 +1060,12 @@ static int plan_mounts(struct native_state *st, struct executor *ex)
 			free(p);
 		}
 	}
-	for (i = 0; i < roots.nr; i++)
-		plan_links(st, ex, roots.v[i]);
+	if (ex->workspace_read_only)
+		/* all of it read-only: no hard-linked file needs its own protection */
+		add_op(st, SB_MNT_RO_BIND, 0, 0, keep_path(st, ex->workspace), NULL);
+	else
+		for (i = 0; i < roots.nr; i++)
+			plan_links(st, ex, roots.v[i]);
 	plan_hidden(st, ex);
 	strvec_clear(&roots);
 	return 0;

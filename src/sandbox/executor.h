@@ -97,6 +97,15 @@ struct executor {
 	char *cpu_limit;
 	char *image;
 	int read_only;
+	/*
+	 * Set by the caller after executor_init() for an executor whose
+	 * commands only read (the repository map's ctags): the workspace and
+	 * the writable roots are read-only to them (native: not made
+	 * writable, no Landlock write rule, so no search for hard-linked
+	 * files to protect; docker: mounted :ro); only the private /tmp is
+	 * writable. Not enforced by backend "none".
+	 */
+	int workspace_read_only;
 	char *user;
 	int allow_unconfined;
 

@@ -289,6 +289,66 @@ static void test_native_writes_inside_work(void **state)
 	tu_rmtree(extra);
 }
 
+/*
+ * workspace_read_only (the repository map's ctags): the workspace and the
+ * writable roots can be read, not written, by the kernel's refusal; the
+ * private /tmp still can.
+ */
+/* "<dir>/<rel>" in a buffer of its own (the next call reuses it). */
+static const char *xstrfmt_tmp(const char *dir, const char *rel)
+{
+	static char *last;
+
+	free(last);
+	last = xstrfmt("%s/%s", dir, rel);
+	return last;
+}
+
+static void test_native_workspace_read_only(void **state)
+{
+	struct exec_result r = EXEC_RESULT_INIT;
+	struct executor ex;
+	char *extra = tu_mkdtemp(), *script;
+
+	(void)state;
+	need_native();
+	tu_write(ws, "ro.txt", "read me\n");
+	strvec_push(&cfg.sandbox.writable_roots, extra);
+	init_ex(&ex);
+	ex.workspace_read_only = 1;
+	script = xstrfmt("cat ro.txt; echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"; "
+			 "echo x > new.txt; echo y > \"%s/extra.txt\"; echo z >> ro.txt; exit 0",
+			 extra);
+	assert_int_equal(RUN(&r, &ex, "sh", "-c", script), 0);
+	assert_int_equal(r.exit_code, 0);
+	assert_string_equal(r.out.buf, "read me\nt\n");
+	/* three refusals, each the kernel's */
+	assert_non_null(strstr(r.err.buf, "new.txt"));
+	assert_non_null(strstr(r.err.buf, "extra.txt"));
+	assert_non_null(strstr(r.err.buf, "ro.txt"));
+	if (!strstr(r.err.buf, "Read-only file system") && !strstr(r.err.buf, "Permission denied"))
+		fail_msg("not refused by the kernel: %s", r.err.buf);
+	assert_false(fsutil_exists(xstrfmt_tmp(ws, "new.txt")));
+	assert_false(fsutil_exists(xstrfmt_tmp(extra, "extra.txt")));
+	{
+		char *c = tu_read(ws, "ro.txt");
+
+		assert_string_equal(c, "read me\n");
+		free(c);
+	}
+	exec_result_release(&r);
+	executor_release(&ex);
+	/* the same executor without the flag writes: the refusals above were the flag's */
+	init_ex(&ex);
+	assert_int_equal(RUN(&r, &ex, "sh", "-c", "echo x > new.txt"), 0);
+	assert_int_equal(r.exit_code, 0);
+	assert_true(fsutil_exists(xstrfmt_tmp(ws, "new.txt")));
+	exec_result_release(&r);
+	executor_release(&ex);
+	free(script);
+	tu_rmtree(extra);
+}
+
 static int listen_local(int *port)
 {
 	struct sockaddr_in a;
@@ -1141,6 +1201,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_native_sigterm_ignored, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_native_writes_outside_fail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_native_writes_inside_work, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_native_workspace_read_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_native_no_network, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_native_approved_network_command, setup,
 						teardown),
