@@ -20,6 +20,7 @@
 #include "pipeline/hooks.h"
 #include "pipeline/journal.h"
 #include "pipeline/lock.h"
+#include "pipeline/workbench.h"
 #include "sandbox/approval.h"
 #include "sandbox/executor.h"
 #include "sandbox/permissions.h"
@@ -57,17 +58,8 @@ struct chat {
 	struct provider *prov;
 	char *model;			/* the session's model ("" : the provider's) */
 	struct checkpoints *cps;
-	struct executor ex, map_ex;
-	int have_ex, have_map_ex;
-	struct shell_tools st;
-	struct tool_registry reg;
-	struct mcp_set mcp;
-	struct hooks uhooks;
-	struct tool_ctx tctx;
-	int have_tctx;
+	struct workbench wb;		/* executor, tools, hooks, map (workbench.h) */
 	struct tool_hooks hooks;
-	struct ctx_session ctx;
-	int have_ctx;
 	struct journal jr;		/* the running turn's */
 	int have_jr;
 	struct llm_request conv;
@@ -216,8 +208,8 @@ static void on_agent_event(void *data, const char *type, json_t *fields)
 		const json_t *args = json_object_get(fields, "arguments");
 		const char *name = jsonx_str(fields, "name");
 
-		if (c->have_ctx && name && !strcmp(name, "read_file") && json_is_object(args))
-			ctx_session_note_file(&c->ctx, jsonx_str(args, "path"));
+		if (c->wb.have_ctx && name && !strcmp(name, "read_file") && json_is_object(args))
+			ctx_session_note_file(&c->wb.ctx, jsonx_str(args, "path"));
 		shorten_arguments(fields);
 	}
 	chat_event(c, type, fields);
@@ -545,60 +537,25 @@ static int last_own_session(char **out, const char *workspace)
  * Open and close
  */
 
+static void on_mcp_server(void *data, json_t *fields)
+{
+	chat_event(data, "mcp_server", fields);
+}
+
 static int open_tools(struct chat *c)
 {
-	const struct config *cfg = c->cfg;
-	size_t i;
-	int ret;
+	struct workbench_opts wo = { c->cfg, c->s.dir, c->s.id, c->o->cancel, on_command,
+				     on_hook_event, on_mcp_server, c };
+	int ret = workbench_open(&c->wb, &wo);
 
-	ret = executor_init(&c->ex, cfg, cfg->workspace);
-	if (ret < 0)
-		return err_prefix(ret, "sandbox");
-	c->have_ex = 1;
-	executor_set_cancel(&c->ex, -1, c->o->cancel);
-	c->st = (struct shell_tools)SHELL_TOOLS_INIT;
-	c->st.executor = &c->ex;
-	c->st.test_command = &cfg->pipeline.test_command;
-	c->st.test_command_untrusted = config_from_untrusted_project(cfg, "pipeline.test_command");
-	c->st.on_command = on_command;
-	c->st.data = c;
-	if ((ret = tools_register_builtin(&c->reg)) < 0 ||
-	    (ret = tools_register_shell(&c->reg, &c->st)) < 0 ||
-	    (ret = roles_register_tools(&c->reg)) < 0)
-		return ret;
-	if (cfg->mcp_servers_nr) {
-		mcp_set_start(&c->mcp, cfg, c->s.dir, NULL, c->o->cancel);
-		for (i = 0; i < c->mcp.nr; i++)
-			chat_event(c, "mcp_server", mcp_set_server_json(&c->mcp, i));
-		ret = tools_register_mcp(&c->reg, &c->mcp);
-		if (ret < 0)
-			return ret;
-	}
-	ret = tool_ctx_init(&c->tctx, &c->reg, cfg->workspace);
 	if (ret < 0)
 		return ret;
-	c->have_tctx = 1;
-	hooks_init(&c->uhooks, cfg, &c->ex, c->s.id, on_hook_event, c);
-	hooks_tool_hooks(&c->tctx.user_hooks, &c->uhooks);
 	c->hooks.before_change = hook_before_change;
 	c->hooks.after_change = hook_after_change;
 	c->hooks.around_call = hook_around_call;
 	c->hooks.data = c;
-	c->tctx.hooks = &c->hooks;
-	ret = ctx_session_init(&c->ctx, cfg->workspace, &c->ex,
-			       cfg->context.map_tokens > 0 ? (size_t)cfg->context.map_tokens : 1024);
-	if (ret < 0)
-		return ret;
-	c->have_ctx = 1;
-	c->ctx.changed = &c->tctx.changed;
-	if (executor_init(&c->map_ex, cfg, cfg->workspace) == 0) {
-		executor_set_cancel(&c->map_ex, -1, c->o->cancel);
-		c->map_ex.workspace_read_only = 1;	/* only ctags: it only reads */
-		c->have_map_ex = 1;
-		c->ctx.idx.ex2 = &c->map_ex;
-	}
-	err_clear();
-	return ctx_register_tool(&c->reg, &c->ctx);
+	c->wb.tctx.hooks = &c->hooks;
+	return 0;
 }
 
 int chat_open(struct chat **out, const struct chat_opts *o)
@@ -617,9 +574,7 @@ int chat_open(struct chat **out, const struct chat_opts *o)
 	c->cfg = o->cfg;
 	c->s = (struct session)SESSION_INIT;
 	c->jr = (struct journal)JOURNAL_INIT;
-	registry_init(&c->reg);
-	mcp_set_init(&c->mcp);
-	c->st = (struct shell_tools)SHELL_TOOLS_INIT;
+	workbench_init(&c->wb);
 	llm_request_init(&c->conv);
 	strvec_init(&c->said);
 	c->prices = (struct agent_budget)AGENT_BUDGET_INIT;
@@ -680,8 +635,8 @@ int chat_open(struct chat **out, const struct chat_opts *o)
 	if (ret < 0)
 		goto fail;
 	/* the first request's map: indexed while the person types the first message */
-	if (!c->conv.messages_nr && c->cfg->context.map_tokens > 0 && c->have_map_ex &&
-	    ctx_session_prefetch(&c->ctx, &c->map_ex) < 0)
+	if (!c->conv.messages_nr && c->cfg->context.map_tokens > 0 && c->wb.have_map_ex &&
+	    ctx_session_prefetch(&c->wb.ctx, &c->wb.map_ex) < 0)
 		err_clear();
 	if (!c->start_checkpoint) {
 		struct checkpoint_info info;
@@ -707,7 +662,7 @@ int chat_open(struct chat **out, const struct chat_opts *o)
 	{
 		json_t *in = json_pack("{s:s, s:b}", "session", c->s.id, "resumed", o->resume != NULL);
 
-		hooks_fire(&c->uhooks, "session_start", NULL, in, NULL, NULL);
+		hooks_fire(&c->wb.uhooks, "session_start", NULL, in, NULL, NULL);
 		json_decref(in);
 	}
 	ret = save_state(c);
@@ -736,17 +691,7 @@ void chat_close(struct chat *c)
 		save_state(c);
 	if (c->have_jr)
 		journal_release(&c->jr);
-	if (c->have_ctx)
-		ctx_session_release(&c->ctx);
-	if (c->have_map_ex)
-		executor_release(&c->map_ex);
-	if (c->have_tctx)
-		tool_ctx_release(&c->tctx);
-	registry_release(&c->reg);
-	mcp_set_release(&c->mcp);
-	shell_tools_release(&c->st);
-	if (c->have_ex)
-		executor_release(&c->ex);
+	workbench_release(&c->wb);
 	checkpoint_close(c->cps);
 	provider_free(c->prov);
 	transcript_free(c->tr);
@@ -796,9 +741,9 @@ static void project_context(struct chat *c, const char *message, struct buf *out
 		err_clear();
 		buf_release(&b);
 	}
-	if (c->have_ctx && c->cfg->context.map_tokens > 0) {
-		ctx_session_set_request(&c->ctx, message);
-		if (ctx_session_map(&c->ctx, &map, NULL, NULL,
+	if (c->wb.have_ctx && c->cfg->context.map_tokens > 0) {
+		ctx_session_set_request(&c->wb.ctx, message);
+		if (ctx_session_map(&c->wb.ctx, &map, NULL, NULL,
 				    (size_t)c->cfg->context.map_tokens) < 0)
 			err_clear();
 		if (map.len)
@@ -927,7 +872,7 @@ int chat_turn(struct chat *c, const char *message, struct agent_result *res)
 	in = json_pack("{s:s, s:s}", "request", message, "session", c->s.id);
 	{
 		struct buf why = BUF_INIT;
-		int blocked = hooks_fire(&c->uhooks, "user_prompt", NULL, in, &why, NULL);
+		int blocked = hooks_fire(&c->wb.uhooks, "user_prompt", NULL, in, &why, NULL);
 
 		json_decref(in);
 		if (blocked) {
@@ -971,7 +916,7 @@ int chat_turn(struct chat *c, const char *message, struct agent_result *res)
 	ao.tool_mode = pc && pc->tool_mode && !strcmp(pc->tool_mode, "text") ? AGENT_TOOLS_TEXT
 									: AGENT_TOOLS_NATIVE;
 	ao.edit_tools = pc ? pc->edit_tools : NULL;
-	ao.tools = &c->tctx;
+	ao.tools = &c->wb.tctx;
 	ao.budget = &budget;
 	ao.on_event = on_agent_event;
 	ao.event_data = c;
@@ -1004,12 +949,12 @@ end:
 					    "error", ret < 0 ? err_last() : res->error));
 	c->turn = 0;
 	save_state(c);
-	if (hooks_have(&c->uhooks, "stop")) {
+	if (hooks_have(&c->wb.uhooks, "stop")) {
 		json_t *hin = json_pack("{s:s, s:i, s:s, s:s}", "session", c->s.id, "turn", t->n,
 					"outcome", ret < 0 ? "error" : agent_status_name(res->status),
 					"reason", ret < 0 ? err_last() : res->error ? res->error : "");
 
-		hooks_fire(&c->uhooks, "stop", NULL, hin, NULL, NULL);
+		hooks_fire(&c->wb.uhooks, "stop", NULL, hin, NULL, NULL);
 		json_decref(hin);
 	}
 out:

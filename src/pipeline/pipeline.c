@@ -24,6 +24,7 @@
 #include "sandbox/permissions.h"
 #include "sandbox/executor.h"
 #include "pipeline/hooks.h"
+#include "pipeline/workbench.h"
 #include "tools/mcp_tools.h"
 #include "tools/registry.h"
 #include "tools/shell.h"
@@ -60,23 +61,12 @@ struct pl {
 	int have_session;
 	struct transcript *tr;
 	struct checkpoints *cps;
-	struct executor ex;
-	int have_ex;
-	struct tool_registry reg;
-	struct mcp_set mcp;
-	struct hooks uhooks;		/* the user's [[hooks.EVENT]] */
-	struct tool_ctx tctx;
-	int have_tctx;
+	struct workbench wb;		/* executor, tools, hooks, map (workbench.h) */
 	struct tool_hooks hooks;
 	struct journal jr;
 	int have_journal;
 	struct ws_lock lock;
 	char *end_checkpoint;		/* the tree as the run ended, before any rollback */
-	struct shell_tools st;
-	struct ctx_session ctx;		/* the repository map and repo_map */
-	int have_ctx;
-	struct executor map_ex;		/* a second ctags at a time while indexing */
-	int have_map_ex;
 	struct agent_budget budget;
 	struct pl_provider provs[MAX_PROVIDERS];
 	size_t nprov;
@@ -195,7 +185,7 @@ static void map_note_read(struct pl *pl, const json_t *fields)
 	const char *name = json_string_value(json_object_get(fields, "name"));
 
 	if (name && !strcmp(name, "read_file") && json_is_object(args))
-		ctx_session_note_file(&pl->ctx, json_string_value(json_object_get(args, "path")));
+		ctx_session_note_file(&pl->wb.ctx, json_string_value(json_object_get(args, "path")));
 }
 
 static void on_agent_event(void *data, const char *type, json_t *fields)
@@ -217,7 +207,7 @@ static void on_agent_event(void *data, const char *type, json_t *fields)
 		json_decref(fields);
 		return;
 	}
-	if (pl->have_ctx && !strcmp(type, "tool_call"))
+	if (pl->wb.have_ctx && !strcmp(type, "tool_call"))
 		map_note_read(pl, fields);
 	emit(pl, type, fields);
 }
@@ -244,6 +234,11 @@ static void on_command(void *data, const char *tool, const struct strvec *argv, 
 static void on_hook_event(void *data, json_t *fields)
 {
 	emit(data, "hook", fields);
+}
+
+static void on_mcp_server(void *data, json_t *fields)
+{
+	emit(data, "mcp_server", fields);
 }
 
 static void stage_event(struct pl *pl, const char *what, enum stage st, const char *fmt, ...)
@@ -449,10 +444,10 @@ static void repo_map(struct pl *pl, struct buf *out, enum agent_role role)
 	struct buf map = BUF_INIT;
 	size_t i, j;
 
-	if (!pl->have_ctx || pl->cfg->context.map_tokens <= 0 ||
+	if (!pl->wb.have_ctx || pl->cfg->context.map_tokens <= 0 ||
 	    (role != ROLE_ARCHITECT && role != ROLE_BUILDER && role != ROLE_EXPERT_CODER))
 		return;
-	ctx_session_set_request(&pl->ctx, pl->request);
+	ctx_session_set_request(&pl->wb.ctx, pl->request);
 	if (role != ROLE_ARCHITECT && pl->plan) {
 		const json_t *steps = json_object_get(pl->plan, "steps"), *st, *f;
 
@@ -461,7 +456,7 @@ static void repo_map(struct pl *pl, struct buf *out, enum agent_role role)
 				if (json_is_string(f))
 					strvec_push(&plan_files, json_string_value(f));
 	}
-	if (ctx_session_map(&pl->ctx, &map, NULL, &plan_files,
+	if (ctx_session_map(&pl->wb.ctx, &map, NULL, &plan_files,
 			    (size_t)pl->cfg->context.map_tokens) < 0)
 		err_clear();
 	if (map.len)
@@ -504,7 +499,7 @@ static int run_agent(struct pl *pl, struct agent_result *res, enum agent_role ro
 	ao.tool_mode = pc && pc->tool_mode && !strcmp(pc->tool_mode, "text") ? AGENT_TOOLS_TEXT
 									: AGENT_TOOLS_NATIVE;
 	ao.edit_tools = pc ? pc->edit_tools : NULL;
-	ao.tools = &pl->tctx;
+	ao.tools = &pl->wb.tctx;
 	ao.budget = &pl->budget;
 	ao.on_event = on_agent_event;
 	ao.event_data = pl;
@@ -620,24 +615,24 @@ static int run_tests(struct pl *pl, struct verify_result *out, const char *what)
 	req.workspace = pl->cfg->workspace;
 	emit(pl, "command", json_pack("{s:s, s:o}", "tool", "verify",
 				      "argv", jsonx_from_strvec(&pl->cmd.argv)));
-	if (hooks_have(&pl->uhooks, "pre_verify")) {
+	if (hooks_have(&pl->wb.uhooks, "pre_verify")) {
 		json_t *in = json_pack("{s:s, s:o}", "what", what, "command",
 				       jsonx_from_strvec(&pl->cmd.argv));
 
-		hooks_fire(&pl->uhooks, "pre_verify", NULL, in, NULL, NULL);
+		hooks_fire(&pl->wb.uhooks, "pre_verify", NULL, in, NULL, NULL);
 		json_decref(in);
 	}
 	if (pl->have_journal)
 		journal_command_begin(&pl->jr);
 	pl->tested_since_checkpoint = 1;
-	ret = verify_run(out, &req, verify_executor_run, &pl->ex);
+	ret = verify_run(out, &req, verify_executor_run, &pl->wb.ex);
 	if (pl->have_journal)
 		journal_command_end(&pl->jr);
-	if (hooks_have(&pl->uhooks, "post_verify")) {
+	if (hooks_have(&pl->wb.uhooks, "post_verify")) {
 		json_t *in = json_pack("{s:s, s:b, s:o}", "what", what, "ran", ret >= 0,
 				       "result", ret >= 0 ? verify_result_to_json(out) : json_null());
 
-		hooks_fire(&pl->uhooks, "post_verify", NULL, in, NULL, NULL);
+		hooks_fire(&pl->wb.uhooks, "post_verify", NULL, in, NULL, NULL);
 		json_decref(in);
 	}
 	if (ret < 0) {
@@ -968,59 +963,23 @@ static int setup(struct pl *pl)
 	if (ret < 0)
 		return ret;
 	pl->have_journal = 1;
-	ret = executor_init(&pl->ex, cfg, cfg->workspace);
-	if (ret < 0)
-		return err_prefix(ret, "sandbox");
-	pl->have_ex = 1;
-	executor_set_cancel(&pl->ex, -1, pl->o->cancel);
-	pl->st.executor = &pl->ex;
-	pl->st.test_command = &cfg->pipeline.test_command;
-	pl->st.test_command_untrusted = config_from_untrusted_project(cfg, "pipeline.test_command");
-	pl->st.on_command = on_command;
-	pl->st.data = pl;
-	registry_init(&pl->reg);
-	if ((ret = tools_register_builtin(&pl->reg)) < 0 ||
-	    (ret = tools_register_shell(&pl->reg, &pl->st)) < 0 ||
-	    (ret = roles_register_tools(&pl->reg)) < 0)
-		return ret;
-	if (cfg->mcp_servers_nr) {
-		mcp_set_start(&pl->mcp, cfg, pl->s.dir, NULL, pl->o->cancel);
-		for (i = 0; i < pl->mcp.nr; i++)
-			emit(pl, "mcp_server", mcp_set_server_json(&pl->mcp, i));
-		ret = tools_register_mcp(&pl->reg, &pl->mcp);
+	{
+		struct workbench_opts wo = { cfg, pl->s.dir, pl->s.id, pl->o->cancel, on_command,
+					     on_hook_event, on_mcp_server, pl };
+
+		ret = workbench_open(&pl->wb, &wo);
 		if (ret < 0)
 			return ret;
 	}
-	ret = tool_ctx_init(&pl->tctx, &pl->reg, cfg->workspace);
-	if (ret < 0)
-		return ret;
-	pl->have_tctx = 1;
-	hooks_init(&pl->uhooks, cfg, &pl->ex, pl->s.id, on_hook_event, pl);
-	hooks_tool_hooks(&pl->tctx.user_hooks, &pl->uhooks);
 	pl->hooks.before_change = hook_before_change;
 	pl->hooks.after_change = hook_after_change;
 	pl->hooks.around_call = hook_around_call;
 	pl->hooks.data = pl;
-	pl->tctx.hooks = &pl->hooks;
-	ret = ctx_session_init(&pl->ctx, cfg->workspace, &pl->ex,
-			       cfg->context.map_tokens > 0 ? (size_t)cfg->context.map_tokens : 1024);
-	if (ret < 0)
-		return ret;
-	pl->have_ctx = 1;
-	pl->ctx.changed = &pl->tctx.changed;
-	if (executor_init(&pl->map_ex, cfg, cfg->workspace) == 0) {
-		executor_set_cancel(&pl->map_ex, -1, pl->o->cancel);
-		pl->map_ex.workspace_read_only = 1;	/* only ctags: it only reads */
-		pl->have_map_ex = 1;
-		pl->ctx.idx.ex2 = &pl->map_ex;
-		/* the index builds while the checkpoint and the baseline tests run */
-		if (cfg->context.map_tokens > 0 && ctx_session_prefetch(&pl->ctx, &pl->map_ex) < 0)
-			err_clear();
-	}
-	err_clear();
-	ret = ctx_register_tool(&pl->reg, &pl->ctx);
-	if (ret < 0)
-		return ret;
+	pl->wb.tctx.hooks = &pl->hooks;
+	/* the index builds while the checkpoint and the baseline tests run */
+	if (pl->wb.have_map_ex && cfg->context.map_tokens > 0 &&
+	    ctx_session_prefetch(&pl->wb.ctx, &pl->wb.map_ex) < 0)
+		err_clear();
 	agent_budget_init(&pl->budget, cfg->budget.max_tokens, cfg->budget.max_cost_usd,
 			  (double)cfg->budget.max_wall_seconds);
 	for (i = 0; i < cfg->budget.prices.nr; i++) {
@@ -1049,17 +1008,7 @@ static void teardown(struct pl *pl)
 		provider_free(pl->provs[i].p);
 		free(pl->provs[i].name);
 	}
-	if (pl->have_ctx)
-		ctx_session_release(&pl->ctx);
-	if (pl->have_map_ex)
-		executor_release(&pl->map_ex);
-	if (pl->have_tctx)
-		tool_ctx_release(&pl->tctx);
-	registry_release(&pl->reg);
-	mcp_set_release(&pl->mcp);
-	shell_tools_release(&pl->st);
-	if (pl->have_ex)
-		executor_release(&pl->ex);
+	workbench_release(&pl->wb);
 	if (pl->have_journal)
 		journal_release(&pl->jr);
 	checkpoint_close(pl->cps);
@@ -1485,11 +1434,11 @@ static void finish(struct pl *pl, int code, int pass, const char *reason)
 		pl->next = ST_DONE;
 	if (save_state(pl) < 0)
 		err_clear();
-	if (hooks_have(&pl->uhooks, "stop")) {
+	if (hooks_have(&pl->wb.uhooks, "stop")) {
 		json_t *in = json_pack("{s:s, s:s}", "outcome", pipeline_outcome_name(out->outcome),
 				       "reason", out->reason);
 
-		hooks_fire(&pl->uhooks, "stop", NULL, in, NULL, NULL);
+		hooks_fire(&pl->wb.uhooks, "stop", NULL, in, NULL, NULL);
 		json_decref(in);
 	}
 	emit(pl, "run_end", json_pack("{s:s, s:s, s:b, s:b, s:i, s:I, s:O, s:O}", "outcome",
@@ -1679,9 +1628,7 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 	verify_result_release(&pl.baseline);
 	verify_result_release(&pl.last);
 	verify_comparison_release(&pl.cmp);
-	registry_init(&pl.reg);
-	mcp_set_init(&pl.mcp);
-	pl.st = (struct shell_tools)SHELL_TOOLS_INIT;
+	workbench_init(&pl.wb);
 
 	if (!pl.cfg || !pl.cfg->workspace) {
 		ret = err_set(FX_EINVAL, "no workspace");
@@ -1764,9 +1711,9 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 		struct buf why = BUF_INIT;
 		int blocked;
 
-		hooks_fire(&pl.uhooks, "session_start", NULL, in, NULL, NULL);
+		hooks_fire(&pl.wb.uhooks, "session_start", NULL, in, NULL, NULL);
 		blocked = !opts->resume_id &&
-			  hooks_fire(&pl.uhooks, "user_prompt", NULL, in, &why, NULL);
+			  hooks_fire(&pl.wb.uhooks, "user_prompt", NULL, in, &why, NULL);
 		json_decref(in);
 		if (blocked) {
 			reason = xstrfmt("a user_prompt hook blocked the request: %s",

@@ -1,0 +1,80 @@
+/* What agents work with, for a run and a session; see workbench.h. */
+#include <string.h>
+
+#include "agents/roles.h"
+#include "base/err.h"
+#include "pipeline/workbench.h"
+
+void workbench_init(struct workbench *wb)
+{
+	memset(wb, 0, sizeof(*wb));
+	wb->st = (struct shell_tools)SHELL_TOOLS_INIT;
+	registry_init(&wb->reg);
+	mcp_set_init(&wb->mcp);
+}
+
+int workbench_open(struct workbench *wb, const struct workbench_opts *o)
+{
+	const struct config *cfg = o->cfg;
+	size_t i;
+	int ret;
+
+	ret = executor_init(&wb->ex, cfg, cfg->workspace);
+	if (ret < 0)
+		return err_prefix(ret, "sandbox");
+	wb->have_ex = 1;
+	executor_set_cancel(&wb->ex, -1, o->cancel);
+	wb->st.executor = &wb->ex;
+	wb->st.test_command = &cfg->pipeline.test_command;
+	wb->st.test_command_untrusted = config_from_untrusted_project(cfg, "pipeline.test_command");
+	wb->st.on_command = o->on_command;
+	wb->st.data = o->data;
+	if ((ret = tools_register_builtin(&wb->reg)) < 0 ||
+	    (ret = tools_register_shell(&wb->reg, &wb->st)) < 0 ||
+	    (ret = roles_register_tools(&wb->reg)) < 0)
+		return ret;
+	if (cfg->mcp_servers_nr) {
+		mcp_set_start(&wb->mcp, cfg, o->log_dir, NULL, o->cancel);
+		for (i = 0; o->on_mcp_server && i < wb->mcp.nr; i++)
+			o->on_mcp_server(o->data, mcp_set_server_json(&wb->mcp, i));
+		ret = tools_register_mcp(&wb->reg, &wb->mcp);
+		if (ret < 0)
+			return ret;
+	}
+	ret = tool_ctx_init(&wb->tctx, &wb->reg, cfg->workspace);
+	if (ret < 0)
+		return ret;
+	wb->have_tctx = 1;
+	hooks_init(&wb->uhooks, cfg, &wb->ex, o->id, o->on_hook, o->data);
+	hooks_tool_hooks(&wb->tctx.user_hooks, &wb->uhooks);
+	ret = ctx_session_init(&wb->ctx, cfg->workspace, &wb->ex,
+			       cfg->context.map_tokens > 0 ? (size_t)cfg->context.map_tokens : 1024);
+	if (ret < 0)
+		return ret;
+	wb->have_ctx = 1;
+	wb->ctx.changed = &wb->tctx.changed;
+	if (executor_init(&wb->map_ex, cfg, cfg->workspace) == 0) {
+		executor_set_cancel(&wb->map_ex, -1, o->cancel);
+		wb->map_ex.workspace_read_only = 1;	/* only ctags: it only reads */
+		wb->have_map_ex = 1;
+		wb->ctx.idx.ex2 = &wb->map_ex;
+	}
+	err_clear();
+	return ctx_register_tool(&wb->reg, &wb->ctx);
+}
+
+void workbench_release(struct workbench *wb)
+{
+	if (wb->have_ctx)
+		ctx_session_release(&wb->ctx);
+	if (wb->have_map_ex)
+		executor_release(&wb->map_ex);
+	if (wb->have_tctx)
+		tool_ctx_release(&wb->tctx);
+	registry_release(&wb->reg);
+	mcp_set_release(&wb->mcp);
+	shell_tools_release(&wb->st);
+	if (wb->have_ex)
+		executor_release(&wb->ex);
+	workbench_init(wb);
+}
