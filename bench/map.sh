@@ -17,8 +17,7 @@
 #
 #   make && sh bench/map.sh [SOURCE]        FILES=N REAL_FILES=N RUNS=N
 #
-# A snapshot of git.git: the `fetch` tool of the build machine leaves a bare
-# git directory at /work/.mirror/git+git/repo; elsewhere
+# The figures in bench/README.md were taken on a bare clone of git.git:
 #   git clone --bare https://github.com/git/git git.git && sh bench/map.sh git.git
 # forgex runs with the built-in configuration (XDG_CONFIG_HOME and HOME
 # point at an empty folder), so ctags runs in the sandbox as for a user.

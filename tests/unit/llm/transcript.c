@@ -75,7 +75,7 @@ static void test_redact_collect_env(void **state)
 	const char *const envp[] = {
 		"OPENAI_API_KEY=value-of-openai-key", "GITHUB_TOKEN=tok-tok-tok-tok",
 		"MY_SECRET_THING=abcdefgh", "DB_PASSWORD=pa55w0rd!", "SHORT_TOKEN=abc",
-		"PATH=/usr/bin:/bin", "HOME=/root", "API_KEY=plainapikey", NULL,
+		"PATH=/usr/bin:/bin", "HOME=/home/user", "API_KEY=plainapikey", NULL,
 	};
 	struct strvec s = STRVEC_INIT;
 

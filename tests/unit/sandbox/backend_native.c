@@ -146,7 +146,7 @@ static void test_native_writes_outside_fail(void **state)
 	outside = outside_mkdtemp();
 	tu_write(outside, "victim.txt", "keep me\n");
 	victim = xstrfmt("%s/victim.txt", outside);
-	home_file = xstrfmt("%s/forgex-escape-%ld", home && *home ? home : "/root", (long)getpid());
+	home_file = xstrfmt("%s/forgex-escape-%ld", home && *home ? home : outside, (long)getpid());
 	etc_file = xstrfmt("/etc/forgex-escape-%ld", (long)getpid());
 	link = xstrfmt("%s/link", ws);
 	assert_int_equal(symlink(outside, link), 0);
