@@ -415,7 +415,7 @@ static void count_run(struct front *f, const struct pipeline_result *res)
 	json_t *events = NULL, *ev;
 	size_t i;
 
-	if (!res->run_dir || session_load_events(&events, res->run_dir) < 0) {
+	if (!res->run_dir || rundir_load_events(&events, res->run_dir) < 0) {
 		err_clear();
 		return;
 	}
@@ -621,17 +621,17 @@ static void cmd_resume_pick(struct front *f, const char *arg)
 		resume_session(f, arg);
 		return;
 	}
-	if (session_list_kind(&ids, f->cfg->workspace, SESSION_CHATS) < 0) {
+	if (rundir_list_kind(&ids, f->cfg->workspace, RUNDIR_CHATS) < 0) {
 		cli_print_error();
 		return;
 	}
 	from = ids.nr > 20 ? ids.nr - 20 : 0;
 	for (i = from; i < ids.nr; i++) {
-		char *dir = session_dir_kind(f->cfg->workspace, SESSION_CHATS, ids.v[i]);
+		char *dir = rundir_dir_kind(f->cfg->workspace, RUNDIR_CHATS, ids.v[i]);
 		json_t *st = NULL;
 		const char *first = "";
 
-		if (!session_read_json(&st, dir, "state.json"))
+		if (!rundir_read_json(&st, dir, "state.json"))
 			first = json_string_value(json_array_get(json_object_get(st, "said"), 0));
 		err_clear();
 		cli_printf(f->out, "%3zu  %s%s  %.60s\n", i - from + 1, ids.v[i],

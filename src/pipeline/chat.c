@@ -53,7 +53,7 @@ struct old_version {
 struct chat {
 	const struct chat_opts *o;
 	struct config *cfg;
-	struct session s;
+	struct rundir s;
 	struct transcript *tr;
 	struct provider *prov;
 	char *model;			/* the session's model ("" : the provider's) */
@@ -119,7 +119,7 @@ void chat_event(struct chat *c, const char *type, json_t *fields)
 	int code = err_last_code();
 
 	/* a failure to record must not stop the session, nor wipe the error handled */
-	if (session_event(&c->s, type, fields) < 0) {
+	if (rundir_event(&c->s, type, fields) < 0) {
 		if (*keep)
 			err_set(code, "%s", keep);
 		else
@@ -362,14 +362,14 @@ static int save_state(struct chat *c)
 	jsonx_set(j, "model", jsonx_string(c->model));
 	jsonx_set(j, "said", jsonx_from_strvec(&c->said));
 	jsonx_set(j, "last_answer", jsonx_string(c->last_answer ? c->last_answer : ""));
-	ret = session_write_json(&c->s, "state.json", j);
+	ret = rundir_write_json(&c->s, "state.json", j);
 	json_decref(j);
 	if (ret < 0)
 		return ret;
 	/* what the model saw, as the transcript keeps it: secrets redacted */
 	conv = llm_request_to_json(&c->conv, chat_model(c), 0);
 	clean = redact_json(conv, NULL);
-	ret = session_write_json(&c->s, "conversation.json", clean);
+	ret = rundir_write_json(&c->s, "conversation.json", clean);
 	json_decref(conv);
 	json_decref(clean);
 	return ret;
@@ -381,7 +381,7 @@ static int load_state(struct chat *c)
 	size_t i;
 	int ret;
 
-	ret = session_read_json(&j, c->s.dir, "state.json");
+	ret = rundir_read_json(&j, c->s.dir, "state.json");
 	if (ret < 0)
 		return err_prefix(ret, "session %s", c->s.id);
 	json_array_foreach(json_object_get(j, "turns"), i, t) {
@@ -407,7 +407,7 @@ static int load_state(struct chat *c)
 	if (jsonx_str(j, "last_answer"))
 		c->last_answer = xstrdup(jsonx_str(j, "last_answer"));
 	json_decref(j);
-	ret = session_read_json(&conv, c->s.dir, "conversation.json");
+	ret = rundir_read_json(&conv, c->s.dir, "conversation.json");
 	if (ret == FX_ENOTFOUND) {
 		err_clear();
 		return 0;
@@ -513,7 +513,7 @@ static int last_own_session(char **out, const char *workspace)
 	size_t i;
 	int ret;
 
-	ret = session_list_kind(&all, workspace, SESSION_CHATS);
+	ret = rundir_list_kind(&all, workspace, RUNDIR_CHATS);
 	if (ret < 0)
 		return ret;
 	recorded_sessions(&mine, workspace);
@@ -572,7 +572,7 @@ int chat_open(struct chat **out, const struct chat_opts *o)
 	c = xcalloc(1, sizeof(*c));
 	c->o = o;
 	c->cfg = o->cfg;
-	c->s = (struct session)SESSION_INIT;
+	c->s = (struct rundir)RUNDIR_INIT;
 	c->jr = (struct journal)JOURNAL_INIT;
 	workbench_init(&c->wb);
 	llm_request_init(&c->conv);
@@ -587,13 +587,13 @@ int chat_open(struct chat **out, const struct chat_opts *o)
 		if (!strcmp(o->resume, "last"))
 			ret = last_own_session(&id, c->cfg->workspace);
 		else
-			ret = session_resolve_kind(&id, c->cfg->workspace, SESSION_CHATS, o->resume);
+			ret = rundir_resolve_kind(&id, c->cfg->workspace, RUNDIR_CHATS, o->resume);
 		if (ret < 0)
 			goto fail;
 		if (!o->force_provider && !chat_session_mine(c->cfg->workspace, id))
 			log_warn("session %s was not started by you here (it came with the folder?): "
 				 "its messages go to the model as they are", id);
-		ret = session_open_kind(&c->s, c->cfg->workspace, SESSION_CHATS, id);
+		ret = rundir_open_kind(&c->s, c->cfg->workspace, RUNDIR_CHATS, id);
 		free(id);
 		if (ret < 0)
 			goto fail;
@@ -601,17 +601,17 @@ int chat_open(struct chat **out, const struct chat_opts *o)
 		if (ret < 0)
 			goto fail;
 	} else {
-		ret = session_create_kind(&c->s, c->cfg->workspace, SESSION_CHATS, NULL);
+		ret = rundir_create_kind(&c->s, c->cfg->workspace, RUNDIR_CHATS, NULL);
 		if (ret < 0)
 			goto fail;
 		record_session(c->cfg->workspace, c->s.id);
 	}
 	c->s.on_event = o->on_event;
 	c->s.on_event_data = o->event_data;
-	ret = session_exclude(c->cfg->workspace, NULL);
+	ret = rundir_exclude(c->cfg->workspace, NULL);
 	if (ret < 0)
 		goto fail;
-	path = session_path(&c->s, "transcript.jsonl");
+	path = rundir_path(&c->s, "transcript.jsonl");
 	ret = transcript_open(&c->tr, path);
 	free(path);
 	if (ret < 0)
@@ -709,7 +709,7 @@ void chat_close(struct chat *c)
 	free(c->last_answer);
 	free(c->start_checkpoint);
 	free(c->model);
-	session_release(&c->s);
+	rundir_release(&c->s);
 	free(c);
 }
 
@@ -827,7 +827,7 @@ static int begin_turn(struct chat *c, struct ws_lock *lock)
 					      "what", "before turn"));
 	checkpoint_info_release(&info);
 	dir = xstrfmt("turns/%d", t->n);
-	fd = session_file_open(c->s.dir, dir, O_DIRECTORY | O_CREAT, 0700);
+	fd = rundir_file_open(c->s.dir, dir, O_DIRECTORY | O_CREAT, 0700);
 	free(dir);
 	if (fd < 0) {
 		ret = fd;
@@ -1146,7 +1146,7 @@ int chat_restore_start(const char *workspace, const char *id)
 	struct ws_lock lock = WS_LOCK_INIT;
 	struct checkpoints *cps = NULL;
 	struct checkpoint_restore_result res;
-	char *dir = session_dir_kind(workspace, SESSION_CHATS, id);
+	char *dir = rundir_dir_kind(workspace, RUNDIR_CHATS, id);
 	json_t *st = NULL;
 	const char *start;
 	int ret;
@@ -1155,7 +1155,7 @@ int chat_restore_start(const char *workspace, const char *id)
 	ret = ws_lock_acquire(&lock, workspace, "replay", 0, NULL, NULL, NULL);
 	if (ret < 0)
 		goto out;
-	ret = session_read_json(&st, dir, "state.json");
+	ret = rundir_read_json(&st, dir, "state.json");
 	if (ret < 0)
 		goto out;
 	start = jsonx_str(st, "start_checkpoint");

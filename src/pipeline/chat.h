@@ -24,7 +24,7 @@
  * run: interrupted", so the next request is well formed.
  *
  * The session folder `.forgex/sessions/<id>/` holds events.jsonl and
- * transcript.jsonl in the formats of a run (pipeline/session.h,
+ * transcript.jsonl in the formats of a run (pipeline/rundir.h,
  * llm/transcript.h), so `forgex log` and `forgex replay` read both, plus
  * conversation.json (the messages, redacted), state.json and turns/.
  *
@@ -55,7 +55,7 @@
 #include "base/buf.h"
 #include "config/config.h"
 #include "pipeline/journal.h"
-#include "pipeline/session.h"
+#include "pipeline/rundir.h"
 
 /** Bytes of one edit's diff in a "file_diff" event. */
 #define CHAT_DIFF_MAX (64u << 10)
@@ -72,7 +72,7 @@ struct chat_opts {
 	/* Every role talks to this [providers.NAME] (a replay provider); NULL: as configured. */
 	const char *force_provider;
 	const volatile sig_atomic_t *cancel;	/* non-zero: stop the turn (NULL: never) */
-	session_event_fn on_event;	/* every event (may be NULL) */
+	rundir_event_fn on_event;	/* every event (may be NULL) */
 	void *event_data;
 	llm_text_fn on_text;		/* the model's text as it streams (may be NULL) */
 	void *text_data;

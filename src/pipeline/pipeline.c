@@ -57,7 +57,7 @@ struct pl {
 	const struct pipeline_opts *o;
 	struct config *cfg;
 	struct pipeline_result *out;
-	struct session s;
+	struct rundir s;
 	int have_session;
 	struct transcript *tr;
 	struct checkpoints *cps;
@@ -135,7 +135,7 @@ static void emit(struct pl *pl, const char *type, json_t *fields)
 	char *keep = xstrdup(err_last());
 	int code = err_last_code();
 
-	if (session_event(&pl->s, type, fields) < 0) {
+	if (rundir_event(&pl->s, type, fields) < 0) {
 		if (*keep)
 			err_set(code, "%s", keep);
 		else
@@ -281,7 +281,7 @@ static int save_state(struct pl *pl)
 						   : json_null());
 	jsonx_set(j, "feedback", jsonx_string(pl->feedback.buf));
 	jsonx_set(j, "interrupted", json_boolean(pl->interrupted));
-	ret = session_write_json(&pl->s, "state.json", j);
+	ret = rundir_write_json(&pl->s, "state.json", j);
 	json_decref(j);
 	return ret;
 }
@@ -291,7 +291,7 @@ static int load_state(struct pl *pl)
 	json_t *j = NULL, *v;
 	int ret, st;
 
-	ret = session_read_json(&j, pl->s.dir, "state.json");
+	ret = rundir_read_json(&j, pl->s.dir, "state.json");
 	if (ret < 0)
 		return err_prefix(ret, "run %s cannot be resumed", pl->s.id);
 	st = stage_from_name(jsonx_str(j, "next"));
@@ -423,7 +423,7 @@ static void instructions(struct pl *pl, struct buf *out)
 			buf_addf(out, "## %s\n\n%s\n%s", name, c.buf,
 				 cut ? "[... the rest of this file was left out ...]\n" : "");
 		else if (ret < 0 && ret != FX_ENOTFOUND && !pl->instructions_warned)
-			session_eventf(&pl->s, "warning", "{s:s, s:s}", "message", err_last(),
+			rundir_eventf(&pl->s, "warning", "{s:s, s:s}", "message", err_last(),
 				       "file", name);
 		if (ret < 0 && ret != FX_ENOTFOUND)
 			pl->instructions_warned = 1;
@@ -701,7 +701,7 @@ static int stage_architect(struct pl *pl)
 		/* planned before, and approved: the plan is the run's as it is */
 		json_decref(pl->plan);
 		pl->plan = json_deep_copy(pl->o->plan);
-		ret = session_write_json(&pl->s, "plan.json", pl->plan);
+		ret = rundir_write_json(&pl->s, "plan.json", pl->plan);
 		if (ret == 0)
 			emit(pl, "plan", json_pack("{s:O, s:s}", "plan", pl->plan, "source",
 						   "given"));
@@ -723,7 +723,7 @@ static int stage_architect(struct pl *pl)
 	}
 	json_decref(pl->plan);
 	pl->plan = json_incref(res.terminal_args);
-	ret = session_write_json(&pl->s, "plan.json", pl->plan);
+	ret = rundir_write_json(&pl->s, "plan.json", pl->plan);
 	if (ret < 0)
 		goto out;
 	emit(pl, "plan", json_pack("{s:O}", "plan", pl->plan));
@@ -947,11 +947,11 @@ static int setup(struct pl *pl)
 	size_t i;
 	int ret;
 
-	ret = session_exclude(cfg->workspace, NULL);
+	ret = rundir_exclude(cfg->workspace, NULL);
 	if (ret < 0)
 		return ret;
 	tpath = pl->o->transcript_path ? xstrdup(pl->o->transcript_path)
-				       : session_path(&pl->s, "transcript.jsonl");
+				       : rundir_path(&pl->s, "transcript.jsonl");
 	ret = transcript_open(&pl->tr, tpath);
 	free(tpath);
 	if (ret < 0)
@@ -1028,7 +1028,7 @@ static void teardown(struct pl *pl)
 	free(pl->pre_checkpoint);
 	free(pl->tree_checkpoint);
 	if (pl->have_session)
-		session_release(&pl->s);
+		rundir_release(&pl->s);
 	ws_lock_release(&pl->lock);
 }
 
@@ -1425,7 +1425,7 @@ static void finish(struct pl *pl, int code, int pass, const char *reason)
 			  out->outcome == PIPELINE_INTERRUPTED ? "INTERRUPTED" : "ERROR"));
 		free(verdict);
 	}
-	if (session_write_json(&pl->s, "summary.json", sum) < 0)
+	if (rundir_write_json(&pl->s, "summary.json", sum) < 0)
 		err_clear();
 	/* an interrupted run can be resumed: state.json keeps the stage it was in */
 	if (out->outcome == PIPELINE_INTERRUPTED)
@@ -1650,7 +1650,7 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 			goto out;
 	}
 	if (opts->resume_id) {
-		ret = session_open(&pl.s, pl.cfg->workspace, opts->resume_id);
+		ret = rundir_open(&pl.s, pl.cfg->workspace, opts->resume_id);
 		if (ret < 0)
 			goto out;
 		pl.have_session = 1;
@@ -1658,7 +1658,7 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 		if (ret < 0)
 			goto out;
 	} else {
-		ret = session_create(&pl.s, pl.cfg->workspace, opts->request);
+		ret = rundir_create(&pl.s, pl.cfg->workspace, opts->request);
 		if (ret < 0)
 			goto out;
 		pl.have_session = 1;
@@ -1675,8 +1675,8 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 	}
 	out->run_id = xstrdup(pl.s.id);
 	out->run_dir = xstrdup(pl.s.dir);
-	if (opts->on_session)
-		opts->on_session(opts->event_data, &pl.s);
+	if (opts->on_rundir)
+		opts->on_rundir(opts->event_data, &pl.s);
 	emit(&pl, opts->resume_id ? "run_resume" : "run_start",
 	     json_pack("{s:s, s:s, s:s, s:b}", "run_id", pl.s.id, "request", pl.request,
 		       "next", stages[pl.next], "plan_only", opts->plan_only));
@@ -1766,7 +1766,7 @@ int pipeline_restore_start(char **checkpoint, const char *workspace, const char 
 	struct ws_lock lock = WS_LOCK_INIT;
 	struct checkpoints *cps = NULL;
 	struct checkpoint_restore_result res;
-	char *dir = session_dir(workspace, id);
+	char *dir = rundir_dir(workspace, id);
 	json_t *st = NULL;
 	const char *pre;
 	int ret;
@@ -1775,7 +1775,7 @@ int pipeline_restore_start(char **checkpoint, const char *workspace, const char 
 	ret = ws_lock_acquire(&lock, workspace, "replay", 0, NULL, NULL, NULL);
 	if (ret < 0)
 		goto out;
-	ret = session_read_json(&st, dir, "state.json");
+	ret = rundir_read_json(&st, dir, "state.json");
 	if (ret < 0)
 		goto out;
 	pre = jsonx_str(st, "pre_checkpoint");
@@ -1886,7 +1886,7 @@ int pipeline_undo(struct pipeline_undo_result *out, const char *workspace, const
 	struct journal_outcome jo;
 	struct checkpoint_info info;
 	struct strvec paths = STRVEC_INIT;
-	char *dir = session_dir(workspace, id), *what;
+	char *dir = rundir_dir(workspace, id), *what;
 	json_t *st = NULL, *sum = NULL;
 	int ret, have_journal = 0;
 
@@ -1897,10 +1897,10 @@ int pipeline_undo(struct pipeline_undo_result *out, const char *workspace, const
 	free(what);
 	if (ret < 0)
 		goto out;
-	ret = session_read_json(&st, dir, "state.json");
+	ret = rundir_read_json(&st, dir, "state.json");
 	if (ret < 0)
 		goto out;
-	if (session_read_json(&sum, dir, "summary.json") < 0)
+	if (rundir_read_json(&sum, dir, "summary.json") < 0)
 		err_clear();
 	ret = checkpoint_open(&cps, workspace);
 	if (ret < 0)
@@ -1976,15 +1976,15 @@ int pipeline_undo(struct pipeline_undo_result *out, const char *workspace, const
 	}
 	undo_commit(out, workspace, id, sum);
 	{
-		struct session s;
+		struct rundir s;
 
-		if (!session_open(&s, workspace, id)) {
-			session_event(&s, "undo", json_pack("{s:s, s:b, s:o, s:s?}", "backup",
+		if (!rundir_open(&s, workspace, id)) {
+			rundir_event(&s, "undo", json_pack("{s:s, s:b, s:o, s:s?}", "backup",
 							    out->backup, "force", force,
 							    "reverted", jsonx_from_strvec(&out->reverted),
 							    "revert_commit", *out->revert_commit ?
 							    out->revert_commit : NULL));
-			session_release(&s);
+			rundir_release(&s);
 		}
 		err_clear();
 	}

@@ -22,7 +22,7 @@
  *
  * Every stage start and end, model call, tool call and result, command,
  * checkpoint, test result and verdict is an event of the run's session
- * (pipeline/session.h). After each stage the tree is checkpointed and
+ * (pipeline/rundir.h). After each stage the tree is checkpointed and
  * state.json says which stage comes next, so a run killed at any point can
  * be resumed from its last completed stage (`resume_id`).
  *
@@ -41,7 +41,7 @@
 
 #include "base/buf.h"
 #include "config/config.h"
-#include "pipeline/session.h"
+#include "pipeline/rundir.h"
 #include "verify/verify.h"
 
 enum pipeline_outcome {
@@ -68,10 +68,10 @@ struct pipeline_opts {
 	/* Record the model exchanges to this transcript instead of the run's own. */
 	const char *transcript_path;
 	const volatile sig_atomic_t *cancel;	/* non-zero: stop (NULL: never) */
-	session_event_fn on_event;	/* every event, after it is recorded (may be NULL) */
+	rundir_event_fn on_event;	/* every event, after it is recorded (may be NULL) */
 	void *event_data;
 	/* Called with the run's session as soon as it exists (may be NULL). */
-	void (*on_session)(void *data, const struct session *s);
+	void (*on_rundir)(void *data, const struct rundir *s);
 	/* Every piece of the model's text as it streams (may be NULL), with event_data. */
 	void (*on_text)(void *data, const char *text, size_t len);
 	/*
