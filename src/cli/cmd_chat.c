@@ -410,21 +410,6 @@ static void turn(struct front *f, const char *message)
  * Slash commands
  */
 
-static void count_run(struct front *f, const struct pipeline_result *res)
-{
-	json_t *events = NULL, *ev;
-	size_t i;
-
-	if (!res->run_dir || rundir_load_events(&events, res->run_dir) < 0) {
-		err_clear();
-		return;
-	}
-	json_array_foreach(events, i, ev)
-		if (jsonx_str(ev, "type") && !strcmp(jsonx_str(ev, "type"), "model_call"))
-			chat_count(f->chat, ev);
-	json_decref(events);
-}
-
 /* /run, /plan and /go: the pipeline, with its usual progress, gate and rollback. */
 static void pipeline(struct front *f, const char *action, const char *request,
 		     const json_t *plan)
@@ -455,7 +440,8 @@ static void pipeline(struct front *f, const char *action, const char *request,
 	approval_set_cancel(&interrupted);
 	interrupted = 0;
 	f->cfg->pipeline.baseline = baseline;
-	count_run(f, &res);
+	/* the run's model calls, as the pipeline counted them */
+	chat_count_run(f->chat, &res.ledger);
 	chat_event(f->chat, "pipeline", json_pack("{s:s, s:s?, s:s, s:s?}", "action", action,
 						  "run_id", res.run_id, "outcome",
 						  pipeline_outcome_name(res.outcome), "reason",

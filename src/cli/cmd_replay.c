@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "pipeline/chat.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/recorder.h"
 #include "pipeline/rundir.h"
 
 #define REPLAY_PROVIDER "forgex-replay"
@@ -89,7 +90,7 @@ static int replay_session(struct config *cfg, const char *id, int json)
 	json_array_foreach(events, i, ev)
 		if (!strcmp(jsonx_str(ev, "type") ? jsonx_str(ev, "type") : "", "turn_end"))
 			json_array_append(ends, ev);
-	ret = chat_restore_start(cfg->workspace, id);
+	ret = recorder_restore_start(NULL, cfg->workspace, RUNDIR_CHATS, id);
 	if (ret < 0 && ret != FX_ENOTFOUND)
 		goto fail;
 	err_clear();
@@ -267,7 +268,7 @@ int cmd_replay(int argc, char **argv)
 		goto out;
 	}
 	/* the run starts from the tree it started from */
-	if (pipeline_restore_start(NULL, cfg.workspace, id) < 0) {
+	if (recorder_restore_start(NULL, cfg.workspace, RUNDIR_RUNS, id) < 0) {
 		if (err_last_code() != FX_ENOTFOUND)
 			goto fail;
 		err_clear();

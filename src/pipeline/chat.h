@@ -55,6 +55,7 @@
 #include "base/buf.h"
 #include "config/config.h"
 #include "pipeline/journal.h"
+#include "pipeline/ledger.h"
 #include "pipeline/rundir.h"
 
 /** Bytes of one edit's diff in a "file_diff" event. */
@@ -149,10 +150,10 @@ void chat_clear(struct chat *c);
 int chat_set_model(struct chat *c, const char *role, const char *model);
 
 /**
- * Count a "model_call" event of a pipeline run made from the session
- * (/run, /plan, /go) in the session's costs.
+ * Count the model calls of a pipeline run made from the session (/run,
+ * /plan, /go: pipeline_result.ledger) in the session's costs.
  */
-void chat_count(struct chat *c, const json_t *model_call);
+void chat_count_run(struct chat *c, const struct ledger *run);
 
 /**
  * Append the tokens and money spent so far, per model, one line each,
@@ -166,12 +167,6 @@ void chat_cost(const struct chat *c, struct buf *out);
  * "" when nothing was said.
  */
 void chat_request_text(const struct chat *c, struct buf *out);
-
-/**
- * Make the tree what it was when session `id` of `workspace` started (its
- * first checkpoint), for `forgex replay`. FX_ENOTFOUND without one.
- */
-int chat_restore_start(const char *workspace, const char *id);
 
 /**
  * Whether session `id` of `workspace` was started by this user here (it

@@ -21,13 +21,11 @@
 #include "pipeline/journal.h"
 #include "pipeline/lock.h"
 #include "pipeline/pipeline.h"
-#include "sandbox/permissions.h"
+#include "pipeline/recorder.h"
 #include "sandbox/executor.h"
 #include "pipeline/hooks.h"
 #include "pipeline/workbench.h"
-#include "tools/mcp_tools.h"
 #include "tools/registry.h"
-#include "tools/shell.h"
 #include "vcs/checkpoint.h"
 #include "vcs/commit.h"
 #include "vcs/diff.h"
@@ -62,7 +60,7 @@ struct pl {
 	struct transcript *tr;
 	struct checkpoints *cps;
 	struct workbench wb;		/* executor, tools, hooks, map (workbench.h) */
-	struct tool_hooks hooks;
+	struct recorder rec;		/* events, the journal's hooks, the ledger (recorder.h) */
 	struct journal jr;
 	int have_journal;
 	struct ws_lock lock;
@@ -127,118 +125,7 @@ static int cancelled(const struct pl *pl)
 
 static void emit(struct pl *pl, const char *type, json_t *fields)
 {
-	/*
-	 * A failure to record is not a reason to stop changing code halfway,
-	 * and must not wipe the error being handled (a full disk used to turn
-	 * "cannot restore: No space left" into an empty reason).
-	 */
-	char *keep = xstrdup(err_last());
-	int code = err_last_code();
-
-	if (rundir_event(&pl->s, type, fields) < 0) {
-		if (*keep)
-			err_set(code, "%s", keep);
-		else
-			err_clear();
-	}
-	free(keep);
-}
-
-#define ARG_STRING_MAX 256	/* longer tool argument strings stay in the transcript only */
-
-/*
- * The model's tool arguments are in transcript.jsonl already (the reply
- * that made the call): events.jsonl keeps each long string once, as a
- * note of its size, so the run's logs do not hold a file's content twice.
- */
-static void shorten_arguments(json_t *fields)
-{
-	json_t *args = json_object_get(fields, "arguments"), *v;
-	const char *k;
-
-	if (json_is_string(args) && json_string_length(args) > ARG_STRING_MAX) {
-		char *note = xstrfmt("[%zu bytes; in transcript.jsonl]", json_string_length(args));
-
-		json_object_set_new(fields, "arguments", json_string(note));
-		free(note);
-		return;
-	}
-	if (!json_is_object(args))
-		return;
-	/* the agent still uses its own object: change a copy */
-	args = json_deep_copy(args);
-	json_object_set_new(fields, "arguments", args);
-	json_object_foreach(args, k, v) {
-		if (json_is_string(v) && json_string_length(v) > ARG_STRING_MAX) {
-			char *note = xstrfmt("[%zu bytes; in transcript.jsonl]", json_string_length(v));
-
-			json_object_set_new(args, k, json_string(note));
-			free(note);
-		}
-	}
-}
-
-/* A file the model read counts in the next map's focus. */
-static void map_note_read(struct pl *pl, const json_t *fields)
-{
-	const json_t *args = json_object_get(fields, "arguments");
-	const char *name = json_string_value(json_object_get(fields, "name"));
-
-	if (name && !strcmp(name, "read_file") && json_is_object(args))
-		ctx_session_note_file(&pl->wb.ctx, json_string_value(json_object_get(args, "path")));
-}
-
-static void on_agent_event(void *data, const char *type, json_t *fields)
-{
-	struct pl *pl = data;
-
-	if (!strcmp(type, "tool_call"))
-		shorten_arguments(fields);
-
-	if (!strcmp(type, "progress")) {
-		/* for display only: not stored */
-		if (pl->o->on_event) {
-			json_t *ev = json_deep_copy(fields);
-
-			jsonx_set(ev, "type", jsonx_string(type));
-			pl->o->on_event(pl->o->event_data, ev);
-			json_decref(ev);
-		}
-		json_decref(fields);
-		return;
-	}
-	if (pl->wb.have_ctx && !strcmp(type, "tool_call"))
-		map_note_read(pl, fields);
-	emit(pl, type, fields);
-}
-
-static void on_command(void *data, const char *tool, const struct strvec *argv, int code,
-		       const struct exec_result *r)
-{
-	struct pl *pl = data;
-	json_t *f = json_object();
-
-	jsonx_set(f, "tool", jsonx_string(tool));
-	jsonx_set(f, "argv", jsonx_from_strvec(argv));
-	if (code < 0) {
-		jsonx_set(f, "refused", json_true());
-		jsonx_set(f, "error", jsonx_string(err_last()));
-	} else if (r) {
-		jsonx_set(f, "exit_code", json_integer(r->exit_code));
-		jsonx_set(f, "timed_out", json_boolean(r->timed_out));
-		jsonx_set(f, "duration_ms", json_integer((json_int_t)r->duration_ms));
-	}
-	emit(pl, "command", f);
-}
-
-static void on_hook_event(void *data, json_t *fields)
-{
-	emit(data, "hook", fields);
-}
-
-static void on_mcp_server(void *data, json_t *fields)
-{
-	emit(data, "mcp_server", fields);
+	recorder_event(&pl->rec, type, fields);
 }
 
 static void stage_event(struct pl *pl, const char *what, enum stage st, const char *fmt, ...)
@@ -501,8 +388,8 @@ static int run_agent(struct pl *pl, struct agent_result *res, enum agent_role ro
 	ao.edit_tools = pc ? pc->edit_tools : NULL;
 	ao.tools = &pl->wb.tctx;
 	ao.budget = &pl->budget;
-	ao.on_event = on_agent_event;
-	ao.event_data = pl;
+	ao.on_event = recorder_agent_event;
+	ao.event_data = &pl->rec;
 	ao.cancel = pl->o->cancel;
 	ao.stream = p->stream;
 	if (pl->o->on_text) {
@@ -904,39 +791,6 @@ out:
 }
 
 /*
- * The tools' hooks: everything the tools change goes into the journal.
- */
-
-static int hook_before_change(void *data, const struct wspath_loc *loc)
-{
-	struct pl *pl = data;
-
-	return pl->have_journal ? journal_before_change(&pl->jr, loc->dirfd, loc->name, loc->rel)
-				: 0;
-}
-
-static void hook_after_change(void *data, const char *rel)
-{
-	struct pl *pl = data;
-
-	if (pl->have_journal)
-		journal_after_change(&pl->jr, rel);
-}
-
-static void hook_around_call(void *data, const struct tool *t, int after)
-{
-	struct pl *pl = data;
-
-	/* a command can change any file: what it changed is the run's */
-	if (!pl->have_journal || !(t->needs & (PERM_TERMINAL | PERM_TEST | PERM_BUILD)))
-		return;
-	if (after)
-		journal_command_end(&pl->jr);
-	else
-		journal_command_begin(&pl->jr);
-}
-
-/*
  * Set up and tear down
  */
 
@@ -963,19 +817,14 @@ static int setup(struct pl *pl)
 	if (ret < 0)
 		return ret;
 	pl->have_journal = 1;
+	pl->rec.jr = &pl->jr;
 	{
-		struct workbench_opts wo = { cfg, pl->s.dir, pl->s.id, pl->o->cancel, on_command,
-					     on_hook_event, on_mcp_server, pl };
+		struct workbench_opts wo = { cfg, pl->s.dir, pl->s.id, pl->o->cancel, &pl->rec };
 
 		ret = workbench_open(&pl->wb, &wo);
 		if (ret < 0)
 			return ret;
 	}
-	pl->hooks.before_change = hook_before_change;
-	pl->hooks.after_change = hook_after_change;
-	pl->hooks.around_call = hook_around_call;
-	pl->hooks.data = pl;
-	pl->wb.tctx.hooks = &pl->hooks;
 	/* the index builds while the checkpoint and the baseline tests run */
 	if (pl->wb.have_map_ex && cfg->context.map_tokens > 0 &&
 	    ctx_session_prefetch(&pl->wb.ctx, &pl->wb.map_ex) < 0)
@@ -1009,6 +858,7 @@ static void teardown(struct pl *pl)
 		free(pl->provs[i].name);
 	}
 	workbench_release(&pl->wb);
+	pl->rec.jr = NULL;
 	if (pl->have_journal)
 		journal_release(&pl->jr);
 	checkpoint_close(pl->cps);
@@ -1027,6 +877,7 @@ static void teardown(struct pl *pl)
 	free(pl->request);
 	free(pl->pre_checkpoint);
 	free(pl->tree_checkpoint);
+	recorder_release(&pl->rec);
 	if (pl->have_session)
 		rundir_release(&pl->s);
 	ws_lock_release(&pl->lock);
@@ -1376,6 +1227,10 @@ static void finish(struct pl *pl, int code, int pass, const char *reason)
 	out->iterations = pl->iteration;
 	out->tokens = pl->budget.tokens_used;
 	out->cost_usd = pl->budget.cost_used;
+	/* the run's ledger is the caller's now (a session adds it to its own) */
+	ledger_release(&out->ledger);
+	out->ledger = pl->rec.ledger;
+	ledger_init(&pl->rec.ledger);
 	out->seconds = agent_now() - pl->t0;
 	out->pre_checkpoint = xstrdup(pl->pre_checkpoint ? pl->pre_checkpoint : "");
 	if (pl->plan)
@@ -1629,6 +1484,7 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 	verify_result_release(&pl.last);
 	verify_comparison_release(&pl.cmp);
 	workbench_init(&pl.wb);
+	recorder_init(&pl.rec, &pl.s);
 
 	if (!pl.cfg || !pl.cfg->workspace) {
 		ret = err_set(FX_EINVAL, "no workspace");
@@ -1758,46 +1614,8 @@ void pipeline_result_release(struct pipeline_result *r)
 	json_decref(r->summary);
 	strvec_clear(&r->kept_paths);
 	strvec_clear(&r->failed_paths);
+	ledger_release(&r->ledger);
 	memset(r, 0, sizeof(*r));
-}
-
-int pipeline_restore_start(char **checkpoint, const char *workspace, const char *id)
-{
-	struct ws_lock lock = WS_LOCK_INIT;
-	struct checkpoints *cps = NULL;
-	struct checkpoint_restore_result res;
-	char *dir = rundir_dir(workspace, id);
-	json_t *st = NULL;
-	const char *pre;
-	int ret;
-
-	memset(&res, 0, sizeof(res));
-	ret = ws_lock_acquire(&lock, workspace, "replay", 0, NULL, NULL, NULL);
-	if (ret < 0)
-		goto out;
-	ret = rundir_read_json(&st, dir, "state.json");
-	if (ret < 0)
-		goto out;
-	pre = jsonx_str(st, "pre_checkpoint");
-	if (!pre) {
-		ret = err_set(FX_ENOTFOUND, "run %s changed nothing (no pre-run checkpoint)", id);
-		goto out;
-	}
-	ret = checkpoint_open(&cps, workspace);
-	if (ret < 0)
-		goto out;
-	ret = checkpoint_restore(&res, cps, pre);
-	if (ret < 0)
-		goto out;
-	if (checkpoint)
-		*checkpoint = xstrdup(pre);
-out:
-	ws_lock_release(&lock);
-	checkpoint_restore_result_release(&res);
-	checkpoint_close(cps);
-	json_decref(st);
-	free(dir);
-	return ret;
 }
 
 void pipeline_undo_result_init(struct pipeline_undo_result *r)

@@ -41,6 +41,7 @@
 
 #include "base/buf.h"
 #include "config/config.h"
+#include "pipeline/ledger.h"
 #include "pipeline/rundir.h"
 #include "verify/verify.h"
 
@@ -103,6 +104,7 @@ struct pipeline_result {
 	int iterations;		/* reviews done */
 	long tokens;
 	double cost_usd;
+	struct ledger ledger;	/* the run's model calls per model (a session adds them to its own) */
 	double seconds;
 	char *diffstat;		/* what changed, as `forgex diff --stat` shows */
 	json_t *plan;		/* the Architect's plan, or NULL */
@@ -113,7 +115,7 @@ struct pipeline_result {
 	struct strvec failed_paths;
 };
 
-#define PIPELINE_RESULT_INIT { PIPELINE_ERROR, 0, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0.0, 0.0, NULL, NULL, NULL, STRVEC_INIT, STRVEC_INIT }
+#define PIPELINE_RESULT_INIT { PIPELINE_ERROR, 0, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0.0, LEDGER_INIT, 0.0, NULL, NULL, NULL, STRVEC_INIT, STRVEC_INIT }
 
 /**
  * Run (or resume) the pipeline. Returns 0 when the run reached an ending
@@ -146,13 +148,6 @@ int pipeline_gate(struct buf *why, int ran, const struct verify_result *current,
  */
 void pipeline_describe_tests(struct buf *out, const struct verify_result *r,
 			     const struct verify_comparison *cmp, size_t max);
-
-/**
- * Restore the whole pre-run checkpoint of run `id` in `workspace` (forgex
- * replay starts there). `*checkpoint` (may be NULL) receives its id
- * (caller frees). FX_ENOTFOUND when the run recorded none.
- */
-int pipeline_restore_start(char **checkpoint, const char *workspace, const char *id);
 
 /** What pipeline_undo() did, or why it did not. */
 struct pipeline_undo_result {

@@ -27,16 +27,17 @@ int workbench_open(struct workbench *wb, const struct workbench_opts *o)
 	wb->st.executor = &wb->ex;
 	wb->st.test_command = &cfg->pipeline.test_command;
 	wb->st.test_command_untrusted = config_from_untrusted_project(cfg, "pipeline.test_command");
-	wb->st.on_command = o->on_command;
-	wb->st.data = o->data;
+	wb->rec = o->recorder;
+	wb->st.on_command = recorder_command;
+	wb->st.data = o->recorder;
 	if ((ret = tools_register_builtin(&wb->reg)) < 0 ||
 	    (ret = tools_register_shell(&wb->reg, &wb->st)) < 0 ||
 	    (ret = roles_register_tools(&wb->reg)) < 0)
 		return ret;
 	if (cfg->mcp_servers_nr) {
 		mcp_set_start(&wb->mcp, cfg, o->log_dir, NULL, o->cancel);
-		for (i = 0; o->on_mcp_server && i < wb->mcp.nr; i++)
-			o->on_mcp_server(o->data, mcp_set_server_json(&wb->mcp, i));
+		for (i = 0; i < wb->mcp.nr; i++)
+			recorder_event(o->recorder, "mcp_server", mcp_set_server_json(&wb->mcp, i));
 		ret = tools_register_mcp(&wb->reg, &wb->mcp);
 		if (ret < 0)
 			return ret;
@@ -45,7 +46,8 @@ int workbench_open(struct workbench *wb, const struct workbench_opts *o)
 	if (ret < 0)
 		return ret;
 	wb->have_tctx = 1;
-	hooks_init(&wb->uhooks, cfg, &wb->ex, o->id, o->on_hook, o->data);
+	wb->tctx.hooks = &o->recorder->hooks;
+	hooks_init(&wb->uhooks, cfg, &wb->ex, o->id, recorder_hook, o->recorder);
 	hooks_tool_hooks(&wb->tctx.user_hooks, &wb->uhooks);
 	ret = ctx_session_init(&wb->ctx, cfg->workspace, &wb->ex,
 			       cfg->context.map_tokens > 0 ? (size_t)cfg->context.map_tokens : 1024);
@@ -53,6 +55,7 @@ int workbench_open(struct workbench *wb, const struct workbench_opts *o)
 		return ret;
 	wb->have_ctx = 1;
 	wb->ctx.changed = &wb->tctx.changed;
+	o->recorder->map = &wb->ctx;
 	if (executor_init(&wb->map_ex, cfg, cfg->workspace) == 0) {
 		executor_set_cancel(&wb->map_ex, -1, o->cancel);
 		wb->map_ex.workspace_read_only = 1;	/* only ctags: it only reads */
@@ -65,6 +68,8 @@ int workbench_open(struct workbench *wb, const struct workbench_opts *o)
 
 void workbench_release(struct workbench *wb)
 {
+	if (wb->rec)
+		wb->rec->map = NULL;	/* released here */
 	if (wb->have_ctx)
 		ctx_session_release(&wb->ctx);
 	if (wb->have_map_ex)

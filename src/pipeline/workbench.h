@@ -8,10 +8,13 @@
  * repo_map), the tool context on the workspace, the user's hooks, and the
  * repository map with a second, read-only executor for its ctags.
  *
+ * What happens in it is recorded by the caller's recorder
+ * (pipeline/recorder.h): its commands, hook runs and MCP servers are
+ * events, and the tools' change hooks are the recorder's.
+ *
  * The caller:
  *   1. workbench_init() (workbench_release() is safe from then on);
- *   2. workbench_open(); then sets what is its own: the change hooks of
- *      its journal (wb->tctx.hooks), a prefetch of the map;
+ *   2. workbench_open(); then sets what is its own: a prefetch of the map;
  *   3. workbench_release().
  */
 
@@ -21,6 +24,7 @@
 #include "config/config.h"
 #include "context/context.h"
 #include "pipeline/hooks.h"
+#include "pipeline/recorder.h"
 #include "sandbox/executor.h"
 #include "tools/mcp_tools.h"
 #include "tools/registry.h"
@@ -36,6 +40,7 @@ struct workbench {
 	struct hooks uhooks;		/* the user's [[hooks.EVENT]] */
 	struct tool_ctx tctx;
 	struct ctx_session ctx;		/* the repository map and repo_map */
+	struct recorder *rec;		/* the opts' (borrowed) */
 };
 
 struct workbench_opts {
@@ -43,10 +48,12 @@ struct workbench_opts {
 	const char *log_dir;		/* where MCP servers' stderr goes: the run or session folder */
 	const char *id;			/* the run or session id hooks are told (outlives the bench) */
 	const volatile sig_atomic_t *cancel;	/* stops commands, MCP calls, ctags */
-	shell_command_fn on_command;	/* every command (may be NULL) */
-	hooks_event_fn on_hook;		/* every hook run (may be NULL) */
-	void (*on_mcp_server)(void *data, json_t *fields);	/* each MCP server started */
-	void *data;			/* for the three */
+	/*
+	 * Required: records every command, hook run and MCP server started,
+	 * gets the map (rec->map) and is the tools' change hooks
+	 * (tctx.hooks); it outlives the bench.
+	 */
+	struct recorder *recorder;
 };
 
 /** Make `wb` safe to release (nothing open). */
