@@ -61,7 +61,6 @@ struct chat {
 	struct strvec said;		/* the person's messages, for chat_request_text() */
 	char *last_answer;
 	struct agent_budget prices;	/* only the prices of [budget] */
-	int instructions_warned;
 };
 
 const char *chat_id(const struct chat *c)
@@ -566,42 +565,6 @@ void chat_close(struct chat *c)
  * Turns
  */
 
-/* The project's instruction files and the repository map, for the first request. */
-static void project_context(struct chat *c, const char *message, struct buf *out)
-{
-	struct buf map = BUF_INIT;
-	size_t i;
-
-	for (i = 0; i < c->cfg->context.instructions.nr; i++) {
-		const char *name = c->cfg->context.instructions.v[i];
-		struct buf b = BUF_INIT;
-		int ret, cut;
-
-		/* beneath the workspace, no link followed */
-		ret = fsutil_read_beneath(&b, c->cfg->workspace, name, 32u << 10, &cut);
-		if (!ret && b.len)
-			buf_addf(out, "## %s\n\n%s\n%s", name, b.buf,
-				 cut ? "[... the rest of this file was left out ...]\n" : "");
-		else if (ret < 0 && ret != FX_ENOTFOUND && !c->instructions_warned)
-			chat_event(c, "warning", json_pack("{s:s, s:s}", "message", err_last(),
-							   "file", name));
-		if (ret < 0 && ret != FX_ENOTFOUND)
-			c->instructions_warned = 1;
-		err_clear();
-		buf_release(&b);
-	}
-	if (c->wb.have_ctx && c->cfg->context.map_tokens > 0) {
-		ctx_session_set_request(&c->wb.ctx, message);
-		if (ctx_session_map(&c->wb.ctx, &map, NULL, NULL,
-				    (size_t)c->cfg->context.map_tokens) < 0)
-			err_clear();
-		if (map.len)
-			buf_addf(out, "## Repository map\n\n(repo_map shows another, centred on the "
-				 "paths or names you give it.)\n\n%s", map.buf);
-	}
-	buf_release(&map);
-}
-
 /*
  * Every tool call of the conversation gets a result: the calls of a turn
  * that was interrupted before they ran are answered so (a request with an
@@ -744,7 +707,8 @@ int chat_turn(struct chat *c, const char *message, struct agent_result *res)
 	strvec_push(&c->said, clean.buf);
 
 	if (!c->conv.messages_nr) {
-		project_context(c, message, &extra);
+		workbench_instructions(&c->wb, &extra);
+		workbench_map(&c->wb, &extra, message, NULL);
 		buf_addstr(&prompt, role_chat_prompt());
 		if (extra.len)
 			buf_addf(&prompt, "\n\n# Project context\n\n%s", extra.buf);

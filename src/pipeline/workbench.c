@@ -3,6 +3,7 @@
 
 #include "agents/roles.h"
 #include "base/err.h"
+#include "base/fsutil.h"
 #include "pipeline/workbench.h"
 
 void workbench_init(struct workbench *wb)
@@ -28,6 +29,7 @@ int workbench_open(struct workbench *wb, const struct workbench_opts *o)
 	wb->st.test_command = &cfg->pipeline.test_command;
 	wb->st.test_command_untrusted = config_from_untrusted_project(cfg, "pipeline.test_command");
 	wb->rec = o->recorder;
+	wb->cfg = cfg;
 	wb->st.on_command = recorder_command;
 	wb->st.data = o->recorder;
 	if ((ret = tools_register_builtin(&wb->reg)) < 0 ||
@@ -64,6 +66,46 @@ int workbench_open(struct workbench *wb, const struct workbench_opts *o)
 	}
 	err_clear();
 	return ctx_register_tool(&wb->reg, &wb->ctx);
+}
+
+void workbench_instructions(struct workbench *wb, struct buf *out)
+{
+	size_t i;
+
+	for (i = 0; i < wb->cfg->context.instructions.nr; i++) {
+		const char *name = wb->cfg->context.instructions.v[i];
+		struct buf c = BUF_INIT;
+		int ret, cut;
+
+		/* beneath the workspace, no link followed: AGENTS.md -> ~/.ssh/id_ed25519 is refused */
+		ret = fsutil_read_beneath(&c, wb->cfg->workspace, name, 32u << 10, &cut);
+		if (!ret && c.len)
+			buf_addf(out, "## %s\n\n%s\n%s", name, c.buf,
+				 cut ? "[... the rest of this file was left out ...]\n" : "");
+		else if (ret < 0 && ret != FX_ENOTFOUND && !wb->instructions_warned)
+			recorder_event(wb->rec, "warning", json_pack("{s:s, s:s}", "message",
+								     err_last(), "file", name));
+		if (ret < 0 && ret != FX_ENOTFOUND)
+			wb->instructions_warned = 1;
+		err_clear();
+		buf_release(&c);
+	}
+}
+
+void workbench_map(struct workbench *wb, struct buf *out, const char *request,
+		   const struct strvec *files)
+{
+	struct buf map = BUF_INIT;
+
+	if (!wb->have_ctx || wb->cfg->context.map_tokens <= 0)
+		return;
+	ctx_session_set_request(&wb->ctx, request);
+	if (ctx_session_map(&wb->ctx, &map, NULL, files, (size_t)wb->cfg->context.map_tokens) < 0)
+		err_clear();
+	if (map.len)
+		buf_addf(out, "## Repository map\n\n(repo_map shows another, centred on the paths or "
+			 "names you give it.)\n\n%s", map.buf);
+	buf_release(&map);
 }
 
 void workbench_release(struct workbench *wb)

@@ -41,6 +41,8 @@ struct workbench {
 	struct tool_ctx tctx;
 	struct ctx_session ctx;		/* the repository map and repo_map */
 	struct recorder *rec;		/* the opts' (borrowed) */
+	const struct config *cfg;	/* the opts' (borrowed) */
+	int instructions_warned;	/* a refused instruction file was recorded */
 };
 
 struct workbench_opts {
@@ -65,6 +67,22 @@ void workbench_init(struct workbench *wb);
  * executor that cannot start only costs the second ctags.
  */
 int workbench_open(struct workbench *wb, const struct workbench_opts *o);
+
+/**
+ * Append the project's instruction files ([context] instructions, read
+ * beneath the workspace without following a link, 32 KiB each) as
+ * "## NAME" sections, for a system prompt. A file that cannot be read is
+ * a "warning" event, once per bench.
+ */
+void workbench_instructions(struct workbench *wb, struct buf *out);
+
+/**
+ * Append the repository map for `request`, centred also on `files` (may
+ * be NULL), as a "## Repository map" section ([context] map_tokens; 0:
+ * nothing). A tree that cannot be mapped only loses the map.
+ */
+void workbench_map(struct workbench *wb, struct buf *out, const char *request,
+		   const struct strvec *files);
 
 /** Release what is open; `wb` is left as after workbench_init(). */
 void workbench_release(struct workbench *wb);
