@@ -702,7 +702,7 @@ static void teardown(struct pl *pl)
 	free(pl->pre_checkpoint);
 	free(pl->tree_checkpoint);
 	recorder_release(&pl->rec);
-	if (pl->have_session)
+	if (pl->have_rundir)
 		rundir_release(&pl->s);
 	ws_lock_release(&pl->lock);
 }
@@ -909,7 +909,7 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 		ret = rundir_open(&pl.s, pl.cfg->workspace, opts->resume_id);
 		if (ret < 0)
 			goto out;
-		pl.have_session = 1;
+		pl.have_rundir = 1;
 		ret = load_state(&pl);
 		if (ret < 0)
 			goto out;
@@ -917,7 +917,7 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 		ret = rundir_create(&pl.s, pl.cfg->workspace, opts->request);
 		if (ret < 0)
 			goto out;
-		pl.have_session = 1;
+		pl.have_rundir = 1;
 		pl.request = xstrdup(opts->request);
 		pl.next = ST_CHECKPOINT;
 	}

@@ -21,7 +21,7 @@
  * pre-run checkpoint.
  *
  * Every stage start and end, model call, tool call and result, command,
- * checkpoint, test result and verdict is an event of the run's session
+ * checkpoint, test result and verdict is an event of the run folder
  * (pipeline/rundir.h). After each stage the tree is checkpointed and
  * state.json says which stage comes next, so a run killed at any point can
  * be resumed from its last completed stage (`resume_id`).
@@ -71,7 +71,7 @@ struct pipeline_opts {
 	const volatile sig_atomic_t *cancel;	/* non-zero: stop (NULL: never) */
 	rundir_event_fn on_event;	/* every event, after it is recorded (may be NULL) */
 	void *event_data;
-	/* Called with the run's session as soon as it exists (may be NULL). */
+	/* Called with the run folder as soon as it exists (may be NULL). */
 	void (*on_rundir)(void *data, const struct rundir *s);
 	/* Every piece of the model's text as it streams (may be NULL), with event_data. */
 	void (*on_text)(void *data, const char *text, size_t len);

@@ -43,7 +43,7 @@ struct pl {
 	struct config *cfg;
 	struct pipeline_result *out;
 	struct rundir s;
-	int have_session;
+	int have_rundir;
 	struct transcript *tr;
 	struct checkpoints *cps;
 	struct workbench wb;		/* executor, tools, hooks, map (workbench.h) */
