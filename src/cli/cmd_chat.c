@@ -440,12 +440,8 @@ static void pipeline(struct front *f, const char *action, const char *request,
 	approval_set_cancel(&interrupted);
 	interrupted = 0;
 	f->cfg->pipeline.baseline = baseline;
-	/* the run's model calls, as the pipeline counted them */
-	chat_count_run(f->chat, &res.ledger);
-	chat_event(f->chat, "pipeline", json_pack("{s:s, s:s?, s:s, s:s?}", "action", action,
-						  "run_id", res.run_id, "outcome",
-						  pipeline_outcome_name(res.outcome), "reason",
-						  res.reason));
+	/* the run's model calls, as the pipeline counted them, and its ending */
+	chat_record_run(f->chat, action, &res);
 	if (plan_only && res.outcome == PIPELINE_PLANNED && res.plan) {
 		json_decref(f->plan);
 		f->plan = json_incref(res.plan);

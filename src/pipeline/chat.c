@@ -103,9 +103,13 @@ void chat_event(struct chat *c, const char *type, json_t *fields)
 	recorder_event(&c->rec, type, fields);
 }
 
-void chat_count_run(struct chat *c, const struct ledger *run)
+void chat_record_run(struct chat *c, const char *action, const struct pipeline_result *res)
 {
-	ledger_add(&c->rec.ledger, run);
+	ledger_add(&c->rec.ledger, &res->ledger);
+	chat_event(c, "pipeline", json_pack("{s:s, s:s?, s:s, s:s?}", "action", action, "run_id",
+					    res->run_id, "outcome",
+					    pipeline_outcome_name(res->outcome), "reason",
+					    res->reason));
 }
 
 /*

@@ -56,6 +56,7 @@
 #include "config/config.h"
 #include "pipeline/journal.h"
 #include "pipeline/ledger.h"
+#include "pipeline/pipeline.h"
 #include "pipeline/rundir.h"
 
 /** Bytes of one edit's diff in a "file_diff" event. */
@@ -150,10 +151,12 @@ void chat_clear(struct chat *c);
 int chat_set_model(struct chat *c, const char *role, const char *model);
 
 /**
- * Count the model calls of a pipeline run made from the session (/run,
- * /plan, /go: pipeline_result.ledger) in the session's costs.
+ * A pipeline run made from the session (/run, /plan, /go: `action`
+ * "run", "plan", "go") in this process has ended with `res`: its model
+ * calls (res->ledger) count in the session's costs, and a "pipeline"
+ * event records its id, outcome and reason.
  */
-void chat_count_run(struct chat *c, const struct ledger *run);
+void chat_record_run(struct chat *c, const char *action, const struct pipeline_result *res);
 
 /**
  * Append the tokens and money spent so far, per model, one line each,

@@ -242,7 +242,7 @@ static void test_chat_counts_the_pipeline_ledger(void **state)
 	struct fx *f = *state;
 	struct pipeline_opts po = PIPELINE_OPTS_INIT;
 	struct pipeline_result res = PIPELINE_RESULT_INIT;
-	char *text;
+	char *text, *id;
 
 	fx_open(f, "{'steps': [{'text': 'Hello.', 'usage': {'prompt_tokens': 50, "
 		   "'completion_tokens': 5, 'total_tokens': 55}, 'stream': false}, "
@@ -264,18 +264,23 @@ static void test_chat_counts_the_pipeline_ledger(void **state)
 	assert_int_equal(res.ledger.v[0].calls, 1);
 	assert_int_equal(res.ledger.v[0].prompt, 300);
 	assert_int_equal(res.tokens, 330);
-	chat_count_run(f->c, &res.ledger);
+	chat_record_run(f->c, "plan", &res);
+	id = xstrdup(res.run_id);
 	pipeline_result_release(&res);
 	text = cost(f);
 	assert_non_null(strstr(text, "mock-model: 2 calls, 350 prompt + 35 completion tokens, "
 			       "$0.4200\n"));
 	assert_non_null(strstr(text, "total: 2 calls, 385 tokens, $0.4200\n"));
 	free(text);
-	/* the session's own folder holds only its own model call */
+	/* the session's own folder holds only its own model call, and the run's ending */
 	text = tu_read(chat_dir(f->c), "events.jsonl");
 	assert_non_null(strstr(text, "\"prompt_tokens\":50"));
 	assert_null(strstr(text, "\"prompt_tokens\":300"));
+	assert_non_null(strstr(text, "\"type\":\"pipeline\""));
+	assert_non_null(strstr(text, id));
+	assert_non_null(strstr(text, "\"outcome\":\"planned\""));
 	free(text);
+	free(id);
 }
 
 static json_t *messages_of(json_t *reqs, size_t n)
