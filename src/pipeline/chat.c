@@ -29,6 +29,7 @@
 
 /* Bytes of a file read to show an edit's diff; a larger file gets no diff. */
 #define DIFF_FILE_MAX (1u << 20)
+
 /* A file as it was before a tool changed it, for the edit's diff. */
 struct old_version {
 	char *rel;
