@@ -410,21 +410,6 @@ static void turn(struct front *f, const char *message)
  * Slash commands
  */
 
-static void count_run(struct front *f, const struct pipeline_result *res)
-{
-	json_t *events = NULL, *ev;
-	size_t i;
-
-	if (!res->run_dir || session_load_events(&events, res->run_dir) < 0) {
-		err_clear();
-		return;
-	}
-	json_array_foreach(events, i, ev)
-		if (jsonx_str(ev, "type") && !strcmp(jsonx_str(ev, "type"), "model_call"))
-			chat_count(f->chat, ev);
-	json_decref(events);
-}
-
 /* /run, /plan and /go: the pipeline, with its usual progress, gate and rollback. */
 static void pipeline(struct front *f, const char *action, const char *request,
 		     const json_t *plan)
@@ -455,11 +440,8 @@ static void pipeline(struct front *f, const char *action, const char *request,
 	approval_set_cancel(&interrupted);
 	interrupted = 0;
 	f->cfg->pipeline.baseline = baseline;
-	count_run(f, &res);
-	chat_event(f->chat, "pipeline", json_pack("{s:s, s:s?, s:s, s:s?}", "action", action,
-						  "run_id", res.run_id, "outcome",
-						  pipeline_outcome_name(res.outcome), "reason",
-						  res.reason));
+	/* the run's model calls, as the pipeline counted them, and its ending */
+	chat_record_run(f->chat, action, &res);
 	if (plan_only && res.outcome == PIPELINE_PLANNED && res.plan) {
 		json_decref(f->plan);
 		f->plan = json_incref(res.plan);
@@ -621,17 +603,17 @@ static void cmd_resume_pick(struct front *f, const char *arg)
 		resume_session(f, arg);
 		return;
 	}
-	if (session_list_kind(&ids, f->cfg->workspace, SESSION_CHATS) < 0) {
+	if (rundir_list_kind(&ids, f->cfg->workspace, RUNDIR_CHATS) < 0) {
 		cli_print_error();
 		return;
 	}
 	from = ids.nr > 20 ? ids.nr - 20 : 0;
 	for (i = from; i < ids.nr; i++) {
-		char *dir = session_dir_kind(f->cfg->workspace, SESSION_CHATS, ids.v[i]);
+		char *dir = rundir_dir_kind(f->cfg->workspace, RUNDIR_CHATS, ids.v[i]);
 		json_t *st = NULL;
 		const char *first = "";
 
-		if (!session_read_json(&st, dir, "state.json"))
+		if (!rundir_read_json(&st, dir, "state.json"))
 			first = json_string_value(json_array_get(json_object_get(st, "said"), 0));
 		err_clear();
 		cli_printf(f->out, "%3zu  %s%s  %.60s\n", i - from + 1, ids.v[i],

@@ -9,7 +9,7 @@
 #include "cli/commands.h"
 #include "base/jsonx.h"
 #include "pipeline/journal.h"
-#include "pipeline/session.h"
+#include "pipeline/rundir.h"
 #include "vcs/checkpoint.h"
 #include "vcs/diff.h"
 #include "vcs/paths.h"
@@ -22,7 +22,7 @@
 static int run_diff(struct buf *out, struct checkpoints *cps, const char *workspace,
 		    const char *id, unsigned flags)
 {
-	char *dir = session_dir(workspace, id);
+	char *dir = rundir_dir(workspace, id);
 	struct journal jr = JOURNAL_INIT;
 	struct strvec paths = STRVEC_INIT;
 	json_t *st = NULL, *sum = NULL;
@@ -30,10 +30,10 @@ static int run_diff(struct buf *out, struct checkpoints *cps, const char *worksp
 	const char *pre, *end;
 	int ret;
 
-	ret = session_read_json(&st, dir, "state.json");
+	ret = rundir_read_json(&st, dir, "state.json");
 	if (ret < 0)
 		goto out;
-	if (session_read_json(&sum, dir, "summary.json") < 0)
+	if (rundir_read_json(&sum, dir, "summary.json") < 0)
 		err_clear();
 	pre = jsonx_str(st, "pre_checkpoint");
 	if (!pre) {
@@ -71,20 +71,20 @@ static int is_run(char **run, struct checkpoints *cps, const char *workspace, co
 	if (!name || !strcmp(name, "last") || strchr(name, '-')) {
 		if (!name) {
 			struct strvec ids = STRVEC_INIT;
-			int any = !session_list(&ids, workspace) && ids.nr;
+			int any = !rundir_list(&ids, workspace) && ids.nr;
 
 			strvec_clear(&ids);
 			err_clear();
 			if (!any)
 				return 0;	/* no runs yet: the newest checkpoint */
 		}
-		return session_resolve(run, workspace, name) < 0 ? -1 : 1;
+		return rundir_resolve(run, workspace, name) < 0 ? -1 : 1;
 	}
 	if (!checkpoint_resolve(&full, cps, name)) {
 		free(full);
 		return 0;
 	}
-	if (!session_resolve(run, workspace, name)) {
+	if (!rundir_resolve(run, workspace, name)) {
 		err_clear();
 		return 1;
 	}

@@ -18,7 +18,7 @@
 #include "base/path.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "pipeline/session.h"
+#include "pipeline/rundir.h"
 
 int cmd_init(int argc, char **argv)
 {
@@ -84,7 +84,7 @@ int cmd_init(int argc, char **argv)
 		}
 		printf("%s %s\n", exists ? "Overwrote" : "Wrote", file.buf);
 	}
-	if (session_exclude(root, &added) < 0) {
+	if (rundir_exclude(root, &added) < 0) {
 		cli_print_error();
 		ret = EXIT_FAIL;
 		goto out;

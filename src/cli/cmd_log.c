@@ -10,7 +10,7 @@
 #include "base/jsonx.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "pipeline/session.h"
+#include "pipeline/rundir.h"
 
 /* "20261130-031500-ab12" -> "2026-11-30 03:15:00" */
 static void id_time(char *out, size_t size, const char *id)
@@ -25,20 +25,20 @@ static void id_time(char *out, size_t size, const char *id)
 /* One run's line (or JSON object). */
 static void list_run(const char *workspace, const char *id, int json)
 {
-	char *dir = session_dir(workspace, id);
+	char *dir = rundir_dir(workspace, id);
 	struct buf req = BUF_INIT;
 	json_t *sum = NULL;
 	const char *outcome = "unfinished";
 	char when[32];
 	size_t n;
-	int fd = session_file_open(dir, "request.txt", O_RDONLY, 0);
+	int fd = rundir_file_open(dir, "request.txt", O_RDONLY, 0);
 
 	if (fd >= 0) {
 		fsutil_read_fd(&req, fd, 64u << 10);
 		close(fd);
 	}
 	err_clear();
-	if (!session_read_json(&sum, dir, "summary.json") && jsonx_str(sum, "outcome"))
+	if (!rundir_read_json(&sum, dir, "summary.json") && jsonx_str(sum, "outcome"))
 		outcome = jsonx_str(sum, "outcome");
 	err_clear();
 	id_time(when, sizeof(when), id);
@@ -65,13 +65,13 @@ static void list_run(const char *workspace, const char *id, int json)
 /* One interactive session's line: its turns and its first message. */
 static void list_session(const char *workspace, const char *id, int json)
 {
-	char *dir = session_dir_kind(workspace, SESSION_CHATS, id);
+	char *dir = rundir_dir_kind(workspace, RUNDIR_CHATS, id);
 	json_t *st = NULL;
 	const char *first = "";
 	size_t turns = 0, n;
 	char when[32];
 
-	if (!session_read_json(&st, dir, "state.json")) {
+	if (!rundir_read_json(&st, dir, "state.json")) {
 		const char *f = json_string_value(json_array_get(json_object_get(st, "said"), 0));
 
 		first = f ? f : "";
@@ -107,8 +107,8 @@ static int list_runs(const char *workspace, int json)
 	struct strvec runs = STRVEC_INIT, chats = STRVEC_INIT;
 	size_t i = 0, j = 0;
 
-	if (session_list(&runs, workspace) < 0 ||
-	    session_list_kind(&chats, workspace, SESSION_CHATS) < 0) {
+	if (rundir_list(&runs, workspace) < 0 ||
+	    rundir_list_kind(&chats, workspace, RUNDIR_CHATS) < 0) {
 		cli_print_error();
 		strvec_clear(&runs);
 		strvec_clear(&chats);
@@ -158,12 +158,12 @@ static void detail(struct buf *b, const json_t *ev)
 
 static int show_run(const char *workspace, const char *kind, const char *id, int json)
 {
-	char *dir = session_dir_kind(workspace, kind, id);
+	char *dir = rundir_dir_kind(workspace, kind, id);
 	json_t *events = NULL, *ev;
 	size_t i;
 	int ret;
 
-	ret = session_load_events(&events, dir);
+	ret = rundir_load_events(&events, dir);
 	free(dir);
 	if (ret < 0) {
 		cli_print_error();
@@ -222,12 +222,12 @@ int cmd_log(int argc, char **argv)
 		return EXIT_USAGE;
 	if (optind == argc) {
 		status = list_runs(cfg.workspace, json);
-	} else if (session_resolve(&id, cfg.workspace, argv[optind]) == 0) {
-		status = show_run(cfg.workspace, SESSION_RUNS, id, json);
+	} else if (rundir_resolve(&id, cfg.workspace, argv[optind]) == 0) {
+		status = show_run(cfg.workspace, RUNDIR_RUNS, id, json);
 	} else if (err_last_code() == FX_ENOTFOUND &&
-		   session_resolve_kind(&id, cfg.workspace, SESSION_CHATS, argv[optind]) == 0) {
+		   rundir_resolve_kind(&id, cfg.workspace, RUNDIR_CHATS, argv[optind]) == 0) {
 		/* not a run: an interactive session */
-		status = show_run(cfg.workspace, SESSION_CHATS, id, json);
+		status = show_run(cfg.workspace, RUNDIR_CHATS, id, json);
 	} else {
 		if (err_last_code() == FX_ENOTFOUND)
 			err_set(FX_ENOTFOUND, "no run or session '%s' (see 'forgex log')", argv[optind]);

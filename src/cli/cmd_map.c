@@ -13,7 +13,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "context/context.h"
-#include "pipeline/session.h"
+#include "pipeline/rundir.h"
 #include "sandbox/executor.h"
 
 static void stats_json(json_t *o, const struct ctx_index *idx, const struct ctx_map *m)
@@ -145,7 +145,7 @@ int cmd_map(int argc, char **argv)
 		log_warn("no definitions: the sandbox cannot run ctags: %s", err_last());
 		err_clear();
 	}
-	if (session_exclude(cfg.workspace, NULL) < 0)
+	if (rundir_exclude(cfg.workspace, NULL) < 0)
 		err_clear();	/* git status showing .forgex/map/ is no reason to fail */
 	ret = ctx_session_init(&s, cfg.workspace, have_ex ? &ex : NULL, (size_t)tokens);
 	if (ret < 0) {

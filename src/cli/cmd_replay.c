@@ -11,7 +11,8 @@
 #include "cli/commands.h"
 #include "pipeline/chat.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/session.h"
+#include "pipeline/recorder.h"
+#include "pipeline/rundir.h"
 
 #define REPLAY_PROVIDER "forgex-replay"
 
@@ -78,18 +79,18 @@ static int replay_session(struct config *cfg, const char *id, int json)
 {
 	struct chat_opts co = CHAT_OPTS_INIT;
 	struct chat *c = NULL;
-	char *dir = session_dir_kind(cfg->workspace, SESSION_CHATS, id);
+	char *dir = rundir_dir_kind(cfg->workspace, RUNDIR_CHATS, id);
 	json_t *events = NULL, *ev, *ends = json_array();
 	size_t i, turn = 0, differ = 0;
 	int ret, status = EXIT_OK;
 
-	ret = session_load_events(&events, dir);
+	ret = rundir_load_events(&events, dir);
 	if (ret < 0)
 		goto fail;
 	json_array_foreach(events, i, ev)
 		if (!strcmp(jsonx_str(ev, "type") ? jsonx_str(ev, "type") : "", "turn_end"))
 			json_array_append(ends, ev);
-	ret = chat_restore_start(cfg->workspace, id);
+	ret = recorder_restore_start(NULL, cfg->workspace, RUNDIR_CHATS, id);
 	if (ret < 0 && ret != FX_ENOTFOUND)
 		goto fail;
 	err_clear();
@@ -117,7 +118,7 @@ static int replay_session(struct config *cfg, const char *id, int json)
 				json_t *now = NULL, *e;
 				size_t k;
 
-				if (!session_load_events(&now, chat_dir(c)))
+				if (!rundir_load_events(&now, chat_dir(c)))
 					json_array_foreach(now, k, e)
 						if (!strcmp(jsonx_str(e, "type") ? jsonx_str(e, "type")
 									       : "", "turn_end")) {
@@ -228,9 +229,9 @@ int cmd_replay(int argc, char **argv)
 	if (cli_load_config(&cfg) != 0)
 		return EXIT_USAGE;
 	status = EXIT_USAGE;
-	if (session_resolve(&id, cfg.workspace, argv[optind]) < 0) {
+	if (rundir_resolve(&id, cfg.workspace, argv[optind]) < 0) {
 		if (err_last_code() != FX_ENOTFOUND ||
-		    session_resolve_kind(&id, cfg.workspace, SESSION_CHATS, argv[optind]) < 0) {
+		    rundir_resolve_kind(&id, cfg.workspace, RUNDIR_CHATS, argv[optind]) < 0) {
 			if (err_last_code() == FX_ENOTFOUND)
 				err_set(FX_ENOTFOUND, "no run or session '%s' (see 'forgex log')",
 					argv[optind]);
@@ -238,8 +239,8 @@ int cmd_replay(int argc, char **argv)
 		}
 		chat = 1;
 	}
-	dir = chat ? session_dir_kind(cfg.workspace, SESSION_CHATS, id)
-		   : session_dir(cfg.workspace, id);
+	dir = chat ? rundir_dir_kind(cfg.workspace, RUNDIR_CHATS, id)
+		   : rundir_dir(cfg.workspace, id);
 	tr = xstrfmt("%s/transcript.jsonl", dir);
 	rp = xstrfmt("%s/request.txt", dir);
 	if (!fsutil_exists(tr)) {
@@ -248,7 +249,7 @@ int cmd_replay(int argc, char **argv)
 	}
 	if (!chat && fsutil_read_file(&request, rp, 1u << 20) < 0)
 		goto fail;
-	if (chat || session_read_json(&sum, dir, "summary.json") < 0)
+	if (chat || rundir_read_json(&sum, dir, "summary.json") < 0)
 		err_clear();
 	if (config_set(&cfg, "providers." REPLAY_PROVIDER ".type", "replay", CFG_FLAG) < 0 ||
 	    config_set(&cfg, "providers." REPLAY_PROVIDER ".transcript", tr, CFG_FLAG) < 0 ||
@@ -267,7 +268,7 @@ int cmd_replay(int argc, char **argv)
 		goto out;
 	}
 	/* the run starts from the tree it started from */
-	if (pipeline_restore_start(NULL, cfg.workspace, id) < 0) {
+	if (recorder_restore_start(NULL, cfg.workspace, RUNDIR_RUNS, id) < 0) {
 		if (err_last_code() != FX_ENOTFOUND)
 			goto fail;
 		err_clear();
@@ -277,11 +278,11 @@ int cmd_replay(int argc, char **argv)
 	po.request = request.buf;
 	po.force_provider = REPLAY_PROVIDER;
 	status = cli_pipeline("replay", &cfg, &po, json);
-	if (sum && !session_resolve(&newid, cfg.workspace, NULL)) {
-		char *ndir = session_dir(cfg.workspace, newid);
+	if (sum && !rundir_resolve(&newid, cfg.workspace, NULL)) {
+		char *ndir = rundir_dir(cfg.workspace, newid);
 		const char *was = jsonx_str(sum, "outcome");
 
-		if (!session_read_json(&nsum, ndir, "summary.json")) {
+		if (!rundir_read_json(&nsum, ndir, "summary.json")) {
 			const char *now = jsonx_str(nsum, "outcome");
 
 			if (was && now && strcmp(was, now)) {

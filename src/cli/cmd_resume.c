@@ -6,7 +6,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/session.h"
+#include "pipeline/rundir.h"
 
 int cmd_resume(int argc, char **argv)
 {
@@ -42,7 +42,7 @@ int cmd_resume(int argc, char **argv)
 		return cli_usage_error("resume", "at most one RUN (default: the last run)");
 	if (cli_load_config(&cfg) != 0)
 		return EXIT_USAGE;
-	if (session_resolve(&id, cfg.workspace, optind < argc ? argv[optind] : NULL) < 0) {
+	if (rundir_resolve(&id, cfg.workspace, optind < argc ? argv[optind] : NULL) < 0) {
 		cli_print_error();
 		config_release(&cfg);
 		return EXIT_USAGE;

@@ -311,7 +311,7 @@ static void show_text(void *data, const char *text, size_t len)
 		progress_release(NULL);
 }
 
-static void show_start(void *data, const struct session *s)
+static void show_start(void *data, const struct rundir *s)
 {
 	struct view *v = data;
 
@@ -560,7 +560,7 @@ int cli_pipeline_keep(const char *cmd, struct config *cfg, struct pipeline_opts 
 	approval_set_cancel(&interrupted);
 	po->on_event = show_event;
 	po->event_data = &v;
-	po->on_session = show_start;
+	po->on_rundir = show_start;
 	if (cli_verbose && !json && !cli_quiet)
 		po->on_text = show_text;
 	/* a spinner only on a terminal, never with --json, -q or -v (debug lines) */

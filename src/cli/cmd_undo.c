@@ -8,7 +8,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/session.h"
+#include "pipeline/rundir.h"
 
 static void on_wait(void *data, const char *holder)
 {
@@ -62,7 +62,7 @@ int cmd_undo(int argc, char **argv)
 	if (cli_load_config(&cfg) != 0)
 		return EXIT_USAGE;
 	pipeline_undo_result_init(&res);
-	if (session_resolve(&id, cfg.workspace, optind < argc ? argv[optind] : NULL) < 0) {
+	if (rundir_resolve(&id, cfg.workspace, optind < argc ? argv[optind] : NULL) < 0) {
 		cli_print_error();
 		status = EXIT_USAGE;
 		goto out;

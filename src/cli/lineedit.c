@@ -32,7 +32,7 @@
 #include "base/strvec.h"
 #include "base/termsafe.h"
 #include "cli/lineedit.h"
-#include "pipeline/session.h"
+#include "pipeline/rundir.h"
 
 #define CONT_PROMPT "... "
 #define PASTE_ON "\033[?2004h"		/* xterm's bracketed paste */
@@ -514,7 +514,7 @@ static int le_hist_open(struct lineedit *le, int flags)
 	int fd;
 
 	if (le->hist_ws) {
-		fd = session_forgex_open(le->hist_ws, le->hist_rel, flags, 0600);
+		fd = rundir_forgex_open(le->hist_ws, le->hist_rel, flags, 0600);
 		if (fd < 0)
 			return fd;
 	} else {
@@ -621,8 +621,8 @@ static void le_hist_compact(struct lineedit *le)
 		slash = strrchr(dir, '/');
 		if (slash)
 			*slash = '\0';
-		dfd = slash ? session_forgex_open(le->hist_ws, dir, O_DIRECTORY, 0)
-			    : session_forgex_open(le->hist_ws, "", O_DIRECTORY, 0);
+		dfd = slash ? rundir_forgex_open(le->hist_ws, dir, O_DIRECTORY, 0)
+			    : rundir_forgex_open(le->hist_ws, "", O_DIRECTORY, 0);
 		name = strrchr(le->hist_rel, '/') ? strrchr(le->hist_rel, '/') + 1 : le->hist_rel;
 		free(dir);
 		if (dfd >= 0) {

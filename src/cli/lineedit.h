@@ -35,7 +35,7 @@
  * History: one entry per line in history_path, "\n" and "\\" escaped, so
  * multi-line entries come back whole; the newest `history_max` are kept.
  * A history file under `.forgex/` is opened beneath its workspace without
- * following any link (session_forgex_open()); a link, FIFO, device, a
+ * following any link (rundir_forgex_open()); a link, FIFO, device, a
  * file of another user or with other hard links is refused: the session
  * says why once (on stderr) and keeps history in memory only. Entries are
  * stored as typed: secrets pasted into a session end up in the file.

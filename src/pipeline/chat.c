@@ -20,27 +20,15 @@
 #include "pipeline/hooks.h"
 #include "pipeline/journal.h"
 #include "pipeline/lock.h"
+#include "pipeline/recorder.h"
 #include "pipeline/workbench.h"
 #include "sandbox/approval.h"
-#include "sandbox/executor.h"
-#include "sandbox/permissions.h"
-#include "tools/mcp_tools.h"
 #include "tools/registry.h"
-#include "tools/shell.h"
 #include "vcs/checkpoint.h"
 #include "vcs/diff.h"
 
 /* Bytes of a file read to show an edit's diff; a larger file gets no diff. */
 #define DIFF_FILE_MAX (1u << 20)
-/* Characters of an argument string kept in events.jsonl. */
-#define ARG_STRING_MAX 2048
-
-struct model_cost {
-	char *model;
-	long prompt, completion, calls;
-	double cost;
-	int unpriced;
-};
 
 /* A file as it was before a tool changed it, for the edit's diff. */
 struct old_version {
@@ -53,13 +41,14 @@ struct old_version {
 struct chat {
 	const struct chat_opts *o;
 	struct config *cfg;
-	struct session s;
+	struct rundir s;
 	struct transcript *tr;
 	struct provider *prov;
 	char *model;			/* the session's model ("" : the provider's) */
 	struct checkpoints *cps;
 	struct workbench wb;		/* executor, tools, hooks, map (workbench.h) */
-	struct tool_hooks hooks;
+	struct recorder rec;		/* events, the journal's hooks, the ledger (recorder.h) */
+	struct tool_hooks diffs;	/* the recorder's watch: each edit's diff */
 	struct journal jr;		/* the running turn's */
 	int have_jr;
 	struct llm_request conv;
@@ -72,10 +61,7 @@ struct chat {
 	size_t olds_nr, olds_alloc;
 	struct strvec said;		/* the person's messages, for chat_request_text() */
 	char *last_answer;
-	struct model_cost *costs;
-	size_t costs_nr, costs_alloc;
 	struct agent_budget prices;	/* only the prices of [budget] */
-	int instructions_warned;
 };
 
 const char *chat_id(const struct chat *c)
@@ -115,132 +101,21 @@ const struct chat_turn *chat_turns(const struct chat *c, size_t *nr)
 
 void chat_event(struct chat *c, const char *type, json_t *fields)
 {
-	char *keep = xstrdup(err_last());
-	int code = err_last_code();
-
-	/* a failure to record must not stop the session, nor wipe the error handled */
-	if (session_event(&c->s, type, fields) < 0) {
-		if (*keep)
-			err_set(code, "%s", keep);
-		else
-			err_clear();
-	}
-	free(keep);
+	recorder_event(&c->rec, type, fields);
 }
 
-static void shorten_arguments(json_t *fields)
+void chat_record_run(struct chat *c, const char *action, const struct pipeline_result *res)
 {
-	json_t *args = json_object_get(fields, "arguments"), *v;
-	const char *k;
-
-	if (json_is_string(args) && json_string_length(args) > ARG_STRING_MAX) {
-		char *note = xstrfmt("[%zu bytes; in transcript.jsonl]", json_string_length(args));
-
-		json_object_set_new(fields, "arguments", json_string(note));
-		free(note);
-		return;
-	}
-	if (!json_is_object(args))
-		return;
-	args = json_deep_copy(args);
-	json_object_set_new(fields, "arguments", args);
-	json_object_foreach(args, k, v) {
-		if (json_is_string(v) && json_string_length(v) > ARG_STRING_MAX) {
-			char *note = xstrfmt("[%zu bytes; in transcript.jsonl]",
-					     json_string_length(v));
-
-			json_object_set_new(args, k, json_string(note));
-			free(note);
-		}
-	}
-}
-
-static struct model_cost *cost_of(struct chat *c, const char *model)
-{
-	size_t i;
-
-	for (i = 0; i < c->costs_nr; i++)
-		if (!strcmp(c->costs[i].model, model))
-			return &c->costs[i];
-	ALLOC_GROW(c->costs, c->costs_nr + 1, c->costs_alloc);
-	memset(&c->costs[c->costs_nr], 0, sizeof(*c->costs));
-	c->costs[c->costs_nr].model = xstrdup(model);
-	return &c->costs[c->costs_nr++];
-}
-
-void chat_count(struct chat *c, const json_t *ev)
-{
-	const json_t *u = json_object_get(ev, "usage"), *cost = json_object_get(ev, "cost_usd");
-	const char *model = jsonx_str(ev, "model");
-	struct model_cost *m;
-
-	if (!json_is_object(u))
-		return;
-	m = cost_of(c, model && *model ? model : "(unnamed)");
-	m->prompt += (long)jsonx_int(u, "prompt_tokens", 0);
-	m->completion += (long)jsonx_int(u, "completion_tokens", 0);
-	m->calls++;
-	if (json_is_number(cost))
-		m->cost += json_number_value(cost);
-	else
-		m->unpriced = 1;
-}
-
-static void on_agent_event(void *data, const char *type, json_t *fields)
-{
-	struct chat *c = data;
-
-	if (!strcmp(type, "progress")) {
-		/* for display only: not stored */
-		if (c->o->on_event) {
-			json_t *ev = json_deep_copy(fields);
-
-			jsonx_set(ev, "type", jsonx_string(type));
-			c->o->on_event(c->o->event_data, ev);
-			json_decref(ev);
-		}
-		json_decref(fields);
-		return;
-	}
-	if (!strcmp(type, "model_call"))
-		chat_count(c, fields);
-	if (!strcmp(type, "tool_call")) {
-		const json_t *args = json_object_get(fields, "arguments");
-		const char *name = jsonx_str(fields, "name");
-
-		if (c->wb.have_ctx && name && !strcmp(name, "read_file") && json_is_object(args))
-			ctx_session_note_file(&c->wb.ctx, jsonx_str(args, "path"));
-		shorten_arguments(fields);
-	}
-	chat_event(c, type, fields);
-}
-
-static void on_command(void *data, const char *tool, const struct strvec *argv, int code,
-		       const struct exec_result *r)
-{
-	struct chat *c = data;
-	json_t *f = json_object();
-
-	jsonx_set(f, "tool", jsonx_string(tool));
-	jsonx_set(f, "argv", jsonx_from_strvec(argv));
-	if (code < 0) {
-		jsonx_set(f, "refused", json_true());
-		jsonx_set(f, "error", jsonx_string(err_last()));
-	} else if (r) {
-		jsonx_set(f, "exit_code", json_integer(r->exit_code));
-		jsonx_set(f, "timed_out", json_boolean(r->timed_out));
-		jsonx_set(f, "duration_ms", json_integer((json_int_t)r->duration_ms));
-	}
-	chat_event(c, "command", f);
-}
-
-static void on_hook_event(void *data, json_t *fields)
-{
-	chat_event(data, "hook", fields);
+	ledger_add(&c->rec.ledger, &res->ledger);
+	chat_event(c, "pipeline", json_pack("{s:s, s:s?, s:s, s:s?}", "action", action, "run_id",
+					    res->run_id, "outcome",
+					    pipeline_outcome_name(res->outcome), "reason",
+					    res->reason));
 }
 
 /*
- * The tools' change hooks: the turn's journal, and the diff of each edit.
+ * The diff of each edit: told of every change after the turn's journal
+ * (the recorder's watch).
  */
 
 static void forget_olds(struct chat *c)
@@ -264,17 +139,12 @@ static struct old_version *old_of(struct chat *c, const char *rel)
 	return NULL;
 }
 
-static int hook_before_change(void *data, const struct wspath_loc *loc)
+static int diff_before_change(void *data, const struct wspath_loc *loc)
 {
 	struct chat *c = data;
 	struct old_version *o;
 	int ret, cut = 0;
 
-	if (c->have_jr) {
-		ret = journal_before_change(&c->jr, loc->dirfd, loc->name, loc->rel);
-		if (ret < 0)
-			return ret;
-	}
 	if (old_of(c, loc->rel))
 		return 0;	/* changed twice in one call: the first version is the one shown */
 	ALLOC_GROW(c->olds, c->olds_nr + 1, c->olds_alloc);
@@ -289,15 +159,13 @@ static int hook_before_change(void *data, const struct wspath_loc *loc)
 	return 0;
 }
 
-static void hook_after_change(void *data, const char *rel)
+static void diff_after_change(void *data, const char *rel)
 {
 	struct chat *c = data;
 	struct old_version *o = old_of(c, rel);
 	struct buf now = BUF_INIT, diff = BUF_INIT;
 	int ret, cut = 0, absent = 0;
 
-	if (c->have_jr)
-		journal_after_change(&c->jr, rel);
 	if (!o || !o->usable)
 		return;
 	ret = fsutil_read_beneath(&now, c->cfg->workspace, rel, DIFF_FILE_MAX, &cut);
@@ -328,17 +196,11 @@ out:
 	buf_release(&diff);
 }
 
-static void hook_around_call(void *data, const struct tool *t, int after)
+static void diff_around_call(void *data, const struct tool *t, int after)
 {
-	struct chat *c = data;
-
-	forget_olds(c);
-	if (!c->have_jr || !(t->needs & (PERM_TERMINAL | PERM_TEST | PERM_BUILD)))
-		return;
-	if (after)
-		journal_command_end(&c->jr);
-	else
-		journal_command_begin(&c->jr);
+	(void)t;
+	(void)after;
+	forget_olds(data);
 }
 
 /*
@@ -362,14 +224,14 @@ static int save_state(struct chat *c)
 	jsonx_set(j, "model", jsonx_string(c->model));
 	jsonx_set(j, "said", jsonx_from_strvec(&c->said));
 	jsonx_set(j, "last_answer", jsonx_string(c->last_answer ? c->last_answer : ""));
-	ret = session_write_json(&c->s, "state.json", j);
+	ret = rundir_write_json(&c->s, "state.json", j);
 	json_decref(j);
 	if (ret < 0)
 		return ret;
 	/* what the model saw, as the transcript keeps it: secrets redacted */
 	conv = llm_request_to_json(&c->conv, chat_model(c), 0);
 	clean = redact_json(conv, NULL);
-	ret = session_write_json(&c->s, "conversation.json", clean);
+	ret = rundir_write_json(&c->s, "conversation.json", clean);
 	json_decref(conv);
 	json_decref(clean);
 	return ret;
@@ -381,7 +243,7 @@ static int load_state(struct chat *c)
 	size_t i;
 	int ret;
 
-	ret = session_read_json(&j, c->s.dir, "state.json");
+	ret = rundir_read_json(&j, c->s.dir, "state.json");
 	if (ret < 0)
 		return err_prefix(ret, "session %s", c->s.id);
 	json_array_foreach(json_object_get(j, "turns"), i, t) {
@@ -407,7 +269,7 @@ static int load_state(struct chat *c)
 	if (jsonx_str(j, "last_answer"))
 		c->last_answer = xstrdup(jsonx_str(j, "last_answer"));
 	json_decref(j);
-	ret = session_read_json(&conv, c->s.dir, "conversation.json");
+	ret = rundir_read_json(&conv, c->s.dir, "conversation.json");
 	if (ret == FX_ENOTFOUND) {
 		err_clear();
 		return 0;
@@ -513,7 +375,7 @@ static int last_own_session(char **out, const char *workspace)
 	size_t i;
 	int ret;
 
-	ret = session_list_kind(&all, workspace, SESSION_CHATS);
+	ret = rundir_list_kind(&all, workspace, RUNDIR_CHATS);
 	if (ret < 0)
 		return ret;
 	recorded_sessions(&mine, workspace);
@@ -537,25 +399,16 @@ static int last_own_session(char **out, const char *workspace)
  * Open and close
  */
 
-static void on_mcp_server(void *data, json_t *fields)
-{
-	chat_event(data, "mcp_server", fields);
-}
-
 static int open_tools(struct chat *c)
 {
-	struct workbench_opts wo = { c->cfg, c->s.dir, c->s.id, c->o->cancel, on_command,
-				     on_hook_event, on_mcp_server, c };
-	int ret = workbench_open(&c->wb, &wo);
+	struct workbench_opts wo = { c->cfg, c->s.dir, c->s.id, c->o->cancel, &c->rec };
 
-	if (ret < 0)
-		return ret;
-	c->hooks.before_change = hook_before_change;
-	c->hooks.after_change = hook_after_change;
-	c->hooks.around_call = hook_around_call;
-	c->hooks.data = c;
-	c->wb.tctx.hooks = &c->hooks;
-	return 0;
+	c->diffs.before_change = diff_before_change;
+	c->diffs.after_change = diff_after_change;
+	c->diffs.around_call = diff_around_call;
+	c->diffs.data = c;
+	c->rec.watch = &c->diffs;
+	return workbench_open(&c->wb, &wo);
 }
 
 int chat_open(struct chat **out, const struct chat_opts *o)
@@ -572,9 +425,10 @@ int chat_open(struct chat **out, const struct chat_opts *o)
 	c = xcalloc(1, sizeof(*c));
 	c->o = o;
 	c->cfg = o->cfg;
-	c->s = (struct session)SESSION_INIT;
+	c->s = (struct rundir)RUNDIR_INIT;
 	c->jr = (struct journal)JOURNAL_INIT;
 	workbench_init(&c->wb);
+	recorder_init(&c->rec, &c->s);
 	llm_request_init(&c->conv);
 	strvec_init(&c->said);
 	c->prices = (struct agent_budget)AGENT_BUDGET_INIT;
@@ -587,13 +441,13 @@ int chat_open(struct chat **out, const struct chat_opts *o)
 		if (!strcmp(o->resume, "last"))
 			ret = last_own_session(&id, c->cfg->workspace);
 		else
-			ret = session_resolve_kind(&id, c->cfg->workspace, SESSION_CHATS, o->resume);
+			ret = rundir_resolve_kind(&id, c->cfg->workspace, RUNDIR_CHATS, o->resume);
 		if (ret < 0)
 			goto fail;
 		if (!o->force_provider && !chat_session_mine(c->cfg->workspace, id))
 			log_warn("session %s was not started by you here (it came with the folder?): "
 				 "its messages go to the model as they are", id);
-		ret = session_open_kind(&c->s, c->cfg->workspace, SESSION_CHATS, id);
+		ret = rundir_open_kind(&c->s, c->cfg->workspace, RUNDIR_CHATS, id);
 		free(id);
 		if (ret < 0)
 			goto fail;
@@ -601,17 +455,17 @@ int chat_open(struct chat **out, const struct chat_opts *o)
 		if (ret < 0)
 			goto fail;
 	} else {
-		ret = session_create_kind(&c->s, c->cfg->workspace, SESSION_CHATS, NULL);
+		ret = rundir_create_kind(&c->s, c->cfg->workspace, RUNDIR_CHATS, NULL);
 		if (ret < 0)
 			goto fail;
 		record_session(c->cfg->workspace, c->s.id);
 	}
 	c->s.on_event = o->on_event;
 	c->s.on_event_data = o->event_data;
-	ret = session_exclude(c->cfg->workspace, NULL);
+	ret = rundir_exclude(c->cfg->workspace, NULL);
 	if (ret < 0)
 		goto fail;
-	path = session_path(&c->s, "transcript.jsonl");
+	path = rundir_path(&c->s, "transcript.jsonl");
 	ret = transcript_open(&c->tr, path);
 	free(path);
 	if (ret < 0)
@@ -689,6 +543,7 @@ void chat_close(struct chat *c)
 		return;
 	if (c->s.dir && c->s.events_fd >= 0)
 		save_state(c);
+	c->rec.jr = NULL;
 	if (c->have_jr)
 		journal_release(&c->jr);
 	workbench_release(&c->wb);
@@ -699,9 +554,6 @@ void chat_close(struct chat *c)
 	for (i = 0; i < c->turns_nr; i++)
 		free(c->turns[i].checkpoint);
 	free(c->turns);
-	for (i = 0; i < c->costs_nr; i++)
-		free(c->costs[i].model);
-	free(c->costs);
 	agent_budget_release(&c->prices);
 	forget_olds(c);
 	free(c->olds);
@@ -709,49 +561,14 @@ void chat_close(struct chat *c)
 	free(c->last_answer);
 	free(c->start_checkpoint);
 	free(c->model);
-	session_release(&c->s);
+	recorder_release(&c->rec);
+	rundir_release(&c->s);
 	free(c);
 }
 
 /*
  * Turns
  */
-
-/* The project's instruction files and the repository map, for the first request. */
-static void project_context(struct chat *c, const char *message, struct buf *out)
-{
-	struct buf map = BUF_INIT;
-	size_t i;
-
-	for (i = 0; i < c->cfg->context.instructions.nr; i++) {
-		const char *name = c->cfg->context.instructions.v[i];
-		struct buf b = BUF_INIT;
-		int ret, cut;
-
-		/* beneath the workspace, no link followed */
-		ret = fsutil_read_beneath(&b, c->cfg->workspace, name, 32u << 10, &cut);
-		if (!ret && b.len)
-			buf_addf(out, "## %s\n\n%s\n%s", name, b.buf,
-				 cut ? "[... the rest of this file was left out ...]\n" : "");
-		else if (ret < 0 && ret != FX_ENOTFOUND && !c->instructions_warned)
-			chat_event(c, "warning", json_pack("{s:s, s:s}", "message", err_last(),
-							   "file", name));
-		if (ret < 0 && ret != FX_ENOTFOUND)
-			c->instructions_warned = 1;
-		err_clear();
-		buf_release(&b);
-	}
-	if (c->wb.have_ctx && c->cfg->context.map_tokens > 0) {
-		ctx_session_set_request(&c->wb.ctx, message);
-		if (ctx_session_map(&c->wb.ctx, &map, NULL, NULL,
-				    (size_t)c->cfg->context.map_tokens) < 0)
-			err_clear();
-		if (map.len)
-			buf_addf(out, "## Repository map\n\n(repo_map shows another, centred on the "
-				 "paths or names you give it.)\n\n%s", map.buf);
-	}
-	buf_release(&map);
-}
 
 /*
  * Every tool call of the conversation gets a result: the calls of a turn
@@ -827,7 +644,7 @@ static int begin_turn(struct chat *c, struct ws_lock *lock)
 					      "what", "before turn"));
 	checkpoint_info_release(&info);
 	dir = xstrfmt("turns/%d", t->n);
-	fd = session_file_open(c->s.dir, dir, O_DIRECTORY | O_CREAT, 0700);
+	fd = rundir_file_open(c->s.dir, dir, O_DIRECTORY | O_CREAT, 0700);
 	free(dir);
 	if (fd < 0) {
 		ret = fd;
@@ -842,6 +659,7 @@ static int begin_turn(struct chat *c, struct ws_lock *lock)
 		goto fail;
 	}
 	c->have_jr = 1;
+	c->rec.jr = &c->jr;
 	return 0;
 fail:
 	/* no turn without a journal: nothing may change unrecorded */
@@ -894,7 +712,8 @@ int chat_turn(struct chat *c, const char *message, struct agent_result *res)
 	strvec_push(&c->said, clean.buf);
 
 	if (!c->conv.messages_nr) {
-		project_context(c, message, &extra);
+		workbench_instructions(&c->wb, &extra);
+		workbench_map(&c->wb, &extra, message, NULL);
 		buf_addstr(&prompt, role_chat_prompt());
 		if (extra.len)
 			buf_addf(&prompt, "\n\n# Project context\n\n%s", extra.buf);
@@ -918,8 +737,8 @@ int chat_turn(struct chat *c, const char *message, struct agent_result *res)
 	ao.edit_tools = pc ? pc->edit_tools : NULL;
 	ao.tools = &c->wb.tctx;
 	ao.budget = &budget;
-	ao.on_event = on_agent_event;
-	ao.event_data = c;
+	ao.on_event = recorder_agent_event;
+	ao.event_data = &c->rec;
 	ao.cancel = c->o->cancel;
 	ao.stream = c->prov->stream;
 	ao.on_text = c->o->on_text;
@@ -938,6 +757,7 @@ end:
 		err_clear();
 		if (changed.nr)
 			t->changed = 1;
+		c->rec.jr = NULL;
 		journal_release(&c->jr);
 		c->have_jr = 0;
 	}
@@ -1042,8 +862,8 @@ int chat_compact(struct chat *c, struct agent_result *res)
 	ao.tool_mode = pc && pc->tool_mode && !strcmp(pc->tool_mode, "text") ? AGENT_TOOLS_TEXT
 									: AGENT_TOOLS_NATIVE;
 	ao.budget = &c->prices;
-	ao.on_event = on_agent_event;
-	ao.event_data = c;
+	ao.on_event = recorder_agent_event;
+	ao.event_data = &c->rec;
 	ao.cancel = c->o->cancel;
 	ao.conversation = &c->conv;
 	ret = agent_compact(res, &ao);
@@ -1094,34 +914,7 @@ int chat_set_model(struct chat *c, const char *role, const char *model)
 
 void chat_cost(const struct chat *c, struct buf *out)
 {
-	long prompt = 0, completion = 0, calls = 0;
-	double cost = 0;
-	int unpriced = 0;
-	size_t i;
-
-	for (i = 0; i < c->costs_nr; i++) {
-		const struct model_cost *m = &c->costs[i];
-
-		buf_addf(out, "%s: %ld call%s, %ld prompt + %ld completion tokens, ", m->model,
-			 m->calls, m->calls == 1 ? "" : "s", m->prompt, m->completion);
-		if (m->unpriced)
-			buf_addstr(out, "cost unknown (no [budget] prices)\n");
-		else
-			buf_addf(out, "$%.4f\n", m->cost);
-		prompt += m->prompt;
-		completion += m->completion;
-		calls += m->calls;
-		cost += m->cost;
-		unpriced |= m->unpriced;
-	}
-	buf_addf(out, "total: %ld call%s, %ld tokens, ", calls, calls == 1 ? "" : "s",
-		 prompt + completion);
-	if (!calls)
-		buf_addstr(out, "$0\n");
-	else if (unpriced)
-		buf_addf(out, "cost unknown%s\n", cost > 0 ? " (some models have no price)" : "");
-	else
-		buf_addf(out, "$%.4f\n", cost);
+	ledger_describe(&c->rec.ledger, out);
 }
 
 void chat_request_text(const struct chat *c, struct buf *out)
@@ -1139,39 +932,4 @@ void chat_request_text(const struct chat *c, struct buf *out)
 		buf_addf(out, "\n- %s\n", c->said.v[i]);
 	if (c->last_answer && *c->last_answer)
 		buf_addf(out, "\nThe assistant's last answer:\n%s\n", c->last_answer);
-}
-
-int chat_restore_start(const char *workspace, const char *id)
-{
-	struct ws_lock lock = WS_LOCK_INIT;
-	struct checkpoints *cps = NULL;
-	struct checkpoint_restore_result res;
-	char *dir = session_dir_kind(workspace, SESSION_CHATS, id);
-	json_t *st = NULL;
-	const char *start;
-	int ret;
-
-	memset(&res, 0, sizeof(res));
-	ret = ws_lock_acquire(&lock, workspace, "replay", 0, NULL, NULL, NULL);
-	if (ret < 0)
-		goto out;
-	ret = session_read_json(&st, dir, "state.json");
-	if (ret < 0)
-		goto out;
-	start = jsonx_str(st, "start_checkpoint");
-	if (!start) {
-		ret = err_set(FX_ENOTFOUND, "session %s has no checkpoint of its start", id);
-		goto out;
-	}
-	ret = checkpoint_open(&cps, workspace);
-	if (ret < 0)
-		goto out;
-	ret = checkpoint_restore(&res, cps, start);
-out:
-	ws_lock_release(&lock);
-	checkpoint_restore_result_release(&res);
-	checkpoint_close(cps);
-	json_decref(st);
-	free(dir);
-	return ret;
 }

@@ -24,7 +24,7 @@
  * run: interrupted", so the next request is well formed.
  *
  * The session folder `.forgex/sessions/<id>/` holds events.jsonl and
- * transcript.jsonl in the formats of a run (pipeline/session.h,
+ * transcript.jsonl in the formats of a run (pipeline/rundir.h,
  * llm/transcript.h), so `forgex log` and `forgex replay` read both, plus
  * conversation.json (the messages, redacted), state.json and turns/.
  *
@@ -55,7 +55,9 @@
 #include "base/buf.h"
 #include "config/config.h"
 #include "pipeline/journal.h"
-#include "pipeline/session.h"
+#include "pipeline/ledger.h"
+#include "pipeline/pipeline.h"
+#include "pipeline/rundir.h"
 
 /** Bytes of one edit's diff in a "file_diff" event. */
 #define CHAT_DIFF_MAX (64u << 10)
@@ -72,7 +74,7 @@ struct chat_opts {
 	/* Every role talks to this [providers.NAME] (a replay provider); NULL: as configured. */
 	const char *force_provider;
 	const volatile sig_atomic_t *cancel;	/* non-zero: stop the turn (NULL: never) */
-	session_event_fn on_event;	/* every event (may be NULL) */
+	rundir_event_fn on_event;	/* every event (may be NULL) */
 	void *event_data;
 	llm_text_fn on_text;		/* the model's text as it streams (may be NULL) */
 	void *text_data;
@@ -149,10 +151,12 @@ void chat_clear(struct chat *c);
 int chat_set_model(struct chat *c, const char *role, const char *model);
 
 /**
- * Count a "model_call" event of a pipeline run made from the session
- * (/run, /plan, /go) in the session's costs.
+ * A pipeline run made from the session (/run, /plan, /go: `action`
+ * "run", "plan", "go") in this process has ended with `res`: its model
+ * calls (res->ledger) count in the session's costs, and a "pipeline"
+ * event records its id, outcome and reason.
  */
-void chat_count(struct chat *c, const json_t *model_call);
+void chat_record_run(struct chat *c, const char *action, const struct pipeline_result *res);
 
 /**
  * Append the tokens and money spent so far, per model, one line each,
@@ -166,12 +170,6 @@ void chat_cost(const struct chat *c, struct buf *out);
  * "" when nothing was said.
  */
 void chat_request_text(const struct chat *c, struct buf *out);
-
-/**
- * Make the tree what it was when session `id` of `workspace` started (its
- * first checkpoint), for `forgex replay`. FX_ENOTFOUND without one.
- */
-int chat_restore_start(const char *workspace, const char *id);
 
 /**
  * Whether session `id` of `workspace` was started by this user here (it

@@ -12,7 +12,7 @@
 #include "base/fsutil.h"
 #include "base/jsonx.h"
 #include "pipeline/journal.h"
-#include "pipeline/session.h"
+#include "pipeline/rundir.h"
 
 #define CHANGES "changes.jsonl"
 #define MAX_SAVE ((size_t)1 << 30)	/* larger files cannot be saved: the change is refused */
@@ -100,7 +100,7 @@ int journal_open(struct journal *j, struct checkpoints *cps, const char *dir, in
 	j->snap[0] = '\0';
 	j->gaps = 0;
 	j->gap_why = NULL;
-	fd = session_file_open(dir, CHANGES, O_RDONLY, 0);
+	fd = rundir_file_open(dir, CHANGES, O_RDONLY, 0);
 	if (fd >= 0) {
 		ret = fsutil_read_fd(&b, fd, 256u << 20);
 		close(fd);
@@ -136,7 +136,7 @@ int journal_open(struct journal *j, struct checkpoints *cps, const char *dir, in
 		pos += n + 1;
 	}
 	if (append_mode) {
-		fd = session_file_open(dir, CHANGES, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		fd = rundir_file_open(dir, CHANGES, O_WRONLY | O_CREAT | O_APPEND, 0600);
 		if (fd < 0) {
 			ret = fd;
 			goto out;
@@ -163,7 +163,7 @@ void journal_release(struct journal *j)
 static int save_file(struct journal *j, const char *name, const void *data, size_t len,
 		     mode_t mode)
 {
-	int fd = session_file_open(j->dir, name, O_WRONLY | O_CREAT | O_TRUNC, 0600), ret;
+	int fd = rundir_file_open(j->dir, name, O_WRONLY | O_CREAT | O_TRUNC, 0600), ret;
 
 	if (fd < 0)
 		return fd;
@@ -506,7 +506,7 @@ static int put_before(struct journal *j, const char *rel, const json_t *before)
 		    !journal_path_ok(file))
 			return err_set(FX_EPARSE, "the journal names no saved copy inside the run "
 				       "folder");
-		fd = session_file_open(j->dir, file, O_RDONLY, 0);
+		fd = rundir_file_open(j->dir, file, O_RDONLY, 0);
 		if (fd < 0)
 			return fd;
 		ret = fsutil_read_fd(&data, fd, MAX_SAVE);

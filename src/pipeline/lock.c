@@ -11,7 +11,7 @@
 
 #include "base/fsutil.h"
 #include "pipeline/lock.h"
-#include "pipeline/session.h"
+#include "pipeline/rundir.h"
 
 #define LOCK_NAME "runs/.lock"
 #define RUNS_IGNORE "runs/.gitignore"
@@ -24,7 +24,7 @@
 static void ignore_runs(const char *workspace)
 {
 	static const char text[] = "# written by forgex\n*\n";
-	int fd = session_forgex_open(workspace, RUNS_IGNORE, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	int fd = rundir_forgex_open(workspace, RUNS_IGNORE, O_WRONLY | O_CREAT | O_EXCL, 0644);
 
 	if (fd >= 0) {
 		if (fsutil_write_all(fd, text, sizeof(text) - 1) < 0)
@@ -118,7 +118,7 @@ static int open_lock(const char *workspace)
 	int fd;
 
 	ignore_runs(workspace);
-	fd = session_forgex_open(workspace, LOCK_NAME, O_RDWR | O_CREAT, 0600);
+	fd = rundir_forgex_open(workspace, LOCK_NAME, O_RDWR | O_CREAT, 0600);
 
 	if (fd < 0)
 		return err_prefix(fd, "cannot open the workspace lock");
@@ -192,7 +192,7 @@ void ws_lock_release(struct ws_lock *l)
 
 int ws_lock_holder(struct buf *out, const char *workspace)
 {
-	int fd = session_forgex_open(workspace, LOCK_NAME, O_RDONLY, 0), held = 0;
+	int fd = rundir_forgex_open(workspace, LOCK_NAME, O_RDONLY, 0), held = 0;
 
 
 	if (fd < 0) {

@@ -7,7 +7,7 @@
  * hold `<workspace>/.forgex/runs/.lock` while they change the tree.
  *
  * The lock is flock(2) on that file (opened without following links, see
- * session_forgex_open()), so the kernel drops it when its holder dies,
+ * rundir_forgex_open()), so the kernel drops it when its holder dies,
  * however it dies: a lock left by a killed forgex is simply free. The file
  * also says who holds it: one line "pid START_TICKS SINCE WHAT", START_TICKS
  * being field 22 of /proc/PID/stat (so a reused pid is told apart) and

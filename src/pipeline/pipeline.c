@@ -1,5 +1,6 @@
 /*
- * The pipeline's state machine (see pipeline.h and
+ * The pipeline's state machine: the stages, resume, set-up and
+ * pipeline_run() (see pipeline.h, pipeline_int.h and
  * docs/internals/pipeline.md).
  */
 #include <errno.h>
@@ -13,7 +14,6 @@
 #include "agents/agent.h"
 #include "agents/review.h"
 #include "agents/roles.h"
-#include "base/fsutil.h"
 #include "base/jsonx.h"
 #include "context/context.h"
 #include "llm/provider.h"
@@ -21,82 +21,22 @@
 #include "pipeline/journal.h"
 #include "pipeline/lock.h"
 #include "pipeline/pipeline.h"
-#include "sandbox/permissions.h"
+#include "pipeline/pipeline_int.h"
+#include "pipeline/recorder.h"
 #include "sandbox/executor.h"
 #include "pipeline/hooks.h"
 #include "pipeline/workbench.h"
-#include "tools/mcp_tools.h"
 #include "tools/registry.h"
-#include "tools/shell.h"
 #include "vcs/checkpoint.h"
-#include "vcs/commit.h"
 #include "vcs/diff.h"
-#include "vcs/paths.h"
 
 #define DIFF_MAX (48u << 10)		/* bytes of diff shown to a role */
 #define TESTS_TEXT_MAX (16u << 10)	/* bytes of test outcome shown to a role */
-#define MAX_PROVIDERS 16
 
 /* The stages, in order; "next" in state.json names one of them. */
 static const char *const stages[] = {
 	"checkpoint", "baseline", "architect", "builder", "expert", "verify", "review",
 	"repair", "done",
-};
-
-enum stage {
-	ST_CHECKPOINT, ST_BASELINE, ST_ARCHITECT, ST_BUILDER, ST_EXPERT, ST_VERIFY, ST_REVIEW,
-	ST_REPAIR, ST_DONE,
-};
-
-struct pl_provider {
-	char *name;
-	struct provider *p;
-};
-
-struct pl {
-	const struct pipeline_opts *o;
-	struct config *cfg;
-	struct pipeline_result *out;
-	struct session s;
-	int have_session;
-	struct transcript *tr;
-	struct checkpoints *cps;
-	struct workbench wb;		/* executor, tools, hooks, map (workbench.h) */
-	struct tool_hooks hooks;
-	struct journal jr;
-	int have_journal;
-	struct ws_lock lock;
-	char *end_checkpoint;		/* the tree as the run ended, before any rollback */
-	struct agent_budget budget;
-	struct pl_provider provs[MAX_PROVIDERS];
-	size_t nprov;
-
-	char *request;
-	json_t *plan;
-	char *pre_checkpoint;
-	char *tree_checkpoint;
-	struct verify_command cmd;
-	int have_cmd;			/* a test command was found */
-	struct verify_result baseline;
-	int have_baseline;
-	struct verify_result last;
-	struct verify_comparison cmp;
-	int last_ran;
-	struct buf feedback;		/* what the repair is told */
-	int instructions_warned;	/* a refused instruction file was reported */
-	int iteration;
-	enum stage next;
-	int budget_hit;
-	int interrupted;		/* ended by an interrupt: state.json stays resumable */
-	struct buf budget_why;
-	struct buf gate_why;		/* why the test gate refused the last verdict */
-	/* The paths the agents changed, stage by stage (sorted, unique), so
-	 * that "files changed" leaves out what forgex's own test runs built;
-	 * known only for a run followed from its start (not resumed). */
-	struct strvec agent_paths;
-	int agent_paths_known;
-	int tested_since_checkpoint;	/* a test run changed the tree after tree_checkpoint */
-	double t0;
 };
 
 const char *pipeline_outcome_name(enum pipeline_outcome o)
@@ -125,122 +65,6 @@ static int cancelled(const struct pl *pl)
  * Events
  */
 
-static void emit(struct pl *pl, const char *type, json_t *fields)
-{
-	/*
-	 * A failure to record is not a reason to stop changing code halfway,
-	 * and must not wipe the error being handled (a full disk used to turn
-	 * "cannot restore: No space left" into an empty reason).
-	 */
-	char *keep = xstrdup(err_last());
-	int code = err_last_code();
-
-	if (session_event(&pl->s, type, fields) < 0) {
-		if (*keep)
-			err_set(code, "%s", keep);
-		else
-			err_clear();
-	}
-	free(keep);
-}
-
-#define ARG_STRING_MAX 256	/* longer tool argument strings stay in the transcript only */
-
-/*
- * The model's tool arguments are in transcript.jsonl already (the reply
- * that made the call): events.jsonl keeps each long string once, as a
- * note of its size, so the run's logs do not hold a file's content twice.
- */
-static void shorten_arguments(json_t *fields)
-{
-	json_t *args = json_object_get(fields, "arguments"), *v;
-	const char *k;
-
-	if (json_is_string(args) && json_string_length(args) > ARG_STRING_MAX) {
-		char *note = xstrfmt("[%zu bytes; in transcript.jsonl]", json_string_length(args));
-
-		json_object_set_new(fields, "arguments", json_string(note));
-		free(note);
-		return;
-	}
-	if (!json_is_object(args))
-		return;
-	/* the agent still uses its own object: change a copy */
-	args = json_deep_copy(args);
-	json_object_set_new(fields, "arguments", args);
-	json_object_foreach(args, k, v) {
-		if (json_is_string(v) && json_string_length(v) > ARG_STRING_MAX) {
-			char *note = xstrfmt("[%zu bytes; in transcript.jsonl]", json_string_length(v));
-
-			json_object_set_new(args, k, json_string(note));
-			free(note);
-		}
-	}
-}
-
-/* A file the model read counts in the next map's focus. */
-static void map_note_read(struct pl *pl, const json_t *fields)
-{
-	const json_t *args = json_object_get(fields, "arguments");
-	const char *name = json_string_value(json_object_get(fields, "name"));
-
-	if (name && !strcmp(name, "read_file") && json_is_object(args))
-		ctx_session_note_file(&pl->wb.ctx, json_string_value(json_object_get(args, "path")));
-}
-
-static void on_agent_event(void *data, const char *type, json_t *fields)
-{
-	struct pl *pl = data;
-
-	if (!strcmp(type, "tool_call"))
-		shorten_arguments(fields);
-
-	if (!strcmp(type, "progress")) {
-		/* for display only: not stored */
-		if (pl->o->on_event) {
-			json_t *ev = json_deep_copy(fields);
-
-			jsonx_set(ev, "type", jsonx_string(type));
-			pl->o->on_event(pl->o->event_data, ev);
-			json_decref(ev);
-		}
-		json_decref(fields);
-		return;
-	}
-	if (pl->wb.have_ctx && !strcmp(type, "tool_call"))
-		map_note_read(pl, fields);
-	emit(pl, type, fields);
-}
-
-static void on_command(void *data, const char *tool, const struct strvec *argv, int code,
-		       const struct exec_result *r)
-{
-	struct pl *pl = data;
-	json_t *f = json_object();
-
-	jsonx_set(f, "tool", jsonx_string(tool));
-	jsonx_set(f, "argv", jsonx_from_strvec(argv));
-	if (code < 0) {
-		jsonx_set(f, "refused", json_true());
-		jsonx_set(f, "error", jsonx_string(err_last()));
-	} else if (r) {
-		jsonx_set(f, "exit_code", json_integer(r->exit_code));
-		jsonx_set(f, "timed_out", json_boolean(r->timed_out));
-		jsonx_set(f, "duration_ms", json_integer((json_int_t)r->duration_ms));
-	}
-	emit(pl, "command", f);
-}
-
-static void on_hook_event(void *data, json_t *fields)
-{
-	emit(data, "hook", fields);
-}
-
-static void on_mcp_server(void *data, json_t *fields)
-{
-	emit(data, "mcp_server", fields);
-}
-
 static void stage_event(struct pl *pl, const char *what, enum stage st, const char *fmt, ...)
 {
 	json_t *f = json_object();
@@ -257,14 +81,14 @@ static void stage_event(struct pl *pl, const char *what, enum stage st, const ch
 		jsonx_set(f, "status", jsonx_string(msg));
 		free(msg);
 	}
-	emit(pl, what, f);
+	pl_emit(pl, what, f);
 }
 
 /*
  * State, for resume.
  */
 
-static int save_state(struct pl *pl)
+int pl_save_state(struct pl *pl)
 {
 	json_t *j = json_object();
 	int ret;
@@ -281,7 +105,7 @@ static int save_state(struct pl *pl)
 						   : json_null());
 	jsonx_set(j, "feedback", jsonx_string(pl->feedback.buf));
 	jsonx_set(j, "interrupted", json_boolean(pl->interrupted));
-	ret = session_write_json(&pl->s, "state.json", j);
+	ret = rundir_write_json(&pl->s, "state.json", j);
 	json_decref(j);
 	return ret;
 }
@@ -291,7 +115,7 @@ static int load_state(struct pl *pl)
 	json_t *j = NULL, *v;
 	int ret, st;
 
-	ret = session_read_json(&j, pl->s.dir, "state.json");
+	ret = rundir_read_json(&j, pl->s.dir, "state.json");
 	if (ret < 0)
 		return err_prefix(ret, "run %s cannot be resumed", pl->s.id);
 	st = stage_from_name(jsonx_str(j, "next"));
@@ -348,7 +172,7 @@ static int take_checkpoint(struct pl *pl, char **id_out, const char *what)
 		return err_prefix(ret, "checkpoint (%s)", what);
 	free(*id_out);
 	*id_out = xstrdup(info.id);
-	emit(pl, "checkpoint", json_pack("{s:s, s:s, s:s}", "action", "create", "id", info.id,
+	pl_emit(pl, "checkpoint", json_pack("{s:s, s:s, s:s}", "action", "create", "id", info.id,
 					 "what", what));
 	checkpoint_info_release(&info);
 	return 0;
@@ -407,31 +231,6 @@ static int get_provider(struct pl *pl, struct provider **out, const char *name)
 	return 0;
 }
 
-/* The project's instruction files, for every role's system prompt. */
-static void instructions(struct pl *pl, struct buf *out)
-{
-	size_t i;
-
-	for (i = 0; i < pl->cfg->context.instructions.nr; i++) {
-		const char *name = pl->cfg->context.instructions.v[i];
-		struct buf c = BUF_INIT;
-		int ret, cut;
-
-		/* beneath the workspace, no link followed: AGENTS.md -> ~/.ssh/id_ed25519 is refused */
-		ret = fsutil_read_beneath(&c, pl->cfg->workspace, name, 32u << 10, &cut);
-		if (!ret && c.len)
-			buf_addf(out, "## %s\n\n%s\n%s", name, c.buf,
-				 cut ? "[... the rest of this file was left out ...]\n" : "");
-		else if (ret < 0 && ret != FX_ENOTFOUND && !pl->instructions_warned)
-			session_eventf(&pl->s, "warning", "{s:s, s:s}", "message", err_last(),
-				       "file", name);
-		if (ret < 0 && ret != FX_ENOTFOUND)
-			pl->instructions_warned = 1;
-		err_clear();
-		buf_release(&c);
-	}
-}
-
 /*
  * The repository map a role's first request carries: the Architect's
  * personalised by the request, the Builder's and the Expert Coder's by the
@@ -441,13 +240,10 @@ static void instructions(struct pl *pl, struct buf *out)
 static void repo_map(struct pl *pl, struct buf *out, enum agent_role role)
 {
 	struct strvec plan_files = STRVEC_INIT;
-	struct buf map = BUF_INIT;
 	size_t i, j;
 
-	if (!pl->wb.have_ctx || pl->cfg->context.map_tokens <= 0 ||
-	    (role != ROLE_ARCHITECT && role != ROLE_BUILDER && role != ROLE_EXPERT_CODER))
+	if (role != ROLE_ARCHITECT && role != ROLE_BUILDER && role != ROLE_EXPERT_CODER)
 		return;
-	ctx_session_set_request(&pl->wb.ctx, pl->request);
 	if (role != ROLE_ARCHITECT && pl->plan) {
 		const json_t *steps = json_object_get(pl->plan, "steps"), *st, *f;
 
@@ -456,13 +252,7 @@ static void repo_map(struct pl *pl, struct buf *out, enum agent_role role)
 				if (json_is_string(f))
 					strvec_push(&plan_files, json_string_value(f));
 	}
-	if (ctx_session_map(&pl->wb.ctx, &map, NULL, &plan_files,
-			    (size_t)pl->cfg->context.map_tokens) < 0)
-		err_clear();
-	if (map.len)
-		buf_addf(out, "## Repository map\n\n(repo_map shows another, centred on the paths or "
-			 "names you give it.)\n\n%s", map.buf);
-	buf_release(&map);
+	workbench_map(&pl->wb, out, pl->request, &plan_files);
 	strvec_clear(&plan_files);
 }
 
@@ -485,7 +275,7 @@ static int run_agent(struct pl *pl, struct agent_result *res, enum agent_role ro
 	if (ret < 0)
 		return ret;
 	pc = config_provider(pl->cfg, p->name);
-	instructions(pl, &extra);
+	workbench_instructions(&pl->wb, &extra);
 	repo_map(pl, &extra, role);
 	/* no workspace path: a recorded run replays in any folder */
 	role_build_prompt(&prompt, role, NULL, extra.buf);
@@ -501,8 +291,8 @@ static int run_agent(struct pl *pl, struct agent_result *res, enum agent_role ro
 	ao.edit_tools = pc ? pc->edit_tools : NULL;
 	ao.tools = &pl->wb.tctx;
 	ao.budget = &pl->budget;
-	ao.on_event = on_agent_event;
-	ao.event_data = pl;
+	ao.on_event = recorder_agent_event;
+	ao.event_data = &pl->rec;
 	ao.cancel = pl->o->cancel;
 	ao.stream = p->stream;
 	if (pl->o->on_text) {
@@ -519,85 +309,6 @@ static int run_agent(struct pl *pl, struct agent_result *res, enum agent_role ro
  * Tests
  */
 
-int pipeline_gate(struct buf *why, int ran, const struct verify_result *current,
-		  const struct verify_comparison *cmp)
-{
-	size_t i, named = 0;
-	int blocked = 0;
-
-	if (!ran) {
-		buf_addstr(why, "the tests could not run");
-		return 1;
-	}
-	if (current && current->timed_out) {
-		buf_addstr(why, "the tests could not run to the end (timed out)");
-		return 1;
-	}
-	if (!cmp)
-		return 0;
-	for (i = 0; i < cmp->entries_nr; i++) {
-		const struct verify_change_entry *e = &cmp->entries[i];
-
-		if (!verify_is_regression(cmp, e))
-			continue;
-		buf_addstr(why, named ? ", " : cmp->baseline_complete ?
-			   "tests that did not fail at baseline now fail: " :
-			   "tests that passed at baseline now fail: ");
-		buf_addstr(why, e->name);
-		named++;
-	}
-	blocked = named > 0;
-	if (cmp->passed_drop > 0) {
-		buf_addf(why, "%s%ld fewer test%s pass than at baseline with the fixes counted "
-			 "(%ld passed, was %ld)", blocked ? "; " : "", cmp->passed_drop,
-			 cmp->passed_drop == 1 ? "" : "s", cmp->passed_after, cmp->passed_before);
-		blocked = 1;
-	}
-	if (!blocked && !cmp->entries_nr && cmp->failing_after > cmp->failing_before) {
-		buf_addf(why, "more tests fail than at baseline (%ld, was %ld)", cmp->failing_after,
-			 cmp->failing_before);
-		blocked = 1;
-	}
-	if (blocked && cmp->ran_after < cmp->ran_before)
-		buf_addf(why, "; %ld test%s ran, %ld at baseline", cmp->ran_after,
-			 cmp->ran_after == 1 ? "" : "s", cmp->ran_before);
-	return blocked;
-}
-
-void pipeline_describe_tests(struct buf *out, const struct verify_result *r,
-			     const struct verify_comparison *cmp, size_t max)
-{
-	size_t start = out->len, i;
-
-	buf_addf(out, "passed %ld, failed %ld, errors %ld, skipped %ld, exit status %d%s\n",
-		 r->passed, r->failed, r->errors, r->skipped, r->exit_code,
-		 r->timed_out ? " (timed out)" : "");
-	if (cmp) {
-		buf_addf(out, "compared with the baseline: %zu newly failing, %zu fixed, "
-			 "%zu still failing, %zu new\n", cmp->counts[VERIFY_NEWLY_FAILING],
-			 cmp->counts[VERIFY_FIXED], cmp->counts[VERIFY_STILL_FAILING],
-			 cmp->counts[VERIFY_NEW]);
-		if (cmp->ran_after < cmp->ran_before)
-			buf_addf(out, "fewer tests ran than at baseline: %ld, was %ld\n",
-				 cmp->ran_after, cmp->ran_before);
-	}
-	for (i = 0; i < r->tests_nr && out->len - start < max; i++) {
-		const struct verify_test *t = &r->tests[i];
-
-		if (t->outcome != VERIFY_FAIL && t->outcome != VERIFY_ERROR)
-			continue;
-		buf_addf(out, "- %s: %s\n", t->name, verify_outcome_name(t->outcome));
-		if (t->excerpt && *t->excerpt)
-			buf_addf(out, "%s\n", t->excerpt);
-	}
-	if (!verify_result_ok(r) && !verify_result_failing(r) && r->tail && *r->tail)
-		buf_addf(out, "output tail:\n%s\n", r->tail);
-	if (out->len - start > max) {
-		buf_setlen(out, start + max);
-		buf_addstr(out, "\n[... cut ...]\n");
-	}
-}
-
 /* Run the tests into `out`; returns 1 when they ran, 0 when they could not. */
 static int run_tests(struct pl *pl, struct verify_result *out, const char *what)
 {
@@ -606,14 +317,14 @@ static int run_tests(struct pl *pl, struct verify_result *out, const char *what)
 
 	verify_result_release(out);
 	if (!pl->have_cmd) {
-		emit(pl, "test_result", json_pack("{s:s, s:b, s:s}", "what", what, "ran", 0,
+		pl_emit(pl, "test_result", json_pack("{s:s, s:b, s:s}", "what", what, "ran", 0,
 						  "reason", "no test command found"));
 		return 0;
 	}
 	memset(&req, 0, sizeof(req));
 	req.cmd = &pl->cmd;
 	req.workspace = pl->cfg->workspace;
-	emit(pl, "command", json_pack("{s:s, s:o}", "tool", "verify",
+	pl_emit(pl, "command", json_pack("{s:s, s:o}", "tool", "verify",
 				      "argv", jsonx_from_strvec(&pl->cmd.argv)));
 	if (hooks_have(&pl->wb.uhooks, "pre_verify")) {
 		json_t *in = json_pack("{s:s, s:o}", "what", what, "command",
@@ -636,7 +347,7 @@ static int run_tests(struct pl *pl, struct verify_result *out, const char *what)
 		json_decref(in);
 	}
 	if (ret < 0) {
-		emit(pl, "test_result", json_pack("{s:s, s:b, s:s}", "what", what, "ran", 0,
+		pl_emit(pl, "test_result", json_pack("{s:s, s:b, s:s}", "what", what, "ran", 0,
 						  "reason", err_last()));
 		return ret == FX_EINTR ? ret : 0;
 	}
@@ -647,7 +358,7 @@ static int run_tests(struct pl *pl, struct verify_result *out, const char *what)
 		jsonx_set(f, "ran", json_true());
 		jsonx_set(f, "ok", json_boolean(verify_result_ok(out)));
 		jsonx_set(f, "result", verify_result_to_json(out));
-		emit(pl, "test_result", f);
+		pl_emit(pl, "test_result", f);
 	}
 	return 1;
 }
@@ -670,7 +381,7 @@ static void plan_text(struct pl *pl, struct buf *out)
 
 /*
  * The ending of an agent that did not hand in its result. Returns 0 when
- * the pipeline may go on, else a code for finish(): FX_EINTR, FX_ELIMIT
+ * the pipeline may go on, else a code for pl_finish(): FX_EINTR, FX_ELIMIT
  * (budget), FX_EPROVIDER.
  */
 static int agent_problem(struct pl *pl, const struct agent_result *res)
@@ -701,9 +412,9 @@ static int stage_architect(struct pl *pl)
 		/* planned before, and approved: the plan is the run's as it is */
 		json_decref(pl->plan);
 		pl->plan = json_deep_copy(pl->o->plan);
-		ret = session_write_json(&pl->s, "plan.json", pl->plan);
+		ret = rundir_write_json(&pl->s, "plan.json", pl->plan);
 		if (ret == 0)
-			emit(pl, "plan", json_pack("{s:O, s:s}", "plan", pl->plan, "source",
+			pl_emit(pl, "plan", json_pack("{s:O, s:s}", "plan", pl->plan, "source",
 						   "given"));
 		return ret;
 	}
@@ -723,10 +434,10 @@ static int stage_architect(struct pl *pl)
 	}
 	json_decref(pl->plan);
 	pl->plan = json_incref(res.terminal_args);
-	ret = session_write_json(&pl->s, "plan.json", pl->plan);
+	ret = rundir_write_json(&pl->s, "plan.json", pl->plan);
 	if (ret < 0)
 		goto out;
-	emit(pl, "plan", json_pack("{s:O}", "plan", pl->plan));
+	pl_emit(pl, "plan", json_pack("{s:O}", "plan", pl->plan));
 out:
 	agent_result_release(&res);
 	buf_release(&task);
@@ -778,7 +489,7 @@ static int stage_verify(struct pl *pl)
 		struct verify_result empty = VERIFY_RESULT_INIT;
 
 		verify_compare(&pl->cmp, pl->have_baseline ? &pl->baseline : &empty, &pl->last);
-		emit(pl, "test_comparison", json_pack("{s:o}", "comparison",
+		pl_emit(pl, "test_comparison", json_pack("{s:o}", "comparison",
 						      verify_comparison_to_json(&pl->cmp)));
 	}
 	return 0;
@@ -821,7 +532,7 @@ static int vote(struct review_vote *out, const char *voter, void *data)
 	out->pass = pass;
 	out->summary = buf_detach(&summary, NULL);
 out:
-	emit(pl, "vote", json_pack("{s:s, s:s, s:s?}", "voter", voter,
+	pl_emit(pl, "vote", json_pack("{s:s, s:s, s:s?}", "voter", voter,
 				   "verdict", ret < 0 ? "none" : pass ? "PASS" : "FAIL",
 				   "error", ret < 0 ? err_last() : NULL));
 	agent_result_release(&res);
@@ -871,7 +582,7 @@ static int stage_review(struct pl *pl)
 		jsonx_set(f, "gate", blocked ? jsonx_string(gate.buf) : json_null());
 		jsonx_set(f, "verdict", jsonx_string(rv.pass && !blocked ? "PASS" : "FAIL"));
 		jsonx_set(f, "iteration", json_integer(pl->iteration));
-		emit(pl, "verdict", f);
+		pl_emit(pl, "verdict", f);
 	}
 	ret = rv.pass && !blocked;
 	buf_reset(&pl->gate_why);
@@ -904,39 +615,6 @@ out:
 }
 
 /*
- * The tools' hooks: everything the tools change goes into the journal.
- */
-
-static int hook_before_change(void *data, const struct wspath_loc *loc)
-{
-	struct pl *pl = data;
-
-	return pl->have_journal ? journal_before_change(&pl->jr, loc->dirfd, loc->name, loc->rel)
-				: 0;
-}
-
-static void hook_after_change(void *data, const char *rel)
-{
-	struct pl *pl = data;
-
-	if (pl->have_journal)
-		journal_after_change(&pl->jr, rel);
-}
-
-static void hook_around_call(void *data, const struct tool *t, int after)
-{
-	struct pl *pl = data;
-
-	/* a command can change any file: what it changed is the run's */
-	if (!pl->have_journal || !(t->needs & (PERM_TERMINAL | PERM_TEST | PERM_BUILD)))
-		return;
-	if (after)
-		journal_command_end(&pl->jr);
-	else
-		journal_command_begin(&pl->jr);
-}
-
-/*
  * Set up and tear down
  */
 
@@ -947,11 +625,11 @@ static int setup(struct pl *pl)
 	size_t i;
 	int ret;
 
-	ret = session_exclude(cfg->workspace, NULL);
+	ret = rundir_exclude(cfg->workspace, NULL);
 	if (ret < 0)
 		return ret;
 	tpath = pl->o->transcript_path ? xstrdup(pl->o->transcript_path)
-				       : session_path(&pl->s, "transcript.jsonl");
+				       : rundir_path(&pl->s, "transcript.jsonl");
 	ret = transcript_open(&pl->tr, tpath);
 	free(tpath);
 	if (ret < 0)
@@ -963,19 +641,14 @@ static int setup(struct pl *pl)
 	if (ret < 0)
 		return ret;
 	pl->have_journal = 1;
+	pl->rec.jr = &pl->jr;
 	{
-		struct workbench_opts wo = { cfg, pl->s.dir, pl->s.id, pl->o->cancel, on_command,
-					     on_hook_event, on_mcp_server, pl };
+		struct workbench_opts wo = { cfg, pl->s.dir, pl->s.id, pl->o->cancel, &pl->rec };
 
 		ret = workbench_open(&pl->wb, &wo);
 		if (ret < 0)
 			return ret;
 	}
-	pl->hooks.before_change = hook_before_change;
-	pl->hooks.after_change = hook_after_change;
-	pl->hooks.around_call = hook_around_call;
-	pl->hooks.data = pl;
-	pl->wb.tctx.hooks = &pl->hooks;
 	/* the index builds while the checkpoint and the baseline tests run */
 	if (pl->wb.have_map_ex && cfg->context.map_tokens > 0 &&
 	    ctx_session_prefetch(&pl->wb.ctx, &pl->wb.map_ex) < 0)
@@ -1009,6 +682,7 @@ static void teardown(struct pl *pl)
 		free(pl->provs[i].name);
 	}
 	workbench_release(&pl->wb);
+	pl->rec.jr = NULL;
 	if (pl->have_journal)
 		journal_release(&pl->jr);
 	checkpoint_close(pl->cps);
@@ -1027,429 +701,10 @@ static void teardown(struct pl *pl)
 	free(pl->request);
 	free(pl->pre_checkpoint);
 	free(pl->tree_checkpoint);
-	if (pl->have_session)
-		session_release(&pl->s);
+	recorder_release(&pl->rec);
+	if (pl->have_rundir)
+		rundir_release(&pl->s);
 	ws_lock_release(&pl->lock);
-}
-
-/*
- * Commit the change on the current branch: exactly the paths that differ
- * from the pre-run checkpoint (see vcs/commit.h).
- */
-static void note_agent_paths(struct pl *pl);
-
-static int commit_change(struct pl *pl, const char *message, char *id, struct strvec *out)
-{
-	struct strvec paths = STRVEC_INIT;
-	int ret;
-
-	/* the run's own paths only: what the user changed meanwhile is not the run's */
-	{
-		struct strvec both = STRVEC_INIT;
-		size_t i;
-
-		if (journal_conflicts(&pl->jr, &both) < 0)
-			err_clear();
-		for (i = 0; i < both.nr; i++)
-			strvec_pushf(&pl->out->kept_paths, "%s (changed by you too during the run: "
-				     "not committed)", both.v[i]);
-		strvec_clear(&both);
-	}
-	ret = journal_own_changes(&pl->jr, &paths);
-	if (ret < 0)
-		goto out;
-	if (pl->agent_paths_known) {
-		/* not what only forgex's test runs built (the checkpoint precedes them) */
-		struct strvec mine = STRVEC_INIT;
-		size_t i;
-
-		if (!pl->tested_since_checkpoint)
-			note_agent_paths(pl);
-		for (i = 0; i < paths.nr; i++)
-			if (strvec_find(&pl->agent_paths, paths.v[i]) >= 0)
-				strvec_push(&mine, paths.v[i]);
-		strvec_clear(&paths);
-		paths = mine;
-	}
-	if (!paths.nr)
-		goto out;
-	ret = vcs_commit_paths(id, pl->cfg->workspace, &paths, message);
-	if (ret <= 0)
-		goto out;
-	ret = 0;
-	pl->out->committed = 1;
-	emit(pl, "commit", json_pack("{s:s, s:s, s:i, s:o}", "message", message, "id", id,
-				     "paths", (int)paths.nr, "files", jsonx_from_strvec(&paths)));
-	strvec_copy(out, &paths);
-out:
-	strvec_clear(&paths);
-	return ret;
-}
-
-static json_t *tests_json(const struct verify_result *r, int have)
-{
-	if (!have)
-		return json_null();
-	return json_pack("{s:I, s:I, s:I, s:I, s:b}", "passed", (json_int_t)r->passed,
-			 "failed", (json_int_t)r->failed, "errors", (json_int_t)r->errors,
-			 "skipped", (json_int_t)r->skipped, "ok", verify_result_ok(r));
-}
-
-/* Add what changed since the last tree checkpoint (an agent stage's work) to agent_paths. */
-static void note_agent_paths(struct pl *pl)
-{
-	struct strvec p = STRVEC_INIT;
-	size_t i;
-
-	if (!pl->agent_paths_known || !pl->tree_checkpoint)
-		return;
-	if (vcs_changed_paths(&p, pl->cps, pl->tree_checkpoint) < 0) {
-		err_clear();
-		pl->agent_paths_known = 0;	/* unknown: show every change */
-		return;
-	}
-	for (i = 0; i < p.nr; i++)
-		if (strvec_find(&pl->agent_paths, p.v[i]) < 0)
-			strvec_push(&pl->agent_paths, p.v[i]);
-	strvec_clear(&p);
-}
-
-/*
- * The diffstat with the files only forgex's test runs changed (a binary
- * `make test` built, a Cargo.lock) left out, and named in `products`.
- * libgit2 prints " PATH<pad> | N +-" per file, the total, then " create
- * mode M PATH" lines; a line whose path is not the agents' is dropped and
- * the total says how many files are shown.
- */
-static char *agents_diffstat(struct pl *pl, const char *stat, json_t *products)
-{
-	struct buf out = BUF_INIT, total = BUF_INIT, tail = BUF_INIT, path = BUF_INIT;
-	const char *p = stat;
-	size_t shown = 0, dropped = 0;
-
-	while (*p) {
-		const char *nl = strchr(p, '\n');
-		size_t n = nl ? (size_t)(nl - p) + 1 : strlen(p);
-		const char *bar = memmem(p, n, " | ", 3);
-
-		buf_reset(&path);
-		if (bar && *p == ' ' && !memmem(p, n, " => ", 4)) {
-			buf_add(&path, p + 1, (size_t)(bar - p - 1));
-			buf_rtrim(&path);
-			if (strvec_find(&pl->agent_paths, path.buf) < 0) {
-				dropped++;
-				json_array_append_new(products, jsonx_stringn_lossy(path.buf, path.len));
-			} else {
-				shown++;
-				buf_add(&out, p, n);
-			}
-		} else if (bar) {
-			shown++;
-			buf_add(&out, p, n);	/* a rename: both sides are shown */
-		} else if (!strncmp(p, " create mode ", 13) || !strncmp(p, " delete mode ", 13) ||
-			   !strncmp(p, " mode change ", 13)) {
-			const char *sp = p + n;
-
-			while (sp > p && (sp[-1] == '\n' || sp[-1] == ' '))
-				sp--;
-			while (sp > p && sp[-1] != ' ')
-				sp--;
-			buf_add(&path, sp, (size_t)(p + n - sp));
-			buf_rtrim(&path);
-			if (strvec_find(&pl->agent_paths, path.buf) >= 0)
-				buf_add(&tail, p, n);
-		} else {
-			buf_add(&total, p, n);	/* " 2 files changed, ..." */
-		}
-		p += n;
-	}
-	if (dropped)
-		buf_addf(&out, " %zu file%s changed by the run\n", shown, shown == 1 ? "" : "s");
-	else
-		buf_addbuf(&out, &total);
-	buf_addbuf(&out, &tail);
-	buf_release(&total);
-	buf_release(&tail);
-	buf_release(&path);
-	return buf_detach(&out, NULL);
-}
-
-/*
- * The tests of the run against the baseline, for summary.json: the names
- * still failing from before, newly failing (and new tests that fail), and
- * fixed; how many ran; what the harness could not vouch for.
- */
-static json_t *tests_change_json(const struct pl *pl)
-{
-	json_t *j = json_object(), *still = json_array(), *newly = json_array();
-	json_t *fixed = json_array();
-	const struct verify_comparison *c = &pl->cmp;
-	size_t i;
-
-	for (i = 0; pl->last_ran && i < c->entries_nr; i++) {
-		const struct verify_change_entry *e = &c->entries[i];
-		json_t *name = jsonx_stringn_lossy(e->name, strlen(e->name));
-		json_t *to = NULL;
-
-		if (e->change == VERIFY_STILL_FAILING)
-			to = still;
-		else if (e->change == VERIFY_FIXED)
-			to = fixed;
-		else if ((e->change == VERIFY_NEWLY_FAILING || e->change == VERIFY_NEW) &&
-			 (e->after == VERIFY_FAIL || e->after == VERIFY_ERROR))
-			to = newly;
-		if (!to || json_array_append_new(to, name))
-			json_decref(name);
-	}
-	jsonx_set(j, "still_failing", still);
-	jsonx_set(j, "newly_failing", newly);
-	jsonx_set(j, "fixed", fixed);
-	if (pl->last_ran) {
-		jsonx_set(j, "ran_before", pl->have_baseline ? json_integer(c->ran_before)
-							     : json_null());
-		jsonx_set(j, "ran_after", json_integer(c->ran_after));
-		jsonx_set(j, "fewer_tests", json_boolean(pl->have_baseline &&
-							 c->ran_after < c->ran_before));
-		jsonx_set(j, "passed_drop", json_integer(c->passed_drop));
-		jsonx_set(j, "baseline_complete", json_boolean(pl->have_baseline &&
-							       c->baseline_complete));
-		jsonx_set(j, "disagreements", jsonx_from_strvec(&pl->last.disagreements));
-		jsonx_set(j, "fresh", json_boolean(pl->last.fresh));
-		if (pl->last.fresh_note)
-			jsonx_set(j, "fresh_note", jsonx_string(pl->last.fresh_note));
-	}
-	return j;
-}
-
-/*
- * Why a PASS is not verified by tests, or NULL: no test command, or one
- * that ran no test in a format forgex reads.
- */
-static const char *unverified(const struct pl *pl)
-{
-	const struct verify_result *r = &pl->last;
-
-	if (!pl->have_cmd)
-		return "no tests";
-	if (pl->last_ran && r->formats.nr &&
-	    r->passed + r->failed + r->skipped + r->errors == 0)
-		return "no tests";
-	return NULL;
-}
-
-/*
- * Reach an ending: restore or keep, write summary.json, fill `out`.
- * `code` is 0 (PASS or FAIL by `pass`), FX_EINTR, FX_ELIMIT (budget) or
- * another failure (error).
- */
-static json_t *strvec_json(const struct strvec *v)
-{
-	return jsonx_from_strvec(v);
-}
-
-/*
- * Put back what the run changed (and only that): the journal's paths that
- * are still what the run left. Fills `o`; returns the number that failed.
- */
-static int roll_back(struct pl *pl, struct journal_outcome *o, const char *why)
-{
-	int failed = journal_revert(&pl->jr, 0, o);
-
-	if (failed < 0) {
-		strvec_pushf(&o->failed, "(all): %s", err_last());
-		err_clear();
-		failed = 1;
-	}
-	/* the empty folders the run's commands made (mkdir -p) go too */
-	if (pl->cps && pl->pre_checkpoint &&
-	    vcs_remove_new_empty_dirs(pl->cps, pl->pre_checkpoint, &o->reverted) < 0) {
-		strvec_pushf(&o->failed, "(empty folders the run made): %s", err_last());
-		err_clear();
-		failed++;
-	}
-	emit(pl, "rollback", json_pack("{s:s, s:o, s:o, s:o}", "why", why,
-				       "reverted", strvec_json(&o->reverted),
-				       "kept", strvec_json(&o->kept),
-				       "failed", strvec_json(&o->failed)));
-	return failed;
-}
-
-/*
- * Reach an ending: restore or keep, write summary.json, fill `out`.
- * `code` is 0 (PASS or FAIL by `pass`), FX_EINTR, FX_ELIMIT (budget) or
- * another failure (error).
- */
-static void finish(struct pl *pl, int code, int pass, const char *reason)
-{
-	struct pipeline_result *out = pl->out;
-	struct journal_outcome jo;
-	struct strvec own = STRVEC_INIT;
-	const char *on_failure = pl->cfg->pipeline.on_failure;
-	char commit_id[41] = "";
-	int restore = 0;
-	json_t *sum, *restore_j = json_null(), *commit_files = NULL, *products = json_array();
-
-	journal_outcome_init(&jo);
-	if (code == FX_EINTR)
-		out->outcome = PIPELINE_INTERRUPTED;
-	else if (code == 0 && pl->o->plan_only)
-		out->outcome = PIPELINE_PLANNED;
-	else if (code == 0 && pass)
-		out->outcome = PIPELINE_PASS;
-	else if (code == 0 || code == FX_ELIMIT)
-		out->outcome = PIPELINE_FAIL;
-	else
-		out->outcome = PIPELINE_ERROR;
-	out->code = out->outcome == PIPELINE_ERROR ? code : 0;
-	out->reason = xstrdup(reason && *reason ? reason :
-			      out->outcome == PIPELINE_ERROR ? "failed without saying why" : "");
-	if (pl->have_journal) {
-		struct buf stat = BUF_INIT;
-		char snap[VCS_OID_HEX];
-
-		journal_paths(&pl->jr, &own);
-		/* the tree as the run ended: `forgex diff RUN` shows pre -> this */
-		if (pl->pre_checkpoint && !vcs_snapshot(snap, pl->cps)) {
-			pl->end_checkpoint = xstrdup(snap);
-			if (vcs_diff_trees(&stat, NULL, pl->cps, pl->pre_checkpoint, snap, &own,
-					   VCS_DIFF_STAT) < 0)
-				err_clear();
-		} else {
-			err_clear();
-		}
-		/* cut short in an agent stage: its work so far is the agents' */
-		if (!pl->tested_since_checkpoint)
-			note_agent_paths(pl);
-		/* the agents' changes; what only forgex's test runs built is a test product */
-		if (pl->agent_paths_known && stat.len) {
-			out->diffstat = agents_diffstat(pl, stat.buf, products);
-			buf_release(&stat);
-		} else {
-			out->diffstat = buf_detach(&stat, NULL);
-		}
-	}
-	if (out->outcome == PIPELINE_INTERRUPTED)
-		restore = 1;
-	else if (out->outcome == PIPELINE_FAIL || out->outcome == PIPELINE_ERROR)
-		restore = !on_failure || strcmp(on_failure, "keep");
-	if (restore && pl->have_journal) {
-		int failed = roll_back(pl, &jo, pipeline_outcome_name(out->outcome));
-
-		if (pl->jr.gaps) {
-			/* never claim a restore that may have missed a command's changes */
-			strvec_pushf(&jo.failed, "(what %u command%s changed): not recorded (%s), so "
-				     "not put back; compare with 'forgex diff %s'", pl->jr.gaps,
-				     pl->jr.gaps == 1 ? "" : "s", pl->jr.gap_why, pl->s.id);
-			failed++;
-		}
-		if (failed) {
-			struct buf r = BUF_INIT;
-			size_t i;
-
-			buf_addf(&r, "%s; and the tree could not be fully restored: ", out->reason);
-			for (i = 0; i < jo.failed.nr; i++)
-				buf_addf(&r, "%s%s", i ? "; " : "", jo.failed.v[i]);
-			free(out->reason);
-			out->reason = buf_detach(&r, NULL);
-		} else {
-			out->rolled_back = 1;
-		}
-		restore_j = json_pack("{s:o, s:o, s:o}", "reverted", strvec_json(&jo.reverted),
-				      "kept", strvec_json(&jo.kept), "failed", strvec_json(&jo.failed));
-	} else if (!restore && pl->pre_checkpoint && out->outcome != PIPELINE_PASS &&
-		   out->outcome != PIPELINE_PLANNED) {
-		out->kept = 1;
-	}
-	if (out->outcome == PIPELINE_PASS && pl->cfg->pipeline.commit) {
-		char *msg = xstrfmt("%s\n\nMade by forgex run %s.", pl->request, pl->s.id);
-		struct strvec paths = STRVEC_INIT;
-
-		if (commit_change(pl, msg, commit_id, &paths) < 0) {
-			free(out->reason);
-			out->reason = xstrfmt("the change passed but could not be committed: %s",
-					      err_last());
-		}
-		commit_files = strvec_json(&paths);
-		strvec_clear(&paths);
-		free(msg);
-	}
-	out->iterations = pl->iteration;
-	out->tokens = pl->budget.tokens_used;
-	out->cost_usd = pl->budget.cost_used;
-	out->seconds = agent_now() - pl->t0;
-	out->pre_checkpoint = xstrdup(pl->pre_checkpoint ? pl->pre_checkpoint : "");
-	if (pl->plan)
-		out->plan = json_incref(pl->plan);
-	{
-		size_t i;
-
-		for (i = 0; i < jo.kept.nr; i++)
-			strvec_push(&out->kept_paths, jo.kept.v[i]);
-	}
-	strvec_copy(&out->failed_paths, &jo.failed);
-
-	sum = json_object();
-	jsonx_set(sum, "run_id", jsonx_string(pl->s.id));
-	jsonx_set(sum, "request", jsonx_string(pl->request ? pl->request : ""));
-	jsonx_set(sum, "outcome", jsonx_string(pipeline_outcome_name(out->outcome)));
-	jsonx_set(sum, "reason", jsonx_string(out->reason));
-	jsonx_set(sum, "pre_checkpoint", jsonx_string(out->pre_checkpoint));
-	jsonx_set(sum, "end_tree", pl->end_checkpoint ? jsonx_string(pl->end_checkpoint)
-						      : json_null());
-	jsonx_set(sum, "rolled_back", json_boolean(out->rolled_back));
-	jsonx_set(sum, "restore", restore_j);
-	jsonx_set(sum, "kept", json_boolean(out->kept));
-	jsonx_set(sum, "committed", json_boolean(out->committed));
-	jsonx_set(sum, "commit", *commit_id ? jsonx_string(commit_id) : json_null());
-	jsonx_set(sum, "commit_files", commit_files ? commit_files : json_null());
-	jsonx_set(sum, "paths", strvec_json(&own));
-	jsonx_set(sum, "iterations", json_integer(out->iterations));
-	jsonx_set(sum, "tokens", json_integer(out->tokens));
-	jsonx_set(sum, "cost_usd", json_real(out->cost_usd));
-	jsonx_set(sum, "seconds", json_real(out->seconds));
-	jsonx_set(sum, "files_changed", jsonx_string(out->diffstat ? out->diffstat : ""));
-	/* changed by forgex's own test runs only: not in files_changed, undone by a rollback */
-	jsonx_set(sum, "test_products", products);
-	jsonx_set(sum, "tests_before", tests_json(&pl->baseline, pl->have_baseline));
-	jsonx_set(sum, "tests_after", tests_json(&pl->last, pl->last_ran));
-	jsonx_set(sum, "tests", tests_change_json(pl));
-	{
-		const char *why = out->outcome == PIPELINE_PASS ? unverified(pl) : NULL;
-		char *verdict = why ? xstrfmt("PASS (unverified: %s)", why) : NULL;
-
-		jsonx_set(sum, "verified", json_boolean(out->outcome == PIPELINE_PASS && !why));
-		jsonx_set(sum, "unverified", why ? jsonx_string(why) : json_null());
-		jsonx_set(sum, "verdict", jsonx_string(verdict ? verdict :
-			  out->outcome == PIPELINE_PASS ? "PASS" : out->outcome == PIPELINE_FAIL ?
-			  "FAIL" : out->outcome == PIPELINE_PLANNED ? "PLANNED" :
-			  out->outcome == PIPELINE_INTERRUPTED ? "INTERRUPTED" : "ERROR"));
-		free(verdict);
-	}
-	if (session_write_json(&pl->s, "summary.json", sum) < 0)
-		err_clear();
-	/* an interrupted run can be resumed: state.json keeps the stage it was in */
-	if (out->outcome == PIPELINE_INTERRUPTED)
-		pl->interrupted = 1;
-	else
-		pl->next = ST_DONE;
-	if (save_state(pl) < 0)
-		err_clear();
-	if (hooks_have(&pl->wb.uhooks, "stop")) {
-		json_t *in = json_pack("{s:s, s:s}", "outcome", pipeline_outcome_name(out->outcome),
-				       "reason", out->reason);
-
-		hooks_fire(&pl->wb.uhooks, "stop", NULL, in, NULL, NULL);
-		json_decref(in);
-	}
-	emit(pl, "run_end", json_pack("{s:s, s:s, s:b, s:b, s:i, s:I, s:O, s:O}", "outcome",
-				      pipeline_outcome_name(out->outcome), "reason", out->reason,
-				      "rolled_back", out->rolled_back, "kept", out->kept,
-				      "iterations", out->iterations, "tokens", (json_int_t)out->tokens,
-				      "verdict", json_object_get(sum, "verdict"),
-				      "tests", json_object_get(sum, "tests")));
-	out->summary = sum;
-	strvec_clear(&own);
-	journal_outcome_release(&jo);
 }
 
 /* After a stage that may have changed the tree: checkpoint it and save the state. */
@@ -1460,7 +715,7 @@ static int stage_done(struct pl *pl, enum stage done, enum stage next, int chang
 	if (changed_tree) {
 		char *what = xstrfmt("after %s", stages[done]);
 
-		note_agent_paths(pl);
+		pl_note_agent_paths(pl);
 		pl->tested_since_checkpoint = 0;
 		ret = take_checkpoint(pl, &pl->tree_checkpoint, what);
 		free(what);
@@ -1469,7 +724,7 @@ static int stage_done(struct pl *pl, enum stage done, enum stage next, int chang
 	}
 	pl->next = next;
 	stage_event(pl, "stage_end", done, "done");
-	return save_state(pl);
+	return pl_save_state(pl);
 }
 
 static int budget_check(struct pl *pl)
@@ -1629,6 +884,7 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 	verify_result_release(&pl.last);
 	verify_comparison_release(&pl.cmp);
 	workbench_init(&pl.wb);
+	recorder_init(&pl.rec, &pl.s);
 
 	if (!pl.cfg || !pl.cfg->workspace) {
 		ret = err_set(FX_EINVAL, "no workspace");
@@ -1650,18 +906,18 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 			goto out;
 	}
 	if (opts->resume_id) {
-		ret = session_open(&pl.s, pl.cfg->workspace, opts->resume_id);
+		ret = rundir_open(&pl.s, pl.cfg->workspace, opts->resume_id);
 		if (ret < 0)
 			goto out;
-		pl.have_session = 1;
+		pl.have_rundir = 1;
 		ret = load_state(&pl);
 		if (ret < 0)
 			goto out;
 	} else {
-		ret = session_create(&pl.s, pl.cfg->workspace, opts->request);
+		ret = rundir_create(&pl.s, pl.cfg->workspace, opts->request);
 		if (ret < 0)
 			goto out;
-		pl.have_session = 1;
+		pl.have_rundir = 1;
 		pl.request = xstrdup(opts->request);
 		pl.next = ST_CHECKPOINT;
 	}
@@ -1675,15 +931,15 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 	}
 	out->run_id = xstrdup(pl.s.id);
 	out->run_dir = xstrdup(pl.s.dir);
-	if (opts->on_session)
-		opts->on_session(opts->event_data, &pl.s);
-	emit(&pl, opts->resume_id ? "run_resume" : "run_start",
+	if (opts->on_rundir)
+		opts->on_rundir(opts->event_data, &pl.s);
+	pl_emit(&pl, opts->resume_id ? "run_resume" : "run_start",
 	     json_pack("{s:s, s:s, s:s, s:b}", "run_id", pl.s.id, "request", pl.request,
 		       "next", stages[pl.next], "plan_only", opts->plan_only));
 	ret = setup(&pl);
 	if (ret < 0) {
 		reason = xstrdup(err_last());
-		finish(&pl, ret, 0, reason);
+		pl_finish(&pl, ret, 0, reason);
 		ret = 0;
 		goto out;
 	}
@@ -1698,11 +954,11 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 		strvec_clear(&failed);
 		if (ret < 0) {
 			reason = xstrdup(err_last());
-			finish(&pl, ret, 0, reason);
+			pl_finish(&pl, ret, 0, reason);
 			ret = 0;
 			goto out;
 		}
-		emit(&pl, "checkpoint", json_pack("{s:s, s:s, s:s}", "action", "restore", "id",
+		pl_emit(&pl, "checkpoint", json_pack("{s:s, s:s, s:s}", "action", "restore", "id",
 						  pl.tree_checkpoint, "why", "resume"));
 	}
 	{
@@ -1720,25 +976,25 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 					 why.len ? why.buf : "(it gave no reason)");
 			buf_release(&why);
 			err_set(FX_EDENIED, "%s", reason);
-			finish(&pl, FX_EDENIED, 0, reason);
+			pl_finish(&pl, FX_EDENIED, 0, reason);
 			ret = 0;
 			goto out;
 		}
 		buf_release(&why);
 	}
 	if (!opts->resume_id)
-		save_state(&pl);
+		pl_save_state(&pl);
 	m = machine(&pl);
 	if (m < 0) {
 		reason = xstrdup(err_last());
-		finish(&pl, m, 0, reason);
+		pl_finish(&pl, m, 0, reason);
 	} else if (m == 1) {
-		finish(&pl, 0, 1, "");
+		pl_finish(&pl, 0, 1, "");
 	} else {
 		reason = xstrfmt("the change did not pass after %d iteration%s%s%s", pl.iteration,
 				 pl.iteration == 1 ? "" : "s", pl.gate_why.len ? "; the test gate: " : "",
 				 pl.gate_why.len ? pl.gate_why.buf : "");
-		finish(&pl, 0, 0, reason);
+		pl_finish(&pl, 0, 0, reason);
 	}
 	ret = 0;
 out:
@@ -1758,247 +1014,6 @@ void pipeline_result_release(struct pipeline_result *r)
 	json_decref(r->summary);
 	strvec_clear(&r->kept_paths);
 	strvec_clear(&r->failed_paths);
+	ledger_release(&r->ledger);
 	memset(r, 0, sizeof(*r));
-}
-
-int pipeline_restore_start(char **checkpoint, const char *workspace, const char *id)
-{
-	struct ws_lock lock = WS_LOCK_INIT;
-	struct checkpoints *cps = NULL;
-	struct checkpoint_restore_result res;
-	char *dir = session_dir(workspace, id);
-	json_t *st = NULL;
-	const char *pre;
-	int ret;
-
-	memset(&res, 0, sizeof(res));
-	ret = ws_lock_acquire(&lock, workspace, "replay", 0, NULL, NULL, NULL);
-	if (ret < 0)
-		goto out;
-	ret = session_read_json(&st, dir, "state.json");
-	if (ret < 0)
-		goto out;
-	pre = jsonx_str(st, "pre_checkpoint");
-	if (!pre) {
-		ret = err_set(FX_ENOTFOUND, "run %s changed nothing (no pre-run checkpoint)", id);
-		goto out;
-	}
-	ret = checkpoint_open(&cps, workspace);
-	if (ret < 0)
-		goto out;
-	ret = checkpoint_restore(&res, cps, pre);
-	if (ret < 0)
-		goto out;
-	if (checkpoint)
-		*checkpoint = xstrdup(pre);
-out:
-	ws_lock_release(&lock);
-	checkpoint_restore_result_release(&res);
-	checkpoint_close(cps);
-	json_decref(st);
-	free(dir);
-	return ret;
-}
-
-void pipeline_undo_result_init(struct pipeline_undo_result *r)
-{
-	memset(r, 0, sizeof(*r));
-	strvec_init(&r->conflicts);
-	strvec_init(&r->reverted);
-	strvec_init(&r->kept);
-	strvec_init(&r->overwritten);
-	strvec_init(&r->failed);
-}
-
-void pipeline_undo_result_release(struct pipeline_undo_result *r)
-{
-	strvec_clear(&r->conflicts);
-	strvec_clear(&r->reverted);
-	strvec_clear(&r->kept);
-	strvec_clear(&r->overwritten);
-	strvec_clear(&r->failed);
-	free(r->commit_note);
-	memset(r, 0, sizeof(*r));
-}
-
-/* After the tree is reverted: revert the run's commit with a new one, or say why not. */
-static void undo_commit(struct pipeline_undo_result *out, const char *workspace, const char *id,
-			const json_t *sum)
-{
-	const char *commit = jsonx_str(sum, "commit");
-	const json_t *files = json_object_get(sum, "commit_files");
-	struct strvec paths = STRVEC_INIT;
-	char head[VCS_OID_HEX];
-	char *msg;
-	int ret;
-
-	if (!commit)
-		return;
-	if (vcs_head(head, workspace) < 0) {
-		out->commit_note = xstrfmt("the run's commit %.12s was not reverted: %s", commit,
-					   err_last());
-		err_clear();
-		return;
-	}
-	if (strcmp(head, commit)) {
-		out->commit_note = xstrfmt("the run's commit %.12s is no longer HEAD (HEAD is %.12s), "
-					   "so no revert commit was made; the files are reverted in "
-					   "the working tree; to record it: git revert %.12s",
-					   commit, head, commit);
-		return;
-	}
-	if (jsonx_to_strvec(&paths, files) < 0 || !paths.nr) {
-		err_clear();
-		out->commit_note = xstrfmt("the run's commit %.12s lists no files; not reverted",
-					   commit);
-		goto out;
-	}
-	{
-		const char *req = jsonx_str(sum, "request");
-		size_t n = req ? strcspn(req, "\n") : 0;
-
-		msg = xstrfmt("Revert \"%.*s\"\n\nThis reverts commit %s,\nmade by forgex run %s "
-			      "(forgex undo %s).", (int)(n > 60 ? 60 : n), req ? req : "", commit,
-			      id, id);
-	}
-	ret = vcs_commit_paths(out->revert_commit, workspace, &paths, msg);
-	free(msg);
-	if (ret < 0) {
-		out->commit_note = xstrfmt("the run's commit %.12s could not be reverted by a new "
-					   "commit: %s; the files are reverted in the working tree",
-					   commit, err_last());
-		err_clear();
-		out->revert_commit[0] = '\0';
-	} else if (ret == 0) {
-		out->revert_commit[0] = '\0';
-	}
-out:
-	strvec_clear(&paths);
-}
-
-int pipeline_undo(struct pipeline_undo_result *out, const char *workspace, const char *id,
-		  int force, int no_wait, void (*on_wait)(void *data, const char *holder),
-		  void *data, const volatile sig_atomic_t *cancel)
-{
-	struct ws_lock lock = WS_LOCK_INIT;
-	struct checkpoints *cps = NULL;
-	struct journal jr = JOURNAL_INIT;
-	struct journal_outcome jo;
-	struct checkpoint_info info;
-	struct strvec paths = STRVEC_INIT;
-	char *dir = session_dir(workspace, id), *what;
-	json_t *st = NULL, *sum = NULL;
-	int ret, have_journal = 0;
-
-	journal_outcome_init(&jo);
-	memset(&info, 0, sizeof(info));
-	what = xstrfmt("undo of run %s", id);
-	ret = ws_lock_acquire(&lock, workspace, what, no_wait, on_wait, data, cancel);
-	free(what);
-	if (ret < 0)
-		goto out;
-	ret = session_read_json(&st, dir, "state.json");
-	if (ret < 0)
-		goto out;
-	if (session_read_json(&sum, dir, "summary.json") < 0)
-		err_clear();
-	ret = checkpoint_open(&cps, workspace);
-	if (ret < 0)
-		goto out;
-	ret = journal_open(&jr, cps, dir, 0);
-	if (ret < 0)
-		goto out;
-	have_journal = 1;
-	journal_paths(&jr, &paths);
-	if (!paths.nr) {
-		/* a run from before the journal: its pre-run checkpoint, whole */
-		struct checkpoint_restore_result res;
-		const char *pre = jsonx_str(st, "pre_checkpoint");
-
-		if (!pre) {
-			ret = err_set(FX_ENOTFOUND, "run %s changed nothing", id);
-			goto out;
-		}
-		if (json_object_get(st, "interrupted")) {
-			/* this forgex recorded the run: it changed no file */
-			ret = err_set(FX_ENOTFOUND, "run %s changed no file: nothing to undo", id);
-			goto out;
-		}
-		if (!force) {
-			ret = err_set(FX_EDENIED, "run %s is from an older forgex that did not record "
-				      "which files it changed; undoing it restores the whole tree "
-				      "to before the run, losing every change made since; "
-				      "'forgex undo %s --force' does it", id, id);
-			goto out;
-		}
-		memset(&res, 0, sizeof(res));
-		ret = checkpoint_restore(&res, cps, pre);
-		if (!ret)
-			snprintf(out->backup, sizeof(out->backup), "%s", res.backup.id);
-		checkpoint_restore_result_release(&res);
-		out->legacy = 1;
-		goto out;
-	}
-	ret = journal_conflicts(&jr, &out->conflicts);
-	if (ret < 0)
-		goto out;
-	if (out->conflicts.nr && !force) {
-		ret = err_set(FX_EDENIED, "%zu file%s of run %s changed since the run ended; undoing "
-			      "it would lose %s", out->conflicts.nr,
-			      out->conflicts.nr == 1 ? "" : "s", id,
-			      out->conflicts.nr == 1 ? "that change" : "those changes");
-		goto out;
-	}
-	/* the tree just before, so the undo can itself be undone */
-	what = xstrfmt("before undo of run %s", id);
-	ret = checkpoint_create(&info, cps, what);
-	free(what);
-	if (ret < 0)
-		goto out;
-	snprintf(out->backup, sizeof(out->backup), "%s", info.id);
-	ret = journal_revert(&jr, force, &jo);
-	if (ret < 0)
-		goto out;
-	{
-		const char *pre = jsonx_str(st, "pre_checkpoint");
-
-		if (pre && *pre && vcs_remove_new_empty_dirs(cps, pre, &jo.reverted) < 0)
-			err_clear();	/* only empty folders: nothing is lost */
-	}
-	strvec_copy(&out->reverted, &jo.reverted);
-	strvec_copy(&out->kept, &jo.kept);
-	strvec_copy(&out->overwritten, &jo.overwritten);
-	strvec_copy(&out->failed, &jo.failed);
-	if (ret > 0) {
-		ret = err_set(FX_ERROR, "%d file%s of run %s could not be put back", ret,
-			      ret == 1 ? "" : "s", id);
-		goto out;
-	}
-	undo_commit(out, workspace, id, sum);
-	{
-		struct session s;
-
-		if (!session_open(&s, workspace, id)) {
-			session_event(&s, "undo", json_pack("{s:s, s:b, s:o, s:s?}", "backup",
-							    out->backup, "force", force,
-							    "reverted", jsonx_from_strvec(&out->reverted),
-							    "revert_commit", *out->revert_commit ?
-							    out->revert_commit : NULL));
-			session_release(&s);
-		}
-		err_clear();
-	}
-	ret = 0;
-out:
-	if (have_journal)
-		journal_release(&jr);
-	journal_outcome_release(&jo);
-	checkpoint_info_release(&info);
-	strvec_clear(&paths);
-	checkpoint_close(cps);
-	ws_lock_release(&lock);
-	json_decref(st);
-	json_decref(sum);
-	free(dir);
-	return ret;
 }

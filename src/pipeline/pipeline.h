@@ -21,8 +21,8 @@
  * pre-run checkpoint.
  *
  * Every stage start and end, model call, tool call and result, command,
- * checkpoint, test result and verdict is an event of the run's session
- * (pipeline/session.h). After each stage the tree is checkpointed and
+ * checkpoint, test result and verdict is an event of the run folder
+ * (pipeline/rundir.h). After each stage the tree is checkpointed and
  * state.json says which stage comes next, so a run killed at any point can
  * be resumed from its last completed stage (`resume_id`).
  *
@@ -41,7 +41,8 @@
 
 #include "base/buf.h"
 #include "config/config.h"
-#include "pipeline/session.h"
+#include "pipeline/ledger.h"
+#include "pipeline/rundir.h"
 #include "verify/verify.h"
 
 enum pipeline_outcome {
@@ -68,10 +69,10 @@ struct pipeline_opts {
 	/* Record the model exchanges to this transcript instead of the run's own. */
 	const char *transcript_path;
 	const volatile sig_atomic_t *cancel;	/* non-zero: stop (NULL: never) */
-	session_event_fn on_event;	/* every event, after it is recorded (may be NULL) */
+	rundir_event_fn on_event;	/* every event, after it is recorded (may be NULL) */
 	void *event_data;
-	/* Called with the run's session as soon as it exists (may be NULL). */
-	void (*on_session)(void *data, const struct session *s);
+	/* Called with the run folder as soon as it exists (may be NULL). */
+	void (*on_rundir)(void *data, const struct rundir *s);
 	/* Every piece of the model's text as it streams (may be NULL), with event_data. */
 	void (*on_text)(void *data, const char *text, size_t len);
 	/*
@@ -103,6 +104,7 @@ struct pipeline_result {
 	int iterations;		/* reviews done */
 	long tokens;
 	double cost_usd;
+	struct ledger ledger;	/* the run's model calls per model (a session adds them to its own) */
 	double seconds;
 	char *diffstat;		/* what changed, as `forgex diff --stat` shows */
 	json_t *plan;		/* the Architect's plan, or NULL */
@@ -113,7 +115,7 @@ struct pipeline_result {
 	struct strvec failed_paths;
 };
 
-#define PIPELINE_RESULT_INIT { PIPELINE_ERROR, 0, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0.0, 0.0, NULL, NULL, NULL, STRVEC_INIT, STRVEC_INIT }
+#define PIPELINE_RESULT_INIT { PIPELINE_ERROR, 0, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0.0, LEDGER_INIT, 0.0, NULL, NULL, NULL, STRVEC_INIT, STRVEC_INIT }
 
 /**
  * Run (or resume) the pipeline. Returns 0 when the run reached an ending
@@ -146,13 +148,6 @@ int pipeline_gate(struct buf *why, int ran, const struct verify_result *current,
  */
 void pipeline_describe_tests(struct buf *out, const struct verify_result *r,
 			     const struct verify_comparison *cmp, size_t max);
-
-/**
- * Restore the whole pre-run checkpoint of run `id` in `workspace` (forgex
- * replay starts there). `*checkpoint` (may be NULL) receives its id
- * (caller frees). FX_ENOTFOUND when the run recorded none.
- */
-int pipeline_restore_start(char **checkpoint, const char *workspace, const char *id);
 
 /** What pipeline_undo() did, or why it did not. */
 struct pipeline_undo_result {

@@ -8,10 +8,13 @@
  * repo_map), the tool context on the workspace, the user's hooks, and the
  * repository map with a second, read-only executor for its ctags.
  *
+ * What happens in it is recorded by the caller's recorder
+ * (pipeline/recorder.h): its commands, hook runs and MCP servers are
+ * events, and the tools' change hooks are the recorder's.
+ *
  * The caller:
  *   1. workbench_init() (workbench_release() is safe from then on);
- *   2. workbench_open(); then sets what is its own: the change hooks of
- *      its journal (wb->tctx.hooks), a prefetch of the map;
+ *   2. workbench_open(); then sets what is its own: a prefetch of the map;
  *   3. workbench_release().
  */
 
@@ -21,6 +24,7 @@
 #include "config/config.h"
 #include "context/context.h"
 #include "pipeline/hooks.h"
+#include "pipeline/recorder.h"
 #include "sandbox/executor.h"
 #include "tools/mcp_tools.h"
 #include "tools/registry.h"
@@ -36,6 +40,9 @@ struct workbench {
 	struct hooks uhooks;		/* the user's [[hooks.EVENT]] */
 	struct tool_ctx tctx;
 	struct ctx_session ctx;		/* the repository map and repo_map */
+	struct recorder *rec;		/* the opts' (borrowed) */
+	const struct config *cfg;	/* the opts' (borrowed) */
+	int instructions_warned;	/* a refused instruction file was recorded */
 };
 
 struct workbench_opts {
@@ -43,10 +50,12 @@ struct workbench_opts {
 	const char *log_dir;		/* where MCP servers' stderr goes: the run or session folder */
 	const char *id;			/* the run or session id hooks are told (outlives the bench) */
 	const volatile sig_atomic_t *cancel;	/* stops commands, MCP calls, ctags */
-	shell_command_fn on_command;	/* every command (may be NULL) */
-	hooks_event_fn on_hook;		/* every hook run (may be NULL) */
-	void (*on_mcp_server)(void *data, json_t *fields);	/* each MCP server started */
-	void *data;			/* for the three */
+	/*
+	 * Required: records every command, hook run and MCP server started,
+	 * gets the map (rec->map) and is the tools' change hooks
+	 * (tctx.hooks); it outlives the bench.
+	 */
+	struct recorder *recorder;
 };
 
 /** Make `wb` safe to release (nothing open). */
@@ -58,6 +67,22 @@ void workbench_init(struct workbench *wb);
  * executor that cannot start only costs the second ctags.
  */
 int workbench_open(struct workbench *wb, const struct workbench_opts *o);
+
+/**
+ * Append the project's instruction files ([context] instructions, read
+ * beneath the workspace without following a link, 32 KiB each) as
+ * "## NAME" sections, for a system prompt. A file that cannot be read is
+ * a "warning" event, once per bench.
+ */
+void workbench_instructions(struct workbench *wb, struct buf *out);
+
+/**
+ * Append the repository map for `request`, centred also on `files` (may
+ * be NULL), as a "## Repository map" section ([context] map_tokens; 0:
+ * nothing). A tree that cannot be mapped only loses the map.
+ */
+void workbench_map(struct workbench *wb, struct buf *out, const char *request,
+		   const struct strvec *files);
 
 /** Release what is open; `wb` is left as after workbench_init(). */
 void workbench_release(struct workbench *wb);

@@ -1,8 +1,8 @@
-#ifndef FX_SESSION_H
-#define FX_SESSION_H
+#ifndef FX_RUNDIR_H
+#define FX_RUNDIR_H
 
 /*
- * Sessions: the folder of one run, `<workspace>/.forgex/runs/<run-id>/`,
+ * Run folders: the folder of one run, `<workspace>/.forgex/runs/<run-id>/`,
  * and the record of what happened in it.
  *
  *   events.jsonl      one JSON object per line, each written with a single
@@ -19,13 +19,13 @@
  * sort by time.
  *
  * The caller:
- *   1. session_create() for a new run (or session_open() for an existing
- *      one, e.g. to resume it); session_exclude() once per workspace;
- *   2. session_event() for everything that happens; session_write_json()
+ *   1. rundir_create() for a new run (or rundir_open() for an existing
+ *      one, e.g. to resume it); rundir_exclude() once per workspace;
+ *   2. rundir_event() for everything that happens; rundir_write_json()
  *      for plan.json, state.json, summary.json;
- *   3. session_release().
- * Listing and reading runs: session_list(), session_resolve(),
- * session_load_events(), session_read_json().
+ *   3. rundir_release().
+ * Listing and reading runs: rundir_list(), rundir_resolve(),
+ * rundir_load_events(), rundir_read_json().
  *
  * Nothing here prints.
  */
@@ -40,41 +40,41 @@
  * Called with every event after it is written (e.g. to print progress or
  * to copy it to stdout for --json). `ev` is borrowed.
  */
-typedef void (*session_event_fn)(void *data, const json_t *ev);
+typedef void (*rundir_event_fn)(void *data, const json_t *ev);
 
 /** One run's folder and event log. */
-struct session {
+struct rundir {
 	char *workspace;	/* absolute */
 	char *id;		/* the run id */
 	char *dir;		/* <workspace>/.forgex/runs/<id> */
 	int events_fd;		/* events.jsonl, O_APPEND; -1 when closed */
 	unsigned long seq;	/* events written so far (numbering continues on open) */
 	double started;		/* CLOCK_MONOTONIC seconds at create/open */
-	session_event_fn on_event;	/* may be NULL */
+	rundir_event_fn on_event;	/* may be NULL */
 	void *on_event_data;
 };
 
-#define SESSION_INIT { NULL, NULL, NULL, -1, 0, 0.0, NULL, NULL }
+#define RUNDIR_INIT { NULL, NULL, NULL, -1, 0, 0.0, NULL, NULL }
 
 /**
  * Make a new run folder under `workspace`/.forgex/runs/ with a fresh id
  * and an empty events.jsonl. `request` (may be NULL) is saved as
  * request.txt. FX_EOS when a folder or file cannot be made.
  */
-int session_create(struct session *s, const char *workspace, const char *request);
+int rundir_create(struct rundir *s, const char *workspace, const char *request);
 
 /**
  * Open the existing run `id` of `workspace` to append to its events
  * (numbering continues after its last event). FX_ENOTFOUND when there is
  * no such run.
  */
-int session_open(struct session *s, const char *workspace, const char *id);
+int rundir_open(struct rundir *s, const char *workspace, const char *id);
 
-/** Close the events file and free the contents; `s` is left as SESSION_INIT. */
-void session_release(struct session *s);
+/** Close the events file and free the contents; `s` is left as RUNDIR_INIT. */
+void rundir_release(struct rundir *s);
 
 /** A new string "<dir>/<name>" (caller frees). */
-char *session_path(const struct session *s, const char *name);
+char *rundir_path(const struct rundir *s, const char *name);
 
 /**
  * Append one event of `type` with the members of `fields` (may be NULL;
@@ -82,16 +82,16 @@ char *session_path(const struct session *s, const char *name);
  * write(2), adding "seq", "time", "elapsed_ms" and "type". Then calls
  * `on_event`. Returns 0 or FX_EOS.
  */
-int session_event(struct session *s, const char *type, json_t *fields);
+int rundir_event(struct rundir *s, const char *type, json_t *fields);
 
-/** As session_event() with fields from json_pack() format `fmt`. */
-int session_eventf(struct session *s, const char *type, const char *fmt, ...);
+/** As rundir_event() with fields from json_pack() format `fmt`. */
+int rundir_eventf(struct rundir *s, const char *type, const char *fmt, ...);
 
 /** Write `j` indented to `name` in the run folder, atomically. */
-int session_write_json(const struct session *s, const char *name, const json_t *j);
+int rundir_write_json(const struct rundir *s, const char *name, const json_t *j);
 
 /** Read `name` of the run folder `dir`. FX_ENOTFOUND when missing. */
-int session_read_json(json_t **out, const char *dir, const char *name);
+int rundir_read_json(json_t **out, const char *dir, const char *name);
 
 /**
  * Add ".forgex/runs/", ".forgex/checkpoints/", ".forgex/map/", ".forgex/sessions/" and
@@ -100,27 +100,27 @@ int session_read_json(json_t **out, const char *dir, const char *name);
  * worktree), each once. Nothing happens when `workspace` is not the top of
  * a git work tree. `*added` (may be NULL) receives the lines added.
  */
-int session_exclude(const char *workspace, int *added);
+int rundir_exclude(const char *workspace, int *added);
 
 /** Push the ids of the runs of `workspace`, oldest first. */
-int session_list(struct strvec *out, const char *workspace);
+int rundir_list(struct strvec *out, const char *workspace);
 
 /**
  * The run id that `name` designates: an exact id, a unique prefix, or
  * "last" / NULL for the newest. FX_ENOTFOUND when no run matches,
  * FX_EINVAL when a prefix matches several.
  */
-int session_resolve(char **out, const char *workspace, const char *name);
+int rundir_resolve(char **out, const char *workspace, const char *name);
 
 /** The folder of run `id` (caller frees). */
-char *session_dir(const char *workspace, const char *id);
+char *rundir_dir(const char *workspace, const char *id);
 
 /**
  * Read events.jsonl of the run folder `dir` as a JSON array. A torn last
  * line (a run killed mid-write) is skipped; any other bad line is
  * FX_EPARSE naming it.
  */
-int session_load_events(json_t **out, const char *dir);
+int rundir_load_events(json_t **out, const char *dir);
 
 /**
  * Open `<workspace>/.forgex/<rel>` without following a link anywhere below
@@ -131,28 +131,28 @@ int session_load_events(json_t **out, const char *dir);
  * O_NONBLOCK (then set back to blocking), so a FIFO never hangs.
  * Returns the descriptor or a negative FX_E* code (FX_ENOTFOUND: missing).
  */
-int session_forgex_open(const char *workspace, const char *rel, int flags, mode_t mode);
+int rundir_forgex_open(const char *workspace, const char *rel, int flags, mode_t mode);
 
-/** As session_forgex_open() for `name` in the run folder `dir`; NULL: the folder. */
-int session_file_open(const char *dir, const char *name, int flags, mode_t mode);
+/** As rundir_forgex_open() for `name` in the run folder `dir`; NULL: the folder. */
+int rundir_file_open(const char *dir, const char *name, int flags, mode_t mode);
 
 /*
- * The same for the folders of another kind: SESSION_RUNS (what the plain
- * functions use) or SESSION_CHATS, the interactive sessions
+ * The same for the folders of another kind: RUNDIR_RUNS (what the plain
+ * functions use) or RUNDIR_CHATS, the interactive sessions
  * (`.forgex/sessions/<id>/`, with the same events.jsonl and
  * transcript.jsonl; see src/pipeline/chat.h).
  */
-#define SESSION_RUNS "runs"
-#define SESSION_CHATS "sessions"
-int session_create_kind(struct session *s, const char *workspace, const char *kind,
+#define RUNDIR_RUNS "runs"
+#define RUNDIR_CHATS "sessions"
+int rundir_create_kind(struct rundir *s, const char *workspace, const char *kind,
 			const char *request);
-int session_open_kind(struct session *s, const char *workspace, const char *kind,
+int rundir_open_kind(struct rundir *s, const char *workspace, const char *kind,
 		      const char *id);
-int session_list_kind(struct strvec *out, const char *workspace, const char *kind);
-int session_resolve_kind(char **out, const char *workspace, const char *kind, const char *name);
-char *session_dir_kind(const char *workspace, const char *kind, const char *id);
+int rundir_list_kind(struct strvec *out, const char *workspace, const char *kind);
+int rundir_resolve_kind(char **out, const char *workspace, const char *kind, const char *name);
+char *rundir_dir_kind(const char *workspace, const char *kind, const char *id);
 
 /** Make a run id for the wall-clock time `t` (seconds) into `out` (>= 21 bytes). */
-void session_make_id(char *out, size_t size, long long t);
+void rundir_make_id(char *out, size_t size, long long t);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * Run folders and their event logs (see session.h).
+ * Run folders and their event logs (see rundir.h).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,7 +17,7 @@
 #include "base/jsonx.h"
 #include "base/path.h"
 #include "base/redact.h"
-#include "pipeline/session.h"
+#include "pipeline/rundir.h"
 
 #define EVENTS "events.jsonl"
 #define MAX_EVENTS_FILE (256u << 20)
@@ -30,7 +30,7 @@ static double mono_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-void session_make_id(char *out, size_t size, long long t)
+void rundir_make_id(char *out, size_t size, long long t)
 {
 	time_t tt = (time_t)t;
 	struct tm tm;
@@ -43,17 +43,17 @@ void session_make_id(char *out, size_t size, long long t)
 		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)rnd);
 }
 
-char *session_dir(const char *workspace, const char *id)
+char *rundir_dir(const char *workspace, const char *id)
 {
-	return session_dir_kind(workspace, SESSION_RUNS, id);
+	return rundir_dir_kind(workspace, RUNDIR_RUNS, id);
 }
 
-char *session_dir_kind(const char *workspace, const char *kind, const char *id)
+char *rundir_dir_kind(const char *workspace, const char *kind, const char *id)
 {
 	return xstrfmt("%s/.forgex/%s/%s", workspace, kind, id);
 }
 
-char *session_path(const struct session *s, const char *name)
+char *rundir_path(const struct rundir *s, const char *name)
 {
 	return xstrfmt("%s/%s", s->dir, name);
 }
@@ -74,7 +74,7 @@ static int refuse_type(const char *shown, mode_t type)
 		       "read it (remove it to go on)", shown, what);
 }
 
-int session_forgex_open(const char *workspace, const char *rel, int flags, mode_t mode)
+int rundir_forgex_open(const char *workspace, const char *rel, int flags, mode_t mode)
 {
 	struct buf shown = BUF_INIT;
 	const char *p = rel, *slash;
@@ -198,18 +198,18 @@ static int open_in_dir(const char *dir, const char *name, int flags, mode_t mode
 		return err_set(FX_EINVAL, "%s is not a folder of .forgex", dir);
 	ws = xstrndup(dir, (size_t)(at - dir));
 	rel = name ? xstrfmt("%s/%s", at + 9, name) : xstrdup(at + 9);
-	fd = session_forgex_open(ws, rel, flags, mode);
+	fd = rundir_forgex_open(ws, rel, flags, mode);
 	free(ws);
 	free(rel);
 	return fd;
 }
 
-int session_file_open(const char *dir, const char *name, int flags, mode_t mode)
+int rundir_file_open(const char *dir, const char *name, int flags, mode_t mode)
 {
 	return open_in_dir(dir, name, flags, mode);
 }
 
-static int open_events(struct session *s)
+static int open_events(struct rundir *s)
 {
 	int fd = open_in_dir(s->dir, EVENTS, O_WRONLY | O_CREAT | O_APPEND, 0600);
 
@@ -247,12 +247,12 @@ static int read_in_dir(struct buf *out, const char *dir, const char *name, size_
 	return ret;
 }
 
-int session_create(struct session *s, const char *workspace, const char *request)
+int rundir_create(struct rundir *s, const char *workspace, const char *request)
 {
-	return session_create_kind(s, workspace, SESSION_RUNS, request);
+	return rundir_create_kind(s, workspace, RUNDIR_RUNS, request);
 }
 
-int session_create_kind(struct session *s, const char *workspace, const char *kind,
+int rundir_create_kind(struct rundir *s, const char *workspace, const char *kind,
 			const char *request)
 {
 	char id[32];
@@ -261,15 +261,15 @@ int session_create_kind(struct session *s, const char *workspace, const char *ki
 	memset(s, 0, sizeof(*s));
 	s->events_fd = -1;
 	s->workspace = xstrdup(workspace);
-	runs_fd = session_forgex_open(workspace, kind, O_DIRECTORY | O_CREAT, 0755);
+	runs_fd = rundir_forgex_open(workspace, kind, O_DIRECTORY | O_CREAT, 0755);
 	if (runs_fd < 0) {
 		ret = runs_fd;
 		goto fail;
 	}
 	for (tries = 0; tries < 16; tries++) {
-		session_make_id(id, sizeof(id), (long long)time(NULL));
+		rundir_make_id(id, sizeof(id), (long long)time(NULL));
 		free(s->dir);
-		s->dir = session_dir_kind(workspace, kind, id);
+		s->dir = rundir_dir_kind(workspace, kind, id);
 		if (!mkdirat(runs_fd, id, 0700))
 			break;
 		if (errno != EEXIST) {
@@ -300,16 +300,16 @@ int session_create_kind(struct session *s, const char *workspace, const char *ki
 fail:
 	if (runs_fd >= 0)
 		close(runs_fd);
-	session_release(s);
+	rundir_release(s);
 	return ret;
 }
 
-int session_open(struct session *s, const char *workspace, const char *id)
+int rundir_open(struct rundir *s, const char *workspace, const char *id)
 {
-	return session_open_kind(s, workspace, SESSION_RUNS, id);
+	return rundir_open_kind(s, workspace, RUNDIR_RUNS, id);
 }
 
-int session_open_kind(struct session *s, const char *workspace, const char *kind,
+int rundir_open_kind(struct rundir *s, const char *workspace, const char *kind,
 		      const char *id)
 {
 	json_t *events = NULL;
@@ -319,19 +319,19 @@ int session_open_kind(struct session *s, const char *workspace, const char *kind
 	s->events_fd = -1;
 	s->workspace = xstrdup(workspace);
 	s->id = xstrdup(id);
-	s->dir = session_dir_kind(workspace, kind, id);
+	s->dir = rundir_dir_kind(workspace, kind, id);
 	{
 		int dfd = open_in_dir(s->dir, NULL, O_DIRECTORY, 0);
 
 		if (dfd < 0) {
 			ret = dfd == FX_ENOTFOUND ? err_set(FX_ENOTFOUND, "no %s '%s' in %s/.forgex/%s",
-							    strcmp(kind, SESSION_RUNS) ? "session" : "run",
+							    strcmp(kind, RUNDIR_RUNS) ? "session" : "run",
 							    id, workspace, kind) : dfd;
 			goto fail;
 		}
 		close(dfd);
 	}
-	ret = session_load_events(&events, s->dir);
+	ret = rundir_load_events(&events, s->dir);
 	if (ret < 0)
 		goto fail;
 	if (json_array_size(events)) {
@@ -346,11 +346,11 @@ int session_open_kind(struct session *s, const char *workspace, const char *kind
 		goto fail;
 	return 0;
 fail:
-	session_release(s);
+	rundir_release(s);
 	return ret;
 }
 
-void session_release(struct session *s)
+void rundir_release(struct rundir *s)
 {
 	if (s->events_fd >= 0)
 		close(s->events_fd);
@@ -373,7 +373,7 @@ static void iso_time(char *out, size_t size)
 		 (int)(ts.tv_nsec / 1000000L) % 1000);
 }
 
-int session_event(struct session *s, const char *type, json_t *fields)
+int rundir_event(struct rundir *s, const char *type, json_t *fields)
 {
 	json_t *ev = json_object();
 	char when[64];
@@ -412,7 +412,7 @@ int session_event(struct session *s, const char *type, json_t *fields)
 	return ret;
 }
 
-int session_eventf(struct session *s, const char *type, const char *fmt, ...)
+int rundir_eventf(struct rundir *s, const char *type, const char *fmt, ...)
 {
 	json_error_t jerr;
 	json_t *fields;
@@ -422,11 +422,11 @@ int session_eventf(struct session *s, const char *type, const char *fmt, ...)
 	fields = json_vpack_ex(&jerr, 0, fmt, ap);
 	va_end(ap);
 	if (!fields)
-		BUG("session_eventf(%s): %s", type, jerr.text);
-	return session_event(s, type, fields);
+		BUG("rundir_eventf(%s): %s", type, jerr.text);
+	return rundir_event(s, type, fields);
 }
 
-int session_write_json(const struct session *s, const char *name, const json_t *j)
+int rundir_write_json(const struct rundir *s, const char *name, const json_t *j)
 {
 	struct buf b = BUF_INIT;
 	json_t *clean = redact_json(j, NULL);
@@ -440,7 +440,7 @@ int session_write_json(const struct session *s, const char *name, const json_t *
 	return ret;
 }
 
-int session_read_json(json_t **out, const char *dir, const char *name)
+int rundir_read_json(json_t **out, const char *dir, const char *name)
 {
 	char *p = xstrfmt("%s/%s", dir, name);
 	struct buf b = BUF_INIT;
@@ -453,7 +453,7 @@ int session_read_json(json_t **out, const char *dir, const char *name)
 	return ret;
 }
 
-int session_load_events(json_t **out, const char *dir)
+int rundir_load_events(json_t **out, const char *dir)
 {
 	char *p = xstrfmt("%s/" EVENTS, dir);
 	struct buf b = BUF_INIT;
@@ -506,12 +506,12 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-int session_list(struct strvec *out, const char *workspace)
+int rundir_list(struct strvec *out, const char *workspace)
 {
-	return session_list_kind(out, workspace, SESSION_RUNS);
+	return rundir_list_kind(out, workspace, RUNDIR_RUNS);
 }
 
-int session_list_kind(struct strvec *out, const char *workspace, const char *kind)
+int rundir_list_kind(struct strvec *out, const char *workspace, const char *kind)
 {
 	struct strvec ids = STRVEC_INIT;
 	struct dirent *de;
@@ -519,7 +519,7 @@ int session_list_kind(struct strvec *out, const char *workspace, const char *kin
 	size_t i;
 
 	{
-		int fd = session_forgex_open(workspace, kind, O_DIRECTORY, 0);
+		int fd = rundir_forgex_open(workspace, kind, O_DIRECTORY, 0);
 
 		if (fd < 0) {
 			if (fd == FX_ENOTFOUND || err_last_code() == FX_ENOTFOUND) {
@@ -550,19 +550,19 @@ int session_list_kind(struct strvec *out, const char *workspace, const char *kin
 	return 0;
 }
 
-int session_resolve(char **out, const char *workspace, const char *name)
+int rundir_resolve(char **out, const char *workspace, const char *name)
 {
-	return session_resolve_kind(out, workspace, SESSION_RUNS, name);
+	return rundir_resolve_kind(out, workspace, RUNDIR_RUNS, name);
 }
 
-int session_resolve_kind(char **out, const char *workspace, const char *kind, const char *name)
+int rundir_resolve_kind(char **out, const char *workspace, const char *kind, const char *name)
 {
 	struct strvec ids = STRVEC_INIT;
-	const char *found = NULL, *what = strcmp(kind, SESSION_RUNS) ? "session" : "run";
+	const char *found = NULL, *what = strcmp(kind, RUNDIR_RUNS) ? "session" : "run";
 	size_t i, n;
 	int ret = 0;
 
-	ret = session_list_kind(&ids, workspace, kind);
+	ret = rundir_list_kind(&ids, workspace, kind);
 	if (ret < 0)
 		goto out;
 	if (!ids.nr) {
@@ -630,7 +630,7 @@ static char *git_dir_of(const char *dir)
 	return ret;
 }
 
-int session_exclude(const char *workspace, int *added)
+int rundir_exclude(const char *workspace, int *added)
 {
 	static const char *const excluded[] = { ".forgex/runs/", ".forgex/checkpoints/",
 						".forgex/map/", ".forgex/sessions/",

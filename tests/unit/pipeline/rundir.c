@@ -12,33 +12,33 @@
 #include "base/fsutil.h"
 #include "base/jsonx.h"
 #include "helpers/testutil.h"
-#include "pipeline/session.h"
+#include "pipeline/rundir.h"
 
 static void collect(void *data, const json_t *ev)
 {
 	json_array_append((json_t *)data, (json_t *)ev);
 }
 
-static void test_session_events_numbered_and_timed(void **state)
+static void test_rundir_events_numbered_and_timed(void **state)
 {
 	char *ws = tu_mkdtemp();
-	struct session s = SESSION_INIT;
+	struct rundir s = RUNDIR_INIT;
 	json_t *seen = json_array(), *events = NULL, *e;
 	char *req;
 
 	(void)state;
-	assert_int_equal(session_create(&s, ws, "fix the bug"), 0);
+	assert_int_equal(rundir_create(&s, ws, "fix the bug"), 0);
 	s.on_event = collect;
 	s.on_event_data = seen;
-	assert_int_equal(session_eventf(&s, "stage_start", "{s:s}", "stage", "baseline"), 0);
-	assert_int_equal(session_event(&s, "stage_end", json_pack("{s:s, s:s}", "stage",
+	assert_int_equal(rundir_eventf(&s, "stage_start", "{s:s}", "stage", "baseline"), 0);
+	assert_int_equal(rundir_event(&s, "stage_end", json_pack("{s:s, s:s}", "stage",
 								  "baseline", "seq", "forged")), 0);
-	assert_int_equal(session_event(&s, "note", NULL), 0);
+	assert_int_equal(rundir_event(&s, "note", NULL), 0);
 	assert_int_equal(json_array_size(seen), 3);
-	assert_int_equal(session_load_events(&events, s.dir), 0);
+	assert_int_equal(rundir_load_events(&events, s.dir), 0);
 	assert_int_equal(json_array_size(events), 3);
 	e = json_array_get(events, 1);
-	/* numbering is the session's, whatever the fields say */
+	/* numbering is the run folder's, whatever the fields say */
 	assert_int_equal(jsonx_int(e, "seq", 0), 2);
 	assert_string_equal(jsonx_str(e, "type"), "stage_end");
 	assert_string_equal(jsonx_str(e, "stage"), "baseline");
@@ -50,87 +50,87 @@ static void test_session_events_numbered_and_timed(void **state)
 	free(req);
 	json_decref(events);
 	json_decref(seen);
-	session_release(&s);
+	rundir_release(&s);
 	tu_rmtree(ws);
 }
 
-static void test_session_open_continues_numbering(void **state)
+static void test_rundir_open_continues_numbering(void **state)
 {
 	char *ws = tu_mkdtemp(), *id;
-	struct session s = SESSION_INIT;
+	struct rundir s = RUNDIR_INIT;
 	json_t *events = NULL;
 	char *path;
 	FILE *f;
 
 	(void)state;
-	assert_int_equal(session_create(&s, ws, "x"), 0);
-	session_event(&s, "a", NULL);
-	session_event(&s, "b", NULL);
+	assert_int_equal(rundir_create(&s, ws, "x"), 0);
+	rundir_event(&s, "a", NULL);
+	rundir_event(&s, "b", NULL);
 	id = xstrdup(s.id);
-	path = session_path(&s, "events.jsonl");
-	session_release(&s);
+	path = rundir_path(&s, "events.jsonl");
+	rundir_release(&s);
 	/* a run killed mid-write leaves a torn last line */
 	f = fopen(path, "a");
 	fputs("{\"seq\": 3, \"ty", f);
 	fclose(f);
-	assert_int_equal(session_open(&s, ws, id), 0);
+	assert_int_equal(rundir_open(&s, ws, id), 0);
 	assert_int_equal(s.seq, 2);
-	session_event(&s, "c", NULL);
-	session_release(&s);
+	rundir_event(&s, "c", NULL);
+	rundir_release(&s);
 	/* the torn line is now in the middle: that is an error naming its line */
-	assert_int_equal(session_load_events(&events, (s.dir = session_dir(ws, id))), FX_EPARSE);
+	assert_int_equal(rundir_load_events(&events, (s.dir = rundir_dir(ws, id))), FX_EPARSE);
 	assert_non_null(strstr(err_last(), "line 3"));
 	free(s.dir);
-	assert_int_equal(session_open(&s, ws, "20000101-000000-0000"), FX_ENOTFOUND);
+	assert_int_equal(rundir_open(&s, ws, "20000101-000000-0000"), FX_ENOTFOUND);
 	free(path);
 	free(id);
 	tu_rmtree(ws);
 }
 
-static void test_session_ids_sort_and_resolve(void **state)
+static void test_rundir_ids_sort_and_resolve(void **state)
 {
 	char *ws = tu_mkdtemp(), *out = NULL;
 	struct strvec ids = STRVEC_INIT;
 	char id[32];
 
 	(void)state;
-	session_make_id(id, sizeof(id), 1796008500LL); /* 2026-11-30 03:15:00 UTC */
+	rundir_make_id(id, sizeof(id), 1796008500LL); /* 2026-11-30 03:15:00 UTC */
 	assert_int_equal(strlen(id), 20);
 	assert_memory_equal(id, "20261130-031500-", 16);
-	assert_int_equal(session_resolve(&out, ws, NULL), FX_ENOTFOUND);
+	assert_int_equal(rundir_resolve(&out, ws, NULL), FX_ENOTFOUND);
 	tu_write(ws, ".forgex/runs/20261130-031500-ab12/events.jsonl", "");
 	tu_write(ws, ".forgex/runs/20261130-031459-ffff/events.jsonl", "");
 	tu_write(ws, ".forgex/runs/20261201-000000-0001/events.jsonl", "");
 	tu_write(ws, ".forgex/runs/not-a-run/x", "");
-	assert_int_equal(session_list(&ids, ws), 0);
+	assert_int_equal(rundir_list(&ids, ws), 0);
 	assert_int_equal(ids.nr, 3);
 	assert_string_equal(ids.v[0], "20261130-031459-ffff");
 	assert_string_equal(ids.v[2], "20261201-000000-0001");
-	assert_int_equal(session_resolve(&out, ws, "last"), 0);
+	assert_int_equal(rundir_resolve(&out, ws, "last"), 0);
 	assert_string_equal(out, "20261201-000000-0001");
 	free(out);
-	assert_int_equal(session_resolve(&out, ws, "20261130-0315"), 0);
+	assert_int_equal(rundir_resolve(&out, ws, "20261130-0315"), 0);
 	assert_string_equal(out, "20261130-031500-ab12");
 	free(out);
-	assert_int_equal(session_resolve(&out, ws, "20261130"), FX_EINVAL);
-	assert_int_equal(session_resolve(&out, ws, "1999"), FX_ENOTFOUND);
+	assert_int_equal(rundir_resolve(&out, ws, "20261130"), FX_EINVAL);
+	assert_int_equal(rundir_resolve(&out, ws, "1999"), FX_ENOTFOUND);
 	strvec_clear(&ids);
 	tu_rmtree(ws);
 }
 
-static void test_session_exclude_once(void **state)
+static void test_rundir_exclude_once(void **state)
 {
 	char *ws = tu_mkdtemp(), *ex;
 	int added = -1;
 
 	(void)state;
 	/* not a git repository: nothing to do */
-	assert_int_equal(session_exclude(ws, &added), 0);
+	assert_int_equal(rundir_exclude(ws, &added), 0);
 	assert_int_equal(added, 0);
 	tu_write(ws, ".git/info/exclude", "*.o");
-	assert_int_equal(session_exclude(ws, &added), 0);
+	assert_int_equal(rundir_exclude(ws, &added), 0);
 	assert_int_equal(added, 5);
-	assert_int_equal(session_exclude(ws, &added), 0);
+	assert_int_equal(rundir_exclude(ws, &added), 0);
 	assert_int_equal(added, 0);
 	ex = tu_read(ws, ".git/info/exclude");
 	assert_string_equal(ex, "*.o\n# forgex run data\n.forgex/runs/\n.forgex/checkpoints/\n"
@@ -140,7 +140,7 @@ static void test_session_exclude_once(void **state)
 }
 
 /* A link planted as .git/info or .git/info/exclude is an error naming it, never a write elsewhere. */
-static void test_session_exclude_refuses_links(void **state)
+static void test_rundir_exclude_refuses_links(void **state)
 {
 	char *ws = tu_mkdtemp(), *elsewhere = tu_mkdtemp(), *ex, *p, *q;
 	struct stat before, after;
@@ -153,7 +153,7 @@ static void test_session_exclude_refuses_links(void **state)
 	assert_int_equal(symlink(elsewhere, p), 0);
 	q = xstrfmt("%s/exclude", elsewhere);
 	assert_int_equal(stat(q, &before), 0);
-	assert_int_equal(session_exclude(ws, &added), FX_EDENIED);
+	assert_int_equal(rundir_exclude(ws, &added), FX_EDENIED);
 	assert_non_null(strstr(err_last(), "/info is not a folder of its own"));
 	assert_int_equal(added, 0);
 	ex = tu_read(elsewhere, "exclude");
@@ -168,7 +168,7 @@ static void test_session_exclude_refuses_links(void **state)
 	free(p);
 	p = xstrfmt("%s/.git/info/exclude", ws);
 	assert_int_equal(symlink(q, p), 0);
-	assert_int_equal(session_exclude(ws, &added), FX_EDENIED);
+	assert_int_equal(rundir_exclude(ws, &added), FX_EDENIED);
 	assert_non_null(strstr(err_last(), "info/exclude is a symbolic link"));
 	ex = tu_read(elsewhere, "exclude");
 	assert_string_equal(ex, "mine\n");
@@ -180,10 +180,10 @@ static void test_session_exclude_refuses_links(void **state)
 }
 
 /* Lines from concurrent writers never interleave: each is one write(2). */
-static void test_session_concurrent_lines_whole(void **state)
+static void test_rundir_concurrent_lines_whole(void **state)
 {
 	char *ws = tu_mkdtemp(), *id;
-	struct session s = SESSION_INIT;
+	struct rundir s = RUNDIR_INIT;
 	json_t *events = NULL;
 	char big[5000];
 	int k;
@@ -191,7 +191,7 @@ static void test_session_concurrent_lines_whole(void **state)
 	(void)state;
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	assert_int_equal(session_create(&s, ws, NULL), 0);
+	assert_int_equal(rundir_create(&s, ws, NULL), 0);
 	id = xstrdup(s.id);
 	for (k = 0; k < 4; k++) {
 		pid_t pid = fork();
@@ -200,15 +200,15 @@ static void test_session_concurrent_lines_whole(void **state)
 			int i;
 
 			for (i = 0; i < 50; i++)
-				session_eventf(&s, "w", "{s:s, s:i}", "blob", big, "k", k);
+				rundir_eventf(&s, "w", "{s:s, s:i}", "blob", big, "k", k);
 			_exit(0);
 		}
 	}
 	while (wait(NULL) > 0)
 		;
-	session_release(&s);
-	s.dir = session_dir(ws, id);
-	assert_int_equal(session_load_events(&events, s.dir), 0);
+	rundir_release(&s);
+	s.dir = rundir_dir(ws, id);
+	assert_int_equal(rundir_load_events(&events, s.dir), 0);
 	assert_int_equal(json_array_size(events), 200);
 	free(s.dir);
 	json_decref(events);
@@ -219,12 +219,12 @@ static void test_session_concurrent_lines_whole(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_session_events_numbered_and_timed),
-		cmocka_unit_test(test_session_open_continues_numbering),
-		cmocka_unit_test(test_session_ids_sort_and_resolve),
-		cmocka_unit_test(test_session_exclude_once),
-		cmocka_unit_test(test_session_exclude_refuses_links),
-		cmocka_unit_test(test_session_concurrent_lines_whole),
+		cmocka_unit_test(test_rundir_events_numbered_and_timed),
+		cmocka_unit_test(test_rundir_open_continues_numbering),
+		cmocka_unit_test(test_rundir_ids_sort_and_resolve),
+		cmocka_unit_test(test_rundir_exclude_once),
+		cmocka_unit_test(test_rundir_exclude_refuses_links),
+		cmocka_unit_test(test_rundir_concurrent_lines_whole),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
