@@ -22,9 +22,9 @@
  * error: approval fails closed. Nothing is ever remembered on disk.
  *
  * The caller:
- *   1. d = policy_check(&policy, argv, argc, &reason);
+ *   1. d = policy_check(&v, &policy, argv, argc);
  *   2. if d == POLICY_APPROVAL:
- *        struct approval_request rq = { argv, argc, cwd, reason.buf, net };
+ *        struct approval_request rq = { argv, argc, cwd, v.reason.buf, v.network };
  *        struct approval_answer a = APPROVAL_ANSWER_INIT;
  *        if (approval_decide(&a, policy.mode, &rq) == APPROVE_NO)
  *              ... refuse, telling the model a.reason when there is one;
