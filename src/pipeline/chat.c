@@ -545,7 +545,7 @@ static void on_mcp_server(void *data, json_t *fields)
 static int open_tools(struct chat *c)
 {
 	struct workbench_opts wo = { c->cfg, c->s.dir, c->s.id, c->o->cancel, on_command,
-				     on_hook_event, on_mcp_server, c };
+				     on_hook_event, on_mcp_server, c, c->o->approver };
 	int ret = workbench_open(&c->wb, &wo);
 
 	if (ret < 0)
@@ -579,7 +579,8 @@ int chat_open(struct chat **out, const struct chat_opts *o)
 	strvec_init(&c->said);
 	c->prices = (struct agent_budget)AGENT_BUDGET_INIT;
 	/* an `a` answer holds for one session: a new (or resumed) one asks again */
-	approval_always_reset();
+	if (o->approver)
+		approver_forget(o->approver);
 	ac = config_agent(c->cfg, ROLE_BUILDER);
 	c->model = xstrdup(ac->model ? ac->model : "");
 

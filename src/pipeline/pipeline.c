@@ -965,7 +965,7 @@ static int setup(struct pl *pl)
 	pl->have_journal = 1;
 	{
 		struct workbench_opts wo = { cfg, pl->s.dir, pl->s.id, pl->o->cancel, on_command,
-					     on_hook_event, on_mcp_server, pl };
+					     on_hook_event, on_mcp_server, pl, pl->o->approver };
 
 		ret = workbench_open(&pl->wb, &wo);
 		if (ret < 0)

@@ -1220,14 +1220,13 @@ static int check_approval(struct executor *ex, const struct exec_request *req,
 
 	*network = 0;
 	if (v->decision == POLICY_APPROVAL) {
-		struct approval_request rq = {
-			req->argv, req->argc, shown_workdir(ex, workdir), v->reason.buf,
-			v->network && !ex->network,
-		};
+		struct approval_request rq = { APPROVAL_COMMAND, v->reason.buf, req->argv, req->argc,
+					       shown_workdir(ex, workdir), v->network && !ex->network,
+					       NULL, NULL, NULL };
 		enum approval_mode mode = ex->policy.mode == APPROVAL_AUTO && v->always_ask ?
 			APPROVAL_ASK : ex->policy.mode;
 
-		if (approval_decide(&a, mode, &rq) == APPROVE_NO) {
+		if (approver_decide(ex->approver, &a, mode, &rq) == APPROVE_NO) {
 			approval_add_refusal(&q, req->argv, req->argc, &a);
 			ret = err_set(FX_EDENIED, "%s", q.buf);
 			goto out;

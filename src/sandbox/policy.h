@@ -29,7 +29,7 @@
  *      POLICY_INIT struct itself);
  *   2. policy_check() for each command, which fills a struct
  *      policy_verdict; when its decision is POLICY_APPROVAL,
- *      approval_decide() (sandbox/approval.h); policy_verdict_release();
+ *      approver_decide() (sandbox/approval.h); policy_verdict_release();
  *   3. policy_release().
  *
  * The functions never block and never print.
