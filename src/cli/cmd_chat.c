@@ -17,6 +17,7 @@
 #include "base/jsonx.h"
 #include "base/log.h"
 #include "base/termsafe.h"
+#include "cli/approve_tty.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/lineedit.h"
@@ -76,6 +77,9 @@ struct front {
 	json_t *plan;
 	char *plan_request;
 	int quit;
+	/* the session's approvals: asked on the terminal, `a` answers kept for the session */
+	struct approver ap;
+	struct approve_tty tty;
 };
 
 static const char *col(const struct front *f, const char *c)
@@ -331,16 +335,6 @@ static void on_wait(void *data, const char *holder)
  * Turns
  */
 
-/* Around an approval question: the spinner leaves the line to it. */
-static void approval_hook(void *data, int asking)
-{
-	(void)data;
-	if (asking)
-		progress_hold();
-	else
-		progress_release("");
-}
-
 static void show_turn_end(struct front *f, const struct agent_result *r, int ret)
 {
 	size_t nr;
@@ -391,13 +385,11 @@ static void turn(struct front *f, const char *message)
 	f->held_len = 0;
 	interrupted = 0;
 	/* a spinner while nothing else is said: on a terminal, not with -q or -v */
-	if (!cli_quiet && !cli_verbose && isatty(1) && progress_start(stderr))
-		approval_set_hook(approval_hook, NULL);
+	if (!cli_quiet && !cli_verbose && isatty(1))
+		progress_start(stderr);
 	ret = chat_turn(f->chat, message, &r);
-	if (progress_active()) {
-		approval_set_hook(NULL, NULL);
+	if (progress_active())
 		progress_stop();
-	}
 	show_turn_end(f, &r, ret);
 	for (i = 0; i < r.warnings.nr; i++)
 		cli_printf(stderr, "forgex: warning: %s\n", r.warnings.v[i]);
@@ -424,6 +416,7 @@ static void pipeline(struct front *f, const char *action, const char *request,
 	po.plan = plan;
 	po.force_provider = f->co.force_provider;
 	po.no_wait = f->co.no_wait;
+	po.approver = &f->ap;	/* the session's `a` answers hold in its runs */
 	if (plan_only)
 		f->cfg->pipeline.baseline = 0;
 	sigaction(SIGINT, NULL, &old);
@@ -437,7 +430,6 @@ static void pipeline(struct front *f, const char *action, const char *request,
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	approval_set_cancel(&interrupted);
 	interrupted = 0;
 	f->cfg->pipeline.baseline = baseline;
 	/* the run's model calls, as the pipeline counted them, and its ending */
@@ -866,8 +858,13 @@ int cmd_chat(int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	/* SIGTERM or SIGHUP at an approval question is a no (Ctrl-C there is one anyway) */
-	approval_set_cancel(&interrupted);
+	/*
+	 * Questions on the terminal; after one the spinner starts its count
+	 * again. SIGTERM or SIGHUP at one is a no (Ctrl-C there is one anyway).
+	 */
+	f.tty.label = "";
+	approver_init(&f.ap, approve_tty_ask, &f.tty, &interrupted);
+	f.co.approver = &f.ap;
 	ret = chat_open(&f.chat, &f.co);
 	f.co.resume = NULL;
 	if (ret < 0) {
@@ -940,7 +937,7 @@ out:
 	/* leaving: an index still being built for the map is not waited for */
 	interrupted = 1;
 	chat_close(f.chat);
-	approval_set_cancel(NULL);
+	approver_release(&f.ap);
 	sigaction(SIGINT, &old_int, NULL);
 	json_decref(f.plan);
 	free(f.plan_request);

@@ -19,6 +19,7 @@
 #include "base/jsonx.h"
 #include "base/log.h"
 #include "base/path.h"
+#include "cli/approve_tty.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "sandbox/approval.h"
@@ -87,6 +88,7 @@ int cmd_exec(int argc, char **argv)
 	struct sigaction sa, old_int, old_term, old_hup;
 	struct exec_request req;
 	struct executor ex;
+	struct approver ap;
 	struct config cfg;
 	struct buf cwd = BUF_INIT;
 	char *here = NULL;
@@ -176,7 +178,9 @@ int cmd_exec(int argc, char **argv)
 	sigaction(SIGTERM, &sa, &old_term);
 	sigaction(SIGHUP, &sa, &old_hup);
 	executor_set_cancel(&ex, -1, &exec_interrupted);
-	approval_set_cancel(&exec_interrupted);	/* SIGTERM at an approval question: no */
+	/* asked on the terminal; SIGTERM at the question: no */
+	approver_init(&ap, approve_tty_ask, NULL, &exec_interrupted);
+	ex.approver = &ap;
 
 	memset(&req, 0, sizeof(req));
 	req.argv = (const char *const *)argv + optind;
@@ -184,7 +188,7 @@ int cmd_exec(int argc, char **argv)
 	req.cwd = cwd.buf;
 	req.timeout_ms = timeout_ms;
 	ret = executor_run(&r, &ex, &req);
-	approval_set_cancel(NULL);
+	approver_release(&ap);
 
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);

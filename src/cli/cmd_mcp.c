@@ -17,6 +17,7 @@
 
 #include "base/jsonx.h"
 #include "base/log.h"
+#include "cli/approve_tty.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "sandbox/approval.h"
@@ -155,8 +156,12 @@ static int mcp_call(int json, int yes, const char *server, const char *tool, con
 	if (!yes && strcmp(cfg.permissions.mode, "auto")) {
 		char *what = xstrfmt("the MCP tool %s (server %s)", tool, server);
 		char *shown = json_dumps(args, JSON_COMPACT);
-		int a = approval_ask_what(NULL, what, shown ? shown : "{}", "forgex mcp call");
+		struct approval_request rq = { APPROVAL_MCP_TOOL, "forgex mcp call", NULL, 0, NULL, 0,
+					       tool, what, shown ? shown : "{}" };
+		struct approval_answer answer = APPROVAL_ANSWER_INIT;
+		int a = approve_tty_ask(NULL, &answer, &rq, NULL);
 
+		approval_answer_release(&answer);
 		free(what);
 		free(shown);
 		if (!a) {

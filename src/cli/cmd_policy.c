@@ -55,7 +55,7 @@ static int policy_check_cmd(int argc, char **argv)
 	};
 	struct config cfg;
 	struct policy p = POLICY_INIT;
-	struct buf reason = BUF_INIT;
+	struct policy_verdict v = POLICY_VERDICT_INIT;
 	enum policy_decision d;
 	int json = 0, c, ret;
 
@@ -82,9 +82,9 @@ static int policy_check_cmd(int argc, char **argv)
 		config_release(&cfg);
 		return EXIT_USAGE;
 	}
-	d = policy_check(&p, (const char *const *)argv + optind, (size_t)(argc - optind), &reason);
-	print_decision(d, &reason, json);
-	buf_release(&reason);
+	d = policy_check(&v, &p, (const char *const *)argv + optind, (size_t)(argc - optind));
+	print_decision(d, &v.reason, json);
+	policy_verdict_release(&v);
 	policy_release(&p);
 	config_release(&cfg);
 	return exit_code(d);

@@ -7,6 +7,7 @@
 #include "base/fsutil.h"
 #include "base/jsonx.h"
 #include "base/log.h"
+#include "cli/approve_tty.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "pipeline/chat.h"
@@ -78,6 +79,7 @@ static void changed_text(struct buf *out, const json_t *ev)
 static int replay_session(struct config *cfg, const char *id, int json)
 {
 	struct chat_opts co = CHAT_OPTS_INIT;
+	struct approver ap;
 	struct chat *c = NULL;
 	char *dir = rundir_dir_kind(cfg->workspace, RUNDIR_CHATS, id);
 	json_t *events = NULL, *ev, *ends = json_array();
@@ -98,6 +100,8 @@ static int replay_session(struct config *cfg, const char *id, int json)
 		fprintf(stderr, "forgex: replaying session %s offline from its transcript\n", id);
 	co.cfg = cfg;
 	co.force_provider = REPLAY_PROVIDER;
+	approver_init(&ap, approve_tty_ask, NULL, NULL);
+	co.approver = &ap;
 	ret = chat_open(&c, &co);
 	if (ret < 0)
 		goto fail;
@@ -187,6 +191,8 @@ fail:
 	status = ret == FX_ENOTFOUND || ret == FX_EPARSE ? EXIT_USAGE : EXIT_FAIL;
 out:
 	chat_close(c);
+	if (co.approver)
+		approver_release(&ap);
 	json_decref(events);
 	json_decref(ends);
 	free(dir);

@@ -11,6 +11,7 @@
 
 #include "base/jsonx.h"
 #include "base/log.h"
+#include "cli/approve_tty.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
@@ -323,16 +324,6 @@ static void show_start(void *data, const struct rundir *s)
 	}
 }
 
-/* Around an approval question: the spinner leaves the line to it. */
-static void approval_hook(void *data, int asking)
-{
-	(void)data;
-	if (asking)
-		progress_hold();
-	else
-		progress_release(NULL);
-}
-
 static int exit_for(const struct pipeline_result *r)
 {
 	switch (r->outcome) {
@@ -537,6 +528,12 @@ int cli_pipeline_keep(const char *cmd, struct config *cfg, struct pipeline_opts 
 {
 	struct pipeline_result res = PIPELINE_RESULT_INIT;
 	struct sigaction sa, old[ARRAY_SIZE(stop_signals)];
+	struct approve_tty tty = APPROVE_TTY_INIT;
+	struct approver own, *ap = po->approver;
+	/* a session's approver, as it asked before this run */
+	approval_ask_fn was_ask = ap ? ap->ask : NULL;
+	void *was_data = ap ? ap->data : NULL;
+	const volatile sig_atomic_t *was_cancel = ap ? ap->cancel : NULL;
 	size_t i;
 	struct view v;
 	int ret, status;
@@ -556,22 +553,38 @@ int cli_pipeline_keep(const char *cmd, struct config *cfg, struct pipeline_opts 
 	po->cfg = cfg;
 	po->on_wait = on_wait;
 	po->cancel = &interrupted;
-	/* SIGTERM or SIGHUP at an approval question: no, and the run ends */
-	approval_set_cancel(&interrupted);
+	/*
+	 * The run's questions: asked on the terminal, and SIGTERM or SIGHUP at
+	 * one is a no (the run ends). A session's /run keeps the session's
+	 * approver, and so its `a` answers, while these signals are ours.
+	 */
+	if (!ap) {
+		approver_init(&own, approve_tty_ask, &tty, &interrupted);
+		ap = po->approver = &own;
+	} else {
+		ap->ask = approve_tty_ask;
+		ap->data = &tty;
+		ap->cancel = &interrupted;
+	}
 	po->on_event = show_event;
 	po->event_data = &v;
 	po->on_rundir = show_start;
 	if (cli_verbose && !json && !cli_quiet)
 		po->on_text = show_text;
 	/* a spinner only on a terminal, never with --json, -q or -v (debug lines) */
-	if (!json && !cli_quiet && !cli_verbose && v.tty && progress_start(stderr))
-		approval_set_hook(approval_hook, NULL);
+	if (!json && !cli_quiet && !cli_verbose && v.tty)
+		progress_start(stderr);
 	ret = pipeline_run(&res, po);
-	approval_set_cancel(NULL);
-	if (progress_active()) {
-		approval_set_hook(NULL, NULL);
-		progress_stop();
+	if (ap == &own) {
+		approver_release(&own);
+		po->approver = NULL;
+	} else {
+		ap->ask = was_ask;
+		ap->data = was_data;
+		ap->cancel = was_cancel;
 	}
+	if (progress_active())
+		progress_stop();
 	for (i = 0; i < ARRAY_SIZE(stop_signals); i++)
 		if (stop_signals[i] != SIGPIPE)
 			sigaction(stop_signals[i], &old[i], NULL);

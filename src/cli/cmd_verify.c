@@ -17,6 +17,7 @@
 #include "base/jsonx.h"
 #include "base/log.h"
 #include "base/termsafe.h"
+#include "cli/approve_tty.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "sandbox/approval.h"
@@ -149,6 +150,7 @@ int cmd_verify(int argc, char **argv)
 	struct sigaction sa, old_int, old_term, old_hup;
 	struct verify_request req;
 	struct executor ex;
+	struct approver ap;
 	struct config cfg;
 	int json = 0, c, ret, status;
 	size_t i;
@@ -212,11 +214,16 @@ int cmd_verify(int argc, char **argv)
 	sigaction(SIGTERM, &sa, &old_term);
 	sigaction(SIGHUP, &sa, &old_hup);
 	executor_set_cancel(&ex, -1, &verify_interrupted);
+	/* a detected test command that needs approval is asked about on the terminal */
+	approver_init(&ap, approve_tty_ask, NULL, NULL);
+	ex.approver = &ap;
 
 	req.cmd = &cmd;
 	req.workspace = cfg.workspace;
 	req.timeout_seconds = cfg.terminal.timeout_seconds;
 	ret = verify_run(&r, &req, verify_executor_run, &ex);
+	ex.approver = NULL;
+	approver_release(&ap);
 
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);

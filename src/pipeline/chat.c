@@ -401,7 +401,8 @@ static int last_own_session(char **out, const char *workspace)
 
 static int open_tools(struct chat *c)
 {
-	struct workbench_opts wo = { c->cfg, c->s.dir, c->s.id, c->o->cancel, &c->rec };
+	struct workbench_opts wo = { c->cfg, c->s.dir, c->s.id, c->o->cancel, &c->rec,
+				     c->o->approver };
 
 	c->diffs.before_change = diff_before_change;
 	c->diffs.after_change = diff_after_change;
@@ -433,7 +434,8 @@ int chat_open(struct chat **out, const struct chat_opts *o)
 	strvec_init(&c->said);
 	c->prices = (struct agent_budget)AGENT_BUDGET_INIT;
 	/* an `a` answer holds for one session: a new (or resumed) one asks again */
-	approval_always_reset();
+	if (o->approver)
+		approver_forget(o->approver);
 	ac = config_agent(c->cfg, ROLE_BUILDER);
 	c->model = xstrdup(ac->model ? ac->model : "");
 

@@ -80,6 +80,12 @@ struct chat_opts {
 	void *text_data;
 	int no_wait;			/* a held workspace lock fails a turn at once */
 	void (*on_wait)(void *data, const char *holder);	/* with event_data */
+	/*
+	 * Decides about commands, hooks and MCP tools that need approval
+	 * (borrowed; NULL: nobody to ask). chat_open() makes it forget its
+	 * `a` answers: they hold for one session.
+	 */
+	struct approver *approver;
 };
 
 #define CHAT_OPTS_INIT { NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL }

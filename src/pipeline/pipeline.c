@@ -643,7 +643,8 @@ static int setup(struct pl *pl)
 	pl->have_journal = 1;
 	pl->rec.jr = &pl->jr;
 	{
-		struct workbench_opts wo = { cfg, pl->s.dir, pl->s.id, pl->o->cancel, &pl->rec };
+		struct workbench_opts wo = { cfg, pl->s.dir, pl->s.id, pl->o->cancel, &pl->rec,
+					     pl->o->approver };
 
 		ret = workbench_open(&pl->wb, &wo);
 		if (ret < 0)

@@ -87,6 +87,8 @@ struct pipeline_opts {
 	 * does not run; this plan is the run's (borrowed; NULL: plan).
 	 */
 	const json_t *plan;
+	/* Decides about commands, hooks and MCP tools that need approval (borrowed; NULL: nobody to ask). */
+	struct approver *approver;
 };
 
 #define PIPELINE_OPTS_INIT { NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL }

@@ -25,6 +25,8 @@ int workbench_open(struct workbench *wb, const struct workbench_opts *o)
 		return err_prefix(ret, "sandbox");
 	wb->have_ex = 1;
 	executor_set_cancel(&wb->ex, -1, o->cancel);
+	wb->ex.approver = o->approver;
+	wb->mcp.approver = o->approver;
 	wb->st.executor = &wb->ex;
 	wb->st.test_command = &cfg->pipeline.test_command;
 	wb->st.test_command_untrusted = config_from_untrusted_project(cfg, "pipeline.test_command");
@@ -60,6 +62,7 @@ int workbench_open(struct workbench *wb, const struct workbench_opts *o)
 	o->recorder->map = &wb->ctx;
 	if (executor_init(&wb->map_ex, cfg, cfg->workspace) == 0) {
 		executor_set_cancel(&wb->map_ex, -1, o->cancel);
+		wb->map_ex.approver = o->approver;
 		wb->map_ex.workspace_read_only = 1;	/* only ctags: it only reads */
 		wb->have_map_ex = 1;
 		wb->ctx.idx.ex2 = &wb->map_ex;

@@ -3,8 +3,8 @@
 
 /*
  * What agents work with, the same for a run (pipeline.c) and an
- * interactive session (chat.c): the executor (policy, approvals,
- * sandbox), the tool registry (built-in, shell, role and MCP tools, and
+ * interactive session (chat.c): the executor (policy, sandbox; approvals
+ * by the front's approver), the tool registry (built-in, shell, role and MCP tools, and
  * repo_map), the tool context on the workspace, the user's hooks, and the
  * repository map with a second, read-only executor for its ctags.
  *
@@ -56,6 +56,7 @@ struct workbench_opts {
 	 * (tctx.hooks); it outlives the bench.
 	 */
 	struct recorder *recorder;
+	struct approver *approver;	/* decides for commands, hooks, MCP tools (borrowed; may be NULL) */
 };
 
 /** Make `wb` safe to release (nothing open). */

@@ -1,35 +1,12 @@
 /*
- * Approval of commands; see approval.h.
+ * Approval of commands and MCP tool calls; see approval.h. The question
+ * itself is the front's (src/cli/approve_tty.c).
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <termios.h>
-#include <unistd.h>
 
-#include "base/fsutil.h"
 #include "sandbox/approval.h"
-
-/* Unreadable answers before the question counts as answered no. */
-#define MAX_TRIES 3
-/* Longest answer line read; a longer one is unreadable. */
-#define MAX_ANSWER 64
-
-static pthread_mutex_t ask_lock = PTHREAD_MUTEX_INITIALIZER;
-static void (*ask_hook)(void *data, int asking);
-static void *ask_hook_data;
-
-void approval_set_hook(void (*fn)(void *data, int asking), void *data)
-{
-	pthread_mutex_lock(&ask_lock);
-	ask_hook = fn;
-	ask_hook_data = data;
-	pthread_mutex_unlock(&ask_lock);
-}
 
 /* ---- showing the command ---------------------------------------------- */
 
@@ -188,55 +165,7 @@ void approval_format_argv(struct buf *out, const char *const *argv, size_t argc)
 	}
 }
 
-/* ---- what is remembered ----------------------------------------------- */
-
-static pthread_mutex_t always_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct strvec always = STRVEC_INIT;
-static const volatile sig_atomic_t *ask_cancel;
-
-void approval_set_cancel(const volatile sig_atomic_t *flag)
-{
-	pthread_mutex_lock(&ask_lock);
-	ask_cancel = flag;
-	pthread_mutex_unlock(&ask_lock);
-}
-
-static void name_of(struct buf *out, const char *argv0)
-{
-	policy_base_name(out, argv0 ? argv0 : "");
-}
-
-int approval_always_has(const char *argv0)
-{
-	struct buf name = BUF_INIT;
-	int found;
-
-	name_of(&name, argv0);
-	pthread_mutex_lock(&always_lock);
-	found = name.len && strvec_find(&always, name.buf) >= 0;
-	pthread_mutex_unlock(&always_lock);
-	buf_release(&name);
-	return found;
-}
-
-void approval_always_add(const char *argv0)
-{
-	struct buf name = BUF_INIT;
-
-	name_of(&name, argv0);
-	pthread_mutex_lock(&always_lock);
-	if (name.len && strvec_find(&always, name.buf) < 0)
-		strvec_push(&always, name.buf);
-	pthread_mutex_unlock(&always_lock);
-	buf_release(&name);
-}
-
-void approval_always_reset(void)
-{
-	pthread_mutex_lock(&always_lock);
-	strvec_clear(&always);
-	pthread_mutex_unlock(&always_lock);
-}
+/* ---- answers ---------------------------------------------------------- */
 
 void approval_answer_release(struct approval_answer *a)
 {
@@ -256,390 +185,117 @@ void approval_add_refusal(struct buf *out, const char *const *argv, size_t argc,
 		buf_addf(out, " \xe2\x80\x94 the person said: \"%s\"", a->reason);
 }
 
-/* ---- the terminal ------------------------------------------------------ */
+/* ---- the approver ----------------------------------------------------- */
 
-/*
- * While a question is asked the terminal is in canonical mode with echo
- * (whatever a line editor of the front left it in), ISIG off so that ^C is
- * not SIGINT for forgex but a byte, and ^C an end of line (VEOL) so that
- * the read returns at once with it.
- */
-struct tty_mode {
-	int saved;
-	struct termios t;
-};
-
-static void tty_enter(int fd, struct tty_mode *m)
+void approver_init(struct approver *ap, approval_ask_fn ask, void *data,
+		   const volatile sig_atomic_t *cancel)
 {
-	struct termios t;
-
-	m->saved = 0;
-	if (!isatty(fd) || tcgetattr(fd, &m->t) < 0)
-		return;
-	m->saved = 1;
-	t = m->t;
-	t.c_lflag |= ICANON | ECHO | ECHOE | ECHOK;
-	t.c_lflag &= ~(tcflag_t)ISIG;
-	t.c_iflag |= ICRNL;
-	t.c_iflag &= ~(tcflag_t)(INLCR | IGNCR);
-	t.c_cc[VEOL] = 0x03;
-	if (t.c_cc[VEOF] == _POSIX_VDISABLE)
-		t.c_cc[VEOF] = 0x04;
-	while (tcsetattr(fd, TCSANOW, &t) < 0 && errno == EINTR)
-		;
-	/* type-ahead cannot answer a question it was typed before */
-	tcflush(fd, TCIFLUSH);
+	memset(ap, 0, sizeof(*ap));
+	ap->ask = ask;
+	ap->data = data;
+	ap->cancel = cancel;
+	pthread_mutex_init(&ap->ask_lock, NULL);
+	pthread_mutex_init(&ap->always_lock, NULL);
+	strvec_init(&ap->always_commands);
+	strvec_init(&ap->always_tools);
 }
 
-static void tty_leave(int fd, const struct tty_mode *m)
+void approver_forget(struct approver *ap)
 {
-	if (!m->saved)
-		return;
-	while (tcsetattr(fd, TCSANOW, &m->t) < 0 && errno == EINTR)
-		;
+	pthread_mutex_lock(&ap->always_lock);
+	strvec_clear(&ap->always_commands);
+	strvec_clear(&ap->always_tools);
+	pthread_mutex_unlock(&ap->always_lock);
 }
 
-/* ---- asking ----------------------------------------------------------- */
-
-enum { LINE_EOF = 0, LINE_OK = 1, LINE_INTR = 2 };
-
-static int cancelled(void)
+void approver_release(struct approver *ap)
 {
-	return ask_cancel && *ask_cancel;
+	strvec_clear(&ap->always_commands);
+	strvec_clear(&ap->always_tools);
+	pthread_mutex_destroy(&ap->ask_lock);
+	pthread_mutex_destroy(&ap->always_lock);
+	memset(ap, 0, sizeof(*ap));
 }
 
 /*
- * Read one line (without its newline) into `line`, keeping at most `max`
- * bytes of it. LINE_OK: a line; LINE_EOF: end of input (^D) before a
- * complete line; LINE_INTR: ^C, or the cancel flag; FX_EOS: a read failed.
+ * What an `a` answer to `rq` remembers, in `key`, and in which list: the
+ * base name of argv[0] for a command (as the question says: "a: yes, and
+ * 'pip' without asking"), the registry name of an MCP tool. NULL when
+ * there is nothing to remember by (an empty name).
  */
-static int read_line(int in, struct buf *line, size_t max)
+static struct strvec *always_list(struct approver *ap, const struct approval_request *rq,
+				  struct buf *key)
 {
-	char c;
-
-	buf_reset(line);
-	for (;;) {
-		struct pollfd p = { in, POLLIN, 0 };
-		ssize_t n;
-		int r;
-
-		if (cancelled())
-			return LINE_INTR;
-		r = poll(&p, 1, ask_cancel ? 100 : -1);
-		if (r < 0 && errno != EINTR)
-			return err_set_errno(FX_EOS, "cannot read the answer");
-		if (r <= 0)
-			continue;
-		n = read(in, &c, 1);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n < 0)
-			return err_set_errno(FX_EOS, "cannot read the answer");
-		if (n == 0 || c == 0x04)
-			return LINE_EOF;
-		if (c == 0x03)
-			return LINE_INTR;
-		if (c == '\n')
-			return LINE_OK;
-		if (line->len <= max)
-			buf_addch(line, c);
+	if (rq->kind == APPROVAL_MCP_TOOL) {
+		buf_addstr(key, rq->tool ? rq->tool : "");
+		return key->len ? &ap->always_tools : NULL;
 	}
+	if (rq->argc)
+		policy_base_name(key, rq->argv[0] ? rq->argv[0] : "");
+	return key->len ? &ap->always_commands : NULL;
 }
 
-/* 'y', 'a', 'n' (also empty), 'e', or -1 for anything else. */
-static int parse_answer(struct buf *line)
+static int remembered(struct approver *ap, const struct approval_request *rq)
 {
-	static const struct { const char *word; int answer; } words[] = {
-		{ "y", 'y' }, { "yes", 'y' }, { "a", 'a' }, { "always", 'a' },
-		{ "n", 'n' }, { "no", 'n' }, { "", 'n' }, { "e", 'e' },
-	};
-	size_t i;
+	struct buf key = BUF_INIT;
+	struct strvec *list;
+	int found = 0;
 
-	buf_trim(line);
-	for (i = 0; i < line->len; i++)
-		if (line->buf[i] >= 'A' && line->buf[i] <= 'Z')
-			line->buf[i] = (char)(line->buf[i] - 'A' + 'a');
-	for (i = 0; i < ARRAY_SIZE(words); i++)
-		if (!strcmp(line->buf, words[i].word))
-			return words[i].answer;
-	return -1;
+	pthread_mutex_lock(&ap->always_lock);
+	list = always_list(ap, rq, &key);
+	if (list)
+		found = strvec_find(list, key.buf) >= 0;
+	pthread_mutex_unlock(&ap->always_lock);
+	buf_release(&key);
+	return found;
 }
 
-static int say(int out, const char *s)
+static void remember(struct approver *ap, const struct approval_request *rq)
 {
-	return fsutil_write_all(out, s, strlen(s));
+	struct buf key = BUF_INIT;
+	struct strvec *list;
+
+	pthread_mutex_lock(&ap->always_lock);
+	list = always_list(ap, rq, &key);
+	if (list && strvec_find(list, key.buf) < 0)
+		strvec_push(list, key.buf);
+	pthread_mutex_unlock(&ap->always_lock);
+	buf_release(&key);
 }
 
-/* Keep at most APPROVAL_REASON_MAX bytes of `line`, cut on a character, escaped. */
-static char *clean_reason(struct buf *line)
-{
-	struct buf r = BUF_INIT;
-	size_t n;
-	int cut = 0;
-
-	buf_trim(line);
-	if (!line->len)
-		return NULL;
-	n = line->len;
-	if (n > APPROVAL_REASON_MAX) {
-		n = APPROVAL_REASON_MAX;
-		while (n > 0 && ((unsigned char)line->buf[n] & 0xc0) == 0x80)
-			n--;
-		cut = 1;
-	}
-	buf_setlen(line, n);
-	approval_add_visible(&r, line->buf);
-	if (cut)
-		buf_addstr(&r, "...");
-	return buf_detach(&r, NULL);
-}
-
-/*
- * Ask `question` until an answer parse_answer() reads, or MAX_TRIES
- * unreadable ones; `again` is the prompt after an unreadable answer. `e`
- * then asks for the reason. Fills `a`; a no without the person saying so
- * leaves err_last() saying why.
- */
-static int ask_until(struct approval_answer *a, int in, int out, const char *question,
-		     const char *again)
-{
-	struct buf line = BUF_INIT;
-	struct tty_mode mode;
-	int tries, r;
-
-	memset(a, 0, sizeof(*a));
-	err_clear();
-	tty_enter(in, &mode);
-	if (!mode.saved && isatty(in))
-		tcflush(in, TCIFLUSH);
-	for (tries = 0; tries < MAX_TRIES; tries++) {
-		if (say(out, tries ? again : question) < 0)
-			goto out;
-		r = read_line(in, &line, MAX_ANSWER);
-		if (r < 0)
-			goto out;
-		if (r == LINE_INTR) {
-			a->interrupted = 1;
-			say(out, "\nNot run.\n");
-			goto out;
-		}
-		if (r == LINE_EOF) {
-			err_set(FX_EDENIED, "no answer to the approval question (end of input)");
-			say(out, "\n");
-			goto out;
-		}
-		switch (parse_answer(&line)) {
-		case 'y':
-			a->verdict = APPROVE_ONCE;
-			goto out;
-		case 'a':
-			a->verdict = APPROVE_ALWAYS;
-			goto out;
-		case 'n':
-			goto out;
-		case 'e':
-			if (say(out, "Tell the model why: ") < 0)
-				goto out;
-			r = read_line(in, &line, APPROVAL_REASON_MAX + 4);
-			if (r == LINE_OK)
-				a->reason = clean_reason(&line);
-			else if (r == LINE_INTR)
-				a->interrupted = 1;
-			if (r == LINE_INTR || r == LINE_EOF)
-				say(out, "\n");
-			goto out;
-		default:
-			break;
-		}
-	}
-	err_set(FX_EDENIED, "no readable answer to the approval question");
-	say(out, "Not run.\n");
-out:
-	tty_leave(in, &mode);
-	buf_release(&line);
-	return a->verdict;
-}
-
-static void begin(void)
-{
-	pthread_mutex_lock(&ask_lock);
-	if (ask_hook)
-		ask_hook(ask_hook_data, 1);
-}
-
-static void end(void)
-{
-	if (ask_hook)
-		ask_hook(ask_hook_data, 0);
-	pthread_mutex_unlock(&ask_lock);
-}
-
-int approval_ask_command_fd(struct approval_answer *a, int in, int out,
-			    const struct approval_request *rq)
-{
-	struct buf msg = BUF_INIT, name = BUF_INIT;
-	int answer;
-
-	name_of(&name, rq->argc ? rq->argv[0] : "");
-	buf_addstr(&msg, "\nforgex: this command needs approval");
-	if (rq->reason && *rq->reason) {
-		buf_addstr(&msg, ": ");
-		approval_add_visible(&msg, rq->reason);
-	}
-	buf_addstr(&msg, "\n  $ ");
-	approval_format_argv(&msg, rq->argv, rq->argc);
-	if (rq->cwd) {
-		buf_addstr(&msg, "\n  in ");
-		approval_add_visible(&msg, *rq->cwd ? rq->cwd : ".");
-		buf_addstr(&msg, " (of the workspace)");
-	}
-	if (rq->network)
-		buf_addstr(&msg, "\n  approved, it runs with network access");
-	buf_addstr(&msg, "\n  y: yes, once   a: yes, and '");
-	approval_add_visible(&msg, name.buf);
-	buf_addstr(&msg, "' without asking for the rest of this session\n"
-		   "  n: no   e: no, and tell the model why\nRun it? [y/a/N/e] ");
-	begin();
-	answer = ask_until(a, in, out, msg.buf, "Please answer y, a, n or e. Run it? [y/a/N/e] ");
-	end();
-	buf_release(&msg);
-	buf_release(&name);
-	return answer;
-}
-
-static int open_tty(const char *tty)
-{
-	const char *path = tty ? tty : "/dev/tty";
-	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
-
-	if (fd < 0)
-		err_set_errno(FX_EDENIED, "no terminal to ask for approval on (%s)", path);
-	return fd;
-}
-
-int approval_ask_command(struct approval_answer *a, const char *tty,
-			 const struct approval_request *rq)
-{
-	int fd, answer;
-
-	memset(a, 0, sizeof(*a));
-	fd = open_tty(tty);
-	if (fd < 0)
-		return APPROVE_NO;
-	answer = approval_ask_command_fd(a, fd, fd, rq);
-	close(fd);
-	return answer;
-}
-
-int approval_ask_fd(int in, int out, const char *const *argv, size_t argc, const char *reason)
-{
-	struct approval_request rq = { argv, argc, NULL, reason, 0 };
-	struct approval_answer a = APPROVAL_ANSWER_INIT;
-	int answer = approval_ask_command_fd(&a, in, out, &rq);
-
-	approval_answer_release(&a);
-	return answer != APPROVE_NO;
-}
-
-int approval_ask_tty(const char *tty, const char *const *argv, size_t argc, const char *reason)
-{
-	struct approval_request rq = { argv, argc, NULL, reason, 0 };
-	struct approval_answer a = APPROVAL_ANSWER_INIT;
-	int answer = approval_ask_command(&a, tty, &rq);
-
-	approval_answer_release(&a);
-	return answer != APPROVE_NO;
-}
-
-int approval_ask_what_answer_fd(struct approval_answer *a, int in, int out, const char *what,
-				const char *shown, const char *reason)
-{
-	struct buf msg = BUF_INIT;
-	int answer;
-
-	buf_addstr(&msg, "\nforgex: ");
-	approval_add_visible(&msg, what);
-	buf_addstr(&msg, " needs approval");
-	if (reason && *reason) {
-		buf_addstr(&msg, ": ");
-		approval_add_visible(&msg, reason);
-	}
-	buf_addstr(&msg, "\n  ");
-	approval_add_visible(&msg, shown);
-	buf_addstr(&msg, "\n  y: yes, once   a: yes, and this tool without asking for the rest of "
-		   "this session\n  n: no   e: no, and tell the model why\nRun it? [y/a/N/e] ");
-	begin();
-	answer = ask_until(a, in, out, msg.buf, "Please answer y, a, n or e. Run it? [y/a/N/e] ");
-	end();
-	buf_release(&msg);
-	return answer;
-}
-
-int approval_ask_what_answer(struct approval_answer *a, const char *tty, const char *what,
-			     const char *shown, const char *reason)
-{
-	int fd, answer;
-
-	memset(a, 0, sizeof(*a));
-	fd = open_tty(tty);
-	if (fd < 0)
-		return APPROVE_NO;
-	answer = approval_ask_what_answer_fd(a, fd, fd, what, shown, reason);
-	close(fd);
-	return answer;
-}
-
-int approval_ask_what_fd(int in, int out, const char *what, const char *shown,
-			 const char *reason)
-{
-	struct approval_answer a = APPROVAL_ANSWER_INIT;
-	int answer = approval_ask_what_answer_fd(&a, in, out, what, shown, reason);
-
-	approval_answer_release(&a);
-	return answer;
-}
-
-int approval_ask_what(const char *tty, const char *what, const char *shown, const char *reason)
-{
-	struct approval_answer a = APPROVAL_ANSWER_INIT;
-	int answer = approval_ask_what_answer(&a, tty, what, shown, reason);
-
-	approval_answer_release(&a);
-	return answer;
-}
-
-int approval_decide(struct approval_answer *out, enum approval_mode mode,
+int approver_decide(struct approver *ap, struct approval_answer *out, enum approval_mode mode,
 		    const struct approval_request *rq)
 {
 	memset(out, 0, sizeof(*out));
 	switch (mode) {
 	case APPROVAL_SAFE:
-		err_set(FX_EDENIED, "approval mode is safe: commands that need approval do not run");
+		if (rq->kind == APPROVAL_MCP_TOOL)
+			err_set(FX_EDENIED, "permissions.mode is safe: MCP tool calls need "
+				"approval and do not run");
+		else
+			err_set(FX_EDENIED, "approval mode is safe: commands that need approval "
+				"do not run");
 		return APPROVE_NO;
 	case APPROVAL_AUTO:
 		out->verdict = APPROVE_ONCE;
 		return APPROVE_ONCE;
 	case APPROVAL_ASK:
-		if (rq->argc && approval_always_has(rq->argv[0])) {
+		if (ap && remembered(ap, rq)) {
 			out->verdict = APPROVE_ONCE;
 			out->remembered = 1;
 			return APPROVE_ONCE;
 		}
-		if (approval_ask_command(out, NULL, rq) == APPROVE_ALWAYS && rq->argc)
-			approval_always_add(rq->argv[0]);
+		if (!ap || !ap->ask) {
+			err_set(FX_EDENIED, "nobody to ask for approval");
+			return APPROVE_NO;
+		}
+		pthread_mutex_lock(&ap->ask_lock);
+		ap->ask(ap->data, out, rq, ap->cancel);
+		pthread_mutex_unlock(&ap->ask_lock);
+		if (out->verdict == APPROVE_ALWAYS)
+			remember(ap, rq);
 		return out->verdict;
 	}
 	err_set(FX_EDENIED, "unknown approval mode %d", (int)mode);
 	return APPROVE_NO;
-}
-
-int approval_resolve(enum approval_mode mode, const char *const *argv, size_t argc,
-		     const char *reason)
-{
-	struct approval_request rq = { argv, argc, NULL, reason, 0 };
-	struct approval_answer a = APPROVAL_ANSWER_INIT;
-	int answer = approval_decide(&a, mode, &rq);
-
-	approval_answer_release(&a);
-	return answer != APPROVE_NO;
 }

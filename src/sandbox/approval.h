@@ -2,45 +2,45 @@
 #define FX_APPROVAL_H
 
 /*
- * Approval of a command the policy answered POLICY_APPROVAL for (the
- * seed's resolve_approval()): mode safe never approves, auto always does,
- * ask asks a person on the controlling terminal, showing the exact argv,
- * the folder it runs in and the policy's reason, and takes
+ * Approval: whether a command the policy answered POLICY_APPROVAL for, or
+ * a call of an MCP tool, may run (the seed's resolve_approval()). One
+ * approver, made by the front for a run or a session, decides for every
+ * command, hook and MCP tool call of it, by `[permissions] mode`: safe
+ * never approves, auto always does, ask asks a person.
  *
- *   y, yes     run it, this once;
- *   a, always  run it, and every later command of the same name (the base
- *              name of argv[0], see policy_base_name()) that needs
- *              approval, without asking, for the rest of this process (a
- *              run or a session: approval_always_reset() forgets);
- *   n, no      do not run it (an empty answer is no);
- *   e          do not run it, and tell the model why: the person types a
- *              line, which comes back in the answer's `reason`.
+ * Asking is the front's: the approver calls the function it was made with
+ * (as libgit2 leaves the credential prompt to its caller), and that draws
+ * the question and reads the answer (src/cli/approve_tty.c asks on the
+ * controlling terminal, never on standard input, and takes y, a, n, e).
+ * A service never asks by itself: without an approver, or without a
+ * function in it, mode ask answers no.
  *
- * Ctrl-C at the question is no, at once (the terminal is read with ISIG
- * off and ^C as an end of line, and put back as it was on every path), and
- * so are Ctrl-D, no terminal, end of input, an unreadable answer, or any
- * error: approval fails closed. Nothing is ever remembered on disk.
+ * The approver keeps the `a` (always) answers of its run or session: a
+ * command of the same name (the base name of argv[0], policy_base_name())
+ * or the same MCP tool (its registry name) that needs approval is
+ * approved without asking until approver_forget() or approver_release().
+ * Nothing is ever remembered on disk. Approval fails closed: no answer, an
+ * unreadable one, a cancel or any error is no.
  *
- * The caller:
- *   1. d = policy_check(&policy, argv, argc, &reason);
- *   2. if d == POLICY_APPROVAL:
- *        struct approval_request rq = { argv, argc, cwd, reason.buf, net };
- *        struct approval_answer a = APPROVAL_ANSWER_INIT;
- *        if (approval_decide(&a, policy.mode, &rq) == APPROVE_NO)
- *              ... refuse, telling the model a.reason when there is one;
- *        approval_answer_release(&a);
+ * The caller (the front):
+ *   1. approver_init(&ap, ask, data, &cancel_flag);
+ *   2. hands &ap down (borrowed): executor->approver, mcp_set->approver,
+ *      or the run's and the session's options, which do the same;
+ *   3. the services call approver_decide() for what needs a yes;
+ *   4. approver_forget() when a new session starts (chat_open() does);
+ *      approver_release() at the end.
  *
- * Asking blocks until the person answers. Only one question is on the
- * terminal at a time: concurrent callers wait for each other. The answer is
- * read from the terminal, never from standard input, so a command's input
- * or a model cannot answer it; what was typed before the question appeared
- * is discarded.
+ * approver_decide() may be called from several threads: one question is
+ * asked at a time (the others wait for it), and it blocks until the person
+ * answers.
  */
 
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 
 #include "base/buf.h"
+#include "base/strvec.h"
 #include "sandbox/policy.h"
 
 /** Answers: 0 is no. */
@@ -55,7 +55,7 @@ struct approval_answer {
 	int verdict;		/* enum approval_verdict */
 	char *reason;		/* e: what the person said, escaped and capped; else NULL. Owned */
 	int interrupted;	/* no because of Ctrl-C (or a cancel) at the question */
-	int remembered;		/* yes without asking: the name was approved with a before */
+	int remembered;		/* yes without asking: it was answered `a` before */
 };
 
 #define APPROVAL_ANSWER_INIT { APPROVE_NO, NULL, 0, 0 }
@@ -66,57 +66,75 @@ void approval_answer_release(struct approval_answer *a);
 /** Longest reason kept from an `e` answer, in bytes (before escaping). */
 #define APPROVAL_REASON_MAX 400
 
-/** A command to ask about (every pointer borrowed). */
+/** What is asked about. */
+enum approval_kind {
+	APPROVAL_COMMAND,	/* a command: argv, cwd, network */
+	APPROVAL_MCP_TOOL,	/* a call of an MCP tool: tool, what, shown */
+};
+
+/** One thing to decide about (every pointer borrowed). */
 struct approval_request {
+	enum approval_kind kind;
+	const char *reason;	/* why it needs approval (the policy's reason); may be NULL */
+	/* APPROVAL_COMMAND */
 	const char *const *argv;
 	size_t argc;
 	const char *cwd;	/* the folder it runs in, as shown (e.g. "src", "."); NULL: not shown */
-	const char *reason;	/* the policy's reason; may be NULL */
 	int network;		/* approving it lets it use the network: say so */
+	/* APPROVAL_MCP_TOOL */
+	const char *tool;	/* its registry name ("docs__search"): what `a` remembers */
+	const char *what;	/* as shown: "the MCP tool search (server docs)" */
+	const char *shown;	/* its arguments as shown */
 };
 
 /**
- * Decide whether the command may run, by `mode`: safe -> APPROVE_NO;
- * auto -> APPROVE_ONCE; ask -> APPROVE_ONCE at once (with `remembered`)
- * when its name was answered `a` before in this process, else the person
- * is asked on /dev/tty (approval_ask_command()), and an `a` answer is
- * remembered (approval_always_add()). Fills `*out` (release it) and
- * returns its verdict. When the verdict is no without a "no" from the
- * person, err_last() says why.
+ * The front's question: ask a person about `rq`, fill `*out` (its
+ * verdict, and `reason`, `interrupted`) and return its verdict. Give up
+ * as no, with `interrupted`, once `*cancel` (may be NULL) is non-zero.
+ * A no the person did not give leaves err_last() saying why. Called with
+ * the approver's question lock held; `data` is the approver's.
  */
-int approval_decide(struct approval_answer *out, enum approval_mode mode,
-		    const struct approval_request *rq);
+typedef int (*approval_ask_fn)(void *data, struct approval_answer *out,
+			       const struct approval_request *rq,
+			       const volatile sig_atomic_t *cancel);
 
-/**
- * Ask about `rq` on the terminal device `tty` (NULL: "/dev/tty", the
- * controlling terminal; opened O_RDWR | O_CLOEXEC | O_NOCTTY). Fills
- * `*out` and returns its verdict; remembers nothing.
- */
-int approval_ask_command(struct approval_answer *out, const char *tty,
-			 const struct approval_request *rq);
+/** Who decides, for one run or session (see the overview). */
+struct approver {
+	approval_ask_fn ask;	/* NULL: nobody to ask (mode ask answers no) */
+	void *data;		/* for ask (borrowed) */
+	/*
+	 * Non-zero: a question being asked gives up as no, e.g. the flag a
+	 * SIGTERM handler sets (borrowed; NULL: none). The front may point it
+	 * elsewhere between runs, never while a question is asked.
+	 */
+	const volatile sig_atomic_t *cancel;
+	pthread_mutex_t ask_lock;	/* one question at a time */
+	pthread_mutex_t always_lock;
+	struct strvec always_commands;	/* base names answered `a` */
+	struct strvec always_tools;	/* MCP tools answered `a` */
+};
 
-/**
- * The same, writing the question to `out_fd` and reading the answer from
- * `in` (usually both one terminal; borrowed, not closed). Pending input on
- * a terminal `in` is discarded first. Up to three unreadable answers are
- * asked again.
- */
-int approval_ask_command_fd(struct approval_answer *out, int in, int out_fd,
-			    const struct approval_request *rq);
+/** Make `ap` ask with `ask(data, ...)` (may be NULL), giving up when `*cancel` (may be NULL). */
+void approver_init(struct approver *ap, approval_ask_fn ask, void *data,
+		   const volatile sig_atomic_t *cancel);
 
-/** Whether the name of `argv0` was answered `a` in this process. */
-int approval_always_has(const char *argv0);
-/** Remember the name of `argv0` as answered `a` (approval_decide() does this). */
-void approval_always_add(const char *argv0);
 /** Forget every `a` answer (a new session starts). */
-void approval_always_reset(void);
+void approver_forget(struct approver *ap);
+
+/** Free what `ap` remembers; `ap` cannot decide again before approver_init(). */
+void approver_release(struct approver *ap);
 
 /**
- * While asking, stop waiting and answer no (with `interrupted`) once
- * `*flag` is non-zero (checked every 100 ms and when a signal interrupts
- * the read), e.g. the flag a SIGTERM handler sets. NULL: none.
+ * Decide whether `rq` may run, by `mode`: safe -> APPROVE_NO (err_last()
+ * says the mode); auto -> APPROVE_ONCE; ask -> APPROVE_ONCE at once (with
+ * `remembered`) when the same command name or MCP tool was answered `a`
+ * before, else the front's function asks (one question at a time), and an
+ * `a` answer is remembered. `ap` may be NULL: nobody to ask. Fills `*out`
+ * (release it) and returns its verdict; a no without a "no" from the
+ * person leaves err_last() saying why.
  */
-void approval_set_cancel(const volatile sig_atomic_t *flag);
+int approver_decide(struct approver *ap, struct approval_answer *out, enum approval_mode mode,
+		    const struct approval_request *rq);
 
 /**
  * Append the sentence the model is told when a command was not approved:
@@ -125,52 +143,6 @@ void approval_set_cancel(const volatile sig_atomic_t *flag);
  */
 void approval_add_refusal(struct buf *out, const char *const *argv, size_t argc,
 			  const struct approval_answer *a);
-
-/**
- * Decide whether the command may run: 1 approved, 0 not, as
- * approval_decide() without a working folder; the reason of an `e` answer
- * is dropped.
- */
-int approval_resolve(enum approval_mode mode, const char *const *argv, size_t argc,
-		     const char *reason);
-
-/**
- * Ask on the terminal device `tty` (NULL: "/dev/tty", the controlling
- * terminal). 1 approved (y or a), 0 not; remembers nothing.
- */
-int approval_ask_tty(const char *tty, const char *const *argv, size_t argc, const char *reason);
-
-/** The same on the descriptors `in` and `out` (borrowed). 1 approved, 0 not. */
-int approval_ask_fd(int in, int out, const char *const *argv, size_t argc, const char *reason);
-
-/**
- * Ask on the terminal device `tty` (NULL: "/dev/tty") whether `what`
- * ("the MCP tool docs__search") may run, showing `shown` (its arguments)
- * and `reason`; every string is shown with control characters escaped.
- * Takes y/yes, a/always, n/no and e (no, with a reason typed for the
- * model, in `out->reason`); Ctrl-C is no. Fills `*out` and returns its
- * verdict (no terminal: APPROVE_NO, err_last() says why).
- */
-int approval_ask_what_answer(struct approval_answer *out, const char *tty, const char *what,
-			     const char *shown, const char *reason);
-/** The same, on the descriptors `in` and `out_fd` (borrowed). */
-int approval_ask_what_answer_fd(struct approval_answer *out, int in, int out_fd,
-				const char *what, const char *shown, const char *reason);
-
-/** approval_ask_what_answer() without the reason: 0, APPROVE_ONCE or APPROVE_ALWAYS. */
-int approval_ask_what(const char *tty, const char *what, const char *shown, const char *reason);
-/** The same, on the descriptors `in` and `out` (borrowed). */
-int approval_ask_what_fd(int in, int out, const char *what, const char *shown,
-			 const char *reason);
-
-/**
- * Call `fn(data, 1)` just before every question is written to the terminal
- * and `fn(data, 0)` once it is answered (or given up), with the question's
- * lock held, e.g. so that the front can erase a spinner drawn on the same
- * terminal. NULL removes it. Set by src/cli/ before any question can be
- * asked.
- */
-void approval_set_hook(void (*fn)(void *data, int asking), void *data);
 
 /**
  * Append `argv` as a person should see it: arguments separated by spaces,

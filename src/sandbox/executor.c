@@ -1204,36 +1204,29 @@ static const char *shown_workdir(const struct executor *ex, const char *workdir)
 }
 
 /*
- * The policy gate: FX_EDENIED when the command is denied or not approved
- * (with what the person said, for the model). Sets `*network` when the
- * command may use the network: it is on the network list and approved,
- * or network commands need no approval (mode auto). `workdir` (resolved)
- * is shown in the question; NULL only for a command that is denied.
+ * The approval gate, for a command whose verdict `v` is not a deny:
+ * FX_EDENIED when it needs approval and is not approved (with what the
+ * person said, for the model). Sets `*network` when the command may use
+ * the network: it is on the network list and approved by a person, or
+ * network commands need no approval (mode auto). `workdir` (resolved) is
+ * shown in the question.
  */
-static int check_policy(struct executor *ex, const struct exec_request *req,
-			const char *workdir, int *network)
+static int check_approval(struct executor *ex, const struct exec_request *req,
+			  const struct policy_verdict *v, const char *workdir, int *network)
 {
-	struct buf reason = BUF_INIT, q = BUF_INIT;
+	struct buf q = BUF_INIT;
 	struct approval_answer a = APPROVAL_ANSWER_INIT;
-	enum policy_decision d;
 	int ret = 0;
 
 	*network = 0;
-	d = policy_check(&ex->policy, req->argv, req->argc, &reason);
-	if (d == POLICY_DENY) {
-		ret = err_set(FX_EDENIED, "Command denied by policy: %s", reason.buf);
-		goto out;
-	}
-	if (d == POLICY_APPROVAL) {
-		struct approval_request rq = {
-			req->argv, req->argc, workdir ? shown_workdir(ex, workdir) : NULL, reason.buf,
-			policy_needs_network(&ex->policy, req->argv, req->argc) && !ex->network,
-		};
-		enum approval_mode mode = ex->policy.mode == APPROVAL_AUTO &&
-			policy_always_ask(&ex->policy, req->argv, req->argc) ?
+	if (v->decision == POLICY_APPROVAL) {
+		struct approval_request rq = { APPROVAL_COMMAND, v->reason.buf, req->argv, req->argc,
+					       shown_workdir(ex, workdir), v->network && !ex->network,
+					       NULL, NULL, NULL };
+		enum approval_mode mode = ex->policy.mode == APPROVAL_AUTO && v->always_ask ?
 			APPROVAL_ASK : ex->policy.mode;
 
-		if (approval_decide(&a, mode, &rq) == APPROVE_NO) {
+		if (approver_decide(ex->approver, &a, mode, &rq) == APPROVE_NO) {
 			approval_add_refusal(&q, req->argv, req->argc, &a);
 			ret = err_set(FX_EDENIED, "%s", q.buf);
 			goto out;
@@ -1247,10 +1240,9 @@ static int check_policy(struct executor *ex, const struct exec_request *req,
 			goto out;
 	}
 	/* a person's yes, or mode auto, where network commands need no approval */
-	*network = policy_needs_network(&ex->policy, req->argv, req->argc);
+	*network = v->network;
 out:
 	approval_answer_release(&a);
-	buf_release(&reason);
 	buf_release(&q);
 	return ret;
 }
@@ -1260,6 +1252,7 @@ int executor_run(struct exec_result *out, struct executor *ex, const struct exec
 	struct sb_spawn sp = { STRVEC_INIT, STRVEC_INIT, NULL, 0, NULL, NULL, 0, NULL, 0, 0, 0,
 			       STRVEC_INIT, SB_PLAN_INIT };
 	struct exec_result res = EXEC_RESULT_INIT;
+	struct policy_verdict verdict = POLICY_VERDICT_INIT;
 	struct watch w;
 	char *workdir = NULL;
 	double start, deadline;
@@ -1275,16 +1268,23 @@ int executor_run(struct exec_result *out, struct executor *ex, const struct exec
 			return err_set(FX_EINVAL, "argv[%zu] is NULL", i);
 
 	/* 1. policy: a denied command is refused before anything else */
-	if (policy_check(&ex->policy, req->argv, req->argc, NULL) == POLICY_DENY)
-		return check_policy(ex, req, NULL, &network);
+	if (policy_check(&verdict, &ex->policy, req->argv, req->argc) == POLICY_DENY) {
+		ret = err_set(FX_EDENIED, "Command denied by policy: %s", verdict.reason.buf);
+		policy_verdict_release(&verdict);
+		return ret;
+	}
 
 	/* 2. working folder: nobody is asked about a command that cannot run */
 	ret = path_resolve_in_workspace(&workdir, ex->workspace, req->cwd ? req->cwd : ".");
-	if (ret < 0)
+	if (ret < 0) {
+		policy_verdict_release(&verdict);
 		return err_prefix(FX_EDENIED, "Working directory escapes workspace");
+	}
 
 	/* 3. approval */
-	if ((ret = check_policy(ex, req, workdir, &network)) < 0) {
+	ret = check_approval(ex, req, &verdict, workdir, &network);
+	policy_verdict_release(&verdict);
+	if (ret < 0) {
 		free(workdir);
 		return ret;
 	}

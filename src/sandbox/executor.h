@@ -8,9 +8,10 @@
  * A command is an argv, never a shell string. Before anything runs it
  * passes the command policy (deny -> refused), its working folder must
  * resolve inside the workspace, and a command that needs approval is
- * asked about through approval_decide() (showing that folder); an
- * approved network command (or any in mode auto: policy_needs_network())
- * runs with the network, every other one without unless [sandbox]
+ * decided by the executor's approver (approver_decide(), which asks a
+ * person through the front, showing that folder); an approved network
+ * command (or any in mode auto: the verdict's `network`) runs with the
+ * network, every other one without unless [sandbox]
  * network = true. The child gets a sanitized environment (the seed's safe list
  * plus explicit overrides), /dev/null on stdin, its own process group, a
  * timeout, and output capped while it is read (head and tail kept). On
@@ -24,7 +25,8 @@
  *   1. executor_init() with the configuration and the workspace; this
  *      picks the backend and refuses when the kernel cannot enforce what
  *      the configuration asks for (FX_EUNSUPPORTED, naming the feature);
- *   2. optionally executor_set_cancel() to be able to stop a command, and
+ *   2. sets `approver` (without one, mode ask approves nothing),
+ *      optionally executor_set_cancel() to be able to stop a command, and
  *      reads executor_warnings() to show them to the person;
  *   3. executor_run() for each command; it blocks until the command ends,
  *      times out or is cancelled; exec_result_release() each result;
@@ -45,6 +47,7 @@
 #include "config/config.h"
 #include "sandbox/policy.h"
 
+struct approver;
 struct sandbox_backend;
 
 /** One command to run. */
@@ -108,6 +111,14 @@ struct executor {
 	int workspace_read_only;
 	char *user;
 	int allow_unconfined;
+
+	/*
+	 * Who decides about a command that needs approval: set by the caller
+	 * after executor_init() (borrowed; NULL: nobody to ask, so mode ask
+	 * approves nothing). Hooks and tools running through this executor
+	 * share it.
+	 */
+	struct approver *approver;
 
 	int auto_select;		/* choosing for "auto": no unconfined native */
 	int grace_ms;			/* SIGTERM -> SIGKILL delay (default 1000) */

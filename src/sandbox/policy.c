@@ -736,15 +736,11 @@ static const struct wrapper *wrapper_for(const struct names *n)
 	return NULL;
 }
 
-/* The answer so far over a chain of programs: the first of the most severe. */
+/*
+ * The answer so far over a chain of programs (struct policy_verdict): the
+ * first of the most severe.
+ */
 static int severity(enum policy_decision d);
-
-struct verdict {
-	enum policy_decision decision;
-	struct buf reason;
-	int always;		/* the approval is needed in every mode, auto too */
-	int network;		/* a program judged is on the network list */
-};
 
 /*
  * git's subcommand in argv[i + 1...] (git is argv[i]), after its global
@@ -789,7 +785,7 @@ static const char *git_subcommand(const char *const *argv, size_t argc, size_t i
  * checkpoint holds (they are ignored): it needs a person's yes in every
  * mode. So does a command-line alias, which could expand to it.
  */
-static void judge_git(struct verdict *v, const struct names *n, const char *const *argv,
+static void judge_git(struct policy_verdict *v, const struct names *n, const char *const *argv,
 		      size_t argc, size_t i)
 {
 	const char *sub;
@@ -800,7 +796,7 @@ static void judge_git(struct verdict *v, const struct names *n, const char *cons
 	sub = git_subcommand(argv, argc, i, &alias);
 	if (strcmp(sub, "clean") && !alias)
 		return;
-	v->always = 1;
+	v->always_ask = 1;
 	if (severity(POLICY_APPROVAL) > severity(v->decision)) {
 		v->decision = POLICY_APPROVAL;
 		buf_reset(&v->reason);
@@ -818,7 +814,7 @@ static int severity(enum policy_decision d)
 	return d == POLICY_DENY ? 2 : d == POLICY_APPROVAL ? 1 : 0;
 }
 
-static void judge(const struct policy *p, struct verdict *v, const struct names *n,
+static void judge(const struct policy *p, struct policy_verdict *v, const struct names *n,
 		  const char *how, const char *via)
 {
 	struct buf r = BUF_INIT;
@@ -836,19 +832,28 @@ static void judge(const struct policy *p, struct verdict *v, const struct names 
 	buf_release(&r);
 }
 
-static enum policy_decision check(const struct policy *p, const char *const *argv, size_t argc,
-				  struct buf *reason, int *always, int *network)
+void policy_verdict_release(struct policy_verdict *v)
 {
-	struct verdict v = { POLICY_ALLOW, BUF_INIT, 0, 0 };
+	buf_release(&v->reason);
+	v->decision = POLICY_ALLOW;
+	v->always_ask = 0;
+	v->network = 0;
+}
+
+enum policy_decision policy_check(struct policy_verdict *out, const struct policy *p,
+				  const char *const *argv, size_t argc)
+{
+	struct policy_verdict v = POLICY_VERDICT_INIT;
 	struct names n = { BUF_INIT, BUF_INIT }, an = { BUF_INIT, BUF_INIT };
 	struct buf via = BUF_INIT;
 	const char *alias = NULL;
 	size_t i = 0;
 
 	if (!argc) {
-		if (reason)
-			buf_addstr(reason, "Empty command line");
-		return POLICY_DENY;
+		v.decision = POLICY_DENY;
+		buf_addstr(&v.reason, "Empty command line");
+		*out = v;
+		return v.decision;
 	}
 	/*
 	 * Each step judges one program, and the argv[0] it was given by
@@ -879,41 +884,16 @@ static enum policy_decision check(const struct policy *p, const char *const *arg
 		if (i >= argc)
 			break;
 	}
-	if (reason)
-		buf_addbuf(reason, &v.reason);
-	if (always)
-		*always = v.always && v.decision == POLICY_APPROVAL;
-	if (network)
-		*network = v.network && v.decision != POLICY_DENY;
-	buf_release(&v.reason);
+	/* what the walk saw on the way, kept only where the decision uses it */
+	v.always_ask = v.always_ask && v.decision == POLICY_APPROVAL;
+	v.network = v.network && v.decision != POLICY_DENY;
 	buf_release(&n.base);
 	buf_release(&n.norm);
 	buf_release(&an.base);
 	buf_release(&an.norm);
 	buf_release(&via);
+	*out = v;
 	return v.decision;
-}
-
-enum policy_decision policy_check(const struct policy *p, const char *const *argv, size_t argc,
-				  struct buf *reason)
-{
-	return check(p, argv, argc, reason, NULL, NULL);
-}
-
-int policy_needs_network(const struct policy *p, const char *const *argv, size_t argc)
-{
-	int network = 0;
-
-	check(p, argv, argc, NULL, NULL, &network);
-	return network;
-}
-
-int policy_always_ask(const struct policy *p, const char *const *argv, size_t argc)
-{
-	int always = 0;
-
-	check(p, argv, argc, NULL, &always, NULL);
-	return always;
 }
 
 /* ---- set-up ----------------------------------------------------------- */

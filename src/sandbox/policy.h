@@ -27,8 +27,9 @@
  * The caller:
  *   1. policy_init_from_config() (or policy_init_defaults(), or fills a
  *      POLICY_INIT struct itself);
- *   2. policy_check() for each command, then approval_resolve()
- *      (sandbox/approval.h) when the answer is POLICY_APPROVAL;
+ *   2. policy_check() for each command, which fills a struct
+ *      policy_verdict; when its decision is POLICY_APPROVAL,
+ *      approver_decide() (sandbox/approval.h); policy_verdict_release();
  *   3. policy_release().
  *
  * The functions never block and never print.
@@ -97,31 +98,46 @@ int policy_init_from_config(struct policy *p, const struct config *cfg);
 void policy_release(struct policy *p);
 
 /**
- * Decide for `argv` (`argc` entries, not necessarily NULL-terminated; a
- * NULL entry counts as ""). Appends the reason to `reason` (may be NULL):
- * the seed's wording ("Command 'rm' is in the deny list", "Command 'x' is
- * not in the allowlist", "Command 'pip' may access the network", "Empty
- * command line"), nothing for POLICY_ALLOW. When the deciding program was
- * found inside a wrapper the reason adds where ("... (run by 'busybox')").
- * Never fails.
+ * Everything policy_check() found out about one command, in one walk over
+ * it and the programs its wrappers run.
  */
-/**
- * Whether the approval policy_check() asks for is needed even in mode auto
- * (`git clean`, which deletes files no checkpoint holds): the executor then
- * asks on the terminal as in mode ask.
- */
-int policy_always_ask(const struct policy *p, const char *const *argv, size_t argc);
+struct policy_verdict {
+	enum policy_decision decision;
+	/*
+	 * Why: the seed's wording ("Command 'rm' is in the deny list",
+	 * "Command 'x' is not in the allowlist", "Command 'pip' may access the
+	 * network", "Empty command line"), plus where when the deciding program
+	 * was found inside a wrapper ("... (run by 'busybox')"); empty for
+	 * POLICY_ALLOW.
+	 */
+	struct buf reason;
+	/*
+	 * POLICY_APPROVAL that is needed even in mode auto (`git clean`, which
+	 * deletes files no checkpoint holds, or a `git -c alias.*`): the
+	 * executor then asks a person as in mode ask.
+	 */
+	int always_ask;
+	/*
+	 * A program the command runs (argv[0], or one a wrapper in it runs) is
+	 * on the network list, whether or not network commands need approval,
+	 * and the command is not denied: once approved (or in mode auto) the
+	 * executor runs it with network access.
+	 */
+	int network;
+};
 
-enum policy_decision policy_check(const struct policy *p, const char *const *argv, size_t argc,
-				  struct buf *reason);
+#define POLICY_VERDICT_INIT { POLICY_ALLOW, BUF_INIT, 0, 0 }
+
+/** Free the reason; `v` is left as POLICY_VERDICT_INIT. */
+void policy_verdict_release(struct policy_verdict *v);
 
 /**
- * Whether a program the command runs (argv[0], or one a wrapper in it
- * runs) is on the network list, whether or not network commands need
- * approval, and the command is not denied: once approved (or in mode
- * auto) the executor runs it with network access.
+ * Judge `argv` (`argc` entries, not necessarily NULL-terminated; a NULL
+ * entry counts as ""): fills `*out` (the caller releases it) and returns
+ * its decision. Never fails.
  */
-int policy_needs_network(const struct policy *p, const char *const *argv, size_t argc);
+enum policy_decision policy_check(struct policy_verdict *out, const struct policy *p,
+				  const char *const *argv, size_t argc);
 
 /**
  * The seed's check for the single program name `arg` (an argv[0]), with no

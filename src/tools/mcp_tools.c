@@ -27,7 +27,6 @@ struct mcp_binding {
 void mcp_set_init(struct mcp_set *set)
 {
 	*set = (struct mcp_set)MCP_SET_INIT;
-	strvec_init(&set->always);
 }
 
 static uint32_t fnv1a(const char *s)
@@ -264,21 +263,12 @@ static void sync_tools(struct mcp_set *set, size_t server, struct buf *note)
 static int approve(struct mcp_set *set, const struct mcp_binding *b, const json_t *args)
 {
 	struct approval_answer a = APPROVAL_ANSWER_INIT;
+	struct approval_request rq = { APPROVAL_MCP_TOOL, "every MCP tool call is approved", NULL,
+				       0, NULL, 0, b->name, NULL, NULL };
 	struct buf shown = BUF_INIT, what = BUF_INIT;
 	char *aj;
 	int answer;
 
-	switch (set->mode) {
-	case APPROVAL_AUTO:
-		return 1;
-	case APPROVAL_SAFE:
-		err_set(FX_EDENIED, "permissions.mode is safe: MCP tool calls need approval and do not run");
-		return 0;
-	case APPROVAL_ASK:
-		break;
-	}
-	if (strvec_find(&set->always, b->name) >= 0)
-		return 1;
 	aj = json_dumps(args, JSON_COMPACT);
 	buf_addf(&what, "the MCP tool %s (server %s)", b->tool, set->servers[b->server].cfg->name);
 	buf_addstr(&shown, "arguments: ");
@@ -289,10 +279,9 @@ static int approve(struct mcp_set *set, const struct mcp_binding *b, const json_
 		buf_addstr(&shown, aj ? aj : "{}");
 	}
 	free(aj);
-	answer = approval_ask_what_answer(&a, set->tty, what.buf, shown.buf,
-					  "every MCP tool call is approved");
-	if (answer == APPROVE_ALWAYS)
-		strvec_push(&set->always, b->name);
+	rq.what = what.buf;
+	rq.shown = shown.buf;
+	answer = approver_decide(set->approver, &a, set->mode, &rq);
 	if (!answer && a.reason)
 		err_set(FX_EDENIED, "the person said: \"%s\"", a.reason);
 	else if (!answer && !*err_last())
@@ -358,6 +347,5 @@ void mcp_set_release(struct mcp_set *set)
 		free(set->bindings[i]);
 	}
 	free(set->bindings);
-	strvec_clear(&set->always);
 	mcp_set_init(set);
 }

@@ -10,15 +10,16 @@
  * expert_coder; every role for a tool marked readOnlyHint).
  *
  * Every call passes the approval mode of [permissions] mode, as a command
- * that needs approval does: safe refuses, auto runs, ask asks on the
- * terminal showing the server, the tool and the arguments (y: this call,
- * a: every call of this tool for the rest of the run, n: no). The call is
+ * that needs approval does: safe refuses, auto runs, ask asks a person
+ * through the set's approver (sandbox/approval.h) showing the server, the
+ * tool and the arguments (y: this call, a: every call of this tool for the
+ * rest of the run or session, n: no). The call is
  * bounded by tool_timeout_seconds and by the interrupt flag; the result
  * goes back as text (see mcp_result_text()); a server that crashed, hung
  * or spoke nonsense is a tool error, and the run goes on.
  *
  * The caller:
- *   1. mcp_set_init(), then mcp_set_start() with the configuration: it
+ *   1. mcp_set_init(), sets `approver`, then mcp_set_start() with the configuration: it
  *      starts every enabled server the configuration may start (one that
  *      fails is recorded in `servers[i].error`, not fatal);
  *   2. tools_register_mcp() into the registry the agents use;
@@ -37,6 +38,7 @@
 #include "sandbox/policy.h"
 #include "tools/registry.h"
 
+struct approver;
 struct mcp_binding;
 
 struct mcp_server_entry {
@@ -50,15 +52,14 @@ struct mcp_set {
 	struct mcp_server_entry *servers;
 	size_t nr;
 	enum approval_mode mode;
-	const char *tty;		/* where to ask (NULL: /dev/tty) */
-	struct strvec always;		/* tools approved with 'a' */
+	struct approver *approver;	/* decides about each call (borrowed; NULL: nobody to ask) */
 	const volatile sig_atomic_t *cancel;
 	struct tool_registry *reg;	/* where tools_register_mcp() put the tools */
 	struct mcp_binding **bindings;
 	size_t bindings_nr, bindings_alloc;
 };
 
-#define MCP_SET_INIT { NULL, 0, APPROVAL_ASK, NULL, STRVEC_INIT, NULL, NULL, NULL, 0, 0 }
+#define MCP_SET_INIT { NULL, 0, APPROVAL_ASK, NULL, NULL, NULL, NULL, 0, 0 }
 
 void mcp_set_init(struct mcp_set *set);
 

@@ -1,40 +1,251 @@
 /*
- * Approval: the modes, the question as a person sees it, and asking for
- * real on a pseudo-terminal (posix_openpt) with a child process playing
- * forgex and the test playing the person.
+ * Approval: the modes, what an approver remembers and whom it asks, and
+ * how a command is shown. The question on a terminal is the front's:
+ * tests/unit/cli/approve_tty.c asks it for real on a pseudo-terminal.
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/wait.h>
-#include <termios.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "base/fsutil.h"
 #include "sandbox/approval.h"
 
 static const char *const pip[] = { "pip", "install", "requests" };
 static const char reason[] = "Command 'pip' may access the network";
 
+/* A person played by the test: answers `verdict` (and `said`), and notes what it was asked. */
+struct person {
+	int verdict;
+	const char *said;		/* the reason of an `e` */
+	int asked;
+	const struct approval_request *rq;
+	const volatile sig_atomic_t *cancel;
+	int asking, overlapped;		/* questions at once, for the lock */
+};
+
+static int person_ask(void *data, struct approval_answer *out, const struct approval_request *rq,
+		      const volatile sig_atomic_t *cancel)
+{
+	struct person *p = data;
+
+	if (__atomic_add_fetch(&p->asking, 1, __ATOMIC_SEQ_CST) > 1)
+		p->overlapped = 1;
+	usleep(2000);
+	__atomic_fetch_add(&p->asked, 1, __ATOMIC_SEQ_CST);
+	p->rq = rq;
+	p->cancel = cancel;
+	out->verdict = p->verdict;
+	out->reason = p->said ? strdup(p->said) : NULL;
+	__atomic_sub_fetch(&p->asking, 1, __ATOMIC_SEQ_CST);
+	return out->verdict;
+}
+
+static struct approval_request command(const char *const *argv, size_t argc)
+{
+	struct approval_request rq = { APPROVAL_COMMAND, reason, argv, argc, ".", 1,
+				       NULL, NULL, NULL };
+
+	return rq;
+}
+
+static struct approval_request tool(const char *name)
+{
+	struct approval_request rq = { APPROVAL_MCP_TOOL, "every MCP tool call is approved",
+				       NULL, 0, NULL, 0, name, "the MCP tool x (server s)", "{}" };
+
+	return rq;
+}
+
 /* ---- modes ------------------------------------------------------------ */
 
 static void test_approval_safe_never_auto_always(void **state)
 {
+	struct person who = { APPROVE_ONCE, NULL, 0, NULL, NULL, 0, 0 };
+	struct approval_request rq = command(pip, 3), trq = tool("docs__search");
+	struct approval_answer a = APPROVAL_ANSWER_INIT;
+	struct approver ap;
+
 	(void)state;
-	assert_int_equal(approval_resolve(APPROVAL_SAFE, pip, 3, reason), 0);
-	assert_non_null(strstr(err_last(), "safe"));
-	assert_int_equal(approval_resolve(APPROVAL_AUTO, pip, 3, reason), 1);
-	assert_int_equal(approval_resolve((enum approval_mode)42, pip, 3, reason), 0);
+	approver_init(&ap, person_ask, &who, NULL);
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_SAFE, &rq), APPROVE_NO);
+	assert_non_null(strstr(err_last(), "approval mode is safe"));
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_SAFE, &trq), APPROVE_NO);
+	assert_non_null(strstr(err_last(), "permissions.mode is safe: MCP tool calls"));
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_AUTO, &rq), APPROVE_ONCE);
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_AUTO, &trq), APPROVE_ONCE);
+	assert_int_equal(approver_decide(&ap, &a, (enum approval_mode)42, &rq), APPROVE_NO);
+	/* neither safe nor auto asks anybody */
+	assert_int_equal(who.asked, 0);
+	/* without an approver, or without anyone in it, ask is no */
+	assert_int_equal(approver_decide(NULL, &a, APPROVAL_AUTO, &rq), APPROVE_ONCE);
+	assert_int_equal(approver_decide(NULL, &a, APPROVAL_ASK, &rq), APPROVE_NO);
+	assert_non_null(strstr(err_last(), "nobody to ask"));
+	approver_release(&ap);
+	approver_init(&ap, NULL, NULL, NULL);
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &rq), APPROVE_NO);
+	approver_release(&ap);
+}
+
+/* Mode ask hands the question, and the cancel flag, to the front's function. */
+static void test_approval_ask_is_the_fronts(void **state)
+{
+	static volatile sig_atomic_t flag;
+	struct person who = { APPROVE_NO, "use the vendored copy", 0, NULL, NULL, 0, 0 };
+	struct approval_request rq = command(pip, 3);
+	struct approval_answer a = APPROVAL_ANSWER_INIT;
+	struct approver ap;
+
+	(void)state;
+	approver_init(&ap, person_ask, &who, &flag);
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &rq), APPROVE_NO);
+	assert_int_equal(who.asked, 1);
+	assert_ptr_equal(who.rq, &rq);
+	assert_ptr_equal(who.cancel, &flag);
+	assert_string_equal(a.reason, "use the vendored copy");
+	approval_answer_release(&a);
+	assert_null(a.reason);
+	/* a no is not remembered: the next call asks again */
+	who.said = NULL;
+	who.verdict = APPROVE_ONCE;
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &rq), APPROVE_ONCE);
+	assert_false(a.remembered);
+	/* nor is a yes, this once */
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &rq), APPROVE_ONCE);
+	assert_int_equal(who.asked, 3);
+	approver_release(&ap);
+}
+
+/* ---- what is remembered ----------------------------------------------- */
+
+static void test_approval_always_is_remembered_by_name(void **state)
+{
+	static const char *const pip_other[] = { "/usr/bin/PIP.exe", "download", "y" };
+	static const char *const npm[] = { "npm", "install" };
+	static const char *const empty[] = { "" };
+	struct person who = { APPROVE_ALWAYS, NULL, 0, NULL, NULL, 0, 0 };
+	struct approval_request rq = command(pip, 3), other = command(pip_other, 3);
+	struct approval_request n = command(npm, 2), e = command(empty, 1);
+	struct approval_answer a = APPROVAL_ANSWER_INIT;
+	struct approver ap;
+
+	(void)state;
+	approver_init(&ap, person_ask, &who, NULL);
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &rq), APPROVE_ALWAYS);
+	assert_int_equal(who.asked, 1);
+	/* the same name by any path asks nothing */
+	who.verdict = APPROVE_NO;
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &other), APPROVE_ONCE);
+	assert_true(a.remembered);
+	assert_int_equal(who.asked, 1);
+	/* another name is asked */
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &n), APPROVE_NO);
+	assert_int_equal(who.asked, 2);
+	/* safe still says no */
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_SAFE, &rq), APPROVE_NO);
+	/* an empty name is never remembered */
+	who.verdict = APPROVE_ALWAYS;
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &e), APPROVE_ALWAYS);
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &e), APPROVE_ALWAYS);
+	assert_int_equal(who.asked, 4);
+	/* a new session asks again */
+	approver_forget(&ap);
+	who.verdict = APPROVE_NO;
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &rq), APPROVE_NO);
+	assert_int_equal(who.asked, 5);
+	approver_release(&ap);
+}
+
+/* An MCP tool is remembered by its registry name, apart from commands of the same name. */
+static void test_approval_always_tool_by_its_name(void **state)
+{
+	static const char *const search[] = { "docs__search" };
+	struct person who = { APPROVE_ALWAYS, NULL, 0, NULL, NULL, 0, 0 };
+	struct approval_request t = tool("docs__search"), t2 = tool("docs__fetch");
+	struct approval_request c = command(search, 1);
+	struct approval_answer a = APPROVAL_ANSWER_INIT;
+	struct approver ap;
+
+	(void)state;
+	approver_init(&ap, person_ask, &who, NULL);
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &t), APPROVE_ALWAYS);
+	who.verdict = APPROVE_NO;
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &t), APPROVE_ONCE);
+	assert_true(a.remembered);
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &t2), APPROVE_NO);
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &c), APPROVE_NO);
+	assert_int_equal(who.asked, 3);
+	approver_forget(&ap);
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &t), APPROVE_NO);
+	approver_release(&ap);
+}
+
+/* ---- one question at a time ------------------------------------------- */
+
+struct asker {
+	struct approver *ap;
+	const char *const *argv;
+};
+
+static void *ask_thread(void *arg)
+{
+	struct asker *k = arg;
+	struct approval_request rq = command(k->argv, 1);
+	struct approval_answer a = APPROVAL_ANSWER_INIT;
+
+	approver_decide(k->ap, &a, APPROVAL_ASK, &rq);
+	approval_answer_release(&a);
+	return NULL;
+}
+
+static void test_approval_one_question_at_a_time(void **state)
+{
+	static const char *const names[][1] = { { "pip" }, { "npm" }, { "curl" }, { "wget" } };
+	struct person who = { APPROVE_ONCE, NULL, 0, NULL, NULL, 0, 0 };
+	struct asker k[4];
+	pthread_t t[4];
+	struct approver ap;
+	size_t i;
+
+	(void)state;
+	approver_init(&ap, person_ask, &who, NULL);
+	for (i = 0; i < 4; i++) {
+		k[i].ap = &ap;
+		k[i].argv = names[i];
+		assert_int_equal(pthread_create(&t[i], NULL, ask_thread, &k[i]), 0);
+	}
+	for (i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	assert_int_equal(who.asked, 4);
+	assert_false(who.overlapped);
+	approver_release(&ap);
+}
+
+/* ---- what the model is told ------------------------------------------- */
+
+static void test_approval_refusal(void **state)
+{
+	static const char *const npm[] = { "npm", "install" };
+	struct approval_answer a = APPROVAL_ANSWER_INIT;
+	struct buf b = BUF_INIT;
+
+	(void)state;
+	a.reason = strdup("use the vendored copy");
+	approval_add_refusal(&b, npm, 2, &a);
+	assert_string_equal(b.buf, "Command not approved: npm install \xe2\x80\x94 the person "
+			    "said: \"use the vendored copy\"");
+	approval_answer_release(&a);
+	buf_reset(&b);
+	approval_add_refusal(&b, npm, 2, &a);
+	assert_string_equal(b.buf, "Command not approved: npm install");
+	buf_reset(&b);
+	approval_add_refusal(&b, npm, 2, NULL);
+	assert_string_equal(b.buf, "Command not approved: npm install");
+	buf_release(&b);
 }
 
 /* ---- how the command is shown ----------------------------------------- */
@@ -81,618 +292,18 @@ static void test_approval_add_visible(void **state)
 	buf_release(&b);
 }
 
-/* ---- asking on a pseudo-terminal -------------------------------------- */
-
-struct pty {
-	int master;
-	char *slave_path;
-};
-
-static void pty_open(struct pty *p)
-{
-	p->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-	assert_true(p->master >= 0);
-	assert_int_equal(grantpt(p->master), 0);
-	assert_int_equal(unlockpt(p->master), 0);
-	p->slave_path = xstrdup(ptsname(p->master));
-}
-
-static void pty_close(struct pty *p)
-{
-	if (p->master >= 0)
-		close(p->master);
-	free(p->slave_path);
-}
-
-/*
- * Read from the master into `seen` until `want` shows up after `*from` (or
- * 5 s pass); `*from` then moves past it.
- */
-static void pty_expect(struct pty *p, struct buf *seen, size_t *from, const char *want)
-{
-	const char *at;
-
-	while (!(at = strstr(seen->buf + *from, want))) {
-		struct pollfd pfd = { p->master, POLLIN, 0 };
-		char chunk[512];
-		ssize_t n;
-
-		if (poll(&pfd, 1, 5000) <= 0)
-			fail_msg("timed out waiting for \"%s\"; saw \"%s\"", want, seen->buf);
-		n = read(p->master, chunk, sizeof(chunk));
-		if (n <= 0)
-			fail_msg("pty closed waiting for \"%s\"; saw \"%s\"", want, seen->buf);
-		buf_add(seen, chunk, (size_t)n);
-	}
-	*from = (size_t)(at - seen->buf) + strlen(want);
-}
-
-/* Read what is left until the child's side of the pty is closed. */
-static void pty_drain(struct pty *p, struct buf *seen)
-{
-	for (;;) {
-		struct pollfd pfd = { p->master, POLLIN, 0 };
-		char chunk[512];
-		ssize_t n;
-
-		if (poll(&pfd, 1, 5000) <= 0)
-			fail_msg("timed out waiting for the asker to finish; saw \"%s\"", seen->buf);
-		n = read(p->master, chunk, sizeof(chunk));
-		if (n <= 0)
-			return;	/* EIO: no slave is open any more */
-		buf_add(seen, chunk, (size_t)n);
-	}
-}
-
-static void pty_type(struct pty *p, const char *s)
-{
-	assert_int_equal(fsutil_write_all(p->master, s, strlen(s)), 0);
-}
-
-enum how {
-	ASK_FD,		/* approval_ask_fd() on the slave */
-	ASK_TTY_PATH,	/* approval_ask_tty(slave path) */
-	ASK_CTTY,	/* approval_resolve(ask) with the slave as controlling terminal */
-};
-
-/* Start a child that asks on the pty; its exit status is the answer (or 2, 3 on trouble). */
-static pid_t start_asker(struct pty *p, enum how how)
-{
-	pid_t pid = fork();
-
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int fd, answer;
-
-		close(p->master);	/* the person's side is the parent's only */
-		if (setsid() < 0)
-			_exit(3);
-		if (how == ASK_CTTY) {
-			fd = open(p->slave_path, O_RDWR);	/* becomes the controlling terminal */
-			if (fd < 0 || ioctl(fd, TIOCSCTTY, 0) < 0)
-				_exit(3);
-			answer = approval_resolve(APPROVAL_ASK, pip, 3, reason);
-		} else if (how == ASK_TTY_PATH) {
-			answer = approval_ask_tty(p->slave_path, pip, 3, reason);
-			/* O_NOCTTY: asking did not make it our controlling terminal */
-			if (open("/dev/tty", O_RDWR) >= 0)
-				_exit(2);
-		} else {
-			fd = open(p->slave_path, O_RDWR | O_NOCTTY);
-			if (fd < 0)
-				_exit(3);
-			answer = approval_ask_fd(fd, fd, pip, 3, reason);
-		}
-		_exit(answer);
-	}
-	return pid;
-}
-
-static int wait_answer(pid_t pid)
-{
-	int st;
-
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st));
-	assert_true(WEXITSTATUS(st) <= 1);
-	return WEXITSTATUS(st);
-}
-
-/* Ask, answer with `typed` (after each prompt), return the answer and what the person saw. */
-static int converse(enum how how, const char *const *typed, size_t n, struct buf *seen)
-{
-	struct pty p;
-	pid_t pid;
-	size_t i, from = seen->len;
-	int answer;
-
-	pty_open(&p);
-	pid = start_asker(&p, how);
-	for (i = 0; i < n; i++) {
-		/* each answer after its own prompt */
-		pty_expect(&p, seen, &from, "[y/a/N/e] ");
-		if (typed[i])
-			pty_type(&p, typed[i]);
-		else
-			pty_type(&p, "\x04");	/* ^D at the start of a line: end of input */
-	}
-	pty_drain(&p, seen);
-	answer = wait_answer(pid);
-	pty_close(&p);
-	return answer;
-}
-
-static void test_approval_ask_yes(void **state)
-{
-	static const char *const yes[] = { "y\n", "yes\n", "Y\n", "  YES \n" };
-	struct buf seen = BUF_INIT;
-	size_t i;
-
-	(void)state;
-	for (i = 0; i < ARRAY_SIZE(yes); i++) {
-		buf_reset(&seen);
-		assert_int_equal(converse(ASK_FD, &yes[i], 1, &seen), 1);
-	}
-	/* the person saw the reason and the exact command */
-	assert_non_null(strstr(seen.buf, "needs approval: Command 'pip' may access the network"));
-	assert_non_null(strstr(seen.buf, "$ pip install requests"));
-	buf_release(&seen);
-}
-
-static void test_approval_ask_no(void **state)
-{
-	static const char *const no[] = { "n\n", "no\n", "NO\n", "\n" };
-	struct buf seen = BUF_INIT;
-	size_t i;
-
-	(void)state;
-	for (i = 0; i < ARRAY_SIZE(no); i++) {
-		buf_reset(&seen);
-		assert_int_equal(converse(ASK_FD, &no[i], 1, &seen), 0);
-	}
-	buf_release(&seen);
-}
-
-static void test_approval_ask_garbage(void **state)
-{
-	static const char *const then_yes[] = { "maybe\n", "yess\n", "y\n" };
-	static const char *const only_garbage[] = { "sure\n", "ok\n", "y e s\n" };
-	static const char *const long_line[] = {
-		"yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy\n",
-		"n\n",
-	};
-	struct buf seen = BUF_INIT;
-
-	(void)state;
-	/* garbage is asked again */
-	assert_int_equal(converse(ASK_FD, then_yes, 3, &seen), 1);
-	assert_non_null(strstr(seen.buf, "Please answer y, a, n or e."));
-	/* three times garbage is no */
-	buf_reset(&seen);
-	assert_int_equal(converse(ASK_FD, only_garbage, 3, &seen), 0);
-	assert_non_null(strstr(seen.buf, "Not run."));
-	buf_reset(&seen);
-	assert_int_equal(converse(ASK_FD, long_line, 2, &seen), 0);
-	buf_release(&seen);
-}
-
-static void test_approval_ask_eof(void **state)
-{
-	static const char *const eof[] = { NULL };
-	static const char *const garbage_then_eof[] = { "what?\n", NULL };
-	struct buf seen = BUF_INIT;
-
-	(void)state;
-	assert_int_equal(converse(ASK_FD, eof, 1, &seen), 0);
-	buf_reset(&seen);
-	assert_int_equal(converse(ASK_FD, garbage_then_eof, 2, &seen), 0);
-	buf_release(&seen);
-}
-
-static void test_approval_ask_hangup(void **state)
-{
-	struct pty p;
-	struct buf seen = BUF_INIT;
-	size_t from = 0;
-	pid_t pid;
-
-	(void)state;
-	pty_open(&p);
-	pid = start_asker(&p, ASK_FD);
-	pty_expect(&p, &seen, &from, "[y/a/N/e] ");
-	/* the terminal goes away: the read fails, and that is no */
-	close(p.master);
-	p.master = -1;
-	assert_int_equal(wait_answer(pid), 0);
-	pty_close(&p);
-	buf_release(&seen);
-}
-
-static void test_approval_typeahead_is_discarded(void **state)
-{
-	struct pty p;
-	struct buf seen = BUF_INIT;
-	struct pollfd pfd;
-	size_t from = 0;
-	int slave;
-	pid_t pid;
-
-	(void)state;
-	pty_open(&p);
-	slave = open(p.slave_path, O_RDWR | O_NOCTTY);
-	assert_true(slave >= 0);
-	/* "y" typed before the question: wait until the terminal holds it as a line */
-	pty_type(&p, "y\n");
-	pfd.fd = slave;
-	pfd.events = POLLIN;
-	assert_int_equal(poll(&pfd, 1, 5000), 1);
-	pid = start_asker(&p, ASK_FD);
-	pty_expect(&p, &seen, &from, "[y/a/N/e] ");
-	pty_type(&p, "n\n");
-	assert_int_equal(wait_answer(pid), 0);
-	close(slave);
-	pty_close(&p);
-	buf_release(&seen);
-}
-
-static void test_approval_ask_tty_path_and_ctty(void **state)
-{
-	static const char *const yes[] = { "y\n" };
-	static const char *const no[] = { "n\n" };
-	struct buf seen = BUF_INIT;
-
-	(void)state;
-	assert_int_equal(converse(ASK_TTY_PATH, yes, 1, &seen), 1);
-	buf_reset(&seen);
-	assert_int_equal(converse(ASK_TTY_PATH, no, 1, &seen), 0);
-	/* approval_resolve() in ask mode: /dev/tty is the child's own terminal */
-	buf_reset(&seen);
-	assert_int_equal(converse(ASK_CTTY, yes, 1, &seen), 1);
-	assert_non_null(strstr(seen.buf, "$ pip install requests"));
-	buf_reset(&seen);
-	assert_int_equal(converse(ASK_CTTY, no, 1, &seen), 0);
-	buf_release(&seen);
-}
-
-static void test_approval_no_terminal_is_no(void **state)
-{
-	int in[2], st;
-	pid_t pid;
-
-	(void)state;
-	/* standard input says yes, but only a terminal may answer */
-	assert_int_equal(pipe(in), 0);
-	assert_int_equal(write(in[1], "y\ny\ny\n", 6), 6);
-	close(in[1]);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int answer;
-
-		dup2(in[0], 0);
-		if (setsid() < 0)	/* a new session has no controlling terminal */
-			_exit(3);
-		answer = approval_resolve(APPROVAL_ASK, pip, 3, reason);
-		if (answer == 0 && !strstr(err_last(), "no terminal to ask for approval on"))
-			_exit(4);
-		_exit(answer);
-	}
-	close(in[0]);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
-}
-
-static void test_approval_missing_tty_path(void **state)
-{
-	(void)state;
-	assert_int_equal(approval_ask_tty("/nonexistent/tty", pip, 3, reason), 0);
-	assert_non_null(strstr(err_last(), "no terminal to ask for approval on (/nonexistent/tty)"));
-}
-
-/* ---- a, e, Ctrl-C: the whole answer ----------------------------------- */
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-struct full {
-	int verdict, interrupted, restored;
-	char reason[1024];
-};
-
-/*
- * A child asks approval_ask_command_fd() on the pty as its controlling
- * terminal (with ISIG on, as a shell leaves it, and a SIGINT handler
- * that would end it with 9); it reports the answer, and whether the
- * terminal's settings were put back, on a pipe.
- */
-static pid_t start_full(struct pty *p, int *rfd, const char *cwd, int network)
-{
-	int pfd[2];
-	pid_t pid;
-
-	assert_int_equal(pipe(pfd), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		static const char *const argv[] = { "pip", "install", "x" };
-		struct approval_request rq = { argv, 3, cwd, reason, network };
-		struct approval_answer a = APPROVAL_ANSWER_INIT;
-		struct termios before, after;
-		struct full f;
-		int fd;
-
-		close(pfd[0]);
-		close(p->master);
-		if (setsid() < 0)
-			_exit(3);
-		fd = open(p->slave_path, O_RDWR);
-		if (fd < 0 || ioctl(fd, TIOCSCTTY, 0) < 0 || tcgetattr(fd, &before) < 0)
-			_exit(3);
-		/* "\n" as written, so that the test sees what was written */
-		before.c_oflag &= ~(tcflag_t)OPOST;
-		if (tcsetattr(fd, TCSANOW, &before) < 0)
-			_exit(3);
-		signal(SIGINT, SIG_DFL);
-		memset(&f, 0, sizeof(f));
-		f.verdict = approval_ask_command_fd(&a, fd, fd, &rq);
-		f.interrupted = a.interrupted;
-		if (a.reason)
-			snprintf(f.reason, sizeof(f.reason), "%s", a.reason);
-		f.restored = tcgetattr(fd, &after) == 0 && before.c_lflag == after.c_lflag &&
-			     before.c_iflag == after.c_iflag &&
-			     before.c_cc[VEOL] == after.c_cc[VEOL];
-		approval_answer_release(&a);
-		if (write(pfd[1], &f, sizeof(f)) != (ssize_t)sizeof(f))
-			_exit(4);
-		_exit(0);
-	}
-	close(pfd[1]);
-	*rfd = pfd[0];
-	return pid;
-}
-
-static void finish_full(struct pty *p, pid_t pid, int rfd, struct buf *seen, struct full *f)
-{
-	int st;
-
-	pty_drain(p, seen);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	/* a Ctrl-C never reached the process as SIGINT */
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
-	assert_int_equal(read(rfd, f, sizeof(*f)), (ssize_t)sizeof(*f));
-	close(rfd);
-	assert_true(f->restored);
-}
-
-/* Answer `first`, then (when not NULL) `second` after "Tell the model why: ". */
-static void full_case(const char *first, const char *second, struct full *f, struct buf *seen)
-{
-	struct pty p;
-	size_t from = 0;
-	int rfd;
-	pid_t pid;
-
-	pty_open(&p);
-	pid = start_full(&p, &rfd, "src/lib", 1);
-	pty_expect(&p, seen, &from, "[y/a/N/e] ");
-	pty_type(&p, first);
-	if (second) {
-		pty_expect(&p, seen, &from, "Tell the model why: ");
-		pty_type(&p, second);
-	}
-	finish_full(&p, pid, rfd, seen, f);
-	pty_close(&p);
-}
-
-static void test_approval_shows_folder_network_and_keys(void **state)
-{
-	struct buf seen = BUF_INIT;
-	struct full f;
-
-	(void)state;
-	full_case("a\n", NULL, &f, &seen);
-	assert_int_equal(f.verdict, APPROVE_ALWAYS);
-	assert_non_null(strstr(seen.buf, "needs approval: Command 'pip' may access the network\n"
-			       "  $ pip install x\n  in src/lib (of the workspace)\n"
-			       "  approved, it runs with network access\n"));
-	assert_non_null(strstr(seen.buf, "a: yes, and 'pip' without asking"));
-	assert_non_null(strstr(seen.buf, "e: no, and tell the model why"));
-	buf_reset(&seen);
-	full_case("always\n", NULL, &f, &seen);
-	assert_int_equal(f.verdict, APPROVE_ALWAYS);
-	buf_release(&seen);
-}
-
-static void test_approval_e_takes_a_reason(void **state)
-{
-	struct buf seen = BUF_INIT;
-	struct full f;
-	char long_reason[700];
-
-	(void)state;
-	full_case("e\n", "use the vendored copy\n", &f, &seen);
-	assert_int_equal(f.verdict, APPROVE_NO);
-	assert_false(f.interrupted);
-	assert_string_equal(f.reason, "use the vendored copy");
-	/* control characters are escaped */
-	buf_reset(&seen);
-	full_case("E\n", "  no \x1b[31mred\t \n", &f, &seen);
-	assert_string_equal(f.reason, "no \\x1b[31mred");
-	/* and the length is capped, on a character boundary */
-	memset(long_reason, 'x', sizeof(long_reason));
-	memcpy(long_reason + APPROVAL_REASON_MAX - 1, "\xc3\xa9", 2);
-	long_reason[sizeof(long_reason) - 2] = '\n';
-	long_reason[sizeof(long_reason) - 1] = '\0';
-	buf_reset(&seen);
-	full_case("e\n", long_reason, &f, &seen);
-	assert_int_equal(strlen(f.reason), APPROVAL_REASON_MAX - 1 + 3);
-	assert_string_equal(f.reason + APPROVAL_REASON_MAX - 1, "...");
-	/* an empty reason is a plain no */
-	buf_reset(&seen);
-	full_case("e\n", "\n", &f, &seen);
-	assert_int_equal(f.verdict, APPROVE_NO);
-	assert_int_equal(f.reason[0], '\0');
-	buf_release(&seen);
-}
-
-static void test_approval_ctrl_c_is_no_at_once(void **state)
-{
-	struct buf seen = BUF_INIT;
-	struct pty p;
-	struct full f;
-	size_t from = 0;
-	double t0;
-	int rfd;
-	pid_t pid;
-
-	(void)state;
-	pty_open(&p);
-	pid = start_full(&p, &rfd, NULL, 0);
-	pty_expect(&p, &seen, &from, "[y/a/N/e] ");
-	/* half an answer, then ^C: no Enter needed */
-	pty_type(&p, "y");
-	t0 = now_s();
-	pty_type(&p, "\x03");
-	pty_expect(&p, &seen, &from, "Not run.\n");
-	assert_true(now_s() - t0 < 2.0);
-	finish_full(&p, pid, rfd, &seen, &f);
-	assert_int_equal(f.verdict, APPROVE_NO);
-	assert_true(f.interrupted);
-	/* without a folder or network, neither line is shown */
-	assert_null(strstr(seen.buf, "  in "));
-	assert_null(strstr(seen.buf, "network access"));
-	pty_close(&p);
-	/* ^C while typing the reason: no, and no reason */
-	buf_reset(&seen);
-	full_case("e\n", "because\x03", &f, &seen);
-	assert_int_equal(f.verdict, APPROVE_NO);
-	assert_true(f.interrupted);
-	assert_int_equal(f.reason[0], '\0');
-	/* ^D: no */
-	buf_reset(&seen);
-	full_case("\x04", NULL, &f, &seen);
-	assert_int_equal(f.verdict, APPROVE_NO);
-	assert_false(f.interrupted);
-	buf_release(&seen);
-}
-
-static volatile sig_atomic_t stop_flag;
-
-static void on_alarm(int sig)
-{
-	(void)sig;
-	stop_flag = 1;
-}
-
-/* A signal handler's flag (say SIGTERM's) ends the question as no, without an answer. */
-static void test_approval_cancel_flag_is_no(void **state)
-{
-	struct pty p;
-	struct buf seen = BUF_INIT;
-	size_t from = 0;
-	double t0;
-	int st;
-	pid_t pid;
-
-	(void)state;
-	pty_open(&p);
-	t0 = now_s();
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		struct approval_request rq = { pip, 3, NULL, reason, 0 };
-		struct approval_answer a = APPROVAL_ANSWER_INIT;
-		struct sigaction sa;
-		int fd;
-
-		close(p.master);
-		fd = open(p.slave_path, O_RDWR | O_NOCTTY);
-		if (fd < 0)
-			_exit(3);
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = on_alarm;
-		sa.sa_flags = SA_RESTART;	/* the flag alone must be enough */
-		sigaction(SIGALRM, &sa, NULL);
-		approval_set_cancel(&stop_flag);
-		alarm(1);
-		if (approval_ask_command_fd(&a, fd, fd, &rq) != APPROVE_NO || !a.interrupted)
-			_exit(5);
-		_exit(0);
-	}
-	pty_expect(&p, &seen, &from, "[y/a/N/e] ");
-	pty_drain(&p, &seen);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
-	assert_true(now_s() - t0 < 4.0);
-	pty_close(&p);
-	buf_release(&seen);
-}
-
-static void test_approval_always_is_remembered_by_name(void **state)
-{
-	static const char *const pip_other[] = { "/usr/bin/pip", "download", "y" };
-	static const char *const npm[] = { "npm", "install" };
-	struct approval_request rq = { pip_other, 3, NULL, reason, 1 };
-	struct approval_answer a = APPROVAL_ANSWER_INIT;
-	struct buf b = BUF_INIT;
-
-	(void)state;
-	approval_always_reset();
-	assert_false(approval_always_has("pip"));
-	approval_always_add("pip");
-	/* the same name by any path asks nothing (no terminal here to ask on) */
-	assert_true(approval_always_has("/usr/bin/pip"));
-	assert_int_equal(approval_decide(&a, APPROVAL_ASK, &rq), APPROVE_ONCE);
-	assert_true(a.remembered);
-	approval_answer_release(&a);
-	assert_false(approval_always_has("npm"));
-	/* safe still says no */
-	assert_int_equal(approval_decide(&a, APPROVAL_SAFE, &rq), APPROVE_NO);
-	approval_answer_release(&a);
-	approval_always_reset();
-	assert_false(approval_always_has("pip"));
-	/* what the model is told */
-	a.reason = xstrdup("use the vendored copy");
-	approval_add_refusal(&b, npm, 2, &a);
-	assert_string_equal(b.buf, "Command not approved: npm install \xe2\x80\x94 the person "
-			    "said: \"use the vendored copy\"");
-	approval_answer_release(&a);
-	buf_reset(&b);
-	approval_add_refusal(&b, npm, 2, &a);
-	assert_string_equal(b.buf, "Command not approved: npm install");
-	buf_release(&b);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_approval_safe_never_auto_always),
+		cmocka_unit_test(test_approval_ask_is_the_fronts),
+		cmocka_unit_test(test_approval_always_is_remembered_by_name),
+		cmocka_unit_test(test_approval_always_tool_by_its_name),
+		cmocka_unit_test(test_approval_one_question_at_a_time),
+		cmocka_unit_test(test_approval_refusal),
 		cmocka_unit_test(test_approval_format_argv),
 		cmocka_unit_test(test_approval_add_visible),
-		cmocka_unit_test(test_approval_ask_yes),
-		cmocka_unit_test(test_approval_ask_no),
-		cmocka_unit_test(test_approval_ask_garbage),
-		cmocka_unit_test(test_approval_ask_eof),
-		cmocka_unit_test(test_approval_ask_hangup),
-		cmocka_unit_test(test_approval_typeahead_is_discarded),
-		cmocka_unit_test(test_approval_ask_tty_path_and_ctty),
-		cmocka_unit_test(test_approval_no_terminal_is_no),
-		cmocka_unit_test(test_approval_missing_tty_path),
-		cmocka_unit_test(test_approval_shows_folder_network_and_keys),
-		cmocka_unit_test(test_approval_e_takes_a_reason),
-		cmocka_unit_test(test_approval_ctrl_c_is_no_at_once),
-		cmocka_unit_test(test_approval_cancel_flag_is_no),
-		cmocka_unit_test(test_approval_always_is_remembered_by_name),
 	};
 
-	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests_name("sandbox/approval", tests, NULL, NULL);
 }

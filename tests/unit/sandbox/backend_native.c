@@ -445,6 +445,17 @@ static void probe(struct exec_result *r, struct executor *ex, const char *prog, 
 	assert_int_equal(RUN(r, ex, prog, p), want_ret);
 }
 
+/* A person who says yes, always. */
+static int say_always(void *data, struct approval_answer *out, const struct approval_request *rq,
+		      const volatile sig_atomic_t *cancel)
+{
+	(void)data;
+	(void)rq;
+	(void)cancel;
+	out->verdict = APPROVE_ALWAYS;
+	return APPROVE_ALWAYS;
+}
+
 /*
  * A command on the network list that is approved (mode auto, or an `a`
  * answer remembered) runs with the host's network: it reaches a listener
@@ -455,6 +466,7 @@ static void probe(struct exec_result *r, struct executor *ex, const char *prog, 
 static void test_native_approved_network_command(void **state)
 {
 	struct exec_result r = EXEC_RESULT_INIT;
+	struct approver ap;
 	struct executor ex;
 	int port, s, pass;
 
@@ -494,13 +506,13 @@ static void test_native_approved_network_command(void **state)
 		exec_result_release(&r);
 		executor_release(&ex);
 
-		/* mode ask: not approved (no terminal) is refused, approved runs with network */
+		/* mode ask: not approved (nobody to ask) is refused, approved runs with network */
 		set_str(&cfg.permissions.mode, "ask");
 		init_ex(&ex);
-		approval_always_reset();
 		probe(&r, &ex, "./bin/curl", port, FX_EDENIED);
 		assert_non_null(strstr(err_last(), "Command not approved: ./bin/curl"));
-		approval_always_add("curl");
+		approver_init(&ap, say_always, NULL, NULL);
+		ex.approver = &ap;
 		probe(&r, &ex, "./bin/curl", port, 0);
 		assert_string_equal(r.out.buf, "connected\n");
 		exec_result_release(&r);
@@ -508,7 +520,13 @@ static void test_native_approved_network_command(void **state)
 		assert_int_equal(r.exit_code, 3);
 		assert_null(strstr(r.out.buf, "connected"));
 		exec_result_release(&r);
-		approval_always_reset();
+		/* remembered: asked no more, and still the network */
+		ap.ask = NULL;
+		probe(&r, &ex, "./bin/curl", port, 0);
+		assert_string_equal(r.out.buf, "connected\n");
+		exec_result_release(&r);
+		ex.approver = NULL;
+		approver_release(&ap);
 		/*
 		 * Approved by the configuration, not by a person (the harness runs
 		 * a configured test command so): no network, as before.

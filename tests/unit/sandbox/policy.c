@@ -26,6 +26,47 @@
 #include "sandbox/policy.h"
 
 /* The shells denied beyond the seed's list, along with it. */
+/*
+ * One walk of policy_check(), seen one field at a time: the decision, with
+ * the reason appended to `reason` (may be NULL).
+ */
+static enum policy_decision check(const struct policy *p, const char *const *argv, size_t argc,
+				  struct buf *reason)
+{
+	struct policy_verdict v = POLICY_VERDICT_INIT;
+	enum policy_decision d = policy_check(&v, p, argv, argc);
+
+	assert_int_equal(v.decision, d);
+	if (reason)
+		buf_addbuf(reason, &v.reason);
+	policy_verdict_release(&v);
+	return d;
+}
+
+/* The verdict's always_ask. */
+static int always_ask(const struct policy *p, const char *const *argv, size_t argc)
+{
+	struct policy_verdict v = POLICY_VERDICT_INIT;
+	int always;
+
+	policy_check(&v, p, argv, argc);
+	always = v.always_ask;
+	policy_verdict_release(&v);
+	return always;
+}
+
+/* The verdict's network. */
+static int needs_network(const struct policy *p, const char *const *argv, size_t argc)
+{
+	struct policy_verdict v = POLICY_VERDICT_INIT;
+	int network;
+
+	policy_check(&v, p, argv, argc);
+	network = v.network;
+	policy_verdict_release(&v);
+	return network;
+}
+
 static size_t n_extra_denied(void)
 {
 	size_t n = 0;
@@ -297,7 +338,7 @@ static void test_policy_seed_rows(void **state)
 		struct buf reason = BUF_INIT, reason1 = BUF_INIT;
 		enum policy_decision d, d1;
 
-		d = policy_check(&p, r->argv.v, r->argv.nr, &reason);
+		d = check(&p, r->argv.v, r->argv.nr, &reason);
 		if (strcmp(policy_decision_name(d), r->decision) || reason.len != r->reason.len ||
 		    memcmp(reason.buf, r->reason.buf, reason.len)) {
 			if (bad++ < MAX_SHOWN)
@@ -534,18 +575,18 @@ static void test_policy_from_parsed_config(void **state)
 	assert_int_equal(p.mode, APPROVAL_ASK);
 	assert_int_equal(p.allowed.nr, 0);
 	assert_int_equal(p.denied.nr, 43 + n_extra_denied());
-	assert_int_equal(policy_check(&p, pip, 3, NULL), POLICY_APPROVAL);
+	assert_int_equal(check(&p, pip, 3, NULL), POLICY_APPROVAL);
 	policy_release(&p);
 
 	cfg.project_trusted = 1;	/* as after `forgex trust` */
 	assert_int_equal(config_apply_string(&cfg, toml, strlen(toml), "test.toml", CFG_PROJECT), 0);
 	assert_int_equal(policy_init_from_config(&p, &cfg), 0);
-	assert_int_equal(policy_check(&p, pip, 3, NULL), POLICY_ALLOW);
+	assert_int_equal(check(&p, pip, 3, NULL), POLICY_ALLOW);
 	/* the custom deny list replaced the default one; the allowlist still refuses rm */
-	assert_int_equal(policy_check(&p, rm, 1, &r), POLICY_DENY);
+	assert_int_equal(check(&p, rm, 1, &r), POLICY_DENY);
 	assert_string_equal(r.buf, "Command 'rm' is not in the allowlist");
 	buf_reset(&r);
-	assert_int_equal(policy_check(&p, git, 1, &r), POLICY_DENY);
+	assert_int_equal(check(&p, git, 1, &r), POLICY_DENY);
 	assert_string_equal(r.buf, "Command 'git' is in the deny list");
 	policy_release(&p);
 	config_release(&cfg);
@@ -574,16 +615,16 @@ static void test_policy_init_is_the_defaults(void **state)
 
 	(void)state;
 	/* empty denied and network lists mean the seed's defaults */
-	assert_int_equal(policy_check(&empty, rm, 1, &r), POLICY_DENY);
+	assert_int_equal(check(&empty, rm, 1, &r), POLICY_DENY);
 	assert_string_equal(r.buf, "Command 'rm' is in the deny list");
 	buf_reset(&r);
-	assert_int_equal(policy_check(&empty, pip, 1, &r), POLICY_APPROVAL);
+	assert_int_equal(check(&empty, pip, 1, &r), POLICY_APPROVAL);
 	assert_string_equal(r.buf, "Command 'pip' may access the network");
 	buf_reset(&r);
-	assert_int_equal(policy_check(&empty, ls, 1, &r), POLICY_ALLOW);
+	assert_int_equal(check(&empty, ls, 1, &r), POLICY_ALLOW);
 	assert_string_equal(r.buf, "");
 	empty.network_allowed = 1;
-	assert_int_equal(policy_check(&empty, pip, 1, NULL), POLICY_ALLOW);
+	assert_int_equal(check(&empty, pip, 1, NULL), POLICY_ALLOW);
 	buf_release(&r);
 }
 
@@ -596,20 +637,15 @@ static void test_policy_argv_edges(void **state)
 
 	(void)state;
 	policy_init_defaults(&p);
-	assert_int_equal(policy_check(&p, v, 0, &r), POLICY_DENY);
+	assert_int_equal(check(&p, v, 0, &r), POLICY_DENY);
 	assert_string_equal(r.buf, "Empty command line");
-	assert_int_equal(policy_check(&p, NULL, 0, NULL), POLICY_DENY);
+	assert_int_equal(check(&p, NULL, 0, NULL), POLICY_DENY);
 	/* only argc entries are read */
-	assert_int_equal(policy_check(&p, v, 2, NULL), POLICY_ALLOW);
-	assert_int_equal(policy_check(&p, v + 2, 1, NULL), POLICY_DENY);
+	assert_int_equal(check(&p, v, 2, NULL), POLICY_ALLOW);
+	assert_int_equal(check(&p, v + 2, 1, NULL), POLICY_DENY);
 	/* a NULL entry is "" */
-	assert_int_equal(policy_check(&p, with_null, 1, NULL), POLICY_ALLOW);
-	assert_int_equal(policy_check(&p, with_null, 2, NULL), POLICY_ALLOW);
-	/* the reason is appended */
-	buf_reset(&r);
-	buf_addstr(&r, "why: ");
-	assert_int_equal(policy_check(&p, v + 2, 1, &r), POLICY_DENY);
-	assert_string_equal(r.buf, "why: Command 'rm' is in the deny list");
+	assert_int_equal(check(&p, with_null, 1, NULL), POLICY_ALLOW);
+	assert_int_equal(check(&p, with_null, 2, NULL), POLICY_ALLOW);
 	policy_release(&p);
 	buf_release(&r);
 }
@@ -655,7 +691,7 @@ static void check_wcases(const struct policy *p, const struct wcase *c, size_t n
 
 		while (c[i].argv[argc])
 			argc++;
-		d = policy_check(p, c[i].argv, argc, &r);
+		d = check(p, c[i].argv, argc, &r);
 		if (d != c[i].want || strcmp(r.buf, c[i].reason)) {
 			size_t k;
 
@@ -739,11 +775,11 @@ static void test_policy_git_clean_always_asks(void **state)
 	p.mode = APPROVAL_AUTO;
 	p.network_allowed = 1;
 	check_wcases(&p, c, ARRAY_SIZE(c));
-	assert_true(policy_always_ask(&p, clean, 3));
-	assert_false(policy_always_ask(&p, status, 2));
+	assert_true(always_ask(&p, clean, 3));
+	assert_false(always_ask(&p, status, 2));
 	/* auto needs no approval for the network; that one is not "always" */
-	assert_int_equal(policy_check(&p, curl, 2, NULL), POLICY_ALLOW);
-	assert_false(policy_always_ask(&p, curl, 2));
+	assert_int_equal(check(&p, curl, 2, NULL), POLICY_ALLOW);
+	assert_false(always_ask(&p, curl, 2));
 	policy_release(&p);
 }
 
@@ -760,20 +796,20 @@ static void test_policy_needs_network(void **state)
 
 	(void)state;
 	policy_init_defaults(&p);
-	assert_true(policy_needs_network(&p, pip, 3));
-	assert_true(policy_needs_network(&p, bb, 3));
-	assert_true(policy_needs_network(&p, cmd, 4));
-	assert_true(policy_needs_network(&p, curl_rm, 2));
-	assert_false(policy_needs_network(&p, ls, 2));
+	assert_true(needs_network(&p, pip, 3));
+	assert_true(needs_network(&p, bb, 3));
+	assert_true(needs_network(&p, cmd, 4));
+	assert_true(needs_network(&p, curl_rm, 2));
+	assert_false(needs_network(&p, ls, 2));
 	/* denied: never */
-	assert_false(policy_needs_network(&p, bbrm, 3));
-	assert_false(policy_needs_network(&p, pip, 0));
+	assert_false(needs_network(&p, bbrm, 3));
+	assert_false(needs_network(&p, pip, 0));
 	/* mode auto: no approval, and still the network */
 	p.mode = APPROVAL_AUTO;
 	p.network_allowed = 1;
-	assert_int_equal(policy_check(&p, pip, 3, NULL), POLICY_ALLOW);
-	assert_true(policy_needs_network(&p, pip, 3));
-	assert_false(policy_needs_network(&p, ls, 2));
+	assert_int_equal(check(&p, pip, 3, NULL), POLICY_ALLOW);
+	assert_true(needs_network(&p, pip, 3));
+	assert_false(needs_network(&p, ls, 2));
 	policy_release(&p);
 }
 
@@ -943,7 +979,41 @@ static void test_policy_wrapper_differs_from_seed(void **state)
 	(void)state;
 	policy_init_defaults(&p);
 	assert_int_equal(policy_check_name(&p, argv[0], NULL), POLICY_ALLOW);
-	assert_int_equal(policy_check(&p, argv, 4, NULL), POLICY_DENY);
+	assert_int_equal(check(&p, argv, 4, NULL), POLICY_DENY);
+	policy_release(&p);
+}
+
+/* One walk answers everything the executor needs about a command. */
+static void test_policy_verdict_is_whole(void **state)
+{
+	static const char *const bb_pip[] = { "busybox", "pip", "install", "x" };
+	static const char *const clean[] = { "git", "clean", "-fdx" };
+	static const char *const curl_rm[] = { "exec", "curl", "rm" };
+	struct policy_verdict v = POLICY_VERDICT_INIT;
+	struct policy p;
+
+	(void)state;
+	policy_init_defaults(&p);
+	assert_int_equal(policy_check(&v, &p, bb_pip, 4), POLICY_APPROVAL);
+	assert_int_equal(v.decision, POLICY_APPROVAL);
+	assert_string_equal(v.reason.buf, "Command 'pip' may access the network (run by 'busybox')");
+	assert_true(v.network);
+	assert_false(v.always_ask);
+	policy_verdict_release(&v);
+	assert_int_equal(v.decision, POLICY_ALLOW);
+	assert_int_equal(v.reason.len, 0);
+	assert_int_equal(policy_check(&v, &p, clean, 3), POLICY_APPROVAL);
+	assert_true(v.always_ask);
+	assert_false(v.network);
+	policy_verdict_release(&v);
+	/* curl runs rm? no: exec runs curl, whose arguments are its own */
+	assert_int_equal(policy_check(&v, &p, curl_rm, 3), POLICY_APPROVAL);
+	assert_true(v.network);
+	policy_verdict_release(&v);
+	assert_int_equal(policy_check(&v, &p, NULL, 0), POLICY_DENY);
+	assert_string_equal(v.reason.buf, "Empty command line");
+	assert_false(v.network);
+	policy_verdict_release(&v);
 	policy_release(&p);
 }
 
@@ -963,6 +1033,7 @@ int main(void)
 		cmocka_unit_test(test_policy_extra_shells),
 		cmocka_unit_test(test_policy_git_clean_always_asks),
 		cmocka_unit_test(test_policy_needs_network),
+		cmocka_unit_test(test_policy_verdict_is_whole),
 		cmocka_unit_test(test_policy_wrapper_command_exec_builtin),
 		cmocka_unit_test(test_policy_wrapper_nested),
 		cmocka_unit_test(test_policy_wrapper_itself_is_checked),
