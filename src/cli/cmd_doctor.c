@@ -14,6 +14,7 @@
 
 #include "base/jsonx.h"
 #include "base/log.h"
+#include "base/proc.h"
 #include "base/termsafe.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -63,26 +64,37 @@ void doctor_item(struct doctor *d, enum doctor_status st, const char *what, cons
 	free(detail);
 }
 
-/* First line of `cmd` (run through the shell by popen), or NULL. */
-static char *first_line(const char *cmd)
+/*
+ * The first line `argv` prints, run from / (quietly, at most 10 s), or
+ * NULL when it is not there, fails or prints nothing.
+ */
+static char *first_line(const char *const *argv)
 {
-	char line[512];
-	FILE *p = popen(cmd, "r");
+	struct buf out = BUF_INIT;
+	struct proc p;
 	char *ret = NULL;
 
-	if (!p)
-		return NULL;
-	if (fgets(line, sizeof(line), p)) {
-		line[strcspn(line, "\r\n")] = '\0';
-		ret = xstrdup(line);
+	proc_init(&p);
+	strvec_pushv(&p.argv, argv);
+	p.dir = "/";
+	p.out = PROC_IO_CAPTURE;
+	p.out_buf = &out;
+	p.capture_max = 512;
+	p.timeout_ms = 10000;
+	if (proc_run(&p) == 0 && out.len) {
+		out.buf[strcspn(out.buf, "\r\n")] = '\0';
+		ret = xstrdup(out.buf);
 	}
-	if (pclose(p) != 0)
-		FREE_AND_NULL(ret);
+	err_clear();
+	proc_release(&p);
+	buf_release(&out);
 	return ret;
 }
 
 static void check_programs(struct doctor *d)
 {
+	static const char *const git[] = { "git", "--version", NULL };
+	static const char *const ctags[] = { "ctags", "--options=NONE", "--version", NULL };
 	char *v;
 
 	doctor_section(d, "Programs");
@@ -92,13 +104,13 @@ static void check_programs(struct doctor *d)
 	 * ~/.ctags.d, $CTAGS) before anything else, so in the workspace a
 	 * cloned repository's option files would run with our privileges.
 	 */
-	v = first_line("cd / && git --version 2>/dev/null");
+	v = first_line(git);
 	if (v)
 		doctor_item(d, DOCTOR_OK, "git", "%s", v);
 	else
 		doctor_item(d, DOCTOR_FAIL, "git", "not found on PATH (apt-get install git)");
 	free(v);
-	v = first_line("cd / && ctags --options=NONE --version 2>/dev/null");
+	v = first_line(ctags);
 	if (v && strstr(v, "Universal Ctags"))
 		doctor_item(d, DOCTOR_OK, "ctags", "%s", v);
 	else if (v)
