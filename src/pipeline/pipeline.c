@@ -28,6 +28,7 @@
 #include "tools/mcp_tools.h"
 #include "tools/registry.h"
 #include "tools/shell.h"
+#include "tools/verify_executor.h"
 #include "vcs/checkpoint.h"
 #include "vcs/commit.h"
 #include "vcs/diff.h"
