@@ -85,7 +85,6 @@ static char *first_line(const char *const *argv)
 		out.buf[strcspn(out.buf, "\r\n")] = '\0';
 		ret = xstrdup(out.buf);
 	}
-	err_clear();
 	proc_release(&p);
 	buf_release(&out);
 	return ret;
@@ -177,11 +176,12 @@ static void check_trust(struct doctor *d, const struct config *cfg)
 	buf_release(&q);
 }
 
-static void check_config(struct doctor *d, struct config *cfg, int loaded)
+/* `load_error`: why the configuration did not load (NULL: it did). */
+static void check_config(struct doctor *d, struct config *cfg, const char *load_error)
 {
 	doctor_section(d, "Configuration");
-	if (!loaded) {
-		doctor_item(d, DOCTOR_FAIL, "config", "%s", err_last());
+	if (load_error) {
+		doctor_item(d, DOCTOR_FAIL, "config", "%s", load_error);
 		return;
 	}
 	doctor_item(d, DOCTOR_INFO, "workspace", "%s", cfg->workspace);
@@ -206,7 +206,8 @@ int cmd_doctor(int argc, char **argv)
 	};
 	struct doctor d = { 0, 0, 0, NULL };
 	struct config cfg;
-	int c, loaded;
+	char *load_error = NULL;
+	int c;
 
 	optind = 1;
 	opterr = 0;
@@ -230,11 +231,13 @@ int cmd_doctor(int argc, char **argv)
 	config_init(&cfg);
 	/* the same configuration as every other command: files, environment, -c */
 	cfg.trust_fn = cli_trust_check;
-	loaded = config_load(&cfg, NULL) == 0 && cli_apply_config_flags(&cfg) == 0;
+	/* kept now: the checks before its section run programs of their own */
+	if (config_load(&cfg, NULL) != 0 || cli_apply_config_flags(&cfg) != 0)
+		load_error = xstrdup(err_last());
 	check_programs(&d);
 	check_libraries(&d);
-	check_config(&d, &cfg, loaded);
-	doctor_sections(&d, loaded ? &cfg : NULL);
+	check_config(&d, &cfg, load_error);
+	doctor_sections(&d, load_error ? NULL : &cfg);
 	if (d.json) {
 		struct buf b = BUF_INIT;
 		json_t *top = json_object();
@@ -254,5 +257,6 @@ int cmd_doctor(int argc, char **argv)
 		       d.warnings ? " (see the warnings above)" : "");
 	}
 	config_release(&cfg);
+	free(load_error);
 	return d.failures ? EXIT_FAIL : EXIT_OK;
 }

@@ -6,12 +6,11 @@
  * The child is started through base/proc.h: both streams are one end of a
  * socket pair (PROC_IO_SOCKET), so writing to a server that died is EPIPE
  * from send(MSG_NOSIGNAL), never SIGPIPE. The child gets the sanitized
- * environment of commands (proc_env_build()) plus what
- * [mcp_servers.NAME] env names, its own process group, and dies with
- * forgex (PROC_DIE_WITH_PARENT). Its
- * standard error is drained whenever the client waits: the last
- * STDERR_TAIL bytes are kept for error messages, and up to STDERR_LOG_MAX
- * bytes go to the log file.
+ * environment of commands (proc_env_build()) plus what [mcp_servers.NAME]
+ * env names, its own process group, and dies with forgex
+ * (PROC_DIE_WITH_PARENT). Its standard error is drained whenever the
+ * client waits: the last STDERR_TAIL bytes are kept for error messages,
+ * and up to STDERR_LOG_MAX bytes go to the log file.
  */
 #include <errno.h>
 #include <fcntl.h>

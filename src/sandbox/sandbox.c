@@ -548,7 +548,6 @@ int sandbox_docker_engine(struct buf *version)
 	p.timeout_ms = 5000;
 	ret = proc_run(&p);
 	proc_release(&p);
-	err_clear();
 	if (ret == 0 && version) {
 		buf_trim(&v);
 		buf_addbuf(version, &v);
