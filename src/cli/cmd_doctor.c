@@ -14,6 +14,7 @@
 
 #include "base/jsonx.h"
 #include "base/log.h"
+#include "base/proc.h"
 #include "base/termsafe.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -63,26 +64,36 @@ void doctor_item(struct doctor *d, enum doctor_status st, const char *what, cons
 	free(detail);
 }
 
-/* First line of `cmd` (run through the shell by popen), or NULL. */
-static char *first_line(const char *cmd)
+/*
+ * The first line `argv` prints, run from / (quietly, at most 10 s), or
+ * NULL when it is not there, fails or prints nothing.
+ */
+static char *first_line(const char *const *argv)
 {
-	char line[512];
-	FILE *p = popen(cmd, "r");
+	struct buf out = BUF_INIT;
+	struct proc p;
 	char *ret = NULL;
 
-	if (!p)
-		return NULL;
-	if (fgets(line, sizeof(line), p)) {
-		line[strcspn(line, "\r\n")] = '\0';
-		ret = xstrdup(line);
+	proc_init(&p);
+	strvec_pushv(&p.argv, argv);
+	p.dir = "/";
+	p.out = PROC_IO_CAPTURE;
+	p.out_buf = &out;
+	p.capture_max = 512;
+	p.timeout_ms = 10000;
+	if (proc_run(&p) == 0 && out.len) {
+		out.buf[strcspn(out.buf, "\r\n")] = '\0';
+		ret = xstrdup(out.buf);
 	}
-	if (pclose(p) != 0)
-		FREE_AND_NULL(ret);
+	proc_release(&p);
+	buf_release(&out);
 	return ret;
 }
 
 static void check_programs(struct doctor *d)
 {
+	static const char *const git[] = { "git", "--version", NULL };
+	static const char *const ctags[] = { "ctags", "--options=NONE", "--version", NULL };
 	char *v;
 
 	doctor_section(d, "Programs");
@@ -92,13 +103,13 @@ static void check_programs(struct doctor *d)
 	 * ~/.ctags.d, $CTAGS) before anything else, so in the workspace a
 	 * cloned repository's option files would run with our privileges.
 	 */
-	v = first_line("cd / && git --version 2>/dev/null");
+	v = first_line(git);
 	if (v)
 		doctor_item(d, DOCTOR_OK, "git", "%s", v);
 	else
 		doctor_item(d, DOCTOR_FAIL, "git", "not found on PATH (apt-get install git)");
 	free(v);
-	v = first_line("cd / && ctags --options=NONE --version 2>/dev/null");
+	v = first_line(ctags);
 	if (v && strstr(v, "Universal Ctags"))
 		doctor_item(d, DOCTOR_OK, "ctags", "%s", v);
 	else if (v)
@@ -165,11 +176,12 @@ static void check_trust(struct doctor *d, const struct config *cfg)
 	buf_release(&q);
 }
 
-static void check_config(struct doctor *d, struct config *cfg, int loaded)
+/* `load_error`: why the configuration did not load (NULL: it did). */
+static void check_config(struct doctor *d, struct config *cfg, const char *load_error)
 {
 	doctor_section(d, "Configuration");
-	if (!loaded) {
-		doctor_item(d, DOCTOR_FAIL, "config", "%s", err_last());
+	if (load_error) {
+		doctor_item(d, DOCTOR_FAIL, "config", "%s", load_error);
 		return;
 	}
 	doctor_item(d, DOCTOR_INFO, "workspace", "%s", cfg->workspace);
@@ -194,7 +206,8 @@ int cmd_doctor(int argc, char **argv)
 	};
 	struct doctor d = { 0, 0, 0, NULL };
 	struct config cfg;
-	int c, loaded;
+	char *load_error = NULL;
+	int c;
 
 	optind = 1;
 	opterr = 0;
@@ -218,11 +231,13 @@ int cmd_doctor(int argc, char **argv)
 	config_init(&cfg);
 	/* the same configuration as every other command: files, environment, -c */
 	cfg.trust_fn = cli_trust_check;
-	loaded = config_load(&cfg, NULL) == 0 && cli_apply_config_flags(&cfg) == 0;
+	/* kept now: the checks before its section run programs of their own */
+	if (config_load(&cfg, NULL) != 0 || cli_apply_config_flags(&cfg) != 0)
+		load_error = xstrdup(err_last());
 	check_programs(&d);
 	check_libraries(&d);
-	check_config(&d, &cfg, loaded);
-	doctor_sections(&d, loaded ? &cfg : NULL);
+	check_config(&d, &cfg, load_error);
+	doctor_sections(&d, load_error ? NULL : &cfg);
 	if (d.json) {
 		struct buf b = BUF_INIT;
 		json_t *top = json_object();
@@ -242,5 +257,6 @@ int cmd_doctor(int argc, char **argv)
 		       d.warnings ? " (see the warnings above)" : "");
 	}
 	config_release(&cfg);
+	free(load_error);
 	return d.failures ? EXIT_FAIL : EXIT_OK;
 }

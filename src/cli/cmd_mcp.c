@@ -20,6 +20,7 @@
 #include "cli/approve_tty.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "mcp/servers.h"
 #include "sandbox/approval.h"
 #include "tools/mcp_tools.h"
 
@@ -54,7 +55,7 @@ static void put_visible(FILE *f, const char *s)
 static int mcp_list(int json)
 {
 	struct config cfg = CONFIG_INIT;
-	struct mcp_set set = MCP_SET_INIT;
+	struct mcp_servers set = MCP_SERVERS_INIT;
 	json_t *all;
 	size_t i, j;
 	int ret = EXIT_OK;
@@ -62,19 +63,19 @@ static int mcp_list(int json)
 	if (cli_load_config(&cfg) != 0)
 		return EXIT_USAGE;
 	all = json_array();
-	mcp_set_init(&set);
+	mcp_servers_init(&set);
 	catch_interrupts();
-	mcp_set_start(&set, &cfg, NULL, NULL, &mcp_interrupted);
+	mcp_servers_start(&set, &cfg, NULL, NULL, &mcp_interrupted);
 	if (!set.nr && !json)
 		printf("no MCP servers configured (add a [mcp_servers.NAME] table)\n");
 	for (i = 0; i < set.nr; i++) {
-		const struct mcp_server_entry *e = &set.servers[i];
+		const struct mcp_server_entry *e = &set.entries[i];
 		const struct mcp_client *c = e->client;
 
 		if (!c && !e->skipped)
 			ret = EXIT_FAIL;
 		if (json) {
-			json_array_append_new(all, mcp_set_server_json(&set, i));
+			json_array_append_new(all, mcp_servers_json(&set, i));
 			continue;
 		}
 		printf("%s (%s %s): ", e->cfg->name, *e->cfg->url ? "http" : "stdio",
@@ -107,7 +108,7 @@ static int mcp_list(int json)
 		buf_release(&b);
 	}
 	json_decref(all);
-	mcp_set_release(&set);
+	mcp_servers_release(&set);
 	config_release(&cfg);
 	return ret;
 }
@@ -115,7 +116,7 @@ static int mcp_list(int json)
 static int mcp_call(int json, int yes, const char *server, const char *tool, const char *args_text)
 {
 	struct config cfg = CONFIG_INIT;
-	struct mcp_set set = MCP_SET_INIT;
+	struct mcp_servers set = MCP_SERVERS_INIT;
 	struct mcp_client *c;
 	json_t *args = NULL, *res = NULL;
 	struct buf text = BUF_INIT;
@@ -137,13 +138,13 @@ static int mcp_call(int json, int yes, const char *server, const char *tool, con
 		config_release(&cfg);
 		return EXIT_USAGE;
 	}
-	mcp_set_init(&set);
+	mcp_servers_init(&set);
 	catch_interrupts();
-	mcp_set_start(&set, &cfg, NULL, server, &mcp_interrupted);
-	c = set.servers[0].client;
+	mcp_servers_start(&set, &cfg, NULL, server, &mcp_interrupted);
+	c = set.entries[0].client;
 	if (!c) {
 		fprintf(stderr, "forgex: error: MCP server %s did not start: ", server);
-		put_visible(stderr, set.servers[0].error);
+		put_visible(stderr, set.entries[0].error);
 		fputc('\n', stderr);
 		ret = EXIT_FAIL;
 		goto out;
@@ -205,7 +206,7 @@ out:
 	buf_release(&text);
 	json_decref(args);
 	json_decref(res);
-	mcp_set_release(&set);
+	mcp_servers_release(&set);
 	config_release(&cfg);
 	return ret;
 }

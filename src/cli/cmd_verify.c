@@ -22,6 +22,7 @@
 #include "cli/commands.h"
 #include "sandbox/approval.h"
 #include "sandbox/executor.h"
+#include "tools/verify_executor.h"
 #include "verify/verify.h"
 
 static volatile sig_atomic_t verify_interrupted;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/http.h"
 #include "base/path.h"
 #include "cli/cli.h"
 #include "cli/doctor.h"
@@ -60,7 +61,7 @@ static void check_openai(struct doctor *d, const struct config *cfg,
 	const char *url = pc->base_url ? pc->base_url : "";
 	const char *var = pc->api_key_env ? pc->api_key_env : "";
 	const char *key = *var ? getenv(var) : NULL;
-	int local = provider_url_is_local(url), has_key = key && *key;
+	int local = http_url_is_local(url), has_key = key && *key;
 	struct strvec models = STRVEC_INIT;
 	struct buf what = BUF_INIT, some = BUF_INIT;
 

@@ -5,20 +5,20 @@
  * without its tools), not a failure of the machine.
  */
 #include "cli/doctor.h"
-#include "tools/mcp_tools.h"
+#include "mcp/servers.h"
 
 void doctor_mcp(struct doctor *d, const struct config *cfg)
 {
-	struct mcp_set set;
+	struct mcp_servers set;
 	size_t i;
 
 	if (!cfg || !cfg->mcp_servers_nr)
 		return;
 	doctor_section(d, "MCP servers");
-	mcp_set_init(&set);
-	mcp_set_start(&set, cfg, NULL, NULL, NULL);
+	mcp_servers_init(&set);
+	mcp_servers_start(&set, cfg, NULL, NULL, NULL);
 	for (i = 0; i < set.nr; i++) {
-		const struct mcp_server_entry *e = &set.servers[i];
+		const struct mcp_server_entry *e = &set.entries[i];
 		const struct mcp_client *c = e->client;
 
 		if (c)
@@ -30,5 +30,5 @@ void doctor_mcp(struct doctor *d, const struct config *cfg)
 		else
 			doctor_item(d, DOCTOR_WARN, e->cfg->name, "%s", e->error ? e->error : "did not start");
 	}
-	mcp_set_release(&set);
+	mcp_servers_release(&set);
 }

@@ -14,7 +14,6 @@
  * reply whose text already reached the caller is never retried: the
  * caller would see it twice.
  */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -23,10 +22,11 @@
 
 #include <curl/curl.h>
 
+#include "base/http.h"
 #include "base/jsonx.h"
 #include "base/log.h"
 #include "llm/provider.h"
-#include "llm/sse.h"
+#include "base/sse.h"
 #include "llm/transcript.h"
 #include "llm/wire.h"
 
@@ -72,23 +72,6 @@ static double mono_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_code;
-
-static void curl_global_once(void)
-{
-	curl_init_code = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-static int curl_ready(void)
-{
-	pthread_once(&curl_once, curl_global_once);
-	if (curl_init_code != CURLE_OK)
-		return err_set(FX_EPROVIDER, "libcurl failed to initialise: %s",
-			       curl_easy_strerror(curl_init_code));
-	return 0;
-}
-
 static int cancelled(const struct provider *p)
 {
 	return p->cancel && *p->cancel;
@@ -98,27 +81,17 @@ static int cancelled(const struct provider *p)
 static int build_headers(struct curl_slist **out, const char *key, const struct strvec *extra,
 			 const char *accept, const char *provider_name)
 {
-	struct curl_slist *h = NULL, *n;
+	struct curl_slist *h = NULL;
 	size_t i;
 	char *line;
 
-#define ADD(s) do { \
-		n = curl_slist_append(h, (s)); \
-		if (!n) \
-			die("out of memory"); \
-		h = n; \
-	} while (0)
-	ADD("Content-Type: application/json");
+	http_header_add(&h, "Content-Type: application/json");
 	line = xstrfmt("Accept: %s", accept);
-	ADD(line);
+	http_header_add(&h, line);
 	free(line);
-	ADD("Expect:");
-	if (key && *key) {
-		line = xstrfmt("Authorization: Bearer %s", key);
-		ADD(line);
-		explicit_bzero(line, strlen(line));
-		free(line);
-	}
+	http_header_add(&h, "Expect:");
+	if (key && *key)
+		http_header_bearer(&h, key);
 	for (i = 0; i < extra->nr; i++) {
 		const char *hv = extra->v[i], *colon = strchr(hv, ':');
 
@@ -127,9 +100,8 @@ static int build_headers(struct curl_slist **out, const char *key, const struct 
 			return err_set(FX_EINVAL, "provider '%s': header %zu is not \"Name: value\"",
 				       provider_name, i + 1);
 		}
-		ADD(hv);
+		http_header_add(&h, hv);
 	}
-#undef ADD
 	*out = h;
 	return 0;
 }
@@ -501,7 +473,7 @@ static void setup_transfer(struct provider *p, struct attempt *a, const char *bo
 	CURL *h = o->easy;
 	long connect = p->timeout_seconds < 30 ? p->timeout_seconds : 30;
 
-	curl_easy_setopt(h, CURLOPT_URL, o->url);
+	/* the URL and forgex's defaults were set by http_easy_new() */
 	curl_easy_setopt(h, CURLOPT_POST, 1L);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
@@ -513,14 +485,7 @@ static void setup_transfer(struct provider *p, struct attempt *a, const char *bo
 	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(h, CURLOPT_XFERINFODATA, a);
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, o->errbuf);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "forgex/" FX_VERSION);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, connect);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	/* a server on this machine is never reached through a proxy */
-	if (provider_url_is_local(p->base_url))
-		curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
 }
 
 static int openai_chat(struct provider *p, struct llm_response *out, const struct llm_request *req,
@@ -652,9 +617,6 @@ static int open_common(struct provider *p, const struct provider_config *pc, int
 	if (strncmp(p->base_url, "http://", 7) && strncmp(p->base_url, "https://", 8))
 		return err_set(FX_EINVAL, "provider '%s': base_url '%s' is not an http:// or "
 			       "https:// URL", p->name, p->base_url);
-	ret = curl_ready();
-	if (ret < 0)
-		return ret;
 	o = xcalloc(1, sizeof(*o));
 	p->impl = o;
 	p->ops = ollama ? &ollama_ops : &openai_ops;
@@ -675,16 +637,13 @@ static int open_common(struct provider *p, const struct provider_config *pc, int
 			    "application/x-ndjson" : "application/json", p->name);
 	if (ret < 0)
 		return ret;
+	/* one handle for every attempt: the connection is kept between them */
+	if (http_easy_new(&o->easy, o->url, o->errbuf) < 0)
+		return err_prefix(FX_EPROVIDER, "provider '%s'", p->name);
 	o->multi = curl_multi_init();
-	o->easy = curl_easy_init();
-	if (!o->multi || !o->easy)
+	if (!o->multi)
 		return err_set(FX_EPROVIDER, "libcurl could not create a handle");
 	return 0;
-}
-
-static size_t collect(char *ptr, size_t size, size_t nmemb, void *data)
-{
-	return buf_add_capped(data, ptr, size * nmemb) < 0 ? 0 : size * nmemb;
 }
 
 int provider_list_models(struct strvec *out, const struct provider_config *pc, long timeout_ms)
@@ -700,9 +659,6 @@ int provider_list_models(struct strvec *out, const struct provider_config *pc, l
 	size_t i;
 	int ret;
 
-	ret = curl_ready();
-	if (ret < 0)
-		return ret;
 	if (pc->type && !strcmp(pc->type, "ollama")) {
 		/* Ollama's own list: {"models": [{"name": ...}]} */
 		char *root = provider_root_url(pc->base_url ? pc->base_url : "");
@@ -719,26 +675,18 @@ int provider_list_models(struct strvec *out, const struct provider_config *pc, l
 			    pc->name ? pc->name : "");
 	if (ret < 0)
 		goto out;
-	h = curl_easy_init();
-	if (!h) {
-		ret = err_set(FX_EPROVIDER, "libcurl could not create a handle");
+	if (http_easy_new(&h, url.buf, errbuf) < 0) {
+		ret = err_prefix(FX_EPROVIDER, "GET %s", url.buf);
 		goto out;
 	}
-	curl_easy_setopt(h, CURLOPT_URL, url.buf);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_collect);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "forgex/" FX_VERSION);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	if (provider_url_is_local(url.buf))
-		curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
 	res = curl_easy_perform(h);
 	if (res != CURLE_OK) {
 		ret = err_set(FX_EPROVIDER, "cannot reach %s: %s", url.buf,
-			      errbuf[0] ? errbuf : curl_easy_strerror(res));
+			      http_strerror(res, errbuf));
 		goto out;
 	}
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);

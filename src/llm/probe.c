@@ -4,9 +4,8 @@
  * a check before a run, cheaper than any request and invisible to the
  * server's logs.
  */
-#include <curl/curl.h>
-
 #include "base/err.h"
+#include "base/http.h"
 #include "llm/provider.h"
 
 int provider_reachable(const struct provider_config *pc, long timeout_ms)
@@ -16,26 +15,13 @@ int provider_reachable(const struct provider_config *pc, long timeout_ms)
 	CURLcode res;
 	CURL *h;
 
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-		return err_set(FX_EPROVIDER, "libcurl failed to initialise");
-	h = curl_easy_init();
-	if (!h) {
-		curl_global_cleanup();
-		return err_set(FX_EPROVIDER, "libcurl could not create a handle");
-	}
-	curl_easy_setopt(h, CURLOPT_URL, url);
+	if (http_easy_new(&h, url, errbuf) < 0)
+		return err_prefix(FX_EPROVIDER, "cannot reach %s", url);
 	curl_easy_setopt(h, CURLOPT_CONNECT_ONLY, 1L);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	if (provider_url_is_local(url))
-		curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
 	res = curl_easy_perform(h);
 	curl_easy_cleanup(h);
-	curl_global_cleanup();
 	if (res != CURLE_OK)
-		return err_set(FX_EPROVIDER, "cannot reach %s: %s", url,
-			       errbuf[0] ? errbuf : curl_easy_strerror(res));
+		return err_set(FX_EPROVIDER, "cannot reach %s: %s", url, http_strerror(res, errbuf));
 	return 0;
 }

@@ -1,7 +1,6 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include <curl/curl.h>
@@ -390,42 +389,6 @@ void provider_free(struct provider *p)
 	free(p->window_source);
 	free(p->window_warning);
 	free(p);
-}
-
-int provider_url_is_local(const char *base_url)
-{
-	const char *h = strstr(base_url, "://"), *end;
-	size_t n;
-
-	h = h ? h + 3 : base_url;
-	/* skip "user:pass@" */
-	end = h + strcspn(h, "/?#");
-	{
-		const char *at = memchr(h, '@', (size_t)(end - h));
-
-		if (at)
-			h = at + 1;
-	}
-	if (*h == '[') {
-		end = strchr(h, ']');
-		if (!end)
-			return 0;
-		n = (size_t)(end - h - 1);
-		return (n == 3 && !memcmp(h + 1, "::1", 3)) ||
-		       (n == 16 && !strncasecmp(h + 1, "::ffff:127.0.0.1", 16));
-	}
-	n = strcspn(h, ":/?#");
-	if (n == 9 && !strncasecmp(h, "localhost", 9))
-		return 1;
-	if (n > 4 && !memcmp(h, "127.", 4)) {
-		size_t i;
-
-		for (i = 4; i < n; i++)
-			if (!isdigit((unsigned char)h[i]) && h[i] != '.')
-				return 0;
-		return 1;
-	}
-	return 0;
 }
 
 long llm_backoff_ms(int attempt, long retry_after_ms, unsigned int rnd)

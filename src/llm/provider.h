@@ -275,9 +275,6 @@ char *provider_root_url(const char *base_url);
  */
 int provider_list_models(struct strvec *out, const struct provider_config *pc, long timeout_ms);
 
-/** Whether `base_url`'s host is 127.0.0.1, localhost or ::1 (no key needed). */
-int provider_url_is_local(const char *base_url);
-
 /**
  * Whether the server of `pc` can be connected to (host and port; nothing is
  * sent) within `timeout_ms`. FX_EPROVIDER "cannot reach URL: why" when not.

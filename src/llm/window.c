@@ -8,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
-
+#include "base/http.h"
 #include "base/jsonx.h"
 #include "base/log.h"
 #include "llm/provider.h"
@@ -31,11 +30,6 @@ char *provider_root_url(const char *base_url)
 	return xstrndup(base_url, n);
 }
 
-static size_t collect(char *ptr, size_t size, size_t nmemb, void *data)
-{
-	return buf_add_capped(data, ptr, size * nmemb) < 0 ? 0 : size * nmemb;
-}
-
 /*
  * GET (body NULL) or POST `url`; the parsed JSON of a 200 answer, or NULL
  * (any failure: the server is not of that kind, or not there). Sets
@@ -49,35 +43,26 @@ static json_t *ask(const struct provider *p, const char *url, const char *body, 
 	json_t *j = NULL;
 	long status = 0;
 	CURLcode res;
-	CURL *c = curl_easy_init();
+	CURL *c;
 
-	if (!c)
+	if (http_easy_new(&c, url, NULL) < 0) {
+		err_clear();
 		return NULL;
-	h = curl_slist_append(h, "Accept: application/json");
-	if (body)
-		h = curl_slist_append(h, "Content-Type: application/json");
-	h = curl_slist_append(h, "Expect:");
-	if (key && *key) {
-		char *line = xstrfmt("Authorization: Bearer %s", key);
-
-		h = curl_slist_append(h, line);
-		explicit_bzero(line, strlen(line));
-		free(line);
 	}
-	curl_easy_setopt(c, CURLOPT_URL, url);
+	http_header_add(&h, "Accept: application/json");
+	if (body)
+		http_header_add(&h, "Content-Type: application/json");
+	http_header_add(&h, "Expect:");
+	if (key && *key)
+		http_header_bearer(&h, key);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	if (body) {
 		curl_easy_setopt(c, CURLOPT_POST, 1L);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
 	}
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, http_collect);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &reply);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, PROBE_TIMEOUT_MS);
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "forgex/" FX_VERSION);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	if (provider_url_is_local(url))
-		curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
 	res = curl_easy_perform(c);
 	if (res == CURLE_OK)
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
@@ -306,7 +291,7 @@ long provider_context_window(struct provider *p, const char **source, const char
 			}
 		}
 		if (!p->context_window)
-			set_window(p, provider_url_is_local(p->base_url ? p->base_url : "") ? 32768
+			set_window(p, http_url_is_local(p->base_url ? p->base_url : "") ? 32768
 				   : 131072, "default");
 		free(root);
 		log_debug("provider '%s': context window %ld tokens (%s)", p->name, p->context_window,

@@ -16,17 +16,14 @@
  * fails with FX_ELIMIT, as does a whole stream over STREAM_MAX.
  */
 #include <ctype.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include <curl/curl.h>
-
 #include "base/err.h"
+#include "base/http.h"
+#include "base/sse.h"
 #include "base/strvec.h"
-#include "llm/provider.h"
-#include "llm/sse.h"
 #include "mcp/transport.h"
 
 #define STREAM_MAX (4 * (size_t)MCP_MESSAGE_MAX)
@@ -35,7 +32,7 @@
 struct http_transport {
 	struct mcp_transport base;
 	char *url;
-	char *auth;			/* "Authorization: Bearer ..." or NULL */
+	char *token;			/* bearer_token_env's value, or NULL */
 	char *session;			/* Mcp-Session-Id */
 	char *version;			/* MCP-Protocol-Version */
 	struct strvec queue;		/* messages received, not yet handed out */
@@ -54,15 +51,6 @@ struct post {
 	const volatile sig_atomic_t *cancel;
 	int failed;			/* an error was recorded in a callback */
 };
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_code;
-
-/* curl_global_init() counts its callers: the provider's own call is harmless */
-static void curl_global_once(void)
-{
-	curl_init_code = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 static int queue_json(struct http_transport *t, const char *data, size_t len)
 {
@@ -196,25 +184,24 @@ static int http_send(struct mcp_transport *base, const char *msg, size_t len, in
 
 	if (left <= 0)
 		return err_set(FX_ETIMEOUT, "MCP server '%s' did not answer in time", t->base.server);
-	c = curl_easy_init();
-	if (!c)
-		die("out of memory");
-	h = curl_slist_append(h, "Content-Type: application/json");
-	h = curl_slist_append(h, "Accept: application/json, text/event-stream");
+	ret = http_easy_new(&c, t->url, errbuf);
+	if (ret < 0)
+		return err_prefix(ret, "MCP server '%s'", t->base.server);
+	http_header_add(&h, "Content-Type: application/json");
+	http_header_add(&h, "Accept: application/json, text/event-stream");
 	if (t->session) {
 		hdr = xstrfmt("Mcp-Session-Id: %s", t->session);
-		h = curl_slist_append(h, hdr);
+		http_header_add(&h, hdr);
 		free(hdr);
 	}
 	if (t->version) {
 		hdr = xstrfmt("MCP-Protocol-Version: %s", t->version);
-		h = curl_slist_append(h, hdr);
+		http_header_add(&h, hdr);
 		free(hdr);
 	}
-	if (t->auth)
-		h = curl_slist_append(h, t->auth);
-	h = curl_slist_append(h, "Expect:");
-	curl_easy_setopt(c, CURLOPT_URL, t->url);
+	if (t->token)
+		http_header_bearer(&h, t->token);
+	http_header_add(&h, "Expect:");
 	curl_easy_setopt(c, CURLOPT_POST, 1L);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, msg);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
@@ -226,16 +213,9 @@ static int http_send(struct mcp_transport *base, const char *msg, size_t len, in
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(c, CURLOPT_XFERINFODATA, &p);
 	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)left);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
 			 (long)(left < CONNECT_TIMEOUT_MS ? left : CONNECT_TIMEOUT_MS));
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "forgex/" FX_VERSION);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-	if (provider_url_is_local(t->url))
-		curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
 
 	rc = curl_easy_perform(c);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
@@ -247,13 +227,13 @@ static int http_send(struct mcp_transport *base, const char *msg, size_t len, in
 		ret = err_set(FX_ETIMEOUT, "MCP server '%s' did not answer in time", t->base.server);
 	} else if (rc != CURLE_OK) {
 		ret = err_set(FX_EOS, "MCP server '%s' at %s: %s", t->base.server, t->url,
-			      *errbuf ? errbuf : curl_easy_strerror(rc));
+			      http_strerror(rc, errbuf));
 	} else if (status == 404 && t->session) {
 		ret = err_set(FX_EOS, "MCP server '%s' ended the session (HTTP 404)", t->base.server);
 	} else if (status == 401 || status == 403) {
 		ret = err_set(FX_EDENIED, "MCP server '%s' refused the request (HTTP %ld)%s",
 			      t->base.server, status,
-			      t->auth ? "" : "; set bearer_token_env if it needs a token");
+			      t->token ? "" : "; set bearer_token_env if it needs a token");
 	} else if (status < 200 || status >= 300) {
 		struct buf snip = BUF_INIT;
 		size_t i;
@@ -319,7 +299,9 @@ static void http_close(struct mcp_transport *base)
 
 	/* A DELETE would end the session politely; servers expire it anyway. */
 	free(t->url);
-	free(t->auth);
+	if (t->token)
+		explicit_bzero(t->token, strlen(t->token));
+	free(t->token);
 	free(t->session);
 	free(t->version);
 	strvec_clear(&t->queue);
@@ -341,15 +323,13 @@ int mcp_http_open(struct mcp_transport **out, const struct mcp_server_config *cf
 			return err_set(FX_EINVAL, "MCP server '%s': $%s (bearer_token_env) is not set",
 				       cfg->name, cfg->bearer_token_env);
 	}
-	pthread_once(&curl_once, curl_global_once);
-	if (curl_init_code != CURLE_OK)
-		return err_set(FX_EOS, "libcurl failed to initialise: %s",
-			       curl_easy_strerror(curl_init_code));
+	if (http_global_init() < 0)
+		return err_prefix(FX_EOS, "MCP server '%s'", cfg->name);
 	t = xcalloc(1, sizeof(*t));
 	t->base.ops = &http_ops;
 	t->base.server = cfg->name;
 	t->url = xstrdup(cfg->url);
-	t->auth = token ? xstrfmt("Authorization: Bearer %s", token) : NULL;
+	t->token = token ? xstrdup(token) : NULL;
 	strvec_init(&t->queue);
 	*out = &t->base;
 	return 0;

@@ -3,13 +3,14 @@
  * messages, one per line, on its standard input and writing them on its
  * standard output.
  *
- * Both are one end of a socket pair, so writing to a server that died is
- * EPIPE from send(MSG_NOSIGNAL), never SIGPIPE. The child gets the
- * sanitized environment of commands plus what [mcp_servers.NAME] env names,
- * its own process group, and dies with forgex (PR_SET_PDEATHSIG). Its
- * standard error is drained whenever the client waits: the last
- * STDERR_TAIL bytes are kept for error messages, and up to STDERR_LOG_MAX
- * bytes go to the log file.
+ * The child is started through base/proc.h: both streams are one end of a
+ * socket pair (PROC_IO_SOCKET), so writing to a server that died is EPIPE
+ * from send(MSG_NOSIGNAL), never SIGPIPE. The child gets the sanitized
+ * environment of commands (proc_env_build()) plus what [mcp_servers.NAME]
+ * env names, its own process group, and dies with forgex
+ * (PROC_DIE_WITH_PARENT). Its standard error is drained whenever the
+ * client waits: the last STDERR_TAIL bytes are kept for error messages,
+ * and up to STDERR_LOG_MAX bytes go to the log file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,9 +18,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,9 +26,9 @@
 #include "base/err.h"
 #include "base/fsutil.h"
 #include "base/path.h"
+#include "base/proc.h"
 #include "base/strvec.h"
 #include "mcp/transport.h"
-#include "sandbox/sandbox.h"
 
 #define STDERR_TAIL 2048
 #define STDERR_LOG_MAX (1024 * 1024)
@@ -38,14 +37,13 @@
 
 struct stdio_transport {
 	struct mcp_transport base;
-	pid_t pid;
+	struct proc proc;		/* the server */
 	int sock;			/* our end: read answers, write requests */
 	int err;			/* the server's stderr; -1 at EOF */
 	int log;			/* the stderr log file, or -1 */
 	size_t logged;
 	struct buf in;			/* bytes read, not yet a whole line */
 	struct buf tail;		/* last STDERR_TAIL bytes of stderr */
-	int exited, status;
 };
 
 int64_t mcp_now_ms(void)
@@ -105,31 +103,17 @@ static void drain_stderr(struct stdio_transport *t)
 	}
 }
 
-static void reap(struct stdio_transport *t, int block)
-{
-	pid_t r;
-
-	if (t->exited || t->pid <= 0)
-		return;
-	do
-		r = waitpid(t->pid, &t->status, block ? 0 : WNOHANG);
-	while (r < 0 && errno == EINTR);
-	if (r == t->pid)
-		t->exited = 1;
-}
-
 static void stdio_describe_exit(struct mcp_transport *base, struct buf *out)
 {
 	struct stdio_transport *t = (struct stdio_transport *)base;
 	struct buf tail = BUF_INIT;
 
 	drain_stderr(t);
-	reap(t, 0);
-	if (t->exited) {
-		if (WIFEXITED(t->status))
-			buf_addf(out, " (it exited with status %d)", WEXITSTATUS(t->status));
-		else if (WIFSIGNALED(t->status))
-			buf_addf(out, " (it was killed by signal %d)", WTERMSIG(t->status));
+	if (proc_wait(&t->proc, 0)) {
+		if (WIFEXITED(t->proc.status))
+			buf_addf(out, " (it exited with status %d)", WEXITSTATUS(t->proc.status));
+		else if (WIFSIGNALED(t->proc.status))
+			buf_addf(out, " (it was killed by signal %d)", WTERMSIG(t->proc.status));
 	}
 	buf_addbuf(&tail, &t->tail);
 	buf_trim(&tail);
@@ -158,11 +142,8 @@ static int gone(struct stdio_transport *t)
 	int ret;
 
 	/* its output closes as it exits: give the exit a moment to be seen */
-	while (!t->exited && mcp_now_ms() < until) {
-		reap(t, 0);
-		if (!t->exited)
-			usleep(5000);
-	}
+	while (!proc_wait(&t->proc, 0) && mcp_now_ms() < until)
+		usleep(5000);
 	stdio_describe_exit(&t->base, &why);
 	ret = err_set(FX_EOS, "MCP server '%s' closed its output%s", t->base.server, why.buf);
 	buf_release(&why);
@@ -310,26 +291,20 @@ static void stdio_close(struct mcp_transport *base)
 	if (t->sock >= 0)
 		shutdown(t->sock, SHUT_WR);	/* the spec's first step: close its input */
 	until = mcp_now_ms() + STOP_GRACE_MS;
-	while (t->pid > 0 && !t->exited && mcp_now_ms() < until) {
+	while (mcp_now_ms() < until) {
 		drain_stderr(t);
-		reap(t, 0);
-		if (!t->exited)
+		if (proc_wait(&t->proc, 0))
+			break;
+		usleep(10000);
+	}
+	if (!proc_wait(&t->proc, 0)) {
+		proc_kill(&t->proc, SIGTERM);
+		until = mcp_now_ms() + STOP_GRACE_MS;
+		while (!proc_wait(&t->proc, 0) && mcp_now_ms() < until)
 			usleep(10000);
 	}
-	if (t->pid > 0 && !t->exited) {
-		kill(-t->pid, SIGTERM);
-		until = mcp_now_ms() + STOP_GRACE_MS;
-		while (!t->exited && mcp_now_ms() < until) {
-			reap(t, 0);
-			if (!t->exited)
-				usleep(10000);
-		}
-	}
-	if (t->pid > 0) {
-		/* whatever is left of its group goes too */
-		kill(-t->pid, SIGKILL);
-		reap(t, 1);
-	}
+	/* whatever is left of its group goes too (SIGKILL), and it is reaped */
+	proc_release(&t->proc);
 	drain_stderr(t);
 	if (t->sock >= 0)
 		close(t->sock);
@@ -346,62 +321,17 @@ static const struct mcp_transport_ops stdio_ops = {
 	stdio_send, stdio_recv, stdio_set_version, stdio_describe_exit, stdio_close,
 };
 
-/* The program to run: a path as given, else the first executable on PATH. */
-static char *find_program(const char *prog, const char *path_env, const char *cwd)
-{
-	struct buf cand = BUF_INIT;
-	const char *p;
-
-	if (strchr(prog, '/')) {
-		if (prog[0] == '/')
-			return xstrdup(prog);
-		path_join(&cand, cwd, prog);
-		return buf_detach(&cand, NULL);
-	}
-	for (p = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin"; *p;) {
-		size_t n = strcspn(p, ":");
-		struct stat st;
-
-		buf_reset(&cand);
-		if (n)
-			buf_add(&cand, p, n);
-		else
-			buf_addch(&cand, '.');
-		buf_addch(&cand, '/');
-		buf_addstr(&cand, prog);
-		if (!stat(cand.buf, &st) && S_ISREG(st.st_mode) && !access(cand.buf, X_OK))
-			return buf_detach(&cand, NULL);
-		p += n;
-		if (*p == ':')
-			p++;
-	}
-	buf_release(&cand);
-	return NULL;
-}
-
-static const char *env_get(const struct strvec *env, const char *name)
-{
-	size_t i, n = strlen(name);
-
-	for (i = 0; i < env->nr; i++)
-		if (!strncmp(env->v[i], name, n) && env->v[i][n] == '=')
-			return env->v[i] + n + 1;
-	return NULL;
-}
-
 int mcp_stdio_open(struct mcp_transport **out, const struct mcp_server_config *cfg,
 		   const struct mcp_start_opts *opts)
 {
 	struct stdio_transport *t;
-	struct strvec argv = STRVEC_INIT, env = STRVEC_INIT;
+	struct strvec env = STRVEC_INIT;
 	struct buf cwd = BUF_INIT;
-	char *prog = NULL;
-	int sv[2] = { -1, -1 }, errp[2] = { -1, -1 }, execp[2] = { -1, -1 };
-	int ret = 0, child_errno = 0;
+	struct proc p;
+	int ret;
 	size_t i;
-	ssize_t n;
-	pid_t pid;
 
+	proc_init(&p);
 	if (!cfg->cwd || !*cfg->cwd)
 		buf_addstr(&cwd, opts->workspace);
 	else if (cfg->cwd[0] == '/')
@@ -411,113 +341,57 @@ int mcp_stdio_open(struct mcp_transport **out, const struct mcp_server_config *c
 	if (!fsutil_is_dir(cwd.buf)) {
 		ret = err_set(FX_ENOTFOUND, "MCP server '%s': working folder %s is not a folder",
 			      cfg->name, cwd.buf);
-		goto fail;
+		goto out;
 	}
-	sb_build_env(&env, NULL);
+	proc_env_build(&env, NULL);
 	for (i = 0; i < cfg->env.nr; i++) {
 		const char *e = cfg->env.v[i];
 
 		if (strchr(e, '=')) {
-			sb_env_set(&env, e);
+			proc_env_set(&env, e);
 		} else if (getenv(e)) {
 			char *kv = xstrfmt("%s=%s", e, getenv(e));
 
-			sb_env_set(&env, kv);
+			proc_env_set(&env, kv);
 			free(kv);
 		}
 	}
-	prog = find_program(cfg->command, env_get(&env, "PATH"), cwd.buf);
-	if (!prog) {
-		ret = err_set(FX_ENOTFOUND, "MCP server '%s': program '%s' not found on PATH",
-			      cfg->name, cfg->command);
-		goto fail;
-	}
-	strvec_push(&argv, cfg->command);
+	strvec_push(&p.argv, cfg->command);
 	for (i = 0; i < cfg->args.nr; i++)
-		strvec_push(&argv, cfg->args.v[i]);
-
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
-	    pipe2(errp, O_CLOEXEC) < 0 || pipe2(execp, O_CLOEXEC) < 0) {
-		ret = err_set_errno(FX_EOS, "MCP server '%s': cannot make pipes", cfg->name);
-		goto fail;
-	}
-	pid = fork();
-	if (pid < 0) {
-		ret = err_set_errno(FX_EOS, "MCP server '%s': fork", cfg->name);
-		goto fail;
-	}
-	if (pid == 0) {
-		/* the child: only async-signal-safe calls from here on */
-		int e;
-
-		setpgid(0, 0);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		signal(SIGPIPE, SIG_DFL);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
-		if (dup2(sv[1], 0) < 0 || dup2(sv[1], 1) < 0 || dup2(errp[1], 2) < 0 ||
-		    chdir(cwd.buf) < 0) {
-			e = errno;
-		} else {
-			execve(prog, (char *const *)argv.v, (char *const *)env.v);
-			e = errno;
-		}
-		n = write(execp[1], &e, sizeof(e));
-		(void)n;
-		_exit(127);
-	}
-	close(sv[1]);
-	sv[1] = -1;
-	close(errp[1]);
-	errp[1] = -1;
-	close(execp[1]);
-	execp[1] = -1;
-	do
-		n = read(execp[0], &child_errno, sizeof(child_errno));
-	while (n < 0 && errno == EINTR);
-	close(execp[0]);
-	execp[0] = -1;
-	if (n == (ssize_t)sizeof(child_errno)) {
-		int st;
-
-		waitpid(pid, &st, 0);
-		errno = child_errno;
-		ret = err_set_errno(FX_ENOTFOUND, "MCP server '%s': cannot run %s", cfg->name, prog);
-		goto fail;
+		strvec_push(&p.argv, cfg->args.v[i]);
+	p.env = env.v;
+	p.dir = cwd.buf;
+	p.in = PROC_IO_SOCKET;
+	p.err = PROC_IO_PIPE;
+	p.flags = PROC_NEW_GROUP | PROC_DIE_WITH_PARENT;
+	ret = proc_start(&p);
+	if (ret < 0) {
+		ret = err_prefix(ret, "MCP server '%s'", cfg->name);
+		goto out;
 	}
 
 	t = xcalloc(1, sizeof(*t));
 	t->base.ops = &stdio_ops;
 	t->base.server = cfg->name;
-	t->pid = pid;
-	t->sock = sv[0];
-	t->err = errp[0];
+	t->sock = p.in_fd;
+	t->err = p.err_fd;
+	p.in_fd = p.err_fd = -1;
 	fcntl(t->err, F_SETFL, O_NONBLOCK);
+	/* the settings the child was started with are not needed any more */
+	p.env = NULL;
+	p.dir = NULL;
+	t->proc = p;
+	proc_init(&p);
 	t->log = -1;
 	if (opts->stderr_log)
 		t->log = open(opts->stderr_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
 	buf_init(&t->in, 0);
 	buf_init(&t->tail, 0);
 	*out = &t->base;
-	strvec_clear(&argv);
+	ret = 0;
+out:
+	proc_release(&p);
 	strvec_clear(&env);
 	buf_release(&cwd);
-	free(prog);
-	return 0;
-
-fail:
-	for (i = 0; i < 2; i++) {
-		if (sv[i] >= 0)
-			close(sv[i]);
-		if (errp[i] >= 0)
-			close(errp[i]);
-		if (execp[i] >= 0)
-			close(execp[i]);
-	}
-	strvec_clear(&argv);
-	strvec_clear(&env);
-	buf_release(&cwd);
-	free(prog);
 	return ret;
 }

@@ -27,6 +27,7 @@
 #include "pipeline/hooks.h"
 #include "pipeline/workbench.h"
 #include "tools/registry.h"
+#include "tools/verify_executor.h"
 #include "vcs/checkpoint.h"
 #include "vcs/diff.h"
 

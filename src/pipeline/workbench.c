@@ -40,8 +40,8 @@ int workbench_open(struct workbench *wb, const struct workbench_opts *o)
 		return ret;
 	if (cfg->mcp_servers_nr) {
 		mcp_set_start(&wb->mcp, cfg, o->log_dir, NULL, o->cancel);
-		for (i = 0; i < wb->mcp.nr; i++)
-			recorder_event(o->recorder, "mcp_server", mcp_set_server_json(&wb->mcp, i));
+		for (i = 0; i < wb->mcp.servers.nr; i++)
+			recorder_event(o->recorder, "mcp_server", mcp_servers_json(&wb->mcp.servers, i));
 		ret = tools_register_mcp(&wb->reg, &wb->mcp);
 		if (ret < 0)
 			return ret;

@@ -137,7 +137,7 @@ static void build_docker_argv(struct strvec *out, const struct executor *ex,
 
 	for (; env && *env; env++)
 		if (strchr(*env, '=') && **env != '=')
-			sb_env_set(&vars, *env);
+			proc_env_set(&vars, *env);
 	for (i = 0; i < vars.nr; i++) {
 		strvec_push(out, "-e");
 		strvec_push(out, vars.v[i]);
@@ -159,14 +159,14 @@ static int docker_prepare(struct executor *ex, struct sb_spawn *sp)
 			  sp->plan.name, sp->env_overrides, sp->network);
 	/* the client: safe variables and where the engine is, no overrides */
 	strvec_clear(&sp->env);
-	sb_build_env(&sp->env, NULL);
+	proc_env_build(&sp->env, NULL);
 	for (i = 0; i < ARRAY_SIZE(client_vars); i++) {
 		const char *v = getenv(client_vars[i]);
 
 		if (v) {
 			char *kv = xstrfmt("%s=%s", client_vars[i], v);
 
-			sb_env_set(&sp->env, kv);
+			proc_env_set(&sp->env, kv);
 			free(kv);
 		}
 	}
@@ -178,13 +178,20 @@ static int docker_prepare(struct executor *ex, struct sb_spawn *sp)
 
 static void docker_stop(struct executor *ex, struct sb_spawn *sp)
 {
-	const char *argv[] = { sp->path ? sp->path : "docker", "kill", sp->plan.name, NULL };
+	struct proc p;
 
 	(void)ex;
 	if (sp->plan.stopped || !sp->plan.name[0])
 		return;
 	sp->plan.stopped = 1;
-	sandbox_run_quiet(argv, sp->env.v, NULL, DOCKER_KILL_TIMEOUT_MS);
+	proc_init(&p);
+	strvec_push(&p.argv, sp->path ? sp->path : "docker");
+	strvec_push(&p.argv, "kill");
+	strvec_push(&p.argv, sp->plan.name);
+	p.env = sp->env.v;
+	p.timeout_ms = DOCKER_KILL_TIMEOUT_MS;
+	proc_run(&p);
+	proc_release(&p);
 }
 
 const struct sandbox_backend sandbox_backend_docker = {

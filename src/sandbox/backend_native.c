@@ -1108,13 +1108,13 @@ static void set_tmp_env(struct sb_spawn *sp, const char *dir)
 	char *kv = xstrfmt("TMPDIR=%s", dir);
 	size_t i;
 
-	sb_env_set(&sp->env, kv);
+	proc_env_set(&sp->env, kv);
 	free(kv);
 	for (i = 0; i < ARRAY_SIZE(names); i++) {
-		if (!sb_env_get(&sp->env, names[i]))
+		if (!proc_env_get(&sp->env, names[i]))
 			continue;
 		kv = xstrfmt("%s=%s", names[i], dir);
-		sb_env_set(&sp->env, kv);
+		proc_env_set(&sp->env, kv);
 		free(kv);
 	}
 }

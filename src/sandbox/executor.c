@@ -127,7 +127,6 @@ static void ensure_std_fds(void)
 
 static int select_backend(struct executor *ex, const char *name)
 {
-	static const char *const docker_version[] = { "docker", "version", NULL };
 	const struct sandbox_backend *b;
 	struct buf why = BUF_INIT;
 	int ret;
@@ -161,7 +160,7 @@ static int select_backend(struct executor *ex, const char *name)
 	ex->backend = &sandbox_backend_docker;
 	ex->caps = sandbox_backend_docker.caps;
 	if ((ret = sandbox_backend_docker.init(ex)) >= 0 &&
-	    sandbox_run_quiet(docker_version, NULL, NULL, 5000) != 0)
+	    !sandbox_docker_engine(NULL))
 		ret = err_set(FX_EUNSUPPORTED, "the docker engine does not answer "
 			      "('docker version' failed)");
 	if (ret >= 0) {
@@ -1301,7 +1300,7 @@ int executor_run(struct exec_result *out, struct executor *ex, const struct exec
 	deadline = start + timeout_ms;
 
 	/* 4. the child: environment, program, backend plan */
-	sb_build_env(&sp.env, req->env_overrides);
+	proc_env_build(&sp.env, req->env_overrides);
 	sp.network = ex->network || network;
 	for (i = 0; i < req->argc; i++)
 		strvec_push(&sp.argv, req->argv[i]);
@@ -1324,7 +1323,7 @@ int executor_run(struct exec_result *out, struct executor *ex, const struct exec
 	if (ret < 0)
 		goto fail;
 	if (!sp.path) {
-		sp.path = lookup_program(sp.argv.v[0], sb_env_get(&sp.env, "PATH"), workdir,
+		sp.path = lookup_program(sp.argv.v[0], proc_env_get(&sp.env, "PATH"), workdir,
 					 &sp.lookup_errno);
 	}
 	if (!sp.path) {

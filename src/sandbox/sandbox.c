@@ -1,15 +1,13 @@
 /*
- * What the backends share: the backend table, the kernel probe, quiet
- * helper processes, and the async-signal-safe child sweep.
+ * What the backends share: the backend table, the kernel probe, the
+ * docker engine's answer, and the async-signal-safe child sweep.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
 #include <linux/seccomp.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,14 +16,12 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/fsutil.h"
 #include "base/path.h"
+#include "base/proc.h"
 #include "sandbox/sandbox.h"
-
-extern char **environ;
 
 const struct sandbox_backend *sandbox_backend_find(const char *name)
 {
@@ -37,51 +33,6 @@ const struct sandbox_backend *sandbox_backend_find(const char *name)
 	for (i = 0; i < ARRAY_SIZE(all); i++)
 		if (!strcmp(all[i]->name, name))
 			return all[i];
-	return NULL;
-}
-
-/* The seed's _SAFE_ENV_VARS: everything else in forgex's environment stays out. */
-static const char *const safe_env_vars[] = {
-	"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USERPROFILE",
-	"SYSTEMROOT", "SYSTEMDRIVE", "COMSPEC", "PATHEXT", "TEMP", "TMP",
-};
-
-void sb_build_env(struct strvec *env, const char *const *overrides)
-{
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(safe_env_vars); i++) {
-		const char *v = getenv(safe_env_vars[i]);
-
-		if (v)
-			strvec_pushf(env, "%s=%s", safe_env_vars[i], v);
-	}
-	for (; overrides && *overrides; overrides++)
-		if (strchr(*overrides, '=') && **overrides != '=')
-			sb_env_set(env, *overrides);
-}
-
-void sb_env_set(struct strvec *env, const char *kv)
-{
-	size_t i, n = strcspn(kv, "=");
-
-	for (i = 0; i < env->nr; i++) {
-		if (!strncmp(env->v[i], kv, n) && env->v[i][n] == '=') {
-			free((char *)env->v[i]);
-			env->v[i] = xstrdup(kv);
-			return;
-		}
-	}
-	strvec_push(env, kv);
-}
-
-const char *sb_env_get(const struct strvec *env, const char *name)
-{
-	size_t i, n = strlen(name);
-
-	for (i = 0; i < env->nr; i++)
-		if (!strncmp(env->v[i], name, n) && env->v[i][n] == '=')
-			return env->v[i] + n + 1;
 	return NULL;
 }
 
@@ -189,88 +140,6 @@ int sb_kill_children(pid_t except, const pid_t *keep, size_t keep_nr)
 				;
 	}
 	return killed;
-}
-
-/* ------------------------------------------------------ quiet helpers */
-
-static double mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
-}
-
-int sandbox_run_quiet(const char *const *argv, const char *const *envp, struct buf *out,
-		      int timeout_ms)
-{
-	posix_spawn_file_actions_t fa;
-	int pfd[2] = { -1, -1 }, st, ret = -1, exited = 0;
-	double deadline = mono_ms() + timeout_ms;
-	pid_t pid;
-
-	if (out && pipe2(pfd, O_CLOEXEC) < 0)
-		return -1;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (out)
-		posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
-	else
-		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	if (posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv,
-			 envp ? (char *const *)envp : environ)) {
-		posix_spawn_file_actions_destroy(&fa);
-		if (out) {
-			close(pfd[0]);
-			close(pfd[1]);
-		}
-		return -1;
-	}
-	posix_spawn_file_actions_destroy(&fa);
-	if (out) {
-		close(pfd[1]);
-		for (;;) {
-			struct pollfd p = { pfd[0], POLLIN, 0 };
-			double left = deadline - mono_ms();
-			char chunk[1024];
-			ssize_t n;
-
-			if (left <= 0)
-				break;
-			if (poll(&p, 1, (int)left + 1) <= 0) {
-				if (errno == EINTR)
-					continue;
-				break;
-			}
-			n = read(pfd[0], chunk, sizeof(chunk));
-			if (n <= 0)
-				break;
-			if (out->len < 4096)
-				buf_add(out, chunk, (size_t)n);
-		}
-		close(pfd[0]);
-	}
-	while (mono_ms() < deadline) {
-		pid_t r = waitpid(pid, &st, WNOHANG);
-
-		if (r == pid) {
-			exited = 1;
-			break;
-		}
-		if (r < 0 && errno != EINTR)
-			return -1;
-		usleep(2000);
-	}
-	if (!exited) {
-		kill(pid, SIGKILL);
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-			;
-		return -1;
-	}
-	if (WIFEXITED(st))
-		ret = WEXITSTATUS(st);
-	return ret;
 }
 
 /* -------------------------------------------------------------- probe */
@@ -662,15 +531,37 @@ const struct sandbox_caps *sandbox_kernel_caps(void)
 	return &masked;
 }
 
+int sandbox_docker_engine(struct buf *version)
+{
+	struct buf v = BUF_INIT;
+	struct proc p;
+	int ret;
+
+	proc_init(&p);
+	strvec_push(&p.argv, "docker");
+	strvec_push(&p.argv, "version");
+	strvec_push(&p.argv, "--format");
+	strvec_push(&p.argv, "{{.Server.Version}}");
+	p.out = PROC_IO_CAPTURE;
+	p.out_buf = &v;
+	p.capture_max = 4096;
+	p.timeout_ms = 5000;
+	ret = proc_run(&p);
+	proc_release(&p);
+	if (ret == 0 && version) {
+		buf_trim(&v);
+		buf_addbuf(version, &v);
+	}
+	buf_release(&v);
+	return ret == 0;
+}
+
 void sandbox_probe(struct sandbox_caps *out, int docker)
 {
 	*out = *sandbox_kernel_caps();
 	if (!docker)
 		return;
 	{
-		static const char *const version[] = {
-			"docker", "version", "--format", "{{.Server.Version}}", NULL,
-		};
 		struct buf v = BUF_INIT;
 		char *path = NULL;
 		const char *p = getenv("PATH");
@@ -701,8 +592,7 @@ void sandbox_probe(struct sandbox_caps *out, int docker)
 				 "no docker client on PATH");
 			return;
 		}
-		if (sandbox_run_quiet(version, NULL, &v, 5000) == 0) {
-			buf_trim(&v);
+		if (sandbox_docker_engine(&v)) {
 			out->docker_engine = 1;
 			snprintf(out->docker_version, sizeof(out->docker_version), "%s", v.buf);
 		} else {

@@ -33,6 +33,7 @@
 #include <sys/types.h>
 
 #include "base/buf.h"
+#include "base/proc.h"	/* the child's environment: proc_env_build() */
 #include "base/strvec.h"
 
 struct executor;
@@ -224,14 +225,11 @@ void sandbox_probe(struct sandbox_caps *out, int docker);
 const struct sandbox_caps *sandbox_kernel_caps(void);
 
 /**
- * Run `argv` (argv[0] looked up on PATH) in the environment `envp` (NULL:
- * forgex's) with stdin/stdout/stderr on
- * /dev/null (or stdout captured into `out` when not NULL, at most 4 KiB),
- * waiting at most `timeout_ms`; the process is killed after that.
- * Returns its exit status, or -1 when it could not run or timed out.
+ * Whether the docker engine answers `docker version` within 5 s (run
+ * quietly, outside the sandbox, through base/proc.h); its server version
+ * is appended to `version` when not NULL. Never fails.
  */
-int sandbox_run_quiet(const char *const *argv, const char *const *envp, struct buf *out,
-		      int timeout_ms);
+int sandbox_docker_engine(struct buf *version);
 
 /**
  * For tests: pretend the kernel lacks the features in `mask` (bits of
@@ -259,19 +257,6 @@ void sandbox_probe_mask(unsigned mask);
  * sandbox fails closed.
  */
 extern int sandbox_inject_child_failure;
-
-/**
- * The child's environment: the seed's safe variables (PATH, HOME, LANG,
- * LC_ALL, LC_CTYPE, TERM, USERPROFILE, SYSTEMROOT, SYSTEMDRIVE, COMSPEC,
- * PATHEXT, TEMP, TMP) taken from forgex's, then `overrides` ("NAME=value",
- * NULL-terminated, may be NULL) on top.
- */
-void sb_build_env(struct strvec *env, const char *const *overrides);
-
-/** Set "NAME=value" in `env`, replacing an earlier NAME. */
-void sb_env_set(struct strvec *env, const char *kv);
-/** The value of NAME in `env`, or NULL. Borrowed. */
-const char *sb_env_get(const struct strvec *env, const char *name);
 
 /* Async-signal-safe helpers shared by the supervisor and the parent. */
 

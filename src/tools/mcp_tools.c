@@ -18,7 +18,7 @@
 
 struct mcp_binding {
 	struct mcp_set *set;
-	size_t server;			/* index into set->servers */
+	size_t server;			/* index into set->servers.entries */
 	char *tool;			/* the server's name for it */
 	char *name;			/* the registry's */
 	int gone;			/* the server stopped offering it */
@@ -66,72 +66,18 @@ char *mcp_tool_registry_name(const char *server, const char *tool)
 int mcp_set_start(struct mcp_set *set, const struct config *cfg, const char *log_dir, const char *only,
 		  const volatile sig_atomic_t *cancel)
 {
-	size_t i;
-	int started = 0;
-
 	set->cancel = cancel;
 	if (approval_mode_parse(&set->mode, cfg->permissions.mode) < 0)
 		set->mode = APPROVAL_ASK;
-	set->servers = xcalloc(cfg->mcp_servers_nr ? cfg->mcp_servers_nr : 1, sizeof(*set->servers));
-	for (i = 0; i < cfg->mcp_servers_nr; i++) {
-		const struct mcp_server_config *m = &cfg->mcp_servers[i];
-		struct mcp_server_entry *e;
-		struct mcp_start_opts o = { cfg->workspace, NULL, cancel };
-		char *log = NULL;
-
-		if (only && strcmp(only, m->name))
-			continue;
-		e = &set->servers[set->nr++];
-		e->cfg = m;
-		if (!m->enabled && !only) {
-			e->skipped = xstrdup("enabled = false");
-			continue;
-		}
-		if (log_dir && !*m->url) {
-			log = xstrfmt("%s/mcp-%s.stderr", log_dir, m->name);
-			o.stderr_log = log;
-		}
-		if (mcp_client_start(&e->client, m, &o) < 0)
-			e->error = xstrdup(err_last());
-		else
-			started++;
-		free(log);
-	}
-	return started;
+	return mcp_servers_start(&set->servers, cfg, log_dir, only, cancel);
 }
 
 static int mcp_tools_call(struct tool_ctx *ctx, const json_t *args, struct buf *result);
 
-json_t *mcp_set_server_json(const struct mcp_set *set, size_t i)
-{
-	const struct mcp_server_entry *e = &set->servers[i];
-	const struct mcp_client *c = e->client;
-	json_t *o = json_object(), *tools = json_array();
-	size_t j;
-
-	if (!o || !tools)
-		die("out of memory");
-	jsonx_set(o, "name", jsonx_string(e->cfg->name));
-	jsonx_set(o, "transport", jsonx_string(*e->cfg->url ? "http" : "stdio"));
-	jsonx_set(o, "state", jsonx_string(c ? (c->state == MCP_READY ? "ready" : "broken")
-					     : e->skipped ? "skipped" : "failed"));
-	for (j = 0; c && j < c->tools_nr; j++)
-		if (mcp_tool_enabled(e->cfg, c->tools[j].name))
-			json_array_append_new(tools, jsonx_string(c->tools[j].name));
-	jsonx_set(o, "tools", tools);
-	jsonx_set(o, "protocol", c && c->protocol_version ? jsonx_string(c->protocol_version)
-							  : json_null());
-	jsonx_set(o, "server", c && c->server_name ? jsonx_string(c->server_name) : json_null());
-	jsonx_set(o, "handshake_ms", c ? json_real(c->handshake_ms) : json_null());
-	jsonx_set(o, "error", e->error ? jsonx_string(e->error) : e->skipped ?
-		  jsonx_string(e->skipped) : c && c->error ? jsonx_string(c->error) : json_null());
-	return o;
-}
-
 static int add_binding(struct tool_registry *reg, struct mcp_set *set, size_t server,
 		       const struct mcp_tool *t, struct buf *added)
 {
-	const struct mcp_server_config *m = set->servers[server].cfg;
+	const struct mcp_server_config *m = set->servers.entries[server].cfg;
 	struct mcp_binding *b;
 	struct tool_def def;
 	struct buf desc = BUF_INIT;
@@ -196,8 +142,8 @@ int tools_register_mcp(struct tool_registry *reg, struct mcp_set *set)
 	int ret;
 
 	set->reg = reg;
-	for (i = 0; i < set->nr; i++) {
-		struct mcp_client *c = set->servers[i].client;
+	for (i = 0; i < set->servers.nr; i++) {
+		struct mcp_client *c = set->servers.entries[i].client;
 
 		if (!c)
 			continue;
@@ -226,7 +172,7 @@ static struct mcp_binding *find_binding(struct mcp_set *set, size_t server, cons
  */
 static void sync_tools(struct mcp_set *set, size_t server, struct buf *note)
 {
-	struct mcp_client *c = set->servers[server].client;
+	struct mcp_client *c = set->servers.entries[server].client;
 	struct buf added = BUF_INIT, removed = BUF_INIT;
 	size_t i;
 
@@ -270,7 +216,8 @@ static int approve(struct mcp_set *set, const struct mcp_binding *b, const json_
 	int answer;
 
 	aj = json_dumps(args, JSON_COMPACT);
-	buf_addf(&what, "the MCP tool %s (server %s)", b->tool, set->servers[b->server].cfg->name);
+	buf_addf(&what, "the MCP tool %s (server %s)", b->tool,
+		 set->servers.entries[b->server].cfg->name);
 	buf_addstr(&shown, "arguments: ");
 	if (aj && strlen(aj) > SHOWN_ARGS_MAX) {
 		buf_add(&shown, aj, SHOWN_ARGS_MAX);
@@ -296,7 +243,7 @@ static int mcp_tools_call(struct tool_ctx *ctx, const json_t *args, struct buf *
 {
 	struct mcp_binding *b = tool_ctx_data(ctx);
 	struct mcp_set *set = b->set;
-	struct mcp_server_entry *e = &set->servers[b->server];
+	struct mcp_server_entry *e = &set->servers.entries[b->server];
 	struct buf note = BUF_INIT;
 	json_t *res = NULL;
 	int ret, is_error;
@@ -335,12 +282,7 @@ void mcp_set_release(struct mcp_set *set)
 {
 	size_t i;
 
-	for (i = 0; i < set->nr; i++) {
-		mcp_client_free(set->servers[i].client);
-		free(set->servers[i].error);
-		free(set->servers[i].skipped);
-	}
-	free(set->servers);
+	mcp_servers_release(&set->servers);
 	for (i = 0; i < set->bindings_nr; i++) {
 		free(set->bindings[i]->tool);
 		free(set->bindings[i]->name);

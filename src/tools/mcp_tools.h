@@ -18,10 +18,14 @@
  * goes back as text (see mcp_result_text()); a server that crashed, hung
  * or spoke nonsense is a tool error, and the run goes on.
  *
+ * The servers themselves (starting, describing, stopping) are
+ * mcp/servers.h; a set holds them and adds what the registry needs.
+ *
  * The caller:
  *   1. mcp_set_init(), sets `approver`, then mcp_set_start() with the configuration: it
- *      starts every enabled server the configuration may start (one that
- *      fails is recorded in `servers[i].error`, not fatal);
+ *      takes the approval mode and starts the servers (mcp_servers_start():
+ *      one that fails is recorded in `servers.entries[i].error`, not
+ *      fatal); mcp_servers_json() describes each for the run's events;
  *   2. tools_register_mcp() into the registry the agents use;
  *   3. ... agents run; a `notifications/tools/list_changed` from a server
  *      is honoured after the call that brought it: new tools are added to
@@ -35,22 +39,15 @@
 #include "base/strvec.h"
 #include "config/config.h"
 #include "mcp/mcp.h"
+#include "mcp/servers.h"
 #include "sandbox/policy.h"
 #include "tools/registry.h"
 
 struct approver;
 struct mcp_binding;
 
-struct mcp_server_entry {
-	const struct mcp_server_config *cfg;	/* borrowed from the configuration */
-	struct mcp_client *client;	/* NULL when it did not start */
-	char *error;			/* why not (NULL when it started or was not tried) */
-	char *skipped;			/* why it was not started at all (disabled, untrusted) */
-};
-
 struct mcp_set {
-	struct mcp_server_entry *servers;
-	size_t nr;
+	struct mcp_servers servers;	/* started by mcp_set_start() */
 	enum approval_mode mode;
 	struct approver *approver;	/* decides about each call (borrowed; NULL: nobody to ask) */
 	const volatile sig_atomic_t *cancel;
@@ -59,25 +56,18 @@ struct mcp_set {
 	size_t bindings_nr, bindings_alloc;
 };
 
-#define MCP_SET_INIT { NULL, 0, APPROVAL_ASK, NULL, NULL, NULL, NULL, 0, 0 }
+#define MCP_SET_INIT { MCP_SERVERS_INIT, APPROVAL_ASK, NULL, NULL, NULL, NULL, 0, 0 }
 
 void mcp_set_init(struct mcp_set *set);
 
 /**
- * Start the servers of `cfg` (enabled ones; `only`: just the server of that
- * name, even when disabled). `log_dir`: where each stdio server's stderr
- * goes (`mcp-NAME.stderr`; NULL: kept only in memory). Returns the number
- * of servers that started; failures are in the entries.
+ * Take the approval mode of `cfg` ([permissions] mode) for the tool calls,
+ * and start its servers into `set->servers` (see mcp_servers_start(): the
+ * same `log_dir`, `only` and `cancel`; `cancel` also cuts tool calls
+ * short). Returns the number of servers that started.
  */
 int mcp_set_start(struct mcp_set *set, const struct config *cfg, const char *log_dir, const char *only,
 		  const volatile sig_atomic_t *cancel);
-
-/**
- * The event a run records for server `i`: {name, transport ("stdio" |
- * "http"), state ("ready" | "failed" | "skipped"), tools [names],
- * protocol, server, handshake_ms, error}. A new reference.
- */
-json_t *mcp_set_server_json(const struct mcp_set *set, size_t i);
 
 /** Register the tools of every started server. */
 int tools_register_mcp(struct tool_registry *reg, struct mcp_set *set);
@@ -85,6 +75,7 @@ int tools_register_mcp(struct tool_registry *reg, struct mcp_set *set);
 /** The registry name of `tool` of `server` ("server__tool", sanitized). Caller frees. */
 char *mcp_tool_registry_name(const char *server, const char *tool);
 
+/** Forget the tools and stop the servers (mcp_servers_release()). */
 void mcp_set_release(struct mcp_set *set);
 
 #endif

@@ -11,6 +11,7 @@
 #include "sandbox/executor.h"
 #include "sandbox/permissions.h"
 #include "tools/shell.h"
+#include "tools/verify_executor.h"
 #include "verify/verify.h"
 
 /* What run_tests shows of the failing tests. */

@@ -1,10 +1,10 @@
 /*
  * verify_run(): run the test command through a verify_run_fn and parse
- * what it printed. verify_executor_run(): the run through the sandbox
- * executor, with toolchain caches in a forgex-owned folder.
+ * what it printed; verify_cache_dir(): the forgex-owned folder for the
+ * toolchain caches of test runs. The runner that goes through the
+ * sandbox executor is tools/verify_executor.c, above both services.
  */
 #include <errno.h>
-#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +14,6 @@
 #include "base/err.h"
 #include "base/fsutil.h"
 #include "base/path.h"
-#include "sandbox/executor.h"
 #include "verify/verify.h"
 
 static void capture_release(struct verify_capture *c)
@@ -116,7 +115,7 @@ int verify_run(struct verify_result *out, const struct verify_request *req,
 	return 0;
 }
 
-/* ---- the executor's run, with forgex's caches ---- */
+/* ---- the caches of test runs ---- */
 
 /* FNV-1a, for a short stable folder name per workspace. */
 static uint64_t fnv1a(const char *s)
@@ -168,98 +167,4 @@ int verify_cache_dir(struct buf *out, const char *workspace)
 		return err_set(FX_EDENIED, "the cache folder '%s' is not a folder of this user",
 			       out->buf);
 	return 0;
-}
-
-/*
- * The environment of a test run: every toolchain cache in `dir` (see
- * docs/internals/verify.md). Python's bytecode goes to a prefix that is
- * emptied before each run, so a same-size edit within the second of the
- * last run can never be answered from an old .pyc.
- */
-static void cache_env(struct strvec *env, const char *dir)
-{
-	strvec_pushf(env, "PYTHONPYCACHEPREFIX=%s/pycache", dir);
-	strvec_push(env, "PYTEST_ADDOPTS=-p no:cacheprovider");
-	strvec_pushf(env, "PIP_CACHE_DIR=%s/pip", dir);
-	strvec_pushf(env, "GOCACHE=%s/go-build", dir);
-	strvec_pushf(env, "CARGO_TARGET_DIR=%s/cargo-target", dir);
-	strvec_pushf(env, "npm_config_cache=%s/npm", dir);
-	strvec_push(env, "npm_config_update_notifier=false");
-	strvec_pushf(env, "XDG_CACHE_HOME=%s/xdg", dir);
-}
-
-int verify_executor_run(struct verify_capture *out, const struct verify_request *req,
-			void *data)
-{
-	struct executor *ex = data;
-	struct exec_result r = EXEC_RESULT_INIT;
-	struct exec_request er;
-	struct strvec env = STRVEC_INIT;
-	struct buf dir = BUF_INIT;
-	enum approval_mode mode = ex->policy.mode;
-	int ret, root = 0;
-
-	memset(&er, 0, sizeof(er));
-	er.argv = req->cmd->argv.v;
-	er.argc = req->cmd->argv.nr;
-	er.cwd = NULL;	/* the workspace's top, where detection looked */
-	if (req->timeout_seconds > 0)
-		er.timeout_ms = req->timeout_seconds > INT_MAX / 1000 ? INT_MAX
-			      : (int)(req->timeout_seconds * 1000);
-	if (!strcmp(executor_backend_name(ex), "docker")) {
-		/* the container sees the workspace only: nothing to point at */
-		free(out->note);
-		out->note = xstrdup("toolchain caches are not kept with the docker backend");
-		strvec_push(&env, "PYTHONDONTWRITEBYTECODE=1");
-	} else if (verify_cache_dir(&dir, ex->workspace) < 0) {
-		free(out->note);
-		out->note = xstrfmt("no forgex cache folder (%s): Python writes no bytecode, "
-				    "toolchain caches are the defaults", err_last());
-		err_clear();
-		strvec_push(&env, "PYTHONDONTWRITEBYTECODE=1");
-	} else {
-		struct buf py = BUF_INIT;
-
-		buf_addf(&py, "%s/pycache", dir.buf);
-		if (fsutil_remove_tree(py.buf) < 0) {
-			/* never read what may be stale: no bytecode this time */
-			err_clear();
-			strvec_push(&env, "PYTHONDONTWRITEBYTECODE=1");
-		}
-		buf_release(&py);
-		cache_env(&env, dir.buf);
-		if (!path_is_within(dir.buf, ex->workspace)) {
-			strvec_push(&ex->writable_roots, dir.buf);
-			root = 1;
-		}
-	}
-	er.env_overrides = env.v;
-	/*
-	 * The user wrote this command into the configuration: that is the
-	 * approval. Only the approval step is skipped; a denied program is
-	 * still denied and the sandbox still confines it.
-	 */
-	if (req->cmd->configured)
-		ex->policy.mode = APPROVAL_AUTO;
-	ret = executor_run(&r, ex, &er);
-	ex->policy.mode = mode;
-	if (root)
-		strvec_pop(&ex->writable_roots);
-	if (ret < 0)
-		goto out;
-	buf_release(&out->out);
-	buf_release(&out->err);
-	out->out = r.out;
-	out->err = r.err;
-	buf_init(&r.out, 0);
-	buf_init(&r.err, 0);
-	out->exit_code = r.exit_code;
-	out->timed_out = r.timed_out;
-	out->truncated = r.truncated;
-	out->duration_ms = (long)r.duration_ms;
-out:
-	exec_result_release(&r);
-	strvec_clear(&env);
-	buf_release(&dir);
-	return ret;
 }

@@ -164,9 +164,9 @@ const char *const *verify_formats(void);
 
 /*
  * Running. verify_run() calls a verify_run_fn to run the command; forgex
- * passes one that goes through the sandbox executor (see
- * verify_executor_run() in harness.c), tests pass one that hands back
- * captured output.
+ * passes one that goes through the sandbox executor
+ * (verify_executor_run() in tools/verify_executor.h: verify/ does not
+ * know the sandbox), tests pass one that hands back captured output.
  */
 
 /** What a verify_run_fn is asked to run. */
@@ -196,22 +196,6 @@ struct verify_capture {
  */
 typedef int (*verify_run_fn)(struct verify_capture *out, const struct verify_request *req,
 			     void *data);
-
-struct executor;
-
-/**
- * A verify_run_fn that runs the command through the sandbox executor
- * `data` (a `struct executor *` from executor_init(), bound to the
- * workspace): the command policy, approval, then the sandbox, in the
- * workspace's top folder, with `req->timeout_seconds` (0: the executor's
- * default, [terminal] timeout_seconds). A command from the configuration
- * (`cmd->configured`) counts as approved by the user: it is not asked
- * about again, but the deny list and the sandbox still apply. Blocks
- * until the command ends. FX_EDENIED when refused, FX_EINTR when
- * cancelled through the executor.
- */
-int verify_executor_run(struct verify_capture *out, const struct verify_request *req,
-			void *data);
 
 /**
  * The forgex-owned cache folder of the test runs of `workspace` (an

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "base/jsonx.h"
-#include "llm/sse.h"
+#include "base/sse.h"
 #include "llm/transcript.h"
 #include "llm/wire.h"
 

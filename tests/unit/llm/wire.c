@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "base/jsonx.h"
-#include "llm/sse.h"
+#include "base/sse.h"
 #include "llm/wire.h"
 
 static int to_asm(void *data, const char *event, const char *payload, size_t len)

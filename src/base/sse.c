@@ -1,6 +1,6 @@
 #include <string.h>
 
-#include "llm/sse.h"
+#include "base/sse.h"
 
 void sse_init(struct sse_parser *p, sse_event_fn fn, void *cb_data, size_t max_event)
 {

@@ -5,7 +5,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "llm/sse.h"
+#include "base/sse.h"
 
 /* Events rendered as "[event]data|" so a whole sequence compares as a string. */
 struct seen {
