@@ -53,7 +53,10 @@ void loop_emit(struct loop *l, const char *type, json_t *fields);
 /** End the run with `st`; a message (printf `fmt`, or NULL) becomes the result's error. */
 void loop_end(struct loop *l, enum agent_status st, const char *fmt, ...) FX_PRINTF(3, 4);
 
-/** Charge the reply's usage (estimated from `prompt_chars` when the server sent none) and report the call. */
+/**
+ * Charge the reply's usage to the budget (estimated from `prompt_chars`
+ * when the server sent none) and emit "model_call".
+ */
 void loop_account(struct loop *l, struct llm_response *resp, size_t prompt_chars);
 
 /** Append a short form of a tool call (its name and main argument) as progress lines show it. */
