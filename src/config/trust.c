@@ -8,7 +8,7 @@
 #include "base/buf.h"
 #include "base/fsutil.h"
 #include "base/path.h"
-#include "sandbox/trust.h"
+#include "config/trust.h"
 
 #define STORE_MAX (4u << 20)
 #define STORE_HEADER "# forgex: trusted project files (SHA-256 of the content, then the path).\n" \
