@@ -2,13 +2,30 @@
 #define FX_UTF8_H
 
 /*
- * Cutting UTF-8 text at character boundaries: a cut never splits a
- * multi-byte sequence. Only the lead/continuation pattern of the bytes is
- * looked at (a continuation byte is 10xxxxxx); the text is not validated,
- * so invalid bytes pass through as they are.
+ * UTF-8: decoding and encoding one code point, and cutting text at
+ * character boundaries.
+ *
+ * utf8_decode() is strict (RFC 3629): no overlong forms, no surrogates
+ * (U+D800-U+DFFF), nothing above U+10FFFF. The cuts only look at the
+ * lead/continuation pattern of the bytes (a continuation byte is
+ * 10xxxxxx) and do not validate, so invalid bytes pass through as they
+ * are.
  */
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+
+/**
+ * The length (1-4) of the valid UTF-8 sequence at `s` (`len` > 0 bytes
+ * there), with its code point in `*cp`; 0 when the bytes there are not a
+ * whole valid sequence (then `*cp` is unspecified).
+ */
+size_t utf8_decode(const char *s, size_t len, uint32_t *cp);
+
+/** Append code point `cp` (at most U+10FFFF) to `out` in UTF-8. */
+void utf8_encode(struct buf *out, uint32_t cp);
 
 /**
  * The length of the longest prefix of `s` (`len` bytes) that is at most
