@@ -6,10 +6,10 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "agents/agent.h"
 #include "agents/agent_internal.h"
+#include "base/clock.h"
 #include "base/redact.h"
 #include "base/utf8.h"
 #include "agents/roles.h"
@@ -36,10 +36,7 @@ const char *agent_status_name(enum agent_status s)
 
 double agent_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return clk_mono_s();
 }
 
 /* ---- text tool mode ---- */
