@@ -87,7 +87,6 @@ static void add_text_tools(struct buf *sys, const json_t *tools)
 
 /* ---- the loop ---- */
 
-
 void loop_emit(struct loop *l, const char *type, json_t *fields)
 {
 	if (!fields)

@@ -10,10 +10,8 @@
 #include <string.h>
 
 #include "base/fsutil.h"
-
 #include "config/config.h"
 #include "config/config_internal.h"
-
 
 extern char **environ;
 

@@ -445,7 +445,6 @@ const struct cfg_set_record *cfg_find_record(const struct config *cfg, const cha
 
 /* ---- values ---- */
 
-
 static const char *type_name(enum cfg_type t)
 {
 	switch (t) {

@@ -16,7 +16,6 @@
 #include "base/fsutil.h"
 #include "base/path.h"
 #include "base/sha256.h"
-
 #include "config/config.h"
 #include "config/config_internal.h"
 

@@ -430,7 +430,6 @@ void native_mounts_quarantine(struct native_state *st, struct sb_spawn *sp)
 	}
 }
 
-
 /* ------------------------------------------ child side: AS-safe only */
 
 /* The failing step, for the report (static: the child's own copy). */
