@@ -183,7 +183,7 @@ struct agent_budget {
 
 #define AGENT_BUDGET_INIT { 0, 0.0, 0.0, 0, 0, 0, 0.0, 0, 0, 0, NULL, 0, 0 }
 
-/** Seconds on CLOCK_MONOTONIC, the clock of `deadline`. */
+/** Seconds on CLOCK_MONOTONIC, the clock of `deadline` (clk_mono_s(), base/clock.h). */
 double agent_now(void);
 
 /**

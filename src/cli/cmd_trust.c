@@ -8,7 +8,7 @@
 #include "base/termsafe.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "sandbox/trust.h"
+#include "config/trust.h"
 
 int cli_trust_check(const char *path, const char *hash, int *changed, void *data)
 {

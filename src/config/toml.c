@@ -38,6 +38,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/utf8.h"
 #include "config/toml.h"
 
 enum node_kind {
@@ -428,33 +429,6 @@ static int hex_value(int c)
 	return -1;
 }
 
-static void add_utf8(struct buf *b, uint32_t cp)
-{
-	char u[4];
-	size_t n;
-
-	if (cp < 0x80) {
-		u[0] = (char)cp;
-		n = 1;
-	} else if (cp < 0x800) {
-		u[0] = (char)(0xc0 | (cp >> 6));
-		u[1] = (char)(0x80 | (cp & 0x3f));
-		n = 2;
-	} else if (cp < 0x10000) {
-		u[0] = (char)(0xe0 | (cp >> 12));
-		u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		u[2] = (char)(0x80 | (cp & 0x3f));
-		n = 3;
-	} else {
-		u[0] = (char)(0xf0 | (cp >> 18));
-		u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-		u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		u[3] = (char)(0x80 | (cp & 0x3f));
-		n = 4;
-	}
-	buf_add(b, u, n);
-}
-
 /* At a backslash in a basic string: decode one escape into p->str. */
 static int parse_escape(struct parser *p)
 {
@@ -481,7 +455,7 @@ static int parse_escape(struct parser *p)
 		if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
 			return fail_at(p, line, col, "\\%c%0*X is not a Unicode scalar value",
 				       c, n, (unsigned)cp);
-		add_utf8(&p->str, cp);
+		utf8_encode(&p->str, cp);
 		p->pos += 2 + (size_t)n;
 		return 0;
 	default:
@@ -1237,45 +1211,24 @@ static int parse_header(struct parser *p)
 static int check_utf8(struct parser *p)
 {
 	const unsigned char *s = (const unsigned char *)p->s;
-	size_t i = 0, n = p->len, bol = 0, need, k;
+	size_t i = 0, n = p->len, bol = 0, k;
 	int line = 1;
 
 	while (i < n) {
-		uint32_t c = s[i], min;
+		uint32_t c;
 
-		if (c < 0x80) {
-			if (c == '\n') {
+		if (s[i] < 0x80) {
+			if (s[i] == '\n') {
 				line++;
 				bol = i + 1;
 			}
 			i++;
 			continue;
 		}
-		if (c >= 0xc2 && c <= 0xdf) {
-			need = 1;
-			c &= 0x1f;
-			min = 0x80;
-		} else if (c >= 0xe0 && c <= 0xef) {
-			need = 2;
-			c &= 0x0f;
-			min = 0x800;
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			need = 3;
-			c &= 0x07;
-			min = 0x10000;
-		} else {
+		k = utf8_decode(p->s + i, n - i, &c);
+		if (!k)
 			goto bad;
-		}
-		if (n - i <= need)
-			goto bad;
-		for (k = 1; k <= need; k++) {
-			if ((s[i + k] & 0xc0) != 0x80)
-				goto bad;
-			c = c << 6 | (s[i + k] & 0x3f);
-		}
-		if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-			goto bad;
-		i += need + 1;
+		i += k;
 	}
 	return 0;
 bad:

@@ -13,7 +13,7 @@
 
 #include "base/fsutil.h"
 #include "sandbox/permissions.h"
-#include "tools/edit.h"
+#include "tools/match.h"
 #include "tools/fs.h"
 #include "tools/patch.h"
 
@@ -403,7 +403,7 @@ struct seek {
 	const char *text;
 	const struct fline *fl;
 	size_t nr;
-	struct strvec norm[EDIT_UNICODE + 1];
+	struct strvec norm[MATCH_UNICODE + 1];
 };
 
 static const char *norm_of(struct seek *sk, int level, size_t i)
@@ -416,8 +416,8 @@ static const char *norm_of(struct seek *sk, int level, size_t i)
 
 		for (j = 0; j < sk->nr; j++) {
 			buf_reset(&b);
-			edit_norm_line(&b, sk->text + sk->fl[j].start, sk->fl[j].end - sk->fl[j].start,
-				       (enum edit_pass)level);
+			match_norm_line(&b, sk->text + sk->fl[j].start, sk->fl[j].end - sk->fl[j].start,
+				       (enum match_pass)level);
 			strvec_push(v, b.buf);
 		}
 		buf_release(&b);
@@ -425,7 +425,7 @@ static const char *norm_of(struct seek *sk, int level, size_t i)
 	return v->v[i];
 }
 
-static const int levels[] = { EDIT_EXACT, EDIT_TRAILING, EDIT_INDENT, EDIT_UNICODE };
+static const int levels[] = { MATCH_EXACT, MATCH_TRAILING, MATCH_INDENT, MATCH_UNICODE };
 
 static int match_at(struct seek *sk, int level, size_t s, char **pat, size_t k,
 		    const struct strvec *pn)
@@ -433,7 +433,7 @@ static int match_at(struct seek *sk, int level, size_t s, char **pat, size_t k,
 	size_t i;
 
 	for (i = 0; i < k; i++) {
-		if (level == EDIT_EXACT) {
+		if (level == MATCH_EXACT) {
 			const struct fline *l = &sk->fl[s + i];
 			size_t n = strlen(pat[i]);
 
@@ -465,10 +465,10 @@ static long seek(struct seek *sk, char **pat, size_t k, size_t from, int eof, in
 		struct buf b = BUF_INIT;
 		long found = -1;
 
-		if (level != EDIT_EXACT)
+		if (level != MATCH_EXACT)
 			for (i = 0; i < k; i++) {
 				buf_reset(&b);
-				edit_norm_line(&b, pat[i], strlen(pat[i]), (enum edit_pass)level);
+				match_norm_line(&b, pat[i], strlen(pat[i]), (enum match_pass)level);
 				strvec_push(&pn, b.buf);
 			}
 		if (eof && match_at(sk, level, sk->nr - k, pat, k, &pn))
@@ -510,10 +510,10 @@ int patch_apply_update(struct buf *out, const char *text, size_t len, const stru
 	struct seek sk;
 	struct repl *r;
 	size_t nr, i, j, cursor = 0, start = out->len, done = 0;
-	const char *eol = edit_eol_of(text, len);
+	const char *eol = match_eol_of(text, len);
 	int ret = 0, had_final = len && text[len - 1] == '\n';
 
-	*worst = EDIT_EXACT;
+	*worst = MATCH_EXACT;
 	file_lines(&fl, &nr, text, len);
 	memset(&sk, 0, sizeof(sk));
 	sk.text = text;
@@ -524,7 +524,7 @@ int patch_apply_update(struct buf *out, const char *text, size_t len, const stru
 		const struct patch_chunk *c = &h->chunks[i];
 		size_t k = c->old_lines.nr;
 		long at;
-		int level = EDIT_EXACT;
+		int level = MATCH_EXACT;
 
 		for (j = 0; j < c->anchors.nr; j++) {
 			char *a = (char *)c->anchors.v[j];
@@ -573,7 +573,7 @@ int patch_apply_update(struct buf *out, const char *text, size_t len, const stru
 				 "'-' lines, are not in the file%s, not even ignoring whitespace and "
 				 "typographic punctuation. Nothing was written.\n", name, i + 1, c->line,
 				 cursor ? " after the previous chunk" : "");
-			edit_explain_missing(why, text, len, want.buf, want.len);
+			match_explain_missing(why, text, len, want.buf, want.len);
 			buf_addstr(why, "Copy the context lines exactly as the file has them.\n");
 			buf_release(&want);
 			ret = FX_ENOTFOUND;
@@ -589,7 +589,7 @@ int patch_apply_update(struct buf *out, const char *text, size_t len, const stru
 	/* Write: untouched lines as they were, each chunk placed by edit_file's rules. */
 	for (i = 0; i <= h->chunks_nr; i++) {
 		size_t upto = i < h->chunks_nr ? r[i].at : nr;
-		struct edit_slice *fs, *os, *ns;
+		struct match_slice *fs, *os, *ns;
 
 		for (; done < upto; done++) {
 			buf_add(out, text + fl[done].start, fl[done].next - fl[done].start);
@@ -611,7 +611,7 @@ int patch_apply_update(struct buf *out, const char *text, size_t len, const stru
 			ns[j].s = r[i].c->new_lines.v[j];
 			ns[j].n = strlen(ns[j].s);
 		}
-		ret = edit_place_lines(out, fs, os, r[i].k, ns, r[i].new_n, eol, name, r[i].at + 1,
+		ret = match_place_lines(out, fs, os, r[i].k, ns, r[i].new_n, eol, name, r[i].at + 1,
 				       why);
 		free(fs);
 		free(os);
@@ -815,7 +815,7 @@ out:
 
 static const char *level_name(int level)
 {
-	return edit_pass_name((enum edit_pass)level);
+	return match_pass_name((enum match_pass)level);
 }
 
 /* Check the whole patch against the files; nothing is written. */
@@ -829,7 +829,7 @@ static int plan_patch(struct tool_ctx *ctx, const struct patch *pt, struct plan 
 		const struct patch_hunk *h = &pt->hunks[i];
 		struct vfile *f = NULL, *dst = NULL;
 		struct buf next = BUF_INIT;
-		int worst = EDIT_EXACT;
+		int worst = MATCH_EXACT;
 
 		switch (h->op) {
 		case PATCH_ADD:
@@ -875,7 +875,7 @@ static int plan_patch(struct tool_ctx *ctx, const struct patch *pt, struct plan 
 				buf_addbuf(&f->now, &next);
 				buf_addf(summary, "M %s", f->rel);
 			}
-			if (worst != EDIT_EXACT)
+			if (worst != MATCH_EXACT)
 				buf_addf(summary, " (context matched %s)", level_name(worst));
 			buf_addch(summary, '\n');
 			buf_release(&next);

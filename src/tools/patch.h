@@ -90,7 +90,7 @@ void patch_release(struct patch *p);
 /**
  * Apply the chunks of the Update hunk `h` to `text` (the file `name`),
  * appending the new content to `out`. `worst` receives the most lenient
- * match level used (enum edit_pass). 0, or FX_ENOTFOUND / FX_EINVAL with
+ * match level used (enum match_pass). 0, or FX_ENOTFOUND / FX_EINVAL with
  * the reason appended to `why` (`out` unchanged).
  */
 int patch_apply_update(struct buf *out, const char *text, size_t len, const struct patch_hunk *h,

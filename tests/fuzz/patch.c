@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/edit.h"
+#include "tools/match.h"
 #include "tools/patch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -71,11 +71,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (out.len || !w.len)
 				abort();
 		} else {
-			if (w.len || worst < EDIT_EXACT || worst > EDIT_UNICODE)
+			if (w.len || worst < MATCH_EXACT || worst > MATCH_UNICODE)
 				abort();
 			if (fl && out.len && (file[fl - 1] == '\n') != (out.buf[out.len - 1] == '\n'))
 				abort();
-			if (worst == EDIT_EXACT && only_context(h) && !memchr(file, '\r', fl) &&
+			if (worst == MATCH_EXACT && only_context(h) && !memchr(file, '\r', fl) &&
 			    !memchr(file, '\0', fl) && (out.len != fl || memcmp(out.buf, file, fl)))
 				abort();
 		}

@@ -10,7 +10,7 @@
  *     the declared types, minimums) — every refusal must say "refused:";
  *   - confinement: the rest is a path given to read_file and list_dir in a
  *     small workspace; nothing outside it may ever be shown;
- *   - edit matching: the rest is "TEXT\0OLD\0NEW" for edit_apply(), whose
+ *   - edit matching: the rest is "TEXT\0OLD\0NEW" for match_apply(), whose
  *     result must agree with a plain replacement whenever OLD occurs
  *     exactly once (or with replace_all), and must leave nothing behind
  *     when it fails.
@@ -26,7 +26,7 @@
 #include "base/fsutil.h"
 #include "base/jsonx.h"
 #include "sandbox/permissions.h"
-#include "tools/edit.h"
+#include "tools/match.h"
 #include "tools/registry.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -186,7 +186,7 @@ static void fuzz_edit(const char *s, size_t n, int all)
 	const char *z1 = memchr(s, '\0', n), *z2;
 	const char *text, *old, *new_text;
 	size_t tl, ol, nl, occ;
-	struct edit_result r = EDIT_RESULT_INIT;
+	struct match_result r = MATCH_RESULT_INIT;
 	struct buf why = BUF_INIT;
 	int ret;
 
@@ -204,7 +204,7 @@ static void fuzz_edit(const char *s, size_t n, int all)
 	if (!ol)
 		return;
 	occ = count_occurrences(text, tl, old, ol);
-	ret = edit_apply(&r, text, tl, old, ol, new_text, nl, all, "f", &why);
+	ret = match_apply(&r, text, tl, old, ol, new_text, nl, all, "f", &why);
 	if (ret < 0) {
 		if (r.text.len || !why.len || r.count)
 			abort();
@@ -214,7 +214,7 @@ static void fuzz_edit(const char *s, size_t n, int all)
 		/* The final-newline state of the text is kept. */
 		if (tl && r.text.len && (text[tl - 1] == '\n') != (r.text.buf[r.text.len - 1] == '\n'))
 			abort();
-		if (occ && r.pass != EDIT_EXACT)
+		if (occ && r.pass != MATCH_EXACT)
 			abort();	/* an exact occurrence is always found first */
 	}
 	if (occ == 1 || (all && occ)) {
@@ -249,7 +249,7 @@ static void fuzz_edit(const char *s, size_t n, int all)
 		}
 		buf_release(&want);
 	}
-	edit_result_release(&r);
+	match_result_release(&r);
 	buf_release(&why);
 }
 

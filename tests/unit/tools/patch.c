@@ -13,7 +13,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "tools/edit.h"
+#include "tools/match.h"
 #include "tools/patch.h"
 #include "unit/tools/common.h"
 
@@ -186,49 +186,49 @@ struct update_case {
 
 static const struct update_case update_cases[] = {
 	/* codex lib.rs test_update_file_hunk_modifies_content */
-	{ "codex: update", "foo\nbar\n", "@@\n foo\n-bar\n+baz", 0, "foo\nbaz\n", EDIT_EXACT },
+	{ "codex: update", "foo\nbar\n", "@@\n foo\n-bar\n+baz", 0, "foo\nbaz\n", MATCH_EXACT },
 	/* codex test_multiple_update_chunks_apply_to_single_file */
 	{ "codex: two chunks", "foo\nbar\nbaz\nqux\n", "@@\n foo\n-bar\n+BAR\n@@\n baz\n-qux\n+QUX", 0,
-	  "foo\nBAR\nbaz\nQUX\n", EDIT_EXACT },
+	  "foo\nBAR\nbaz\nQUX\n", MATCH_EXACT },
 	/* codex test_update_file_hunk_interleaved_changes */
 	{ "codex: interleaved changes and End of File", "a\nb\nc\nd\ne\nf\n",
 	  "@@\n a\n-b\n+B\n@@\n c\n d\n-e\n+E\n@@\n f\n+g\n*** End of File", 0,
-	  "a\nB\nc\nd\nE\nf\ng\n", EDIT_EXACT },
+	  "a\nB\nc\nd\nE\nf\ng\n", MATCH_EXACT },
 	/* codex scenario 021_update_file_deletion_only */
 	{ "codex: deletion only", "line1\nline2\nline3\n", "@@\n line1\n-line2\n line3", 0,
-	  "line1\nline3\n", EDIT_EXACT },
+	  "line1\nline3\n", MATCH_EXACT },
 	{ "nested @@ anchors pick the second class",
 	  "class A:\n    def f(self):\n        return 1\nclass B:\n    def f(self):\n        return 1\n",
 	  "@@ class B:\n@@     def f(self):\n-        return 1\n+        return 2", 0,
 	  "class A:\n    def f(self):\n        return 1\nclass B:\n    def f(self):\n        return 2\n",
-	  EDIT_EXACT },
+	  MATCH_EXACT },
 	{ "End of File picks the last of two equal lines", "x\nend\ny\nend\n", "@@\n-end\n+END\n*** End of File",
-	  0, "x\nend\ny\nEND\n", EDIT_EXACT },
+	  0, "x\nend\ny\nEND\n", MATCH_EXACT },
 	{ "additions after an anchor", "def f():\n    pass\n\ndef g():\n    pass\n",
 	  "@@ def g():\n+    # g does nothing", 0,
-	  "def f():\n    pass\n\ndef g():\n    # g does nothing\n    pass\n", EDIT_EXACT },
-	{ "additions without anchor go at the end", "a\nb\n", "@@\n+c", 0, "a\nb\nc\n", EDIT_EXACT },
+	  "def f():\n    pass\n\ndef g():\n    # g does nothing\n    pass\n", MATCH_EXACT },
+	{ "additions without anchor go at the end", "a\nb\n", "@@\n+c", 0, "a\nb\nc\n", MATCH_EXACT },
 	/* codex seek_sequence.rs: test_rstrip_match_ignores_trailing_whitespace */
 	{ "codex: trailing whitespace", "foo   \nbar\t\t\n", "@@\n-foo\n-bar\n+baz", 0, "baz\n",
-	  EDIT_TRAILING },
+	  MATCH_TRAILING },
 	/* codex seek_sequence.rs: test_trim_match_ignores_leading_and_trailing_whitespace */
 	{ "codex: leading and trailing whitespace, re-indented", "    foo   \n   bar\t\n",
-	  "@@\n foo\n-bar\n+baz", 0, "    foo   \n   baz\n", EDIT_INDENT },
+	  "@@\n foo\n-bar\n+baz", 0, "    foo   \n   baz\n", MATCH_INDENT },
 	{ "indentation: added lines shifted like the context", "def f():\n    x = 1\n    return x\n",
 	  "@@\n x = 1\n+y = 2\n return x", 0, "def f():\n    x = 1\n    y = 2\n    return x\n",
-	  EDIT_INDENT },
+	  MATCH_INDENT },
 	/* codex scenario 019_unicode_simple (typographic punctuation in the file) */
 	{ "codex: unicode punctuation",
 	  "say \xe2\x80\x9chi\xe2\x80\x9d \xe2\x80\x93 now\nnext\n",
 	  "@@\n-say \"hi\" - now\n+say \"bye\" - now\n next", 0, "say \"bye\" - now\nnext\n",
-	  EDIT_UNICODE },
+	  MATCH_UNICODE },
 	{ "CRLF file stays CRLF", "a\r\nb\r\nc\r\n", "@@\n a\n-b\n+B\n+B2", 0, "a\r\nB\r\nB2\r\nc\r\n",
-	  EDIT_EXACT },
-	{ "no final newline stays so", "a\nb", "@@\n a\n-b\n+c", 0, "a\nc", EDIT_EXACT },
+	  MATCH_EXACT },
+	{ "no final newline stays so", "a\nb", "@@\n a\n-b\n+c", 0, "a\nc", MATCH_EXACT },
 	{ "additions at the end of a file without final newline", "a\nb", "@@\n b\n+c", 0, "a\nb\nc",
-	  EDIT_EXACT },
+	  MATCH_EXACT },
 	{ "a last empty context line stands for the final newline", "a\nb\n", "@@\n a\n-b\n+c\n ", 0,
-	  "a\nc\n", EDIT_EXACT },
+	  "a\nc\n", MATCH_EXACT },
 	{ "context not found: explained with a diff", "int a = 1;\nint b = 2;\n",
 	  "@@\n int a = 1;\n-int b = 3;\n+int b = 4;", FX_ENOTFOUND,
 	  "-int b = 3;\n+int b = 2;\n", 0 },

@@ -1,5 +1,5 @@
-#ifndef FX_TRUST_H
-#define FX_TRUST_H
+#ifndef FX_CONFIG_TRUST_H
+#define FX_CONFIG_TRUST_H
 
 /*
  * Trusted project files (DESIGN.md section 4, "Project trust").

@@ -8,7 +8,8 @@
 #include "base/buf.h"
 #include "base/fsutil.h"
 #include "base/path.h"
-#include "sandbox/trust.h"
+#include "base/xdg.h"
+#include "config/trust.h"
 
 #define STORE_MAX (4u << 20)
 #define STORE_HEADER "# forgex: trusted project files (SHA-256 of the content, then the path).\n" \
@@ -16,13 +17,7 @@
 
 char *trust_store_path(void)
 {
-	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-
-	if (xdg && *xdg == '/')
-		return xstrfmt("%s/forgex/trusted", xdg);
-	if (home && *home == '/')
-		return xstrfmt("%s/.local/state/forgex/trusted", home);
-	return NULL;
+	return xdg_path(XDG_DIR_STATE, "forgex/trusted");
 }
 
 void trust_entries_free(struct trust_entry *e, size_t nr)

@@ -1,4 +1,4 @@
-/* The trust store (src/sandbox/trust.c): record, check, revoke; a store that is not the user's own trusts nothing. */
+/* The trust store (src/config/trust.c): record, check, revoke; a store that is not the user's own trusts nothing. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "helpers/testutil.h"
-#include "sandbox/trust.h"
+#include "config/trust.h"
 
 #define H1 "1111111111111111111111111111111111111111111111111111111111111111"
 #define H2 "2222222222222222222222222222222222222222222222222222222222222222"

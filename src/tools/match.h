@@ -1,12 +1,12 @@
-#ifndef FX_TOOLS_EDIT_H
-#define FX_TOOLS_EDIT_H
+#ifndef FX_TOOLS_MATCH_H
+#define FX_TOOLS_MATCH_H
 
 /*
  * The matching behind edit_file (and the line matching apply_patch
  * shares), apart from any file so that it can be tested and fuzzed on
  * its own.
  *
- * edit_apply() replaces `old` by `new` in a text. The passes, in order;
+ * match_apply() replaces `old` by `new` in a text. The passes, in order;
  * each is tried only when the ones before it found nothing, each needs a
  * unique match (several is a refusal listing them), and the result names
  * the pass that matched:
@@ -54,31 +54,31 @@
 
 #include "base/buf.h"
 
-#define EDIT_MAX_LINES_NOTED 16
+#define MATCH_MAX_LINES_NOTED 16
 
-enum edit_pass {
-	EDIT_EXACT = 0,
-	EDIT_TRAILING,		/* trailing whitespace ignored */
-	EDIT_INDENT,		/* leading and trailing whitespace ignored */
-	EDIT_SPACES,		/* and runs of blanks inside lines */
-	EDIT_UNICODE,		/* and typographic punctuation */
-	EDIT_ESCAPES,		/* doubled escapes undone, then all the above */
+enum match_pass {
+	MATCH_EXACT = 0,
+	MATCH_TRAILING,		/* trailing whitespace ignored */
+	MATCH_INDENT,		/* leading and trailing whitespace ignored */
+	MATCH_SPACES,		/* and runs of blanks inside lines */
+	MATCH_UNICODE,		/* and typographic punctuation */
+	MATCH_ESCAPES,		/* doubled escapes undone, then all the above */
 };
 
 /** What the result tells the model about a pass ("ignoring trailing whitespace"). */
-const char *edit_pass_name(enum edit_pass pass);
+const char *match_pass_name(enum match_pass pass);
 
-struct edit_result {
+struct match_result {
 	struct buf text;	/* the new content */
 	size_t count;		/* replacements made */
-	enum edit_pass pass;	/* the pass that matched */
+	enum match_pass pass;	/* the pass that matched */
 	/* 1-based lines (in the new text) where replacements start, the first ones */
-	size_t lines[EDIT_MAX_LINES_NOTED];
+	size_t lines[MATCH_MAX_LINES_NOTED];
 	size_t span;		/* lines the first replacement covers in the new text */
 	int blank_edges;	/* blank lines at old's start or end were not in the text */
 };
 
-#define EDIT_RESULT_INIT { BUF_INIT, 0, EDIT_EXACT, { 0 }, 0, 0 }
+#define MATCH_RESULT_INIT { BUF_INIT, 0, MATCH_EXACT, { 0 }, 0, 0 }
 
 /**
  * Apply the edit to `text` (`len` bytes). `old` must not be empty.
@@ -88,29 +88,29 @@ struct edit_result {
  * appended to `why` (which names the file as `name`). `out` is left empty
  * on failure.
  */
-int edit_apply(struct edit_result *out, const char *text, size_t len, const char *old,
+int match_apply(struct match_result *out, const char *text, size_t len, const char *old,
 	       size_t old_len, const char *new_text, size_t new_len, int replace_all,
 	       const char *name, struct buf *why);
 
-/** Free the new text; leaves EDIT_RESULT_INIT. */
-void edit_result_release(struct edit_result *res);
+/** Free the new text; leaves MATCH_RESULT_INIT. */
+void match_result_release(struct match_result *res);
 
-/* ---- shared with apply_patch ---- */
+/* ---- the pieces apply_patch shares ---- */
 
 /** A piece of text (not NUL-terminated). */
-struct edit_slice {
+struct match_slice {
 	const char *s;
 	size_t n;
 };
 
 /**
  * Append the form of the line `s` (`n` bytes, no line end) that pass
- * `level` compares: EDIT_EXACT as is, EDIT_TRAILING without trailing
- * blanks, EDIT_INDENT trimmed, EDIT_SPACES and inner runs of blanks as one
- * space, EDIT_UNICODE (and EDIT_ESCAPES) typographic punctuation folded
+ * `level` compares: MATCH_EXACT as is, MATCH_TRAILING without trailing
+ * blanks, MATCH_INDENT trimmed, MATCH_SPACES and inner runs of blanks as one
+ * space, MATCH_UNICODE (and MATCH_ESCAPES) typographic punctuation folded
  * first.
  */
-void edit_norm_line(struct buf *out, const char *s, size_t n, enum edit_pass level);
+void match_norm_line(struct buf *out, const char *s, size_t n, enum match_pass level);
 
 /**
  * The lines of `file` (`k` of them) matched the lines `old` (also `k`);
@@ -120,18 +120,26 @@ void edit_norm_line(struct buf *out, const char *s, size_t n, enum edit_pass lev
  * FX_EINVAL with the reason appended to `why` (naming lines from
  * `first_line`, the 1-based number of file[0], in `name`).
  */
-int edit_place_lines(struct buf *out, const struct edit_slice *file, const struct edit_slice *old,
-		     size_t k, const struct edit_slice *nw, size_t m, const char *eol,
+int match_place_lines(struct buf *out, const struct match_slice *file, const struct match_slice *old,
+		     size_t k, const struct match_slice *nw, size_t m, const char *eol,
 		     const char *name, size_t first_line, struct buf *why);
 
 /**
  * Append, for `old` found nowhere in `text`, the passages most like it
- * (numbered) and a diff of `old` against the closest, as edit_apply() does.
+ * (numbered) and a diff of `old` against the closest, as match_apply() does.
  */
-void edit_explain_missing(struct buf *why, const char *text, size_t len, const char *old,
+void match_explain_missing(struct buf *why, const char *text, size_t len, const char *old,
 			  size_t old_len);
 
 /** "\r\n" when most line ends of `text` are CRLF, else "\n". */
-const char *edit_eol_of(const char *text, size_t len);
+const char *match_eol_of(const char *text, size_t len);
+
+/**
+ * Append lines [from, to) (0-based) of `text` (`len` bytes), numbered as
+ * read_file numbers them, as the explanations show passages: at most 20
+ * lines, each cut at 300 bytes. edit_file shows the lines around a change
+ * with it.
+ */
+void match_show_lines(struct buf *out, const char *text, size_t len, size_t from, size_t to);
 
 #endif

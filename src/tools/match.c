@@ -1,0 +1,989 @@
+/*
+ * The matching engine (see match.h): the passes that find `old`, the
+ * explanations of a miss, and match_apply(). Placing the new lines where
+ * a match was found (unchanged lines and indentation) is match_place.c;
+ * what the two share is in match_internal.h.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "tools/fs.h"
+#include "tools/match.h"
+#include "tools/match_internal.h"
+
+#define SHOW_LINE_BYTES 300	/* a line shown in an explanation is cut here */
+#define SHOW_LINES 20		/* lines shown per passage */
+#define SCORE_BUDGET 4000000	/* line comparisons spent on finding similar passages */
+#define LEV_MAX 256		/* bytes of a line the edit distance looks at */
+
+struct line {
+	size_t start;		/* first byte */
+	size_t end;		/* end of the content: before "\n" or "\r\n" */
+	size_t next;		/* start of the next line (len at the end) */
+};
+
+struct lines {
+	struct line *v;
+	size_t nr, alloc;
+};
+
+static void split_lines(struct lines *out, const char *s, size_t len)
+{
+	size_t pos = 0;
+
+	out->v = NULL;
+	out->nr = out->alloc = 0;
+	while (pos < len) {
+		const char *nl = memchr(s + pos, '\n', len - pos);
+		struct line *l;
+
+		ALLOC_GROW(out->v, out->nr + 1, out->alloc);
+		l = &out->v[out->nr++];
+		l->start = pos;
+		if (nl) {
+			l->end = (size_t)(nl - s);
+			l->next = l->end + 1;
+			if (l->end > pos && s[l->end - 1] == '\r')
+				l->end--;
+		} else {
+			l->end = l->next = len;
+		}
+		pos = l->next;
+	}
+}
+
+int match_is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
+}
+
+/* The content of a line without leading and trailing blanks. */
+static void trimmed(const char *s, const struct line *l, size_t *a, size_t *b)
+{
+	size_t x = l->start, y = l->end;
+
+	while (x < y && match_is_blank(s[x]))
+		x++;
+	while (y > x && match_is_blank(s[y - 1]))
+		y--;
+	*a = x;
+	*b = y;
+}
+
+static int same_trimmed(const char *s, const struct line *l, const char *t, const struct line *m)
+{
+	size_t a, b, c, d;
+
+	trimmed(s, l, &a, &b);
+	trimmed(t, m, &c, &d);
+	return b - a == d - c && !memcmp(s + a, t + c, b - a);
+}
+
+/* 1-based line of byte `off`. */
+static size_t line_of(const char *s, size_t off)
+{
+	size_t n = 1;
+	const char *p = s, *end = s + off;
+
+	while (p < end && (p = memchr(p, '\n', (size_t)(end - p)))) {
+		n++;
+		p++;
+	}
+	return n;
+}
+
+/* Show lines [from, to) of `text` (0-based indexes into `ls`) numbered. */
+static void show_lines(struct buf *why, const char *text, const struct lines *ls, size_t from,
+		       size_t to)
+{
+	size_t i;
+
+	for (i = from; i < to && i < ls->nr; i++) {
+		const struct line *l = &ls->v[i];
+		size_t n = l->end - l->start;
+
+		if (i - from == SHOW_LINES) {
+			buf_addf(why, "      \t[... %zu more lines]\n", to - i);
+			break;
+		}
+		fs_add_lineno(why, i + 1);
+		if (n > SHOW_LINE_BYTES) {
+			buf_add(why, text + l->start, fs_utf8_cut(text + l->start, n, SHOW_LINE_BYTES));
+			buf_addf(why, " [... %zu more bytes]\n", n - SHOW_LINE_BYTES);
+		} else {
+			buf_add(why, text + l->start, n);
+			buf_addch(why, '\n');
+		}
+	}
+}
+
+/* ---- similarity, for "did you mean" ---- */
+
+/* Sorted byte pairs of the trimmed line. */
+struct bigrams {
+	uint16_t *v;
+	size_t nr;
+};
+
+static int cmp_u16(const void *a, const void *b)
+{
+	return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
+}
+
+static void make_bigrams(struct bigrams *bg, const char *s, const struct line *l)
+{
+	size_t a, b, i;
+
+	trimmed(s, l, &a, &b);
+	bg->nr = b - a > 1 ? b - a - 1 : 0;
+	bg->v = bg->nr ? xmalloc(bg->nr * sizeof(*bg->v)) : NULL;
+	for (i = 0; i < bg->nr; i++)
+		bg->v[i] = (uint16_t)(((unsigned char)s[a + i] << 8) | (unsigned char)s[a + i + 1]);
+	if (bg->nr)
+		qsort(bg->v, bg->nr, sizeof(*bg->v), cmp_u16);
+}
+
+/* Dice coefficient of two lines' byte pairs, 0..1. */
+static double dice(const struct bigrams *x, const struct bigrams *y, const char *s,
+		   const struct line *l, const char *t, const struct line *m)
+{
+	size_t i = 0, j = 0, common = 0;
+
+	if (!x->nr || !y->nr)
+		return same_trimmed(s, l, t, m) ? 1.0 : 0.0;
+	while (i < x->nr && j < y->nr) {
+		if (x->v[i] == y->v[j]) {
+			common++;
+			i++;
+			j++;
+		} else if (x->v[i] < y->v[j]) {
+			i++;
+		} else {
+			j++;
+		}
+	}
+	return 2.0 * (double)common / (double)(x->nr + y->nr);
+}
+
+/* Levenshtein distance of two byte strings (each cut at LEV_MAX). */
+static size_t levenshtein(const char *a, size_t n, const char *b, size_t m)
+{
+	size_t row[LEV_MAX + 1], i, j;
+
+	if (n > LEV_MAX)
+		n = LEV_MAX;
+	if (m > LEV_MAX)
+		m = LEV_MAX;
+	for (j = 0; j <= m; j++)
+		row[j] = j;
+	for (i = 1; i <= n; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		for (j = 1; j <= m; j++) {
+			size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[m];
+}
+
+/* Line-wise edit-distance similarity of old's lines and the file's lines from `s`. */
+static double lev_similarity(const char *text, const struct lines *fl, size_t s, const char *old,
+			     const struct lines *ol)
+{
+	size_t i, dist = 0, size = 0;
+
+	for (i = 0; i < ol->nr; i++) {
+		size_t a, b, c = 0, d = 0, n, m;
+
+		trimmed(old, &ol->v[i], &a, &b);
+		if (s + i < fl->nr)
+			trimmed(text, &fl->v[s + i], &c, &d);
+		n = b - a < LEV_MAX ? b - a : LEV_MAX;
+		m = d - c < LEV_MAX ? d - c : LEV_MAX;
+		dist += levenshtein(old + a, n, text + c, m);
+		size += n > m ? n : m;
+	}
+	return size ? 1.0 - (double)dist / (double)size : 1.0;
+}
+
+struct cand {
+	size_t start;
+	double score;
+};
+
+static int cmp_cand(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+
+	if (x->score != y->score)
+		return x->score < y->score ? 1 : -1;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Append the three passages most like `old`, best first. */
+static void closest(struct buf *why, const char *text, const struct lines *fl, const char *old,
+		    const struct lines *ol, size_t *best)
+{
+	struct bigrams *fb, *ob;
+	struct cand *c, top[10];
+	size_t windows, k = ol->nr, i, s, ntop = 0, shown = 0, step = 1, used;
+
+	if (!fl->nr) {
+		buf_addstr(why, "The file is empty.\n");
+		return;
+	}
+	windows = fl->nr >= k ? fl->nr - k + 1 : 1;
+	/* Compare every old line only when the budget allows; else every step-th. */
+	while (windows * ((k + step - 1) / step) > SCORE_BUDGET && step < k)
+		step++;
+	fb = xcalloc(fl->nr, sizeof(*fb));
+	ob = xcalloc(k, sizeof(*ob));
+	for (i = 0; i < fl->nr; i++)
+		make_bigrams(&fb[i], text, &fl->v[i]);
+	for (i = 0; i < k; i++)
+		make_bigrams(&ob[i], old, &ol->v[i]);
+	c = xmalloc(windows * sizeof(*c));
+	for (s = 0; s < windows; s++) {
+		double sum = 0;
+
+		used = 0;
+		for (i = 0; i < k; i += step, used++)
+			if (s + i < fl->nr)
+				sum += dice(&ob[i], &fb[s + i], old, &ol->v[i], text, &fl->v[s + i]);
+		c[s].start = s;
+		c[s].score = used ? sum / (double)used : 0;
+	}
+	qsort(c, windows, sizeof(*c), cmp_cand);
+	/* The ten best that do not overlap, ranked again by edit distance. */
+	for (s = 0; s < windows && ntop < ARRAY_SIZE(top); s++) {
+		size_t j;
+		int overlaps = 0;
+
+		for (j = 0; j < ntop; j++) {
+			size_t a = top[j].start, b = c[s].start;
+
+			if ((a > b ? a - b : b - a) < (k ? k : 1))
+				overlaps = 1;
+		}
+		if (overlaps)
+			continue;
+		top[ntop].start = c[s].start;
+		top[ntop].score = lev_similarity(text, fl, c[s].start, old, ol);
+		ntop++;
+	}
+	qsort(top, ntop, sizeof(*top), cmp_cand);
+	for (i = 0; i < ntop && shown < 3; i++) {
+		size_t from = top[i].start, to = from + k < fl->nr ? from + k : fl->nr;
+
+		if (top[i].score <= 0.0)
+			break;
+		if (!shown) {
+			buf_addstr(why, "The most similar passages (line number, tab, text):\n");
+			*best = from;
+		}
+		buf_addf(why, "--- lines %zu-%zu (%d%% similar):\n", from + 1, to,
+			 (int)(top[i].score * 100.0 + 0.5));
+		show_lines(why, text, fl, from, to);
+		shown++;
+	}
+	if (!shown)
+		buf_addstr(why, "No passage of the file resembles it.\n");
+	for (i = 0; i < fl->nr; i++)
+		free(fb[i].v);
+	for (i = 0; i < k; i++)
+		free(ob[i].v);
+	free(fb);
+	free(ob);
+	free(c);
+}
+
+/* ---- line ends ---- */
+
+const char *match_eol_of(const char *text, size_t len)
+{
+	size_t crlf = 0, lf = 0, i;
+
+	for (i = 0; i < len; i++) {
+		if (text[i] != '\n')
+			continue;
+		if (i && text[i - 1] == '\r')
+			crlf++;
+		else
+			lf++;
+	}
+	return crlf > lf ? "\r\n" : "\n";
+}
+
+/* Append `s` with every line end (LF or CRLF) written as `eol`. */
+static void add_with_eol(struct buf *out, const char *s, size_t n, const char *eol)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		const char *nl = memchr(s + i, '\n', n - i);
+		size_t e;
+
+		if (!nl) {
+			buf_add(out, s + i, n - i);
+			break;
+		}
+		e = (size_t)(nl - s);
+		buf_add(out, s + i, (e > i && s[e - 1] == '\r' ? e - 1 : e) - i);
+		buf_addstr(out, eol);
+		i = e + 1;
+	}
+}
+
+/* Give `t` the final-newline state of the original text (`orig`, `len` bytes). */
+static void keep_final_newline(struct buf *t, const char *orig, size_t len, const char *eol)
+{
+	int had = len && orig[len - 1] == '\n';
+
+	if (!len || !t->len)
+		return;
+	if (had && t->buf[t->len - 1] != '\n') {
+		buf_addstr(t, eol);
+		return;
+	}
+	while (!had && t->len && t->buf[t->len - 1] == '\n') {
+		buf_setlen(t, t->len - 1);
+		if (t->len && t->buf[t->len - 1] == '\r')
+			buf_setlen(t, t->len - 1);
+	}
+}
+
+/* ---- normal forms of lines ---- */
+
+const char *match_pass_name(enum match_pass pass)
+{
+	switch (pass) {
+	case MATCH_EXACT: return "exactly";
+	case MATCH_TRAILING: return "ignoring trailing whitespace";
+	case MATCH_INDENT: return "ignoring indentation and trailing whitespace";
+	case MATCH_SPACES: return "ignoring indentation and runs of spaces inside lines";
+	case MATCH_UNICODE: return "ignoring whitespace and folding typographic punctuation "
+				  "(curly quotes, dashes, no-break spaces) to ASCII";
+	case MATCH_ESCAPES: return "after undoing doubled escapes (\\n, \\\", \\', ...)";
+	}
+	return "?";
+}
+
+/* The ASCII that the typographic character at `s` folds to (its length in *used), or NULL. */
+static const char *fold_char(const unsigned char *s, size_t n, size_t *used)
+{
+	*used = n >= 3 ? 3 : 2;
+	if (n >= 2 && s[0] == 0xc2 && s[1] == 0xa0) {
+		*used = 2;
+		return " ";				/* U+00A0 no-break space */
+	}
+	if (n < 3)
+		return NULL;
+	if (s[0] == 0xe2 && s[1] == 0x80) {
+		unsigned c = s[2];
+
+		if (c >= 0x90 && c <= 0x95)
+			return "-";			/* U+2010-2015 hyphens and dashes */
+		if (c >= 0x98 && c <= 0x9b)
+			return "'";			/* U+2018-201B single quotes */
+		if (c >= 0x9c && c <= 0x9f)
+			return "\"";			/* U+201C-201F double quotes */
+		if (c >= 0x80 && c <= 0x8a)
+			return " ";			/* U+2000-200A spaces */
+		if (c == 0xaf)
+			return " ";			/* U+202F narrow no-break space */
+		if (c == 0xa6)
+			return "...";			/* U+2026 ellipsis */
+	}
+	if (s[0] == 0xe2 && s[1] == 0x88 && s[2] == 0x92)
+		return "-";				/* U+2212 minus */
+	if (s[0] == 0xe2 && s[1] == 0x81 && s[2] == 0x9f)
+		return " ";				/* U+205F medium mathematical space */
+	if (s[0] == 0xe3 && s[1] == 0x80 && s[2] == 0x80)
+		return " ";				/* U+3000 ideographic space */
+	return NULL;
+}
+
+void match_norm_line(struct buf *out, const char *s, size_t n, enum match_pass level)
+{
+	struct buf tmp = BUF_INIT;
+	size_t a = 0, b, i;
+
+	if (level >= MATCH_UNICODE) {
+		for (i = 0; i < n;) {
+			size_t used;
+			const char *f = (unsigned char)s[i] >= 0xc2
+				? fold_char((const unsigned char *)s + i, n - i, &used) : NULL;
+
+			if (f) {
+				buf_addstr(&tmp, f);
+				i += used;
+			} else {
+				buf_addch(&tmp, s[i++]);
+			}
+		}
+		s = tmp.buf;
+		n = tmp.len;
+	}
+	b = n;
+	if (level >= MATCH_TRAILING)
+		while (b > a && match_is_blank(s[b - 1]))
+			b--;
+	if (level >= MATCH_INDENT)
+		while (a < b && match_is_blank(s[a]))
+			a++;
+	if (level >= MATCH_SPACES) {
+		for (i = a; i < b;) {
+			if (match_is_blank(s[i])) {
+				buf_addch(out, ' ');
+				while (i < b && match_is_blank(s[i]))
+					i++;
+			} else {
+				buf_addch(out, s[i++]);
+			}
+		}
+	} else {
+		buf_add(out, s + a, b - a);
+	}
+	buf_release(&tmp);
+}
+
+/* The lines of a text in the normal form of one pass. */
+struct normed {
+	struct buf b;
+	size_t *off;		/* line i is b.buf[off[i] .. off[i + 1]) */
+	uint64_t *h;
+	size_t nr;
+	int all_empty;
+};
+
+static uint64_t fnv(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	while (n--) {
+		h ^= (unsigned char)*s++;
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+static void norm_lines(struct normed *o, const char *s, const struct lines *ls,
+		       enum match_pass level)
+{
+	size_t i;
+
+	buf_init(&o->b, 0);
+	o->nr = ls->nr;
+	o->off = xmalloc((ls->nr + 1) * sizeof(*o->off));
+	o->h = xmalloc((ls->nr + 1) * sizeof(*o->h));
+	o->all_empty = 1;
+	for (i = 0; i < ls->nr; i++) {
+		o->off[i] = o->b.len;
+		match_norm_line(&o->b, s + ls->v[i].start, ls->v[i].end - ls->v[i].start, level);
+		o->h[i] = fnv(o->b.buf + o->off[i], o->b.len - o->off[i]);
+		if (o->b.len > o->off[i])
+			o->all_empty = 0;
+	}
+	o->off[ls->nr] = o->b.len;
+}
+
+static void normed_release(struct normed *o)
+{
+	buf_release(&o->b);
+	free(o->off);
+	free(o->h);
+}
+
+static int normed_eq(const struct normed *f, size_t i, const struct normed *o, size_t j)
+{
+	size_t n = f->off[i + 1] - f->off[i];
+
+	return f->h[i] == o->h[j] && n == o->off[j + 1] - o->off[j] &&
+	       !memcmp(f->b.buf + f->off[i], o->b.buf + o->off[j], n);
+}
+
+/* Where the lines of `o` match runs of lines of `f`: the count, the first `max` in places. */
+static size_t find_lines(const struct normed *f, const struct normed *o, size_t *places, size_t max)
+{
+	size_t s, i, found = 0;
+
+	if (!o->nr || o->nr > f->nr || o->all_empty)
+		return 0;
+	for (s = 0; s + o->nr <= f->nr; s++) {
+		for (i = 0; i < o->nr; i++)
+			if (!normed_eq(f, s + i, o, i))
+				break;
+		if (i == o->nr) {
+			if (found < max)
+				places[found] = s;
+			found++;
+		}
+	}
+	return found;
+}
+
+/* Slices of the lines `ls` of `s` (without line ends). */
+static struct match_slice *slices_of(const char *s, const struct lines *ls)
+{
+	struct match_slice *v = xmalloc((ls->nr + 1) * sizeof(*v));
+	size_t i;
+
+	for (i = 0; i < ls->nr; i++) {
+		v[i].s = s + ls->v[i].start;
+		v[i].n = ls->v[i].end - ls->v[i].start;
+	}
+	return v;
+}
+
+/* ---- what differs, when nothing matched ---- */
+
+static void describe_char(struct buf *out, const char *s, size_t n)
+{
+	unsigned char c;
+
+	if (!n) {
+		buf_addstr(out, "the end of the line");
+		return;
+	}
+	c = (unsigned char)s[0];
+	if (c == ' ')
+		buf_addstr(out, "a space");
+	else if (c == '\t')
+		buf_addstr(out, "a tab");
+	else if (c == '\r')
+		buf_addstr(out, "a carriage return");
+	else if (c < 0x20 || c == 0x7f)
+		buf_addf(out, "the control character 0x%02x", c);
+	else if (c < 0x80)
+		buf_addf(out, "'%c'", c);
+	else {
+		size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2, i;
+		unsigned cp = c & (len == 2 ? 0x1f : len == 3 ? 0x0f : 0x07);
+
+		if (len > n)
+			len = n;
+		for (i = 1; i < len; i++)
+			cp = (cp << 6) | ((unsigned char)s[i] & 0x3f);
+		buf_addf(out, "U+%04X '", cp);
+		buf_add(out, s, len);
+		buf_addch(out, '\'');
+	}
+}
+
+static void diff_line(struct buf *why, char mark, const struct match_slice *l)
+{
+	buf_addch(why, mark);
+	if (l->n > SHOW_LINE_BYTES) {
+		buf_add(why, l->s, fs_utf8_cut(l->s, l->n, SHOW_LINE_BYTES));
+		buf_addf(why, " [... %zu more bytes]\n", l->n - SHOW_LINE_BYTES);
+	} else {
+		buf_add(why, l->s, l->n);
+		buf_addch(why, '\n');
+	}
+}
+
+#define DIFF_LINES 40
+
+/* A line diff of old's lines (-) against the file's lines [from, to) (+). */
+static void show_diff(struct buf *why, const char *old, const struct lines *ol, const char *text,
+		      const struct lines *fl, size_t from, size_t to)
+{
+	struct match_slice *o = slices_of(old, ol), *f = slices_of(text, fl) + from;
+	size_t k = ol->nr, m = to - from, i = 0, j = 0, shown = 0;
+	long *map = xmalloc((m + 1) * sizeof(*map));
+
+	match_lcs_map(map, o, k, f, m);
+	buf_addf(why, "What differs between old_string (-) and lines %zu-%zu of the file (+), "
+		 "' ' for lines that agree:\n", from + 1, to);
+	while ((i < k || j < m) && shown < DIFF_LINES) {
+		size_t i1 = i, j1 = j, t;
+
+		if (j < m && map[j] >= 0 && (size_t)map[j] == i) {
+			diff_line(why, ' ', &f[j]);
+			i++;
+			j++;
+			shown++;
+			continue;
+		}
+		while (j1 < m && map[j1] < 0)
+			j1++;
+		i1 = j1 < m ? (size_t)map[j1] : k;
+		for (t = i; t < i1 && shown < DIFF_LINES; t++, shown++)
+			diff_line(why, '-', &o[t]);
+		for (t = j; t < j1 && shown < DIFF_LINES; t++, shown++)
+			diff_line(why, '+', &f[t]);
+		for (t = 0; t < i1 - i && t < j1 - j && t < 3; t++) {
+			const struct match_slice *a = &o[i + t], *b = &f[j + t];
+			size_t c = 0;
+
+			while (c < a->n && c < b->n && a->s[c] == b->s[c])
+				c++;
+			buf_addf(why, "  (pair %zu: from column %zu old_string has ", t + 1, c + 1);
+			describe_char(why, a->s + c, a->n - c);
+			buf_addstr(why, ", the file has ");
+			describe_char(why, b->s + c, b->n - c);
+			buf_addstr(why, ")\n");
+		}
+		i = i1;
+		j = j1;
+	}
+	if (i < k || j < m)
+		buf_addstr(why, "[... the rest of the diff left out]\n");
+	free(o);
+	free(f - from);
+	free(map);
+}
+
+static void explain_missing(struct buf *why, const char *text, const struct lines *fl,
+			    const char *old, const struct lines *ol)
+{
+	size_t best = SIZE_MAX;
+
+	closest(why, text, fl, old, ol, &best);
+	if (best != SIZE_MAX && ol->nr)
+		show_diff(why, old, ol, text, fl, best, best + ol->nr < fl->nr ? best + ol->nr : fl->nr);
+}
+
+void match_explain_missing(struct buf *why, const char *text, size_t len, const char *old,
+			  size_t old_len)
+{
+	struct lines fl, ol;
+
+	split_lines(&fl, text, len);
+	split_lines(&ol, old, old_len);
+	explain_missing(why, text, &fl, old, &ol);
+	free(fl.v);
+	free(ol.v);
+}
+
+/* ---- the edit ---- */
+
+void match_result_release(struct match_result *res)
+{
+	buf_release(&res->text);
+	res->count = 0;
+	res->pass = MATCH_EXACT;
+	res->span = 0;
+	res->blank_edges = 0;
+	memset(res->lines, 0, sizeof(res->lines));
+}
+
+static void note_line(struct match_result *out, size_t line)
+{
+	if (out->count < MATCH_MAX_LINES_NOTED)
+		out->lines[out->count] = line;
+	out->count++;
+}
+
+static size_t find_exact(size_t **hits, size_t *ahits, const char *text, size_t len,
+			 const char *old, size_t old_len)
+{
+	size_t n = 0, pos = 0;
+
+	while (pos + old_len <= len) {
+		const char *p = memmem(text + pos, len - pos, old, old_len);
+
+		if (!p)
+			break;
+		ALLOC_GROW(*hits, n + 1, *ahits);
+		(*hits)[n++] = (size_t)(p - text);
+		pos = (size_t)(p - text) + old_len;
+	}
+	return n;
+}
+
+static void explain_exact_ambiguity(struct buf *why, const char *text, const struct lines *fl,
+				    const size_t *hits, size_t nhits, size_t old_len,
+				    const char *name)
+{
+	size_t i;
+
+	buf_addf(why, "old_string occurs %zu times in %s, at lines", nhits, name);
+	for (i = 0; i < nhits && i < 10; i++)
+		buf_addf(why, "%s %zu", i ? "," : "", line_of(text, hits[i]));
+	buf_addf(why, "%s. Include more of the surrounding lines to make it unique, or set "
+		 "replace_all to change every occurrence.\n", nhits > 10 ? ", ..." : "");
+	for (i = 0; i < nhits && i < 3; i++) {
+		size_t a = line_of(text, hits[i]) - 1;
+		size_t b = line_of(text, hits[i] + old_len - 1);
+
+		if (a + 1 == b)
+			buf_addf(why, "--- occurrence %zu (line %zu, with one line around it):\n",
+				 i + 1, b);
+		else
+			buf_addf(why, "--- occurrence %zu (lines %zu-%zu, with one line around "
+				 "it):\n", i + 1, a + 1, b);
+		show_lines(why, text, fl, a ? a - 1 : 0, b + 1);
+	}
+}
+
+/* Replace every hit (old_len bytes each) with `rep`. */
+static void replace_hits(struct match_result *out, const char *text, size_t len, const size_t *hits,
+			 size_t nhits, size_t old_len, const char *rep, size_t rep_len)
+{
+	size_t done = 0, line = 1, nl_new = 0, i;
+
+	for (i = 0; i < rep_len; i++)
+		nl_new += rep[i] == '\n';
+	for (i = 0; i < nhits; i++) {
+		const char *p = text + done, *end = text + hits[i];
+
+		/* Lines before this hit in the new text: old lines, shifted by earlier edits. */
+		while (p < end && (p = memchr(p, '\n', (size_t)(end - p)))) {
+			line++;
+			p++;
+		}
+		note_line(out, line);
+		buf_add(&out->text, text + done, hits[i] - done);
+		buf_add(&out->text, rep, rep_len);
+		line += nl_new;
+		done = hits[i] + old_len;	/* the newlines of old are gone */
+	}
+	buf_add(&out->text, text + done, len - done);
+	out->span = nl_new + (rep_len && rep[rep_len - 1] != '\n');
+}
+
+/*
+ * Passes 1-5 for `old` -> `new`. FX_ENOTFOUND when no pass found anything
+ * (nothing appended to `why`); FX_EINVAL with the reason otherwise.
+ */
+static int try_passes(struct match_result *out, const char *text, size_t len,
+		      const struct lines *fl, const char *old, size_t old_len,
+		      const char *new_text, size_t new_len, int replace_all, int escaped,
+		      const char *name, struct buf *why)
+{
+	const char *eol = match_eol_of(text, len);
+	struct buf conv_old = BUF_INIT, conv_new = BUF_INIT;
+	struct lines ol = { NULL, 0, 0 }, nl = { NULL, 0, 0 };
+	size_t *hits = NULL, ahits = 0, nhits, mlen = old_len;
+	enum match_pass level;
+	int ret = FX_ENOTFOUND;
+
+	add_with_eol(&conv_new, new_text, new_len, eol);
+	nhits = find_exact(&hits, &ahits, text, len, old, old_len);
+	if (!nhits) {
+		add_with_eol(&conv_old, old, old_len, eol);
+		if (conv_old.len != old_len || memcmp(conv_old.buf, old, old_len)) {
+			nhits = find_exact(&hits, &ahits, text, len, conv_old.buf, conv_old.len);
+			mlen = conv_old.len;
+		}
+	}
+	if (nhits == 1 || (nhits && replace_all)) {
+		replace_hits(out, text, len, hits, nhits, mlen, conv_new.buf, conv_new.len);
+		out->pass = escaped ? MATCH_ESCAPES : MATCH_EXACT;
+		ret = 0;
+		goto out;
+	}
+	if (nhits > 1) {
+		explain_exact_ambiguity(why, text, fl, hits, nhits, mlen, name);
+		ret = FX_EINVAL;
+		goto out;
+	}
+	if (replace_all)
+		goto out;
+	split_lines(&ol, old, old_len);
+	split_lines(&nl, new_text, new_len);
+	for (level = MATCH_TRAILING; level <= MATCH_UNICODE; level++) {
+		struct normed fn, on;
+		size_t places[10], found, i;
+
+		norm_lines(&on, old, &ol, level);
+		if (on.all_empty || on.nr > fl->nr) {
+			normed_release(&on);
+			continue;
+		}
+		norm_lines(&fn, text, fl, level);
+		found = find_lines(&fn, &on, places, ARRAY_SIZE(places));
+		normed_release(&fn);
+		normed_release(&on);
+		if (found == 1) {
+			size_t s = places[0], k = ol.nr;
+			struct match_slice *fs = slices_of(text, fl), *os = slices_of(old, &ol);
+			struct match_slice *ns = slices_of(new_text, &nl);
+			size_t region_end = fl->v[s + k - 1].next;
+
+			buf_add(&out->text, text, fl->v[s].start);
+			ret = match_place_lines(&out->text, fs + s, os, k, ns, nl.nr, eol, name, s + 1,
+					       why);
+			free(fs);
+			free(os);
+			free(ns);
+			if (ret < 0)
+				goto out;
+			buf_add(&out->text, text + region_end, len - region_end);
+			note_line(out, s + 1);
+			out->span = nl.nr;
+			out->pass = escaped ? MATCH_ESCAPES : level;
+			goto out;
+		}
+		if (found > 1) {
+			buf_addf(why, "old_string does not occur exactly in %s, and %s it matches %zu "
+				 "places, at lines", name, match_pass_name(level), found);
+			for (i = 0; i < found && i < ARRAY_SIZE(places); i++)
+				buf_addf(why, "%s %zu", i ? "," : "", places[i] + 1);
+			buf_addstr(why, ". Include more of the surrounding lines to make it unique.\n");
+			for (i = 0; i < found && i < 3; i++) {
+				buf_addf(why, "--- place %zu (lines %zu-%zu):\n", i + 1, places[i] + 1,
+					 places[i] + ol.nr);
+				show_lines(why, text, fl, places[i], places[i] + ol.nr);
+			}
+			ret = FX_EINVAL;
+			goto out;
+		}
+	}
+out:
+	free(hits);
+	free(ol.v);
+	free(nl.v);
+	buf_release(&conv_old);
+	buf_release(&conv_new);
+	return ret;
+}
+
+/*
+ * The part of `s` without its leading blank lines and its trailing blank
+ * lines (a last line end stays): [*a, *b). 0 when there are none, or
+ * nothing but blank lines.
+ */
+static int blank_edges(const char *s, size_t n, size_t *a, size_t *b)
+{
+	size_t x = 0, y = n, i;
+
+	*a = 0;
+	*b = n;
+	for (i = 0; i < n; i++) {
+		if (s[i] == '\n')
+			x = i + 1;
+		else if (!match_is_blank(s[i]))
+			break;
+	}
+	if (i == n)
+		return 0;
+	/* trailing: keep the end of the last line that has text */
+	for (i = n; i > x; i--) {
+		if (s[i - 1] == '\n')
+			y = i;
+		else if (!match_is_blank(s[i - 1]))
+			break;
+	}
+	*a = x;
+	*b = y;
+	return x > 0 || y < n;
+}
+
+/* Undo the escapes a model doubled; 0 when there were none. */
+static int unescape(struct buf *out, const char *s, size_t n)
+{
+	size_t i;
+	int changed = 0;
+
+	for (i = 0; i < n; i++) {
+		char c = i + 1 < n ? s[i + 1] : 0, r = 0;
+
+		if (s[i] == '\\') {
+			switch (c) {
+			case 'n': r = '\n'; break;
+			case 't': r = '\t'; break;
+			case '\'': case '"': case '`': case '$': case '\\': r = c; break;
+			default: break;
+			}
+		}
+		if (r) {
+			buf_addch(out, r);
+			i++;
+			changed = 1;
+		} else {
+			buf_addch(out, s[i]);
+		}
+	}
+	return changed;
+}
+
+int match_apply(struct match_result *out, const char *text, size_t len, const char *old,
+	       size_t old_len, const char *new_text, size_t new_len, int replace_all,
+	       const char *name, struct buf *why)
+{
+	struct lines fl = { NULL, 0, 0 }, ol = { NULL, 0, 0 };
+	struct buf uo = BUF_INIT, un = BUF_INIT;
+	int ret;
+
+	if (!old_len)
+		return err_set(FX_EINVAL, "old_string is empty");
+	if (old_len == new_len && !memcmp(old, new_text, old_len)) {
+		buf_addstr(why, "old_string and new_string are the same; there is nothing to change\n");
+		return FX_EINVAL;
+	}
+	split_lines(&fl, text, len);
+	ret = try_passes(out, text, len, &fl, old, old_len, new_text, new_len, replace_all, 0,
+			 name, why);
+	if (ret == FX_ENOTFOUND && !replace_all) {
+		size_t oa, ob, na, nb;
+
+		/* Blank lines at the edges of old that the file does not have. */
+		if (blank_edges(old, old_len, &oa, &ob)) {
+			blank_edges(new_text, new_len, &na, &nb);
+			if (na > oa)
+				na = oa;
+			if (new_len - nb > old_len - ob)
+				nb = new_len - (old_len - ob);
+			ret = try_passes(out, text, len, &fl, old + oa, ob - oa, new_text + na, nb - na,
+					 0, 0, name, why);
+			if (!ret)
+				out->blank_edges = 1;
+		}
+	}
+	if (ret == FX_ENOTFOUND && !replace_all && memchr(old, '\\', old_len) &&
+	    unescape(&uo, old, old_len)) {
+		unescape(&un, new_text, new_len);
+		ret = try_passes(out, text, len, &fl, uo.buf, uo.len, un.buf, un.len, 0, 1, name,
+				 why);
+	}
+	if (!ret) {
+		keep_final_newline(&out->text, text, len, match_eol_of(text, len));
+		if (out->text.len == len && !memcmp(out->text.buf, text, len)) {
+			buf_addf(why, "the edit leaves %s as it is: new_string differs from old_string "
+				 "only in line ends or the final newline, which follow the file\n",
+				 name);
+			ret = FX_EINVAL;
+		}
+		goto out;
+	}
+	if (ret != FX_ENOTFOUND)
+		goto out;
+	/* nothing: say what is closest, and what differs */
+	split_lines(&ol, old, old_len);
+	buf_addf(why, "old_string was not found in %s%s.\n", name,
+		 replace_all ? " (replace_all needs exact occurrences)"
+			     : ", not even ignoring whitespace, typographic punctuation and "
+			       "doubled escapes");
+	explain_missing(why, text, &fl, old, &ol);
+	buf_addstr(why, "Copy the text exactly as the file has it (without the line numbers and "
+		   "the tab after them) and try again.\n");
+out:
+	if (ret < 0)
+		match_result_release(out);
+	buf_release(&uo);
+	buf_release(&un);
+	free(fl.v);
+	free(ol.v);
+	return ret;
+}
+
+void match_show_lines(struct buf *out, const char *text, size_t len, size_t from, size_t to)
+{
+	struct lines ls = { NULL, 0, 0 };
+
+	split_lines(&ls, text, len);
+	show_lines(out, text, &ls, from, to);
+	free(ls.v);
+}
