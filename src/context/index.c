@@ -3,7 +3,7 @@
  * scan and the ctags runs (see index.h and docs/internals/context.md).
  *
  * One update, three kinds of threads:
- *   - this one walks the tree with the rules of `search` (tools/ignore.h):
+ *   - this one walks the tree with the rules of `search` (ws/ignore.h):
  *     folders read, sorted, matched against the ignore rules; the paths
  *     of the regular files go, in batches, to
  *   - the indexer, which first loads the cache (meanwhile), then takes the
@@ -35,7 +35,7 @@
 #include "context/index.h"
 #include "context/tokenize.h"
 #include "sandbox/executor.h"
-#include "tools/ignore.h"
+#include "ws/ignore.h"
 
 #define BINARY_WINDOW (64u * 1024)	/* a NUL here makes the file binary, as for search */
 #define BATCH_FILES 1500		/* files per ctags run */

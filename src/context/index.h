@@ -42,7 +42,7 @@
 
 #include "base/buf.h"
 #include "base/strvec.h"
-#include "tools/wspath.h"
+#include "ws/wspath.h"
 
 struct executor;
 

@@ -14,7 +14,7 @@
 
 #include "sandbox/permissions.h"
 #include "tools/fs.h"
-#include "tools/ignore.h"
+#include "ws/ignore.h"
 #include "tools/registry.h"
 #include "tools/search.h"
 

@@ -1,5 +1,5 @@
-#ifndef FX_WSPATH_H
-#define FX_WSPATH_H
+#ifndef FX_WS_WSPATH_H
+#define FX_WS_WSPATH_H
 
 /*
  * Paths a model names, confined to the workspace.

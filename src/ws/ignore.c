@@ -9,7 +9,7 @@
 
 #include "base/fsutil.h"
 #include "base/path.h"
-#include "tools/ignore.h"
+#include "ws/ignore.h"
 
 #define RULES_FILE_MAX (4u << 20)
 

@@ -1,5 +1,5 @@
-#ifndef FX_IGNORE_H
-#define FX_IGNORE_H
+#ifndef FX_WS_IGNORE_H
+#define FX_WS_IGNORE_H
 
 /*
  * gitignore rules, as git reads them (gitignore(5), git's dir.c and
@@ -37,7 +37,7 @@
 
 #include <stddef.h>
 
-#include "tools/wspath.h"
+#include "ws/wspath.h"
 
 /** The patterns of one file. */
 struct ignore_rules;

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "base/strvec.h"
-#include "tools/wspath.h"
+#include "ws/wspath.h"
 
 #ifndef SYS_openat2
 #define SYS_openat2 437

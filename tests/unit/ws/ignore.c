@@ -5,10 +5,16 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
-#include "tools/ignore.h"
-#include "unit/tools/common.h"
+#include "base/buf.h"
+#include "base/fsutil.h"
+#include "base/path.h"
+#include "base/strvec.h"
+#include "helpers/testutil.h"
+#include "ws/ignore.h"
 
 /* ---- wildmatch (cases after git's t3070) ---- */
 
@@ -496,5 +502,5 @@ int main(void)
 		cmocka_unit_test(test_ignore_fuzz_regressions),
 	};
 
-	return cmocka_run_group_tests_name("tools/ignore", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("ws/ignore", tests, NULL, NULL);
 }
