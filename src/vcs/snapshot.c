@@ -13,11 +13,11 @@
 #include "base/err.h"
 #include "base/fsutil.h"
 #include "base/strvec.h"
-#include "vcs/excludes.h"
 #include "vcs/perms.h"
 #include "vcs/snapshot.h"
 #include "vcs/statcache.h"
 #include "vcs/vcs_internal.h"
+#include "ws/ignore.h"
 
 /* Folders deeper than this do not keep their descriptor open while their children are read. */
 #define FD_KEEP_DEPTH 64
@@ -28,7 +28,8 @@ struct walk {
 	git_index *idx, *uidx;
 	const char *uprefix;
 	git_odb *odb;
-	struct excludes ign;
+	const struct ignore_chain *ign;	/* the rules of the folder being read and above */
+	struct ignore_chain top[2];	/* core.excludesFile, info/exclude */
 	struct snapshot *snap;
 	unsigned char *seen;	/* by position in idx when the walk began */
 	size_t nold;
@@ -181,27 +182,22 @@ out:
 	return ret;
 }
 
-/* Push the .gitignore of folder `dfd` (at `rel`); 1 when pushed. */
-static int push_gitignore(struct walk *w, int dfd, const char *rel)
+/* The .gitignore of folder `dfd` (at `rel`, "" or "a/b/"); NULL when there is none. */
+static struct ignore_rules *load_gitignore(int dfd, const char *rel)
 {
-	struct buf text = BUF_INIT;
-	struct stat st;
-	int fd = openat(dfd, ".gitignore", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct ignore_rules *rules = NULL;
+	char *base = xstrndup(rel, *rel ? strlen(rel) - 1 : 0);
 
 	/* as git (2.32 and later): an in-tree .gitignore that is a link is not read */
-	if (fd < 0)
-		return 0;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    fsutil_read_fd(&text, fd, GITIGNORE_MAX) < 0) {
-		close(fd);
+	if (ignore_rules_load_at(&rules, dfd, ".gitignore", base) < 0)
 		err_clear();
-		buf_release(&text);
-		return 0;
-	}
-	close(fd);
-	excludes_push(&w->ign, rel, 0, text.buf, text.len);
-	buf_release(&text);
-	return 1;
+	free(base);
+	return rules;
+}
+
+static int excluded(const struct walk *w, const char *path, int is_dir)
+{
+	return ignore_chain_excluded(w->ign, path, strlen(path), is_dir);
 }
 
 static int walk_dir(struct walk *w, int *dfd, const char *rel, int depth, int only_tracked,
@@ -229,7 +225,7 @@ static int walk_subdir(struct walk *w, int *dfd, const char *name, const char *p
 		close(child);
 		return 0;	/* a nested repository: left alone */
 	}
-	sub_only = only_tracked || excludes_match(&w->ign, path, 1);
+	sub_only = only_tracked || excluded(w, path, 1);
 	if (sub_only && !tracks_below(w, path)) {
 		close(child);
 		return 0;
@@ -277,13 +273,14 @@ static int walk_dir(struct walk *w, int *dfd, const char *rel, int depth, int on
 {
 	struct strvec names = STRVEC_INIT;
 	struct buf path = BUF_INIT;
+	struct ignore_chain node = { NULL, w->ign };
 	DIR *d;
 	struct dirent *de;
 	size_t i;
-	int fd, ret = 0, pushed = 0;
+	int fd, ret = 0;
 
-	if (!only_tracked)
-		pushed = push_gitignore(w, *dfd, rel);
+	if (!only_tracked && (node.rules = load_gitignore(*dfd, rel)))
+		w->ign = &node;
 	fd = dup(*dfd);
 	if (fd < 0 || !(d = fdopendir(fd))) {
 		if (fd >= 0)
@@ -318,7 +315,7 @@ static int walk_dir(struct walk *w, int *dfd, const char *rel, int depth, int on
 
 			if (u && u->mode == GIT_FILEMODE_COMMIT)
 				continue;
-			if (!u && (only_tracked || excludes_match(&w->ign, path.buf, 0)))
+			if (!u && (only_tracked || excluded(w, path.buf, 0)))
 				continue;
 			ret = record_file(w, *dfd, name, path.buf, &st);
 			if (ret == FX_ENOTFOUND) {
@@ -330,38 +327,45 @@ static int walk_dir(struct walk *w, int *dfd, const char *rel, int depth, int on
 		}
 	}
 out:
-	if (pushed)
-		excludes_pop(&w->ign);
+	if (node.rules) {
+		w->ign = node.next;
+		ignore_rules_free((struct ignore_rules *)node.rules);
+	}
 	strvec_clear(&names);
 	buf_release(&path);
 	return ret;
 }
 
-/* core.excludesFile and info/exclude, the lowest lists of the stack. */
+/* Put the rules of a file for the whole work tree below the chain (the lowest first). */
+static void push_top(struct walk *w, struct ignore_rules *rules)
+{
+	struct ignore_chain *node = &w->top[w->top[0].rules ? 1 : 0];
+
+	if (!rules)
+		return;
+	node->rules = rules;
+	node->next = w->ign;
+	w->ign = node;
+}
+
+/* core.excludesFile and info/exclude, the lowest rules of the chain. */
 static int push_global_lists(struct walk *w)
 {
 	struct checkpoints *cps = w->cps;
+	struct ignore_rules *rules = NULL;
 	struct buf text = BUF_INIT;
 	const char *common;
 	size_t wlen = strlen(cps->workspace);
-	int ret = 0, fd;
+	int ret = 0;
 
 	if (!cps->user)
 		return 0;
 	if (cps->excludes_file) {
 		/* the user's own config names it: it may be anywhere, but must be a file */
-		fd = open(cps->excludes_file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-		if (fd >= 0) {
-			struct stat st;
-
-			if (!fstat(fd, &st) && S_ISREG(st.st_mode) &&
-			    !fsutil_read_fd(&text, fd, GITIGNORE_MAX))
-				excludes_push(&w->ign, "", 1, text.buf, text.len);
-			close(fd);
+		if (ignore_rules_load_top(&rules, AT_FDCWD, cps->excludes_file, w->uprefix) < 0)
 			err_clear();
-		}
+		push_top(w, rules);
 	}
-	buf_reset(&text);
 	common = git_repository_commondir(cps->user);
 	if (!strncmp(common, cps->workspace, wlen) && common[wlen] == '/') {
 		/* inside the workspace: beneath it, no link followed */
@@ -386,7 +390,7 @@ static int push_global_lists(struct walk *w)
 		err_clear();
 		ret = 0;
 	} else if (!ret) {
-		excludes_push(&w->ign, "", 1, text.buf, text.len);
+		push_top(w, ignore_rules_parse_top(w->uprefix, text.buf, text.len));
 	}
 	buf_release(&text);
 	return ret;
@@ -449,7 +453,6 @@ int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cp
 	w.idx = idx;
 	w.snap = snap;
 	w.uprefix = cps->user_prefix ? cps->user_prefix : "";
-	w.ign.prefix = w.uprefix;
 	clock_gettime(CLOCK_REALTIME_COARSE, &w.start);
 	if (git_index_read(idx, 0) < 0) {
 		/* a damaged cache: start again from nothing */
@@ -533,7 +536,8 @@ out:
 	free(w.adds);
 	free(w.seen);
 	strvec_clear(&gone);
-	excludes_release(&w.ign);
+	ignore_rules_free((struct ignore_rules *)w.top[0].rules);
+	ignore_rules_free((struct ignore_rules *)w.top[1].rules);
 	buf_release(&w.scratch);
 	git_index_free(w.uidx);
 	git_odb_free(w.odb);
