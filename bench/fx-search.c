@@ -12,7 +12,7 @@
 
 #include "base/err.h"
 #include "tools/search.h"
-#include "tools/wspath.h"
+#include "ws/wspath.h"
 
 int main(int argc, char **argv)
 {

@@ -6,11 +6,10 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include <linux/openat2.h>
 
+#include "base/beneath.h"
 #include "base/fsutil.h"
 #include "base/path.h"
 
@@ -246,51 +245,9 @@ int fsutil_remove_tree(const char *path)
 	return remove_at(AT_FDCWD, path);
 }
 
-#ifndef SYS_openat2
-#define SYS_openat2 437
-#endif
-
-/*
- * Open `rel` beneath the folder `dirfd` for reading, following no symbolic
- * link on the way (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS; where the
- * kernel lacks openat2, component by component with O_NOFOLLOW). A FIFO
- * or device is not waited on (O_NONBLOCK); the caller checks the type.
- */
 int fsutil_open_beneath(int dirfd, const char *rel)
 {
-	struct open_how how;
-	char *copy, *p, *slash;
-	int fd, next;
-
-	memset(&how, 0, sizeof(how));
-	how.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
-	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-	fd = (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
-	if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
-		return fd;
-	copy = xstrdup(rel);
-	for (p = copy; *p; p = *slash ? slash + 1 : slash) {
-		slash = strchrnul(p, '/');
-		if (slash - p == 2 && p[0] == '.' && p[1] == '.') {
-			free(copy);
-			errno = EXDEV;	/* as RESOLVE_BENEATH says it */
-			return -1;
-		}
-	}
-	fd = dup(dirfd);
-	for (p = copy; fd >= 0 && (slash = strchr(p, '/')); p = slash + 1) {
-		*slash = '\0';
-		next = openat(fd, p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		close(fd);
-		fd = next;
-	}
-	if (fd >= 0) {
-		next = openat(fd, p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
-		close(fd);
-		fd = next;
-	}
-	free(copy);
-	return fd;
+	return beneath_open(dirfd, rel, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
 }
 
 int fsutil_read_beneath(struct buf *out, const char *dir, const char *rel, size_t max, int *cut)

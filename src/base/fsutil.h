@@ -60,10 +60,9 @@ int fsutil_remove_tree(const char *path);
 
 /**
  * Open `rel` beneath the folder `dirfd` for reading, following no symbolic
- * link on the way (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
- * RESOLVE_NO_MAGICLINKS; where the kernel lacks openat2, component by
- * component with O_NOFOLLOW). O_NONBLOCK, so a FIFO is not waited on:
- * check the type. -1 with errno (ELOOP for a link, EXDEV for a way out).
+ * link on the way: beneath_open() (base/beneath.h) with O_RDONLY |
+ * O_NONBLOCK, so a FIFO is not waited on: check the type. -1 with errno
+ * (ELOOP for a link, EXDEV for a way out).
  */
 int fsutil_open_beneath(int dirfd, const char *rel);
 

@@ -5,7 +5,7 @@
  * Path helpers. Everything here works on strings and the file system as
  * it is now; code that must be safe against a concurrent swap of a path
  * component opens files relative to a directory descriptor instead
- * (openat2 with RESOLVE_BENEATH, in the tools layer).
+ * (base/beneath.h; ws/wspath.h for paths a model names).
  */
 
 #include "base/buf.h"

@@ -3,13 +3,14 @@
 
 /*
  * The repository map for a run: one symbol index (context/index.h) kept
- * up to date, the focus the run has gathered (the request, the plan's
- * files, files read or edited), and the `repo_map` tool.
+ * up to date and the focus the run has gathered (the request, the plan's
+ * files, files read or edited). The `repo_map` tool that offers it to the
+ * model is in the tools layer (tools/repo_map.h).
  *
  * The caller (the pipeline, `forgex map`):
  *   1. ctx_session_init() with the workspace, an executor for ctags and
  *      the budget ([context] map_tokens);
- *   2. ctx_register_tool() to offer `repo_map` (needs: read) to the roles;
+ *   2. tools_register_repo_map() (tools/repo_map.h) to offer it to the roles;
  *   3. ctx_session_set_request(), ctx_session_note_file() as the run goes;
  *   4. ctx_session_map() for the text a role's first request carries;
  *   5. ctx_session_release().
@@ -25,8 +26,6 @@
 #include "context/rank.h"
 
 struct executor;
-struct tool_ctx;
-struct tool_registry;
 
 struct ctx_session {
 	struct ctx_index idx;
@@ -72,8 +71,5 @@ void ctx_session_note_file(struct ctx_session *s, const char *path);
  */
 int ctx_session_map(struct ctx_session *s, struct buf *out, const struct strvec *focus,
 		    const struct strvec *extra_files, size_t tokens);
-
-/** Register `repo_map` (permission: read), answering from `s`. */
-int ctx_register_tool(struct tool_registry *reg, struct ctx_session *s);
 
 #endif

@@ -3,7 +3,7 @@
  * scan and the ctags runs (see index.h and docs/internals/context.md).
  *
  * One update, three kinds of threads:
- *   - this one walks the tree with the rules of `search` (tools/ignore.h):
+ *   - this one walks the tree (ws/walk.h) with the rules of `search`:
  *     folders read, sorted, matched against the ignore rules; the paths
  *     of the regular files go, in batches, to
  *   - the indexer, which first loads the cache (meanwhile), then takes the
@@ -35,7 +35,8 @@
 #include "context/index.h"
 #include "context/tokenize.h"
 #include "sandbox/executor.h"
-#include "tools/ignore.h"
+#include "ws/ignore.h"
+#include "ws/walk.h"
 
 #define BINARY_WINDOW (64u * 1024)	/* a NUL here makes the file binary, as for search */
 #define BATCH_FILES 1500		/* files per ctags run */
@@ -485,8 +486,6 @@ struct update {
 
 	struct runner ru;
 	struct batch *cur;
-	struct ignore_chain **nodes;
-	size_t nnodes, anodes;
 	int changed;
 	double t0;			/* when the update began */
 
@@ -839,122 +838,13 @@ static void walk_found(struct update *u, int dirfd, const char *name, const char
 		walk_push(u);
 }
 
-static const struct ignore_chain *chain_push(struct update *u, const struct ignore_chain *next,
-					     struct ignore_rules *rules)
+/* The walk (ws/walk.h) in path order: files go to the indexer, every folder is entered. */
+static int walk_visit(void *arg, const struct ws_entry *e)
 {
-	struct ignore_chain *node;
-
-	if (!rules)
-		return next;
-	node = xmalloc(sizeof(*node));
-	node->rules = rules;
-	node->next = next;
-	ALLOC_GROW(u->nodes, u->nnodes + 1, u->anodes);
-	u->nodes[u->nnodes++] = node;
-	return node;
-}
-
-struct entry {
-	char *name;
-	int is_dir;
-};
-
-/*
- * Names compared as their paths compare: a folder as "name/". Walking
- * each folder in this order yields every path in bytewise order.
- */
-static int cmp_entry(const void *a, const void *b)
-{
-	const struct entry *x = a, *y = b;
-	const unsigned char *p = (const unsigned char *)x->name, *q = (const unsigned char *)y->name;
-
-	for (;; p++, q++) {
-		unsigned c = *p ? *p : x->is_dir ? '/' : 0;
-		unsigned d = *q ? *q : y->is_dir ? '/' : 0;
-
-		if (c != d)
-			return c < d ? -1 : 1;
-		if (!*p || !*q)
-			return 0;
-	}
-}
-
-static void walk(struct update *u, const char *rel, const struct ignore_chain *parent)
-{
-	struct ignore_rules *rules = NULL;
-	const struct ignore_chain *chain;
-	struct entry *ents = NULL;
-	size_t nents = 0, aents = 0, base, i;
-	struct buf path = BUF_INIT;
-	struct dirent *de;
-	DIR *d;
-	int fd = wspath_open_dir(&u->idx->root, rel);
-
-	if (fd < 0) {
-		err_clear();
-		return;
-	}
-	if (ignore_rules_load_at(&rules, fd, ".gitignore", rel) < 0) {
-		err_clear();
-		rules = NULL;
-	}
-	chain = chain_push(u, parent, rules);
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
-	if (*rel) {
-		buf_addstr(&path, rel);
-		buf_addch(&path, '/');
-	}
-	base = path.len;
-	while ((de = readdir(d))) {
-		const char *name = de->d_name;
-		unsigned char type = de->d_type;
-		int is_dir;
-
-		if (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2])))
-			continue;
-		if (!strcmp(name, ".git") || (!*rel && !strcmp(name, ".forgex")))
-			continue;
-		if (type == DT_UNKNOWN) {
-			struct stat st;
-
-			if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-				continue;
-			type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
-		}
-		if (type != DT_DIR && type != DT_REG)
-			continue;	/* links, devices, pipes: never followed or read */
-		is_dir = type == DT_DIR;
-		buf_setlen(&path, base);
-		buf_addstr(&path, name);
-		if (ignore_chain_excluded(chain, path.buf, path.len, is_dir))
-			continue;
-		ALLOC_GROW(ents, nents + 1, aents);
-		ents[nents].name = xstrdup(name);
-		ents[nents].is_dir = is_dir;
-		nents++;
-	}
-	if (nents)
-		qsort(ents, nents, sizeof(*ents), cmp_entry);
-	for (i = 0; i < nents; i++) {
-		buf_setlen(&path, base);
-		buf_addstr(&path, ents[i].name);
-		if (ents[i].is_dir) {
-			char *sub = xstrndup(path.buf, path.len);
-
-			walk(u, sub, chain);
-			free(sub);
-		} else {
-			walk_found(u, dirfd(d), ents[i].name, path.buf, path.len);
-		}
-		free(ents[i].name);
-	}
-	closedir(d);
-	free(ents);
-	buf_release(&path);
+	if (e->type == DT_DIR)
+		return WS_WALK_ENTER;
+	walk_found(arg, e->dirfd, e->name, e->path, e->len);
+	return WS_WALK_CONTINUE;
 }
 
 /* ---- merging ---- */
@@ -1098,12 +988,12 @@ void ctx_index_release(struct ctx_index *idx)
 int ctx_index_update(struct ctx_index *idx)
 {
 	struct update u;
+	struct ws_walk walk = WS_WALK_INIT;
 	struct ignore_rules *exclude = NULL;
-	const struct ignore_chain *chain = NULL;
+	struct ignore_chain top = { NULL, NULL };
 	pthread_t indexer;
 	double t0 = now_s(), tw;
 	size_t i;
-	int ret;
 
 	free(idx->stats.ctags_error);
 	memset(&idx->stats, 0, sizeof(idx->stats));
@@ -1140,14 +1030,17 @@ int ctx_index_update(struct ctx_index *idx)
 	 */
 	if (pthread_create(&indexer, NULL, indexer_main, &u))
 		die("cannot start the repository map's indexer");
-	ret = ignore_load_exclude(&exclude, &idx->root);
-	if (ret < 0) {
+	if (ignore_load_exclude(&exclude, &idx->root) < 0)
 		err_clear();
-		exclude = NULL;
-	}
-	chain = chain_push(&u, NULL, exclude);
+	top.rules = exclude;
+	/* the rules of `search`, .forgex/ left out, paths in bytewise order (the cache's) */
+	walk.flags = WS_WALK_IGNORES | WS_WALK_SORTED | WS_WALK_SKIP_FORGEX;
+	walk.visit = walk_visit;
+	walk.arg = &u;
+	walk.chain = exclude ? &top : NULL;
 	tw = now_s();
-	walk(&u, "", chain);
+	if (ws_walk_run(&walk, idx->root.fd, "") < 0)
+		err_clear();	/* a workspace that cannot be read has no files */
 	walk_push(&u);
 	pthread_mutex_lock(&u.wlock);
 	u.walk_done = 1;
@@ -1311,11 +1204,7 @@ arrays_done:
 	idx->stats.symbols = idx->nsyms;
 	idx->stats.seconds = now_s() - t0;
 
-	for (i = 0; i < u.nnodes; i++) {
-		ignore_rules_free((struct ignore_rules *)u.nodes[i]->rules);
-		free(u.nodes[i]);
-	}
-	free(u.nodes);
+	ignore_rules_free(exclude);
 	free(u.local);
 	free(u.used);
 	buf_release(&u.content);

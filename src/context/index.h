@@ -3,7 +3,7 @@
 
 /*
  * The symbol index of the repository map: for every file that `search`
- * would read (tools/search.h: hidden files included, never .git, no
+ * would read (the same walk, ws/walk.h: hidden files included, never .git, no
  * symbolic link followed, .gitignore files and .git/info/exclude obeyed;
  * binary files — a NUL in the first 64 KiB — and files over
  * CTX_FILE_MAX are left out, and so is forgex's own .forgex/ at the top),
@@ -42,7 +42,7 @@
 
 #include "base/buf.h"
 #include "base/strvec.h"
-#include "tools/wspath.h"
+#include "ws/wspath.h"
 
 struct executor;
 

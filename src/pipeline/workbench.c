@@ -5,6 +5,7 @@
 #include "base/err.h"
 #include "base/fsutil.h"
 #include "pipeline/workbench.h"
+#include "tools/repo_map.h"
 
 void workbench_init(struct workbench *wb)
 {
@@ -68,7 +69,7 @@ int workbench_open(struct workbench *wb, const struct workbench_opts *o)
 		wb->ctx.idx.ex2 = &wb->map_ex;
 	}
 	err_clear();
-	return ctx_register_tool(&wb->reg, &wb->ctx);
+	return tools_register_repo_map(&wb->reg, &wb->ctx);
 }
 
 void workbench_instructions(struct workbench *wb, struct buf *out)

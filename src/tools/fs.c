@@ -12,7 +12,7 @@
 #include "base/redact.h"
 #include "sandbox/permissions.h"
 #include "tools/fs.h"
-#include "tools/ignore.h"
+#include "ws/ignore.h"
 
 /* ---- shared helpers ---- */
 

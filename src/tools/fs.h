@@ -11,7 +11,7 @@
 
 #include "base/buf.h"
 #include "tools/registry.h"
-#include "tools/wspath.h"
+#include "ws/wspath.h"
 
 /** How many leading bytes decide whether a file is text. */
 #define FS_SNIFF_BYTES 8192

@@ -38,7 +38,7 @@
 
 #include "base/buf.h"
 #include "base/strvec.h"
-#include "tools/wspath.h"
+#include "ws/wspath.h"
 
 struct tool_ctx;
 struct tool_registry;

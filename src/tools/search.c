@@ -4,17 +4,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pcre2.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "sandbox/permissions.h"
 #include "tools/fs.h"
-#include "tools/ignore.h"
+#include "ws/ignore.h"
+#include "ws/walk.h"
 #include "tools/registry.h"
 #include "tools/search.h"
 
@@ -24,11 +23,6 @@
 #define MAX_GLOBS 64
 
 /* ---- the shared state of one search ---- */
-
-struct job {
-	char *rel;			/* folder, canonical, relative */
-	const struct ignore_chain *chain;
-};
 
 struct hit {
 	size_t path;			/* offset of the NUL-terminated path in the arena */
@@ -42,7 +36,6 @@ struct search;
 
 struct worker {
 	struct search *s;
-	pthread_t thread;
 	pcre2_match_data *md;
 	pcre2_match_context *mc;
 	pcre2_jit_stack *jit_stack;
@@ -51,7 +44,6 @@ struct worker {
 	struct hit *hits;
 	size_t nr, alloc;
 	struct search_stats stats;
-	struct buf path;		/* scratch */
 	int err;			/* a match error that ends the search */
 	char *err_msg;
 };
@@ -64,14 +56,8 @@ struct search {
 	size_t nglobs;
 	int glob_negated;
 	size_t max_results, max_line;
-
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct job *jobs;
-	size_t njobs, ajobs;
-	size_t active;			/* workers busy with a folder */
-	int stop;
-	/* chain nodes and rules made during the walk, freed at the end */
+	struct worker *workers;		/* one per thread of the walk */
+	/* chain nodes and rules of the folders above the one searched */
 	struct ignore_chain **nodes;
 	size_t nnodes, anodes;
 };
@@ -339,126 +325,28 @@ static const struct ignore_chain *chain_push(struct search *s, const struct igno
 	node = xmalloc(sizeof(*node));
 	node->rules = rules;
 	node->next = next;
-	pthread_mutex_lock(&s->lock);
 	ALLOC_GROW(s->nodes, s->nnodes + 1, s->anodes);
 	s->nodes[s->nnodes++] = node;
-	pthread_mutex_unlock(&s->lock);
 	return node;
 }
 
-static void walk_folder(struct worker *w, struct job *job)
+/*
+ * An entry of the walk (ws/walk.h; from any of its threads): a folder the
+ * glob does not exclude is entered, a file searched by the thread's worker.
+ * A match error ends the walk.
+ */
+static int search_visit(void *arg, const struct ws_entry *e)
 {
-	struct search *s = w->s;
-	struct ignore_rules *rules = NULL;
-	const struct ignore_chain *chain;
-	struct job *subdirs = NULL;
-	size_t nsub = 0, asub = 0, i, base;
-	struct dirent *de;
-	DIR *d;
-	int fd = wspath_open_dir(s->root, job->rel);
+	struct search *s = arg;
+	struct worker *w = &s->workers[e->worker];
+	int is_dir = e->type == DT_DIR;
 
-	if (fd < 0) {
-		w->stats.unreadable++;
-		return;
-	}
-	if (ignore_rules_load_at(&rules, fd, ".gitignore", job->rel) < 0)
-		rules = NULL;
-	chain = chain_push(s, job->chain, rules);
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		w->stats.unreadable++;
-		return;
-	}
-	buf_reset(&w->path);
-	if (*job->rel) {
-		buf_addstr(&w->path, job->rel);
-		buf_addch(&w->path, '/');
-	}
-	base = w->path.len;
-	while ((de = readdir(d)) && !s->stop) {
-		const char *name = de->d_name;
-		unsigned char type = de->d_type;
-		int is_dir;
-
-		if (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2])))
-			continue;
-		if (!strcasecmp(name, ".git"))
-			continue;
-		if (type == DT_UNKNOWN) {
-			struct stat st;
-
-			if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-				continue;
-			type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
-		}
-		if (type != DT_DIR && type != DT_REG)
-			continue;	/* symbolic links, devices, pipes: never followed or read */
-		is_dir = type == DT_DIR;
-		buf_setlen(&w->path, base);
-		buf_addstr(&w->path, name);
-		if (ignore_chain_excluded(chain, w->path.buf, w->path.len, is_dir))
-			continue;
-		if (!glob_wants(s, w->path.buf, w->path.len, is_dir))
-			continue;
-		if (is_dir) {
-			ALLOC_GROW(subdirs, nsub + 1, asub);
-			subdirs[nsub].rel = xstrdup(w->path.buf);
-			subdirs[nsub].chain = chain;
-			nsub++;
-		} else {
-			char *rel = xstrdup(w->path.buf);
-
-			search_file(w, dirfd(d), name, rel);
-			free(rel);
-		}
-	}
-	closedir(d);
-	if (nsub) {
-		pthread_mutex_lock(&s->lock);
-		/* Last pushed is taken first: push in reverse to walk in name order. */
-		for (i = nsub; i > 0; i--) {
-			ALLOC_GROW(s->jobs, s->njobs + 1, s->ajobs);
-			s->jobs[s->njobs++] = subdirs[i - 1];
-		}
-		pthread_cond_broadcast(&s->cond);
-		pthread_mutex_unlock(&s->lock);
-	}
-	free(subdirs);
-}
-
-static void *worker_main(void *arg)
-{
-	struct worker *w = arg;
-	struct search *s = w->s;
-
-	for (;;) {
-		struct job job;
-
-		pthread_mutex_lock(&s->lock);
-		while (!s->njobs && s->active && !s->stop)
-			pthread_cond_wait(&s->cond, &s->lock);
-		if (!s->njobs || s->stop) {
-			pthread_cond_broadcast(&s->cond);
-			pthread_mutex_unlock(&s->lock);
-			break;
-		}
-		job = s->jobs[--s->njobs];
-		s->active++;
-		pthread_mutex_unlock(&s->lock);
-
-		walk_folder(w, &job);
-		free(job.rel);
-
-		pthread_mutex_lock(&s->lock);
-		s->active--;
-		if (w->err)
-			s->stop = 1;
-		if (!s->njobs && !s->active)
-			pthread_cond_broadcast(&s->cond);
-		pthread_mutex_unlock(&s->lock);
-	}
-	return NULL;
+	if (!glob_wants(s, e->path, e->len, is_dir))
+		return WS_WALK_CONTINUE;
+	if (is_dir)
+		return WS_WALK_ENTER;
+	search_file(w, e->dirfd, e->name, e->path);
+	return w->err ? w->err : WS_WALK_CONTINUE;
 }
 
 static void worker_init(struct worker *w, struct search *s)
@@ -477,7 +365,6 @@ static void worker_init(struct worker *w, struct search *s)
 	}
 	buf_init(&w->file, 0);
 	buf_init(&w->arena, 0);
-	buf_init(&w->path, 0);
 }
 
 static void worker_release(struct worker *w)
@@ -488,7 +375,6 @@ static void worker_release(struct worker *w)
 		pcre2_jit_stack_free(w->jit_stack);
 	buf_release(&w->file);
 	buf_release(&w->arena);
-	buf_release(&w->path);
 	free(w->hits);
 	free(w->err_msg);
 }
@@ -688,8 +574,6 @@ int search_run(struct buf *out, const struct wspath_root *root, const struct sea
 	s.root = root;
 	s.max_results = opts->max_results ? opts->max_results : 200;
 	s.max_line = opts->max_line ? opts->max_line : 300;
-	pthread_mutex_init(&s.lock, NULL);
-	pthread_cond_init(&s.cond, NULL);
 	if (nthreads > MAX_THREADS)
 		nthreads = MAX_THREADS;
 
@@ -709,29 +593,31 @@ int search_run(struct buf *out, const struct wspath_root *root, const struct sea
 	for (t = 0; t < nthreads; t++)
 		worker_init(&workers[t], &s);
 	ninit = nthreads;
+	s.workers = workers;
 	if (loc.type == S_IFREG) {
 		/* One file named on purpose: searched even if ignored or not matching the glob. */
 		search_file(&workers[0], loc.dirfd, loc.name, loc.rel);
 		nthreads = 1;
 	} else if (loc.type == S_IFDIR) {
+		struct ws_walk walk = WS_WALK_INIT;
 		const struct ignore_chain *chain;
 
 		ret = chain_to(&s, &chain, loc.rel);
 		if (ret < 0)
 			goto out_workers;
-		ALLOC_GROW(s.jobs, 1, s.ajobs);
-		s.jobs[0].rel = xstrdup(loc.rel);
-		s.jobs[0].chain = chain;
-		s.njobs = 1;
-		if (nthreads == 1) {
-			worker_main(&workers[0]);
-		} else {
-			for (t = 0; t < nthreads; t++)
-				if (pthread_create(&workers[t].thread, NULL, worker_main, &workers[t]))
-					die("cannot start a search thread");
-			for (t = 0; t < nthreads; t++)
-				pthread_join(workers[t].thread, NULL);
+		/* hidden files too, never .git in any letter case, no link followed */
+		walk.flags = WS_WALK_IGNORES | WS_WALK_GIT_ANYCASE;
+		walk.visit = search_visit;
+		walk.arg = &s;
+		walk.chain = chain;
+		walk.threads = nthreads;
+		ret = ws_walk_run(&walk, root->fd, loc.rel);
+		total.unreadable += walk.unreadable;
+		if (ret < 0 && ret != FX_ELIMIT) {
+			err_clear();	/* the folder went away or cannot be read */
+			total.unreadable++;
 		}
+		ret = 0;	/* a match error (FX_ELIMIT): the worker's message says it below */
 	} else {
 		ret = err_set(FX_EINVAL, "'%s' is neither a file nor a folder", opts->path);
 		goto out_workers;
@@ -784,9 +670,6 @@ out:
 		*stats = total;
 	free(flat);
 	free(workers);
-	for (i = 0; i < s.njobs; i++)
-		free(s.jobs[i].rel);
-	free(s.jobs);
 	for (i = 0; i < s.nnodes; i++) {
 		ignore_rules_free((struct ignore_rules *)s.nodes[i]->rules);
 		free(s.nodes[i]);
@@ -797,8 +680,6 @@ out:
 	free(s.globs);
 	if (s.code)
 		pcre2_code_free(s.code);
-	pthread_mutex_destroy(&s.lock);
-	pthread_cond_destroy(&s.cond);
 	wspath_loc_release(&loc);
 	return ret;
 }

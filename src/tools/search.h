@@ -8,7 +8,7 @@
  * What is searched: regular files under `path` (the workspace when
  * absent), hidden ones included, walking folders without following
  * symbolic links; never a `.git` folder, nor anything the repository's
- * ignore rules exclude (tools/ignore.h: nested .gitignore files and
+ * ignore rules exclude (ws/ignore.h: nested .gitignore files and
  * .git/info/exclude). A file whose first 64 KiB hold a NUL byte is binary
  * and skipped; a later NUL ends the search of that file where ripgrep's
  * 64 KiB reads would end it, so the lines before it are still searched,
@@ -37,7 +37,7 @@
 #include <stddef.h>
 
 #include "base/buf.h"
-#include "tools/wspath.h"
+#include "ws/wspath.h"
 
 struct search_opts {
 	const char *pattern;	/* PCRE2 syntax */

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/beneath.h"
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/fsutil.h"
@@ -26,14 +27,36 @@
 /*
  * Open the folder holding `path` below `rootfd` without following links.
  * With `create`, missing folders are made and a link in the way is
- * replaced by a folder; without, a missing folder or a link gives
- * FX_ENOTFOUND (nothing to do there). `*base` points into `path`.
+ * replaced by a folder (one component at a time: each may need making);
+ * without, a missing folder or a link gives FX_ENOTFOUND (nothing to do
+ * there). `*base` points into `path`.
  */
 static int open_parent(int *out, int rootfd, const char *path, int create, const char **base)
 {
 	const char *p = path, *slash;
-	int fd = dup(rootfd);
+	int fd;
 
+	if (!create) {
+		/* only looking: the one beneath-open (a link on the way is nothing to do) */
+		const char *last = strrchr(path, '/');
+		char *dir = xstrndup(path, last ? (size_t)(last - path) : 0);
+		int e;
+
+		fd = beneath_open(rootfd, dir, O_RDONLY | O_DIRECTORY, 0);
+		e = errno;
+		free(dir);
+		if (fd < 0) {
+			if (e == ENOENT || e == ELOOP || e == ENOTDIR || e == EXDEV)
+				return FX_ENOTFOUND;
+			errno = e;
+			return err_set_errno(FX_EOS, "cannot open folder '%.*s'",
+					     (int)(last - path), path);
+		}
+		*base = last ? last + 1 : path;
+		*out = fd;
+		return 0;
+	}
+	fd = dup(rootfd);
 	if (fd < 0)
 		return err_set_errno(FX_EOS, "dup");
 	while ((slash = strchr(p, '/'))) {

@@ -18,6 +18,7 @@
 #include <git2/sys/odb_backend.h>
 #include <git2/sys/repository.h>
 
+#include "base/beneath.h"
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/fsutil.h"
@@ -108,50 +109,25 @@ size_t checkpoint_files_read(const struct checkpoints *cps)
 
 int vcs_openat_beneath(int *out, int dirfd, const char *rel, int flags, const char *shown)
 {
-	const char *p = rel;
-	int fd = dup(dirfd);
+	int fd = beneath_open(dirfd, rel, flags, 0), e = errno;
+	size_t link;
 
-	if (fd < 0)
-		return err_set_errno(FX_EOS, "dup");
-	for (;;) {
-		size_t n = strcspn(p, "/");
-		int last = !p[n], next;
-		char *comp = xstrndup(p, n);
-		struct stat st;
-
-		next = openat(fd, comp, last ? flags | O_NOFOLLOW | O_CLOEXEC :
-			      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (next < 0) {
-			int e = errno, ret;
-
-			if (!fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode))
-				ret = err_set(FX_EDENIED,
-					      "%s/%.*s is a symbolic link; forgex does not follow "
-					      "links there (remove it)", shown, (int)(p - rel + n), rel);
-			else if (e == ENOENT)
-				ret = err_set(FX_ENOTFOUND, "%s/%.*s does not exist", shown,
-					      (int)(p - rel + n), rel);
-			else if (!last && e == ENOTDIR)
-				ret = err_set(FX_EDENIED, "%s/%.*s is not a folder", shown,
-					      (int)(p - rel + n), rel);
-			else {
-				errno = e;
-				ret = err_set_errno(FX_EOS, "cannot open %s/%.*s", shown,
-						    (int)(p - rel + n), rel);
-			}
-			free(comp);
-			close(fd);
-			return ret;
-		}
-		free(comp);
-		close(fd);
-		fd = next;
-		if (last)
-			break;
-		p += n + 1;
+	if (fd >= 0) {
+		*out = fd;
+		return 0;
 	}
-	*out = fd;
-	return 0;
+	if (e == ELOOP && (link = beneath_link_prefix(dirfd, rel)))
+		return err_set(FX_EDENIED, "%s/%.*s is a symbolic link; forgex does not follow "
+			       "links there (remove it)", shown, (int)link, rel);
+	if (e == ELOOP || e == EXDEV)
+		return err_set(FX_EDENIED, "%s/%s leads through a symbolic link or out of %s; "
+			       "forgex does not follow it", shown, rel, shown);
+	if (e == ENOENT)
+		return err_set(FX_ENOTFOUND, "%s/%s does not exist", shown, rel);
+	if (e == ENOTDIR)
+		return err_set(FX_EDENIED, "%s/%s: a folder on the way is not a folder", shown, rel);
+	errno = e;
+	return err_set_errno(FX_EOS, "cannot open %s/%s", shown, rel);
 }
 
 int vcs_read_beneath(struct buf *out, int dirfd, const char *rel, size_t max, const char *shown)

@@ -78,9 +78,9 @@ int shadow_write_ref(struct checkpoints *cps, const git_oid *oid, const git_oid 
 
 /**
  * Open `rel` (slashes allowed) beneath `dirfd` with `flags`, never
- * following a link on the way or at the end (O_NOFOLLOW on every
- * component). A link is FX_EDENIED, a missing path FX_ENOTFOUND, each
- * message naming `shown`/`rel`.
+ * following a link on the way or at the end (base/beneath.h). A link is
+ * FX_EDENIED, a missing path FX_ENOTFOUND, each message naming
+ * `shown`/`rel` (and which part is the link).
  */
 int vcs_openat_beneath(int *out, int dirfd, const char *rel, int flags, const char *shown);
 

@@ -13,14 +13,13 @@
 #include "base/err.h"
 #include "base/fsutil.h"
 #include "base/strvec.h"
-#include "vcs/excludes.h"
 #include "vcs/perms.h"
 #include "vcs/snapshot.h"
 #include "vcs/statcache.h"
 #include "vcs/vcs_internal.h"
+#include "ws/ignore.h"
+#include "ws/walk.h"
 
-/* Folders deeper than this do not keep their descriptor open while their children are read. */
-#define FD_KEEP_DEPTH 64
 #define GITIGNORE_MAX ((size_t)16 << 20)
 
 struct walk {
@@ -28,7 +27,10 @@ struct walk {
 	git_index *idx, *uidx;
 	const char *uprefix;
 	git_odb *odb;
-	struct excludes ign;
+	const struct ignore_chain *ign;	/* the rules above the workspace's own .gitignore files */
+	struct ignore_chain top[2];	/* core.excludesFile, info/exclude */
+	size_t *counts;			/* per depth: files, links and folders recorded below */
+	size_t acounts;
 	struct snapshot *snap;
 	unsigned char *seen;	/* by position in idx when the walk began */
 	size_t nold;
@@ -181,187 +183,98 @@ out:
 	return ret;
 }
 
-/* Push the .gitignore of folder `dfd` (at `rel`); 1 when pushed. */
-static int push_gitignore(struct walk *w, int dfd, const char *rel)
+/*
+ * An entry of the walk (ws/walk.h). What the user tracks is recorded even
+ * when ignored; an ignored folder is entered only when the user tracks
+ * something below it (its entries then come `ignored`: only tracked ones
+ * count). A submodule (a gitlink of the user's index) is left alone, and
+ * so is a nested repository (the walk does not enter a folder holding
+ * .git).
+ */
+static int snapshot_visit(void *arg, const struct ws_entry *e)
 {
-	struct buf text = BUF_INIT;
+	struct walk *w = arg;
+	const git_index_entry *u = tracked(w, e->path);
 	struct stat st;
-	int fd = openat(dfd, ".gitignore", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-
-	/* as git (2.32 and later): an in-tree .gitignore that is a link is not read */
-	if (fd < 0)
-		return 0;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    fsutil_read_fd(&text, fd, GITIGNORE_MAX) < 0) {
-		close(fd);
-		err_clear();
-		buf_release(&text);
-		return 0;
-	}
-	close(fd);
-	excludes_push(&w->ign, rel, 0, text.buf, text.len);
-	buf_release(&text);
-	return 1;
-}
-
-static int walk_dir(struct walk *w, int *dfd, const char *rel, int depth, int only_tracked,
-		    size_t *count);
-
-/* Folder `name` (`path`) in `*dfd`. */
-static int walk_subdir(struct walk *w, int *dfd, const char *name, const char *path,
-		       const struct stat *st, int depth, int only_tracked, size_t *count)
-{
-	const git_index_entry *u = tracked(w, path);
-	struct stat pst, again, gst;
-	size_t c = 0;
-	char *sub;
-	int child, sub_only, ret, deep = depth >= FD_KEEP_DEPTH;
+	int ret;
 
 	if (u && u->mode == GIT_FILEMODE_COMMIT)
-		return 0;	/* a submodule: left alone */
-	child = openat(*dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (child < 0) {
-		if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)
-			return 0;
-		return err_set_errno(FX_EOS, "cannot read folder '%s'", path);
+		return WS_WALK_CONTINUE;
+	if (e->type == DT_DIR) {
+		if (e->ignored && !tracks_below(w, e->path))
+			return WS_WALK_CONTINUE;
+		ALLOC_GROW(w->counts, e->depth + 2, w->acounts);
+		w->counts[e->depth + 1] = 0;
+		return WS_WALK_ENTER;
 	}
-	if (!fstatat(child, ".git", &gst, AT_SYMLINK_NOFOLLOW)) {
-		close(child);
-		return 0;	/* a nested repository: left alone */
+	if (!u && e->ignored)
+		return WS_WALK_CONTINUE;
+	st = *e->st;
+	ret = record_file(w, e->dirfd, e->name, e->path, &st);
+	if (ret == FX_ENOTFOUND) {
+		err_clear();	/* vanished while read */
+		return WS_WALK_CONTINUE;
 	}
-	sub_only = only_tracked || excludes_match(&w->ign, path, 1);
-	if (sub_only && !tracks_below(w, path)) {
-		close(child);
-		return 0;
-	}
-	if (deep) {
-		if (fstat(*dfd, &pst) < 0) {
-			close(child);
-			return err_set_errno(FX_EOS, "cannot read folder '%s'", path);
-		}
-		close(*dfd);
-		*dfd = -1;
-	}
-	sub = xstrfmt("%s/", path);
-	ret = walk_dir(w, &child, sub, depth + 1, sub_only, &c);
-	free(sub);
-	if (deep && ret >= 0) {
-		*dfd = openat(child, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (*dfd < 0 || fstat(*dfd, &again) < 0 || again.st_dev != pst.st_dev ||
-		    again.st_ino != pst.st_ino)
-			ret = err_set(FX_ERROR, "the folder holding '%s' moved while it was recorded",
-				      path);
-	}
-	close(child);
 	if (ret < 0)
 		return ret;
+	ALLOC_GROW(w->counts, e->depth + 1, w->acounts);
+	w->counts[e->depth]++;
+	return WS_WALK_CONTINUE;
+}
+
+/* A folder read: its permission bits when it holds anything recorded; else an empty folder. */
+static int snapshot_leave(void *arg, const struct ws_entry *e)
+{
+	struct walk *w = arg;
+	size_t c = w->counts[e->depth + 1];
+
 	if (c) {
-		char *key = xstrfmt("%s/", path);
+		char *key = xstrfmt("%s/", e->path);
 
-		add_perms(w, key, st);
+		add_perms(w, key, e->st);
 		free(key);
-	} else if (!sub_only && w->snap) {
-		char *key = xstrfmt("%s/", path);
+	} else if (!e->ignored && w->snap) {
+		char *key = xstrfmt("%s/", e->path);
 
-		strvec_push(&w->snap->empty_dirs, path);
-		add_perms(w, key, st);
+		strvec_push(&w->snap->empty_dirs, e->path);
+		add_perms(w, key, e->st);
 		free(key);
 		c = 1;
 	}
-	*count += c;
-	return 0;
+	w->counts[e->depth] += c;
+	return WS_WALK_CONTINUE;
 }
 
-static int walk_dir(struct walk *w, int *dfd, const char *rel, int depth, int only_tracked,
-		    size_t *count)
+/* Put the rules of a file for the whole work tree below the chain (the lowest first). */
+static void push_top(struct walk *w, struct ignore_rules *rules)
 {
-	struct strvec names = STRVEC_INIT;
-	struct buf path = BUF_INIT;
-	DIR *d;
-	struct dirent *de;
-	size_t i;
-	int fd, ret = 0, pushed = 0;
+	struct ignore_chain *node = &w->top[w->top[0].rules ? 1 : 0];
 
-	if (!only_tracked)
-		pushed = push_gitignore(w, *dfd, rel);
-	fd = dup(*dfd);
-	if (fd < 0 || !(d = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
-		ret = err_set_errno(FX_EOS, "cannot read folder '%s'", *rel ? rel : ".");
-		goto out;
-	}
-	/* a dup() shares the position of the folder's stream: start from the top */
-	rewinddir(d);
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			strvec_push(&names, de->d_name);
-	closedir(d);
-	for (i = 0; i < names.nr && ret >= 0; i++) {
-		const char *name = names.v[i];
-		struct stat st;
-
-		if (!strcmp(name, ".git") || (!depth && !strcmp(name, ".forgex")))
-			continue;
-		buf_reset(&path);
-		buf_addstr(&path, rel);
-		buf_addstr(&path, name);
-		if (fstatat(*dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			if (errno != ENOENT)
-				ret = err_set_errno(FX_EOS, "cannot inspect '%s'", path.buf);
-			continue;
-		}
-		if (S_ISDIR(st.st_mode)) {
-			ret = walk_subdir(w, dfd, name, path.buf, &st, depth, only_tracked, count);
-		} else if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
-			const git_index_entry *u = tracked(w, path.buf);
-
-			if (u && u->mode == GIT_FILEMODE_COMMIT)
-				continue;
-			if (!u && (only_tracked || excludes_match(&w->ign, path.buf, 0)))
-				continue;
-			ret = record_file(w, *dfd, name, path.buf, &st);
-			if (ret == FX_ENOTFOUND) {
-				ret = 0;	/* vanished while read */
-				err_clear();
-			} else if (ret >= 0) {
-				(*count)++;
-			}
-		}
-	}
-out:
-	if (pushed)
-		excludes_pop(&w->ign);
-	strvec_clear(&names);
-	buf_release(&path);
-	return ret;
+	if (!rules)
+		return;
+	node->rules = rules;
+	node->next = w->ign;
+	w->ign = node;
 }
 
-/* core.excludesFile and info/exclude, the lowest lists of the stack. */
+/* core.excludesFile and info/exclude, the lowest rules of the chain. */
 static int push_global_lists(struct walk *w)
 {
 	struct checkpoints *cps = w->cps;
+	struct ignore_rules *rules = NULL;
 	struct buf text = BUF_INIT;
 	const char *common;
 	size_t wlen = strlen(cps->workspace);
-	int ret = 0, fd;
+	int ret = 0;
 
 	if (!cps->user)
 		return 0;
 	if (cps->excludes_file) {
 		/* the user's own config names it: it may be anywhere, but must be a file */
-		fd = open(cps->excludes_file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-		if (fd >= 0) {
-			struct stat st;
-
-			if (!fstat(fd, &st) && S_ISREG(st.st_mode) &&
-			    !fsutil_read_fd(&text, fd, GITIGNORE_MAX))
-				excludes_push(&w->ign, "", 1, text.buf, text.len);
-			close(fd);
+		if (ignore_rules_load_top(&rules, AT_FDCWD, cps->excludes_file, w->uprefix) < 0)
 			err_clear();
-		}
+		push_top(w, rules);
 	}
-	buf_reset(&text);
 	common = git_repository_commondir(cps->user);
 	if (!strncmp(common, cps->workspace, wlen) && common[wlen] == '/') {
 		/* inside the workspace: beneath it, no link followed */
@@ -386,7 +299,7 @@ static int push_global_lists(struct walk *w)
 		err_clear();
 		ret = 0;
 	} else if (!ret) {
-		excludes_push(&w->ign, "", 1, text.buf, text.len);
+		push_top(w, ignore_rules_parse_top(w->uprefix, text.buf, text.len));
 	}
 	buf_release(&text);
 	return ret;
@@ -440,8 +353,9 @@ int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cp
 {
 	struct walk w;
 	struct strvec gone = STRVEC_INIT;
-	size_t i, count = 0;
-	int ret = 0, gerr, rootfd = -1;
+	struct ws_walk walk = WS_WALK_INIT;
+	size_t i;
+	int ret = 0, gerr;
 
 	memset(&w, 0, sizeof(w));
 	buf_init(&w.scratch, 0);
@@ -449,7 +363,6 @@ int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cp
 	w.idx = idx;
 	w.snap = snap;
 	w.uprefix = cps->user_prefix ? cps->user_prefix : "";
-	w.ign.prefix = w.uprefix;
 	clock_gettime(CLOCK_REALTIME_COARSE, &w.start);
 	if (git_index_read(idx, 0) < 0) {
 		/* a damaged cache: start again from nothing */
@@ -484,12 +397,20 @@ int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cp
 		goto out;
 	w.nold = git_index_entrycount(idx);
 	w.seen = xcalloc(w.nold ? w.nold : 1, 1);
-	rootfd = dup(cps->root_fd);
-	if (rootfd < 0) {
-		ret = err_set_errno(FX_EOS, "cannot read %s", cps->workspace);
-		goto out;
-	}
-	if ((ret = walk_dir(&w, &rootfd, "", 0, 0, &count)) < 0) {
+	/*
+	 * Every type but special files, each lstat'ed (the stat cache needs it),
+	 * ignored entries too (tracked ones are recorded), never .git nor
+	 * .forgex at the top; anything that cannot be read fails the capture.
+	 */
+	walk.flags = WS_WALK_IGNORES | WS_WALK_REPORT_IGNORED | WS_WALK_LINKS | WS_WALK_STAT |
+		     WS_WALK_SKIP_FORGEX | WS_WALK_NO_NESTED | WS_WALK_STRICT;
+	walk.visit = snapshot_visit;
+	walk.leave = snapshot_leave;
+	walk.arg = &w;
+	walk.chain = w.ign;
+	ALLOC_GROW(w.counts, 1, w.acounts);
+	w.counts[0] = 0;
+	if ((ret = ws_walk_run(&walk, cps->root_fd, "")) < 0) {
 		err_prefix(ret, "cannot record the working tree of %s", cps->workspace);
 		goto out;
 	}
@@ -526,14 +447,14 @@ int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cp
 			      vcs_strcmp_ptr);
 	}
 out:
-	if (rootfd >= 0)
-		close(rootfd);
+	free(w.counts);
 	for (i = 0; i < w.adds_nr; i++)
 		free((char *)w.adds[i].path);
 	free(w.adds);
 	free(w.seen);
 	strvec_clear(&gone);
-	excludes_release(&w.ign);
+	ignore_rules_free((struct ignore_rules *)w.top[0].rules);
+	ignore_rules_free((struct ignore_rules *)w.top[1].rules);
 	buf_release(&w.scratch);
 	git_index_free(w.uidx);
 	git_odb_free(w.odb);

@@ -14,7 +14,7 @@
  * checked to be the same folder).
  *
  * What it records: every file and link the user's index tracks (even if
- * ignored), every other file, link and empty folder not ignored (ignore.h:
+ * ignored), every other file, link and empty folder not ignored (ws/ignore.h:
  * .gitignore files, info/exclude, core.excludesFile), never `.git` at any
  * depth or `.forgex` at the top, no special files, no nested repository
  * (a folder holding `.git`, or a gitlink of the user's index).

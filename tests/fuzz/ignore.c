@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the gitignore parser and matcher (tools/ignore.h).
+ * libFuzzer target for the gitignore parser and matcher (ws/ignore.h).
  * The input is "RULES\0PATH\0PATH..." (RULES as a .gitignore file): the
  * rules are parsed for the folder "sub" and every path is matched as a
  * file and as a folder, and each line of RULES is used as a wildmatch
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "tools/ignore.h"
+#include "ws/ignore.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

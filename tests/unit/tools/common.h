@@ -20,7 +20,7 @@
 #include "helpers/testutil.h"
 #include "sandbox/permissions.h"
 #include "tools/registry.h"
-#include "tools/wspath.h"
+#include "ws/wspath.h"
 
 struct tt {
 	struct tool_registry reg;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "base/beneath.h"
 #include "unit/tools/common.h"
 
 /*
@@ -25,8 +26,8 @@ static int set_mode(void **state)
 {
 	int fallback = *(int *)*state;
 
-	wspath_force_fallback(fallback);
-	if (!fallback && !wspath_have_openat2()) {
+	beneath_force_fallback(fallback);
+	if (!fallback && !beneath_have_openat2()) {
 		print_message("skipping the openat2 run: this kernel has no openat2 "
 			      "(the fallback run covers it)\n");
 		skip();

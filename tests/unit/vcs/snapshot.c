@@ -1,5 +1,5 @@
 /*
- * Taking snapshots (src/vcs/snapshot.c, statcache.c, excludes.c): what is
+ * Taking snapshots (src/vcs/snapshot.c, statcache.c): what is
  * recorded and what is read, on trees that broke the libgit2 iterator —
  * a committed .forgex/config.toml, folders 200 deep with paths longer than
  * PATH_MAX, links to folders under folder-only ignore patterns, empty
@@ -26,7 +26,6 @@
 #include "helpers/testutil.h"
 #include "unit/vcs/vcs_testutil.h"
 #include "vcs/checkpoint.h"
-#include "vcs/excludes.h"
 
 static int group_setup(void **state)
 {
@@ -260,29 +259,6 @@ static void test_snapshot_link_to_folder_is_not_a_folder_for_ignore(void **state
 	checkpoint_info_release(&info);
 	checkpoint_close(cps);
 	tu_rmtree(ws);
-}
-
-/* Patterns as git's wildmatch reads them (the cases dir.c relies on). */
-static void test_snapshot_wildmatch(void **state)
-{
-	(void)state;
-	assert_true(vcs_wildmatch("*.o", "a.o"));
-	assert_false(vcs_wildmatch("*.o", "d/a.o"));
-	assert_true(vcs_wildmatch("**/a.o", "a.o"));
-	assert_true(vcs_wildmatch("**/a.o", "x/y/a.o"));
-	assert_true(vcs_wildmatch("a/**/b", "a/b"));
-	assert_true(vcs_wildmatch("a/**/b", "a/x/y/b"));
-	assert_false(vcs_wildmatch("a/**/b", "a/xb"));
-	assert_true(vcs_wildmatch("a/**", "a/x/y"));
-	assert_false(vcs_wildmatch("a/**", "a"));
-	assert_true(vcs_wildmatch("[a-c]?[!x]", "bzy"));
-	assert_false(vcs_wildmatch("[a-c]?[!x]", "bzx"));
-	assert_true(vcs_wildmatch("[[:digit:]]*", "7up"));
-	assert_true(vcs_wildmatch("\\#x", "#x"));
-	assert_false(vcs_wildmatch("a?b", "a/b"));
-	/* bounded: a pattern that backtracks exponentially just fails */
-	assert_false(vcs_wildmatch("*a*a*a*a*a*a*a*a*a*a*a*a*a*b",
-				   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
 }
 
 /* Sort the lines of `b` (git ls-files lists tracked files first). */
@@ -566,7 +542,6 @@ int main(void)
 		cmocka_unit_test(test_snapshot_tracked_forgex_config_left_alone),
 		cmocka_unit_test(test_snapshot_200_deep_folder),
 		cmocka_unit_test(test_snapshot_link_to_folder_is_not_a_folder_for_ignore),
-		cmocka_unit_test(test_snapshot_wildmatch),
 		cmocka_unit_test(test_snapshot_ignore_rules_match_git),
 		cmocka_unit_test(test_snapshot_empty_folders),
 		cmocka_unit_test(test_snapshot_stat_cache_refreshed),

@@ -9,9 +9,13 @@
 
 #include "base/fsutil.h"
 #include "base/path.h"
-#include "tools/ignore.h"
+#include "ws/ignore.h"
 
-#define RULES_FILE_MAX (4u << 20)
+/*
+ * A larger file of rules is read up to here (git reads it all; vcs/ used
+ * to skip such a file whole, tools/ to keep its first 4 MiB).
+ */
+#define RULES_FILE_MAX ((size_t)16 << 20)
 
 enum {
 	PAT_NEGATE = 1 << 0,
@@ -30,6 +34,8 @@ struct pattern {
 struct ignore_rules {
 	char *base;
 	size_t baselen;
+	char *prefix;		/* a file for the whole work tree: the workspace below its top */
+	size_t prefixlen;
 	struct pattern *v;
 	size_t nr, alloc;
 };
@@ -320,6 +326,18 @@ static void add_pattern(struct ignore_rules *r, const char *s, size_t len)
 	pat->flags = flags;
 }
 
+struct ignore_rules *ignore_rules_parse_top(const char *prefix, const char *text, size_t len)
+{
+	struct ignore_rules *r = ignore_rules_parse("", text, len);
+
+	if (prefix && *prefix) {
+		r->prefixlen = strlen(prefix);
+		r->prefix = xstrfmt("%s%s", prefix, prefix[r->prefixlen - 1] == '/' ? "" : "/");
+		r->prefixlen = strlen(r->prefix);
+	}
+	return r;
+}
+
 struct ignore_rules *ignore_rules_parse(const char *base, const char *text, size_t len)
 {
 	struct ignore_rules *r = xcalloc(1, sizeof(*r));
@@ -358,6 +376,7 @@ void ignore_rules_free(struct ignore_rules *rules)
 		free(rules->v[i].text);
 	free(rules->v);
 	free(rules->base);
+	free(rules->prefix);
 	free(rules);
 }
 
@@ -376,6 +395,9 @@ static int pattern_matches(const struct pattern *pat, const char *text, size_t l
 	return ignore_wildmatch(pat->text, text, len);
 }
 
+static enum ignore_match match_top(const struct ignore_rules *rules, const char *path,
+				   size_t len, int is_dir);
+
 enum ignore_match ignore_rules_match(const struct ignore_rules *rules, const char *path,
 				     size_t len, int is_dir)
 {
@@ -384,6 +406,8 @@ enum ignore_match ignore_rules_match(const struct ignore_rules *rules, const cha
 
 	if (!rules)
 		return IGNORE_NONE;
+	if (rules->prefixlen)
+		return match_top(rules, path, len, is_dir);
 	base_name = memrchr(path, '/', len);
 	base_name = base_name ? base_name + 1 : path;
 	if (rules->baselen) {
@@ -412,6 +436,31 @@ enum ignore_match ignore_rules_match(const struct ignore_rules *rules, const cha
 	return IGNORE_NONE;
 }
 
+/*
+ * A file for the whole work tree seen from a workspace below its top:
+ * its patterns are matched against the path from the top (git anchors
+ * "/x" in info/exclude there), so the prefix goes in front.
+ */
+static enum ignore_match match_top(const struct ignore_rules *rules, const char *path,
+				   size_t len, int is_dir)
+{
+	struct ignore_rules plain = *rules;
+	char small[512], *full = small;
+	size_t n = rules->prefixlen + len;
+	enum ignore_match m;
+
+	if (n > sizeof(small))
+		full = xmalloc(n);
+	memcpy(full, rules->prefix, rules->prefixlen);
+	memcpy(full + rules->prefixlen, path, len);
+	plain.prefix = NULL;
+	plain.prefixlen = 0;
+	m = ignore_rules_match(&plain, full, n, is_dir);
+	if (full != small)
+		free(full);
+	return m;
+}
+
 int ignore_chain_excluded(const struct ignore_chain *chain, const char *path, size_t len,
 			  int is_dir)
 {
@@ -426,7 +475,9 @@ int ignore_chain_excluded(const struct ignore_chain *chain, const char *path, si
 
 /* ---- loading ---- */
 
-static int load_fd(struct ignore_rules **out, int fd, const char *base, const char *what)
+/* Read the rules of `fd` (closed here) for `base`, or for the whole work tree when `top`. */
+static int load_fd(struct ignore_rules **out, int fd, const char *base, const char *top,
+		   const char *what)
 {
 	struct buf text = BUF_INIT;
 	struct stat st;
@@ -442,7 +493,8 @@ static int load_fd(struct ignore_rules **out, int fd, const char *base, const ch
 		err_prefix(ret, "cannot read %s", what);
 		goto out;
 	}
-	*out = ignore_rules_parse(base, text.buf, text.len);
+	*out = top ? ignore_rules_parse_top(top, text.buf, text.len)
+		   : ignore_rules_parse(base, text.buf, text.len);
 	if (!(*out)->nr) {
 		ignore_rules_free(*out);
 		*out = NULL;
@@ -463,7 +515,21 @@ int ignore_rules_load_at(struct ignore_rules **out, int dirfd, const char *name,
 			return 0;
 		return err_set_errno(FX_EOS, "cannot open %s/%s", *base ? base : ".", name);
 	}
-	return load_fd(out, fd, base, name);
+	return load_fd(out, fd, base, NULL, name);
+}
+
+int ignore_rules_load_top(struct ignore_rules **out, int dirfd, const char *path,
+			  const char *prefix)
+{
+	int fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+
+	*out = NULL;
+	if (fd < 0) {
+		if (errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == ELOOP)
+			return 0;
+		return err_set_errno(FX_EOS, "cannot open %s", path);
+	}
+	return load_fd(out, fd, "", prefix ? prefix : "", path);
 }
 
 /* The git folder named by a ".git" file ("gitdir: <path>"), absolute; NULL if none. */
@@ -511,7 +577,7 @@ int ignore_load_exclude(struct ignore_rules **out, const struct wspath_root *roo
 		int efd = openat(fd, "info/exclude", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 
 		close(fd);
-		return efd < 0 ? 0 : load_fd(out, efd, "", ".git/info/exclude");
+		return efd < 0 ? 0 : load_fd(out, efd, "", NULL, ".git/info/exclude");
 	}
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
@@ -540,7 +606,7 @@ int ignore_load_exclude(struct ignore_rules **out, const struct wspath_root *roo
 	buf_addstr(&path, "/info/exclude");
 	fd = open(path.buf, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd >= 0)
-		ret = load_fd(out, fd, "", "info/exclude");
+		ret = load_fd(out, fd, "", NULL, "info/exclude");
 	free(gitdir);
 	buf_release(&common);
 	buf_release(&path);

@@ -1,5 +1,5 @@
-#ifndef FX_WSPATH_H
-#define FX_WSPATH_H
+#ifndef FX_WS_WSPATH_H
+#define FX_WS_WSPATH_H
 
 /*
  * Paths a model names, confined to the workspace.
@@ -22,8 +22,8 @@
  *      relative path (no symlinks left in it) and a descriptor of the
  *      folder that holds the final component.
  *   3. The folder (and, for reading, the file) is then opened again from
- *      the workspace descriptor with openat2(RESOLVE_BENEATH |
- *      RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS), so the kernel checks
+ *      the workspace descriptor with beneath_open() (base/beneath.h:
+ *      openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), so the kernel checks
  *      that the canonical path is still beneath the workspace and has not
  *      grown a symlink since step 2. Where openat2 is missing (ENOSYS, or a
  *      seccomp filter says EPERM) the descriptors of the walk are used
@@ -111,14 +111,5 @@ int wspath_open_loc(const struct wspath_root *root, const struct wspath_loc *loc
  * that already know the path is canonical (search, list_dir).
  */
 int wspath_open_dir(const struct wspath_root *root, const char *rel);
-
-/** Whether openat2 is used (1) or the walk alone (0). */
-int wspath_have_openat2(void);
-
-/**
- * For tests: 1 forces the fallback without openat2, 0 restores
- * detection. Returns the previous setting.
- */
-int wspath_force_fallback(int on);
 
 #endif

@@ -5,10 +5,16 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
-#include "tools/ignore.h"
-#include "unit/tools/common.h"
+#include "base/buf.h"
+#include "base/fsutil.h"
+#include "base/path.h"
+#include "base/strvec.h"
+#include "helpers/testutil.h"
+#include "ws/ignore.h"
 
 /* ---- wildmatch (cases after git's t3070) ---- */
 
@@ -485,10 +491,116 @@ static void test_ignore_fuzz_regressions(void **state)
 	buf_release(&path);
 }
 
+/*
+ * The cases vcs/excludes.c (the checkpoints' engine before this one)
+ * was tested with: both engines agreed on them.
+ */
+static void test_ignore_wildmatch_checkpoint_cases(void **state)
+{
+	static const struct {
+		int match;
+		const char *pattern, *text;
+	} cases[] = {
+		{ 1, "*.o", "a.o" }, { 0, "*.o", "d/a.o" }, { 1, "**/a.o", "a.o" },
+		{ 1, "**/a.o", "x/y/a.o" }, { 1, "a/**/b", "a/b" }, { 1, "a/**/b", "a/x/y/b" },
+		{ 0, "a/**/b", "a/xb" }, { 1, "a/**", "a/x/y" }, { 0, "a/**", "a" },
+		{ 1, "[a-c]?[!x]", "bzy" }, { 0, "[a-c]?[!x]", "bzx" }, { 1, "[[:digit:]]*", "7up" },
+		{ 1, "\\#x", "#x" }, { 0, "a?b", "a/b" },
+		{ 0, "*a*a*a*a*a*a*a*a*a*a*a*a*a*b",
+		  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(cases); i++)
+		if (ignore_wildmatch(cases[i].pattern, cases[i].text, strlen(cases[i].text)) !=
+		    cases[i].match)
+			fail_msg("'%s' against '%s': expected %s", cases[i].pattern, cases[i].text,
+				 cases[i].match ? "a match" : "no match");
+}
+
+/*
+ * Where the two engines forgex had (tools/ignore.c and vcs/excludes.c)
+ * disagreed, the one engine does what git does.
+ */
+static void test_ignore_git_where_engines_differed(void **state)
+{
+	static const char nul_rules[] = "keep.tmp\n*.o\0junk\n";
+	struct ignore_rules *r;
+	struct buf a = BUF_INIT;
+	int i;
+
+	(void)state;
+	/* "[:" without ":]" is an ordinary "[" (excludes.c matched nothing) */
+	assert_true(ignore_wildmatch("[[:x]", "x", 1));
+	assert_true(ignore_wildmatch("[[:x]", ":", 1));
+	assert_false(ignore_wildmatch("[[:x]", "y", 1));
+	/* a CR ends the last line too, without a LF after it (git adds the LF) */
+	r = ignore_rules_parse("", "a.tmp\r", 6);
+	assert_int_equal(ignore_rules_match(r, "a.tmp", 5, 0), IGNORE_EXCLUDED);
+	ignore_rules_free(r);
+	/* a NUL ends the pattern (git reads a C string); excludes.c dropped the line */
+	r = ignore_rules_parse("", nul_rules, sizeof(nul_rules) - 1);
+	assert_int_equal(ignore_rules_match(r, "x.o", 3, 0), IGNORE_EXCLUDED);
+	assert_int_equal(ignore_rules_match(r, "x.ojunk", 7, 0), IGNORE_NONE);
+	ignore_rules_free(r);
+	/* no give-up: a pattern that backtracks a lot still gets git's answer (excludes.c
+	 * said "no match" after a fixed number of steps) */
+	for (i = 0; i < 200; i++)
+		buf_addch(&a, 'a');
+	buf_addch(&a, 'b');
+	assert_true(ignore_wildmatch("*a*a*a*a*a*a*a*a*a*a*a*a*a*b", a.buf, a.len));
+	buf_release(&a);
+}
+
+/*
+ * info/exclude and core.excludesFile are for the whole work tree: seen
+ * from a workspace below its top, "/sub/x" names the workspace's "x".
+ */
+static void test_ignore_rules_for_the_work_tree(void **state)
+{
+	static const char text[] = "/sub/top.txt\n/elsewhere.txt\n*.log\nsub/dir/\n";
+	struct ignore_rules *r = ignore_rules_parse_top("sub", text, sizeof(text) - 1);
+	char *ws = tu_mkdtemp();
+	int dfd;
+
+	(void)state;
+	assert_int_equal(ignore_rules_match(r, "top.txt", 7, 0), IGNORE_EXCLUDED);
+	assert_int_equal(ignore_rules_match(r, "elsewhere.txt", 13, 0), IGNORE_NONE);
+	assert_int_equal(ignore_rules_match(r, "deep/x.log", 10, 0), IGNORE_EXCLUDED);
+	assert_int_equal(ignore_rules_match(r, "dir", 3, 1), IGNORE_EXCLUDED);
+	assert_int_equal(ignore_rules_match(r, "dir", 3, 0), IGNORE_NONE);
+	ignore_rules_free(r);
+	/* at the top, the same as any file of rules for "" */
+	r = ignore_rules_parse_top("", text, sizeof(text) - 1);
+	assert_int_equal(ignore_rules_match(r, "sub/top.txt", 11, 0), IGNORE_EXCLUDED);
+	assert_int_equal(ignore_rules_match(r, "top.txt", 7, 0), IGNORE_NONE);
+	ignore_rules_free(r);
+
+	/* core.excludesFile: loaded from anywhere; missing or not a file is no rules */
+	tu_write(ws, "global-ignore", "*.bak\n");
+	dfd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	assert_int_equal(ignore_rules_load_top(&r, dfd, "global-ignore", "a/b/"), 0);
+	assert_non_null(r);
+	assert_int_equal(ignore_rules_match(r, "x/y.bak", 7, 0), IGNORE_EXCLUDED);
+	ignore_rules_free(r);
+	assert_int_equal(ignore_rules_load_top(&r, dfd, "missing", NULL), 0);
+	assert_null(r);
+	assert_int_equal(mkdirat(dfd, "a-folder", 0755), 0);
+	assert_int_equal(ignore_rules_load_top(&r, dfd, "a-folder", NULL), 0);
+	assert_null(r);
+	close(dfd);
+	tu_rmtree(ws);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ignore_wildmatch),
+		cmocka_unit_test(test_ignore_wildmatch_checkpoint_cases),
+		cmocka_unit_test(test_ignore_git_where_engines_differed),
+		cmocka_unit_test(test_ignore_rules_for_the_work_tree),
 		cmocka_unit_test(test_ignore_rules_syntax),
 		cmocka_unit_test(test_ignore_agrees_with_git),
 		cmocka_unit_test(test_ignore_worktree_exclude),
@@ -496,5 +608,5 @@ int main(void)
 		cmocka_unit_test(test_ignore_fuzz_regressions),
 	};
 
-	return cmocka_run_group_tests_name("tools/ignore", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("ws/ignore", tests, NULL, NULL);
 }

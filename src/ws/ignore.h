@@ -1,29 +1,42 @@
-#ifndef FX_IGNORE_H
-#define FX_IGNORE_H
+#ifndef FX_WS_IGNORE_H
+#define FX_WS_IGNORE_H
 
 /*
  * gitignore rules, as git reads them (gitignore(5), git's dir.c and
- * wildmatch.c), for search, list_dir and checkpoints.
+ * wildmatch.c): the one engine of forgex, for search, list_dir, the
+ * repository map and checkpoints.
  *
  * A file of rules belongs to a folder (its `base`, relative to the
  * workspace: "" for the top, "src/lib" for src/lib/.gitignore). Within one
  * file the last matching pattern decides; a deeper file overrides a
- * shallower one, and .git/info/exclude comes below every .gitignore. A
- * path inside an excluded folder is excluded whatever later patterns say
- * (git never looks inside such a folder); a walker that does not descend
- * into excluded folders gets this for free, ignore_tree_excluded() checks
- * the parents itself.
+ * shallower one, .git/info/exclude comes below every .gitignore and
+ * core.excludesFile below that. A path inside an excluded folder is
+ * excluded whatever later patterns say (git never looks inside such a
+ * folder); a walker that does not descend into excluded folders gets this
+ * for free, ignore_tree_excluded() checks the parents itself.
+ *
+ * info/exclude and core.excludesFile are files for the whole work tree:
+ * when the workspace is a folder below the work tree's top, their patterns
+ * are matched against the path from the top (ignore_rules_parse_top()),
+ * so "/sub/x" there names the workspace's "x" when it is "sub".
  *
  * Patterns: blank lines and lines starting with "#" are skipped; trailing
- * spaces are dropped unless escaped with "\"; a trailing CR is dropped;
- * "!" negates; a trailing "/" matches folders only; a pattern with a "/"
- * at its start or middle is anchored to its file's folder, others match
- * the last component at any depth; "*", "?", "[...]" (with "!" or "^",
- * ranges and [:class:]) never match "/"; "**" as a whole component
- * matches any number of folders; "\" escapes the next character.
+ * spaces are dropped unless escaped with "\"; a trailing CR is dropped
+ * (on the last line too); a NUL ends the line's pattern; "!" negates; a
+ * trailing "/" matches folders only (the caller says what a folder is: a
+ * symbolic link never is one, as git lstat()s); a pattern with a "/" at
+ * its start or middle is anchored to its file's folder, others match the
+ * last component at any depth; "*", "?", "[...]" (with "!" or "^", ranges
+ * and [:class:]; a "[:" without ":]" is an ordinary "[") never match "/";
+ * "**" as a whole component matches any number of folders; "\" escapes
+ * the next character. Matching takes polynomial time whatever the pattern
+ * (results are remembered once a match backtracks much), so no pattern is
+ * given up on.
  *
- * Not read: core.excludesFile and the global ~/.config/git/ignore, and
- * .gitignore files of folders above the workspace.
+ * Not read: the global ~/.config/git/ignore unless the caller loads it
+ * (ignore_rules_load_top(); checkpoints do, search does not, as
+ * `rg --no-ignore-global`), and .gitignore files of folders above the
+ * workspace.
  *
  * For walkers (search):
  *   1. the chain starts with ignore_load_exclude() of the workspace;
@@ -37,7 +50,7 @@
 
 #include <stddef.h>
 
-#include "tools/wspath.h"
+#include "ws/wspath.h"
 
 /** The patterns of one file. */
 struct ignore_rules;
@@ -54,6 +67,14 @@ enum ignore_match {
  * anything is kept and never matches. Caller frees with ignore_rules_free().
  */
 struct ignore_rules *ignore_rules_parse(const char *base, const char *text, size_t len);
+
+/**
+ * Parse the text of a file for the whole work tree (info/exclude,
+ * core.excludesFile) seen from a workspace `prefix` below the work tree's
+ * top ("" or NULL for the top itself, else "a/b" or "a/b/"): the rules
+ * match workspace paths as if `prefix` stood in front of them.
+ */
+struct ignore_rules *ignore_rules_parse_top(const char *prefix, const char *text, size_t len);
 
 /** Free (accepts NULL). */
 void ignore_rules_free(struct ignore_rules *rules);
@@ -75,6 +96,16 @@ enum ignore_match ignore_rules_match(const struct ignore_rules *rules, const cha
  * pattern. FX_EOS on a read error.
  */
 int ignore_rules_load_at(struct ignore_rules **out, int dirfd, const char *name, const char *base);
+
+/**
+ * Read the file `path` (relative to `dirfd`, or absolute; links followed:
+ * the user's own configuration names it, core.excludesFile) as rules for
+ * the whole work tree, as ignore_rules_parse_top() with `prefix`. `*out`
+ * is NULL when it does not exist, is not a regular file or holds no
+ * pattern. FX_EOS on a read error.
+ */
+int ignore_rules_load_top(struct ignore_rules **out, int dirfd, const char *path,
+			  const char *prefix);
 
 /**
  * Load the workspace repository's info/exclude (following a `.git` file

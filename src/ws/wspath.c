@@ -1,75 +1,22 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/beneath.h"
 #include "base/strvec.h"
-#include "tools/wspath.h"
-
-#ifndef SYS_openat2
-#define SYS_openat2 437
-#endif
+#include "ws/wspath.h"
 
 #define MAX_LINKS 40
 
-/* -1: not yet known, 0: missing, 1: present. */
-static atomic_int have_openat2 = -1;
-static atomic_int forced_fallback;
-
-static int sys_openat2(int dirfd, const char *path, int flags, unsigned long long resolve)
-{
-	struct open_how how;
-
-	memset(&how, 0, sizeof(how));
-	how.flags = (unsigned long long)flags;
-	how.resolve = resolve;
-	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-}
-
-int wspath_have_openat2(void)
-{
-	int have = atomic_load(&have_openat2);
-
-	if (atomic_load(&forced_fallback))
-		return 0;
-	if (have < 0) {
-		int fd = sys_openat2(AT_FDCWD, "/", O_PATH | O_CLOEXEC, RESOLVE_NO_MAGICLINKS);
-
-		if (fd >= 0) {
-			close(fd);
-			have = 1;
-		} else {
-			/* ENOSYS: old kernel; EPERM: a seccomp filter that does not know it. */
-			have = 0;
-		}
-		atomic_store(&have_openat2, have);
-	}
-	return have;
-}
-
-int wspath_force_fallback(int on)
-{
-	return atomic_exchange(&forced_fallback, on ? 1 : 0);
-}
-
-/* openat2 beneath the workspace, refusing every symlink; retried on EAGAIN. */
+/* beneath the workspace, refusing every symlink */
 static int open_beneath(const struct wspath_root *root, const char *rel, int flags)
 {
-	const unsigned long long resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
-					   RESOLVE_NO_SYMLINKS;
-	int fd, tries = 0;
-
-	do
-		fd = sys_openat2(root->fd, *rel ? rel : ".", flags | O_CLOEXEC, resolve);
-	while (fd < 0 && (errno == EAGAIN || errno == EINTR) && ++tries < 16);
-	return fd;
+	return beneath_open(root->fd, rel, flags, 0);
 }
 
 /*
@@ -552,7 +499,7 @@ int wspath_locate(struct wspath_loc *out, const struct wspath_root *root, const 
 
 	buf_reset(&canon);
 	walk_path(&canon, &w, NULL);
-	if (wspath_have_openat2()) {
+	if (beneath_have_openat2()) {
 		fd = open_beneath(root, canon.buf, O_RDONLY | O_DIRECTORY);
 		if (fd < 0) {
 			ret = errno == ELOOP || errno == EXDEV || errno == ENOENT || errno == ENOTDIR
@@ -592,7 +539,7 @@ int wspath_open_loc(const struct wspath_root *root, const struct wspath_loc *loc
 
 	if (!*loc->name)
 		fd = openat(loc->dirfd, ".", oflags | O_CLOEXEC);
-	else if (wspath_have_openat2())
+	else if (beneath_have_openat2())
 		fd = open_beneath(root, loc->rel, oflags);
 	else
 		fd = openat(loc->dirfd, loc->name, oflags | O_NOFOLLOW | O_CLOEXEC);
@@ -609,42 +556,10 @@ int wspath_open_loc(const struct wspath_root *root, const struct wspath_loc *loc
 
 int wspath_open_dir(const struct wspath_root *root, const char *rel)
 {
-	struct strvec todo = STRVEC_INIT;
-	int fd, ret;
+	int fd = open_beneath(root, rel, O_RDONLY | O_DIRECTORY);
 
-	if (wspath_have_openat2()) {
-		fd = open_beneath(root, rel, O_RDONLY | O_DIRECTORY);
-		if (fd < 0)
-			return err_set_errno(errno == ENOENT ? FX_ENOTFOUND : FX_EDENIED,
-					     "cannot open folder '%s'", rel);
-		return fd;
-	}
-	/* Without openat2: one component at a time, never following a symlink. */
-	fd = openat(root->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return err_set_errno(FX_EOS, "cannot open the workspace");
-	push_components(&todo, rel);
-	while (todo.nr) {
-		const char *c = todo.v[todo.nr - 1];
-		int next;
-
-		if (!strcmp(c, "..") || !strcmp(c, ".")) {
-			ret = err_set(FX_EDENIED, "'%s' is not a canonical path", rel);
-			close(fd);
-			strvec_clear(&todo);
-			return ret;
-		}
-		next = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		close(fd);
-		if (next < 0) {
-			ret = err_set_errno(errno == ENOENT ? FX_ENOTFOUND : FX_EDENIED,
-					    "cannot open folder '%s'", rel);
-			strvec_clear(&todo);
-			return ret;
-		}
-		fd = next;
-		strvec_pop(&todo);
-	}
-	strvec_clear(&todo);
+		return err_set_errno(errno == ENOENT ? FX_ENOTFOUND : FX_EDENIED,
+				     "cannot open folder '%s'", rel);
 	return fd;
 }

@@ -1,6 +1,8 @@
 /*
- * The repo_map tool (see context.h), apart from session.c so that
- * `forgex map` does not link the tool registry.
+ * The repo_map tool (see repo_map.h): the map of context/context.h,
+ * offered to the model. In tools/, above context/, so that context/
+ * needs nothing of the tools (and `forgex map` does not link the tool
+ * registry).
  */
 #include <string.h>
 
@@ -8,6 +10,7 @@
 #include "context/context.h"
 #include "sandbox/permissions.h"
 #include "tools/registry.h"
+#include "tools/repo_map.h"
 
 #define TOOL_TOKENS_MIN 64
 
@@ -36,7 +39,7 @@ static int tool_repo_map(struct tool_ctx *ctx, const json_t *args, struct buf *r
 	return 0;
 }
 
-int ctx_register_tool(struct tool_registry *reg, struct ctx_session *s)
+int tools_register_repo_map(struct tool_registry *reg, struct ctx_session *s)
 {
 	static const char schema[] =
 		"{\"type\":\"object\",\"properties\":{"
