@@ -225,7 +225,7 @@ void config_release(struct config *cfg);
  */
 int config_find_workspace(char **out, const char *start);
 
-/** The user file's path from XDG_CONFIG_HOME or HOME (caller frees); NULL if neither is set. */
+/** The user file's path from XDG_CONFIG_HOME or HOME (base/xdg.h; caller frees); NULL if neither is an absolute path. */
 char *config_user_file(void);
 
 /**
