@@ -22,6 +22,7 @@
 
 #include <curl/curl.h>
 
+#include "base/clock.h"
 #include "base/http.h"
 #include "base/jsonx.h"
 #include "base/log.h"
@@ -63,14 +64,6 @@ struct attempt {
 	char *cb_msg;
 	double last_rx;		/* when the server last sent something (monotonic s) */
 };
-
-static double mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int cancelled(const struct provider *p)
 {
@@ -133,7 +126,7 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *data)
 	size_t n = size * nmemb, vlen;
 	const char *v;
 
-	a->last_rx = mono_now();
+	a->last_rx = clk_mono_s();
 	if (n >= 5 && !memcmp(ptr, "HTTP/", 5)) {
 		buf_reset(&a->ctype);
 		buf_reset(&a->retry_after);
@@ -201,7 +194,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *data)
 	size_t n = size * nmemb;
 	int ret;
 
-	a->last_rx = mono_now();
+	a->last_rx = clk_mono_s();
 	if (!a->decided) {
 		curl_easy_getinfo(a->o->easy, CURLINFO_RESPONSE_CODE, &a->status);
 		a->streaming = a->want_stream && a->status >= 200 && a->status < 300 &&
@@ -275,7 +268,7 @@ static int perform(struct attempt *a, CURLcode *res)
 	int left;
 
 	*res = CURLE_OK;
-	a->last_rx = mono_now();
+	a->last_rx = clk_mono_s();
 	if (curl_multi_add_handle(o->multi, o->easy) != CURLM_OK)
 		return err_set(FX_EPROVIDER, "libcurl refused the transfer");
 	for (;;) {
@@ -291,9 +284,9 @@ static int perform(struct attempt *a, CURLcode *res)
 			ret = -1;
 			break;
 		}
-		if (mono_now() - a->last_rx >= (double)a->p->timeout_seconds ||
-		    (o->deadline > 0 && mono_now() >= o->deadline)) {
-			o->past_deadline = o->deadline > 0 && mono_now() >= o->deadline;
+		if (clk_mono_s() - a->last_rx >= (double)a->p->timeout_seconds ||
+		    (o->deadline > 0 && clk_mono_s() >= o->deadline)) {
+			o->past_deadline = o->deadline > 0 && clk_mono_s() >= o->deadline;
 			curl_multi_remove_handle(o->multi, o->easy);
 			*res = CURLE_OPERATION_TIMEDOUT;
 			return 0;
@@ -501,7 +494,7 @@ static int openai_chat(struct provider *p, struct llm_response *out, const struc
 		send = &wire;
 	}
 	/* timeout_seconds bounds the whole call: every attempt and every wait between */
-	((struct openai *)p->impl)->deadline = mono_now() + (double)p->timeout_seconds;
+	((struct openai *)p->impl)->deadline = clk_mono_s() + (double)p->timeout_seconds;
 	((struct openai *)p->impl)->past_deadline = 0;
 	for (attempt_nr = 0;; attempt_nr++) {
 		struct attempt a;
@@ -531,7 +524,7 @@ static int openai_chat(struct provider *p, struct llm_response *out, const struc
 			rnd = (unsigned int)time(NULL) * 2654435761u + (unsigned int)attempt_nr;
 		delay = llm_backoff_ms(attempt_nr, ra, rnd);
 		{
-			double left = ((struct openai *)p->impl)->deadline - mono_now();
+			double left = ((struct openai *)p->impl)->deadline - clk_mono_s();
 
 			if (left * 1000.0 < (double)delay) {
 				buf_addf(&msg, " (no time left for a retry within timeout_seconds = %ld)",

@@ -5,6 +5,7 @@
 
 #include <curl/curl.h>
 
+#include "base/clock.h"
 #include "base/jsonx.h"
 #include "base/redact.h"
 #include "llm/provider.h"
@@ -291,30 +292,14 @@ void provider_set_cancel(struct provider *p, const volatile sig_atomic_t *flag)
 	p->cancel = flag;
 }
 
-static long long wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static double mono_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 int provider_chat(struct provider *p, struct llm_response *out, const struct llm_request *req,
 		  llm_text_fn on_text, void *cb_data)
 {
 	struct llm_response r = LLM_RESPONSE_INIT;
 	struct transcript_exchange x;
 	json_t *body = p->ops->body ? p->ops->body(p, req) : llm_request_to_json(req, p->model, p->stream);
-	double t0 = mono_seconds();
-	long long started = wall_ms();
+	double t0 = clk_mono_s();
+	long long started = clk_wall_ms();
 	struct buf wire = BUF_INIT;
 	char *msg = NULL;
 	int ret, rec;
@@ -338,7 +323,7 @@ int provider_chat(struct provider *p, struct llm_response *out, const struct llm
 	p->exchanges++;
 	ret = p->ops->chat(p, &r, req, body, on_text, cb_data);
 	p->wire = NULL;
-	r.elapsed = mono_seconds() - t0;
+	r.elapsed = clk_mono_s() - t0;
 	if (ret < 0)
 		msg = xstrdup(err_last());
 	if (p->transcript) {

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/fsutil.h"
 #include "base/path.h"
@@ -45,14 +46,6 @@ struct stdio_transport {
 	struct buf in;			/* bytes read, not yet a whole line */
 	struct buf tail;		/* last STDERR_TAIL bytes of stderr */
 };
-
-int64_t mcp_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void keep_tail(struct stdio_transport *t, const char *data, size_t n)
 {
@@ -138,11 +131,11 @@ static void stdio_describe_exit(struct mcp_transport *base, struct buf *out)
 static int gone(struct stdio_transport *t)
 {
 	struct buf why = BUF_INIT;
-	int64_t until = mcp_now_ms() + 200;
+	int64_t until = clk_mono_ms() + 200;
 	int ret;
 
 	/* its output closes as it exits: give the exit a moment to be seen */
-	while (!proc_wait(&t->proc, 0) && mcp_now_ms() < until)
+	while (!proc_wait(&t->proc, 0) && clk_mono_ms() < until)
 		usleep(5000);
 	stdio_describe_exit(&t->base, &why);
 	ret = err_set(FX_EOS, "MCP server '%s' closed its output%s", t->base.server, why.buf);
@@ -158,7 +151,7 @@ static int wait_input(struct stdio_transport *t, int64_t deadline, const volatil
 		      short events)
 {
 	struct pollfd p[2];
-	int64_t left = deadline - mcp_now_ms();
+	int64_t left = deadline - clk_mono_ms();
 	int n, timeout;
 
 	if (cancel && *cancel)
@@ -290,8 +283,8 @@ static void stdio_close(struct mcp_transport *base)
 
 	if (t->sock >= 0)
 		shutdown(t->sock, SHUT_WR);	/* the spec's first step: close its input */
-	until = mcp_now_ms() + STOP_GRACE_MS;
-	while (mcp_now_ms() < until) {
+	until = clk_mono_ms() + STOP_GRACE_MS;
+	while (clk_mono_ms() < until) {
 		drain_stderr(t);
 		if (proc_wait(&t->proc, 0))
 			break;
@@ -299,8 +292,8 @@ static void stdio_close(struct mcp_transport *base)
 	}
 	if (!proc_wait(&t->proc, 0)) {
 		proc_kill(&t->proc, SIGTERM);
-		until = mcp_now_ms() + STOP_GRACE_MS;
-		while (!proc_wait(&t->proc, 0) && mcp_now_ms() < until)
+		until = clk_mono_ms() + STOP_GRACE_MS;
+		while (!proc_wait(&t->proc, 0) && clk_mono_ms() < until)
 			usleep(10000);
 	}
 	/* whatever is left of its group goes too (SIGKILL), and it is reaped */

@@ -14,6 +14,7 @@
 #include "agents/agent.h"
 #include "agents/review.h"
 #include "agents/roles.h"
+#include "base/clock.h"
 #include "base/jsonx.h"
 #include "context/context.h"
 #include "llm/provider.h"
@@ -875,7 +876,7 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 	pl.o = opts;
 	pl.cfg = opts->cfg;
 	pl.out = out;
-	pl.t0 = agent_now();
+	pl.t0 = clk_mono_s();
 	buf_init(&pl.feedback, 0);
 	buf_init(&pl.budget_why, 0);
 	buf_init(&pl.gate_why, 0);

@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/fsutil.h"
 #include "base/jsonx.h"
 #include "base/log.h"
@@ -657,14 +658,6 @@ static FX_NORETURN void supervisor_main(struct child_ctx *c)
 
 /* --------------------------------------------------------------- spawn */
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
-}
-
 /*
  * The disk a command may fill: the file systems of the workspace and the
  * writable roots, their used space when the command started.
@@ -882,7 +875,7 @@ static void watch_child(struct watch *w, struct executor *ex, struct sb_spawn *s
 	for (;;) {
 		struct pollfd pfd[4];
 		nfds_t n = 0, i;
-		double now = now_ms(), left;
+		double now = clk_mono_ms(), left;
 		int timeout, r, cancel_ready = 0;
 
 		for (i = 0; i < 3; i++) {
@@ -925,7 +918,7 @@ static void watch_child(struct watch *w, struct executor *ex, struct sb_spawn *s
 					kill(sup, SIGUSR1);
 				}
 				phase = KILLED;
-				phase_end = now_ms() + DRAIN_MS;
+				phase_end = clk_mono_ms() + DRAIN_MS;
 				continue;
 			} else {
 				/* the supervisor did not finish: take over (see the caller) */
@@ -983,7 +976,7 @@ stop:
 		kill(sup, SIGTERM);
 		phase = TERMINATING;
 		/* a person who pressed Ctrl-C waits for the prompt: a short grace */
-		phase_end = now_ms() + (w->cancelled && ex->grace_ms > CANCEL_GRACE_MS ?
+		phase_end = clk_mono_ms() + (w->cancelled && ex->grace_ms > CANCEL_GRACE_MS ?
 					CANCEL_GRACE_MS : ex->grace_ms);
 	}
 	for (k = 0; k < 3; k++)
@@ -1296,7 +1289,7 @@ int executor_run(struct exec_result *out, struct executor *ex, const struct exec
 	buf_init(&w.rec, 0);
 	result_start(&res, req);
 	timeout_ms = req->timeout_ms > 0 ? req->timeout_ms : ex->default_timeout_ms;
-	start = now_ms();
+	start = clk_mono_ms();
 	deadline = start + timeout_ms;
 
 	/* 4. the child: environment, program, backend plan */
@@ -1399,7 +1392,7 @@ int executor_run(struct exec_result *out, struct executor *ex, const struct exec
 		add_note(&res.err, "forgex: command killed by signal %d (%s)",
 			 res.term_signal, signal_name(res.term_signal));
 done:
-	res.duration_ms = now_ms() - start;
+	res.duration_ms = clk_mono_ms() - start;
 	if (prepared && ex->backend->finish)
 		ex->backend->finish(ex, &sp);
 	for (i = 0; i < sp.notes.nr; i++)
