@@ -6,47 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "sandbox/approval.h"
 
 /* ---- showing the command ---------------------------------------------- */
-
-/* One strict UTF-8 sequence at `s`: its length, or 0 when it is not valid UTF-8. */
-static size_t utf8_len(const unsigned char *s, uint32_t *cp)
-{
-	unsigned char lo = 0x80, hi = 0xbf;
-	size_t n, i;
-	uint32_t c;
-
-	if (s[0] < 0x80) {
-		*cp = s[0];
-		return 1;
-	} else if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		n = 2;
-		c = s[0] & 0x1f;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		n = 3;
-		c = s[0] & 0x0f;
-		lo = s[0] == 0xe0 ? 0xa0 : 0x80;
-		hi = s[0] == 0xed ? 0x9f : 0xbf;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		n = 4;
-		c = s[0] & 0x07;
-		lo = s[0] == 0xf0 ? 0x90 : 0x80;
-		hi = s[0] == 0xf4 ? 0x8f : 0xbf;
-	} else {
-		return 0;
-	}
-	/* the NUL terminator stops this before the end of the string */
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (i = 1; i < n; i++) {
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-		c = (c << 6) | (s[i] & 0x3f);
-	}
-	*cp = c;
-	return n;
-}
 
 /* Code points that are invisible, or reorder or break the text around them. */
 static int hidden_cp(uint32_t c)
@@ -71,7 +34,7 @@ static size_t next_piece(const char *s, int *plain, uint32_t *cp)
 		*cp = u[0];
 		return 1;
 	}
-	n = utf8_len(u, cp);
+	n = utf8_decode(s, strnlen(s, 4), cp);
 	if (!n) {
 		*plain = 0;
 		*cp = 0x80000000u | u[0];	/* a raw byte */
