@@ -142,7 +142,7 @@ lint-banned:
 		echo "error: banned function used (see src/base/banned.h)" >&2; exit 1; fi
 
 test: $(PROGRAMS) $(MOCK_BIN) $(UNIT_BIN) $(E2E_BIN)
-	@BUILD=$(BUILD) sh tests/run.sh $(UNIT_BIN) $(E2E_BIN) tests/selfcontained.sh
+	@BUILD=$(BUILD) sh tests/run.sh $(UNIT_BIN) $(E2E_BIN) tests/selfcontained.sh tests/layers.sh
 
 san:
 	@$(MAKE) --no-print-directory BUILD=build/san SAN=1 CFLAGS='-O1 -g' test
