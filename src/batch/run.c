@@ -556,9 +556,21 @@ int batch_run(struct batch_report *out, const struct batch_opts *o)
 	if (rewrote)
 		warn(&s, "results.jsonl had a line a killed batch left unfinished, or skipped tasks: "
 		     "dropped, those tasks run again");
-	if (batch_worktree_sweep(s.work, &removed) < 0) {
-		warn(&s, err_last());
-		err_clear();
+	{
+		struct strvec finished = STRVEC_INIT;
+
+		/* a finished task's worktree is there only when kept (--keep): it stays */
+		json_array_foreach(loaded, i, l) {
+			const struct batch_task *t = task_of(o, jsonx_str(l, "id"));
+
+			if (t)
+				strvec_push(&finished, t->key);
+		}
+		if (batch_worktree_sweep(s.work, &finished, &removed) < 0) {
+			warn(&s, err_last());
+			err_clear();
+		}
+		strvec_clear(&finished);
 	}
 	if (removed) {
 		char *w = xstrfmt("removed %zu worktree%s a stopped batch left behind; %s run again",

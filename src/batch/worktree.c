@@ -211,7 +211,7 @@ static char *mirror_of(const char *wt)
 	return mirror;
 }
 
-int batch_worktree_sweep(const char *dir, size_t *removed)
+int batch_worktree_sweep(const char *dir, const struct strvec *keep, size_t *removed)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -223,7 +223,7 @@ int batch_worktree_sweep(const char *dir, size_t *removed)
 	while ((e = readdir(d))) {
 		char *wt, *mirror;
 
-		if (e->d_name[0] == '.')
+		if (e->d_name[0] == '.' || (keep && strvec_find(keep, e->d_name) >= 0))
 			continue;
 		wt = xstrfmt("%s/%s", dir, e->d_name);
 		mirror = mirror_of(wt);
@@ -233,7 +233,8 @@ int batch_worktree_sweep(const char *dir, size_t *removed)
 			(*removed)++;
 		else
 			ret = err_prefix(FX_EOS, "removing the leftover %s", wt);
-		err_clear();
+		if (!ret)
+			err_clear();
 		free(mirror);
 		free(wt);
 	}

@@ -14,6 +14,7 @@
  */
 
 #include "base/buf.h"
+#include "base/strvec.h"
 
 /**
  * The mirror of `url` (a URL or an absolute path), cloned when missing and
@@ -30,9 +31,10 @@ int batch_worktree_remove(const char *mirror, const char *path);
 
 /**
  * Remove every worktree left in the folder `dir` by a batch that was
- * killed (each names its mirror in its .git file); the count in `*removed`.
+ * killed (each names its mirror in its .git file), but those named in
+ * `keep` (finished tasks' trees kept with --keep); the count in `*removed`.
  */
-int batch_worktree_sweep(const char *dir, size_t *removed);
+int batch_worktree_sweep(const char *dir, const struct strvec *keep, size_t *removed);
 
 /**
  * The change of the tree at `path` against `commit` as `git diff` shows
