@@ -68,6 +68,19 @@ int batch_k8s_job(json_t **out, const struct batch_k8s_opts *o)
 		json_array_append_new(env, json_pack("{s:s, s:{s:{s:s, s:s}}}", "name", o->key_env,
 						     "valueFrom", "secretKeyRef", "name", o->secret,
 						     "key", o->secret_key));
+	for (i = 0; o->env && o->env[i]; i++) {
+		const char *eq = strchr(o->env[i], '=');
+		char *name;
+
+		if (!eq || eq == o->env[i]) {
+			json_decref(args);
+			json_decref(env);
+			return err_set(FX_EINVAL, "--env '%s': expected NAME=value", o->env[i]);
+		}
+		name = xstrndup(o->env[i], (size_t)(eq - o->env[i]));
+		json_array_append_new(env, json_pack("{s:s, s:s}", "name", name, "value", eq + 1));
+		free(name);
+	}
 	mounts = json_pack("[{s:s, s:s}, {s:s, s:s}]", "name", "results", "mountPath",
 			   BATCH_K8S_RESULTS, "name", "work", "mountPath", "/work");
 	volumes = json_pack("[{s:s, s:{s:s}}, {s:s, s:{}}]", "name", "results",

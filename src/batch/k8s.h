@@ -31,6 +31,7 @@ struct batch_k8s_opts {
 	const char *cpu, *memory;	/* requests (and the memory limit) per pod */
 	const char *sandbox;		/* "none": the pod is the boundary; "native" */
 	const char *const *batch_args;	/* more options for `forgex batch` in each pod */
+	const char *const *env;		/* more "NAME=value" for the pod (NULL-terminated) */
 	unsigned shards, parallelism, jobs, backoff_per_index;
 };
 

@@ -318,9 +318,11 @@ static int batch_k8s_cmd(int argc, char **argv)
 		{ "sandbox", required_argument, NULL, 'x' },
 		{ "backoff", required_argument, NULL, 'b' },
 		{ "jobs", required_argument, NULL, 'j' },
+		{ "env", required_argument, NULL, 'e' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct batch_k8s_opts o;
+	struct strvec envs = STRVEC_INIT;
 	long shards = 0, par = 0, jobs = 1, backoff = 2;
 	json_t *job = NULL;
 	struct buf b = BUF_INIT;
@@ -355,17 +357,26 @@ static int batch_k8s_cmd(int argc, char **argv)
 		case 'x': o.sandbox = optarg; break;
 		case 'b': bad = parse_long(&backoff, optarg, "--backoff"); break;
 		case 'j': bad = parse_long(&jobs, optarg, "-j"); break;
+		case 'e': strvec_push(&envs, optarg); break;
 		default:
+			strvec_clear(&envs);
 			return cli_usage_error("batch", "k8s: unknown option '%s'", argv[optind - 1]);
 		}
-		if (bad)
+		if (bad) {
+			strvec_clear(&envs);
 			return bad;
+		}
 	}
-	if (optind >= argc)
+	o.env = envs.v;
+	if (optind >= argc) {
+		strvec_clear(&envs);
 		return cli_usage_error("batch", "k8s: name the tasks file");
-	if (shards < 1 || par < 1 || jobs < 1 || shards > 100000 || par > 100000 || jobs > 1024)
+	}
+	if (shards < 1 || par < 1 || jobs < 1 || shards > 100000 || par > 100000 || jobs > 1024) {
+		strvec_clear(&envs);
 		return cli_usage_error("batch", "k8s: --shards N and --parallelism P are required "
 				       "(1 or more), -j at least 1");
+	}
 	o.tasks = argv[optind];
 	/* the remaining operands (after --) are options for `forgex batch` in each pod */
 	o.batch_args = (const char *const *)argv + optind + 1;
@@ -378,11 +389,14 @@ static int batch_k8s_cmd(int argc, char **argv)
 		o.cpu = cpu;
 	if (!o.memory)
 		o.memory = "4Gi";
-	if (!o.configmap && o.tasks[0] != '/')
+	if (!o.configmap && o.tasks[0] != '/') {
+		strvec_clear(&envs);
 		return cli_usage_error("batch", "k8s: without --configmap the tasks file is read in "
 				       "the image: give its absolute path there");
+	}
 	if (batch_k8s_job(&job, &o) < 0) {
 		cli_print_error();
+		strvec_clear(&envs);
 		return EXIT_USAGE;
 	}
 	jsonx_dump(&b, job, JSON_INDENT(2));
@@ -401,6 +415,7 @@ static int batch_k8s_cmd(int argc, char **argv)
 	}
 	buf_release(&b);
 	json_decref(job);
+	strvec_clear(&envs);
 	return EXIT_OK;
 }
 

@@ -573,10 +573,124 @@ static void test_batch_bad_task_file(void **state)
 	tu_result_release(&r);
 }
 
+/* A schema file: in tests/fixtures/k8s, or beside the checkout in ../shared/testdata/k8s. */
+static const char *k8s_schema(void)
+{
+	static const char *const where[] = {
+		"tests/fixtures/k8s/apis__batch__v1_openapi.json",
+		"../shared/testdata/k8s/apis__batch__v1_openapi.json",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(where) / sizeof(where[0]); i++)
+		if (fsutil_exists(where[i]))
+			return where[i];
+	return NULL;
+}
+
+static void test_batch_k8s_manifest(void **state)
+{
+	struct tu_result r;
+	json_t *job = NULL, *spec, *pod, *c, *rules, *v;
+	const char *schema = k8s_schema();
+	char *path, *args, *abs;
+	size_t i;
+	int saw_secret = 0;
+
+	(void)state;
+	SC_FORGEX(&r, &proj, "batch", "k8s", fmt("%s/tasks.jsonl", root), "--image",
+		  "registry.example/forgex:0.1", "--shards", "8", "--parallelism", "3", "--configmap",
+		  "forgex-tasks", "-j", "2", "--", "--wall-time", "1800");
+	assert_int_equal(r.status, 0);
+	assert_int_equal(jsonx_parse(&job, r.out.buf, r.out.len, "manifest"), 0);
+	assert_non_null(strstr(r.err.buf, "kubectl create configmap forgex-tasks"));
+	assert_string_equal(jsonx_str(job, "apiVersion"), "batch/v1");
+	assert_string_equal(jsonx_str(job, "kind"), "Job");
+	spec = json_object_get(job, "spec");
+	assert_string_equal(jsonx_str(spec, "completionMode"), "Indexed");
+	assert_int_equal(jsonx_int(spec, "completions", 0), 8);
+	assert_int_equal(jsonx_int(spec, "parallelism", 0), 3);
+	assert_true(jsonx_int(spec, "backoffLimitPerIndex", -1) >= 0);
+	rules = json_object_get(json_object_get(spec, "podFailurePolicy"), "rules");
+	assert_string_equal(jsonx_str(json_array_get(rules, 0), "action"), "FailIndex");
+	v = json_object_get(json_object_get(json_array_get(rules, 0), "onExitCodes"), "values");
+	assert_int_equal(json_integer_value(json_array_get(v, 0)), 1);
+	pod = json_object_get(json_object_get(spec, "template"), "spec");
+	assert_string_equal(jsonx_str(pod, "restartPolicy"), "Never");
+	c = json_array_get(json_object_get(pod, "containers"), 0);
+	assert_string_equal(jsonx_str(c, "image"), "registry.example/forgex:0.1");
+	{
+		struct buf b = BUF_INIT;
+
+		jsonx_dump(&b, json_object_get(c, "args"), JSON_COMPACT);
+		args = buf_detach(&b, NULL);
+	}
+	/* the sandbox choice is explicit; the shard comes from JOB_COMPLETION_INDEX */
+	assert_non_null(strstr(args, "\"-c\",\"sandbox.backend=none\",\"batch\",\"/tasks/tasks.jsonl\""));
+	assert_non_null(strstr(args, "\"--shards\",\"8\""));
+	assert_non_null(strstr(args, "\"--out\",\"/results\""));
+	assert_non_null(strstr(args, "\"--wall-time\",\"1800\""));
+	free(args);
+	assert_non_null(json_object_get(json_object_get(c, "resources"), "requests"));
+	json_array_foreach(json_object_get(c, "env"), i, v)
+		saw_secret |= json_object_get(json_object_get(v, "valueFrom"), "secretKeyRef") != NULL;
+	assert_true(saw_secret);
+	tu_result_release(&r);
+
+	/* bad options are usage errors */
+	SC_FORGEX(&r, &proj, "batch", "k8s", "/tasks.jsonl", "--image", "x", "--shards", "2",
+		  "--parallelism", "1", "--name", "Not_A_Name");
+	assert_int_equal(r.status, 2);
+	tu_result_release(&r);
+
+	if (!schema) {
+		json_decref(job);
+		fprintf(stderr, "note: no apis__batch__v1_openapi.json (see "
+			"tests/fixtures/k8s/README.md): the schema check is skipped\n");
+		skip();
+	}
+	path = xstrfmt("%s/job.json", root);
+	{
+		struct buf b = BUF_INIT;
+
+		jsonx_dump(&b, job, JSON_INDENT(2));
+		tu_write(root, "job.json", b.buf);
+		buf_release(&b);
+	}
+	abs = realpath(schema, NULL);
+	{
+		const char *argv[] = { "python3", "tests/fixtures/k8s/validate.py", abs, path, NULL };
+
+		tu_run(&r, argv, NULL, NULL, NULL);
+	}
+	if (r.status)
+		fail_msg("the manifest does not validate against %s:\n%s%s", schema, r.out.buf,
+			 r.err.buf);
+	tu_result_release(&r);
+	/* and the check can fail: a misspelt field is caught */
+	json_object_set_new(json_object_get(job, "spec"), "parallelizm", json_integer(3));
+	{
+		struct buf b = BUF_INIT;
+		const char *argv[] = { "python3", "tests/fixtures/k8s/validate.py", abs, path, NULL };
+
+		jsonx_dump(&b, job, JSON_INDENT(2));
+		tu_write(root, "job.json", b.buf);
+		buf_release(&b);
+		tu_run(&r, argv, NULL, NULL, NULL);
+	}
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err.buf, "parallelizm"));
+	tu_result_release(&r);
+	free(abs);
+	free(path);
+	json_decref(job);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_batch_bad_task_file),
+		cmocka_unit_test(test_batch_k8s_manifest),
 		cmocka_unit_test(test_batch_killed_and_resumed),
 		cmocka_unit_test(test_batch_shards_and_collect),
 	};
