@@ -35,17 +35,18 @@ unsigned batch_shard_of(const char *id, unsigned n)
 
 int batch_shard_parse(unsigned *k, unsigned *n, const char *s)
 {
+	const char *text = s;
 	char *end;
 	unsigned long a, b;
 
 	errno = 0;
 	a = strtoul(s, &end, 10);
-	if (end == s || *end != '/' || errno)
-		return err_set(FX_EINVAL, "shard '%s': expected K/N", s);
+	if (end == s || *end != '/' || errno || *s == '-')
+		return err_set(FX_EINVAL, "shard '%s': expected K/N", text);
 	s = end + 1;
 	b = strtoul(s, &end, 10);
-	if (end == s || *end || errno || !b || a >= b || b > 100000)
-		return err_set(FX_EINVAL, "shard '%s/%s': expected K/N with 0 <= K < N", "K", s);
+	if (end == s || *end || errno || *s == '-' || !b || a >= b || b > 100000)
+		return err_set(FX_EINVAL, "shard '%s': expected K/N with 0 <= K < N", text);
 	*k = (unsigned)a;
 	*n = (unsigned)b;
 	return 0;
