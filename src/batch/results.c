@@ -39,7 +39,8 @@ static int is_skipped(const json_t *l)
 }
 
 /* The lines of `path` into `arr` (each id once); `*dropped` counts what was not kept. */
-static int read_lines(json_t *arr, const char *path, size_t *dropped, int keep_skipped)
+static int read_lines(json_t *arr, const char *path, size_t *dropped, int keep_skipped,
+		      const struct strvec *retry)
 {
 	struct buf b = BUF_INIT;
 	size_t pos = 0;
@@ -63,7 +64,8 @@ static int read_lines(json_t *arr, const char *path, size_t *dropped, int keep_s
 		pos += n + 1;
 		/* a line without its newline was cut by a kill: never trusted */
 		if (!nl || jsonx_parse(&l, s, n, "result") < 0 || !jsonx_str(l, "id") ||
-		    (!keep_skipped && is_skipped(l))) {
+		    (!keep_skipped && is_skipped(l)) ||
+		    (retry && strvec_find(retry, jsonx_str(l, "status")) >= 0)) {
 			err_clear();
 			json_decref(l);
 			if (n || !nl)
@@ -98,11 +100,11 @@ int batch_results_write(const char *path, const json_t *results)
 	return ret < 0 ? err_prefix(ret, "writing %s", path) : 0;
 }
 
-int batch_results_load(json_t **out, const char *path, int *rewrote)
+int batch_results_load(json_t **out, const char *path, const struct strvec *retry, int *rewrote)
 {
 	json_t *arr = json_array();
 	size_t dropped = 0;
-	int ret = read_lines(arr, path, &dropped, 0);
+	int ret = read_lines(arr, path, &dropped, 0, retry);
 
 	*rewrote = 0;
 	if (!ret && dropped) {
@@ -353,7 +355,7 @@ int batch_collect(json_t **out, const char *const *dirs, size_t n)
 			ret = err_set(FX_ENOTFOUND, "no results.jsonl in %s (nor in its shard-K folders)",
 				      dirs[i]);
 		for (k = 0; !ret && k < files.nr; k++)
-			ret = read_lines(arr, files.v[k], &dropped, 1);
+			ret = read_lines(arr, files.v[k], &dropped, 1, NULL);
 		strvec_clear(&files);
 		if (ret) {
 			json_decref(arr);

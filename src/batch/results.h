@@ -21,14 +21,16 @@
 #include <jansson.h>
 
 #include "base/buf.h"
+#include "base/strvec.h"
 
 /**
  * The finished tasks' lines of `path` (an array, file order, each id once:
  * the last line of an id wins) into `*out`; a missing file is none. A
- * torn last line and SKIPPED lines are dropped, and the file rewritten
- * atomically without them (`*rewrote` set).
+ * torn last line, SKIPPED lines and lines whose status is in `retry` (may
+ * be NULL; e.g. ERROR, to run those tasks again) are dropped, and the file
+ * rewritten atomically without them (`*rewrote` set).
  */
-int batch_results_load(json_t **out, const char *path, int *rewrote);
+int batch_results_load(json_t **out, const char *path, const struct strvec *retry, int *rewrote);
 
 /** Append `line` to `path` as one line, durably (see above). */
 int batch_results_append(const char *path, const json_t *line);

@@ -551,11 +551,11 @@ int batch_run(struct batch_report *out, const struct batch_opts *o)
 	/* absolute: git and each task's forgex run in other folders */
 	if ((ret = absolute_dirs(&s)) < 0)
 		goto out;
-	if ((ret = batch_results_load(&loaded, s.results_path, &rewrote)) < 0)
+	if ((ret = batch_results_load(&loaded, s.results_path, o->retry, &rewrote)) < 0)
 		goto out;
 	if (rewrote)
-		warn(&s, "results.jsonl had a line a killed batch left unfinished, or skipped tasks: "
-		     "dropped, those tasks run again");
+		warn(&s, "results.jsonl had lines of tasks to run again (cut by a kill, skipped, "
+		     "or of a status to retry): dropped, those tasks run again");
 	{
 		struct strvec finished = STRVEC_INIT;
 

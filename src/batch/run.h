@@ -46,6 +46,7 @@ struct batch_opts {
 	const char *cache;		/* the mirrors' folder; NULL: the user's cache */
 	const char *forgex;		/* the program each task runs */
 	const struct strvec *flags;	/* "key=value" given to every task as -c */
+	const struct strvec *retry;	/* statuses whose tasks run again (e.g. "ERROR") */
 	unsigned jobs;
 	unsigned shard_k, shard_n;	/* shard_n 0: every task */
 	int keep;			/* keep worktrees (and run folders in them) */

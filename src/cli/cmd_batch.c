@@ -437,9 +437,11 @@ int cmd_batch(int argc, char **argv)
 		{ "model-name", required_argument, NULL, 'm' },
 		{ "repo-url", required_argument, NULL, 'u' },
 		{ "mirrors", required_argument, NULL, 'M' },
+		{ "retry", required_argument, NULL, 'R' },
 		{ "json", no_argument, NULL, 'J' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct strvec retry = STRVEC_INIT;
 	struct batch_opts o;
 	struct batch_tasks tasks = BATCH_TASKS_INIT;
 	struct batch_report rep = BATCH_REPORT_INIT;
@@ -480,13 +482,25 @@ int cmd_batch(int argc, char **argv)
 		case 'm': model = optarg; break;
 		case 'u': url_tmpl = optarg; break;
 		case 'M': o.cache = optarg; break;
+		case 'R':
+			if (strcmp(optarg, "FAIL") && strcmp(optarg, "ERROR") && strcmp(optarg, "TIMEOUT")) {
+				strvec_clear(&retry);
+				return cli_usage_error("batch", "--retry %s: expected FAIL, ERROR or TIMEOUT",
+						       optarg);
+			}
+			strvec_push(&retry, optarg);
+			break;
 		case 'J': json = 1; break;
 		default:
+			strvec_clear(&retry);
 			return cli_usage_error("batch", "unknown option '%s'", argv[optind - 1]);
 		}
-		if (bad)
+		if (bad) {
+			strvec_clear(&retry);
 			return bad;
+		}
 	}
+	o.retry = &retry;
 	if (optind + 1 != argc)
 		return cli_usage_error("batch", "name one tasks file (TASKS.jsonl)");
 	if (jobs > 1024)
@@ -589,6 +603,7 @@ out:
 	batch_report_release(&rep);
 	batch_tasks_release(&tasks);
 	strvec_clear(&flags);
+	strvec_clear(&retry);
 	config_release(&cfg);
 	free(out_dir);
 	free(prog);

@@ -98,6 +98,8 @@ static const struct cli_command commands[] = {
 	  "--repo-url T       clone URL of an SWE-bench \"owner/name\" ({repo} in T;\n"
 	  "                   default https://github.com/{repo}.git)\n"
 	  "--mirrors DIR      the mirrors' folder (default: ~/.cache/forgex/mirrors)\n"
+	  "--retry STATUS     run the tasks that ended FAIL, ERROR or TIMEOUT again\n"
+	  "                   (repeatable; e.g. after the model server came back)\n"
 	  "--json             every event as one JSON line on stdout\n"
 	  "\n"
 	  "collect merges the results of DIRs (and of their shard-K folders): one\n"

@@ -37,7 +37,7 @@ static void test_append_load_and_torn_tail(void **state)
 
 	(void)state;
 	/* no file: nothing finished */
-	assert_int_equal(batch_results_load(&res, path, &rewrote), 0);
+	assert_int_equal(batch_results_load(&res, path, NULL, &rewrote), 0);
 	assert_int_equal(json_array_size(res), 0);
 	assert_false(rewrote);
 	json_decref(res);
@@ -53,7 +53,7 @@ static void test_append_load_and_torn_tail(void **state)
 		free(torn);
 	}
 	free(text);
-	assert_int_equal(batch_results_load(&res, path, &rewrote), 0);
+	assert_int_equal(batch_results_load(&res, path, NULL, &rewrote), 0);
 	assert_true(rewrote);
 	assert_int_equal(json_array_size(res), 2);
 	assert_string_equal(jsonx_str(json_array_get(res, 0), "id"), "a");
@@ -66,9 +66,21 @@ static void test_append_load_and_torn_tail(void **state)
 	assert_int_equal(text[strlen(text) - 1], '\n');
 	free(text);
 	/* loaded again: nothing to drop */
-	assert_int_equal(batch_results_load(&res, path, &rewrote), 0);
+	assert_int_equal(batch_results_load(&res, path, NULL, &rewrote), 0);
 	assert_false(rewrote);
 	json_decref(res);
+	/* --retry FAIL: b runs again */
+	{
+		struct strvec retry = STRVEC_INIT;
+
+		strvec_push(&retry, "FAIL");
+		assert_int_equal(batch_results_load(&res, path, &retry, &rewrote), 0);
+		assert_true(rewrote);
+		assert_int_equal(json_array_size(res), 1);
+		assert_string_equal(jsonx_str(json_array_get(res, 0), "id"), "a");
+		json_decref(res);
+		strvec_clear(&retry);
+	}
 	free(path);
 	tu_rmtree(dir);
 }
