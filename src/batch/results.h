@@ -10,7 +10,11 @@
  *   {"id", "status": "PASS"|"FAIL"|"ERROR"|"TIMEOUT"|"SKIPPED", "repo",
  *    "commit", "run_id", "exit_code", "tests_before", "tests_after",
  *    "tests", "files_changed": [paths], "diffstat", "tokens", "cost_usd",
- *    "seconds", "refused", "error", "model_patch"}
+ *    "seconds", "overhead_seconds", "patch_seconds", "refused", "error",
+ *    "model_patch"}
+ * (overhead_seconds: the batch's own set-up and tear-down of the task's
+ * tree: mirror, worktree, run folder, the line; patch_seconds: making
+ * model_patch, for a passing task; the run itself is in neither)
  * written with one write(2) on a file opened O_APPEND and then fsync()ed:
  * a batch killed at any moment leaves every line it had written whole,
  * and at most a last torn one, which the next start drops. SKIPPED (not

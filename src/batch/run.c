@@ -30,6 +30,7 @@ struct slot {
 	pid_t pid;
 	char *wt, *mirror, *log, *errlog;
 	double started, term_at;
+	double setup;		/* seconds of mirror and worktree before the run started */
 	int term_sent, killed, timed_out, interrupted;
 };
 
@@ -245,6 +246,7 @@ static void remove_tree(struct sched *s, struct slot *sl)
 static int finish(struct sched *s, struct slot *sl, int wstatus)
 {
 	int code = batch_exit_status(wstatus), ret = 0;
+	double ended = now(), patch_s = 0;
 	char *rid = NULL, *dir = run_folder(sl->wt, &rid), *sum_path;
 	json_t *sum = NULL, *line;
 	const char *status;
@@ -263,7 +265,7 @@ static int finish(struct sched *s, struct slot *sl, int wstatus)
 	}
 	line = result_line(sl->t, status);
 	jsonx_set(line, "exit_code", json_integer(code));
-	jsonx_set(line, "seconds", json_real(now() - sl->started));
+	jsonx_set(line, "seconds", json_real(ended - sl->started));
 	jsonx_set(line, "refused", json_integer(count_refused(sl->log)));
 	if (dir) {
 		sum_path = xstrfmt("%s/summary.json", dir);
@@ -302,12 +304,15 @@ static int finish(struct sched *s, struct slot *sl, int wstatus)
 	}
 	if (!strcmp(status, "PASS")) {
 		struct buf patch = BUF_INIT;
+		double t0 = now();
 
 		if (batch_worktree_diff(&patch, sl->wt, sl->t->commit) == 0)
 			jsonx_set(line, "model_patch", jsonx_stringn_lossy(patch.buf, patch.len));
 		else
 			err_clear();
 		buf_release(&patch);
+		patch_s = now() - t0;
+		jsonx_set(line, "patch_seconds", json_real(patch_s));
 	}
 	if (dir && !s->o->keep) {
 		char *dst = xstrfmt("%s/%s", s->runs, sl->t->key);
@@ -328,6 +333,8 @@ static int finish(struct sched *s, struct slot *sl, int wstatus)
 	free(dir);
 	free(rid);
 	remove_tree(s, sl);
+	/* forgex's own cost of the task's tree, the run and the patch excluded (bench/batch.sh) */
+	jsonx_set(line, "overhead_seconds", json_real(sl->setup + now() - ended - patch_s));
 	if (record(s, line) < 0)
 		ret = FX_EOS;
 	return ret;
@@ -354,9 +361,18 @@ static int start(struct sched *s, struct slot *sl, const struct batch_task *t)
 	sl->wt = xstrfmt("%s/%s", s->work, t->key);
 	sl->log = xstrfmt("%s/%s.jsonl", s->logs, t->key);
 	sl->errlog = xstrfmt("%s/%s.stderr", s->logs, t->key);
-	ret = batch_mirror(&sl->mirror, o->cache, t->url, t->commit);
-	if (!ret)
-		ret = batch_worktree_add(sl->mirror, sl->wt, t->commit);
+	/* the commit is looked for (and fetched) only when the worktree cannot be made */
+	ret = batch_mirror(&sl->mirror, o->cache, t->url, NULL);
+	if (!ret && batch_worktree_add(sl->mirror, sl->wt, t->commit) < 0) {
+		char *again = NULL;
+
+		err_clear();
+		ret = batch_mirror(&again, o->cache, t->url, t->commit);
+		free(again);
+		if (!ret)
+			ret = batch_worktree_add(sl->mirror, sl->wt, t->commit);
+	}
+	sl->setup = now() - sl->started;
 	if (ret < 0) {
 		json_t *line = result_line(t, "ERROR");
 

@@ -149,34 +149,59 @@ out:
 	return ret;
 }
 
-/* worktree remove, else the files go and prune forgets them; the lock held */
+/* The folder of `mirror` that records the worktree at `wt` (from its .git file), or NULL. */
+static char *admin_dir(const char *mirror, const char *wt)
+{
+	struct buf b = BUF_INIT;
+	char *p = xstrfmt("%s/.git", wt), *prefix = xstrfmt("gitdir: %s/worktrees/", mirror);
+	char *dir = NULL;
+
+	if (fsutil_read_file(&b, p, 8192) == 0) {
+		buf_rtrim(&b);
+		if (!strncmp(b.buf, prefix, strlen(prefix)) && !strstr(b.buf, "/../") &&
+		    !strchr(b.buf + strlen(prefix), '/'))
+			dir = xstrdup(b.buf + 8);
+	}
+	err_clear();
+	buf_release(&b);
+	free(prefix);
+	free(p);
+	return dir;
+}
+
+/*
+ * What `git worktree remove --force` does, without starting git: the
+ * folder goes, then the mirror's record of it (the lock is held, so no
+ * git of ours looks at either meanwhile). A worktree whose record cannot
+ * be told from its .git file is left to `git worktree prune`.
+ */
 static int remove_locked(const char *mirror, const char *path)
 {
-	const char *rm[] = { "git", "-C", mirror, "worktree", "remove", "--force", "--force", path,
-			     NULL };
 	const char *prune[] = { "git", "-C", mirror, "worktree", "prune", NULL };
-	int ret;
+	char *admin = admin_dir(mirror, path);
+	int ret = 0;
 
-	if (!fsutil_exists(path))
-		return batch_command(NULL, prune, NULL);
-	if (batch_command(NULL, rm, NULL) == 0 && !fsutil_exists(path))
-		return 0;
-	err_clear();
-	if (fsutil_remove_tree(path) < 0)
-		return err_prefix(FX_EOS, "removing %s", path);
-	ret = batch_command(NULL, prune, NULL);
+	if (fsutil_exists(path) && fsutil_remove_tree(path) < 0)
+		ret = err_prefix(FX_EOS, "removing %s", path);
+	else if (admin && fsutil_remove_tree(admin) < 0)
+		ret = err_prefix(FX_EOS, "removing %s", admin);
+	else if (!admin)
+		ret = batch_command(NULL, prune, NULL);
+	free(admin);
 	return ret;
 }
 
 int batch_worktree_add(const char *mirror, const char *path, const char *commit)
 {
-	const char *argv[] = { "git", "-C", mirror, "worktree", "add", "--quiet", "--detach", path,
-			       commit, NULL };
-	int lock = lock_dir(mirror), ret;
+	/* --force: a record of a worktree of that name whose folder is gone is replaced */
+	const char *argv[] = { "git", "-C", mirror, "worktree", "add", "--quiet", "--force",
+			       "--detach", path, commit, NULL };
+	int lock = lock_dir(mirror), ret = 0;
 
 	if (lock < 0)
 		return lock;
-	ret = remove_locked(mirror, path);
+	if (fsutil_exists(path))
+		ret = remove_locked(mirror, path);
 	if (!ret)
 		ret = batch_command(NULL, argv, NULL);
 	unlock_dir(lock);

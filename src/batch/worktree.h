@@ -18,8 +18,9 @@
 
 /**
  * The mirror of `url` (a URL or an absolute path), cloned when missing and
- * fetched when it lacks `commit`; its path in `*out` (caller frees).
- * `cache` is the mirrors' folder (NULL: the user's cache).
+ * fetched when it lacks `commit` (NULL: not looked at); its path in `*out`
+ * (caller frees). `cache` is the mirrors' folder (NULL: the user's cache).
+ * FX_ENOTFOUND when the commit is not there even after the fetch.
  */
 int batch_mirror(char **out, const char *cache, const char *url, const char *commit);
 
