@@ -57,13 +57,13 @@ int batch_k8s_job(json_t **out, const struct batch_k8s_opts *o)
 	json_array_append_new(args, jsonx_string(BATCH_K8S_RESULTS));
 	/* worktrees on the pod's own disk, not on the shared volume */
 	json_array_append_new(args, jsonx_string("--work"));
-	json_array_append_new(args, jsonx_string("/work/trees"));
+	json_array_append_new(args, jsonx_string("/scratch/trees"));
 	for (i = 0; o->batch_args && o->batch_args[i]; i++)
 		json_array_append_new(args, jsonx_string(o->batch_args[i]));
 	free(tasks_path);
 
-	env = json_pack("[{s:s, s:s}, {s:s, s:s}]", "name", "HOME", "value", "/work/home",
-			"name", "XDG_CACHE_HOME", "value", "/work/cache");
+	env = json_pack("[{s:s, s:s}, {s:s, s:s}]", "name", "HOME", "value", "/scratch/home",
+			"name", "XDG_CACHE_HOME", "value", "/scratch/cache");
 	if (o->secret && *o->secret)
 		json_array_append_new(env, json_pack("{s:s, s:{s:{s:s, s:s}}}", "name", o->key_env,
 						     "valueFrom", "secretKeyRef", "name", o->secret,
@@ -82,7 +82,7 @@ int batch_k8s_job(json_t **out, const struct batch_k8s_opts *o)
 		free(name);
 	}
 	mounts = json_pack("[{s:s, s:s}, {s:s, s:s}]", "name", "results", "mountPath",
-			   BATCH_K8S_RESULTS, "name", "work", "mountPath", "/work");
+			   BATCH_K8S_RESULTS, "name", "work", "mountPath", "/scratch");
 	volumes = json_pack("[{s:s, s:{s:s}}, {s:s, s:{}}]", "name", "results",
 			    "persistentVolumeClaim", "claimName", o->pvc, "name", "work", "emptyDir");
 	if (o->configmap) {

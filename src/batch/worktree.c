@@ -252,7 +252,12 @@ int batch_worktree_sweep(const char *dir, const struct strvec *keep, size_t *rem
 			continue;
 		wt = xstrfmt("%s/%s", dir, e->d_name);
 		mirror = mirror_of(wt);
-		if (mirror && fsutil_is_dir(mirror) && batch_worktree_remove(mirror, wt) == 0)
+		/* only worktrees: whatever else is in the folder is not the batch's to remove */
+		if (!mirror) {
+			free(wt);
+			continue;
+		}
+		if (fsutil_is_dir(mirror) && batch_worktree_remove(mirror, wt) == 0)
 			(*removed)++;
 		else if (fsutil_remove_tree(wt) == 0)
 			(*removed)++;

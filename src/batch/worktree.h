@@ -34,6 +34,7 @@ int batch_worktree_remove(const char *mirror, const char *path);
  * Remove every worktree left in the folder `dir` by a batch that was
  * killed (each names its mirror in its .git file), but those named in
  * `keep` (finished tasks' trees kept with --keep); the count in `*removed`.
+ * Anything in `dir` that is not a worktree is left alone.
  */
 int batch_worktree_sweep(const char *dir, const struct strvec *keep, size_t *removed);
 
