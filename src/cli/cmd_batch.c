@@ -501,15 +501,16 @@ int cmd_batch(int argc, char **argv)
 		}
 	}
 	o.retry = &retry;
-	if (optind + 1 != argc)
-		return cli_usage_error("batch", "name one tasks file (TASKS.jsonl)");
-	if (jobs > 1024)
-		return cli_usage_error("batch", "-j %ld: at most 1024", jobs);
+	if (optind + 1 != argc || jobs > 1024 || (shard && shards)) {
+		strvec_clear(&retry);
+		return cli_usage_error("batch", optind + 1 != argc ? "name one tasks file (TASKS.jsonl)"
+				       : jobs > 1024 ? "-j: at most 1024"
+				       : "--shard K/N and --shards N: one or the other");
+	}
 	o.jobs = jobs ? (unsigned)jobs : cores();
-	if (shard && shards)
-		return cli_usage_error("batch", "--shard K/N and --shards N: one or the other");
 	if (shard && batch_shard_parse(&o.shard_k, &o.shard_n, shard) < 0) {
 		cli_print_error();
+		strvec_clear(&retry);
 		return EXIT_USAGE;
 	}
 	if (shards) {
@@ -519,19 +520,24 @@ int cmd_batch(int argc, char **argv)
 
 		errno = 0;
 		k = idx ? strtoul(idx, &end, 10) : 0;
-		if (!idx || !*idx || *end || errno || k >= (unsigned long)shards || shards > 100000)
+		if (!idx || !*idx || *end || errno || k >= (unsigned long)shards || shards > 100000) {
+			strvec_clear(&retry);
 			return cli_usage_error("batch", "--shards %ld takes the shard from "
 					       "JOB_COMPLETION_INDEX (0 to %ld), which is %s", shards,
-					       shards - 1, idx ? idx : "not set");
+					       shards - 1, idx && *idx ? idx : "not set");
+		}
 		o.shard_k = (unsigned)k;
 		o.shard_n = (unsigned)shards;
 	}
 	if (batch_tasks_load(&tasks, argv[optind], url_tmpl) < 0) {
 		cli_print_error();
+		batch_tasks_release(&tasks);
+		strvec_clear(&retry);
 		return EXIT_USAGE;
 	}
 	if (cli_load_config(&cfg) != 0) {
 		batch_tasks_release(&tasks);
+		strvec_clear(&retry);
 		return EXIT_USAGE;
 	}
 	prog = self_program();
@@ -539,6 +545,7 @@ int cmd_batch(int argc, char **argv)
 		log_error("cannot find my own program: %s", strerror(errno));
 		config_release(&cfg);
 		batch_tasks_release(&tasks);
+		strvec_clear(&retry);
 		return EXIT_FAIL;
 	}
 	/* each shard in a folder of its own: they may share one volume (collect merges them) */
