@@ -17,6 +17,11 @@
  *     walk goes on, and parse the output.
  * At the end the definitions are merged, the files are in path order, and
  * the cache is saved when anything changed (a delta when little did).
+ *
+ * The file is long (about 1,200 lines) because the three kinds of threads
+ * (sections below: the ctags thread, the walk, the indexer) share one
+ * state struct, its queues and its locking; cut apart, each piece would
+ * have to restate that state's invariants.
  */
 #include <dirent.h>
 #include <errno.h>
