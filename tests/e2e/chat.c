@@ -1764,5 +1764,5 @@ int main(void)
 		cmocka_unit_test_teardown(test_chat_run_takes_the_conversation, teardown),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return tu_run_group_tests(tests, NULL, NULL);
 }

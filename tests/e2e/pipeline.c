@@ -2264,5 +2264,5 @@ int main(void)
 	/* TU_FILTER=test_resume_* runs only the tests it names */
 	if (getenv("TU_FILTER"))
 		cmocka_set_test_filter(getenv("TU_FILTER"));
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return tu_run_group_tests(tests, NULL, NULL);
 }

@@ -1,3 +1,7 @@
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -237,4 +241,25 @@ void tu_result_release(struct tu_result *r)
 {
 	buf_release(&r->out);
 	buf_release(&r->err);
+}
+
+int tu_run_group(const char *name, const struct CMUnitTest *tests, size_t nr,
+		 int (*setup)(void **), int (*teardown)(void **))
+{
+	const char *spec = getenv("TEST_SHARD");
+	unsigned long k = 0, n = 0;
+	struct CMUnitTest *mine;
+	size_t i, kept = 0;
+	int ret;
+
+	if (!spec || !*spec)
+		return _cmocka_run_group_tests(name, tests, nr, setup, teardown);
+	if (sscanf(spec, "%lu/%lu", &k, &n) != 2 || !n || !k || k > n)
+		die("TEST_SHARD=%s: expected k/n with 1 <= k <= n", spec);
+	mine = xcalloc(nr ? nr : 1, sizeof(*mine));
+	for (i = k - 1; i < nr; i += n)
+		mine[kept++] = tests[i];
+	ret = _cmocka_run_group_tests(name, mine, kept, setup, teardown);
+	free(mine);
+	return ret;
 }

@@ -62,4 +62,19 @@ void tu_trust(const char *dir, const char *const *env_extra);
 /** The forgex binary under test ($FORGEX_BIN, else build/forgex). */
 const char *tu_forgex(void);
 
+struct CMUnitTest;
+
+/**
+ * Run the group `tests` (`nr` of them) as cmocka_run_group_tests_name()
+ * does, or one shard of it: with TEST_SHARD=k/n in the environment
+ * (tests/run.sh sets it for the suites it splits), only tests k, k+n,
+ * k+2n, ... (counting from 1) run, so the n shards together run each test
+ * once. The tests of a sharded suite must not depend on one another.
+ */
+int tu_run_group(const char *name, const struct CMUnitTest *tests, size_t nr,
+		 int (*setup)(void **), int (*teardown)(void **));
+
+#define tu_run_group_tests(tests, setup, teardown) \
+	tu_run_group(#tests, (tests), sizeof(tests) / sizeof((tests)[0]), (setup), (teardown))
+
 #endif
