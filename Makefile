@@ -74,6 +74,9 @@ LIBCLI := $(BUILD)/libforgex-cli.a
 
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
 E2E_BIN := $(E2E_SRC:tests/%.c=$(BUILD)/tests/%)
+# Each fuzz target, built with $(CC) as a program replaying its corpus
+# (tests/fuzz/replay/main.c); `make test` runs them like the suites.
+FUZZ_BIN := $(FUZZ_SRC:tests/%.c=$(BUILD)/tests/%)
 MOCK_BIN := $(if $(MOCK_SRC),$(BUILD)/mockllm)
 PROGRAMS := $(BUILD)/forgex $(BUILD)/forgex-core $(BUILD)/toml-decode
 
@@ -128,6 +131,11 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(HELPER_OBJ) $(LIBFX)
 	@echo '  LINK    $@'
 	@$(CC) $(LDFLAGS) -o $@ $< $(HELPER_OBJ) $(LIBFX) $(LIBS) $(TEST_LIBS) -lpthread
 
+$(BUILD)/tests/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/replay/main.o $(LIBFX)
+	@mkdir -p $(@D)
+	@echo '  LINK    $@'
+	@$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
 # Unit tests of src/cli/ modules link the front's archive too.
 $(BUILD)/tests/unit/cli/%: $(BUILD)/obj/tests/unit/cli/%.o $(HELPER_OBJ) $(LIBCLI) $(LIBFX)
 	@mkdir -p $(@D)
@@ -141,8 +149,10 @@ lint-banned:
 		$$(find src -name '*.c' -o -name '*.h' | grep -v banned.h); then \
 		echo "error: banned function used (see src/base/banned.h)" >&2; exit 1; fi
 
-test: $(PROGRAMS) $(MOCK_BIN) $(UNIT_BIN) $(E2E_BIN)
-	@BUILD=$(BUILD) sh tests/run.sh $(UNIT_BIN) $(E2E_BIN)
+# The suites run in parallel, TEST_JOBS at a time (default: the cores);
+# see tests/README.md.
+test: $(PROGRAMS) $(MOCK_BIN) $(UNIT_BIN) $(E2E_BIN) $(FUZZ_BIN)
+	@BUILD=$(BUILD) sh tests/run.sh $(UNIT_BIN) $(E2E_BIN) $(FUZZ_BIN)
 
 san:
 	@$(MAKE) --no-print-directory BUILD=build/san SAN=1 CFLAGS='-O1 -g' test
