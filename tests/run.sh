@@ -52,6 +52,15 @@ export FORGEX_TEST_RUNNERS="${FORGEX_TEST_RUNNERS:-$HOME/.cache/forgex-test-runn
 export XDG_CONFIG_HOME="$top/$BUILD/test-xdg"
 # ... nor fill the developer's cache (forgex keeps test-run caches there).
 export XDG_CACHE_HOME="$top/$BUILD/test-cache"
+# A python3 that is a version manager's shim (pyenv's is a shell script
+# starting some twenty processes per call) costs more than most tests:
+# the interpreter it resolves to comes first on PATH instead.
+case $(command -v python3 2>/dev/null) in
+*/shims/python3)
+	py=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
+	[ -x "$py" ] && PATH="${py%/*}:$PATH" && export PATH
+	;;
+esac
 unset OPENAI_API_KEY GROQ_API_KEY TEST_SHARD
 for v in $(env | sed -n 's/^\(FORGEX_[A-Z0-9_]*\)=.*/\1/p'); do
 	case $v in FORGEX_BIN|FORGEX_MOCKLLM|FORGEX_TOP|FORGEX_TEST_RUNNERS) ;; *) unset "$v" ;; esac
