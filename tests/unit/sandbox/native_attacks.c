@@ -280,6 +280,9 @@ static void need_root(void)
 		skip_msg("needs root (to run one part as root and one as uid %d)", NOBODY);
 }
 
+/* The outside folders of the current test, removed by teardown() even when it fails. */
+static struct strvec outside = STRVEC_INIT;
+
 /* A folder the sandbox can see but not write (/tmp is the command's own). */
 static char *outside_dir(uid_t owner)
 {
@@ -287,6 +290,7 @@ static char *outside_dir(uid_t owner)
 
 	if (!mkdtemp(d))
 		fail_msg("mkdtemp: %s", strerror(errno));
+	strvec_push(&outside, d);
 	if (owner)
 		assert_int_equal(chown(d, owner, owner), 0);
 	return d;
@@ -350,10 +354,17 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
+	size_t i;
+
 	(void)state;
+
 	config_release(&cfg);
 	tu_rmtree(ws);
 	ws = NULL;
+	for (i = 0; i < outside.nr; i++)
+		if (fsutil_exists(outside.v[i]))
+			fsutil_remove_tree(outside.v[i]);
+	strvec_clear(&outside);
 	return 0;
 }
 
