@@ -46,17 +46,6 @@ static void forgex(struct tu_result *r, const char *cwd, const char *const *args
 		forgex((r), (cwd), a_); \
 	} while (0)
 
-static void sh(const char *dir, const char *cmd)
-{
-	const char *argv[] = { "sh", "-c", cmd, NULL };
-	struct tu_result r;
-
-	tu_run(&r, argv, dir, NULL, NULL);
-	if (r.status)
-		fail_msg("%s: %s%s", cmd, r.out.buf, r.err.buf);
-	tu_result_release(&r);
-}
-
 /* An HTTP server on 127.0.0.1 answering every GET with `status`; its port in *port. */
 static pid_t http_status_server(int status, int *port)
 {
@@ -164,7 +153,7 @@ static void test_run_against_no_server_stops_at_once(void **state)
 	(void)state;
 	tu_write(ws, "test_x.py", "import unittest\n\n\nclass T(unittest.TestCase):\n"
 		 "    def test_slow(self):\n        import time; time.sleep(3)\n");
-	sh(ws, "git init -q && git add -A && git -c user.name=t -c user.email=t@e commit -qm init");
+	tu_git_init(ws);
 	t0 = now();
 	FORGEX(&r, ws, "-c", "providers.default.base_url=http://127.0.0.1:1/v1", "-c",
 	       "permissions.mode=auto", "run", "fix it");
@@ -193,7 +182,7 @@ static void test_init_in_a_subfolder_finds_the_repository(void **state)
 	char *p;
 
 	(void)state;
-	sh(ws, "git init -q && mkdir -p src/deep");
+	tu_sh(ws, "git init -q && mkdir -p src/deep");
 	FORGEX(&r, sub, "init");
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out.buf, "the folder above holding .git"));

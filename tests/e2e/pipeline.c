@@ -23,6 +23,7 @@
 #include "base/fsutil.h"
 #include "base/jsonx.h"
 #include "base/strvec.h"
+#include "helpers/scripted.h"
 #include "helpers/testutil.h"
 #include "mockllm/mockctl.h"
 
@@ -179,36 +180,23 @@ static char *xstrfmt_tmp(const char *fmt, ...)
 	return p;
 }
 
-static void sh(const char *dir, const char *cmd)
-{
-	const char *argv[] = { "sh", "-c", cmd, NULL };
-	struct tu_result r;
-
-	tu_run(&r, argv, dir, NULL, NULL);
-	if (r.status)
-		fail_msg("%s: %s%s", cmd, r.out.buf, r.err.buf);
-	tu_result_release(&r);
-}
-
 /* A git repository with calc.py (add is wrong), its tests and a config for the mock. */
 static char *project(const struct mock *m, const char *more)
 {
 	char *dir = tu_mkdtemp();
-	char *cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
-			    "api_key_env = \"FX_E2E_NO_KEY\"\nmax_retries = 0\ntimeout_seconds = 30\n"
-			    "[permissions]\nmode = \"auto\"\n"
-			    "[pipeline]\ntest_command = [\"python3\", \"-m\", \"unittest\", \"-v\"]\n%s",
-			    m->base_url, more ? more : "");
+	char *prov = sc_provider_toml(m, "auto");
+	char *cfg = xstrfmt("%s[pipeline]\ntest_command = [\"python3\", \"-m\", \"unittest\", \"-v\"]\n%s",
+			    prov, more ? more : "");
 
 	tu_write(dir, "calc.py", calc_py);
 	tu_write(dir, "test_calc.py", test_calc_py);
 	tu_write(dir, ".gitignore", "__pycache__/\n");
-	sh(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
-		"commit -qm init");
+	tu_git_init(dir);
 	tu_write(dir, "notes.txt", "untracked, not ignored\n");
 	tu_write(dir, ".forgex/config.toml", cfg);
 	tu_trust(dir, NULL);
 	free(cfg);
+	free(prov);
 	return dir;
 }
 
@@ -256,19 +244,6 @@ static char *snapshot(const char *dir)
  * Script steps
  */
 
-static void call(json_t *steps, const char *name, const char *args)
-{
-	static int n;
-	json_t *a = NULL;
-	char id[32];
-
-	if (jsonx_parse(&a, args, strlen(args), "step"))
-		die("bad args: %s", args);
-	snprintf(id, sizeof(id), "call_%d", ++n);
-	json_array_append_new(steps, json_pack("{s:[{s:s, s:s, s:o}]}", "tool_calls", "id", id,
-					       "name", name, "arguments", a));
-}
-
 #define PLAN "{\"summary\": \"Fix add\", \"steps\": [{\"id\": \"1\", \"title\": \"Make add add\"," \
 	" \"description\": \"return a + b\", \"files\": [\"calc.py\"]}], \"acceptance\": [\"test_add passes\"]}"
 #define FIX_ADD "{\"path\": \"calc.py\", \"old_string\": \"def add(a, b):\\n    return a - b\"," \
@@ -279,16 +254,6 @@ static void call(json_t *steps, const char *name, const char *args)
 #define FINISH "{\"summary\": \"done\"}"
 #define PASS "{\"verdict\": \"PASS\", \"reasons\": [\"tests pass\"], \"required_fixes\": []}"
 #define FAIL "{\"verdict\": \"FAIL\", \"reasons\": [\"test_add fails\"], \"required_fixes\": [\"add must return a + b\"]}"
-
-static char *script(json_t *steps)
-{
-	struct buf b = BUF_INIT;
-	json_t *s = json_pack("{s:o}", "steps", steps);
-
-	jsonx_dump(&b, s, 0);
-	json_decref(s);
-	return buf_detach(&b, NULL);
-}
 
 /* The events of the newest run of `dir`. */
 static json_t *events(const char *dir)
@@ -375,13 +340,13 @@ static void test_pipeline_pass_at_once(void **state)
 	size_t before;
 
 	(void)state;
-	call(steps, "read_file", "{\"path\": \"calc.py\"}");
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "read_file", "{\"path\": \"calc.py\"}");
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, NULL);
 	FORGEX(&r, dir, "run", "make add add");
@@ -484,17 +449,17 @@ static void test_pipeline_secrets_are_redacted(void **state)
 	size_t i;
 
 	(void)state;
-	call(steps, "read_file", "{\"path\": \"leak.txt\"}");
-	call(steps, "submit_plan", PLAN);
-	call(steps, "run_command", "{\"argv\": [\"cat\", \"leak.txt\"]}");
+	sc_call(steps, "read_file", "{\"path\": \"leak.txt\"}");
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "run_command", "{\"argv\": [\"cat\", \"leak.txt\"]}");
 	/* forgex's own environment, as an unconfined command can read it */
-	call(steps, "run_command", "{\"argv\": [\"python3\", \"-c\", \"import os; print(open("
+	sc_call(steps, "run_command", "{\"argv\": [\"python3\", \"-c\", \"import os; print(open("
 	     "'/proc/%d/environ' % os.getppid()).read().replace(chr(0), chr(10)))\"]}");
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, "[sandbox]\nbackend = \"none\"\n");
 	leak = xstrfmt("key=%s\naws_secret_access_key = %s\n", key, aws);
@@ -550,11 +515,11 @@ static void test_pipeline_terminal_injection_is_escaped(void **state)
 	char *s, *dir;
 
 	(void)state;
-	call(steps, "read_file", "{\"path\": \"x" EVIL ".py\"}");
-	call(steps, "submit_plan", "{\"summary\": \"Fix " EVIL " add\", \"steps\": [{\"id\": \"1\","
+	sc_call(steps, "read_file", "{\"path\": \"x" EVIL ".py\"}");
+	sc_call(steps, "submit_plan", "{\"summary\": \"Fix " EVIL " add\", \"steps\": [{\"id\": \"1\","
 	     " \"title\": \"Make " EVIL " add\", \"description\": \"d\", \"files\": [\"calc.py\"]}],"
 	     " \"acceptance\": [\"ok\"]}");
-	s = script(steps);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, NULL);
 	FORGEX(&r, dir, "-v", "plan", "fix it");
@@ -600,8 +565,8 @@ static void test_pipeline_instruction_links_are_refused(void **state)
 	(void)state;
 	tu_write(outside, "id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----\nTOPSECRETKEYMATERIAL\n"
 		 "-----END OPENSSH PRIVATE KEY-----\n");
-	call(steps, "submit_plan", PLAN);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, NULL);
 	link = xstrfmt("%s/AGENTS.md", dir);
@@ -628,7 +593,7 @@ static void test_pipeline_instruction_links_are_refused(void **state)
 		struct mock m2;
 
 		json_array_append_new(steps2, json_pack("{s:s}", "text", "hello"));
-		s2 = script(steps2);
+		s2 = sc_script(steps2);
 		mock_start(&m2, s2);
 		{
 			char *cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
@@ -670,15 +635,15 @@ static void test_pipeline_fail_repair_pass(void **state)
 	char *s, *dir;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", WRONG_ADD);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", FAIL);
-	call(steps, "edit_file", FIX_WRONG);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", WRONG_ADD);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", FAIL);
+	sc_call(steps, "edit_file", FIX_WRONG);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, NULL);
 	FORGEX(&r, dir, "run", "make add add");
@@ -713,16 +678,16 @@ static void test_pipeline_fail_until_max_then_rollback(void **state)
 	char *s, *dir, *before, *after;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", WRONG_ADD);
-	call(steps, "write_file", "{\"path\": \"extra/new.py\", \"content\": \"x = 1\\n\"}");
-	call(steps, "delete_file", "{\"path\": \"notes.txt\"}");
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", FAIL);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", FAIL);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", WRONG_ADD);
+	sc_call(steps, "write_file", "{\"path\": \"extra/new.py\", \"content\": \"x = 1\\n\"}");
+	sc_call(steps, "delete_file", "{\"path\": \"notes.txt\"}");
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", FAIL);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", FAIL);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, "max_iterations = 2\n");
 	before = snapshot(dir);
@@ -749,12 +714,12 @@ static void test_pipeline_keep_leaves_last_attempt(void **state)
 	char *s, *dir, *c;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", WRONG_ADD);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", FAIL);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", WRONG_ADD);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", FAIL);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, "max_iterations = 1\non_failure = \"keep\"\n");
 	FORGEX(&r, dir, "run", "make add add");
@@ -781,15 +746,15 @@ static void test_pipeline_gate_overrules_pass(void **state)
 	char *s, *dir, *before, *after;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
 	/* ... and breaks sub, which passed at baseline */
-	call(steps, "edit_file", "{\"path\": \"calc.py\", \"old_string\": \"def sub(a, b):\\n    return a - b\","
+	sc_call(steps, "edit_file", "{\"path\": \"calc.py\", \"old_string\": \"def sub(a, b):\\n    return a - b\","
 				 " \"new_string\": \"def sub(a, b):\\n    return b - a\"}");
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, "max_iterations = 1\n");
 	before = snapshot(dir);
@@ -822,14 +787,14 @@ static void test_pipeline_ensemble_two_of_three(void **state)
 	char *s, *dir;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	call(steps, "submit_verdict", FAIL);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	sc_call(steps, "submit_verdict", FAIL);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, "[review]\nvoters = [\"default:voter-a\", \"default:voter-b\"]\n"
 			  "quorum = \"majority\"\n");
@@ -858,14 +823,14 @@ static void test_pipeline_ensemble_two_of_three(void **state)
 
 	/* the same votes under "unanimous" fail */
 	steps = json_array();
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	call(steps, "submit_verdict", FAIL);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	sc_call(steps, "submit_verdict", FAIL);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, "max_iterations = 1\n[review]\nvoters = [\"default:voter-a\", "
 			  "\"default:voter-b\"]\nquorum = \"unanimous\"\n");
@@ -887,19 +852,19 @@ static void budget_case(const char *budget, const char *delay_step, const char *
 	char *s, *dir, *before, *after, *more;
 	size_t nsteps;
 
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
 	if (delay_step) {
 		json_t *d = NULL;
 
 		jsonx_parse(&d, delay_step, strlen(delay_step), "step");
 		json_array_append_new(steps, d);
 	}
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
 	nsteps = json_array_size(steps);
-	s = script(steps);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	more = xstrfmt("[budget]\n%s\n", budget);
 	dir = project(&m, more);
@@ -982,11 +947,11 @@ static void test_pipeline_ctrl_c_during_command(void **state)
 	int i;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "run_command", "{\"argv\": [\"sleep\", \"41.75\"]}");
-	call(steps, "finish", FINISH);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "run_command", "{\"argv\": [\"sleep\", \"41.75\"]}");
+	sc_call(steps, "finish", FINISH);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, NULL);
 	before = snapshot(dir);
@@ -1015,15 +980,15 @@ static void test_pipeline_kill9_then_resume(void **state)
 	const char *args[] = { "run", "make add add", NULL };
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "write_file", "{\"path\": \"half.txt\", \"content\": \"half done\\n\"}");
-	call(steps, "run_command", "{\"argv\": [\"sleep\", \"42.25\"]}");
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "write_file", "{\"path\": \"half.txt\", \"content\": \"half done\\n\"}");
+	sc_call(steps, "run_command", "{\"argv\": [\"sleep\", \"42.25\"]}");
 	/* after the resume, the Builder starts again */
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, NULL);
 	run_forgex(&r, dir, args, SIGKILL, "run_command", 0, 60);
@@ -1121,24 +1086,24 @@ static void test_pipeline_commit_exact_paths(void **state)
 	char *s, *dir, *head0, *refs0, *refs1, *branch, *names, *status, *count, *msg, *parent;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "write_file", "{\"path\": \"new file \\u00fc.txt\", \"content\": \"new\\n\"}");
-	call(steps, "delete_file", "{\"path\": \"obsolete.txt\"}");
-	call(steps, "move_file", "{\"from\": \"docs/old name.txt\", \"to\": \"docs/new n\\u00e4me.txt\"}");
-	call(steps, "write_file", "{\"path\": \"a|b.txt\", \"content\": \"pipe\\n\"}");
-	call(steps, "write_file", "{\"path\": \" lead\\nline.txt\", \"content\": \"nl\\n\"}");
-	call(steps, "write_file", "{\"path\": \"" LONG_NAME "\", \"content\": \"long\\n\"}");
-	call(steps, "write_file", "{\"path\": \"debug.log\", \"content\": \"ignored\\n\"}");
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "write_file", "{\"path\": \"new file \\u00fc.txt\", \"content\": \"new\\n\"}");
+	sc_call(steps, "delete_file", "{\"path\": \"obsolete.txt\"}");
+	sc_call(steps, "move_file", "{\"from\": \"docs/old name.txt\", \"to\": \"docs/new n\\u00e4me.txt\"}");
+	sc_call(steps, "write_file", "{\"path\": \"a|b.txt\", \"content\": \"pipe\\n\"}");
+	sc_call(steps, "write_file", "{\"path\": \" lead\\nline.txt\", \"content\": \"nl\\n\"}");
+	sc_call(steps, "write_file", "{\"path\": \"" LONG_NAME "\", \"content\": \"long\\n\"}");
+	sc_call(steps, "write_file", "{\"path\": \"debug.log\", \"content\": \"ignored\\n\"}");
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, "commit = true\n");
 	tu_write(dir, "obsolete.txt", "to be deleted\n");
 	tu_write(dir, "docs/old name.txt", "to be renamed\n");
-	sh(dir, "rm notes.txt && echo '*.log' >> .git/info/exclude && "
+	tu_sh(dir, "rm notes.txt && echo '*.log' >> .git/info/exclude && "
 		"git config user.name tester && git config user.email tester@example.com && "
 		"git add -A && git commit -qm second && git branch other && git tag v0 HEAD~1 && "
 		"echo stash-me >> test_calc.py && git stash -q");
@@ -1208,14 +1173,14 @@ static void provider_401_case(int in_review)
 	struct run r;
 	char *s, *dir, *before, *after;
 
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
 	if (in_review) {
-		call(steps, "finish", FINISH);
-		call(steps, "finish", FINISH);
+		sc_call(steps, "finish", FINISH);
+		sc_call(steps, "finish", FINISH);
 	}
 	json_array_append_new(steps, json_pack("{s:i, s:i}", "status", 401, "repeat", -1));
-	s = script(steps);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, in_review == 2 ? "[review]\nvoters = [\"default:voter-a\", "
 				 "\"default:voter-b\"]\nquorum = \"majority\"\n" : NULL);
@@ -1320,9 +1285,7 @@ static char *user_project(const struct mock *m, const char *more)
 	char *dir = project(m, more);
 	char *home = xstrfmt("%s.home", dir), *ucfg;
 
-	ucfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
-		       "api_key_env = \"FX_E2E_NO_KEY\"\nmax_retries = 0\ntimeout_seconds = 30\n"
-		       "[permissions]\nmode = \"auto\"\n", m->base_url);
+	ucfg = sc_provider_toml(m, "auto");
 	tu_write(home, "forgex/config.toml", ucfg);
 	setenv("XDG_CONFIG_HOME", home, 1);
 	free(ucfg);
@@ -1387,19 +1350,19 @@ static void test_rollback_keeps_user_edits_and_ignored_env(void **state)
 	int ws;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
-	call(steps, "write_file", "{\"path\": \"half.txt\", \"content\": \"the run's\\n\"}");
-	call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
+	sc_call(steps, "write_file", "{\"path\": \"half.txt\", \"content\": \"the run's\\n\"}");
+	sc_call(steps, "edit_file", FIX_ADD);
 	delayed_finish(steps, 2500);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", FAIL);
-	s = script(steps);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", FAIL);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = user_project(&m, "max_iterations = 1\n");
 	tu_write(dir, ".env", "SECRET=1\n");
 	chmod(xstrfmt_tmp("%s/.env", dir), 0600);
-	sh(dir, "echo .env >> .gitignore && git add .gitignore && "
+	tu_sh(dir, "echo .env >> .gitignore && git add .gitignore && "
 		"git -c user.name=t -c user.email=t@e commit -qm ignore");
 	before = snapshot(dir);
 	user = user_edits_when(dir, "calc.py", "a + b", 1);
@@ -1434,7 +1397,7 @@ static void test_rollback_keeps_user_edits_and_ignored_env(void **state)
 		free(c);
 	}
 	/* without the user's own edits, the tree is byte-identical to before */
-	sh(dir, "rm mine.txt && git checkout -q calc.py");
+	tu_sh(dir, "rm mine.txt && git checkout -q calc.py");
 	tu_write(dir, "notes.txt", "untracked, not ignored\n");
 	after = snapshot(dir);
 	assert_string_equal(after, before);
@@ -1457,15 +1420,15 @@ static void test_commit_only_the_runs_paths(void **state)
 	int ws;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
 	delayed_finish(steps, 2000);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = user_project(&m, "commit = true\n");
-	sh(dir, "git config user.name tester && git config user.email tester@example.com && "
+	tu_sh(dir, "git config user.name tester && git config user.email tester@example.com && "
 		"git add notes.txt && git commit -qm notes");
 	user = user_edits_when(dir, "calc.py", "a + b", 0);
 	FORGEX(&r, dir, "run", "make add add");
@@ -1528,13 +1491,13 @@ static void test_lock_second_run_refused_or_waits(void **state)
 	double t0;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "run_command", "{\"argv\": [\"sleep\", \"3\"]}");
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", FAIL);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "run_command", "{\"argv\": [\"sleep\", \"3\"]}");
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", FAIL);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = user_project(&m, "max_iterations = 1\n");
 	before = snapshot(dir);
@@ -1578,15 +1541,15 @@ static json_t *kill_steps(void)
 {
 	json_t *steps = json_array();
 
-	call(steps, "submit_plan", PLAN);
-	call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "write_file", "{\"path\": \"sub/new.txt\", \"content\": \"new\\n\"}");
-	call(steps, "run_command", "{\"argv\": [\"sh\", \"-c\", \"echo made > by-command.txt; sleep 0.3\"]}");
-	call(steps, "delete_file", "{\"path\": \"notes.txt\"}");
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "write_file", "{\"path\": \"sub/new.txt\", \"content\": \"new\\n\"}");
+	sc_call(steps, "run_command", "{\"argv\": [\"sh\", \"-c\", \"echo made > by-command.txt; sleep 0.3\"]}");
+	sc_call(steps, "delete_file", "{\"path\": \"notes.txt\"}");
 	delayed_finish(steps, 300);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
 	return steps;
 }
 
@@ -1595,7 +1558,7 @@ static char *kill_project(const struct mock *m)
 	char *dir = user_project(m, NULL);
 
 	tu_write(dir, ".env", "SECRET=1\n");
-	sh(dir, "echo .env >> .gitignore && git add .gitignore && "
+	tu_sh(dir, "echo .env >> .gitignore && git add .gitignore && "
 		"git -c user.name=t -c user.email=t@e commit -qm ignore");
 	return dir;
 }
@@ -1610,7 +1573,7 @@ static void test_kill_at_many_points_then_undo(void **state)
 		json_t *steps = kill_steps();
 		struct mock m;
 		struct run r;
-		char *s = script(steps), *dir, *before, *after;
+		char *s = sc_script(steps), *dir, *before, *after;
 		const char *args[] = { "run", "make add add", NULL };
 		double t0;
 
@@ -1649,12 +1612,12 @@ static void signal_case(int sig)
 	char *s, *dir, *before, *after;
 	const char *args[] = { "run", "make add add", NULL };
 
-	call(steps, "submit_plan", PLAN);
-	call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "run_command", "{\"argv\": [\"sleep\", \"43.5\"]}");
-	call(steps, "finish", FINISH);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "run_command", "{\"argv\": [\"sleep\", \"43.5\"]}");
+	sc_call(steps, "finish", FINISH);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = kill_project(&m);
 	before = snapshot(dir);
@@ -1694,13 +1657,13 @@ static void test_sigpipe_restores_the_tree(void **state)
 	json_t *evs;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
-	call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
+	sc_call(steps, "edit_file", FIX_ADD);
 	delayed_finish(steps, 1500);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = kill_project(&m);
 	before = snapshot(dir);
@@ -1734,8 +1697,8 @@ static void test_planted_run_files_refused(void **state)
 	double t0;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = user_project(&m, NULL);
 	FORGEX(&r, dir, "plan", "make add add");
@@ -1813,19 +1776,19 @@ static void test_undo_refuses_then_force_and_redo(void **state)
 	char *s, *dir, *before, *redo, *c;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "write_file", "{\"path\": \"added.txt\", \"content\": \"by the run\\n\"}");
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "write_file", "{\"path\": \"added.txt\", \"content\": \"by the run\\n\"}");
 	{
 		char *big = xstrfmt("{\"path\": \"big.txt\", \"content\": \"%0600d\"}", 7);
 
-		call(steps, "write_file", big);
+		sc_call(steps, "write_file", big);
 		free(big);
 	}
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = user_project(&m, NULL);
 	before = snapshot(dir);
@@ -1901,15 +1864,15 @@ static void test_undo_reverts_commit(void **state)
 	char *s, *dir, *head0, *head1, *count, *status, *msg;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = user_project(&m, "commit = true\n");
-	sh(dir, "git config user.name tester && git config user.email tester@example.com");
+	tu_sh(dir, "git config user.name tester && git config user.email tester@example.com");
 	head0 = sh_out(dir, "git rev-parse HEAD");
 	FORGEX(&r, dir, "run", "make add add");
 	assert_int_equal(r.status, 0);
@@ -1954,15 +1917,15 @@ static void test_resume_after_ctrl_c(void **state)
 	const char *args[] = { "run", "make add add", NULL };
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "run_command", "{\"argv\": [\"sleep\", \"44.5\"]}");
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "run_command", "{\"argv\": [\"sleep\", \"44.5\"]}");
 	/* after the resume the Builder starts again from the plan */
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = user_project(&m, NULL);
 	run_forgex(&r, dir, args, SIGINT, "run_command", 0, 60);
@@ -2001,11 +1964,11 @@ static void resume_after_slow_step(const char *marker, int slow_step, const char
 	char *s, *dir, *c;
 	const char *args[] = { "run", "make add add", NULL };
 
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
 	/*
 	 * The slow step is cut short by the interrupt (the mock, which answers
 	 * one request at a time, still sleeps it out); the resume asks again
@@ -2020,7 +1983,7 @@ static void resume_after_slow_step(const char *marker, int slow_step, const char
 		json_object_del(again, "delay_ms");
 		json_array_insert_new(steps, (size_t)slow_step + 1, again);
 	}
-	s = script(steps);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = user_project(&m, NULL);
 	if (slow_tests) {
@@ -2152,25 +2115,25 @@ static void test_full_disk_restores(void **state)
 		skip();
 	}
 	tu_result_release(&mr);
-	call(steps, "submit_plan", PLAN);
-	call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
-	call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
+	sc_call(steps, "edit_file", FIX_ADD);
 	delayed_finish(steps, 1500);
-	call(steps, "write_file", "{\"path\": \"more.txt\", \"content\": \"x\\n\"}");
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", FAIL);
-	s = script(steps);
+	sc_call(steps, "write_file", "{\"path\": \"more.txt\", \"content\": \"x\\n\"}");
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", FAIL);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	{
 		char *proj = kill_project(&m);
 
 		dir = xstrfmt("%s/p", mnt);
-		sh(base, xstrfmt_tmp("cp -a '%s' '%s'", proj, dir));
+		tu_sh(base, xstrfmt_tmp("cp -a '%s' '%s'", proj, dir));
 		home = xstrfmt("%s.home", proj);
 		setenv("XDG_CONFIG_HOME", home, 1);
 		tu_rmtree(proj);
 	}
-	sh(dir, "echo fill >> .git/info/exclude");
+	tu_sh(dir, "echo fill >> .git/info/exclude");
 	before = snapshot(dir);
 	filler = fill_disk_when_fixed(dir);
 	FORGEX(&r, dir, "run", "--", "make add add");

@@ -24,6 +24,7 @@
 
 #include "base/jsonx.h"
 #include "base/strvec.h"
+#include "helpers/scripted.h"
 #include "helpers/testutil.h"
 #include "mockllm/mockctl.h"
 
@@ -170,37 +171,24 @@ static void ptyrun_release(struct ptyrun *r)
 	buf_release(&r->out);
 }
 
-static void sh(const char *dir, const char *cmd)
-{
-	const char *argv[] = { "sh", "-c", cmd, NULL };
-	struct tu_result r;
-
-	tu_run(&r, argv, dir, NULL, NULL);
-	if (r.status)
-		fail_msg("%s: %s%s", cmd, r.out.buf, r.err.buf);
-	tu_result_release(&r);
-}
-
 /* A git repository with a passing Python test and a config for the mock. */
 static char *project(const struct mock *m, const char *mode)
 {
 	char *dir = tu_mkdtemp();
-	char *cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
-			    "api_key_env = \"FX_E2E_NO_KEY\"\nmax_retries = 0\ntimeout_seconds = 30\n"
-			    "[permissions]\nmode = \"%s\"\n"
-			    "[pipeline]\ntest_command = [\"python3\", \"-m\", \"unittest\"]\n",
-			    m->base_url, mode);
+	char *prov = sc_provider_toml(m, mode);
+	char *cfg = xstrfmt("%s[pipeline]\ntest_command = [\"python3\", \"-m\", \"unittest\"]\n",
+			    prov);
 
 	tu_write(dir, "calc.py", "def add(a, b):\n    return a + b\n");
 	tu_write(dir, "test_calc.py", "import unittest\nfrom calc import add\n\n\n"
 		 "class T(unittest.TestCase):\n    def test_add(self):\n"
 		 "        self.assertEqual(add(2, 3), 5)\n");
 	tu_write(dir, ".gitignore", "__pycache__/\n");
-	sh(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
-		"commit -qm init");
+	tu_git_init(dir);
 	tu_write(dir, ".forgex/config.toml", cfg);
 	tu_trust(dir, NULL);
 	free(cfg);
+	free(prov);
 	return dir;
 }
 

@@ -243,6 +243,23 @@ void tu_result_release(struct tu_result *r)
 	buf_release(&r->err);
 }
 
+void tu_sh(const char *dir, const char *cmd)
+{
+	const char *argv[] = { "sh", "-c", cmd, NULL };
+	struct tu_result r;
+
+	tu_run(&r, argv, dir, NULL, NULL);
+	if (r.status)
+		fail_msg("%s: %s%s", cmd, r.out.buf, r.err.buf);
+	tu_result_release(&r);
+}
+
+void tu_git_init(const char *dir)
+{
+	tu_sh(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
+	      "commit -qm init");
+}
+
 int tu_run_group(const char *name, const struct CMUnitTest *tests, size_t nr,
 		 int (*setup)(void **), int (*teardown)(void **))
 {

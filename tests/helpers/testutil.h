@@ -50,6 +50,11 @@ void tu_run(struct tu_result *r, const char *const *argv, const char *cwd,
 	    const char *const *env_extra, const char *input);
 void tu_result_release(struct tu_result *r);
 
+/** Run `sh -c cmd` in `dir` (as tu_run); the test fails when it fails. */
+void tu_sh(const char *dir, const char *cmd);
+/** Make `dir` a git repository with everything in it committed (as user "t"). */
+void tu_git_init(const char *dir);
+
 /** The isolated home (NULL with TU_KEEP_HOME=1). */
 const char *tu_home(void);
 
