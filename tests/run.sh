@@ -79,7 +79,8 @@ weight_of() {	# $1: key (name, or name#k/n)
 	w=
 	[ -f "$times" ] && w=$(sed -n "s|^$1 \([0-9][0-9]*\)\$|\1|p" "$times" | head -n 1)
 	if [ -z "$w" ]; then
-		w=0 r=1000
+		# not timed yet: a known-slow suite as a long one, in the list's order
+		w=0 r=100
 		for s in $SLOW; do
 			r=$((r - 1))
 			[ "${1%%#*}" = "$s" ] && w=$r
@@ -254,13 +255,17 @@ wait
 exec 3>&-
 [ -n "$toml_suite" ] && [ "$toml_suite" -ne 0 ] || echo "skip toml-test corpus: ../shared/testdata/toml-test is absent"
 
-# How long each job took, for the order of the next run.
+# How long each job took, for the order of the next run (the suites not
+# run this time keep their old figure).
 if [ -d "$top/$BUILD" ]; then
 	while read -r w j i sh; do
 		eval "name=\$name_$i"
 		if [ "$sh" = - ]; then key=$name; else key="$name#$sh"; fi
 		echo "$key $(cat "$work/$j.time")"
-	done <"$work/jobs" >"$times.tmp" && mv "$times.tmp" "$times"
+	done <"$work/jobs" >"$work/times"
+	[ -f "$times" ] || : >"$times"
+	awk 'NR == FNR { seen[$1] = 1; print; next } !($1 in seen)' "$work/times" "$times" \
+		>"$times.tmp" && mv "$times.tmp" "$times"
 fi
 
 [ -z "$failures" ] || echo "failed suites:$failures"

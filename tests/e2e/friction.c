@@ -20,14 +20,6 @@
 #include "base/fsutil.h"
 #include "helpers/testutil.h"
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void forgex(struct tu_result *r, const char *cwd, const char *const *args)
 {
 	struct strvec argv = STRVEC_INIT;
@@ -154,10 +146,10 @@ static void test_run_against_no_server_stops_at_once(void **state)
 	tu_write(ws, "test_x.py", "import unittest\n\n\nclass T(unittest.TestCase):\n"
 		 "    def test_slow(self):\n        import time; time.sleep(3)\n");
 	tu_git_init(ws);
-	t0 = now();
+	t0 = tu_now();
 	FORGEX(&r, ws, "-c", "providers.default.base_url=http://127.0.0.1:1/v1", "-c",
 	       "permissions.mode=auto", "run", "fix it");
-	assert_true(now() - t0 < 3);	/* the baseline (3 s of tests) never ran */
+	assert_true(tu_now() - t0 < 3);	/* the baseline (3 s of tests) never ran */
 	assert_int_equal(r.status, 3);
 	assert_non_null(strstr(r.err.buf, "cannot reach http://127.0.0.1:1/v1: "));
 	assert_non_null(strstr(r.err.buf, "hint: is the model server running? Or point "

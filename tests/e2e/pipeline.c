@@ -27,109 +27,24 @@
 #include "helpers/testutil.h"
 #include "mockllm/mockctl.h"
 
-extern char **environ;
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-struct run {
-	int status;		/* exit status, or 128+signal */
-	struct buf out, err;
-};
-
 /*
  * Run forgex with `args` in `cwd`. Sends `sig` once `marker` shows on
  * stderr (or at `sig_after` seconds when marker is NULL; sig 0: never);
  * kills it after `deadline` seconds.
  */
-static void run_forgex(struct run *r, const char *cwd, const char *const *args, int sig,
+static void run_forgex(struct tu_result *r, const char *cwd, const char *const *args, int sig,
 		       const char *marker, double sig_after, double deadline)
 {
+	struct tu_watch w = { .sig = sig, .sig_marker = marker, .sig_after = sig_after,
+			      .deadline = deadline };
 	struct strvec argv = STRVEC_INIT;
-	int out[2], err[2], st, sent = 0, open_fds = 2;
-	double started;
-	pid_t pid;
 	char *abs = realpath(tu_forgex(), NULL);
 
-	memset(r, 0, sizeof(*r));
-	buf_init(&r->out, 0);
-	buf_init(&r->err, 0);
 	strvec_push(&argv, abs ? abs : tu_forgex());
 	free(abs);
 	strvec_pushv(&argv, args);
-	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
-		die("pipe");
-	started = now();
-	pid = fork();
-	if (pid < 0)
-		die("fork");
-	if (!pid) {
-		int null = open("/dev/null", O_RDONLY);
-
-		dup2(null, 0);
-		dup2(out[1], 1);
-		dup2(err[1], 2);
-		if (chdir(cwd))
-			_exit(125);
-		execve(argv.v[0], (char *const *)argv.v, environ);
-		_exit(127);
-	}
-	close(out[1]);
-	close(err[1]);
-	while (open_fds) {
-		struct pollfd p[2] = { { out[0], POLLIN, 0 }, { err[0], POLLIN, 0 } };
-		double t = now() - started;
-		int i;
-
-		if (t > deadline) {
-			kill(pid, SIGKILL);
-			break;
-		}
-		if (sig && !sent && (marker ? strstr(r->err.buf, marker) != NULL : t >= sig_after)) {
-			kill(pid, sig);
-			sent = 1;
-		}
-		if (poll(p, 2, 20) < 0 && errno != EINTR)
-			die("poll");
-		for (i = 0; i < 2; i++) {
-			char chunk[4096];
-			ssize_t n;
-
-			if (p[i].fd < 0 || !p[i].revents)
-				continue;
-			n = read(p[i].fd, chunk, sizeof(chunk));
-			if (n > 0) {
-				buf_add(i ? &r->err : &r->out, chunk, (size_t)n);
-			} else if (n == 0 || errno != EINTR) {
-				close(p[i].fd);
-				if (i)
-					err[0] = -1;
-				else
-					out[0] = -1;
-				open_fds--;
-			}
-		}
-	}
-	if (out[0] >= 0)
-		close(out[0]);
-	if (err[0] >= 0)
-		close(err[0]);
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			die("waitpid");
-	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	tu_run_watched(r, (const char *const *)argv.v, cwd, NULL, &w);
 	strvec_clear(&argv);
-}
-
-static void run_release(struct run *r)
-{
-	buf_release(&r->out);
-	buf_release(&r->err);
 }
 
 #define FORGEX(r, dir, ...) \
@@ -335,7 +250,7 @@ static void test_pipeline_pass_at_once(void **state)
 {
 	json_t *steps = json_array(), *evs;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *ex;
 	size_t before;
 
@@ -373,18 +288,18 @@ static void test_pipeline_pass_at_once(void **state)
 	ex = tu_read(dir, ".git/info/exclude");
 	assert_non_null(strstr(ex, ".forgex/runs/"));
 	free(ex);
-	run_release(&r);
+	tu_result_release(&r);
 
 	/* forgex log lists it */
 	FORGEX(&r, dir, "log");
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out.buf, "pass"));
 	assert_non_null(strstr(r.out.buf, "make add add"));
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "log", "last");
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out.buf, "submit_verdict"));
-	run_release(&r);
+	tu_result_release(&r);
 
 	/* forgex replay: offline, the same outcome, no request to the model */
 	before = mock_count(&m, "/chat/completions");
@@ -392,13 +307,13 @@ static void test_pipeline_pass_at_once(void **state)
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out.buf, "Same outcome"));
 	assert_int_equal(mock_count(&m, "/chat/completions"), before);
-	run_release(&r);
+	tu_result_release(&r);
 
 	/* forgex undo puts the tree back */
 	FORGEX(&r, dir, "undo");
 	assert_int_equal(r.status, 0);
 	assert_file(dir, "calc.py", calc_py);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -444,7 +359,7 @@ static void test_pipeline_secrets_are_redacted(void **state)
 	json_t *steps = json_array(), *reqs;
 	struct buf all = BUF_INIT, recorded = BUF_INIT;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *leak;
 	size_t i;
 
@@ -494,7 +409,7 @@ static void test_pipeline_secrets_are_redacted(void **state)
 	json_decref(reqs);
 	buf_release(&all);
 	buf_release(&recorded);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(leak);
 	free(s);
@@ -511,7 +426,7 @@ static void test_pipeline_terminal_injection_is_escaped(void **state)
 #define EVIL "\\u001b]52;c;ZXZpbA==\\u0007\\u001b[2J\\u009b2J"
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir;
 
 	(void)state;
@@ -530,18 +445,18 @@ static void test_pipeline_terminal_injection_is_escaped(void **state)
 	assert_null(strstr(r.out.buf, "\xc2\x9b"));
 	assert_non_null(strstr(r.out.buf, "Fix \\e]52;c;ZXZpbA==\\x07\\e[2J\\u{009B}2J add"));
 	assert_non_null(strstr(r.err.buf, "\\e[2J"));
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "log", "last");
 	assert_int_equal(r.status, 0);
 	assert_null(memchr(r.out.buf, 0x1b, r.out.len));
 	assert_non_null(strstr(r.out.buf, "\\e]52"));
-	run_release(&r);
+	tu_result_release(&r);
 	/* --json keeps the text, JSON-escaped */
 	FORGEX(&r, dir, "log", "--json", "last");
 	assert_null(memchr(r.out.buf, 0x1b, r.out.len));
 	if (!strstr(r.out.buf, "\\u001b]52") && !strstr(r.out.buf, "\\u001B]52"))
 		fail_msg("log --json: %.2000s", r.out.buf);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -557,7 +472,7 @@ static void test_pipeline_instruction_links_are_refused(void **state)
 	json_t *steps = json_array(), *reqs;
 	struct buf all = BUF_INIT;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *outside = tu_mkdtemp(), *key = xstrfmt("%s/id_ed25519", outside);
 	char *link, *fifo;
 	size_t i;
@@ -583,7 +498,7 @@ static void test_pipeline_instruction_links_are_refused(void **state)
 	assert_null(strstr(all.buf, "TOPSECRETKEYMATERIAL"));
 	assert_null(strstr(all.buf, "PRIVATE KEY"));
 	json_decref(reqs);
-	run_release(&r);
+	tu_result_release(&r);
 
 	/* forgex ask confines them the same way */
 	{
@@ -613,7 +528,7 @@ static void test_pipeline_instruction_links_are_refused(void **state)
 			jsonx_dump(&all, json_object_get(json_array_get(reqs, i), "body"), JSON_COMPACT);
 		assert_null(strstr(all.buf, "TOPSECRETKEYMATERIAL"));
 		json_decref(reqs);
-		run_release(&r);
+		tu_result_release(&r);
 		mock_release(&m2);
 		free(s2);
 	}
@@ -631,7 +546,7 @@ static void test_pipeline_fail_repair_pass(void **state)
 {
 	json_t *steps = json_array(), *evs;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir;
 
 	(void)state;
@@ -664,7 +579,7 @@ static void test_pipeline_fail_repair_pass(void **state)
 		json_decref(reqs);
 	}
 	json_decref(evs);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -674,7 +589,7 @@ static void test_pipeline_fail_until_max_then_rollback(void **state)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *before, *after;
 
 	(void)state;
@@ -700,7 +615,7 @@ static void test_pipeline_fail_until_max_then_rollback(void **state)
 	assert_int_equal(mock_count(&m, "/chat/completions"), 9);
 	free(after);
 	free(before);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -710,7 +625,7 @@ static void test_pipeline_keep_leaves_last_attempt(void **state)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *c;
 
 	(void)state;
@@ -728,11 +643,11 @@ static void test_pipeline_keep_leaves_last_attempt(void **state)
 	c = tu_read(dir, "calc.py");
 	assert_non_null(strstr(c, "a * b"));
 	free(c);
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "undo");
 	assert_int_equal(r.status, 0);
 	assert_file(dir, "calc.py", calc_py);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -742,7 +657,7 @@ static void test_pipeline_gate_overrules_pass(void **state)
 {
 	json_t *steps = json_array(), *evs, *v;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *before, *after;
 
 	(void)state;
@@ -773,7 +688,7 @@ static void test_pipeline_gate_overrules_pass(void **state)
 	json_decref(evs);
 	free(before);
 	free(after);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -783,7 +698,7 @@ static void test_pipeline_ensemble_two_of_three(void **state)
 {
 	json_t *steps = json_array(), *evs, *v, *reqs;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir;
 
 	(void)state;
@@ -816,7 +731,7 @@ static void test_pipeline_ensemble_two_of_three(void **state)
 			    "voter-b");
 	json_decref(reqs);
 	json_decref(evs);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -837,7 +752,7 @@ static void test_pipeline_ensemble_two_of_three(void **state)
 	FORGEX(&r, dir, "run", "make add add");
 	assert_int_equal(r.status, 1);
 	assert_file(dir, "calc.py", calc_py);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -848,7 +763,7 @@ static void budget_case(const char *budget, const char *delay_step, const char *
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *before, *after, *more;
 	size_t nsteps;
 
@@ -880,7 +795,7 @@ static void budget_case(const char *budget, const char *delay_step, const char *
 	free(before);
 	free(after);
 	free(more);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -941,7 +856,7 @@ static void test_pipeline_ctrl_c_during_command(void **state)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *before, *after;
 	const char *args[] = { "run", "make add add", NULL };
 	int i;
@@ -965,7 +880,7 @@ static void test_pipeline_ctrl_c_during_command(void **state)
 	assert_false(process_alive("sleep 41.75"));
 	free(before);
 	free(after);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -975,7 +890,7 @@ static void test_pipeline_kill9_then_resume(void **state)
 {
 	json_t *steps = json_array(), *evs;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir;
 	const char *args[] = { "run", "make add add", NULL };
 
@@ -993,10 +908,10 @@ static void test_pipeline_kill9_then_resume(void **state)
 	dir = project(&m, NULL);
 	run_forgex(&r, dir, args, SIGKILL, "run_command", 0, 60);
 	assert_int_equal(r.status, 128 + SIGKILL);
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "log");
 	assert_non_null(strstr(r.out.buf, "unfinished"));
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "resume", "last");
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out.buf, "PASS"));
@@ -1012,7 +927,7 @@ static void test_pipeline_kill9_then_resume(void **state)
 	assert_non_null(find_event(evs, "run_resume", 0));
 	assert_string_equal(jsonx_str(find_event(evs, "run_end", 0), "outcome"), "pass");
 	json_decref(evs);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -1082,7 +997,7 @@ static void test_pipeline_commit_exact_paths(void **state)
 {
 	json_t *steps = json_array(), *evs;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *head0, *refs0, *refs1, *branch, *names, *status, *count, *msg, *parent;
 
 	(void)state;
@@ -1156,7 +1071,7 @@ static void test_pipeline_commit_exact_paths(void **state)
 	free(count);
 	free(msg);
 	free(parent);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -1170,7 +1085,7 @@ static void provider_401_case(int in_review)
 {
 	json_t *steps = json_array(), *evs;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *before, *after;
 
 	sc_call(steps, "submit_plan", PLAN);
@@ -1213,7 +1128,7 @@ static void provider_401_case(int in_review)
 	json_decref(evs);
 	free(before);
 	free(after);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -1245,7 +1160,7 @@ static void test_pipeline_provider_401_in_ensemble_review(void **state)
 static void test_pipeline_provider_down(void **state)
 {
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *dir, *before, *after;
 
 	(void)state;
@@ -1269,7 +1184,7 @@ static void test_pipeline_provider_down(void **state)
 	assert_string_equal(after, before);
 	free(before);
 	free(after);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	tu_rmtree(dir);
 }
@@ -1343,7 +1258,7 @@ static void test_rollback_keeps_user_edits_and_ignored_env(void **state)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	struct stat st;
 	char *s, *dir, *before, *after, *c, *runv;
 	pid_t user;
@@ -1403,7 +1318,7 @@ static void test_rollback_keeps_user_edits_and_ignored_env(void **state)
 	assert_string_equal(after, before);
 	free(before);
 	free(after);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	user_project_done(dir);
@@ -1414,7 +1329,7 @@ static void test_commit_only_the_runs_paths(void **state)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *names, *status;
 	pid_t user;
 	int ws;
@@ -1442,7 +1357,7 @@ static void test_commit_only_the_runs_paths(void **state)
 	assert_file(dir, "notes.txt", "the user's own notes\n");
 	free(names);
 	free(status);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	user_project_done(dir);
@@ -1454,7 +1369,7 @@ static pid_t background_run(const char *dir, const char *seconds)
 	pid_t pid = fork();
 
 	if (!pid) {
-		struct run r;
+		struct tu_result r;
 		const char *args[] = { "run", "make add add", NULL };
 
 		(void)seconds;
@@ -1484,7 +1399,7 @@ static void test_lock_second_run_refused_or_waits(void **state)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *before, *after;
 	pid_t first;
 	int ws;
@@ -1509,23 +1424,23 @@ static void test_lock_second_run_refused_or_waits(void **state)
 	assert_non_null(strstr(r.err.buf, "another forgex is changing this workspace: pid "));
 	assert_non_null(strstr(r.err.buf, "(run 20"));
 	assert_non_null(strstr(r.err.buf, ", since 20"));
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "undo", "--no-wait");
 	assert_int_equal(r.status, 1);
 	assert_non_null(strstr(r.err.buf, "another forgex is changing this workspace"));
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "checkpoint", "restore", "0000", "--no-wait");
 	assert_int_equal(r.status, 1);
 	assert_non_null(strstr(r.err.buf, "another forgex is changing this workspace"));
-	run_release(&r);
+	tu_result_release(&r);
 	/* without --no-wait: it says so and waits for the first run to end */
-	t0 = now();
+	t0 = tu_now();
 	FORGEX(&r, dir, "undo");
 	assert_non_null(strstr(r.err.buf, "forgex: waiting for pid "));
-	assert_true(now() - t0 > 0.5);
+	assert_true(tu_now() - t0 > 0.5);
 	waitpid(first, &ws, 0);
 	assert_int_equal(WEXITSTATUS(ws), 1);
-	run_release(&r);
+	tu_result_release(&r);
 	/* the first run failed and rolled back under nobody else: the tree is as before */
 	after = snapshot(dir);
 	assert_string_equal(after, before);
@@ -1572,7 +1487,7 @@ static void test_kill_at_many_points_then_undo(void **state)
 	for (i = 0; i < ARRAY_SIZE(delays); i++) {
 		json_t *steps = kill_steps();
 		struct mock m;
-		struct run r;
+		struct tu_result r;
 		char *s = sc_script(steps), *dir, *before, *after;
 		const char *args[] = { "run", "make add add", NULL };
 		double t0;
@@ -1581,21 +1496,21 @@ static void test_kill_at_many_points_then_undo(void **state)
 		dir = kill_project(&m);
 		before = snapshot(dir);
 		run_forgex(&r, dir, args, SIGKILL, NULL, delays[i], 60);
-		run_release(&r);
+		tu_result_release(&r);
 		/* at most one undo: the tree is byte-identical, and nothing hangs */
-		t0 = now();
+		t0 = tu_now();
 		FORGEX(&r, dir, "undo");
-		assert_true(now() - t0 < 30);
+		assert_true(tu_now() - t0 < 30);
 		after = snapshot(dir);
 		if (strcmp(after, before))
 			fail_msg("killed after %.1fs (exit %d): undo left\n%s\nwanted\n%s\n%s%s",
 				 delays[i], r.status, after, before, r.out.buf, r.err.buf);
 		assert_file(dir, ".env", "SECRET=1\n");
-		run_release(&r);
+		tu_result_release(&r);
 		/* and the lock of the killed forgex is free */
 		FORGEX(&r, dir, "checkpoint", "restore", "--no-wait", "ffff");
 		assert_null(strstr(r.err.buf, "another forgex"));
-		run_release(&r);
+		tu_result_release(&r);
 		free(before);
 		free(after);
 		mock_release(&m);
@@ -1608,7 +1523,7 @@ static void signal_case(int sig)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *before, *after;
 	const char *args[] = { "run", "make add add", NULL };
 
@@ -1628,7 +1543,7 @@ static void signal_case(int sig)
 	assert_file(dir, ".env", "SECRET=1\n");
 	free(before);
 	free(after);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	user_project_done(dir);
@@ -1691,7 +1606,7 @@ static void test_planted_run_files_refused(void **state)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *runs, *elsewhere;
 	struct strvec ids = STRVEC_INIT;
 	double t0;
@@ -1702,7 +1617,7 @@ static void test_planted_run_files_refused(void **state)
 	mock_start(&m, s);
 	dir = user_project(&m, NULL);
 	FORGEX(&r, dir, "plan", "make add add");
-	run_release(&r);
+	tu_result_release(&r);
 	runs = xstrfmt("%s/.forgex/runs", dir);
 	{
 		struct dirent **names;
@@ -1727,20 +1642,20 @@ static void test_planted_run_files_refused(void **state)
 		free(st);
 		free(ev);
 	}
-	t0 = now();
+	t0 = tu_now();
 	FORGEX(&r, dir, "resume");
 	assert_int_not_equal(r.status, 0);
 	assert_non_null(strstr(r.err.buf, "is a named pipe"));
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "undo");
 	assert_int_not_equal(r.status, 0);
 	assert_non_null(strstr(r.err.buf, "is a named pipe"));
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "log", "last");
 	assert_int_not_equal(r.status, 0);
 	assert_non_null(strstr(r.err.buf, "is a named pipe"));
-	run_release(&r);
-	assert_true(now() - t0 < 20);
+	tu_result_release(&r);
+	assert_true(tu_now() - t0 < 20);
 	/* a symlinked .forgex/runs: an error naming it, nothing written elsewhere */
 	elsewhere = tu_mkdtemp();
 	tu_rmtree(xstrdup(runs));
@@ -1748,11 +1663,11 @@ static void test_planted_run_files_refused(void **state)
 	FORGEX(&r, dir, "run", "make add add");
 	assert_int_not_equal(r.status, 0);
 	assert_non_null(strstr(r.err.buf, ".forgex/runs is a symbolic link"));
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "log");
 	assert_int_not_equal(r.status, 0);
 	assert_non_null(strstr(r.err.buf, ".forgex/runs is a symbolic link"));
-	run_release(&r);
+	tu_result_release(&r);
 	{
 		char *e = snapshot(elsewhere);
 
@@ -1772,7 +1687,7 @@ static void test_undo_refuses_then_force_and_redo(void **state)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *before, *redo, *c;
 
 	(void)state;
@@ -1794,7 +1709,7 @@ static void test_undo_refuses_then_force_and_redo(void **state)
 	before = snapshot(dir);
 	FORGEX(&r, dir, "run", "make add add");
 	assert_int_equal(r.status, 0);
-	run_release(&r);
+	tu_result_release(&r);
 	/* a tool call's long argument is stored once: in the transcript, not in events.jsonl */
 	{
 		char *ev = sh_out(dir, "cat .forgex/runs/*/events.jsonl");
@@ -1812,10 +1727,10 @@ static void test_undo_refuses_then_force_and_redo(void **state)
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out.buf, "calc.py"));
 	assert_non_null(strstr(r.out.buf, "added.txt"));
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "diff");
 	assert_non_null(strstr(r.out.buf, "+    return a + b"));
-	run_release(&r);
+	tu_result_release(&r);
 	/* the user changes a file of the run, and another one */
 	tu_write(dir, "added.txt", "the user's now\n");
 	tu_write(dir, "notes.txt", "the user's notes\n");
@@ -1825,7 +1740,7 @@ static void test_undo_refuses_then_force_and_redo(void **state)
 	assert_non_null(strstr(r.err.buf, "  added.txt\n"));
 	assert_null(strstr(r.err.buf, "notes.txt"));
 	assert_file(dir, "added.txt", "the user's now\n");
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "undo", "last", "--force");
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out.buf, "your versions, saved"));
@@ -1840,7 +1755,7 @@ static void test_undo_refuses_then_force_and_redo(void **state)
 		char id[64];
 
 		assert_int_equal(sscanf(redo, "To redo it: forgex checkpoint restore %63s", id), 1);
-		run_release(&r);
+		tu_result_release(&r);
 		FORGEX(&r, dir, "checkpoint", "restore", id, "--json");
 		assert_int_equal(r.status, 0);
 		assert_file(dir, "added.txt", "the user's now\n");
@@ -1849,7 +1764,7 @@ static void test_undo_refuses_then_force_and_redo(void **state)
 		free(c);
 	}
 	free(before);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	user_project_done(dir);
@@ -1860,7 +1775,7 @@ static void test_undo_reverts_commit(void **state)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *head0, *head1, *count, *status, *msg;
 
 	(void)state;
@@ -1876,7 +1791,7 @@ static void test_undo_reverts_commit(void **state)
 	head0 = sh_out(dir, "git rev-parse HEAD");
 	FORGEX(&r, dir, "run", "make add add");
 	assert_int_equal(r.status, 0);
-	run_release(&r);
+	tu_result_release(&r);
 	head1 = sh_out(dir, "git rev-parse HEAD");
 	assert_string_not_equal(head0, head1);
 	FORGEX(&r, dir, "undo");
@@ -1901,7 +1816,7 @@ static void test_undo_reverts_commit(void **state)
 	free(count);
 	free(status);
 	free(msg);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	user_project_done(dir);
@@ -1912,7 +1827,7 @@ static void test_resume_after_ctrl_c(void **state)
 {
 	json_t *steps = json_array(), *evs;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *c;
 	const char *args[] = { "run", "make add add", NULL };
 
@@ -1930,7 +1845,7 @@ static void test_resume_after_ctrl_c(void **state)
 	dir = user_project(&m, NULL);
 	run_forgex(&r, dir, args, SIGINT, "run_command", 0, 60);
 	assert_int_equal(r.status, 130);
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "resume");
 	if (r.status)
 		fail_msg("resume: %s%s", r.out.buf, r.err.buf);
@@ -1941,11 +1856,11 @@ static void test_resume_after_ctrl_c(void **state)
 	evs = events(dir);
 	assert_non_null(find_event(evs, "run_resume", 0));
 	json_decref(evs);
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "resume");
 	assert_int_not_equal(r.status, 0);
 	assert_non_null(strstr(r.err.buf, "has already ended"));
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	user_project_done(dir);
@@ -1960,7 +1875,7 @@ static void resume_after_slow_step(const char *marker, int slow_step, const char
 {
 	json_t *steps = json_array(), *evs;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *c;
 	const char *args[] = { "run", "make add add", NULL };
 
@@ -1999,7 +1914,7 @@ static void resume_after_slow_step(const char *marker, int slow_step, const char
 	run_forgex(&r, dir, args, SIGINT, marker, 0, 60);
 	if (r.status != 130)
 		fail_msg("run: %d\n%s%s", r.status, r.out.buf, r.err.buf);
-	run_release(&r);
+	tu_result_release(&r);
 	c = tu_read(dir, "calc.py");
 	assert_non_null(strstr(c, "return a - b"));	/* restored */
 	free(c);
@@ -2013,7 +1928,7 @@ static void resume_after_slow_step(const char *marker, int slow_step, const char
 	evs = events(dir);
 	assert_non_null(find_event(evs, "run_resume", 0));
 	json_decref(evs);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	user_project_done(dir);
@@ -2095,7 +2010,7 @@ static void test_full_disk_restores(void **state)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *base = tu_mkdtemp(), *dir, *before, *after, *mnt, *home = NULL;
 	const char *argv[] = { "mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", NULL, NULL };
 	struct tu_result mr;
@@ -2158,7 +2073,7 @@ static void test_full_disk_restores(void **state)
 	/* room again: at most one undo */
 	unlink(xstrfmt_tmp("%s/fill", dir));
 	if (strcmp(after, before)) {
-		run_release(&r);
+		tu_result_release(&r);
 		FORGEX(&r, dir, "undo");
 		free(after);
 		after = snapshot(dir);
@@ -2168,7 +2083,7 @@ static void test_full_disk_restores(void **state)
 	assert_file(dir, ".env", "SECRET=1\n");
 	free(before);
 	free(after);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	{

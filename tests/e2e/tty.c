@@ -30,14 +30,6 @@
 
 extern char **environ;
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* A prompt to wait for and what to type once it shows (the nth time it shows). */
 struct reply {
 	const char *prompt;
@@ -62,7 +54,7 @@ static void run_pty(struct ptyrun *r, const char *cwd, const char *const *args,
 	struct strvec argv = STRVEC_INIT;
 	int master, out[2] = { -1, -1 }, st;
 	size_t next = 0, seen = 0;
-	double started = now();
+	double started = tu_now();
 	char *abs = realpath(tu_forgex(), NULL);
 	pid_t pid;
 
@@ -111,7 +103,7 @@ static void run_pty(struct ptyrun *r, const char *cwd, const char *const *args,
 		char chunk[4096];
 		ssize_t n;
 
-		if (now() - started > deadline) {
+		if (tu_now() - started > deadline) {
 			kill(pid, SIGKILL);
 			break;
 		}
@@ -602,12 +594,12 @@ static void ctrl_c_then_resume(int during_command)
 	s = script(steps);
 	mock_start(&m, s);
 	dir = project(&m, "ask");
-	t0 = now();
+	t0 = tu_now();
 	run_pty(&r, dir, args, replies, 1, 0, 120);
 	if (r.status != 130)
 		fail_msg("run: %d\n%s", r.status, r.tty.buf);
 	/* a 60 s command: stopped at once */
-	assert_true(now() - t0 < 40);
+	assert_true(tu_now() - t0 < 40);
 	ptyrun_release(&r);
 	run_pty(&r, dir, resume, NULL, 0, 0, 120);
 	if (r.status)

@@ -50,6 +50,27 @@ void tu_run(struct tu_result *r, const char *const *argv, const char *cwd,
 	    const char *const *env_extra, const char *input);
 void tu_result_release(struct tu_result *r);
 
+/** What tu_run_watched() does while the program runs, and what it saw. */
+struct tu_watch {
+	int sig;		/* a signal to send (0: none), once `sig_marker` */
+	const char *sig_marker;	/* shows on stderr, or (when NULL) */
+	double sig_after;	/* after this many seconds */
+	const char *mark;	/* note when this first shows on stdout */
+	double deadline;	/* SIGKILL after this many seconds */
+	double started, ended;	/* set: CLOCK_MONOTONIC seconds */
+	double mark_at;		/* set: when `mark` showed; 0: never */
+	int killed;		/* set: killed at the deadline */
+};
+
+/**
+ * Run `argv` as tu_run() does (stdin /dev/null), watching it as `w` says:
+ * for the tests that interrupt a program at a given point or time.
+ */
+void tu_run_watched(struct tu_result *r, const char *const *argv, const char *cwd,
+		    const char *const *env_extra, struct tu_watch *w);
+/** CLOCK_MONOTONIC in seconds. */
+double tu_now(void);
+
 /** Run `sh -c cmd` in `dir` (as tu_run); the test fails when it fails. */
 void tu_sh(const char *dir, const char *cmd);
 /** Make `dir` a git repository with everything in it committed (as user "t"). */
