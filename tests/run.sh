@@ -28,7 +28,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 # is missing), and those split into shards (name:count).
 SLOW="e2e/pipeline e2e/chat e2e/agent e2e/tty e2e/runners e2e/mcp e2e/ask e2e/gate
 e2e/checkpoint e2e/friction unit/sandbox/native_attacks"
-SHARDS="e2e/pipeline:3 e2e/chat:2"
+SHARDS="e2e/pipeline:3 e2e/chat:2 e2e/tty:2"
 
 jobs=${TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
 case $jobs in '' | *[!0-9]* | 0) jobs=1 ;; esac
@@ -256,7 +256,7 @@ exec 3>&-
 [ -n "$toml_suite" ] && [ "$toml_suite" -ne 0 ] || echo "skip toml-test corpus: ../shared/testdata/toml-test is absent"
 
 # How long each job took, for the order of the next run (the suites not
-# run this time keep their old figure).
+# run this time keep their old figures).
 if [ -d "$top/$BUILD" ]; then
 	while read -r w j i sh; do
 		eval "name=\$name_$i"
@@ -264,7 +264,8 @@ if [ -d "$top/$BUILD" ]; then
 		echo "$key $(cat "$work/$j.time")"
 	done <"$work/jobs" >"$work/times"
 	[ -f "$times" ] || : >"$times"
-	awk 'NR == FNR { seen[$1] = 1; print; next } !($1 in seen)' "$work/times" "$times" \
+	awk '{ n = $1; sub(/#.*/, "", n) }
+	     NR == FNR { seen[n] = 1; print; next } !(n in seen)' "$work/times" "$times" \
 		>"$times.tmp" && mv "$times.tmp" "$times"
 fi
 

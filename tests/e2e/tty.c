@@ -804,5 +804,5 @@ int main(void)
 
 	if (getenv("TU_FILTER"))
 		cmocka_set_test_filter(getenv("TU_FILTER"));
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return tu_run_group_tests(tests, NULL, NULL);
 }
