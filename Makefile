@@ -1,7 +1,8 @@
 # forgex — GNU Makefile
 #
 #   make          build build/forgex (and build/toml-decode)
-#   make test     build and run every test; ends with "N passed, N failed"
+#   make test     build and run every test, suites in parallel (TEST_JOBS;
+#                 see tests/README.md); ends with "N passed, N failed"
 #   make san      the same under AddressSanitizer + UBSan (in build/san/)
 #   make fuzz     build the libFuzzer targets with clang (in build/fuzz/)
 #   make demo     run the pipeline offline on examples/demo (replayed model)
