@@ -35,14 +35,6 @@
 
 extern char **environ;
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static char *server_py(void)
 {
 	char *abs = realpath("tests/fixtures/mcp/server.py", NULL);
@@ -195,10 +187,10 @@ static void test_mcp_slow_tool_times_out(void **state)
 	srvlog = srvlog_of(&p);
 	srv = stdio_server(srvlog, "t", "tool_timeout_seconds = 1\n");
 	sc_proj_config(&p, &m, "auto", srv);
-	t0 = now();
+	t0 = tu_now();
 	SC_FORGEX(&r, &p, "run", "use the slow tool");
 	assert_int_equal(r.status, 0);
-	assert_true(now() - t0 < 40);
+	assert_true(tu_now() - t0 < 40);
 	assert_true(sc_model_saw(&m, "did not answer within 1 s (tool_timeout_seconds); "
 				 "the call was cancelled"));
 	assert_true(sc_model_saw(&m, "echo: after"));
@@ -374,10 +366,10 @@ static void test_mcp_cli(void **state)
 	tu_write(p.home, "forgex/config.toml",
 		 "[mcp_servers.mute]\ncommand = \"sleep\"\nargs = [\"60\"]\nstartup_timeout_seconds = 1\n");
 	{
-		double t0 = now();
+		double t0 = tu_now();
 
 		SC_FORGEX(&r, &p, "mcp", "list");
-		assert_true(now() - t0 < 10);
+		assert_true(tu_now() - t0 < 10);
 	}
 	assert_int_equal(r.status, 1);
 	assert_non_null(strstr(r.out.buf, "did not finish the initialize handshake in 1 s"));
@@ -421,7 +413,7 @@ static void run_pty(struct ptyrun *r, const struct sc_proj *p, const char *const
 	struct strvec argv = STRVEC_INIT, env = STRVEC_INIT;
 	int master, st;
 	size_t next = 0, seen = 0;
-	double started = now();
+	double started = tu_now();
 	char *abs = realpath(tu_forgex(), NULL);
 	char **e;
 	pid_t pid;
@@ -465,7 +457,7 @@ static void run_pty(struct ptyrun *r, const struct sc_proj *p, const char *const
 		char chunk[4096];
 		ssize_t n;
 
-		if (now() - started > deadline) {
+		if (tu_now() - started > deadline) {
 			kill(pid, SIGKILL);
 			break;
 		}

@@ -24,18 +24,11 @@
 
 #include "base/jsonx.h"
 #include "base/strvec.h"
+#include "helpers/scripted.h"
 #include "helpers/testutil.h"
 #include "mockllm/mockctl.h"
 
 extern char **environ;
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* A prompt to wait for and what to type once it shows (the nth time it shows). */
 struct reply {
@@ -61,7 +54,7 @@ static void run_pty(struct ptyrun *r, const char *cwd, const char *const *args,
 	struct strvec argv = STRVEC_INIT;
 	int master, out[2] = { -1, -1 }, st;
 	size_t next = 0, seen = 0;
-	double started = now();
+	double started = tu_now();
 	char *abs = realpath(tu_forgex(), NULL);
 	pid_t pid;
 
@@ -110,7 +103,7 @@ static void run_pty(struct ptyrun *r, const char *cwd, const char *const *args,
 		char chunk[4096];
 		ssize_t n;
 
-		if (now() - started > deadline) {
+		if (tu_now() - started > deadline) {
 			kill(pid, SIGKILL);
 			break;
 		}
@@ -170,37 +163,24 @@ static void ptyrun_release(struct ptyrun *r)
 	buf_release(&r->out);
 }
 
-static void sh(const char *dir, const char *cmd)
-{
-	const char *argv[] = { "sh", "-c", cmd, NULL };
-	struct tu_result r;
-
-	tu_run(&r, argv, dir, NULL, NULL);
-	if (r.status)
-		fail_msg("%s: %s%s", cmd, r.out.buf, r.err.buf);
-	tu_result_release(&r);
-}
-
 /* A git repository with a passing Python test and a config for the mock. */
 static char *project(const struct mock *m, const char *mode)
 {
 	char *dir = tu_mkdtemp();
-	char *cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
-			    "api_key_env = \"FX_E2E_NO_KEY\"\nmax_retries = 0\ntimeout_seconds = 30\n"
-			    "[permissions]\nmode = \"%s\"\n"
-			    "[pipeline]\ntest_command = [\"python3\", \"-m\", \"unittest\"]\n",
-			    m->base_url, mode);
+	char *prov = sc_provider_toml(m, mode);
+	char *cfg = xstrfmt("%s[pipeline]\ntest_command = [\"python3\", \"-m\", \"unittest\"]\n",
+			    prov);
 
 	tu_write(dir, "calc.py", "def add(a, b):\n    return a + b\n");
 	tu_write(dir, "test_calc.py", "import unittest\nfrom calc import add\n\n\n"
 		 "class T(unittest.TestCase):\n    def test_add(self):\n"
 		 "        self.assertEqual(add(2, 3), 5)\n");
 	tu_write(dir, ".gitignore", "__pycache__/\n");
-	sh(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
-		"commit -qm init");
+	tu_git_init(dir);
 	tu_write(dir, ".forgex/config.toml", cfg);
 	tu_trust(dir, NULL);
 	free(cfg);
+	free(prov);
 	return dir;
 }
 
@@ -614,12 +594,12 @@ static void ctrl_c_then_resume(int during_command)
 	s = script(steps);
 	mock_start(&m, s);
 	dir = project(&m, "ask");
-	t0 = now();
+	t0 = tu_now();
 	run_pty(&r, dir, args, replies, 1, 0, 120);
 	if (r.status != 130)
 		fail_msg("run: %d\n%s", r.status, r.tty.buf);
 	/* a 60 s command: stopped at once */
-	assert_true(now() - t0 < 40);
+	assert_true(tu_now() - t0 < 40);
 	ptyrun_release(&r);
 	run_pty(&r, dir, resume, NULL, 0, 0, 120);
 	if (r.status)
@@ -824,5 +804,5 @@ int main(void)
 
 	if (getenv("TU_FILTER"))
 		cmocka_set_test_filter(getenv("TU_FILTER"));
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return tu_run_group_tests(tests, NULL, NULL);
 }

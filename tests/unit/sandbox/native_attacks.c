@@ -55,6 +55,46 @@ static struct config cfg;
 
 /* ------------------------------------------------ the attacking side */
 
+static char *helper_dir;
+static pid_t helper_owner;
+
+static void helper_remove(void)
+{
+	/* a forked child that calls exit() must leave the helper alone */
+	if (getpid() == helper_owner)
+		tu_rmtree(helper_dir);
+	helper_dir = NULL;
+}
+
+/*
+ * The attack helper is this binary, run inside the sandbox as
+ * `self_exe attack OP ARGS...`. It runs from a copy in a folder of its own
+ * under /var/tmp, which every command sees (read-only): the binary itself
+ * may live anywhere, and under /tmp (a checkout there) the sandbox, giving
+ * each command a /tmp of its own, would hide it. The folder is readable
+ * by all for the tests that attack as uid NOBODY, and goes at exit.
+ */
+static void place_helper(void)
+{
+	struct buf self = BUF_INIT;
+
+	helper_dir = xstrdup("/var/tmp/forgex-attack-helper-XXXXXX");
+	if (!mkdtemp(helper_dir))
+		die("mkdtemp in /var/tmp: %s", strerror(errno));
+	helper_owner = getpid();
+	atexit(helper_remove);
+	if (chmod(helper_dir, 0755) < 0)
+		die("chmod %s: %s", helper_dir, strerror(errno));
+	if (fsutil_read_file(&self, "/proc/self/exe", 0) < 0)
+		die("%s", err_last());
+	if ((size_t)snprintf(self_exe, sizeof(self_exe), "%s/native_attacks", helper_dir) >=
+	    sizeof(self_exe))
+		die("%s: path too long", helper_dir);
+	if (fsutil_write_atomic(self_exe, self.buf, self.len, 0755) < 0)
+		die("%s", err_last());
+	buf_release(&self);
+}
+
 static void say(const char *what, int r)
 {
 	printf("%s: %s\n", what, r < 0 ? strerror(errno) : "ok");
@@ -240,6 +280,9 @@ static void need_root(void)
 		skip_msg("needs root (to run one part as root and one as uid %d)", NOBODY);
 }
 
+/* The outside folders of the current test, removed by teardown() even when it fails. */
+static struct strvec outside = STRVEC_INIT;
+
 /* A folder the sandbox can see but not write (/tmp is the command's own). */
 static char *outside_dir(uid_t owner)
 {
@@ -247,6 +290,7 @@ static char *outside_dir(uid_t owner)
 
 	if (!mkdtemp(d))
 		fail_msg("mkdtemp: %s", strerror(errno));
+	strvec_push(&outside, d);
 	if (owner)
 		assert_int_equal(chown(d, owner, owner), 0);
 	return d;
@@ -310,10 +354,17 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
+	size_t i;
+
 	(void)state;
+
 	config_release(&cfg);
 	tu_rmtree(ws);
 	ws = NULL;
+	for (i = 0; i < outside.nr; i++)
+		if (fsutil_exists(outside.v[i]))
+			fsutil_remove_tree(outside.v[i]);
+	strvec_clear(&outside);
 	return 0;
 }
 
@@ -1139,13 +1190,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_fresh_proc_or_not, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_tmpdir_collected, setup, teardown),
 	};
-	ssize_t n;
 
 	if (argc > 2 && !strcmp(argv[1], "attack"))
 		return attack(argc - 2, argv + 2);
-	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
-	if (n <= 0)
-		die("readlink /proc/self/exe: %s", strerror(errno));
-	self_exe[n] = '\0';
+	place_helper();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
