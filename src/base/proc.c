@@ -197,6 +197,19 @@ int proc_start(struct proc *p)
 			break;
 		case PROC_IO_INHERIT:
 			break;
+		case PROC_IO_FILE: {
+			const char *path = i == 1 ? p->out_path : i == 2 ? p->err_path : NULL;
+
+			if (!path)
+				BUG("PROC_IO_FILE of stream %d without a path", i);
+			fds[i][1] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+			if (fds[i][1] < 0) {
+				ret = err_set_errno(FX_EOS, "%s: cannot open %s", p->argv.v[0],
+						    path);
+				goto fail;
+			}
+			break;
+		}
 		case PROC_IO_SOCKET:
 			if (i)
 				BUG("PROC_IO_SOCKET is for stdin only");

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,7 +26,7 @@
 
 struct slot {
 	const struct batch_task *t;
-	pid_t pid;
+	struct proc proc;	/* the task's `forgex run`; proc.pid 0: the slot is free */
 	char *wt, *mirror, *log, *errlog;
 	double started, term_at;
 	double setup;		/* seconds of mirror and worktree before the run started */
@@ -222,11 +221,13 @@ static int record(struct sched *s, json_t *line)
 
 static void slot_release(struct slot *sl)
 {
+	proc_release(&sl->proc);
 	free(sl->wt);
 	free(sl->mirror);
 	free(sl->log);
 	free(sl->errlog);
 	memset(sl, 0, sizeof(*sl));
+	proc_init(&sl->proc);
 }
 
 static void remove_tree(struct sched *s, struct slot *sl)
@@ -242,10 +243,10 @@ static void remove_tree(struct sched *s, struct slot *sl)
 	}
 }
 
-/* A task's child ended with `wstatus`: make its line and clean up. */
-static int finish(struct sched *s, struct slot *sl, int wstatus)
+/* A task's child ended with `code` (as proc_finish() has it): make its line and clean up. */
+static int finish(struct sched *s, struct slot *sl, int code)
 {
-	int code = batch_exit_status(wstatus), ret = 0;
+	int ret = 0;
 	double ended = now(), patch_s = 0;
 	char *rid = NULL, *dir = run_folder(sl->wt, &rid), *sum_path;
 	json_t *sum = NULL, *line;
@@ -321,7 +322,7 @@ static int finish(struct sched *s, struct slot *sl, int wstatus)
 		if (rename(dir, dst) < 0) {
 			const char *cp[] = { "cp", "-a", "--", dir, dst, NULL };
 
-			if (batch_command(NULL, cp, NULL) < 0)
+			if (batch_command(NULL, cp) < 0)
 				err_clear();
 		}
 		jsonx_set(line, "run_dir", jsonx_string(dst));
@@ -356,6 +357,7 @@ static int start(struct sched *s, struct slot *sl, const struct batch_task *t)
 	int ret;
 
 	memset(sl, 0, sizeof(*sl));
+	proc_init(&sl->proc);
 	sl->t = t;
 	sl->started = now();
 	sl->wt = xstrfmt("%s/%s", s->work, t->key);
@@ -424,7 +426,7 @@ static int start(struct sched *s, struct slot *sl, const struct batch_task *t)
 	strvec_push(&argv, "--no-wait");
 	strvec_push(&argv, "--");
 	strvec_push(&argv, t->request);
-	ret = batch_spawn(&sl->pid, (const char *const *)argv.v, NULL, sl->log, sl->errlog);
+	ret = batch_spawn(&sl->proc, (const char *const *)argv.v, sl->log, sl->errlog);
 	strvec_clear(&argv);
 	free(share);
 	if (ret < 0) {
@@ -453,20 +455,20 @@ static void police(struct sched *s)
 	for (i = 0; i < o->jobs; i++) {
 		struct slot *sl = &s->slots[i];
 
-		if (!sl->pid)
+		if (!sl->proc.pid)
 			continue;
 		if (abort && !s->abort_sent && !sl->timed_out) {
-			kill(-sl->pid, SIGINT);
+			proc_kill(&sl->proc, SIGINT);
 			sl->interrupted = 1;
 		}
 		if (!sl->term_sent && o->wall_seconds > 0 && t - sl->started > (double)o->wall_seconds) {
 			/* forgex run ends on SIGTERM as on Ctrl-C: the tree is put back */
-			kill(-sl->pid, SIGTERM);
+			proc_kill(&sl->proc, SIGTERM);
 			sl->term_sent = 1;
 			sl->timed_out = 1;
 			sl->term_at = t;
 		} else if (sl->term_sent && !sl->killed && t - sl->term_at > (double)o->grace_seconds) {
-			kill(-sl->pid, SIGKILL);
+			proc_kill(&sl->proc, SIGKILL);
 			sl->killed = 1;
 		}
 	}
@@ -482,18 +484,16 @@ static int reap(struct sched *s)
 
 	for (i = 0; i < s->o->jobs; i++) {
 		struct slot *sl = &s->slots[i];
-		int st;
-		pid_t p;
+		int code;
 
-		if (!sl->pid)
+		if (!sl->proc.pid || !proc_wait(&sl->proc, 0))
 			continue;
-		p = waitpid(sl->pid, &st, WNOHANG);
-		if (p != sl->pid)
-			continue;
-		/* whatever the run started in its group goes with it */
-		kill(-sl->pid, SIGKILL);
+		/* reaped: its status at once */
+		code = proc_finish(&sl->proc);
+		/* whatever the run started in its group goes with it, before its tree does */
+		proc_release(&sl->proc);
 		s->running--;
-		if (finish(s, sl, st) < 0 && !ret)
+		if (finish(s, sl, code) < 0 && !ret)
 			ret = FX_EOS;
 		slot_release(sl);
 	}
@@ -505,7 +505,7 @@ static struct slot *free_slot(struct sched *s)
 	size_t i;
 
 	for (i = 0; i < s->o->jobs; i++)
-		if (!s->slots[i].pid)
+		if (!s->slots[i].proc.pid)
 			return &s->slots[i];
 	return NULL;
 }
@@ -646,17 +646,19 @@ int batch_run(struct batch_report *out, const struct batch_opts *o)
 	if (ret < 0) {
 		size_t k;
 
-		for (k = 0; k < o->jobs; k++)
-			if (s.slots[k].pid) {
-				int st;
+		for (k = 0; k < o->jobs; k++) {
+			struct slot *sl = &s.slots[k];
 
-				kill(-s.slots[k].pid, SIGINT);
-				waitpid(s.slots[k].pid, &st, 0);
-				kill(-s.slots[k].pid, SIGKILL);
-				if (s.slots[k].mirror && !o->keep)
-					batch_worktree_remove(s.slots[k].mirror, s.slots[k].wt);
-				slot_release(&s.slots[k]);
-			}
+			if (!sl->proc.pid)
+				continue;
+			proc_kill(&sl->proc, SIGINT);
+			proc_wait(&sl->proc, 1);
+			/* SIGKILL to what is left of its group, before its tree goes */
+			proc_release(&sl->proc);
+			if (sl->mirror && !o->keep)
+				batch_worktree_remove(sl->mirror, sl->wt);
+			slot_release(sl);
+		}
 		goto out;
 	}
 	if (spent && !((o->stop && *o->stop) || (o->abort && *o->abort))) {

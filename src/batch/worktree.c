@@ -79,7 +79,7 @@ static int has_commit(const char *mirror, const char *commit)
 {
 	char *spec = xstrfmt("%s^{commit}", commit);
 	const char *argv[] = { "git", "-C", mirror, "cat-file", "-e", spec, NULL };
-	int ret = batch_command(NULL, argv, NULL);
+	int ret = batch_command(NULL, argv);
 
 	free(spec);
 	err_clear();
@@ -111,7 +111,7 @@ int batch_mirror(char **out, const char *cache, const char *url, const char *com
 
 		/* a clone a killed batch left half done */
 		fsutil_remove_tree(tmp);
-		ret = batch_command(NULL, argv, NULL);
+		ret = batch_command(NULL, argv);
 		if (!ret && rename(tmp, path) < 0)
 			ret = err_set_errno(FX_EOS, "rename %s", tmp);
 		if (ret < 0) {
@@ -129,7 +129,7 @@ int batch_mirror(char **out, const char *cache, const char *url, const char *com
 			goto out;
 		}
 		if (!has_commit(path, commit)) {
-			ret = batch_command(NULL, argv, NULL);
+			ret = batch_command(NULL, argv);
 			if (!ret && !has_commit(path, commit))
 				ret = err_set(FX_ENOTFOUND, "%s has no commit %s", url, commit);
 			else if (ret < 0)
@@ -186,7 +186,7 @@ static int remove_locked(const char *mirror, const char *path)
 	else if (admin && fsutil_remove_tree(admin) < 0)
 		ret = err_prefix(FX_EOS, "removing %s", admin);
 	else if (!admin)
-		ret = batch_command(NULL, prune, NULL);
+		ret = batch_command(NULL, prune);
 	free(admin);
 	return ret;
 }
@@ -203,7 +203,7 @@ int batch_worktree_add(const char *mirror, const char *path, const char *commit)
 	if (fsutil_exists(path))
 		ret = remove_locked(mirror, path);
 	if (!ret)
-		ret = batch_command(NULL, argv, NULL);
+		ret = batch_command(NULL, argv);
 	unlock_dir(lock);
 	return ret < 0 ? err_prefix(ret, "worktree of %s at %s", mirror, commit) : 0;
 }
@@ -279,7 +279,7 @@ int batch_worktree_diff(struct buf *out, const char *path, const char *commit)
 	const char *diff[] = { "git", "-C", path, "-c", "core.quotePath=false", "diff", "--binary",
 			       "--no-color", "--no-ext-diff", commit, "--", ".", ":(exclude).forgex",
 			       NULL };
-	int ret = batch_command(NULL, add, NULL);
+	int ret = batch_command(NULL, add);
 
-	return ret ? ret : batch_command(out, diff, NULL);
+	return ret ? ret : batch_command(out, diff);
 }
