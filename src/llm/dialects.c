@@ -140,6 +140,13 @@ static void blank(char *t, size_t a, size_t b)
 	memset(t + a, ' ', b - a);
 }
 
+static int at(const char *t, size_t len, size_t p, const char *s)
+{
+	size_t n = strlen(s);
+
+	return p <= len && len - p >= n && !memcmp(t + p, s, n);
+}
+
 /* harmony: <|channel|>analysis<|message|>...<|end|>, and its header back to <|start|> */
 static void mask_harmony(char *t, size_t len)
 {
@@ -151,9 +158,9 @@ static void mask_harmony(char *t, size_t len)
 
 		/* the header may name a recipient before the channel: <|start|>assistant to=... */
 		for (s = o; s > 0 && o - s < 256; s--)
-			if (s + 9 <= o && !memcmp(t + s, "<|start|>", 9))
+			if (s + 9 <= o && at(t, len, s, "<|start|>"))
 				break;
-		if (s + 9 <= o && !memcmp(t + s, "<|start|>", 9) &&
+		if (s + 9 <= o && at(t, len, s, "<|start|>") &&
 		    find_at(t, s, o, "<|message|>") == (size_t)-1)
 			a = s;
 		m = find_at(t, o, len, "<|message|>");
@@ -162,8 +169,10 @@ static void mask_harmony(char *t, size_t len)
 			 find_at(t, m, len, "<|start|>"));
 		if (b == (size_t)-1)
 			b = len;
-		else if (!memcmp(t + b, "<|end|>", 7) || !memcmp(t + b, "<|call|>", 8))
-			b += t[b + 2] == 'e' ? 7 : 8;
+		else if (at(t, len, b, "<|end|>"))
+			b += 7;
+		else if (at(t, len, b, "<|call|>"))
+			b += 8;
 		blank(t, a, b);
 		p = b;
 	}
@@ -888,10 +897,9 @@ void tc_scan_harmony(struct scan *sc)
 			;
 		/* the header begins at its <|start|> or <|channel|> */
 		for (hs = q; hs > 0 && q - hs < 256; hs--)
-			if (!memcmp(sc->text + hs, "<|start|>", 9) ||
-			    (hs + 11 <= q && !memcmp(sc->text + hs, "<|channel|>", 11)))
+			if (at(sc->text, q, hs, "<|start|>") || at(sc->text, q, hs, "<|channel|>"))
 				break;
-		if (memcmp(sc->text + hs, "<|start|>", 9) && memcmp(sc->text + hs, "<|channel|>", 11))
+		if (!at(sc->text, q, hs, "<|start|>") && !at(sc->text, q, hs, "<|channel|>"))
 			hs = q;
 		name = xstrndup(sc->text + n0, n1 - n0);
 		m = find_at(sc->text, n1, sc->len, "<|message|>");
