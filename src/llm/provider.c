@@ -263,6 +263,9 @@ int provider_open(struct provider **out, const struct config *cfg, const char *n
 	p->api_key_env = dup_or_empty(pc->api_key_env);
 	p->stream = pc->stream;
 	p->timeout_seconds = pc->timeout_seconds > 0 ? pc->timeout_seconds : 300;
+	p->idle_timeout_seconds = pc->idle_timeout_seconds > 0 &&
+				  pc->idle_timeout_seconds < p->timeout_seconds ?
+				  pc->idle_timeout_seconds : p->timeout_seconds;
 	p->max_retries = pc->max_retries >= 0 ? pc->max_retries : 0;
 	p->transcript = tr;
 	if (tr && *p->api_key_env && (key = getenv(p->api_key_env)) && *key)

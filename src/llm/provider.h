@@ -194,7 +194,8 @@ struct provider {
 	char *model;
 	char *api_key_env;
 	int stream;
-	long timeout_seconds;
+	long timeout_seconds;	/* the whole call, every attempt and wait */
+	long idle_timeout_seconds;	/* one attempt without a byte: a transient fault */
 	long max_retries;
 	struct transcript *transcript;	/* borrowed; NULL: no recording */
 	const volatile sig_atomic_t *cancel;	/* borrowed; NULL: never cancelled */

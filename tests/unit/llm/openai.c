@@ -368,6 +368,35 @@ static void test_openai_idle_timeout(void **state)
 	finish(&f);
 }
 
+/* A stream that stalls is a transient fault: the attempt ends after idle_timeout_seconds and is retried. */
+static void test_openai_stall_is_retried(void **state)
+{
+	struct fixture f;
+	struct llm_response r = LLM_RESPONSE_INIT;
+	double t0;
+
+	(void)state;
+	start(&f, "[{\"text\": \"late\", \"delays_ms\": [4000]}, {\"text\": \"on time\"}]",
+	      "timeout_seconds = 30\nidle_timeout_seconds = 1\nmax_retries = 2");
+	t0 = now();
+	assert_int_equal(ask(&f, &r, "q"), 0);
+	assert_true(now() - t0 < 3.5);
+	assert_string_equal(r.content, "on time");
+	assert_int_equal(r.retries, 1);
+	assert_int_equal(mock_count(&f.mock, "/chat/completions"), 2);
+	llm_response_release(&r);
+	finish(&f);
+
+	/* every attempt stalls: the whole call still ends at timeout_seconds */
+	start(&f, "[{\"hang\": true, \"repeat\": -1}]",
+	      "timeout_seconds = 3\nidle_timeout_seconds = 1\nmax_retries = 20");
+	t0 = now();
+	assert_int_equal(ask(&f, &r, "q"), FX_EPROVIDER);
+	assert_true(now() - t0 < 5);
+	assert_true(mock_count(&f.mock, "/chat/completions") >= 2);
+	finish(&f);
+}
+
 static void test_openai_connection_refused(void **state)
 {
 	struct fixture f;
@@ -552,6 +581,7 @@ int main(void)
 		cmocka_unit_test(test_openai_4xx_fail_at_once),
 		cmocka_unit_test(test_openai_dropped_stream_is_an_error),
 		cmocka_unit_test(test_openai_idle_timeout),
+		cmocka_unit_test(test_openai_stall_is_retried),
 		cmocka_unit_test(test_openai_connection_refused),
 		cmocka_unit_test(test_openai_malformed_replies),
 		cmocka_unit_test(test_openai_retry_after_too_long),
