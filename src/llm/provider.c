@@ -271,6 +271,7 @@ int provider_open(struct provider **out, const struct config *cfg, const char *n
 	if (tr && *p->api_key_env && (key = getenv(p->api_key_env)) && *key)
 		transcript_add_secret(tr, key);
 	p->config_window = pc->context_window > 0 ? pc->context_window : 0;
+	p->probe_window = xstrdup(pc->probe_window && *pc->probe_window ? pc->probe_window : "local");
 	if (!pc->type || !*pc->type || !strcmp(pc->type, "openai")) {
 		ret = openai_open(p, pc);
 	} else if (!strcmp(pc->type, "ollama")) {
@@ -391,6 +392,7 @@ void provider_free(struct provider *p)
 	free(p->api_key_env);
 	free(p->window_source);
 	free(p->window_warning);
+	free(p->probe_window);
 	free(p);
 }
 

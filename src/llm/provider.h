@@ -210,6 +210,7 @@ struct provider {
 	char *window_source;
 	char *window_warning;	/* NULL, or what the user should fix */
 	int window_probed;
+	char *probe_window;	/* [providers.NAME] probe_window: "local", "always", "never" */
 	int window_warned;	/* the warning was shown (agent_run() shows it once) */
 	long num_ctx;		/* "ollama": options.num_ctx sent with every request */
 };

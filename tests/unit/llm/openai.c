@@ -538,6 +538,11 @@ static void test_openai_context_window(void **state)
 		{ "{\"server\": \"ollama\", \"num_ctx\": 2048, \"context_length\": 131072, "
 		  "\"steps\": []}", "type = \"ollama\"\ncontext_window = 500000", 131072, "config", 1, 1 },
 		{ "[]", NULL, 32768, "default", 3, 0 },
+		/* a gateway that answers every POST with 200 is not taken for Ollama */
+		{ "{\"server\": \"proxy\", \"steps\": []}", NULL, 32768, "default", 3, 0 },
+		/* probe_window = "never": nothing is asked */
+		{ "{\"server\": \"vllm\", \"steps\": []}", "probe_window = \"never\"", 32768, "default",
+		  0, 0 },
 		{ "{\"server\": \"vllm\", \"steps\": []}", "context_window = 4000", 4000, "config", 0, 0 },
 	};
 	size_t i;
@@ -566,10 +571,35 @@ static void test_openai_context_window(void **state)
 	}
 }
 
+/* A server elsewhere is not asked for its window unless probe_window = "always". */
+static void test_openai_remote_is_not_probed(void **state)
+{
+	struct config cfg;
+	struct provider *p;
+	const char *source = NULL;
+	/* TEST-NET-1: nothing answers there, so a question would take its whole 3 s */
+	static const char t[] = "[providers.far]\nbase_url = \"http://192.0.2.1:9/v1\"\n"
+				"model = \"m\"\n";
+	double t0;
+
+	(void)state;
+	config_init(&cfg);
+	if (config_apply_string(&cfg, t, strlen(t), "user.toml", CFG_USER) < 0 ||
+	    provider_open(&p, &cfg, "far", NULL) < 0)
+		fail_msg("%s", err_last());
+	t0 = now();
+	assert_int_equal(provider_context_window(p, &source, NULL), 131072);
+	assert_string_equal(source, "default");
+	assert_true(now() - t0 < 1);
+	provider_free(p);
+	config_release(&cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_openai_context_window),
+		cmocka_unit_test(test_openai_remote_is_not_probed),
 		cmocka_unit_test(test_openai_streams_text),
 		cmocka_unit_test(test_openai_key_and_extra_headers),
 		cmocka_unit_test(test_openai_parallel_tool_calls),
