@@ -160,12 +160,72 @@ static void test_dialects_second_ask_sends_no_probe(void **state)
 	teardown(&e);
 }
 
+/*
+ * A session whose first answer is 200,000 characters: the next turn still
+ * fits the window (the answer is shortened to its head and tail in the
+ * request) and is answered.
+ */
+static void test_dialects_huge_answer_does_not_wedge_a_session(void **state)
+{
+	struct env e;
+	struct tu_result r;
+	struct buf big = BUF_INIT;
+	json_t *steps = json_array(), *reqs, *msgs;
+	char *script, *abs = realpath(tu_forgex(), NULL);
+	const char *argv[] = { abs, "chat", NULL };
+	const char *env[] = { NULL, NULL };
+	const char *raw;
+	size_t i;
+
+	(void)state;
+	buf_addstr(&big, "BEGINNING OF THE LONG ANSWER\n");
+	for (i = 0; big.len < 200000; i++)
+		buf_addf(&big, "line %zu of a very long answer that goes on and on\n", i);
+	buf_setlen(&big, 200000 - 24);
+	buf_addstr(&big, "\nEND OF THE LONG ANSWER\n");
+	assert_int_equal(big.len, 200000);
+	json_array_append_new(steps, json_pack("{s:s}", "text", big.buf));
+	json_array_append_new(steps, json_pack("{s:s}", "text", "The second turn is answered."));
+	script = json_dumps(steps, JSON_COMPACT);
+	setup(&e, script, "context_window = 16384");
+	env[0] = e.cfg_env;
+	tu_run(&r, argv, e.dir, env, "tell me everything\nand now in short?\n/exit\n");
+	if (r.status != 0)
+		fail_msg("exit %d: %s", r.status, r.err.buf);
+	assert_non_null(strstr(r.out.buf, "END OF THE LONG ANSWER"));	/* shown whole */
+	assert_non_null(strstr(r.out.buf, "The second turn is answered."));
+	reqs = mock_requests(&e.m);
+	assert_int_equal(json_array_size(reqs), 2);
+	/* the second request fits the window: the long answer kept its head and tail */
+	raw = jsonx_str(json_array_get(reqs, 1), "raw");
+	assert_true(strlen(raw) < 16384 * 4);
+	msgs = json_object_get(json_object_get(json_array_get(reqs, 1), "body"), "messages");
+	{
+		const char *prev = jsonx_str(json_array_get(msgs, json_array_size(msgs) - 2),
+					     "content");
+
+		assert_non_null(strstr(prev, "BEGINNING OF THE LONG ANSWER"));
+		assert_non_null(strstr(prev, "END OF THE LONG ANSWER"));
+		assert_non_null(strstr(prev, "bytes of this message were left out"));
+	}
+	assert_string_equal(jsonx_str(json_array_get(msgs, json_array_size(msgs) - 1), "content"),
+			    "and now in short?");
+	json_decref(reqs);
+	json_decref(steps);
+	buf_release(&big);
+	free(script);
+	free(abs);
+	tu_result_release(&r);
+	teardown(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dialects_malformed_call_is_nudged),
 		cmocka_unit_test(test_dialects_call_in_reasoning_is_not_run),
 		cmocka_unit_test(test_dialects_second_ask_sends_no_probe),
+		cmocka_unit_test(test_dialects_huge_answer_does_not_wedge_a_session),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
