@@ -1143,14 +1143,15 @@ static size_t take_invoke(struct scan *sc, size_t lt, size_t pre0, size_t pre1)
 	char *close = xstrfmt("</%sinvoke>", prefix), *popen = xstrfmt("<%sparameter name=\"",
 									  prefix);
 	char *pclose = xstrfmt("</%sparameter>", prefix), *name = NULL;
-	size_t n0 = pre1 + strlen("invoke name=\""), n1, c, end, p, ret;
+	size_t n0 = pre1 + strlen("invoke name=\""), n1, gt, c, end, p, ret;
 	json_t *args = NULL;
 
 	c = find_at(sc->text, n0, sc->len, close);
 	end = c == (size_t)-1 ? sc->len : c;
 	ret = c == (size_t)-1 ? sc->len : c + strlen(close);
 	n1 = find_at(sc->text, n0, end, "\"");
-	if (n1 == (size_t)-1 || !starts(sc, n1, end, "\">")) {
+	gt = n1 == (size_t)-1 ? (size_t)-1 : find_at(sc->text, n1, end, ">");
+	if (gt == (size_t)-1) {
 		tc_call_error(sc, "invoke", NULL, "<invoke name=\"NAME\"> is not closed");
 		goto out;
 	}
@@ -1164,16 +1165,16 @@ static size_t take_invoke(struct scan *sc, size_t lt, size_t pre0, size_t pre1)
 		goto out;
 	}
 	args = json_object();
-	p = n1 + 2;
+	p = gt + 1;	/* other attributes a model echoes (description=...) are passed over */
 	while ((p = find_at(sc->text, p, end, popen)) != (size_t)-1) {
-		size_t k0 = p + strlen(popen), k1 = find_at(sc->text, k0, end, "\""), gt, pc;
+		size_t k0 = p + strlen(popen), k1 = find_at(sc->text, k0, end, "\""), pgt, pc;
 
-		gt = k1 == (size_t)-1 ? (size_t)-1 : find_at(sc->text, k1, end, ">");
-		if (gt == (size_t)-1) {
+		pgt = k1 == (size_t)-1 ? (size_t)-1 : find_at(sc->text, k1, end, ">");
+		if (pgt == (size_t)-1) {
 			tc_call_error(sc, "invoke", name, "a <parameter name=\"...\"> is not closed");
 			goto out;
 		}
-		pc = find_at(sc->text, gt + 1, end, pclose);
+		pc = find_at(sc->text, pgt + 1, end, pclose);
 		if (pc == (size_t)-1) {
 			tc_call_error(sc, "invoke", name, "a parameter is not closed with %s",
 				      pclose);
@@ -1183,8 +1184,8 @@ static size_t take_invoke(struct scan *sc, size_t lt, size_t pre0, size_t pre1)
 			json_t *k = jsonx_stringn_lossy(sc->text + k0, k1 - k0);
 
 			jsonx_set(args, json_string_value(k),
-				  invoke_value(sc->text + k1, gt - k1, sc->text + gt + 1,
-					       pc - gt - 1));
+				  invoke_value(sc->text + k1, pgt - k1, sc->text + pgt + 1,
+					       pc - pgt - 1));
 			json_decref(k);
 		}
 		p = pc + strlen(pclose);
@@ -1273,8 +1274,12 @@ void tc_scan_tagged_json(struct scan *sc)
 			}
 			while (q < end) {
 				if (sc->text[q] != '[' && sc->text[q] != '{') {
-					tc_call_error(sc, tagged[k].dialect, NULL, "%s is not followed by "
-						      "a JSON call", tagged[k].open);
+					/* prose after the calls ends them */
+					if (sc->out->nr + sc->out->errors.nr == before)
+						tc_call_error(sc, tagged[k].dialect, NULL, "%s is not "
+							      "followed by a JSON call", tagged[k].open);
+					else
+						end = q;
 					break;
 				}
 				if (!tc_take_calls_at(sc, q, end, tagged[k].dialect, TC_MARKED, &used) ||
