@@ -532,7 +532,7 @@ json_t *tc_xml_value(const char *s, size_t n)
 		n--;
 	if (n && (s[0] == '{' || s[0] == '[' || (n == 4 && !memcmp(s, "true", 4)) ||
 		  (n == 5 && !memcmp(s, "false", 5)) || (n == 4 && !memcmp(s, "null", 4)))) {
-		j = json_loadb(s, n, 0, NULL);
+		j = json_loadb(s, n, JSON_DECODE_ANY, NULL);
 		if (j)
 			return j;
 	}
