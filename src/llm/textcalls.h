@@ -26,7 +26,8 @@
  *   bare      the same object anywhere in the text, unfenced (Llama 3.x
  *             JSON tool calling without <|python_tag|>)
  *
- * and, in dialects.c, the families with their own markers or syntax:
+ * and, in dialects.c and pycalls.c, the families with their own markers
+ * or syntax:
  * harmony, Kimi K2, Seed-OSS, GLM (<arg_key>), FunctionGemma / Gemma 4,
  * LFM2, the <invoke name=...> family, JSON after a family's marker
  * (Granite, Jamba, Nemotron, InternLM2, Command R7B, Phi-4, ...),

@@ -4,8 +4,9 @@
 /*
  * Inside the text-call reader: the scan state and the helpers its
  * dialects share. textcalls.c holds the JSON families and the dispatcher,
- * dialects.c the others (pythonic, XML-ish, the token-marked ones) and the
- * reasoning mask. Nothing outside src/llm/ includes this.
+ * dialects.c the token-marked and XML-ish ones and the reasoning mask,
+ * pycalls.c those written as function calls (pythonic, OLMo 3, LFM2,
+ * Gemma). Nothing outside src/llm/ includes this.
  */
 
 #include <stddef.h>
@@ -52,6 +53,13 @@ void tc_take_xml_function(struct scan *sc, size_t p, size_t end, const char *dia
 
 /* ---- dialects.c ---- */
 
+/* The offset of `needle` in t[from, end), or (size_t)-1. */
+size_t tc_find_at(const char *t, size_t from, size_t end, const char *needle);
+/* Does the scanned text have `s` at `p` (within `end`)? */
+int tc_starts(const struct scan *sc, size_t p, size_t end, const char *s);
+/* A byte of a tool name as the dialects write it: letters, digits, _ - . */
+int tc_name_char(int c);
+
 /** How to write a call in `dialect`, for the message to the model. */
 const char *tc_example(const char *dialect);
 /** Whether `dialect` carries its arguments as JSON (the message then says how JSON is quoted). */
@@ -64,19 +72,22 @@ int tc_dialect_is_json(const char *dialect);
 void tc_mask_reasoning(char *text, size_t len);
 /* GLM-4.5+ body of a <tool_call> at `p`: NAME <arg_key>K</arg_key><arg_value>V</arg_value>... */
 void tc_take_glm(struct scan *sc, size_t p, size_t end);
-/* Llama 3 built-in tools after <|python_tag|>: NAME.call(k="v"). Returns bytes used, 0 if not one. */
-size_t tc_take_llama_builtin(struct scan *sc, size_t p, size_t end);
-/* The body of a ```tool_code fence (Gemma): one or more NAME(k=v) calls. */
-void tc_take_tool_code(struct scan *sc, size_t p, size_t end);
 
 void tc_scan_harmony(struct scan *sc);
 void tc_scan_kimi(struct scan *sc);
 void tc_scan_seed(struct scan *sc);
-void tc_scan_function_gemma(struct scan *sc);
-void tc_scan_lfm2(struct scan *sc);
 void tc_scan_invoke(struct scan *sc);
 void tc_scan_tagged_json(struct scan *sc);
 void tc_scan_function_tag(struct scan *sc);
+
+/* ---- pycalls.c ---- */
+
+/* Llama 3 built-in tools after <|python_tag|>: NAME.call(k="v"). Returns bytes used, 0 if not one. */
+size_t tc_take_llama_builtin(struct scan *sc, size_t p, size_t end);
+/* The body of a ```tool_code fence (Gemma): one or more NAME(k=v) calls. */
+void tc_take_tool_code(struct scan *sc, size_t p, size_t end);
+void tc_scan_function_gemma(struct scan *sc);
+void tc_scan_lfm2(struct scan *sc);
 void tc_scan_olmo3(struct scan *sc);
 void tc_scan_pythonic(struct scan *sc);
 
