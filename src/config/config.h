@@ -45,6 +45,7 @@ struct provider_config {
 	char *api_key_env;	/* the NAME of the variable holding the key */
 	char *model;
 	long timeout_seconds;
+	long idle_timeout_seconds;	/* an attempt that receives nothing this long is retried */
 	long max_retries;
 	char *tool_mode;	/* "native" | "text" */
 	char *edit_tools;	/* "auto" | "edit_file" | "apply_patch" | "both" */
@@ -53,6 +54,7 @@ struct provider_config {
 	char *transcript;	/* replay: the transcript to answer from */
 	char *replay_mode;	/* replay: "strict" | "lenient" */
 	long context_window;	/* tokens; 0: ask the server */
+	char *probe_window;	/* "local" | "always" | "never": which servers are asked */
 };
 
 /**

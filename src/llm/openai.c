@@ -9,7 +9,7 @@
  * collected up to a cap and parsed whole at the end.
  *
  * Attempts that fail for a transient reason (429, 408, 5xx, a refused or
- * broken connection, no data for timeout_seconds) are retried up to
+ * broken connection, a stall: no data for idle_timeout_seconds) are retried up to
  * max_retries times after llm_backoff_ms(), honouring Retry-After. A
  * reply whose text already reached the caller is never retried: the
  * caller would see it twice.
@@ -256,7 +256,8 @@ static void attempt_release(struct attempt *a)
 
 /*
  * Run one transfer on the multi handle. Returns 0 with curl's result in
- * `*res`, -1 when cancelled. Nothing received for timeout_seconds ends the
+ * `*res`, -1 when cancelled. Nothing received for idle_timeout_seconds (a
+ * stalled stream), or the whole call's timeout_seconds passing, ends the
  * transfer as CURLE_OPERATION_TIMEDOUT (curl's own low-speed check takes
  * several seconds longer to notice).
  */
@@ -284,7 +285,7 @@ static int perform(struct attempt *a, CURLcode *res)
 			ret = -1;
 			break;
 		}
-		if (clk_mono_s() - a->last_rx >= (double)a->p->timeout_seconds ||
+		if (clk_mono_s() - a->last_rx >= (double)a->p->idle_timeout_seconds ||
 		    (o->deadline > 0 && clk_mono_s() >= o->deadline)) {
 			o->past_deadline = o->deadline > 0 && clk_mono_s() >= o->deadline;
 			curl_multi_remove_handle(o->multi, o->easy);
@@ -390,8 +391,8 @@ static enum outcome attempt_run(struct attempt *a, struct llm_response *out, str
 			buf_addf(msg, "no answer within %ld seconds (timeout_seconds bounds the whole "
 				 "call, retries included)", a->p->timeout_seconds);
 		else if (res == CURLE_OPERATION_TIMEDOUT)
-			buf_addf(msg, "no data from the server for %ld seconds (timeout_seconds)",
-				 a->p->timeout_seconds);
+			buf_addf(msg, "no data from the server for %ld seconds (idle_timeout_seconds)",
+				 a->p->idle_timeout_seconds);
 		else
 			buf_addf(msg, "%s%s%s", curl_easy_strerror(res), a->o->errbuf[0] ? ": " : "",
 				 a->o->errbuf);

@@ -264,11 +264,15 @@ int provider_open(struct provider **out, const struct config *cfg, const char *n
 	p->api_key_env = dup_or_empty(pc->api_key_env);
 	p->stream = pc->stream;
 	p->timeout_seconds = pc->timeout_seconds > 0 ? pc->timeout_seconds : 300;
+	p->idle_timeout_seconds = pc->idle_timeout_seconds > 0 &&
+				  pc->idle_timeout_seconds < p->timeout_seconds ?
+				  pc->idle_timeout_seconds : p->timeout_seconds;
 	p->max_retries = pc->max_retries >= 0 ? pc->max_retries : 0;
 	p->transcript = tr;
 	if (tr && *p->api_key_env && (key = getenv(p->api_key_env)) && *key)
 		transcript_add_secret(tr, key);
 	p->config_window = pc->context_window > 0 ? pc->context_window : 0;
+	p->probe_window = xstrdup(pc->probe_window && *pc->probe_window ? pc->probe_window : "local");
 	if (!pc->type || !*pc->type || !strcmp(pc->type, "openai")) {
 		ret = openai_open(p, pc);
 	} else if (!strcmp(pc->type, "ollama")) {
@@ -373,6 +377,7 @@ void provider_free(struct provider *p)
 	free(p->api_key_env);
 	free(p->window_source);
 	free(p->window_warning);
+	free(p->probe_window);
 	free(p);
 }
 
