@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/fsutil.h"
 #include "base/jsonx.h"
@@ -43,14 +44,6 @@ struct sched {
 	double began;
 	int abort_sent;
 };
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void emit(struct sched *s, json_t *ev)
 {
@@ -247,7 +240,7 @@ static void remove_tree(struct sched *s, struct slot *sl)
 static int finish(struct sched *s, struct slot *sl, int code)
 {
 	int ret = 0;
-	double ended = now(), patch_s = 0;
+	double ended = clk_mono_s(), patch_s = 0;
 	char *rid = NULL, *dir = run_folder(sl->wt, &rid), *sum_path;
 	json_t *sum = NULL, *line;
 	const char *status;
@@ -305,14 +298,14 @@ static int finish(struct sched *s, struct slot *sl, int code)
 	}
 	if (!strcmp(status, "PASS")) {
 		struct buf patch = BUF_INIT;
-		double t0 = now();
+		double t0 = clk_mono_s();
 
 		if (batch_worktree_diff(&patch, sl->wt, sl->t->commit) == 0)
 			jsonx_set(line, "model_patch", jsonx_stringn_lossy(patch.buf, patch.len));
 		else
 			err_clear();
 		buf_release(&patch);
-		patch_s = now() - t0;
+		patch_s = clk_mono_s() - t0;
 		jsonx_set(line, "patch_seconds", json_real(patch_s));
 	}
 	if (dir && !s->o->keep) {
@@ -335,7 +328,7 @@ static int finish(struct sched *s, struct slot *sl, int code)
 	free(rid);
 	remove_tree(s, sl);
 	/* forgex's own cost of the task's tree, the run and the patch excluded (bench/batch.sh) */
-	jsonx_set(line, "overhead_seconds", json_real(sl->setup + now() - ended - patch_s));
+	jsonx_set(line, "overhead_seconds", json_real(sl->setup + clk_mono_s() - ended - patch_s));
 	if (record(s, line) < 0)
 		ret = FX_EOS;
 	return ret;
@@ -359,7 +352,7 @@ static int start(struct sched *s, struct slot *sl, const struct batch_task *t)
 	memset(sl, 0, sizeof(*sl));
 	proc_init(&sl->proc);
 	sl->t = t;
-	sl->started = now();
+	sl->started = clk_mono_s();
 	sl->wt = xstrfmt("%s/%s", s->work, t->key);
 	sl->log = xstrfmt("%s/%s.jsonl", s->logs, t->key);
 	sl->errlog = xstrfmt("%s/%s.stderr", s->logs, t->key);
@@ -374,7 +367,7 @@ static int start(struct sched *s, struct slot *sl, const struct batch_task *t)
 		if (!ret)
 			ret = batch_worktree_add(sl->mirror, sl->wt, t->commit);
 	}
-	sl->setup = now() - sl->started;
+	sl->setup = clk_mono_s() - sl->started;
 	if (ret < 0) {
 		json_t *line = result_line(t, "ERROR");
 
@@ -448,7 +441,7 @@ static int start(struct sched *s, struct slot *sl, const struct batch_task *t)
 static void police(struct sched *s)
 {
 	const struct batch_opts *o = s->o;
-	double t = now();
+	double t = clk_mono_s();
 	size_t i;
 	int abort = o->abort && *o->abort;
 
@@ -560,7 +553,7 @@ int batch_run(struct batch_report *out, const struct batch_opts *o)
 
 	memset(&s, 0, sizeof(s));
 	s.o = o;
-	s.began = now();
+	s.began = clk_mono_s();
 	s.results = json_array();
 	s.slots = xcalloc(o->jobs ? o->jobs : 1, sizeof(*s.slots));
 	todo = xcalloc(o->tasks->nr + 1, sizeof(*todo));
@@ -673,7 +666,7 @@ int batch_run(struct batch_report *out, const struct batch_opts *o)
 	out->interrupted = next < n_todo || (o->abort && *o->abort);
 	out->total = total;
 	out->ran = s.ran;
-	out->summary = batch_summary(s.results, total, now() - s.began);
+	out->summary = batch_summary(s.results, total, clk_mono_s() - s.began);
 	out->left = (size_t)jsonx_int(out->summary, "left", 0);
 	{
 		struct buf b = BUF_INIT;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/fsutil.h"
+#include "base/utf8.h"
 #include "cli/approve_tty.h"
 #include "cli/progress.h"
 
@@ -140,9 +141,7 @@ static char *clean_reason(struct buf *line)
 		return NULL;
 	n = line->len;
 	if (n > APPROVAL_REASON_MAX) {
-		n = APPROVAL_REASON_MAX;
-		while (n > 0 && ((unsigned char)line->buf[n] & 0xc0) == 0x80)
-			n--;
+		n = utf8_cut(line->buf, line->len, APPROVAL_REASON_MAX);
 		cut = 1;
 	}
 	buf_setlen(line, n);

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/fsutil.h"
 #include "base/jsonx.h"
 #include "base/log.h"
@@ -53,14 +54,6 @@ struct view {
 	int line_drawn;
 };
 
-static double mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void clear_line(struct view *v)
 {
 	if (v->line_drawn)
@@ -76,7 +69,7 @@ static void draw_line(struct view *v)
 		v->done, v->total, v->running, left > v->running ? left - v->running : 0, v->pass,
 		v->fail, v->other);
 	if (v->ran && left) {
-		double per = (mono() - v->began) / (double)v->ran;
+		double per = (clk_mono_s() - v->began) / (double)v->ran;
 
 		fprintf(stderr, " · ETA %.0fs", per * (double)left);
 	}
@@ -566,7 +559,7 @@ int cmd_batch(int argc, char **argv)
 	memset(&v, 0, sizeof(v));
 	v.json = json;
 	v.live = !json && isatty(2);
-	v.began = mono();
+	v.began = clk_mono_s();
 	v.jobs = o.jobs;
 	o.on_event = show_event;
 	o.data = &v;
