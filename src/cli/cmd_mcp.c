@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/jsonx.h"
 #include "base/log.h"
@@ -52,6 +53,17 @@ static void put_visible(FILE *f, const char *s)
 	buf_release(&b);
 }
 
+/*
+ * JSON for stdout: jansson escapes C0 controls but writes C1 controls
+ * (U+0080-U+009F: the 8-bit CSI and OSC) and format characters as UTF-8,
+ * which a terminal may act on; on a terminal every non-ASCII character is
+ * written as \uXXXX (the same JSON).
+ */
+static size_t json_flags(void)
+{
+	return JSON_COMPACT | (isatty(STDOUT_FILENO) ? JSON_ENSURE_ASCII : 0);
+}
+
 static int mcp_list(int json)
 {
 	struct config cfg = CONFIG_INIT;
@@ -78,22 +90,31 @@ static int mcp_list(int json)
 			json_array_append_new(all, mcp_servers_json(&set, i));
 			continue;
 		}
-		printf("%s (%s %s): ", e->cfg->name, *e->cfg->url ? "http" : "stdio",
-		       *e->cfg->url ? e->cfg->url : e->cfg->command);
+		/* every string below is the configuration's or the server's: escaped */
+		put_visible(stdout, e->cfg->name);
+		printf(" (%s ", *e->cfg->url ? "http" : "stdio");
+		put_visible(stdout, *e->cfg->url ? e->cfg->url : e->cfg->command);
+		fputs("): ", stdout);
 		if (!c) {
 			printf("%s: ", e->skipped ? "not started" : "failed");
 			put_visible(stdout, e->skipped ? e->skipped : e->error);
 			putchar('\n');
 			continue;
 		}
-		printf("ready, protocol %s, ", c->protocol_version);
+		fputs("ready, protocol ", stdout);
+		put_visible(stdout, c->protocol_version);
+		fputs(", ", stdout);
 		put_visible(stdout, c->server_name ? c->server_name : "(unnamed)");
-		printf(" %s, %.0f ms\n", c->server_version ? c->server_version : "", c->handshake_ms);
+		putchar(' ');
+		put_visible(stdout, c->server_version);
+		printf(", %.0f ms\n", c->handshake_ms);
 		for (j = 0; j < c->tools_nr; j++) {
 			const struct mcp_tool *t = &c->tools[j];
 			char *name = mcp_tool_registry_name(e->cfg->name, t->name);
 
-			printf("  %s%s%s  ", name, t->read_only ? " (read-only)" : "",
+			fputs("  ", stdout);
+			put_visible(stdout, name);
+			printf("%s%s  ", t->read_only ? " (read-only)" : "",
 			       mcp_tool_enabled(e->cfg, t->name) ? "" : " (disabled)");
 			put_visible(stdout, t->description);
 			putchar('\n');
@@ -103,7 +124,7 @@ static int mcp_list(int json)
 	if (json) {
 		struct buf b = BUF_INIT;
 
-		jsonx_dump(&b, all, JSON_COMPACT);
+		jsonx_dump(&b, all, json_flags());
 		printf("%s\n", b.buf);
 		buf_release(&b);
 	}
@@ -182,7 +203,7 @@ static int mcp_call(int json, int yes, const char *server, const char *tool, con
 	if (json) {
 		struct buf b = BUF_INIT;
 
-		jsonx_dump(&b, res, JSON_COMPACT);
+		jsonx_dump(&b, res, json_flags());
 		printf("%s\n", b.buf);
 		buf_release(&b);
 	} else {
