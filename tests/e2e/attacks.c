@@ -1,0 +1,186 @@
+/*
+ * Issue 20's attacks on what runs later on the host, end to end: the real
+ * binary against build/mockllm, each attack as a cloned repository or a
+ * sandboxed command would make it, asserting that it fails and why.
+ *
+ *   - a run folder shipped with the repository (a journal named to sort
+ *     last, a link planted beside it): undo, resume and replay take only
+ *     runs this user recorded, and name the planted one.
+ */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "base/jsonx.h"
+#include "helpers/scripted.h"
+#include "mockllm/mockctl.h"
+
+#define PLAN "{\"summary\": \"Note\", \"steps\": [{\"id\": \"1\", \"title\": \"Write a note\"," \
+	" \"description\": \"write NOTE.txt\", \"files\": [\"NOTE.txt\"]}], \"acceptance\": [\"ok\"]}"
+#define FINISH "{\"summary\": \"done\"}"
+#define PASS "{\"verdict\": \"PASS\", \"reasons\": [\"fine\"], \"required_fixes\": []}"
+
+/* The newest folder in .forgex/runs that is not the planted one (caller frees). */
+static char *newest_own_run(const char *dir)
+{
+	char *runs = xstrfmt("%s/.forgex/runs", dir), *best = NULL;
+	DIR *d = opendir(runs);
+	struct dirent *de;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.' && strncmp(de->d_name, "2999", 4) &&
+		    (!best || strcmp(de->d_name, best) > 0)) {
+			free(best);
+			best = xstrdup(de->d_name);
+		}
+	closedir(d);
+	free(runs);
+	assert_non_null(best);
+	return best;
+}
+
+/* One run of `p` whose Builder writes `file`; returns its id (caller frees). */
+static char *one_run(struct sc_proj *p, const char *file)
+{
+	json_t *steps = json_array();
+	struct tu_result r;
+	struct mock m;
+	char *s, *args = xstrfmt("{\"path\": \"%s\", \"content\": \"by the run\\n\"}", file);
+	char *id;
+
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "write_file", args);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
+	mock_start(&m, s);
+	sc_proj_config(p, &m, "auto", NULL);
+	SC_FORGEX(&r, p, "run", "write a note");
+	if (r.status)
+		fail_msg("the run failed:\n%s%s", r.out.buf, r.err.buf);
+	tu_result_release(&r);
+	id = newest_own_run(p->dir);
+	tu_result_release(&r);
+	mock_release(&m);
+	free(s);
+	free(args);
+	return id;
+}
+
+static int exists(const char *dir, const char *rel)
+{
+	struct stat st;
+	char *p = xstrfmt("%s/%s", dir, rel);
+	int ret = lstat(p, &st) == 0;
+
+	free(p);
+	return ret;
+}
+
+static void test_attack_planted_run_is_never_taken(void **state)
+{
+	struct sc_proj p;
+	struct tu_result r;
+	char *outside = tu_mkdtemp(), *author = tu_mkdtemp(), *victim = tu_mkdtemp();
+	char *author_env = xstrfmt("XDG_STATE_HOME=%s", author);
+	char *victim_env = xstrfmt("XDG_STATE_HOME=%s", victim);
+	char *planted, *mine, *from, *to, *journal, *line;
+
+	(void)state;
+	sc_proj_init(&p, NULL, "auto", NULL);
+	/* the repository's author runs forgex (their own record of runs) */
+	sc_proj_env(&p, author_env);
+	planted = one_run(&p, "NOTE.txt");
+	/* and ships the run folder, renamed to sort last, with a journal that remakes a folder under a link */
+	from = xstrfmt("%s/.forgex/runs/%s", p.dir, planted);
+	to = xstrfmt("%s/.forgex/runs/29991231-235959-zzzz", p.dir);
+	assert_int_equal(rename(from, to), 0);
+	free(planted);
+	planted = xstrdup("29991231-235959-zzzz");
+	journal = xstrfmt("%s/changes.jsonl", to);
+	line = xstrdup("{\"path\": \"planted/made\", \"before\": {\"kind\": \"dir\", \"oid\": \"dir\"}}\n");
+	{
+		FILE *f = fopen(journal, "a");
+
+		assert_non_null(f);
+		fputs(line, f);
+		fclose(f);
+	}
+	{
+		char *link = xstrfmt("%s/planted", p.dir);
+
+		assert_int_equal(symlink(outside, link), 0);
+		free(link);
+	}
+
+	/* the person who cloned it (a record of their own, empty) */
+	p.env[p.env_nr - 1] = victim_env;
+	SC_FORGEX(&r, &p, "undo");
+	assert_int_not_equal(r.status, 0);
+	/* why: the run is not in this user's record, and it is named as planted */
+	assert_non_null(strstr(r.err.buf, "passed over run 29991231-235959-zzzz"));
+	assert_non_null(strstr(r.err.buf, "planted"));
+	assert_non_null(strstr(r.err.buf, "no run you started"));
+	assert_false(exists(outside, "made"));
+	assert_true(exists(p.dir, "NOTE.txt"));
+	tu_result_release(&r);
+	SC_FORGEX(&r, &p, "undo", planted);
+	assert_int_equal(r.status, 4);
+	assert_non_null(strstr(r.err.buf, "was not started here by you"));
+	assert_false(exists(outside, "made"));
+	tu_result_release(&r);
+	SC_FORGEX(&r, &p, "resume", planted);
+	assert_int_equal(r.status, 4);
+	assert_non_null(strstr(r.err.buf, "was not started here by you"));
+	tu_result_release(&r);
+	SC_FORGEX(&r, &p, "replay", planted);
+	assert_int_equal(r.status, 4);
+	assert_non_null(strstr(r.err.buf, "was not started here by you"));
+	tu_result_release(&r);
+
+	/* with a run of their own, a plain undo takes theirs and passes over the planted one */
+	mine = one_run(&p, "MINE.txt");
+	assert_string_not_equal(mine, planted);
+	assert_true(exists(p.dir, "MINE.txt"));
+	SC_FORGEX(&r, &p, "undo");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err.buf, "passed over run 29991231-235959-zzzz"));
+	assert_non_null(strstr(r.out.buf, mine));
+	assert_false(exists(p.dir, "MINE.txt"));
+	assert_true(exists(p.dir, "NOTE.txt"));
+	assert_false(exists(outside, "made"));
+	tu_result_release(&r);
+
+	sc_proj_release(&p);
+	tu_rmtree(outside);
+	tu_rmtree(author);
+	tu_rmtree(victim);
+	free(author_env);
+	free(victim_env);
+	free(mine);
+	free(planted);
+	free(from);
+	free(to);
+	free(journal);
+	free(line);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_attack_planted_run_is_never_taken),
+	};
+
+	if (getenv("TU_FILTER"))
+		cmocka_set_test_filter(getenv("TU_FILTER"));
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
