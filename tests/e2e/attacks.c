@@ -5,7 +5,12 @@
  *
  *   - a run folder shipped with the repository (a journal named to sort
  *     last, a link planted beside it): undo, resume and replay take only
- *     runs this user recorded, and name the planted one.
+ *     runs this user recorded, and name the planted one;
+ *   - a repository whose git configuration names programs (core.fsmonitor,
+ *     core.hooksPath, diff.external, a filter and a textconv through
+ *     .gitattributes, core.sshCommand, include.path): forgex's own git work
+ *     on the host (libgit2: checkpoints, git_status and git_diff tools,
+ *     the commit, undo, diff, map, doctor) never runs one.
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -174,10 +179,96 @@ static void test_attack_planted_run_is_never_taken(void **state)
 	free(line);
 }
 
+static void test_attack_repository_git_config_never_runs(void **state)
+{
+	json_t *steps = json_array();
+	struct sc_proj p;
+	struct tu_result r;
+	struct mock m;
+	char *marker_dir = tu_mkdtemp(), *marker = xstrfmt("%s/ran", marker_dir);
+	char *script, *setup, *s, *prog;
+
+	(void)state;
+	sc_proj_init(&p, NULL, "auto", NULL);
+	script = xstrfmt("#!/bin/sh\necho \"$0 $*\" >> %s\ncat\n", marker);
+	tu_write(p.dir, "evil.sh", script);
+	prog = xstrfmt("%s/evil.sh", p.dir);
+	assert_int_equal(chmod(prog, 0755), 0);
+	tu_write(p.dir, "hooks/pre-commit", script);
+	tu_write(p.dir, "hooks/post-commit", script);
+	tu_write(p.dir, "hooks/commit-msg", script);
+	tu_write(p.dir, ".gitattributes", "* filter=evil diff=evil\n");
+	tu_write(p.dir, "included.cfg", "[core]\n\tfsmonitor = EVIL\n");
+	setup = xstrfmt("chmod +x hooks/*; git add -A; git -c user.name=t -c user.email=t@e "
+			"commit -qm hooks; git config core.fsmonitor %s; git config core.hooksPath "
+			"hooks; git config diff.external %s; git config filter.evil.clean %s; "
+			"git config filter.evil.smudge %s; git config filter.evil.process %s; "
+			"git config diff.evil.textconv %s; git config core.sshCommand %s; "
+			"git config include.path ../included.cfg; "
+			"sed -i 's|EVIL|%s|' included.cfg", prog, prog, prog, prog, prog, prog, prog,
+			prog);
+	{
+		const char *argv[] = { "sh", "-c", setup, NULL };
+
+		tu_run(&r, argv, p.dir, NULL, NULL);
+		assert_int_equal(r.status, 0);
+		tu_result_release(&r);
+	}
+	/* the git program itself would run it: the attack is real */
+	{
+		const char *argv[] = { "git", "status", "--porcelain", NULL };
+
+		tu_run(&r, argv, p.dir, NULL, NULL);
+		tu_result_release(&r);
+		assert_true(exists(marker_dir, "ran"));
+		unlink(marker);
+	}
+
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "git_status", "{}");
+	sc_call(steps, "write_file", "{\"path\": \"NOTE.txt\", \"content\": \"a note\\n\"}");
+	sc_call(steps, "git_diff", "{}");
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
+	mock_start(&m, s);
+	sc_proj_config(&p, &m, "auto", "[pipeline]\ncommit = true\n");
+	SC_FORGEX(&r, &p, "run", "write a note");
+	if (r.status)
+		fail_msg("the run failed:\n%s%s", r.out.buf, r.err.buf);
+	tu_result_release(&r);
+	SC_FORGEX(&r, &p, "checkpoint", "create", "-m", "by hand");
+	tu_result_release(&r);
+	SC_FORGEX(&r, &p, "diff");
+	tu_result_release(&r);
+	SC_FORGEX(&r, &p, "map");
+	tu_result_release(&r);
+	SC_FORGEX(&r, &p, "doctor");
+	tu_result_release(&r);
+	SC_FORGEX(&r, &p, "undo");
+	tu_result_release(&r);
+	/* none of it ran a program the repository configured */
+	if (exists(marker_dir, "ran")) {
+		char *what = tu_read(marker_dir, "ran");
+
+		fail_msg("forgex ran a program the repository configured:\n%s", what);
+	}
+	mock_release(&m);
+	sc_proj_release(&p);
+	tu_rmtree(marker_dir);
+	free(marker);
+	free(script);
+	free(setup);
+	free(prog);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_attack_planted_run_is_never_taken),
+		cmocka_unit_test(test_attack_repository_git_config_never_runs),
 	};
 
 	if (getenv("TU_FILTER"))
