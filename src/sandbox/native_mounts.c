@@ -502,6 +502,7 @@ static int git_dir_changed(int dfd, const struct timespec *t, size_t *budget, in
 }
 
 struct git_scan {
+	const struct native_state *st;
 	struct sb_spawn *sp;
 	const struct timespec *since;
 	size_t entries;
@@ -522,6 +523,21 @@ static void quarantine_one(struct sb_spawn *sp, const char *p, const char *what)
 			     "it away (%s): check it before you run git there", what, p,
 			     strerror(errno));
 	free(to);
+}
+
+/*
+ * Whether the plan binds `path` read-only: the command cannot have changed
+ * it, and a change seen there is the user's own (git refreshing the index
+ * of a nested repository while the command ran).
+ */
+static int bound_read_only(const struct native_state *st, const char *path)
+{
+	size_t i;
+
+	for (i = 0; st->planned && i < st->ops_nr; i++)
+		if (st->ops[i].kind == SB_MNT_RO_BIND && !strcmp(st->ops[i].path, path))
+			return 1;
+	return 0;
 }
 
 /* Below `dfd` (taken over), `path` on the host: every .git the command made or changed. */
@@ -557,19 +573,21 @@ static void scan_git(struct git_scan *gs, int dfd, const char *path, int depth)
 			size_t budget = GIT_INSIDE_MAX;
 			int changed;
 
-			if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+			sub = xstrfmt("%s/.git", path);
+			if (bound_read_only(gs->st, sub) ||
+			    fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
+				free(sub);
 				continue;
+			}
 			changed = changed_since(&sb, gs->since);
 			if (!changed && S_ISDIR(sb.st_mode)) {
 				fd = openat(dirfd(d), de->d_name,
 					    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 				changed = fd >= 0 && git_dir_changed(fd, gs->since, &budget, 0);
 			}
-			if (changed) {
-				sub = xstrfmt("%s/.git", path);
+			if (changed)
 				quarantine_one(gs->sp, sub, "created or changed");
-				free(sub);
-			}
+			free(sub);
 			continue;
 		}
 		if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
@@ -598,7 +616,7 @@ static void quarantine_nested(struct native_state *st, struct sb_spawn *sp)
 		return;
 	sorted_roots(&roots, ex);
 	for (i = 0; i < roots.nr; i++) {
-		struct git_scan gs = { sp, &st->git_since, 0, 0, 0 };
+		struct git_scan gs = { st, sp, &st->git_since, 0, 0, 0 };
 		struct stat sb;
 		int fd;
 

@@ -449,8 +449,10 @@ static void test_tty_approval_always_asks_once(void **state)
 	struct mock m;
 	struct ptyrun r;
 	char id1[32], id2[32];
-	char *s = two_commands_script("{\"argv\": [\"pip\", \"--version\"]}",
-				      "{\"argv\": [\"pip\", \"--help\"]}", id1, id2);
+	/* one shape, "pip list" (an `a` covers the command's shape, not every pip) */
+	char *s = two_commands_script("{\"argv\": [\"pip\", \"list\"]}",
+				      "{\"argv\": [\"pip\", \"list\", \"--format=json\"]}", id1,
+				      id2);
 	char *dir, *r1, *r2;
 	const char *args[] = { "run", "check pip", NULL };
 	struct reply replies[] = { { "Run it? [y/a/N/e] ", "a\n" } };
@@ -467,8 +469,9 @@ static void test_tty_approval_always_asks_once(void **state)
 	assert_non_null(r1);
 	assert_non_null(r2);
 	/* both ran */
-	assert_non_null(strstr(r1, "$ pip --version\nexit_code: "));
-	assert_non_null(strstr(r2, "$ pip --help\nexit_code: "));
+	assert_non_null(strstr(r1, "$ pip list\nexit_code: "));
+	assert_non_null(strstr(r2, "$ pip list --format=json\nexit_code: "));
+	assert_non_null(strstr(r.tty.buf, "a: yes, and 'pip list' without asking"));
 	free(r1);
 	free(r2);
 	ptyrun_release(&r);
@@ -851,9 +854,12 @@ static void test_tty_map_and_mcp_list_are_terminal_safe(void **state)
 	static const char *const list_json[] = { "mcp", "list", "--json", NULL };
 	struct mock m;
 	struct ptyrun r;
-	char *dir, *tools = tu_mkdtemp(), *cfg, *py;
+	/* the server runs in the sandbox, whose /tmp is its own: its script lives elsewhere */
+	char *dir, *tools = xstrdup("/var/tmp/forgex-tty-XXXXXX"), *cfg, *py;
 
 	(void)state;
+	if (!mkdtemp(tools))
+		fail_msg("mkdtemp: %s", strerror(errno));
 	mock_start(&m, "{\"steps\": []}");
 	dir = project(&m, "auto");
 	tu_write(dir, "evil" NASTY ".py", "# " NASTY "\ndef evil():\n    return '" NASTY "'\n");
