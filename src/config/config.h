@@ -67,7 +67,8 @@ struct mcp_server_config {
 	char *command;		/* stdio: the program; "" for an HTTP server */
 	struct strvec args;
 	struct strvec env;	/* "NAME=value", or "NAME" to pass forgex's own value on */
-	char *cwd;		/* relative to the workspace; "": the workspace */
+	char *cwd;		/* relative to the workspace; "": a private folder outside it */
+	int writable;		/* stdio: the workspace is writable to it (else read-only) */
 	char *url;		/* Streamable HTTP endpoint; "" for a stdio server */
 	char *bearer_token_env;	/* the NAME of the variable holding the token */
 	int enabled;

@@ -24,6 +24,7 @@
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_int.h"
 #include "pipeline/recorder.h"
+#include "pipeline/runrecord.h"
 #include "sandbox/executor.h"
 #include "pipeline/hooks.h"
 #include "pipeline/workbench.h"
@@ -921,6 +922,7 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 		if (ret < 0)
 			goto out;
 		pl.have_rundir = 1;
+		runrecord_add(pl.cfg->workspace, pl.s.id);
 		pl.request = xstrdup(opts->request);
 		pl.next = ST_CHECKPOINT;
 	}

@@ -304,6 +304,7 @@ static int native_prepare(struct executor *ex, struct sb_spawn *sp)
 	/* an approved network command shares the host's network (docs/internals/executor.md) */
 	int ret, netns = st->netns && !sp->network;
 
+	native_mounts_mark(st, ex);
 	plan->clone_flags = (st->userns ? CLONE_NEWUSER : 0) |
 			    (st->pidns ? CLONE_NEWPID : 0) |
 			    (netns ? CLONE_NEWNET : 0) |

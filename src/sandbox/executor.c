@@ -991,11 +991,21 @@ static int spawn_and_watch(struct watch *w, struct executor *ex, struct sb_spawn
 {
 	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, rep[2] = { -1, -1 };
 	int sync[2] = { -1, -1 }, in_fd = -1, fds[3], ret = 0, st;
+	int pass_out = -1, pass_err = -1;
 	pid_t kids_before[512], sup;
 	size_t nkids_before;
 	struct child_ctx c;
 
-	if (sp->stdin_data) {
+	if (sp->pass_fds) {
+		/* the caller's descriptors, copied above 2 so that dup2() in the child cannot clobber them */
+		in_fd = fcntl(sp->pass_fds[0], F_DUPFD_CLOEXEC, 3);
+		pass_out = fcntl(sp->pass_fds[1], F_DUPFD_CLOEXEC, 3);
+		pass_err = fcntl(sp->pass_fds[2], F_DUPFD_CLOEXEC, 3);
+		if (in_fd < 0 || pass_out < 0 || pass_err < 0) {
+			ret = err_set_errno(FX_EOS, "cannot pass the command its descriptors");
+			goto out;
+		}
+	} else if (sp->stdin_data) {
 		/* a memory file: the child reads it at its own pace, nothing blocks */
 		in_fd = memfd_create("forgex-stdin", MFD_CLOEXEC);
 		if (in_fd < 0 || fsutil_write_all(in_fd, sp->stdin_data, sp->stdin_len) < 0 ||
@@ -1022,8 +1032,9 @@ static int spawn_and_watch(struct watch *w, struct executor *ex, struct sb_spawn
 	c.envp = (char *const *)sp->env.v;
 	c.workdir = sp->workdir;
 	c.in_fd = in_fd;
-	c.out_fd = out[1];
-	c.err_fd = err[1];
+	/* passed descriptors: the pipes are left without a writer and read EOF at once */
+	c.out_fd = pass_out >= 0 ? pass_out : out[1];
+	c.err_fd = pass_err >= 0 ? pass_err : err[1];
 	c.report_fd = rep[1];
 	c.sync_fd = sync[1];
 
@@ -1084,6 +1095,10 @@ static int spawn_and_watch(struct watch *w, struct executor *ex, struct sb_spawn
 out:
 	if (in_fd >= 0)
 		close(in_fd);
+	if (pass_out >= 0)
+		close(pass_out);
+	if (pass_err >= 0)
+		close(pass_err);
 	for (st = 0; st < 2; st++) {
 		if (out[st] >= 0)
 			close(out[st]);
@@ -1304,6 +1319,7 @@ int executor_run(struct exec_result *out, struct executor *ex, const struct exec
 	sp.timeout_ms = timeout_ms;
 	sp.stdin_data = req->stdin_data;
 	sp.stdin_len = req->stdin_len;
+	sp.pass_fds = req->stdio_fds;
 
 	if (!fsutil_is_dir(workdir)) {
 		res.exit_code = 127;

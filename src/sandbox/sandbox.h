@@ -144,6 +144,7 @@ struct sb_spawn {
 	size_t stdin_len;
 	int network;			/* this command may use the network ([sandbox] network,
 					   or an approved network command) */
+	const int *pass_fds;		/* NULL, or the command's stdin, stdout, stderr (exec_request) */
 };
 
 struct sandbox_backend {

@@ -44,14 +44,23 @@ static char *server_py(void)
 	return abs;
 }
 
-/* The [mcp_servers.NAME] table of the stdio server, logging to `log`. */
+/*
+ * The [mcp_servers.NAME] table of the stdio server, logging to `log`. The
+ * server runs in the sandbox: the folder of its log is made a writable
+ * root (it is under /tmp, which is the sandbox's own otherwise).
+ */
 static char *stdio_server(const char *log, const char *name, const char *more)
 {
-	char *py = server_py();
-	char *t = xstrfmt("[mcp_servers.%s]\ncommand = \"python3\"\nargs = [\"%s\"]\n"
-			  "env = { MCP_LOG = \"%s\" }\n%s", name, py, log, more ? more : "");
+	char *py = server_py(), *dir = xstrdup(log), *slash = strrchr(dir, '/');
+	char *t;
 
+	if (slash)
+		*slash = '\0';
+	t = xstrfmt("[sandbox]\nwritable_roots = [\"%s\"]\n"
+		    "[mcp_servers.%s]\ncommand = \"python3\"\nargs = [\"%s\"]\n"
+		    "env = { MCP_LOG = \"%s\" }\n%s", dir, name, py, log, more ? more : "");
 	free(py);
+	free(dir);
 	return t;
 }
 
@@ -340,7 +349,8 @@ static void test_mcp_cli(void **state)
 	/* the example of docs/configuration.md, as it is */
 	tu_write(p.dir, "docs/notes.md", "# Notes\n\nThe release branch is cut on Fridays.\n");
 	tu_write(p.home, "forgex/config.toml", "[mcp_servers.notes]\ncommand = \"python3\"\n"
-		 "args = [\"examples/mcp/notes_server.py\"]\nenv = { NOTES_DIR = \"docs\" }\n");
+		 "args = [\"examples/mcp/notes_server.py\"]\nenv = { NOTES_DIR = \"docs\" }\n"
+		 "cwd = \".\"\n");
 	{
 		char *ex = tu_read(".", "examples/mcp/notes_server.py");
 
@@ -358,8 +368,10 @@ static void test_mcp_cli(void **state)
 		 "[mcp_servers.gone]\ncommand = \"/nonexistent/mcp-server\"\n");
 	SC_FORGEX(&r, &p, "mcp", "list");
 	assert_int_equal(r.status, 1);
+	/* the sandbox's launcher looked it up: the server's exit and its stderr say why */
 	assert_non_null(strstr(r.out.buf, "gone (stdio /nonexistent/mcp-server): failed: "
-			       "MCP server 'gone': cannot run /nonexistent/mcp-server"));
+			       "MCP server 'gone' closed its output (it exited with status 127)"));
+	assert_non_null(strstr(r.out.buf, "command not found: /nonexistent/mcp-server"));
 	tu_result_release(&r);
 
 	/* a server that never answers the handshake: bounded by startup_timeout_seconds */
@@ -524,7 +536,8 @@ static void test_mcp_approval(void **state)
 	mock_start(&m, s);
 	sc_proj_init(&p, &m, "ask", "");
 	srvlog = srvlog_of(&p);
-	srv = stdio_server(srvlog, "t", NULL);
+	/* its write_file writes in its working folder: the workspace, writable to it */
+	srv = stdio_server(srvlog, "t", "cwd = \".\"\nwritable = true\n");
 	sc_proj_config(&p, &m, "ask", srv);
 	SC_FORGEX(&r, &p, "run", "write through mcp");
 	assert_int_equal(r.status, 0);

@@ -429,8 +429,10 @@ static void test_tty_approval_always_asks_once(void **state)
 	struct mock m;
 	struct ptyrun r;
 	char id1[32], id2[32];
-	char *s = two_commands_script("{\"argv\": [\"pip\", \"--version\"]}",
-				      "{\"argv\": [\"pip\", \"--help\"]}", id1, id2);
+	/* one shape, "pip list" (an `a` covers the command's shape, not every pip) */
+	char *s = two_commands_script("{\"argv\": [\"pip\", \"list\"]}",
+				      "{\"argv\": [\"pip\", \"list\", \"--format=json\"]}", id1,
+				      id2);
 	char *dir, *r1, *r2;
 	const char *args[] = { "run", "check pip", NULL };
 	struct reply replies[] = { { "Run it? [y/a/N/e] ", "a\n" } };
@@ -447,8 +449,9 @@ static void test_tty_approval_always_asks_once(void **state)
 	assert_non_null(r1);
 	assert_non_null(r2);
 	/* both ran */
-	assert_non_null(strstr(r1, "$ pip --version\nexit_code: "));
-	assert_non_null(strstr(r2, "$ pip --help\nexit_code: "));
+	assert_non_null(strstr(r1, "$ pip list\nexit_code: "));
+	assert_non_null(strstr(r2, "$ pip list --format=json\nexit_code: "));
+	assert_non_null(strstr(r.tty.buf, "a: yes, and 'pip list' without asking"));
 	free(r1);
 	free(r2);
 	ptyrun_release(&r);
@@ -786,6 +789,99 @@ static void test_tty_spinner_on_terminal_only(void **state)
 	free(s);
 }
 
+/*
+ * Issue 20, item 7: what forgex map and forgex mcp list print on a real
+ * terminal. A repository whose file names and lines hold escapes (OSC 52
+ * clipboard write, CSI clear, 8-bit CSI, DCS, BEL, BS) and an MCP server
+ * whose name, version and tool description hold the same: none of it
+ * reaches the terminal raw, text or --json; the escapes are shown instead.
+ */
+#define NASTY "\033]52;c;cHduZWQ=\007\033[2J\302\23331m\302\220x\302\234\010"
+
+static void assert_no_raw_escapes(const char *what, const struct buf *tty)
+{
+	static const char *const raw[] = { "\033]52", "\033[2J", "\302\233", "\302\220",
+					   "\302\234", "\007", "\010" };
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(raw); i++)
+		if (memmem(tty->buf, tty->len, raw[i], strlen(raw[i])))
+			fail_msg("%s: a raw escape (#%zu) reached the terminal:\n%s", what, i,
+				 tty->buf);
+}
+
+static void test_tty_map_and_mcp_list_are_terminal_safe(void **state)
+{
+	static const char server[] =
+		"import json, sys\n"
+		"E = '\\x1b]52;c;cHduZWQ=\\x07\\x1b[2J\\x9b31m\\x90x\\x9c\\x08'\n"
+		"for line in sys.stdin:\n"
+		"    m = json.loads(line)\n"
+		"    if 'id' not in m:\n"
+		"        continue\n"
+		"    if m.get('method') == 'initialize':\n"
+		"        r = {'protocolVersion': '2025-11-25', 'capabilities': {'tools': {}},\n"
+		"             'serverInfo': {'name': 'srv' + E, 'version': '1.0' + E}}\n"
+		"    elif m.get('method') == 'tools/list':\n"
+		"        r = {'tools': [{'name': 'look', 'description': 'Looks' + E,\n"
+		"                        'inputSchema': {'type': 'object'}}]}\n"
+		"    else:\n"
+		"        r = {}\n"
+		"    print(json.dumps({'jsonrpc': '2.0', 'id': m['id'], 'result': r}), flush=True)\n";
+	static const char *const map[] = { "map", NULL };
+	static const char *const map_json[] = { "map", "--json", NULL };
+	static const char *const list[] = { "mcp", "list", NULL };
+	static const char *const list_json[] = { "mcp", "list", "--json", NULL };
+	struct mock m;
+	struct ptyrun r;
+	/* the server runs in the sandbox, whose /tmp is its own: its script lives elsewhere */
+	char *dir, *tools = xstrdup("/var/tmp/forgex-tty-XXXXXX"), *cfg, *py;
+
+	(void)state;
+	if (!mkdtemp(tools))
+		fail_msg("mkdtemp: %s", strerror(errno));
+	mock_start(&m, "{\"steps\": []}");
+	dir = project(&m, "auto");
+	tu_write(dir, "evil" NASTY ".py", "# " NASTY "\ndef evil():\n    return '" NASTY "'\n");
+	sh(dir, "git add -A && git -c user.name=t -c user.email=t@e commit -qm evil");
+	tu_write(tools, "srv.py", server);
+	py = xstrfmt("%s/srv.py", tools);
+	cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
+		      "api_key_env = \"FX_E2E_NO_KEY\"\n[permissions]\nmode = \"auto\"\n"
+		      "[mcp_servers.evil]\ncommand = \"python3\"\nargs = [\"%s\"]\n", m.base_url, py);
+	tu_write(dir, ".forgex/config.toml", cfg);
+	tu_trust(dir, NULL);
+
+	run_pty(&r, dir, map, NULL, 0, 0, 60);
+	assert_int_equal(r.status, 0);
+	assert_no_raw_escapes("forgex map", &r.tty);
+	/* the name is there, escaped */
+	assert_non_null(strstr(r.tty.buf, "evil\\e]52;c;cHduZWQ="));
+	ptyrun_release(&r);
+	run_pty(&r, dir, map_json, NULL, 0, 0, 60);
+	assert_int_equal(r.status, 0);
+	assert_no_raw_escapes("forgex map --json", &r.tty);
+	assert_non_null(strcasestr(r.tty.buf, "\\u009b"));
+	ptyrun_release(&r);
+
+	run_pty(&r, dir, list, NULL, 0, 0, 60);
+	assert_int_equal(r.status, 0);
+	assert_no_raw_escapes("forgex mcp list", &r.tty);
+	assert_non_null(strstr(r.tty.buf, "ready, protocol 2025-11-25, srv"));
+	assert_non_null(strstr(r.tty.buf, "evil__look"));
+	ptyrun_release(&r);
+	run_pty(&r, dir, list_json, NULL, 0, 0, 60);
+	assert_int_equal(r.status, 0);
+	assert_no_raw_escapes("forgex mcp list --json", &r.tty);
+	ptyrun_release(&r);
+
+	mock_release(&m);
+	tu_rmtree(dir);
+	tu_rmtree(tools);
+	free(cfg);
+	free(py);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -800,6 +896,7 @@ int main(void)
 		cmocka_unit_test(test_tty_no_args_opens_a_session),
 		cmocka_unit_test(test_tty_no_args_without_terminal_prints_help),
 		cmocka_unit_test(test_tty_spinner_on_terminal_only),
+		cmocka_unit_test(test_tty_map_and_mcp_list_are_terminal_safe),
 	};
 
 	if (getenv("TU_FILTER"))

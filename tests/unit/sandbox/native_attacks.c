@@ -1026,6 +1026,121 @@ static void test_git_planted_where_missing(void **state)
 	free(forgex);
 }
 
+/*
+ * Issue 20, item 3: a nested .git runs code at the user's next git status.
+ * The workspace is a repository with a submodule that was never
+ * initialised (a gitlink in the index, an empty sub/) and a nested
+ * repository lib/ that exists when the executor starts. The command makes
+ * sub/.git a repository whose core.fsmonitor is a script it wrote (and a
+ * .git file pointing elsewhere in deep/x/, and tries lib/.git/config),
+ * then the user runs a plain `git status` at the top on the host, as the
+ * same uid: the script never runs, because forgex moved the .git entries
+ * the command made away when it ended (native_mounts_quarantine()) and
+ * lib/.git was read-only to it (bound so by the mount plan).
+ */
+static void nested_git(uid_t uid)
+{
+	struct outcome o;
+	struct tu_result t;
+	char *marker_dir = outside_dir(uid), *marker = xstrfmt("%s/pwned", marker_dir);
+	char *setup = xstrfmt(
+		"set -e; git init -q .; git config user.email t@e; git config user.name t;"
+		" git init -q lib; echo data > lib/f; git -C lib add f;"
+		" git -C lib -c user.email=t@e -c user.name=t commit -qm lib;"
+		" printf '[submodule \"sub\"]\\n\\tpath = sub\\n\\turl = ./nowhere\\n' > .gitmodules;"
+		" git update-index --add --cacheinfo 160000,$(git -C lib rev-parse HEAD),sub;"
+		" mkdir sub; echo top > top.txt; git add .gitmodules top.txt; git commit -qm top");
+	char *attack = xstrfmt(
+		"printf '#!/bin/sh\\ntouch %s\\n' > hook.sh; chmod +x hook.sh;"
+		" git init -q sub && git -C sub config core.fsmonitor \"$PWD/hook.sh\" && echo sub-made;"
+		" mkdir -p deep/x elsewhere && git init -q --bare elsewhere/evil.git &&"
+		" git -C elsewhere/evil.git config core.fsmonitor \"$PWD/hook.sh\" &&"
+		" printf 'gitdir: ../../elsewhere/evil.git\\n' > deep/x/.git && echo file-made;"
+		" printf '[core]\\n\\tfsmonitor = %%s\\n' \"$PWD/hook.sh\" >> lib/.git/config"
+		" || echo lib-refused", marker);
+	char *as_user = uid ? xstrfmt("%d", (int)uid) : NULL;
+	const char *host_git[] = { "setpriv", "--reuid", as_user ? as_user : "0", "--regid",
+				   as_user ? as_user : "0", "--clear-groups", "git", "status",
+				   "--porcelain", NULL };
+	const char *host_git_lib[] = { "setpriv", "--reuid", as_user ? as_user : "0", "--regid",
+				       as_user ? as_user : "0", "--clear-groups", "git", "-C", "lib",
+				       "status", "--porcelain", NULL };
+
+	tu_run(&t, ARGV("sh", "-c", setup), ws, NULL, NULL);
+	if (t.status)
+		fail_msg("setup: %s%s", t.out.buf, t.err.buf);
+	tu_result_release(&t);
+	if (uid) {
+		char *cmd = xstrfmt("chown -R %d:%d %s", (int)uid, (int)uid, ws);
+
+		tu_run(&t, ARGV("sh", "-c", cmd), NULL, NULL, NULL);
+		tu_result_release(&t);
+		free(cmd);
+	}
+	run_as(&o, uid, ws, ARGV("GIT_CONFIG_NOSYSTEM=1"), ARGV("sh", "-c", attack));
+	assert_has(&o.out, "sub-made");
+	assert_has(&o.out, "file-made");
+	/* lib/.git existed when the executor started: read-only to the command */
+	assert_has(&o.out, "lib-refused");
+	assert_has(&o.err, "Read-only file system");
+	/* why: the .git entries the command made were moved away when it ended */
+	assert_has(&o.err, "/sub/.git', which would steer git or forgex outside the sandbox; "
+		   "it was moved to '");
+	assert_has(&o.err, "/deep/x/.git', which would steer git");
+	outcome_release(&o);
+	{
+		char *sub_git = xstrfmt("%s/sub/.git", ws), *deep_git = xstrfmt("%s/deep/x/.git", ws);
+
+		assert_false(fsutil_exists(sub_git));
+		assert_false(fsutil_exists(deep_git));
+		free(sub_git);
+		free(deep_git);
+	}
+	/* the user's plain git status at the top, and in the nested repository, on the host */
+	tu_run(&t, host_git, ws, ARGV("GIT_CONFIG_NOSYSTEM=1"), NULL);
+	assert_int_equal(t.status, 0);
+	tu_result_release(&t);
+	tu_run(&t, host_git_lib, ws, ARGV("GIT_CONFIG_NOSYSTEM=1"), NULL);
+	tu_result_release(&t);
+	{
+		struct stat sb;
+
+		if (stat(marker, &sb) == 0)
+			fail_msg("git status on the host ran the command's fsmonitor script");
+	}
+	/* the same git status does run it when sub/.git is put back: the attack is real */
+	{
+		char *cmd = xstrfmt("for q in sub/.git-quarantined-by-forgex-*; do mv \"$q\" sub/.git; done");
+
+		tu_run(&t, ARGV("sh", "-c", cmd), ws, NULL, NULL);
+		tu_result_release(&t);
+		free(cmd);
+		tu_run(&t, host_git, ws, ARGV("GIT_CONFIG_NOSYSTEM=1"), NULL);
+		tu_result_release(&t);
+		assert_true(fsutil_exists(marker));
+	}
+	free(as_user);
+	free(attack);
+	free(setup);
+	free(marker);
+	tu_rmtree(marker_dir);
+}
+
+static void test_nested_git_root(void **state)
+{
+	(void)state;
+	need_native();
+	nested_git(0);
+}
+
+static void test_nested_git_unprivileged(void **state)
+{
+	(void)state;
+	need_native();
+	need_root();
+	nested_git(NOBODY);
+}
+
 /* A .git the user makes between two commands is protected, not quarantined. */
 static void test_git_made_by_user_between_commands(void **state)
 {
@@ -1184,6 +1299,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_limits_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_git_and_forgex_read_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_git_planted_where_missing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nested_git_root, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nested_git_unprivileged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_git_made_by_user_between_commands, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_hidden_places, setup, teardown),
