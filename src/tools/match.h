@@ -63,7 +63,13 @@ enum match_pass {
 	MATCH_SPACES,		/* and runs of blanks inside lines */
 	MATCH_UNICODE,		/* and typographic punctuation */
 	MATCH_ESCAPES,		/* doubled escapes undone, then all the above */
+	MATCH_LINENO,		/* line numbers copied from a read removed, then 1-5 */
+	MATCH_NEAR,		/* one passage clearly closest, within the similarity bound */
 };
+
+/* The near-miss matcher: how similar the passage must be, and how much better than the next. */
+#define MATCH_NEAR_MIN 0.90
+#define MATCH_NEAR_MARGIN 0.10
 
 /** What the result tells the model about a pass ("ignoring trailing whitespace"). */
 const char *match_pass_name(enum match_pass pass);
@@ -76,9 +82,13 @@ struct match_result {
 	size_t lines[MATCH_MAX_LINES_NOTED];
 	size_t span;		/* lines the first replacement covers in the new text */
 	int blank_edges;	/* blank lines at old's start or end were not in the text */
+	enum match_pass level;	/* the normal form the lines were compared in */
+	int similar;		/* MATCH_NEAR: the passage's similarity, in percent */
+	size_t differ;		/* MATCH_NEAR: lines of old that differ from the file's */
+	size_t by_line;		/* several matches: the start_line that chose this one */
 };
 
-#define MATCH_RESULT_INIT { BUF_INIT, 0, MATCH_EXACT, { 0 }, 0, 0 }
+#define MATCH_RESULT_INIT { BUF_INIT, 0, MATCH_EXACT, { 0 }, 0, 0, MATCH_EXACT, 0, 0, 0 }
 
 /**
  * Apply the edit to `text` (`len` bytes). `old` must not be empty.
@@ -91,6 +101,26 @@ struct match_result {
 int match_apply(struct match_result *out, const char *text, size_t len, const char *old,
 	       size_t old_len, const char *new_text, size_t new_len, int replace_all,
 	       const char *name, struct buf *why);
+
+/**
+ * match_apply() with a line hint: when old matches several places,
+ * `start_line` (1-based, 0 for none) chooses the one whose lines include
+ * it; when none or several do, the refusal lists them all. A unique match
+ * is applied wherever it is. Ignored with replace_all.
+ */
+int match_apply_at(struct match_result *out, const char *text, size_t len, const char *old,
+		  size_t old_len, const char *new_text, size_t new_len, int replace_all,
+		  size_t start_line, const char *name, struct buf *why);
+
+/**
+ * A lazy placeholder in `new` that `old` does not have: a whole line that is
+ * only a comment or parenthesis standing for code left out ("// ... rest
+ * of methods ...", "(rest of code unchanged)", "# ... existing code ...").
+ * Returns the 1-based line of `new` holding the first, 0 when there is none;
+ * the placeholder's text (as written, trimmed) is appended to `what`.
+ */
+size_t match_find_placeholder(const char *old, size_t old_len, const char *new_text,
+			      size_t new_len, struct buf *what);
 
 /** Free the new text; leaves MATCH_RESULT_INIT. */
 void match_result_release(struct match_result *res);

@@ -157,8 +157,11 @@ static const struct match_case match_cases[] = {
 	{ "runs of spaces: ambiguous",
 	  "f(a,  b)\nf(a,   b)\n", "f(a, b)", "g()", 0, FX_EINVAL, NULL, MATCH_EXACT,
 	  "runs of spaces inside lines it matches 2 places" },
-	{ "whitespace is not removed, only runs folded",
-	  "f(a,b)\n", "f(a, b)", "g()", 0, FX_ENOTFOUND, NULL, MATCH_EXACT, "was not found" },
+	{ "whitespace removed only by the near-miss matcher, which says so",
+	  "f(a,b)\n", "f(a, b)", "g()", 0, 0, "g()\n", MATCH_NEAR, NULL },
+	{ "a short line that differs beyond whitespace is not a near miss",
+	  "count += 10\n", "count -= 10", "count = 0", 0, FX_ENOTFOUND, NULL, MATCH_EXACT,
+	  "was not found" },
 
 	/* ---- unicode punctuation ---- */
 	{ "curly quotes and an en dash in the file",
