@@ -1178,9 +1178,13 @@ static void near_score(struct near *nr, const char *text, const struct lines *fl
 		squeezed(&a, old + o->start, o->end - o->start);
 		squeezed(&b, text + f->start, f->end - f->start);
 		big = a.len > b.len ? a.len : b.len;
-		d = levenshtein(a.buf ? a.buf : "", a.len, b.buf ? b.buf : "", b.len);
-		if (big > LEV_MAX)
+		if (big > LEV_MAX) {
+			/* past what the distance looks at: the same, or wholly different */
 			big = LEV_MAX;
+			d = a.len == b.len && !memcmp(a.buf, b.buf, a.len) ? 0 : big;
+		} else {
+			d = levenshtein(a.buf ? a.buf : "", a.len, b.buf ? b.buf : "", b.len);
+		}
 		dist += d;
 		size += big;
 		if (d) {
@@ -1215,11 +1219,12 @@ static size_t nonblank_lines(const char *s, const struct lines *ls)
 /*
  * The near-miss matcher: the passage most like `old`, when it is within
  * MATCH_NEAR_MIN and clearly closer (MATCH_NEAR_MARGIN) than any other, and
- * its differences are slips: whitespace anywhere, and beyond whitespace
- * only a comma or semicolon missing or added, on at most one line in four
- * (one, in a short old), each still 75% alike; a single line must be 24
- * characters or more to differ beyond whitespace. A differing value, name
- * or operator is never a near miss: that old_string describes another text.
+ * its differences are few: whitespace anywhere; beyond whitespace at most
+ * one line in four (one, in a short old), each still 75% alike, with at
+ * least one line the same. Under four lines, a line may differ beyond
+ * whitespace only by a missing or added comma or semicolon (and a single
+ * line only when it has 24 characters or more): a differing value, name or
+ * operator in a short passage is another text, not a slip.
  * FX_ENOTFOUND when there is none (with a note in `why` when two were
  * about as close).
  */
@@ -1268,8 +1273,8 @@ static int try_near(struct match_result *out, const char *text, size_t len,
 
 		if (nb == 1)
 			squeezed(&sq, old, old_len);
-		if (!best.typos || best.differ > limit || best.worst < 0.75 ||
-		    (nb == 1 && sq.len < 24)) {
+		if (best.differ > limit || best.differ >= nb || best.worst < 0.75 ||
+		    (nb < 4 && !best.typos) || (nb == 1 && sq.len < 24)) {
 			buf_release(&sq);
 			goto out;
 		}
