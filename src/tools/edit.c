@@ -102,8 +102,8 @@ static int tool_edit_file(struct tool_ctx *ctx, const json_t *args, struct buf *
 			 ? match_pass_name(res.level) : "",
 			 res.level >= MATCH_INDENT ? "; new_string was re-indented to the file" : "");
 	if (res.blank_edges)
-		buf_addstr(result, " (the blank lines at the start or end of old_string are not in "
-			   "the file and were left out)");
+		buf_addf(result, " (the blank %s at the start or end of old_string are not in the "
+			 "file and were left out)", res.blank_edges == 1 ? "lines" : "spaces");
 	if (res.by_line)
 		buf_addf(result, " (old_string occurs more than once; start_line %zu chose this "
 			 "one)", res.by_line);

@@ -1476,6 +1476,26 @@ int match_apply_at(struct match_result *out, const char *text, size_t len, const
 				out->blank_edges = 1;
 		}
 	}
+	if (ret == FX_ENOTFOUND && !memchr(old, '\n', old_len)) {
+		size_t oa = 0, ob = old_len, na = 0, nb = new_len;
+
+		/* A piece of one line with blanks around it that the file does not have. */
+		while (oa < ob && (old[oa] == ' ' || old[oa] == '\t'))
+			oa++;
+		while (ob > oa && (old[ob - 1] == ' ' || old[ob - 1] == '\t'))
+			ob--;
+		while (na < oa && na < nb && (new_text[na] == ' ' || new_text[na] == '\t'))
+			na++;
+		while (new_len - nb < old_len - ob && nb > na &&
+		       (new_text[nb - 1] == ' ' || new_text[nb - 1] == '\t'))
+			nb--;
+		if (ob > oa && (oa || ob < old_len)) {
+			ret = try_passes(out, text, len, &fl, old + oa, ob - oa, new_text + na, nb - na,
+					 replace_all, start_line, MATCH_EXACT, name, why);
+			if (!ret)
+				out->blank_edges = 2;
+		}
+	}
 	if (ret == FX_ENOTFOUND && memchr(old, '\\', old_len) && unescape(&uo, old, old_len)) {
 		unescape(&un, new_text, new_len);
 		ret = try_passes(out, text, len, &fl, uo.buf, uo.len, un.buf, un.len, replace_all,

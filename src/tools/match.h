@@ -81,7 +81,7 @@ struct match_result {
 	/* 1-based lines (in the new text) where replacements start, the first ones */
 	size_t lines[MATCH_MAX_LINES_NOTED];
 	size_t span;		/* lines the first replacement covers in the new text */
-	int blank_edges;	/* blank lines at old's start or end were not in the text */
+	int blank_edges;	/* old's edges not in the text: 1 blank lines, 2 blanks of one line */
 	enum match_pass level;	/* the normal form the lines were compared in */
 	int similar;		/* MATCH_NEAR: the passage's similarity, in percent */
 	size_t differ;		/* MATCH_NEAR: lines of old that differ from the file's */
