@@ -6,10 +6,11 @@
  * shares), apart from any file so that it can be tested and fuzzed on
  * its own.
  *
- * match_apply() replaces `old` by `new` in a text. The passes, in order;
- * each is tried only when the ones before it found nothing, each needs a
- * unique match (several is a refusal listing them), and the result names
- * the pass that matched:
+ * match_apply() replaces `old` by `new` in a text. The matchers, in order
+ * (docs/internals/tools.md gives each one's bounds); each is tried only
+ * when the ones before it found nothing, each needs a unique match
+ * (several is a refusal listing them, or, given a start_line, the one
+ * holding that line), and the result names the matcher that matched:
  *   1. exact: `old` occurs exactly once (with replace_all: at least once,
  *      every occurrence replaced, never overlapping). When `old` as sent is
  *      not there, it is tried again with its line ends turned into the
@@ -22,18 +23,26 @@
  *   5. unicode punctuation: as 4, with typographic dashes, quotes and
  *      spaces (‐‑‒–—―−, ‘’‚‛, “”„‟, no-break and other wide spaces) and …
  *      folded to ASCII;
- *   6. escapes: `old` and `new` with the escapes a model doubled undone
- *      (\\n \\t \\' \\" \\` \\$ \\\\), then passes 1-5 again.
- * Never case-insensitive. When none of them matched and `old` starts or
- * ends with blank lines, they are tried again without those lines (and
- * without as many blank lines at the edges of `new`).
+ *   6. blank edges: 1-5 again without the blank lines at old's edges, or
+ *      without the blanks around a one-line old (and as many of new's);
+ *   7. escapes: `old` and `new` with the escapes a model doubled undone
+ *      (\\n \\t \\' \\" \\` \\$ \\\\), then 1-5 again;
+ *   8. line numbers: every line of `old` starting with a read's line
+ *      number ("%6d<TAB>", "N | ", "N→"), numbered one after the other:
+ *      1-5 again without them (and without new's, when every line of new
+ *      has one), the first number as the start_line hint;
+ *   9. near miss: the one passage within MATCH_NEAR_MIN of `old` and
+ *      MATCH_NEAR_MARGIN better than any other, differing only by slips
+ *      (not with replace_all).
+ * Never case-insensitive. replace_all runs 1-8 on every occurrence.
  *
  * What is written, on every pass: the file's line ends (a CRLF file stays
  * CRLF, whatever `new` used), and the file's final-newline state (a file
  * that ended with a newline still does, one that did not still does not).
- * In passes 2-6, lines of `new` equal to a line of `old` (the lines the
- * model kept) are written as the file has them, byte for byte; the other
- * lines are re-indented by the shift between `old` and the file: when
+ * In matchers 2-9, lines of `new` equal to a line of `old` (the lines the
+ * model kept) are written as the file has them, byte for byte; a `new`
+ * already written in the file's indentation is not shifted again; the
+ * other lines are re-indented by the shift between `old` and the file: when
  * every line of the match is shifted the same way (the file's indentation
  * is the model's plus, or minus, one same prefix), that shift applies to
  * every new line. When the shifts differ from line to line (the model
