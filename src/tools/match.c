@@ -876,6 +876,8 @@ static int try_passes(struct match_result *out, const char *text, size_t len,
 	int ret = FX_ENOTFOUND;
 	long pick = -1;
 
+	if (!old_len)
+		return FX_ENOTFOUND;	/* what a matcher left of old: nothing to find */
 	add_with_eol(&conv_new, new_text, new_len, eol);
 	nhits = find_exact(&hits, &ahits, text, len, old, old_len);
 	if (!nhits) {
@@ -1101,6 +1103,17 @@ static size_t strip_linenos(struct buf *out, const char *s, size_t n, enum linen
 		pos = end;
 	}
 	return lines;
+}
+
+/* Whether `s` holds nothing but blanks and line ends (or nothing). */
+static int only_blanks(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!match_is_blank(s[i]) && s[i] != '\n')
+			return 0;
+	return 1;
 }
 
 /* Whether some line of `s` starts with a line-number prefix. */
@@ -1508,7 +1521,7 @@ int match_apply_at(struct match_result *out, const char *text, size_t len, const
 
 		buf_reset(&uo);
 		buf_reset(&un);
-		if (strip_linenos(&uo, old, old_len, &st, 1, &first)) {
+		if (strip_linenos(&uo, old, old_len, &st, 1, &first) && !only_blanks(uo.buf, uo.len)) {
 			/* new_string with its numbers removed too, or as it is when it has none */
 			nst = st;
 			sl = start_line ? start_line : first;

@@ -302,6 +302,8 @@ static const struct chain_case {
 	  "\n  function oldFunc() {\n    // some code\n  }", "function  oldFunc() {\n    // some code\n  }",
 	  "function newFunc() {\n  // new code\n}", 0, 0, 0,
 	  "\n  function newFunc() {\n    // new code\n  }", MATCH_SPACES },
+	{ "a line number and nothing else is not stripped to nothing (found by the fuzzer)",
+	  "\xe2\n\n\n\n\x04\n\n\x04", "1\t", "M ", 0, 0, FX_ENOTFOUND, "was not found", MATCH_EXACT },
 	{ "a piece of a line with blanks around it", "say hello now\n", " hello ", " bye ", 0, 0, 0,
 	  "say bye now\n", MATCH_EXACT },
 };
