@@ -1248,7 +1248,7 @@ static int try_near(struct match_result *out, const char *text, size_t len,
 	struct lines ol = { NULL, 0, 0 }, nl = { NULL, 0, 0 };
 	struct cand top[10];
 	struct near best = { 0, 0, 0, 0 }, nr;
-	size_t ntop, i, nb, at = SIZE_MAX, second = SIZE_MAX;
+	size_t ntop, i, nb, at = SIZE_MAX, second = SIZE_MAX, start = why->len;
 	double second_score = 0;
 	int ret = FX_ENOTFOUND;
 
@@ -1294,8 +1294,12 @@ static int try_near(struct match_result *out, const char *text, size_t len,
 		buf_release(&sq);
 	}
 	split_lines(&nl, new_text, new_len);
+	buf_addf(why, "old_string is not in %s as written; lines %zu-%zu, %d%% alike, are the only "
+		 "close passage, but: ", name, at + 1, at + ol.nr, (int)(best.score * 100));
 	ret = place_all(out, text, len, fl, &at, 1, old, &ol, new_text, &nl,
 			match_eol_of(text, len), name, why);
+	if (!ret)
+		buf_setlen(why, start);
 	out->pass = MATCH_NEAR;
 	out->level = MATCH_UNICODE;
 	out->similar = (int)(best.score * 100);
@@ -1543,8 +1547,11 @@ int match_apply_at(struct match_result *out, const char *text, size_t len, const
 						 MATCH_LINENO, name, why);
 		}
 	}
-	if (ret == FX_ENOTFOUND && !replace_all)
+	if (ret == FX_ENOTFOUND && !replace_all) {
 		ret = try_near(out, text, len, &fl, old, old_len, new_text, new_len, name, &near_why);
+		if (ret == FX_EINVAL)
+			buf_addbuf(why, &near_why);	/* found, but the lines cannot be placed */
+	}
 	if (!ret) {
 		keep_final_newline(&out->text, text, len, match_eol_of(text, len));
 		if (out->text.len == len && !memcmp(out->text.buf, text, len)) {

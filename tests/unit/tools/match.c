@@ -304,6 +304,9 @@ static const struct chain_case {
 	  "\n  function newFunc() {\n    // new code\n  }", MATCH_SPACES },
 	{ "a line number and nothing else is not stripped to nothing (found by the fuzzer)",
 	  "\xe2\n\n\n\n\x04\n\n\x04", "1\t", "M ", 0, 0, FX_ENOTFOUND, "was not found", MATCH_EXACT },
+	{ "a near miss whose lines cannot be placed says both (found by the fuzzer)",
+	  "\n\v\xff\xff\n\xff", "\t\xff\t\xff\t\t\t", "\v\t\t\t\t\t\t\t\t\t\t\t\t\t\t\x7f\n8",
+	  0, 0, FX_EINVAL, "are the only close passage, but: ", MATCH_EXACT },
 	{ "a piece of a line with blanks around it", "say hello now\n", " hello ", " bye ", 0, 0, 0,
 	  "say bye now\n", MATCH_EXACT },
 };
