@@ -17,10 +17,11 @@ static int tool_edit_file(struct tool_ctx *ctx, const json_t *args, struct buf *
 	const char *old = json_string_value(jold), *new_text = json_string_value(jnew);
 	size_t old_len = json_string_length(jold), new_len = json_string_length(jnew);
 	int replace_all = tool_arg_bool(args, "replace_all", 0);
+	size_t start_line = (size_t)tool_arg_int(args, "start_line", 0);
 	struct wspath_loc loc = WSPATH_LOC_INIT;
 	struct match_result res = MATCH_RESULT_INIT;
 	struct buf data = BUF_INIT, why = BUF_INIT;
-	size_t i;
+	size_t i, ph;
 	int ret, exact;
 
 	if (!old_len) {
@@ -59,8 +60,20 @@ static int tool_edit_file(struct tool_ctx *ctx, const json_t *args, struct buf *
 			      path, why.buf);
 		goto out;
 	}
-	ret = match_apply(&res, data.buf, data.len, old, old_len, new_text, new_len, replace_all,
-			 loc.rel, result);
+	/* A placeholder would be written literally, the lines it stands for lost. */
+	buf_reset(&why);
+	ph = match_find_placeholder(old, old_len, new_text, new_len, &why);
+	if (ph) {
+		buf_addf(result, "line %zu of new_string, '%s', stands for code left out, and "
+			 "old_string has no such line: edit_file writes new_string as it is, so the "
+			 "lines it stands for would be replaced by that comment. Nothing was written. "
+			 "Write out every line new_string must hold, or make old_string cover only "
+			 "the lines that change.\n", ph, why.buf);
+		ret = err_set(FX_EINVAL, "new_string holds a placeholder for left-out code");
+		goto out;
+	}
+	ret = match_apply_at(&res, data.buf, data.len, old, old_len, new_text, new_len,
+			    replace_all, start_line, loc.rel, result);
 	if (ret < 0)
 		goto out;
 	ret = fs_check_placeholder(data.buf, data.len, res.text.buf, res.text.len, path);
@@ -74,12 +87,27 @@ static int tool_edit_file(struct tool_ctx *ctx, const json_t *args, struct buf *
 	for (i = 0; i < res.count && i < MATCH_MAX_LINES_NOTED; i++)
 		buf_addf(result, "%s %zu", i ? "," : "", res.lines[i]);
 	exact = res.pass == MATCH_EXACT;
-	buf_addf(result, "%s%s%s%s%s\n", res.count > MATCH_MAX_LINES_NOTED ? ", ..." : "",
-		 exact ? "" : " (old_string matched ", exact ? "" : match_pass_name(res.pass),
-		 exact ? "" : res.pass >= MATCH_INDENT && res.pass != MATCH_ESCAPES
-		 ? "; new_string was re-indented to the file)" : ")",
-		 res.blank_edges ? " (the blank lines at the start or end of old_string are "
-		 "not in the file and were left out)" : "");
+	if (res.count > MATCH_MAX_LINES_NOTED)
+		buf_addstr(result, ", ...");
+	if (res.pass == MATCH_NEAR)
+		buf_addf(result, " (old_string is not in the file as written; the passage at line "
+			 "%zu, %d%% alike, was the only close one and was replaced: %zu line%s of "
+			 "old_string differ%s from it beyond whitespace. Check the lines below)",
+			 res.lines[0], res.similar, res.differ, res.differ == 1 ? "" : "s",
+			 res.differ == 1 ? "s" : "");
+	else if (!exact)
+		buf_addf(result, " (old_string matched %s%s%s%s)", match_pass_name(res.pass),
+			 res.pass != res.level && res.level != MATCH_EXACT ? ", then " : "",
+			 res.pass != res.level && res.level != MATCH_EXACT
+			 ? match_pass_name(res.level) : "",
+			 res.level >= MATCH_INDENT ? "; new_string was re-indented to the file" : "");
+	if (res.blank_edges)
+		buf_addf(result, " (the blank %s at the start or end of old_string are not in the "
+			 "file and were left out)", res.blank_edges == 1 ? "lines" : "spaces");
+	if (res.by_line)
+		buf_addf(result, " (old_string occurs more than once; start_line %zu chose this "
+			 "one)", res.by_line);
+	buf_addch(result, '\n');
 	if (res.count == 1) {
 		size_t from = res.lines[0] > 3 ? res.lines[0] - 3 : 0;
 		size_t to = res.lines[0] - 1 + res.span + 2;
@@ -101,7 +129,8 @@ int tools_register_edit(struct tool_registry *reg)
 		"edit_file",
 		"Replace text in a file. old_string must match the file exactly once (copy it "
 		"from read_file without the line numbers); include enough surrounding lines to "
-		"make it unique, or set replace_all to change every occurrence. When there is no "
+		"make it unique, give start_line to choose one, or set replace_all to change every "
+		"occurrence. When there is no "
 		"exact match, a unique match that differs only in indentation, trailing spaces or "
 		"line ends is accepted and new_string is re-indented to the file. An empty "
 		"old_string creates a file that does not exist yet (or is empty). Nothing is "
@@ -110,7 +139,8 @@ int tools_register_edit(struct tool_registry *reg)
 		"\"path\":{\"type\":\"string\",\"minLength\":1,\"description\":\"File path, relative to the workspace\"},"
 		"\"old_string\":{\"type\":\"string\",\"description\":\"The exact text to replace\"},"
 		"\"new_string\":{\"type\":\"string\",\"description\":\"The text to put in its place\"},"
-		"\"replace_all\":{\"type\":\"boolean\",\"description\":\"Replace every occurrence (default false)\"}"
+		"\"replace_all\":{\"type\":\"boolean\",\"description\":\"Replace every occurrence (default false)\"},"
+		"\"start_line\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"When old_string occurs more than once: the line (as read_file numbers it) where the one to replace starts\"}"
 		"},\"required\":[\"path\",\"old_string\",\"new_string\"],\"additionalProperties\":false}",
 		PERM_WRITE, 0, tool_edit_file, NULL,
 	};

@@ -231,24 +231,26 @@ static int cmp_cand(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Append the three passages most like `old`, best first. */
-static void closest(struct buf *why, const char *text, const struct lines *fl, const char *old,
-		    const struct lines *ol, size_t *best)
+/*
+ * The (at most `max`) windows of as many lines as `old` that are most like
+ * it by the Dice coefficient of their lines' byte pairs and do not overlap,
+ * best first, into `top`; their count.
+ */
+static size_t rank_windows(struct cand *top, size_t max, const char *text,
+			   const struct lines *fl, const char *old, const struct lines *ol)
 {
 	struct bigrams *fb, *ob;
-	struct cand *c, top[10];
-	size_t windows, k = ol->nr, i, s, ntop = 0, shown = 0, step = 1, used;
+	struct cand *c;
+	size_t windows, k = ol->nr, i, s, ntop = 0, step = 1, used;
 
-	if (!fl->nr) {
-		buf_addstr(why, "The file is empty.\n");
-		return;
-	}
+	if (!fl->nr)
+		return 0;
 	windows = fl->nr >= k ? fl->nr - k + 1 : 1;
 	/* Compare every old line only when the budget allows; else every step-th. */
 	while (windows * ((k + step - 1) / step) > SCORE_BUDGET && step < k)
 		step++;
 	fb = xcalloc(fl->nr, sizeof(*fb));
-	ob = xcalloc(k, sizeof(*ob));
+	ob = xcalloc(k + 1, sizeof(*ob));
 	for (i = 0; i < fl->nr; i++)
 		make_bigrams(&fb[i], text, &fl->v[i]);
 	for (i = 0; i < k; i++)
@@ -265,8 +267,7 @@ static void closest(struct buf *why, const char *text, const struct lines *fl, c
 		c[s].score = used ? sum / (double)used : 0;
 	}
 	qsort(c, windows, sizeof(*c), cmp_cand);
-	/* The ten best that do not overlap, ranked again by edit distance. */
-	for (s = 0; s < windows && ntop < ARRAY_SIZE(top); s++) {
+	for (s = 0; s < windows && ntop < max; s++) {
 		size_t j;
 		int overlaps = 0;
 
@@ -276,12 +277,34 @@ static void closest(struct buf *why, const char *text, const struct lines *fl, c
 			if ((a > b ? a - b : b - a) < (k ? k : 1))
 				overlaps = 1;
 		}
-		if (overlaps)
-			continue;
-		top[ntop].start = c[s].start;
-		top[ntop].score = lev_similarity(text, fl, c[s].start, old, ol);
-		ntop++;
+		if (!overlaps)
+			top[ntop++] = c[s];
 	}
+	for (i = 0; i < fl->nr; i++)
+		free(fb[i].v);
+	for (i = 0; i < k; i++)
+		free(ob[i].v);
+	free(fb);
+	free(ob);
+	free(c);
+	return ntop;
+}
+
+/* Append the three passages most like `old`, best first. */
+static void closest(struct buf *why, const char *text, const struct lines *fl, const char *old,
+		    const struct lines *ol, size_t *best)
+{
+	struct cand top[10];
+	size_t k = ol->nr, i, ntop, shown = 0;
+
+	if (!fl->nr) {
+		buf_addstr(why, "The file is empty.\n");
+		return;
+	}
+	/* The ten best that do not overlap, ranked again by edit distance. */
+	ntop = rank_windows(top, ARRAY_SIZE(top), text, fl, old, ol);
+	for (i = 0; i < ntop; i++)
+		top[i].score = lev_similarity(text, fl, top[i].start, old, ol);
 	qsort(top, ntop, sizeof(*top), cmp_cand);
 	for (i = 0; i < ntop && shown < 3; i++) {
 		size_t from = top[i].start, to = from + k < fl->nr ? from + k : fl->nr;
@@ -299,13 +322,6 @@ static void closest(struct buf *why, const char *text, const struct lines *fl, c
 	}
 	if (!shown)
 		buf_addstr(why, "No passage of the file resembles it.\n");
-	for (i = 0; i < fl->nr; i++)
-		free(fb[i].v);
-	for (i = 0; i < k; i++)
-		free(ob[i].v);
-	free(fb);
-	free(ob);
-	free(c);
 }
 
 /* ---- line ends ---- */
@@ -375,6 +391,9 @@ const char *match_pass_name(enum match_pass pass)
 	case MATCH_UNICODE: return "ignoring whitespace and folding typographic punctuation "
 				  "(curly quotes, dashes, no-break spaces) to ASCII";
 	case MATCH_ESCAPES: return "after undoing doubled escapes (\\n, \\\", \\', ...)";
+	case MATCH_LINENO: return "after removing the line numbers copied from a read "
+				  "(\"N<tab>\" or \"N | \")";
+	case MATCH_NEAR: return "approximately";
 	}
 	return "?";
 }
@@ -513,11 +532,16 @@ static int normed_eq(const struct normed *f, size_t i, const struct normed *o, s
 	       !memcmp(f->b.buf + f->off[i], o->b.buf + o->off[j], n);
 }
 
-/* Where the lines of `o` match runs of lines of `f`: the count, the first `max` in places. */
-static size_t find_lines(const struct normed *f, const struct normed *o, size_t *places, size_t max)
+/*
+ * Where the lines of `o` match runs of lines of `f`: the count, every place
+ * in *places (to free). With `apart`, places do not overlap (replace_all).
+ */
+static size_t find_lines(const struct normed *f, const struct normed *o, size_t **places,
+			 int apart)
 {
-	size_t s, i, found = 0;
+	size_t s, i, found = 0, alloc = 0;
 
+	*places = NULL;
 	if (!o->nr || o->nr > f->nr || o->all_empty)
 		return 0;
 	for (s = 0; s + o->nr <= f->nr; s++) {
@@ -525,9 +549,10 @@ static size_t find_lines(const struct normed *f, const struct normed *o, size_t 
 			if (!normed_eq(f, s + i, o, i))
 				break;
 		if (i == o->nr) {
-			if (found < max)
-				places[found] = s;
-			found++;
+			ALLOC_GROW(*places, found + 1, alloc);
+			(*places)[found++] = s;
+			if (apart)
+				s += o->nr - 1;
 		}
 	}
 	return found;
@@ -676,6 +701,10 @@ void match_result_release(struct match_result *res)
 	res->pass = MATCH_EXACT;
 	res->span = 0;
 	res->blank_edges = 0;
+	res->level = MATCH_EXACT;
+	res->similar = 0;
+	res->differ = 0;
+	res->by_line = 0;
 	memset(res->lines, 0, sizeof(res->lines));
 }
 
@@ -703,9 +732,18 @@ static size_t find_exact(size_t **hits, size_t *ahits, const char *text, size_t 
 	return n;
 }
 
+/* What a refusal for several matches adds about start_line. */
+static void hint_start_line(struct buf *why, size_t start_line)
+{
+	if (start_line)
+		buf_addf(why, "start_line %zu is not within exactly one of them. ", start_line);
+	else
+		buf_addstr(why, "Or give start_line, the line where the one you mean starts. ");
+}
+
 static void explain_exact_ambiguity(struct buf *why, const char *text, const struct lines *fl,
 				    const size_t *hits, size_t nhits, size_t old_len,
-				    const char *name)
+				    size_t start_line, const char *name)
 {
 	size_t i;
 
@@ -713,7 +751,9 @@ static void explain_exact_ambiguity(struct buf *why, const char *text, const str
 	for (i = 0; i < nhits && i < 10; i++)
 		buf_addf(why, "%s %zu", i ? "," : "", line_of(text, hits[i]));
 	buf_addf(why, "%s. Include more of the surrounding lines to make it unique, or set "
-		 "replace_all to change every occurrence.\n", nhits > 10 ? ", ..." : "");
+		 "replace_all to change every occurrence. ", nhits > 10 ? ", ..." : "");
+	hint_start_line(why, start_line);
+	buf_addch(why, '\n');
 	for (i = 0; i < nhits && i < 3; i++) {
 		size_t a = line_of(text, hits[i]) - 1;
 		size_t b = line_of(text, hits[i] + old_len - 1);
@@ -726,6 +766,29 @@ static void explain_exact_ambiguity(struct buf *why, const char *text, const str
 				 "it):\n", i + 1, a + 1, b);
 		show_lines(why, text, fl, a ? a - 1 : 0, b + 1);
 	}
+}
+
+/*
+ * Of `n` places (0-based first lines, `span` lines each), the one that
+ * holds line `sl` (1-based): the one starting there, else the only one
+ * that covers it. -1 when there is no hint, or none or several cover it.
+ */
+static long pick_by_line(const size_t *first, size_t n, size_t span, size_t sl)
+{
+	size_t i, covering = 0;
+	long hit = -1;
+
+	if (!sl)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (first[i] + 1 == sl)
+			return (long)i;
+	for (i = 0; i < n; i++)
+		if (first[i] + 1 < sl && sl < first[i] + 1 + (span ? span : 1)) {
+			hit = (long)i;
+			covering++;
+		}
+	return covering == 1 ? hit : -1;
 }
 
 /* Replace every hit (old_len bytes each) with `rep`. */
@@ -754,22 +817,67 @@ static void replace_hits(struct match_result *out, const char *text, size_t len,
 	out->span = nl_new + (rep_len && rep[rep_len - 1] != '\n');
 }
 
+/* 1-based line of the end of out->text, where the next line placed starts. */
+static size_t next_line(const struct match_result *out)
+{
+	return line_of(out->text.buf ? out->text.buf : "", out->text.len);
+}
+
+/*
+ * Replace the matches at `places` (`n` of them, first lines of the file,
+ * `ol.nr` lines each) with the lines of `new_text`, placed by
+ * match_place_lines().
+ */
+static int place_all(struct match_result *out, const char *text, size_t len,
+		     const struct lines *fl, const size_t *places, size_t n, const char *old,
+		     const struct lines *ol, const char *new_text, const struct lines *nl,
+		     const char *eol, const char *name, struct buf *why)
+{
+	struct match_slice *fs = slices_of(text, fl), *os = slices_of(old, ol);
+	struct match_slice *ns = slices_of(new_text, nl);
+	size_t done = 0, i, k = ol->nr;
+	int ret = 0;
+
+	for (i = 0; i < n; i++) {
+		size_t s = places[i];
+
+		buf_add(&out->text, text + done, fl->v[s].start - done);
+		note_line(out, next_line(out));
+		ret = match_place_lines(&out->text, fs + s, os, k, ns, nl->nr, eol, name, s + 1, why);
+		if (ret < 0)
+			break;
+		done = fl->v[s + k - 1].next;
+	}
+	if (!ret)
+		buf_add(&out->text, text + done, len - done);
+	out->span = nl->nr;
+	free(fs);
+	free(os);
+	free(ns);
+	return ret;
+}
+
 /*
  * Passes 1-5 for `old` -> `new`. FX_ENOTFOUND when no pass found anything
- * (nothing appended to `why`); FX_EINVAL with the reason otherwise.
+ * (nothing appended to `why`); FX_EINVAL with the reason otherwise. `wrap`
+ * is the matcher that prepared `old` (MATCH_ESCAPES, MATCH_LINENO), or
+ * MATCH_EXACT.
  */
 static int try_passes(struct match_result *out, const char *text, size_t len,
 		      const struct lines *fl, const char *old, size_t old_len,
-		      const char *new_text, size_t new_len, int replace_all, int escaped,
-		      const char *name, struct buf *why)
+		      const char *new_text, size_t new_len, int replace_all, size_t start_line,
+		      enum match_pass wrap, const char *name, struct buf *why)
 {
 	const char *eol = match_eol_of(text, len);
 	struct buf conv_old = BUF_INIT, conv_new = BUF_INIT;
 	struct lines ol = { NULL, 0, 0 }, nl = { NULL, 0, 0 };
-	size_t *hits = NULL, ahits = 0, nhits, mlen = old_len;
+	size_t *hits = NULL, ahits = 0, nhits, mlen = old_len, *places = NULL;
 	enum match_pass level;
 	int ret = FX_ENOTFOUND;
+	long pick = -1;
 
+	if (!old_len)
+		return FX_ENOTFOUND;	/* what a matcher left of old: nothing to find */
 	add_with_eol(&conv_new, new_text, new_len, eol);
 	nhits = find_exact(&hits, &ahits, text, len, old, old_len);
 	if (!nhits) {
@@ -779,24 +887,38 @@ static int try_passes(struct match_result *out, const char *text, size_t len,
 			mlen = conv_old.len;
 		}
 	}
+	if (nhits > 1 && !replace_all && start_line) {
+		size_t *first = xmalloc(nhits * sizeof(*first)), i, span = 1;
+
+		for (i = 0; i < nhits; i++)
+			first[i] = line_of(text, hits[i]) - 1;
+		for (i = 0; i + 1 < mlen; i++)
+			span += (conv_old.len ? conv_old.buf : old)[i] == '\n';
+		pick = pick_by_line(first, nhits, span, start_line);
+		free(first);
+		if (pick >= 0) {
+			hits[0] = hits[pick];
+			nhits = 1;
+			out->by_line = start_line;
+		}
+	}
 	if (nhits == 1 || (nhits && replace_all)) {
 		replace_hits(out, text, len, hits, nhits, mlen, conv_new.buf, conv_new.len);
-		out->pass = escaped ? MATCH_ESCAPES : MATCH_EXACT;
+		out->pass = wrap;
+		out->level = MATCH_EXACT;
 		ret = 0;
 		goto out;
 	}
 	if (nhits > 1) {
-		explain_exact_ambiguity(why, text, fl, hits, nhits, mlen, name);
+		explain_exact_ambiguity(why, text, fl, hits, nhits, mlen, start_line, name);
 		ret = FX_EINVAL;
 		goto out;
 	}
-	if (replace_all)
-		goto out;
 	split_lines(&ol, old, old_len);
 	split_lines(&nl, new_text, new_len);
 	for (level = MATCH_TRAILING; level <= MATCH_UNICODE; level++) {
 		struct normed fn, on;
-		size_t places[10], found, i;
+		size_t found, i;
 
 		norm_lines(&on, old, &ol, level);
 		if (on.all_empty || on.nr > fl->nr) {
@@ -804,35 +926,33 @@ static int try_passes(struct match_result *out, const char *text, size_t len,
 			continue;
 		}
 		norm_lines(&fn, text, fl, level);
-		found = find_lines(&fn, &on, places, ARRAY_SIZE(places));
+		found = find_lines(&fn, &on, &places, replace_all);
 		normed_release(&fn);
 		normed_release(&on);
-		if (found == 1) {
-			size_t s = places[0], k = ol.nr;
-			struct match_slice *fs = slices_of(text, fl), *os = slices_of(old, &ol);
-			struct match_slice *ns = slices_of(new_text, &nl);
-			size_t region_end = fl->v[s + k - 1].next;
-
-			buf_add(&out->text, text, fl->v[s].start);
-			ret = match_place_lines(&out->text, fs + s, os, k, ns, nl.nr, eol, name, s + 1,
-					       why);
-			free(fs);
-			free(os);
-			free(ns);
-			if (ret < 0)
-				goto out;
-			buf_add(&out->text, text + region_end, len - region_end);
-			note_line(out, s + 1);
-			out->span = nl.nr;
-			out->pass = escaped ? MATCH_ESCAPES : level;
+		if (found > 1 && !replace_all) {
+			pick = pick_by_line(places, found, ol.nr, start_line);
+			if (pick >= 0) {
+				places[0] = places[pick];
+				found = 1;
+				out->by_line = start_line;
+			}
+		}
+		if (found == 1 || (found && replace_all)) {
+			ret = place_all(out, text, len, fl, places, found, old, &ol, new_text, &nl, eol,
+					name, why);
+			out->pass = wrap ? wrap : level;
+			out->level = level;
 			goto out;
 		}
 		if (found > 1) {
 			buf_addf(why, "old_string does not occur exactly in %s, and %s it matches %zu "
 				 "places, at lines", name, match_pass_name(level), found);
-			for (i = 0; i < found && i < ARRAY_SIZE(places); i++)
+			for (i = 0; i < found && i < 10; i++)
 				buf_addf(why, "%s %zu", i ? "," : "", places[i] + 1);
-			buf_addstr(why, ". Include more of the surrounding lines to make it unique.\n");
+			buf_addf(why, "%s. Include more of the surrounding lines to make it unique. ",
+				 found > 10 ? ", ..." : "");
+			hint_start_line(why, start_line);
+			buf_addch(why, '\n');
 			for (i = 0; i < found && i < 3; i++) {
 				buf_addf(why, "--- place %zu (lines %zu-%zu):\n", i + 1, places[i] + 1,
 					 places[i] + ol.nr);
@@ -841,9 +961,12 @@ static int try_passes(struct match_result *out, const char *text, size_t len,
 			ret = FX_EINVAL;
 			goto out;
 		}
+		free(places);
+		places = NULL;
 	}
 out:
 	free(hits);
+	free(places);
 	free(ol.v);
 	free(nl.v);
 	buf_release(&conv_old);
@@ -910,12 +1033,437 @@ static int unescape(struct buf *out, const char *s, size_t n)
 	return changed;
 }
 
+/* ---- line numbers copied from a read ---- */
+
+enum lineno_style { LN_NONE, LN_TAB, LN_BAR, LN_ARROW };
+
+/*
+ * The line-number prefix at the start of `s` (`n` bytes): read_file's and
+ * cat -n's "   12<tab>", Roo's and Cline's "12 | ", the "12→" of other
+ * agents' reads. Its length (0 for none), its style and number.
+ */
+static size_t lineno_prefix(const char *s, size_t n, enum lineno_style *style,
+			    unsigned long *num)
+{
+	size_t i = 0, d, j;
+
+	while (i < n && s[i] == ' ')
+		i++;
+	d = i;
+	*num = 0;
+	while (i < n && s[i] >= '0' && s[i] <= '9' && i - d < 9)
+		*num = *num * 10 + (unsigned long)(s[i++] - '0');
+	if (i == d || (i < n && s[i] >= '0' && s[i] <= '9'))
+		return 0;
+	if (i < n && s[i] == '\t') {
+		*style = LN_TAB;
+		return i + 1;
+	}
+	if (n - i >= 3 && !memcmp(s + i, "\xe2\x86\x92", 3)) {
+		*style = LN_ARROW;
+		return i + 3;
+	}
+	for (j = i; j < n && s[j] == ' '; j++)
+		;
+	if (j < n && s[j] == '|' && !(j + 1 < n && s[j + 1] == '|')) {
+		*style = LN_BAR;
+		return j + 1 + (j + 1 < n && s[j + 1] == ' ');
+	}
+	return 0;
+}
+
+/*
+ * `s` without the line-number prefixes of its lines, into `out`, when
+ * every line has one of one style (`*style` set by the first, or given),
+ * numbered one after the other when `consecutive`. Returns the number of
+ * lines holding one (0: not every line does), the first number in *first.
+ */
+static size_t strip_linenos(struct buf *out, const char *s, size_t n, enum lineno_style *style,
+			    int consecutive, unsigned long *first)
+{
+	size_t pos = 0, lines = 0;
+	unsigned long prev = 0;
+
+	while (pos < n) {
+		const char *nl = memchr(s + pos, '\n', n - pos);
+		size_t end = nl ? (size_t)(nl - s) + 1 : n, p;
+		enum lineno_style st = LN_NONE;
+		unsigned long num;
+
+		p = lineno_prefix(s + pos, end - pos, &st, &num);
+		if (!p || (*style != LN_NONE && st != *style) ||
+		    (consecutive && lines && num != prev + 1))
+			return 0;
+		*style = st;
+		if (!lines)
+			*first = num;
+		prev = num;
+		buf_add(out, s + pos + p, end - pos - p);
+		lines++;
+		pos = end;
+	}
+	return lines;
+}
+
+/* Whether `s` holds nothing but blanks and line ends (or nothing). */
+static int only_blanks(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!match_is_blank(s[i]) && s[i] != '\n')
+			return 0;
+	return 1;
+}
+
+/* Whether some line of `s` starts with a line-number prefix. */
+static int any_lineno(const char *s, size_t n)
+{
+	size_t pos = 0;
+
+	while (pos < n) {
+		const char *nl = memchr(s + pos, '\n', n - pos);
+		size_t end = nl ? (size_t)(nl - s) + 1 : n;
+		enum lineno_style st = LN_NONE;
+		unsigned long num;
+
+		if (lineno_prefix(s + pos, end - pos, &st, &num))
+			return 1;
+		pos = end;
+	}
+	return 0;
+}
+
+/* ---- near misses ---- */
+
+/* The line in the form the near-miss matcher compares: punctuation folded, no blanks at all. */
+static void squeezed(struct buf *out, const char *s, size_t n)
+{
+	struct buf t = BUF_INIT;
+	size_t i;
+
+	match_norm_line(&t, s, n, MATCH_UNICODE);
+	for (i = 0; i < t.len; i++)
+		if (!match_is_blank(t.buf[i]))
+			buf_addch(out, t.buf[i]);
+	buf_release(&t);
+}
+
+struct near {
+	double score;		/* 1 - edit distance / size, over the squeezed lines */
+	size_t differ;		/* lines that differ beyond whitespace */
+	double worst;		/* the similarity of the least similar of them */
+	int typos;		/* they differ only in commas and semicolons */
+};
+
+/* Whether two squeezed lines are the same but for commas and semicolons. */
+static int same_but_typos(const struct buf *a, const struct buf *b)
+{
+	size_t i = 0, j = 0;
+
+	for (;;) {
+		while (i < a->len && (a->buf[i] == ',' || a->buf[i] == ';'))
+			i++;
+		while (j < b->len && (b->buf[j] == ',' || b->buf[j] == ';'))
+			j++;
+		if (i == a->len || j == b->len)
+			return i == a->len && j == b->len;
+		if (a->buf[i++] != b->buf[j++])
+			return 0;
+	}
+}
+
+static void near_score(struct near *nr, const char *text, const struct lines *fl, size_t s,
+		       const char *old, const struct lines *ol)
+{
+	struct buf a = BUF_INIT, b = BUF_INIT;
+	size_t i, dist = 0, size = 0;
+
+	nr->differ = 0;
+	nr->worst = 1.0;
+	nr->typos = 1;
+	for (i = 0; i < ol->nr && s + i < fl->nr; i++) {
+		const struct line *o = &ol->v[i], *f = &fl->v[s + i];
+		size_t d, big;
+
+		buf_reset(&a);
+		buf_reset(&b);
+		squeezed(&a, old + o->start, o->end - o->start);
+		squeezed(&b, text + f->start, f->end - f->start);
+		big = a.len > b.len ? a.len : b.len;
+		if (big > LEV_MAX) {
+			/* past what the distance looks at: the same, or wholly different */
+			big = LEV_MAX;
+			d = a.len == b.len && !memcmp(a.buf, b.buf, a.len) ? 0 : big;
+		} else {
+			d = levenshtein(a.buf ? a.buf : "", a.len, b.buf ? b.buf : "", b.len);
+		}
+		dist += d;
+		size += big;
+		if (d) {
+			nr->differ++;
+			if (!same_but_typos(&a, &b))
+				nr->typos = 0;
+			if (1.0 - (double)d / (double)big < nr->worst)
+				nr->worst = 1.0 - (double)d / (double)big;
+		}
+	}
+	if (i < ol->nr) {
+		nr->differ += ol->nr - i;
+		nr->worst = 0;
+	}
+	nr->score = size ? 1.0 - (double)dist / (double)size : 0;
+	buf_release(&a);
+	buf_release(&b);
+}
+
+/* Lines of `ls` in `s` that hold something else than blanks. */
+static size_t nonblank_lines(const char *s, const struct lines *ls)
+{
+	size_t i, n = 0, a, b;
+
+	for (i = 0; i < ls->nr; i++) {
+		trimmed(s, &ls->v[i], &a, &b);
+		n += b > a;
+	}
+	return n;
+}
+
+/*
+ * The near-miss matcher: the passage most like `old`, when it is within
+ * MATCH_NEAR_MIN and clearly closer (MATCH_NEAR_MARGIN) than any other, and
+ * its differences are few: whitespace anywhere; beyond whitespace at most
+ * one line in four (one, in a short old), each still 75% alike, with at
+ * least one line the same. Under four lines, a line may differ beyond
+ * whitespace only by a missing or added comma or semicolon (and a single
+ * line only when it has 24 characters or more): a differing value, name or
+ * operator in a short passage is another text, not a slip.
+ * FX_ENOTFOUND when there is none (with a note in `why` when two were
+ * about as close).
+ */
+static int try_near(struct match_result *out, const char *text, size_t len,
+		    const struct lines *fl, const char *old, size_t old_len,
+		    const char *new_text, size_t new_len, const char *name, struct buf *why)
+{
+	struct lines ol = { NULL, 0, 0 }, nl = { NULL, 0, 0 };
+	struct cand top[10];
+	struct near best = { 0, 0, 0, 0 }, nr;
+	size_t ntop, i, nb, at = SIZE_MAX, second = SIZE_MAX, start = why->len;
+	double second_score = 0;
+	int ret = FX_ENOTFOUND;
+
+	split_lines(&ol, old, old_len);
+	nb = nonblank_lines(old, &ol);
+	if (!nb || ol.nr > fl->nr)
+		goto out;
+	ntop = rank_windows(top, ARRAY_SIZE(top), text, fl, old, &ol);
+	for (i = 0; i < ntop; i++) {
+		near_score(&nr, text, fl, top[i].start, old, &ol);
+		if (at == SIZE_MAX || nr.score > best.score) {
+			if (at != SIZE_MAX) {
+				second = at;
+				second_score = best.score;
+			}
+			best = nr;
+			at = top[i].start;
+		} else if (second == SIZE_MAX || nr.score > second_score) {
+			second = top[i].start;
+			second_score = nr.score;
+		}
+	}
+	if (at == SIZE_MAX || best.score < MATCH_NEAR_MIN)
+		goto out;
+	if (second != SIZE_MAX && second_score > best.score - MATCH_NEAR_MARGIN) {
+		buf_addf(why, "Lines %zu-%zu (%d%% alike) and lines %zu-%zu (%d%%) are about as close "
+			 "to old_string, so which one it means cannot be told.\n", at + 1,
+			 at + ol.nr, (int)(best.score * 100), second + 1, second + ol.nr,
+			 (int)(second_score * 100));
+		goto out;
+	}
+	if (best.differ) {
+		struct buf sq = BUF_INIT;
+		size_t limit = nb >= 4 ? nb / 4 : 1;
+
+		if (nb == 1)
+			squeezed(&sq, old, old_len);
+		if (best.differ > limit || best.differ >= nb || best.worst < 0.75 ||
+		    (nb < 4 && !best.typos) || (nb == 1 && sq.len < 24)) {
+			buf_release(&sq);
+			goto out;
+		}
+		buf_release(&sq);
+	}
+	split_lines(&nl, new_text, new_len);
+	buf_addf(why, "old_string is not in %s as written; lines %zu-%zu, %d%% alike, are the only "
+		 "close passage, but: ", name, at + 1, at + ol.nr, (int)(best.score * 100));
+	ret = place_all(out, text, len, fl, &at, 1, old, &ol, new_text, &nl,
+			match_eol_of(text, len), name, why);
+	if (!ret)
+		buf_setlen(why, start);
+	out->pass = MATCH_NEAR;
+	out->level = MATCH_UNICODE;
+	out->similar = (int)(best.score * 100);
+	out->differ = best.differ;
+out:
+	free(ol.v);
+	free(nl.v);
+	return ret;
+}
+
+/* ---- lazy placeholders ---- */
+
+/* Words a placeholder is made of; the first group names what was left out. */
+static const char *const ph_trigger[] = {
+	"rest", "remaining", "existing", "unchanged", "omitted", "previous", "other",
+};
+static const char *const ph_words[] = {
+	"of", "the", "code", "method", "methods", "function", "functions", "file", "class",
+	"classes", "implementation", "here", "same", "as", "before", "keep", "kept", "line",
+	"lines", "content", "contents", "remains", "remain", "stays", "stay", "is", "are", "for",
+	"brevity", "and", "imports", "tests", "properties", "fields", "cases", "logic", "body",
+	"etc", "from", "exactly", "unchanged", "omitted", "component", "components", "file's",
+	"props", "styles", "config", "configuration", "definitions", "helpers", "handlers",
+	"routes", "code's", "members", "elements", "items", "entries", "sections", "section",
+};
+
+static int in_list(const char *w, const char *const *list, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(w, list[i]))
+			return 1;
+	return 0;
+}
+
+/*
+ * The normal form of a placeholder line (lower case words, into `out`),
+ * or 0 when the line is none: after a comment leader or inside
+ * parentheses or brackets, only words of the lists above, naming what was
+ * left out, with an ellipsis or a word saying it is unchanged.
+ */
+static int placeholder_form(struct buf *out, const char *s, size_t n)
+{
+	size_t a = 0, b = n, i;
+	int framed = 0, dots = 0, trigger = 0, says = 0, words = 0;
+	char w[32];
+	size_t wl = 0;
+
+	while (a < b && match_is_blank(s[a]))
+		a++;
+	while (b > a && match_is_blank(s[b - 1]))
+		b--;
+	if (b - a >= 4 && !memcmp(s + a, "<!--", 4)) {
+		a += 4;
+		framed = 1;
+		if (b - a >= 3 && !memcmp(s + b - 3, "-->", 3))
+			b -= 3;
+	} else if (b - a >= 2 && (!memcmp(s + a, "//", 2) || !memcmp(s + a, "--", 2) ||
+				  !memcmp(s + a, "/*", 2))) {
+		a += 2;
+		framed = 1;
+		if (b - a >= 2 && !memcmp(s + b - 2, "*/", 2))
+			b -= 2;
+	} else if (b > a && (s[a] == '#' || s[a] == ';' || s[a] == '%')) {
+		a++;
+		framed = 1;
+	}
+	while (a < b && (match_is_blank(s[a]) || s[a] == '(' || s[a] == '[' || s[a] == '{'))
+		framed |= s[a++] != ' ' && s[a - 1] != '\t';
+	while (b > a && (match_is_blank(s[b - 1]) || s[b - 1] == ')' || s[b - 1] == ']' ||
+			 s[b - 1] == '}'))
+		b--;
+	if (a < b && (s[a] == '.' || !memcmp(s + a, "\xe2\x80\xa6", b - a >= 3 ? 3 : 0)))
+		framed = 1;
+	if (!framed || a >= b)
+		return 0;
+	buf_reset(out);
+	for (i = a; i <= b; i++) {
+		unsigned char c = i < b ? (unsigned char)s[i] : ' ';
+
+		if (i + 3 <= b && !memcmp(s + i, "\xe2\x80\xa6", 3)) {
+			dots = 1;
+			i += 2;
+			c = ' ';
+		} else if (c == '.' && i + 2 < b && s[i + 1] == '.' && s[i + 2] == '.') {
+			dots = 1;
+		}
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    c == '\'' || c == '_' || c == '-') {
+			if (wl + 1 < sizeof(w))
+				w[wl++] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+			else
+				return 0;
+			continue;
+		}
+		if (c != '.' && c != ' ' && c != '\t' && c != ',' && c != ':')
+			return 0;
+		if (!wl)
+			continue;
+		w[wl] = 0;
+		wl = 0;
+		words++;
+		if (in_list(w, ph_trigger, ARRAY_SIZE(ph_trigger)))
+			trigger = 1;
+		else if (!in_list(w, ph_words, ARRAY_SIZE(ph_words)) && !(w[0] >= '0' && w[0] <= '9'))
+			return 0;
+		if (!strcmp(w, "unchanged") || !strcmp(w, "omitted") || !strcmp(w, "same") ||
+		    !strcmp(w, "remains") || !strcmp(w, "remain"))
+			says = 1;
+		buf_addstr(out, w);
+		buf_addch(out, ' ');
+	}
+	return trigger && (dots || says) && words <= 10;
+}
+
+size_t match_find_placeholder(const char *old, size_t old_len, const char *new_text,
+			      size_t new_len, struct buf *what)
+{
+	struct lines ol, nl;
+	struct buf f = BUF_INIT, g = BUF_INIT;
+	size_t i, j, found = 0;
+
+	split_lines(&ol, old, old_len);
+	split_lines(&nl, new_text, new_len);
+	for (i = 0; i < nl.nr && !found; i++) {
+		const struct line *l = &nl.v[i];
+		size_t a, b;
+
+		if (!placeholder_form(&f, new_text + l->start, l->end - l->start))
+			continue;
+		for (j = 0; j < ol.nr; j++)
+			if (placeholder_form(&g, old + ol.v[j].start, ol.v[j].end - ol.v[j].start) &&
+			    f.len == g.len && !memcmp(f.buf, g.buf, f.len))
+				break;
+		if (j < ol.nr)
+			continue;
+		trimmed(new_text, l, &a, &b);
+		buf_add(what, new_text + a, b - a);
+		found = i + 1;
+	}
+	buf_release(&f);
+	buf_release(&g);
+	free(ol.v);
+	free(nl.v);
+	return found;
+}
+
+/* ---- the chain ---- */
+
 int match_apply(struct match_result *out, const char *text, size_t len, const char *old,
 	       size_t old_len, const char *new_text, size_t new_len, int replace_all,
 	       const char *name, struct buf *why)
 {
+	return match_apply_at(out, text, len, old, old_len, new_text, new_len, replace_all, 0,
+			      name, why);
+}
+
+int match_apply_at(struct match_result *out, const char *text, size_t len, const char *old,
+		  size_t old_len, const char *new_text, size_t new_len, int replace_all,
+		  size_t start_line, const char *name, struct buf *why)
+{
 	struct lines fl = { NULL, 0, 0 }, ol = { NULL, 0, 0 };
-	struct buf uo = BUF_INIT, un = BUF_INIT;
+	struct buf uo = BUF_INIT, un = BUF_INIT, near_why = BUF_INIT;
 	int ret;
 
 	if (!old_len)
@@ -924,10 +1472,12 @@ int match_apply(struct match_result *out, const char *text, size_t len, const ch
 		buf_addstr(why, "old_string and new_string are the same; there is nothing to change\n");
 		return FX_EINVAL;
 	}
+	if (replace_all)
+		start_line = 0;
 	split_lines(&fl, text, len);
-	ret = try_passes(out, text, len, &fl, old, old_len, new_text, new_len, replace_all, 0,
-			 name, why);
-	if (ret == FX_ENOTFOUND && !replace_all) {
+	ret = try_passes(out, text, len, &fl, old, old_len, new_text, new_len, replace_all,
+			 start_line, MATCH_EXACT, name, why);
+	if (ret == FX_ENOTFOUND) {
 		size_t oa, ob, na, nb;
 
 		/* Blank lines at the edges of old that the file does not have. */
@@ -938,16 +1488,69 @@ int match_apply(struct match_result *out, const char *text, size_t len, const ch
 			if (new_len - nb > old_len - ob)
 				nb = new_len - (old_len - ob);
 			ret = try_passes(out, text, len, &fl, old + oa, ob - oa, new_text + na, nb - na,
-					 0, 0, name, why);
+					 replace_all, start_line, MATCH_EXACT, name, why);
 			if (!ret)
 				out->blank_edges = 1;
 		}
 	}
-	if (ret == FX_ENOTFOUND && !replace_all && memchr(old, '\\', old_len) &&
-	    unescape(&uo, old, old_len)) {
+	if (ret == FX_ENOTFOUND && !memchr(old, '\n', old_len)) {
+		size_t oa = 0, ob = old_len, na = 0, nb = new_len;
+
+		/* A piece of one line with blanks around it that the file does not have. */
+		while (oa < ob && (old[oa] == ' ' || old[oa] == '\t'))
+			oa++;
+		while (ob > oa && (old[ob - 1] == ' ' || old[ob - 1] == '\t'))
+			ob--;
+		while (na < oa && na < nb && (new_text[na] == ' ' || new_text[na] == '\t'))
+			na++;
+		while (new_len - nb < old_len - ob && nb > na &&
+		       (new_text[nb - 1] == ' ' || new_text[nb - 1] == '\t'))
+			nb--;
+		if (ob > oa && (oa || ob < old_len)) {
+			ret = try_passes(out, text, len, &fl, old + oa, ob - oa, new_text + na, nb - na,
+					 replace_all, start_line, MATCH_EXACT, name, why);
+			if (!ret)
+				out->blank_edges = 2;
+		}
+	}
+	if (ret == FX_ENOTFOUND && memchr(old, '\\', old_len) && unescape(&uo, old, old_len)) {
 		unescape(&un, new_text, new_len);
-		ret = try_passes(out, text, len, &fl, uo.buf, uo.len, un.buf, un.len, 0, 1, name,
-				 why);
+		ret = try_passes(out, text, len, &fl, uo.buf, uo.len, un.buf, un.len, replace_all,
+				 start_line, MATCH_ESCAPES, name, why);
+	}
+	if (ret == FX_ENOTFOUND) {
+		enum lineno_style st = LN_NONE, nst;
+		unsigned long first = 0, nfirst;
+		size_t sl;
+
+		buf_reset(&uo);
+		buf_reset(&un);
+		if (strip_linenos(&uo, old, old_len, &st, 1, &first) && !only_blanks(uo.buf, uo.len)) {
+			/* new_string with its numbers removed too, or as it is when it has none */
+			nst = st;
+			sl = start_line ? start_line : first;
+			if (new_len && !strip_linenos(&un, new_text, new_len, &nst, 0, &nfirst)) {
+				buf_reset(&un);
+				if (any_lineno(new_text, new_len))
+					ret = FX_EINVAL;
+				else
+					buf_add(&un, new_text, new_len);
+			}
+			if (ret == FX_EINVAL)
+				buf_addstr(why, "every line of old_string starts with a line number (as "
+					   "a read shows them), but only some lines of new_string do, "
+					   "so which of its numbers are text cannot be told. Nothing "
+					   "was written. Send both without the line numbers.\n");
+			else
+				ret = try_passes(out, text, len, &fl, uo.buf, uo.len,
+						 un.buf ? un.buf : "", un.len, replace_all, sl,
+						 MATCH_LINENO, name, why);
+		}
+	}
+	if (ret == FX_ENOTFOUND && !replace_all) {
+		ret = try_near(out, text, len, &fl, old, old_len, new_text, new_len, name, &near_why);
+		if (ret == FX_EINVAL)
+			buf_addbuf(why, &near_why);	/* found, but the lines cannot be placed */
 	}
 	if (!ret) {
 		keep_final_newline(&out->text, text, len, match_eol_of(text, len));
@@ -964,9 +1567,11 @@ int match_apply(struct match_result *out, const char *text, size_t len, const ch
 	/* nothing: say what is closest, and what differs */
 	split_lines(&ol, old, old_len);
 	buf_addf(why, "old_string was not found in %s%s.\n", name,
-		 replace_all ? " (replace_all needs exact occurrences)"
+		 replace_all ? " (replace_all matches exactly or with whitespace and typographic "
+			       "punctuation ignored, never approximately)"
 			     : ", not even ignoring whitespace, typographic punctuation and "
 			       "doubled escapes");
+	buf_addbuf(why, &near_why);
 	explain_missing(why, text, &fl, old, &ol);
 	buf_addstr(why, "Copy the text exactly as the file has it (without the line numbers and "
 		   "the tab after them) and try again.\n");
@@ -975,6 +1580,7 @@ out:
 		match_result_release(out);
 	buf_release(&uo);
 	buf_release(&un);
+	buf_release(&near_why);
 	free(fl.v);
 	free(ol.v);
 	return ret;

@@ -6,10 +6,11 @@
  * shares), apart from any file so that it can be tested and fuzzed on
  * its own.
  *
- * match_apply() replaces `old` by `new` in a text. The passes, in order;
- * each is tried only when the ones before it found nothing, each needs a
- * unique match (several is a refusal listing them), and the result names
- * the pass that matched:
+ * match_apply() replaces `old` by `new` in a text. The matchers, in order
+ * (docs/internals/tools.md gives each one's bounds); each is tried only
+ * when the ones before it found nothing, each needs a unique match
+ * (several is a refusal listing them, or, given a start_line, the one
+ * holding that line), and the result names the matcher that matched:
  *   1. exact: `old` occurs exactly once (with replace_all: at least once,
  *      every occurrence replaced, never overlapping). When `old` as sent is
  *      not there, it is tried again with its line ends turned into the
@@ -22,18 +23,26 @@
  *   5. unicode punctuation: as 4, with typographic dashes, quotes and
  *      spaces (‐‑‒–—―−, ‘’‚‛, “”„‟, no-break and other wide spaces) and …
  *      folded to ASCII;
- *   6. escapes: `old` and `new` with the escapes a model doubled undone
- *      (\\n \\t \\' \\" \\` \\$ \\\\), then passes 1-5 again.
- * Never case-insensitive. When none of them matched and `old` starts or
- * ends with blank lines, they are tried again without those lines (and
- * without as many blank lines at the edges of `new`).
+ *   6. blank edges: 1-5 again without the blank lines at old's edges, or
+ *      without the blanks around a one-line old (and as many of new's);
+ *   7. escapes: `old` and `new` with the escapes a model doubled undone
+ *      (\\n \\t \\' \\" \\` \\$ \\\\), then 1-5 again;
+ *   8. line numbers: every line of `old` starting with a read's line
+ *      number ("%6d<TAB>", "N | ", "N→"), numbered one after the other:
+ *      1-5 again without them (and without new's, when every line of new
+ *      has one), the first number as the start_line hint;
+ *   9. near miss: the one passage within MATCH_NEAR_MIN of `old` and
+ *      MATCH_NEAR_MARGIN better than any other, differing only by slips
+ *      (not with replace_all).
+ * Never case-insensitive. replace_all runs 1-8 on every occurrence.
  *
  * What is written, on every pass: the file's line ends (a CRLF file stays
  * CRLF, whatever `new` used), and the file's final-newline state (a file
  * that ended with a newline still does, one that did not still does not).
- * In passes 2-6, lines of `new` equal to a line of `old` (the lines the
- * model kept) are written as the file has them, byte for byte; the other
- * lines are re-indented by the shift between `old` and the file: when
+ * In matchers 2-9, lines of `new` equal to a line of `old` (the lines the
+ * model kept) are written as the file has them, byte for byte; a `new`
+ * already written in the file's indentation is not shifted again; the
+ * other lines are re-indented by the shift between `old` and the file: when
  * every line of the match is shifted the same way (the file's indentation
  * is the model's plus, or minus, one same prefix), that shift applies to
  * every new line. When the shifts differ from line to line (the model
@@ -63,7 +72,13 @@ enum match_pass {
 	MATCH_SPACES,		/* and runs of blanks inside lines */
 	MATCH_UNICODE,		/* and typographic punctuation */
 	MATCH_ESCAPES,		/* doubled escapes undone, then all the above */
+	MATCH_LINENO,		/* line numbers copied from a read removed, then 1-5 */
+	MATCH_NEAR,		/* one passage clearly closest, within the similarity bound */
 };
+
+/* The near-miss matcher: how similar the passage must be, and how much better than the next. */
+#define MATCH_NEAR_MIN 0.90
+#define MATCH_NEAR_MARGIN 0.10
 
 /** What the result tells the model about a pass ("ignoring trailing whitespace"). */
 const char *match_pass_name(enum match_pass pass);
@@ -75,10 +90,14 @@ struct match_result {
 	/* 1-based lines (in the new text) where replacements start, the first ones */
 	size_t lines[MATCH_MAX_LINES_NOTED];
 	size_t span;		/* lines the first replacement covers in the new text */
-	int blank_edges;	/* blank lines at old's start or end were not in the text */
+	int blank_edges;	/* old's edges not in the text: 1 blank lines, 2 blanks of one line */
+	enum match_pass level;	/* the normal form the lines were compared in */
+	int similar;		/* MATCH_NEAR: the passage's similarity, in percent */
+	size_t differ;		/* MATCH_NEAR: lines of old that differ from the file's */
+	size_t by_line;		/* several matches: the start_line that chose this one */
 };
 
-#define MATCH_RESULT_INIT { BUF_INIT, 0, MATCH_EXACT, { 0 }, 0, 0 }
+#define MATCH_RESULT_INIT { BUF_INIT, 0, MATCH_EXACT, { 0 }, 0, 0, MATCH_EXACT, 0, 0, 0 }
 
 /**
  * Apply the edit to `text` (`len` bytes). `old` must not be empty.
@@ -91,6 +110,26 @@ struct match_result {
 int match_apply(struct match_result *out, const char *text, size_t len, const char *old,
 	       size_t old_len, const char *new_text, size_t new_len, int replace_all,
 	       const char *name, struct buf *why);
+
+/**
+ * match_apply() with a line hint: when old matches several places,
+ * `start_line` (1-based, 0 for none) chooses the one whose lines include
+ * it; when none or several do, the refusal lists them all. A unique match
+ * is applied wherever it is. Ignored with replace_all.
+ */
+int match_apply_at(struct match_result *out, const char *text, size_t len, const char *old,
+		  size_t old_len, const char *new_text, size_t new_len, int replace_all,
+		  size_t start_line, const char *name, struct buf *why);
+
+/**
+ * A lazy placeholder in `new` that `old` does not have: a whole line that is
+ * only a comment or parenthesis standing for code left out ("// ... rest
+ * of methods ...", "(rest of code unchanged)", "# ... existing code ...").
+ * Returns the 1-based line of `new` holding the first, 0 when there is none;
+ * the placeholder's text (as written, trimmed) is appended to `what`.
+ */
+size_t match_find_placeholder(const char *old, size_t old_len, const char *new_text,
+			      size_t new_len, struct buf *what);
 
 /** Free the new text; leaves MATCH_RESULT_INIT. */
 void match_result_release(struct match_result *res);

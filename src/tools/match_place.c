@@ -348,6 +348,121 @@ static int hunk_sources(long *src, const struct shift *sh, size_t k, size_t i0, 
 	return 0;
 }
 
+/*
+ * old_string's first line copied without its indentation, the others as
+ * the file has them (the model selected from the first character of
+ * text): the new lines after the first may be meant as they are, or as a
+ * block indented like the first line. Each reading is tried; the one under
+ * which every changed new line gets an indentation the passage already
+ * has is written. 0 when written, -1 when this is not the case or both
+ * readings (or neither) fit with different results.
+ */
+static int first_line_reading(struct buf *out, const struct match_slice *file, size_t k,
+			      const struct shift *sh, const struct match_slice *nw, size_t m,
+			      const long *map, const char *eol)
+{
+	struct buf r[2] = { BUF_INIT, BUF_INIT };
+	int fits[2] = { 1, 1 }, x, ret = -1;
+	size_t i, j;
+
+	if (k < 2 || !sh[0].known || sh[0].o.n || !sh[0].f.n)
+		return -1;
+	for (i = 1; i < k; i++)
+		if (sh[i].known && (!sh[i].ok || sh[i].n))
+			return -1;
+	for (x = 0; x < 2; x++) {
+		for (j = 0; j < m; j++) {
+			size_t a = r[x].len;
+
+			if (map[j] >= 0) {
+				buf_add(&r[x], file[map[j]].s, file[map[j]].n);
+			} else if (!blank_slice(&nw[j])) {
+				struct match_slice ind;
+				int known = 0;
+
+				if (j == 0 || x == 1)
+					buf_add(&r[x], sh[0].f.s, sh[0].f.n);
+				buf_add(&r[x], nw[j].s, nw[j].n);
+				ind.s = r[x].buf + a;
+				ind.n = lead(&(struct match_slice){ r[x].buf + a, r[x].len - a });
+				for (i = 0; i < k && !known; i++)
+					known = sh[i].known && ws_eq(&ind, &sh[i].f);
+				if (!known)
+					fits[x] = 0;
+			}
+			buf_addstr(&r[x], eol);
+		}
+	}
+	if (fits[0] != fits[1] || (fits[0] && r[0].len == r[1].len &&
+				   !memcmp(r[0].buf, r[1].buf, r[0].len))) {
+		x = fits[0] ? 0 : 1;
+		buf_add(out, r[x].buf, r[x].len);
+		ret = 0;
+	}
+	buf_release(&r[0]);
+	buf_release(&r[1]);
+	return ret;
+}
+
+/* Non-blank lines of `b` that a longest common subsequence pairs with lines of `a`. */
+static size_t paired(const struct match_slice *a, size_t k, const struct match_slice *b, size_t m)
+{
+	long *map = xmalloc((m + 1) * sizeof(*map));
+	size_t j, n = 0;
+
+	match_lcs_map(map, a, k, b, m);
+	for (j = 0; j < m; j++)
+		n += map[j] >= 0 && !blank_slice(&b[j]);
+	free(map);
+	return n;
+}
+
+/*
+ * Whether `nw` was written against the file rather than against `old`:
+ * more of its lines are the file's, byte for byte, than old's.
+ */
+static int already_placed(const struct match_slice *file, const struct match_slice *old, size_t k,
+			  const struct match_slice *nw, size_t m, const long *map)
+{
+	size_t pf, j, i0, told = 0;
+
+	if ((k + 1) * (m + 1) > LCS_CELLS)
+		return 0;
+	pf = paired(file, k, nw, m);
+	if (pf)
+		return pf > paired(old, k, nw, m);
+	/*
+	 * Nothing kept: the lines replaced one for one each take, in new, the
+	 * file's indentation of the line they replace, where old had another.
+	 */
+	for (j = 0, i0 = 0; j < m;) {
+		size_t j1 = j, i1, t;
+
+		if (map[j] >= 0) {
+			i0 = (size_t)map[j] + 1;
+			j++;
+			continue;
+		}
+		while (j1 < m && map[j1] < 0)
+			j1++;
+		i1 = j1 < m ? (size_t)map[j1] : k;
+		if (i1 - i0 != j1 - j)
+			return 0;
+		for (t = 0; t < j1 - j; t++) {
+			const struct match_slice *f = &file[i0 + t], *o = &old[i0 + t], *n = &nw[j + t];
+			struct match_slice fi = { f->s, lead(f) }, oi = { o->s, lead(o) }, ni = { n->s, lead(n) };
+
+			if (blank_slice(n) || blank_slice(f))
+				continue;
+			if (!ws_eq(&ni, &fi))
+				return 0;
+			told += !ws_eq(&oi, &fi);
+		}
+		j = j1;
+	}
+	return told > 0;
+}
+
 int match_place_lines(struct buf *out, const struct match_slice *file, const struct match_slice *old,
 		     size_t k, const struct match_slice *nw, size_t m, const char *eol,
 		     const char *name, size_t first_line, struct buf *why)
@@ -371,12 +486,29 @@ int match_place_lines(struct buf *out, const struct match_slice *file, const str
 		if (!sh[i].ok)
 			uniform = 0;
 	}
+	/*
+	 * new_string written in the file's indentation while old_string was
+	 * not (the model copied old loosely but wrote new against the file):
+	 * it goes in as it is, never shifted a second time.
+	 */
+	match_lcs_map(map, old, k, nw, m);
+	if (global && (!uniform || global->n) && already_placed(file, old, k, nw, m, map)) {
+		for (j = 0; j < m; j++) {
+			if (map[j] >= 0)
+				buf_add(out, file[map[j]].s, file[map[j]].n);
+			else if (!blank_slice(&nw[j]))
+				buf_add(out, nw[j].s, nw[j].n);
+			buf_addstr(out, eol);
+		}
+		goto out;
+	}
+	if (!uniform && first_line_reading(out, file, k, sh, nw, m, map, eol) == 0)
+		goto out;
 	mapped = !uniform && mapping_ok(sh, k);
 	if (mapped)
 		linear_of(&lin, sh, k);
 	else
 		memset(&lin, 0, sizeof(lin));
-	match_lcs_map(map, old, k, nw, m);
 	for (j = 0; j < m; j++)
 		src[j] = -1;
 	for (j = 0; j < m;) {

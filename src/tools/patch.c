@@ -511,7 +511,7 @@ int patch_apply_update(struct buf *out, const char *text, size_t len, const stru
 	struct repl *r;
 	size_t nr, i, j, cursor = 0, start = out->len, done = 0;
 	const char *eol = match_eol_of(text, len);
-	int ret = 0, had_final = len && text[len - 1] == '\n';
+	int ret = 0;
 
 	*worst = MATCH_EXACT;
 	file_lines(&fl, &nr, text, len);
@@ -620,16 +620,9 @@ int patch_apply_update(struct buf *out, const char *text, size_t len, const stru
 			goto out;
 		done = r[i].at + r[i].k;
 	}
-	/* The final-newline state of the file is kept. */
-	if (len && out->len > start) {
-		if (had_final && out->buf[out->len - 1] != '\n')
-			buf_addstr(out, eol);
-		while (!had_final && out->len > start && out->buf[out->len - 1] == '\n') {
-			buf_setlen(out, out->len - 1);
-			if (out->len > start && out->buf[out->len - 1] == '\r')
-				buf_setlen(out, out->len - 1);
-		}
-	}
+	/* As Codex: an updated file ends with a line end, whether it had one or not. */
+	if (out->len > start && out->buf[out->len - 1] != '\n')
+		buf_addstr(out, eol);
 out:
 	if (ret < 0)
 		buf_setlen(out, start);

@@ -5,8 +5,9 @@
  * parses must have what the format promises (a path for every hunk, at
  * least one chunk of at least one line for every update). Every Update
  * hunk is then applied to FILE: a failure leaves no output and says why;
- * a success keeps FILE's final-newline state and, for a CR-free FILE
- * whose chunks only repeat context that matched exactly, gives FILE back.
+ * a success ends with a line end (as Codex writes an updated file) and,
+ * for a CR-free FILE ending with one whose chunks only repeat context that
+ * matched exactly, gives FILE back.
  * Any crash, leak, sanitizer report or broken promise is a finding.
  *
  *   make fuzz && build/fuzz/patch -max_len=4096 -max_total_time=300 CORPUS_DIR
@@ -73,9 +74,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		} else {
 			if (w.len || worst < MATCH_EXACT || worst > MATCH_UNICODE)
 				abort();
-			if (fl && out.len && (file[fl - 1] == '\n') != (out.buf[out.len - 1] == '\n'))
+			if (out.len && out.buf[out.len - 1] != '\n')
 				abort();
 			if (worst == MATCH_EXACT && only_context(h) && !memchr(file, '\r', fl) &&
+			    fl && file[fl - 1] == '\n' &&
 			    !memchr(file, '\0', fl) && (out.len != fl || memcmp(out.buf, file, fl)))
 				abort();
 		}

@@ -187,7 +187,7 @@ static void test_edit_refusals(void **state)
 	assert_int_equal(edit(&t, "b.bin", "ab", "xy", 0), TOOL_FAILED);
 	assert_contains(t.out.buf, "binary");
 	assert_int_equal(edit(&t, "a.txt", "nowhere", "x", 1), TOOL_FAILED);
-	assert_contains(t.out.buf, "replace_all needs exact occurrences");
+	assert_contains(t.out.buf, "replace_all matches exactly or with whitespace");
 	assert_int_equal(t.ctx.changed.nr, 0);
 	tt_teardown(&t);
 }
@@ -272,6 +272,52 @@ static void test_edit_pass_named_in_result(void **state)
 	tt_teardown(&t);
 }
 
+
+/* start_line through the tool: chosen, named in the result, checked by the schema. */
+static void test_edit_start_line(void **state)
+{
+	struct tt t;
+	char *c;
+
+	(void)state;
+	tt_setup(&t);
+	tu_write(t.ws, "calc.py", py);
+	assert_int_equal(tt_call(&t, tt_builder(), "edit_file",
+				 "{\"path\":\"calc.py\",\"old_string\":\"    result = 0\\n\","
+				 "\"new_string\":\"    result = 1\\n\",\"start_line\":9}"), TOOL_OK);
+	assert_contains(t.out.buf, "at line 9");
+	assert_contains(t.out.buf, "start_line 9 chose this one");
+	c = tu_read(t.ws, "calc.py");
+	assert_non_null(strstr(c, "def count(items):\n    result = 1\n"));
+	assert_non_null(strstr(c, "def total(items):\n    result = 0\n"));
+	free(c);
+	assert_int_equal(tt_call(&t, tt_builder(), "edit_file",
+				 "{\"path\":\"calc.py\",\"old_string\":\"x\",\"new_string\":\"y\","
+				 "\"start_line\":0}"), TOOL_REFUSED);
+	assert_contains(t.out.buf, "start_line");
+	tt_teardown(&t);
+}
+
+/* A lazy placeholder is refused before anything is matched, and nothing is written. */
+static void test_edit_placeholder_refused(void **state)
+{
+	struct tt t;
+	char *c;
+
+	(void)state;
+	tt_setup(&t);
+	tu_write(t.ws, "calc.py", py);
+	assert_int_equal(edit(&t, "calc.py", "def count(items):\n    result = 0\n",
+			      "def count(items):\n    # ... rest of the function unchanged ...\n", 0),
+			 TOOL_FAILED);
+	assert_contains(t.out.buf, "line 2 of new_string, '# ... rest of the function unchanged ...', "
+			"stands for code left out");
+	c = tu_read(t.ws, "calc.py");
+	assert_string_equal(c, py);
+	free(c);
+	tt_teardown(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -284,6 +330,8 @@ int main(void)
 		cmocka_unit_test(test_edit_refusals),
 		cmocka_unit_test(test_edit_keeps_mode_and_follows_inner_link),
 		cmocka_unit_test(test_edit_pass_named_in_result),
+		cmocka_unit_test(test_edit_start_line),
+		cmocka_unit_test(test_edit_placeholder_refused),
 	};
 
 	return cmocka_run_group_tests_name("tools/edit", tests, NULL, NULL);

@@ -144,8 +144,10 @@ static const struct match_case match_cases[] = {
 	{ "model indents more than the file: shift taken away",
 	  "a\n  b\n", "  a\n    b\n", "  a2\n    b\n", 0, 0, "a2\n  b\n", MATCH_INDENT, NULL },
 	{ "model indents more, new line less than the shift: refused",
-	  "a\n  b\n", "  a\n    b\n", "a2\n    b\n", 0, FX_EINVAL, NULL, MATCH_EXACT,
+	  "a\n  b\n", "  a\n    b\n", " a2\n    b\n", 0, FX_EINVAL, NULL, MATCH_EXACT,
 	  "has less indentation than the 2 spaces" },
+	{ "model indents more, new line already at the file's indentation: written as it is",
+	  "a\n  b\n", "  a\n    b\n", "a2\n    b\n", 0, 0, "a2\n  b\n", MATCH_INDENT, NULL },
 	{ "kept lines are written as the file has them",
 	  "\tif (x) {  \n\t\ty();\n\t}\n", "if (x) {\n    y();\n}\n", "if (x) {\n    z();\n}\n", 0, 0,
 	  "\tif (x) {  \n\t\tz();\n\t}\n", MATCH_INDENT, NULL },
@@ -157,8 +159,11 @@ static const struct match_case match_cases[] = {
 	{ "runs of spaces: ambiguous",
 	  "f(a,  b)\nf(a,   b)\n", "f(a, b)", "g()", 0, FX_EINVAL, NULL, MATCH_EXACT,
 	  "runs of spaces inside lines it matches 2 places" },
-	{ "whitespace is not removed, only runs folded",
-	  "f(a,b)\n", "f(a, b)", "g()", 0, FX_ENOTFOUND, NULL, MATCH_EXACT, "was not found" },
+	{ "whitespace removed only by the near-miss matcher, which says so",
+	  "f(a,b)\n", "f(a, b)", "g()", 0, 0, "g()\n", MATCH_NEAR, NULL },
+	{ "a short line that differs beyond whitespace is not a near miss",
+	  "count += 10\n", "count -= 10", "count = 0", 0, FX_ENOTFOUND, NULL, MATCH_EXACT,
+	  "was not found" },
 
 	/* ---- unicode punctuation ---- */
 	{ "curly quotes and an en dash in the file",
@@ -253,12 +258,131 @@ static void test_match_cases(void **state)
 	}
 }
 
+
+/* The matchers added for issue 21, one by one, through match_apply_at(). */
+static const struct chain_case {
+	const char *name, *text, *old, *new_text;
+	int replace_all;
+	size_t start_line;
+	int ret;
+	const char *expect;	/* the new text, or what the explanation holds */
+	enum match_pass pass;
+} chain_cases[] = {
+	{ "line numbers N<TAB> removed from old and new", "a\nb\nc\n", "     2\tb\n     3\tc\n",
+	  "     2\tB\n     3\tc\n", 0, 0, 0, "a\nB\nc\n", MATCH_LINENO },
+	{ "line numbers 'N | ' removed from old; new without any kept", "x = 1\ny = 2\n",
+	  "1 | x = 1\n2 | y = 2", "x = 1\ny = 3", 0, 0, 0, "x = 1\ny = 3\n", MATCH_LINENO },
+	{ "line numbers not one after the other: not a read, not removed", "a\nb\n", "1 | a\n3 | b",
+	  "a\nc", 0, 0, FX_ENOTFOUND, "was not found", MATCH_EXACT },
+	{ "line numbers of a read choose among repeated lines", "x\ny\nx\ny\n", "3\tx\n4\ty",
+	  "3\tz\n4\ty", 0, 0, 0, "x\ny\nz\ny\n", MATCH_LINENO },
+	{ "start_line chooses the occurrence starting there", "x\nx\nx\n", "x\n", "y\n", 0, 2, 0,
+	  "x\ny\nx\n", MATCH_EXACT },
+	{ "start_line within no occurrence: refused, all listed", "x\na\nx\n", "x\n", "y\n", 0, 2,
+	  FX_EINVAL, "start_line 2 is not within exactly one of them", MATCH_EXACT },
+	{ "no start_line with repeats: the hint names it", "x\nx\n", "x\n", "y\n", 0, 0, FX_EINVAL,
+	  "Or give start_line", MATCH_EXACT },
+	{ "start_line on a normal-form match", "  x\n  y\n  x\n  y\n", "x\ny", "z\ny", 0, 3, 0,
+	  "  x\n  y\n  z\n  y\n", MATCH_INDENT },
+	{ "replace_all on lines matched ignoring indentation", "  a\n  b\n  c\n  a\n  b\n", "a\nb",
+	  "x\nb", 1, 0, 0, "  x\n  b\n  c\n  x\n  b\n", MATCH_INDENT },
+	{ "near miss: a missing comma in a passage of four lines",
+	  "f(\n  one,\n  two\n)\n", "f(\n  one\n  two\n)", "f(\n  one,\n  three\n)", 0, 0, 0,
+	  "f(\n  one,\n  three\n)\n", MATCH_NEAR },
+	{ "near miss: two passages as close, refused with both named",
+	  "f(\n  one,\n  two\n)\nf(\n  one,\n  two\n)\n", "f(\n  one\n  two\n)", "g()", 0, 0,
+	  FX_ENOTFOUND, "are about as close", MATCH_EXACT },
+	{ "near miss: a different value in a short passage is not one",
+	  "int a = 1;\nint b = 2;\n", "int a = 1;\nint b = 3;", "x", 0, 0, FX_ENOTFOUND,
+	  "was not found", MATCH_EXACT },
+	{ "new already at the file's indentation is not indented again",
+	  "def f():\n    if x:\n        return 1\n", "if x:\n    return 1", "    if x:\n        return 2",
+	  0, 0, 0, "def f():\n    if x:\n        return 2\n", MATCH_INDENT },
+	{ "first line copied without its indentation, new a block like it",
+	  "\n  function oldFunc() {\n    // some code\n  }", "function  oldFunc() {\n    // some code\n  }",
+	  "function newFunc() {\n  // new code\n}", 0, 0, 0,
+	  "\n  function newFunc() {\n    // new code\n  }", MATCH_SPACES },
+	{ "a line number and nothing else is not stripped to nothing (found by the fuzzer)",
+	  "\xe2\n\n\n\n\x04\n\n\x04", "1\t", "M ", 0, 0, FX_ENOTFOUND, "was not found", MATCH_EXACT },
+	{ "a near miss whose lines cannot be placed says both (found by the fuzzer)",
+	  "\n\v\xff\xff\n\xff", "\t\xff\t\xff\t\t\t", "\v\t\t\t\t\t\t\t\t\t\t\t\t\t\t\x7f\n8",
+	  0, 0, FX_EINVAL, "are the only close passage, but: ", MATCH_EXACT },
+	{ "a piece of a line with blanks around it", "say hello now\n", " hello ", " bye ", 0, 0, 0,
+	  "say bye now\n", MATCH_EXACT },
+};
+
+static void test_match_chain(void **state)
+{
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(chain_cases); i++) {
+		const struct chain_case *c = &chain_cases[i];
+		struct match_result r = MATCH_RESULT_INIT;
+		struct buf why = BUF_INIT;
+		int ret = match_apply_at(&r, c->text, strlen(c->text), c->old, strlen(c->old),
+					 c->new_text, strlen(c->new_text), c->replace_all, c->start_line,
+					 "f", &why);
+
+		if (ret != c->ret)
+			fail_msg("%s: returned %d, expected %d; explanation:\n%s", c->name, ret, c->ret,
+				 why.buf);
+		if (!ret) {
+			if (strcmp(r.text.buf, c->expect))
+				fail_msg("%s: wrote\n[%s]\nexpected\n[%s]", c->name, r.text.buf, c->expect);
+			if (r.pass != c->pass)
+				fail_msg("%s: matched by pass %d (%s), expected %d", c->name, (int)r.pass,
+					 match_pass_name(r.pass), (int)c->pass);
+		} else if (!strstr(why.buf, c->expect)) {
+			fail_msg("%s: expected \"%s\" in:\n%s", c->name, c->expect, why.buf);
+		}
+		match_result_release(&r);
+		buf_release(&why);
+	}
+}
+
+/* Placeholders: whole comment or parenthesised lines standing for code left out. */
+static void test_match_placeholders(void **state)
+{
+	static const struct {
+		const char *old, *new_text;
+		size_t line;
+	} cases[] = {
+		{ "x", "(rest of methods ...)", 1 },
+		{ "x", "a\n  // ... rest of methods ...\n", 2 },
+		{ "x", "# ... existing code ...", 1 },
+		{ "x", "(rest of code unchanged)", 1 },
+		{ "x", "<!-- ... rest of the file unchanged ... -->", 1 },
+		{ "x", "    // Lines 1-50 remain unchanged", 1 },
+		{ "(rest of methods ...)", "(Rest of methods ...)", 0 },
+		{ "x", "return v; // rest of methods ...", 0 },
+		{ "x", "const s = \"(rest of methods ...)\";", 0 },
+		{ "x", "...", 0 },
+		{ "x", "# the rest of the code is unchanged by this flag", 0 },
+		{ "x", "// ... alle anderen Methoden ...", 0 },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct buf what = BUF_INIT;
+		size_t got = match_find_placeholder(cases[i].old, strlen(cases[i].old), cases[i].new_text,
+						    strlen(cases[i].new_text), &what);
+
+		if (got != cases[i].line)
+			fail_msg("'%s': line %zu, expected %zu", cases[i].new_text, got, cases[i].line);
+		buf_release(&what);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_match_tabs_and_crlf),
 		cmocka_unit_test(test_match_line_numbers),
 		cmocka_unit_test(test_match_cases),
+		cmocka_unit_test(test_match_chain),
+		cmocka_unit_test(test_match_placeholders),
 	};
 
 	return cmocka_run_group_tests_name("tools/match", tests, NULL, NULL);
