@@ -50,6 +50,7 @@ struct checkpoints {
 	size_t files_read;	/* files and links whose content the last capture read */
 	git_oid chain_base;	/* the damaged newest checkpoint a new chain replaces */
 	int chain_base_set;
+	int index_written;	/* the stat cache was saved in this batch (it needs a flush) */
 };
 
 /**

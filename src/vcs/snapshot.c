@@ -162,7 +162,8 @@ static int record_file(struct walk *w, int dfd, const char *name, const char *re
 	       (st->st_mode & 0100) ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
 	w->files_read++;
 	gerr = git_odb_hash(&oid, content.buf, content.len, GIT_OBJECT_BLOB);
-	if (!gerr && !(e && git_oid_equal(&e->id, &oid)) && !git_odb_exists(w->odb, &oid))
+	/* git_odb_write() itself asks every backend whether the object exists */
+	if (!gerr && !(e && git_oid_equal(&e->id, &oid)))
 		gerr = git_odb_write(&oid, w->odb, content.buf, content.len, GIT_OBJECT_BLOB);
 	if (gerr < 0) {
 		ret = vcs_git_error(gerr, "cannot store '%s'", rel);
@@ -344,6 +345,20 @@ static int save_index(git_index *idx)
 	return ret;
 }
 
+/*
+ * Every blob a capture puts in the index was hashed by it or by an earlier
+ * one whose batch completed (a batch cut short drops the index), and every
+ * entry seeded from the user's index names an object of the user's: with
+ * libgit2's strict checks on, each git_index_add() and each tree entry
+ * reads its object back (git_odb_read_header(), a whole inflate in
+ * odb.c) — most of a first checkpoint outside a repository, and a pack
+ * lookup per file when seeding. The checks are off while a capture runs.
+ */
+static void strict_checks(int on)
+{
+	git_libgit2_opts(GIT_OPT_ENABLE_STRICT_OBJECT_CREATION, on);
+}
+
 static int index_entry_cmp(const void *a, const void *b)
 {
 	return strcmp(((const git_index_entry *)a)->path, ((const git_index_entry *)b)->path);
@@ -355,7 +370,7 @@ int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cp
 	struct strvec gone = STRVEC_INIT;
 	struct ws_walk walk = WS_WALK_INIT;
 	size_t i;
-	int ret = 0, gerr;
+	int ret = 0, gerr, dirty = 0;
 
 	memset(&w, 0, sizeof(w));
 	buf_init(&w.scratch, 0);
@@ -364,14 +379,20 @@ int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cp
 	w.snap = snap;
 	w.uprefix = cps->user_prefix ? cps->user_prefix : "";
 	clock_gettime(CLOCK_REALTIME_COARSE, &w.start);
+	strict_checks(0);
 	if (git_index_read(idx, 0) < 0) {
 		/* a damaged cache: start again from nothing */
 		git_error_clear();
-		if ((gerr = git_index_clear(idx)) < 0)
-			return vcs_git_error(gerr, "cannot reset the checkpoint index");
+		if ((gerr = git_index_clear(idx)) < 0) {
+			ret = vcs_git_error(gerr, "cannot reset the checkpoint index");
+			goto out;
+		}
+		dirty = 1;
 	}
-	if ((gerr = git_repository_odb(&w.odb, cps->repo)) < 0)
-		return vcs_git_error(gerr, "cannot open the checkpoint objects");
+	if ((gerr = git_repository_odb(&w.odb, cps->repo)) < 0) {
+		ret = vcs_git_error(gerr, "cannot open the checkpoint objects");
+		goto out;
+	}
 	if (cps->user) {
 		/* a FIFO or device planted as the user's index would block the read */
 		char *ipath = xstrfmt("%sindex", git_repository_path(cps->user));
@@ -392,6 +413,8 @@ int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cp
 		}
 		if ((ret = statcache_seed(idx, w.uidx, w.uprefix)) < 0)
 			goto out;
+		dirty |= ret > 0;
+		ret = 0;
 	}
 	if ((ret = push_global_lists(&w)) < 0)
 		goto out;
@@ -431,12 +454,19 @@ int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cp
 			ret = vcs_git_error(gerr, "cannot record '%s'", w.adds[i].path);
 			goto out;
 		}
+	/*
+	 * libgit2 reuses the trees of folders nothing changed in (the index's
+	 * tree cache), so only the trees on a changed path are built.
+	 */
 	if ((gerr = git_index_write_tree(out, idx)) < 0) {
 		ret = vcs_git_error(gerr, "cannot write the checkpoint tree");
 		goto out;
 	}
-	if ((ret = save_index(idx)) < 0)
+	/* nothing new, changed or gone: the cache on disk is already this one */
+	dirty |= w.adds_nr || gone.nr;
+	if (dirty && (ret = save_index(idx)) < 0)
 		goto out;
+	cps->index_written |= dirty;
 	cps->files_read = w.files_read;
 	if (snap) {
 		snap->files = git_index_entrycount(idx);
@@ -458,6 +488,7 @@ out:
 	buf_release(&w.scratch);
 	git_index_free(w.uidx);
 	git_odb_free(w.odb);
+	strict_checks(1);
 	return ret;
 }
 
@@ -496,8 +527,10 @@ int snapshot_add_path(struct snapshot *snap, struct checkpoints *cps, git_index 
 	}
 	if ((ret = record_file(&w, dfd, base, path, &st)) < 0)
 		goto out;
+	strict_checks(0);
 	if (w.adds_nr && (gerr = git_index_add(idx, &w.adds[0])) < 0)
 		ret = vcs_git_error(gerr, "cannot record '%s'", path);
+	strict_checks(1);
 	if (snap)
 		perm_map_sort(&snap->perms);
 out:
