@@ -26,7 +26,32 @@ struct loose_backend {
 	size_t damaged_nr, damaged_alloc;
 	git_oid *written;	/* since the last vcs_loose_flush() */
 	size_t written_nr, written_alloc;
+	int fan[256];		/* the fan-out folders opened so far (-1: not yet) */
+	int made_fan;		/* a fan-out folder was made since the last flush */
 };
+
+/*
+ * The fan-out folder of objects starting with byte `b`, opened once per
+ * backend (a first checkpoint writes thousands of objects: opening the
+ * folder for each "exists" and each write was two thirds of its system
+ * calls); made when `create` and missing. -1 with errno.
+ */
+static int fan_dir(struct loose_backend *lb, unsigned b, int create)
+{
+	char sub[3];
+
+	if (lb->fan[b] >= 0)
+		return lb->fan[b];
+	snprintf(sub, sizeof(sub), "%02x", b);
+	lb->fan[b] = openat(lb->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (lb->fan[b] < 0 && errno == ENOENT && create) {
+		if (mkdirat(lb->objfd, sub, 0755) < 0 && errno != EEXIST)
+			return -1;
+		lb->made_fan = 1;
+		lb->fan[b] = openat(lb->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	return lb->fan[b];
+}
 
 static void hex_of(char hex[GIT_OID_HEXSZ + 1], const git_oid *oid)
 {
@@ -136,18 +161,14 @@ out:
 /* Open the file of `oid` read-only, never through a link; -1 with errno. */
 static int open_object(struct loose_backend *lb, const git_oid *oid)
 {
-	char hex[GIT_OID_HEXSZ + 1], sub[3];
+	char hex[GIT_OID_HEXSZ + 1];
 	struct stat st;
 	int dfd, fd;
 
 	hex_of(hex, oid);
-	memcpy(sub, hex, 2);
-	sub[2] = '\0';
-	dfd = openat(lb->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0)
+	if ((dfd = fan_dir(lb, oid->id[0], 0)) < 0)
 		return -1;
 	fd = openat(dfd, hex + 2, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	close(dfd);
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -299,20 +320,15 @@ static int loose_write(git_odb_backend *b, const git_oid *oid, const void *data,
 		       git_object_t type)
 {
 	struct loose_backend *lb = (struct loose_backend *)b;
-	char hex[GIT_OID_HEXSZ + 1], sub[3], hdr[HEADER_MAX], tmp[64];
+	char hex[GIT_OID_HEXSZ + 1], hdr[HEADER_MAX], tmp[64];
 	unsigned char chunk[65536];
 	z_stream z;
-	int hlen, dfd = -1, fd = -1, zr, ret = GIT_ERROR, tries;
+	int hlen, dfd, fd = -1, zr, ret = GIT_ERROR, tries;
 	static unsigned counter;
 
 	hex_of(hex, oid);
-	memcpy(sub, hex, 2);
-	sub[2] = '\0';
 	hlen = snprintf(hdr, sizeof(hdr), "%s %zu", git_object_type2string(type), len) + 1;
-	if (mkdirat(lb->objfd, sub, 0755) < 0 && errno != EEXIST)
-		goto os_fail;
-	dfd = openat(lb->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0)
+	if ((dfd = fan_dir(lb, oid->id[0], 1)) < 0)
 		goto os_fail;
 	for (tries = 0; tries < 100 && fd < 0; tries++) {
 		snprintf(tmp, sizeof(tmp), "tmp_obj_%ld_%u", (long)getpid(), counter++);
@@ -368,14 +384,11 @@ static int loose_write(git_odb_backend *b, const git_oid *oid, const void *data,
 	/* replaces a damaged copy or a planted link, never writes through one */
 	if (renameat(dfd, tmp, dfd, hex + 2) < 0)
 		goto fail;
-	close(dfd);
 	ALLOC_GROW(lb->written, lb->written_nr + 1, lb->written_alloc);
 	git_oid_cpy(&lb->written[lb->written_nr++], oid);
 	return 0;
 os_fail:
 	git_error_set(GIT_ERROR_OS, "cannot write checkpoint object %s: %s", hex, strerror(errno));
-	if (dfd >= 0)
-		close(dfd);
 	return GIT_ERROR;
 fail:
 	git_error_set(GIT_ERROR_OS, "cannot write checkpoint object %s: %s", hex,
@@ -383,7 +396,6 @@ fail:
 	if (fd >= 0)
 		close(fd);
 	unlinkat(dfd, tmp, 0);
-	close(dfd);
 	return ret;
 }
 
@@ -409,34 +421,36 @@ int vcs_loose_flush(git_odb_backend *b, size_t max)
 			close(fd);
 	}
 	for (i = 0; i < 256 && !ret; i++) {
-		char sub[8];
 		int dfd;
 
 		if (!dirs[i])
 			continue;
-		snprintf(sub, sizeof(sub), "%02x", (unsigned)i);
-		dfd = openat(lb->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		dfd = fan_dir(lb, (unsigned)i, 0);
 		if (dfd < 0 || fsync(dfd) < 0)
 			ret = err_set_errno(FX_EOS, "cannot flush checkpoint objects");
-		if (dfd >= 0)
-			close(dfd);
 	}
-	if (!ret && lb->written_nr && fsync(lb->objfd) < 0)
+	/* the objects folder itself changed only if a fan-out folder was made */
+	if (!ret && lb->made_fan && fsync(lb->objfd) < 0)
 		ret = err_set_errno(FX_EOS, "cannot flush checkpoint objects");
 	if (!ret)
-		lb->written_nr = 0;
+		lb->written_nr = lb->made_fan = 0;
 	return ret;
 }
 
 void vcs_loose_forget_written(git_odb_backend *b)
 {
 	((struct loose_backend *)b)->written_nr = 0;
+	((struct loose_backend *)b)->made_fan = 0;
 }
 
 static void loose_free(git_odb_backend *b)
 {
 	struct loose_backend *lb = (struct loose_backend *)b;
+	size_t i;
 
+	for (i = 0; i < 256; i++)
+		if (lb->fan[i] >= 0)
+			close(lb->fan[i]);
 	close(lb->objfd);
 	free(lb->written);
 	free(lb->damaged);
@@ -446,7 +460,10 @@ static void loose_free(git_odb_backend *b)
 int vcs_loose_backend(git_odb_backend **out, int objfd)
 {
 	struct loose_backend *lb = xcalloc(1, sizeof(*lb));
+	size_t i;
 
+	for (i = 0; i < 256; i++)
+		lb->fan[i] = -1;
 	git_odb_init_backend(&lb->parent, GIT_ODB_BACKEND_VERSION);
 	lb->objfd = objfd;
 	lb->parent.read = loose_read;
