@@ -399,6 +399,139 @@ fail:
 	return ret;
 }
 
+/*
+ * A streamed write (git_odb_open_wstream(), for files too big to hold in
+ * memory): libgit2 hashes what goes through; the bytes are deflated into
+ * a temporary file as they come (in fan-out folder 00, where an
+ * interrupted batch's leftovers are looked for), renamed to the object's
+ * place once its id is known. Memory: one 64 KiB buffer and zlib's state.
+ */
+struct loose_wstream {
+	git_odb_stream parent;
+	struct loose_backend *lb;
+	z_stream z;
+	int zinit, fd, tmpdir;
+	char tmp[64];
+	unsigned char chunk[65536];
+};
+
+static int ws_deflate(struct loose_wstream *s, const void *data, size_t len, int flush)
+{
+	int zr;
+
+	s->z.next_in = (unsigned char *)data;
+	s->z.avail_in = (uInt)len;
+	do {
+		s->z.next_out = s->chunk;
+		s->z.avail_out = sizeof(s->chunk);
+		zr = deflate(&s->z, flush);
+		if (zr == Z_STREAM_ERROR ||
+		    fsutil_write_all(s->fd, s->chunk, sizeof(s->chunk) - s->z.avail_out) < 0)
+			return -1;
+	} while (s->z.avail_out == 0 || (flush == Z_FINISH && zr != Z_STREAM_END));
+	return 0;
+}
+
+static int ws_write(git_odb_stream *stream, const char *buffer, size_t len)
+{
+	struct loose_wstream *s = (struct loose_wstream *)stream;
+
+	while (len) {
+		size_t take = len > (1u << 30) ? (1u << 30) : len;
+
+		if (ws_deflate(s, buffer, take, Z_NO_FLUSH) < 0) {
+			git_error_set(GIT_ERROR_OS, "cannot write a checkpoint object: %s",
+				      errno ? strerror(errno) : "zlib failed");
+			return GIT_ERROR;
+		}
+		buffer += take;
+		len -= take;
+	}
+	return 0;
+}
+
+static int ws_finalize(git_odb_stream *stream, const git_oid *oid)
+{
+	struct loose_wstream *s = (struct loose_wstream *)stream;
+	char hex[GIT_OID_HEXSZ + 1];
+	int dfd;
+
+	hex_of(hex, oid);
+	if (ws_deflate(s, "", 0, Z_FINISH) < 0 || close(s->fd) < 0) {
+		s->fd = -1;
+		goto fail;
+	}
+	s->fd = -1;
+	if ((dfd = fan_dir(s->lb, oid->id[0], 1)) < 0 || renameat(s->tmpdir, s->tmp, dfd, hex + 2) < 0)
+		goto fail;
+	s->tmp[0] = '\0';
+	ALLOC_GROW(s->lb->written, s->lb->written_nr + 1, s->lb->written_alloc);
+	git_oid_cpy(&s->lb->written[s->lb->written_nr++], oid);
+	return 0;
+fail:
+	git_error_set(GIT_ERROR_OS, "cannot write checkpoint object %s: %s", hex,
+		      errno ? strerror(errno) : "zlib failed");
+	return GIT_ERROR;
+}
+
+static void ws_free(git_odb_stream *stream)
+{
+	struct loose_wstream *s = (struct loose_wstream *)stream;
+
+	if (s->zinit)
+		deflateEnd(&s->z);
+	if (s->fd >= 0)
+		close(s->fd);
+	if (s->tmp[0])
+		unlinkat(s->tmpdir, s->tmp, 0);
+	free(s);
+}
+
+static int loose_writestream(git_odb_stream **out, git_odb_backend *b, git_object_size_t size,
+			     git_object_t type)
+{
+	struct loose_backend *lb = (struct loose_backend *)b;
+	struct loose_wstream *s = xcalloc(1, sizeof(*s));
+	char hdr[HEADER_MAX];
+	int hlen, tries;
+	static unsigned counter;
+
+	s->lb = lb;
+	s->fd = -1;
+	s->parent.backend = b;
+	s->parent.mode = GIT_STREAM_WRONLY;
+	s->parent.write = ws_write;
+	s->parent.finalize_write = ws_finalize;
+	s->parent.free = ws_free;
+	if ((s->tmpdir = fan_dir(lb, 0, 1)) < 0)
+		goto os_fail;
+	for (tries = 0; tries < 100 && s->fd < 0; tries++) {
+		snprintf(s->tmp, sizeof(s->tmp), "tmp_obj_s%ld_%u", (long)getpid(), counter++);
+		s->fd = openat(s->tmpdir, s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			       0444);
+		if (s->fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (s->fd < 0) {
+		s->tmp[0] = '\0';
+		goto os_fail;
+	}
+	if (deflateInit(&s->z, Z_BEST_SPEED) != Z_OK)
+		goto os_fail;
+	s->zinit = 1;
+	hlen = snprintf(hdr, sizeof(hdr), "%s %llu", git_object_type2string(type),
+			(unsigned long long)size) + 1;
+	if (ws_deflate(s, hdr, (size_t)hlen, Z_NO_FLUSH) < 0)
+		goto os_fail;
+	*out = &s->parent;
+	return 0;
+os_fail:
+	git_error_set(GIT_ERROR_OS, "cannot write a checkpoint object: %s",
+		      errno ? strerror(errno) : "zlib failed");
+	ws_free(&s->parent);
+	return GIT_ERROR;
+}
+
 int vcs_loose_flush(git_odb_backend *b, size_t max)
 {
 	struct loose_backend *lb = (struct loose_backend *)b;
@@ -470,6 +603,7 @@ int vcs_loose_backend(git_odb_backend **out, int objfd)
 	lb->parent.read_prefix = loose_read_prefix;
 	lb->parent.read_header = loose_read_header;
 	lb->parent.write = loose_write;
+	lb->parent.writestream = loose_writestream;
 	lb->parent.exists = loose_exists;
 	lb->parent.exists_prefix = loose_exists_prefix;
 	lb->parent.free = loose_free;

@@ -962,6 +962,7 @@ int checkpoint_open(struct checkpoints **out, const char *workspace)
 		return ret;
 	cps = xcalloc(1, sizeof(*cps));
 	cps->lock_fd = cps->root_fd = cps->shadow_fd = -1;
+	cps->max_file_bytes = CHECKPOINT_MAX_FILE_BYTES;
 	cps->workspace = realpath(workspace, NULL);
 	if (!cps->workspace) {
 		ret = err_set_errno(errno == ENOENT ? FX_ENOTFOUND : FX_EOS,
