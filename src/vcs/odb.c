@@ -28,6 +28,7 @@ struct loose_backend {
 	size_t written_nr, written_alloc;
 	int fan[256];		/* the fan-out folders opened so far (-1: not yet) */
 	int made_fan;		/* a fan-out folder was made since the last flush */
+	int stream_ok;		/* vcs_loose_allow_stream(): a streamed write is wanted */
 };
 
 /*
@@ -487,14 +488,69 @@ static void ws_free(git_odb_stream *stream)
 	free(s);
 }
 
+/*
+ * Not asked for a streamed write: git_odb_write() falls back to a stream
+ * when its direct write failed (a full disk), and did so before this
+ * backend had streams, through libgit2's buffering stream that calls
+ * loose_write() again at the end. The same here: the bytes are kept (they
+ * are in memory already) and written whole once more.
+ */
+struct loose_bstream {
+	git_odb_stream parent;
+	struct loose_backend *lb;
+	git_object_t type;
+	struct buf data;
+};
+
+static int bs_write(git_odb_stream *stream, const char *buffer, size_t len)
+{
+	buf_add(&((struct loose_bstream *)stream)->data, buffer, len);
+	return 0;
+}
+
+static int bs_finalize(git_odb_stream *stream, const git_oid *oid)
+{
+	struct loose_bstream *s = (struct loose_bstream *)stream;
+
+	return loose_write(&s->lb->parent, oid, s->data.buf, s->data.len, s->type);
+}
+
+static void bs_free(git_odb_stream *stream)
+{
+	buf_release(&((struct loose_bstream *)stream)->data);
+	free(stream);
+}
+
+static int buffered_stream(git_odb_stream **out, struct loose_backend *lb, git_object_size_t size,
+			   git_object_t type)
+{
+	struct loose_bstream *s = xcalloc(1, sizeof(*s));
+
+	(void)size;
+	s->lb = lb;
+	s->type = type;
+	buf_init(&s->data, 0);
+	s->parent.backend = &lb->parent;
+	s->parent.mode = GIT_STREAM_WRONLY;
+	s->parent.write = bs_write;
+	s->parent.finalize_write = bs_finalize;
+	s->parent.free = bs_free;
+	*out = &s->parent;
+	return 0;
+}
+
 static int loose_writestream(git_odb_stream **out, git_odb_backend *b, git_object_size_t size,
 			     git_object_t type)
 {
 	struct loose_backend *lb = (struct loose_backend *)b;
-	struct loose_wstream *s = xcalloc(1, sizeof(*s));
+	struct loose_wstream *s;
 	char hdr[HEADER_MAX];
 	int hlen, tries;
 	static unsigned counter;
+
+	if (!lb->stream_ok)
+		return buffered_stream(out, lb, size, type);
+	s = xcalloc(1, sizeof(*s));
 
 	s->lb = lb;
 	s->fd = -1;
@@ -568,6 +624,11 @@ int vcs_loose_flush(git_odb_backend *b, size_t max)
 	if (!ret)
 		lb->written_nr = lb->made_fan = 0;
 	return ret;
+}
+
+void vcs_loose_allow_stream(git_odb_backend *b, int on)
+{
+	((struct loose_backend *)b)->stream_ok = on;
 }
 
 void vcs_loose_forget_written(git_odb_backend *b)

@@ -13,6 +13,7 @@
 #include "base/err.h"
 #include "base/fsutil.h"
 #include "base/strvec.h"
+#include "vcs/odb.h"
 #include "vcs/perms.h"
 #include "vcs/snapshot.h"
 #include "vcs/statcache.h"
@@ -144,8 +145,15 @@ static int stream_blob(git_oid *oid, struct walk *w, int fd, const struct stat *
 	char *chunk = xmalloc(CHUNK);
 	git_odb_stream *s = NULL;
 	off_t off = 0, size = st->st_size, data, hole;
-	int ret = 0, gerr = git_odb_open_wstream(&s, w->odb, (git_object_size_t)size,
-						 GIT_OBJECT_BLOB);
+	int ret = 0, gerr;
+
+	if (!w->cps->loose) {
+		free(chunk);
+		return err_set(FX_ERROR, "cannot store '%s': no object store", rel);
+	}
+	vcs_loose_allow_stream(w->cps->loose, 1);
+	gerr = git_odb_open_wstream(&s, w->odb, (git_object_size_t)size, GIT_OBJECT_BLOB);
+	vcs_loose_allow_stream(w->cps->loose, 0);
 
 	while (!gerr && !ret && off < size) {
 		data = lseek(fd, off, SEEK_DATA);
