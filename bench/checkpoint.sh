@@ -1,25 +1,35 @@
 #!/bin/sh
-# Cost of `forgex checkpoint create` on a 10,000-file git repository, cold
-# (no shadow repository yet: every file is hashed) and warm (nothing
-# changed: the stat cache answers), against `git add -A && git write-tree`
-# on a copy of the same repository in the same run. Also: warm with a few
-# files changed, `forgex diff` on an unchanged tree, and a folder that is
-# not a git repository (cold there stores every file). And the stat cache:
-# after `touch` of every file (or `cp -a` of the workspace, or a branch
-# switch) the first checkpoint must read every file, the second none;
-# "touched, 2nd create" is the figure that shows whether the cache was
-# refreshed (before forgex refreshed it, it cost as much as the first).
-# Target (DESIGN.md section 9 style): warm create under 200 ms.
+# Cost of `forgex checkpoint create` against git doing the same work, on a
+# generated, committed tree of FILES files, every row measured in one run:
 #
-#   sh bench/checkpoint.sh            FILES=10000 RUNS=11 COLD_RUNS=5
-#   FORGEX=/path/to/other/forgex sh bench/checkpoint.sh   (compare a build)
+#   cold, git repository   create with no shadow yet  | git add -A && git write-tree, no index
+#   warm, nothing changed  create again               | git add -A && git write-tree, warm index
+#   warm, 1 file changed   append to a file, create   | append to a file, add -A && write-tree
+#   all touched, 1st       touch every file, create   | touch every file, add -A && write-tree
+#   all touched, 2nd       create again (the stat cache was refreshed?) | add -A && write-tree
+#   cold, not git          create in a plain folder   | git init && git add -A && git write-tree on a copy
+#   warm, not git          create again               | add -A && write-tree there, warm
+#   diff, a few changed    forgex diff                | git diff HEAD
+#
+# Each row prints the median ms of each forgex build, git's, and the ratio
+# to git (issue 26's targets: within 1.5x). FORGEX takes several builds,
+# separated by spaces, to compare them in the same run on the same trees
+# (each build gets its own copy of them):
+#
+#   sh bench/checkpoint.sh                         FILES=28000 RUNS=7 COLD_RUNS=3
+#   FILES=10000 sh bench/checkpoint.sh
+#   FORGEX="/other/build/forgex build/forgex" sh bench/checkpoint.sh
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
-FILES=${FILES:-10000}
-RUNS=${RUNS:-11}
-COLD_RUNS=${COLD_RUNS:-5}
-bin="${FORGEX:-$top/build/forgex}"
-[ -x "$bin" ] || { echo "build first: make" >&2; exit 1; }
+FILES=${FILES:-28000}
+RUNS=${RUNS:-7}
+COLD_RUNS=${COLD_RUNS:-3}
+bins=""
+for b in ${FORGEX:-$top/build/forgex}; do
+	case $b in /*) ;; *) b="$PWD/$b" ;; esac
+	[ -x "$b" ] || { echo "not a forgex binary: $b (build first: make)" >&2; exit 1; }
+	bins="$bins $b"
+done
 timer="$top/build/bench/medtime"
 mkdir -p "$top/build/bench"
 if [ ! -x "$timer" ] || [ "$top/bench/medtime.c" -nt "$timer" ]; then
@@ -34,7 +44,7 @@ export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com
 export GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
 mkdir -p "$HOME"
 
-# FILES files of 200-2000 bytes in 100 folders two levels deep, committed.
+# FILES files of 200-2000 bytes in 100 folders two levels deep.
 make_tree() {
 	python3 - "$1" "$FILES" <<'EOF'
 import os, random, sys
@@ -50,27 +60,30 @@ for i in range(n):
 EOF
 }
 
-repo="$tmp/repo"
-mkdir -p "$repo"
-make_tree "$repo"
-printf 'build/\n*.o\n' > "$repo/.gitignore"
-(cd "$repo" && git init -q && git config gc.auto 0 && git add -A && git commit -q -m init && git gc -q)
-cp -a "$repo" "$tmp/gitcopy"
-mkdir -p "$tmp/plain"
+make_tree "$tmp/repo"
+printf 'build/\n*.o\n' > "$tmp/repo/.gitignore"
+(cd "$tmp/repo" && git init -q && git config gc.auto 0 && git add -A && git commit -q -m init && git gc -q)
 make_tree "$tmp/plain"
+n=0
+for b in $bins; do
+	n=$((n + 1))
+	cp -a "$tmp/repo" "$tmp/repo$n"
+	cp -a "$tmp/plain" "$tmp/plain$n"
+done
+cp -a "$tmp/repo" "$tmp/grepo"
 # forgex fsyncs what it writes (git add does not by default): start from a
 # clean page cache so no run pays for writing back this script's set-up
 sync
 
-# ms of one run of "$@" in the current folder
+# ms of one run of "$@", output discarded
 ms() {
 	a=$(date +%s%N)
 	"$@" >/dev/null 2>&1
 	b=$(date +%s%N)
-	echo $(( (b - a) / 1000 ))
+	echo $(( (b - a) / 1000000 ))
 }
 
-# median of COLD_RUNS runs, each after `reset` (a shell command)
+# median ms of COLD_RUNS runs of "$@", each after `reset` (a shell command)
 cold_median() {
 	reset=$1
 	shift
@@ -81,65 +94,90 @@ cold_median() {
 		ms "$@" >> "$tmp/times"
 		i=$((i + 1))
 	done
-	[ -n "${VERBOSE:-}" ] && tr '\n' ' ' < "$tmp/times" >&2 && echo >&2
-	sort -n "$tmp/times" | awk '{ v[NR] = $1 } END { printf "%.3f", v[int((NR + 1) / 2)] / 1000 }'
+	sort -n "$tmp/times" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
 }
 
-echo "$FILES files; warm: median of $RUNS runs, cold: median of $COLD_RUNS runs"
-printf '%-48s %12s\n' "what" "median ms"
+# median ms of RUNS runs of "$@"
+warm_median() {
+	"$timer" "$RUNS" "$@" | awk '{ printf "%d", $(NF-1) }'
+}
 
-cd "$repo"
-t=$(cold_median "rm -rf .forgex" "$bin" checkpoint create -m cold)
-printf '%-48s %12s\n' "forgex checkpoint create, cold (git repo)" "$t"
-cd "$tmp/gitcopy"
-t=$(cold_median "rm -f .git/index" sh -c 'git add -A && git write-tree')
-printf '%-48s %12s\n' "git add -A && git write-tree, no index" "$t"
+# The figures go to $tmp/rows as "ROW<TAB>COLUMN<TAB>MS".
+put() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >> "$tmp/rows"; }
+: > "$tmp/rows"
 
-cd "$repo"
-"$bin" checkpoint create -m prime >/dev/null
-"$timer" "$RUNS" "$bin" checkpoint create -m warm | sed 's/^[^ ]* /forgex checkpoint create, warm (git repo)/' |
-	awk '{ printf "%-48s %12s\n", "forgex checkpoint create, warm (git repo)", $(NF-1) }'
-cd "$tmp/gitcopy"
+touch_all='find pkg* -type f -exec touch {} +'
+edit='echo "/* $(date +%N) */" >> pkg05/mod05/file00055.c'
+
+# git, once
+cd "$tmp/grepo"
+put cold git "$(cold_median "rm -f .git/index" sh -c 'git add -A && git write-tree')"
 git add -A && git write-tree >/dev/null
-"$timer" "$RUNS" sh -c 'git add -A && git write-tree' |
-	awk '{ printf "%-48s %12s\n", "git add -A && git write-tree, warm", $(NF-1) }'
+put warm git "$(warm_median sh -c 'git add -A && git write-tree')"
+put one git "$(warm_median sh -c "$edit"' && git add -A && git write-tree')"
+sh -c "$touch_all"
+sleep 1
+put touched1 git "$(ms sh -c 'git add -A && git write-tree')"
+put touched2 git "$(ms sh -c 'git add -A && git write-tree')"
+for f in pkg00/mod00/file00000.c pkg03/mod04/file00043.c; do echo "/* edit */" >> "$f"; done
+put diff git "$(warm_median git diff HEAD)"
+cp -a "$tmp/plain" "$tmp/gplain"
+cd "$tmp/gplain"
+put plaincold git "$(cold_median "rm -rf .git" sh -c 'git init -q && git add -A && git write-tree')"
+put plainwarm git "$(warm_median sh -c 'git add -A && git write-tree')"
 
-cd "$repo"
-for f in pkg00/mod00/file00000.c pkg03/mod04/file00043.c pkg09/mod09/file09999.c; do
-	[ -f "$f" ] && echo "/* edit */" >> "$f"
+# each forgex build, on its own copies
+n=0
+for b in $bins; do
+	n=$((n + 1))
+	cd "$tmp/repo$n"
+	put cold "$n" "$(cold_median "rm -rf .forgex" "$b" checkpoint create -m cold)"
+	"$b" checkpoint create -m prime >/dev/null
+	put warm "$n" "$(warm_median "$b" checkpoint create -m warm)"
+	put one "$n" "$(warm_median sh -c "$edit"' && "$0" checkpoint create -m edit' "$b")"
+	sh -c "$touch_all"
+	sleep 1
+	put touched1 "$n" "$(ms "$b" checkpoint create -m touched1)"
+	put touched2 "$n" "$(ms "$b" checkpoint create -m touched2)"
+	for f in pkg00/mod00/file00000.c pkg03/mod04/file00043.c; do echo "/* edit */" >> "$f"; done
+	put diff "$n" "$(warm_median "$b" diff)"
+	cd "$tmp/plain$n"
+	put plaincold "$n" "$(cold_median "rm -rf .forgex" "$b" checkpoint create -m cold)"
+	"$b" checkpoint create -m prime >/dev/null
+	put plainwarm "$n" "$(warm_median "$b" checkpoint create -m warm)"
 done
-echo new > new-file.txt
-"$bin" checkpoint create -m edits >/dev/null
-"$timer" "$RUNS" sh -c 'echo "/* $(date +%N) */" >> pkg05/mod05/file00055.c && "$0" checkpoint create -m edit' "$bin" |
-	awk '{ printf "%-48s %12s\n", "forgex checkpoint create, 1 file changed", $(NF-1) }'
-"$timer" "$RUNS" "$bin" diff |
-	awk '{ printf "%-48s %12s\n", "forgex diff (a few files changed)", $(NF-1) }'
 
-cd "$repo"
-"$bin" checkpoint create -m settle >/dev/null
-find pkg* -type f -exec touch {} +
-sleep 1
-t1=$(ms "$bin" checkpoint create -m touched1)
-t2=$(ms "$bin" checkpoint create -m touched2)
-t3=$(ms "$bin" checkpoint create -m touched3)
-printf '%-48s %12s\n' "forgex checkpoint create, all touched, 1st" "$(echo "$t1" | awk '{ printf "%.3f", $1 / 1000 }')"
-printf '%-48s %12s\n' "forgex checkpoint create, all touched, 2nd" "$(echo "$t2" | awk '{ printf "%.3f", $1 / 1000 }')"
-printf '%-48s %12s\n' "forgex checkpoint create, all touched, 3rd" "$(echo "$t3" | awk '{ printf "%.3f", $1 / 1000 }')"
-cp -a "$repo" "$tmp/copied"
-cd "$tmp/copied"
-sleep 1
-t1=$(ms "$bin" checkpoint create -m copied1)
-t2=$(ms "$bin" checkpoint create -m copied2)
-printf '%-48s %12s\n' "forgex checkpoint create, after cp -a, 1st" "$(echo "$t1" | awk '{ printf "%.3f", $1 / 1000 }')"
-printf '%-48s %12s\n' "forgex checkpoint create, after cp -a, 2nd" "$(echo "$t2" | awk '{ printf "%.3f", $1 / 1000 }')"
-
-cd "$tmp/plain"
-t=$(cold_median "rm -rf .forgex" "$bin" checkpoint create -m cold)
-printf '%-48s %12s\n' "forgex checkpoint create, cold (not git)" "$t"
-"$bin" checkpoint create -m prime >/dev/null
-"$timer" "$RUNS" "$bin" checkpoint create -m warm |
-	awk '{ printf "%-48s %12s\n", "forgex checkpoint create, warm (not git)", $(NF-1) }'
-
-cd "$repo"
-echo "shadow repository: $(du -sh .forgex/checkpoints | cut -f1) for $(ls .forgex/checkpoints/objects | wc -l) object folders (git repo, after all runs)"
-echo "target: warm create under 200 ms"
+echo "$FILES files; warm: median of $RUNS runs, cold: median of $COLD_RUNS runs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+n=0
+for b in $bins; do
+	n=$((n + 1))
+	echo "forgex $n: $b"
+done
+awk -F'\t' -v nb="$n" '
+	{ v[$1, $2] = $3 }
+	END {
+		split("cold warm one touched1 touched2 plaincold plainwarm diff", rows, " ")
+		name["cold"] = "cold, git repository"
+		name["warm"] = "warm, nothing changed"
+		name["one"] = "warm, 1 file changed"
+		name["touched1"] = "all touched, 1st"
+		name["touched2"] = "all touched, 2nd"
+		name["plaincold"] = "cold, not a git repository"
+		name["plainwarm"] = "warm, not a git repository"
+		name["diff"] = "diff, 2 files changed"
+		printf "%-28s", "row (median ms)"
+		for (i = 1; i <= nb; i++) printf " %10s", "forgex " i
+		printf " %10s", "git"
+		for (i = 1; i <= nb; i++) printf " %9s", "ratio " i
+		printf "\n"
+		for (r = 1; r <= 8; r++) {
+			k = rows[r]
+			printf "%-28s", name[k]
+			for (i = 1; i <= nb; i++) printf " %10d", v[k, i]
+			printf " %10d", v[k, "git"]
+			for (i = 1; i <= nb; i++)
+				printf " %8.2fx", (v[k, "git"] > 0 ? v[k, i] / v[k, "git"] : 0)
+			printf "\n"
+		}
+	}' "$tmp/rows"
+echo "targets (issue 26): cold, warm, 1 file changed and not-git cold within 1.5x of git"

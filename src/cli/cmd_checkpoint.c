@@ -1,10 +1,12 @@
 /* forgex checkpoint create|list|restore */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "base/jsonx.h"
+#include "base/termsafe.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "pipeline/lock.h"
@@ -95,6 +97,38 @@ static int do_list(struct checkpoints *cps, int json)
 	return EXIT_OK;
 }
 
+/*
+ * Files the checkpoint could not hold ("SIZE PATH"): the restore left them
+ * as they are, and says so rather than pass over them in silence.
+ */
+static void print_too_large(const struct strvec *v, json_t *o)
+{
+	json_t *arr = o ? json_array() : NULL;
+	size_t i;
+
+	for (i = 0; i < v->nr; i++) {
+		char *end = NULL;
+		unsigned long long size = strtoull(v->v[i], &end, 10);
+		const char *path = end && *end == ' ' ? end + 1 : v->v[i];
+		char *shown;
+
+		if (arr) {
+			json_t *f = json_object();
+
+			jsonx_set(f, "path", jsonx_string(path));
+			jsonx_set(f, "size", json_integer((json_int_t)size));
+			json_array_append_new(arr, f);
+			continue;
+		}
+		shown = termsafe_dup(path, 0);
+		printf("not restored: '%s' (%llu bytes) was too large to record "
+		       "(over [checkpoints] max_file_bytes); left as it is\n", shown, size);
+		free(shown);
+	}
+	if (o)
+		jsonx_set(o, "too_large", arr);
+}
+
 static int do_restore(struct checkpoints *cps, const char *id, int json)
 {
 	struct checkpoint_restore_result res;
@@ -117,12 +151,14 @@ static int do_restore(struct checkpoints *cps, const char *id, int json)
 		jsonx_set(o, "written", json_integer((json_int_t)res.written));
 		jsonx_set(o, "removed", json_integer((json_int_t)res.removed));
 		jsonx_set(o, "modes", json_integer((json_int_t)res.chmodded));
+		print_too_large(&res.too_large, o);
 		print_json(o);
 	} else {
 		printf("restored checkpoint %.12s: %zu written, %zu removed, %zu modes changed\n",
 		       full, res.written, res.removed, res.chmodded);
 		printf("the tree before is checkpoint %s; 'forgex checkpoint restore %s' "
 		       "undoes this\n", res.backup.short_id, res.backup.short_id);
+		print_too_large(&res.too_large, NULL);
 	}
 	checkpoint_restore_result_release(&res);
 	free(full);
@@ -192,6 +228,7 @@ int cmd_checkpoint(int argc, char **argv)
 		config_release(&cfg);
 		return fail_status(err_last_code());
 	}
+	checkpoint_set_max_file_bytes(cps, (uint64_t)cfg.checkpoints.max_file_bytes);
 	if (!strcmp(sub, "create"))
 		ret = do_create(cps, message, json);
 	else if (!strcmp(sub, "list"))

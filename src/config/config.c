@@ -172,6 +172,9 @@ const struct cfg_key cfg_schema[] = {
 	{ "context", "instructions", T_LIST, R(context.instructions), NULL, 0, def_instructions, NULL, 0, 0,
 	  "project instruction files given to every role" },
 
+	{ "checkpoints", "max_file_bytes", T_INT, R(checkpoints.max_file_bytes), NULL, 268435456, NULL, NULL, 0, BIG,
+	  "a larger file is not stored in checkpoints: listed as too large, left as it is by a restore" },
+
 	{ "budget", "max_tokens", T_INT, R(budget.max_tokens), NULL, 0, NULL, NULL, 0, BIG,
 	  "0: unlimited; per run" },
 	{ "budget", "max_cost_usd", T_FLOAT, R(budget.max_cost_usd), NULL, 0, NULL, NULL, 0, BIG,

@@ -170,6 +170,9 @@ struct config {
 		struct strvec instructions;
 	} context;
 	struct {
+		long max_file_bytes;	/* a larger file is listed as too large, not stored */
+	} checkpoints;
+	struct {
 		long max_tokens;
 		double max_cost_usd;
 		long max_wall_seconds;

@@ -482,6 +482,7 @@ int chat_open(struct chat **out, const struct chat_opts *o)
 	ret = checkpoint_open(&c->cps, c->cfg->workspace);
 	if (ret < 0)
 		goto fail;
+	checkpoint_set_max_file_bytes(c->cps, (uint64_t)c->cfg->checkpoints.max_file_bytes);
 	ret = open_tools(c);
 	if (ret < 0)
 		goto fail;

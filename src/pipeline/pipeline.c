@@ -640,6 +640,7 @@ static int setup(struct pl *pl)
 	ret = checkpoint_open(&pl->cps, cfg->workspace);
 	if (ret < 0)
 		return ret;
+	checkpoint_set_max_file_bytes(pl->cps, (uint64_t)cfg->checkpoints.max_file_bytes);
 	ret = journal_open(&pl->jr, pl->cps, pl->s.dir, 1);
 	if (ret < 0)
 		return ret;

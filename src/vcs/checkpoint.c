@@ -41,8 +41,15 @@ void checkpoint_list_release(struct checkpoint_list *list)
 
 void checkpoint_restore_result_release(struct checkpoint_restore_result *res)
 {
-	if (res)
-		checkpoint_info_release(&res->backup);
+	if (!res)
+		return;
+	checkpoint_info_release(&res->backup);
+	strvec_clear(&res->too_large);
+}
+
+void checkpoint_set_max_file_bytes(struct checkpoints *cps, uint64_t max)
+{
+	cps->max_file_bytes = max;
 }
 
 static void fill_info(struct checkpoint_info *out, const git_commit *c, size_t short_len)
@@ -272,6 +279,22 @@ int checkpoint__commit_tree(git_tree **out, struct checkpoints *cps, const git_c
 	return 0;
 }
 
+/* Header `name` with the value `v` (continuation lines start with a space); none when empty. */
+static void add_header(struct buf *out, const char *name, const char *v)
+{
+	const char *p;
+
+	if (!*v)
+		return;
+	buf_addf(out, "%s ", name);
+	for (p = v; *p; p++) {
+		buf_addch(out, *p);
+		if (*p == '\n')
+			buf_addch(out, ' ');
+	}
+	buf_addch(out, '\n');
+}
+
 /*
  * Write the commit of a checkpoint of `tree_id` (inside a batch: it is made
  * durable by shadow_batch_end()); checkpoint__advance_chain() then makes it the newest.
@@ -282,6 +305,7 @@ int checkpoint__write_commit(git_oid *out, struct checkpoints *cps, const git_oi
 	git_buf content = GIT_BUF_INIT;
 	struct buf full = BUF_INIT;
 	char *perms = perm_map_format(&snap->perms, idx), *dirs = snapshot_format_dirs(&snap->empty_dirs);
+	char *large = snapshot_format_dirs(&snap->too_large);
 	git_signature *sig = NULL;
 	git_tree *tree = NULL;
 	git_commit *parent = NULL;
@@ -327,16 +351,9 @@ int checkpoint__write_commit(git_oid *out, struct checkpoints *cps, const git_oi
 		const char *eoh = strstr(content.ptr, "\n\n");
 
 		buf_add(&full, content.ptr, eoh ? (size_t)(eoh - content.ptr) + 1 : content.size);
-		if (*dirs && eoh) {
-			const char *p;
-
-			buf_addstr(&full, EMPTY_DIRS_HEADER " ");
-			for (p = dirs; *p; p++) {
-				buf_addch(&full, *p);
-				if (*p == '\n')
-					buf_addch(&full, ' ');
-			}
-			buf_addch(&full, '\n');
+		if (eoh) {
+			add_header(&full, EMPTY_DIRS_HEADER, dirs);
+			add_header(&full, TOO_LARGE_HEADER, large);
 		}
 		if (eoh)
 			buf_addstr(&full, eoh + 1);
@@ -348,6 +365,7 @@ int checkpoint__write_commit(git_oid *out, struct checkpoints *cps, const git_oi
 out:
 	free(perms);
 	free(dirs);
+	free(large);
 	buf_release(&full);
 	git_buf_dispose(&content);
 	buf_release(&msg);

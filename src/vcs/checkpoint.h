@@ -43,6 +43,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/strvec.h"
+
 /** An open shadow repository for one workspace (opaque). */
 struct checkpoints;
 
@@ -74,6 +76,7 @@ struct checkpoint_restore_result {
 	size_t written;		/* files, links and empty folders created or rewritten */
 	size_t removed;		/* files, links and empty folders removed */
 	size_t chmodded;	/* files whose executable bit alone changed */
+	struct strvec too_large;	/* "SIZE PATH": files the checkpoint could not hold, left as they are */
 };
 
 void checkpoint_restore_result_release(struct checkpoint_restore_result *res);
@@ -89,6 +92,17 @@ int checkpoint_open(struct checkpoints **out, const char *workspace);
 
 /** Close and free (NULL is fine). */
 void checkpoint_close(struct checkpoints *cps);
+
+/** The default of [checkpoints] max_file_bytes. */
+#define CHECKPOINT_MAX_FILE_BYTES ((uint64_t)256 << 20)
+
+/**
+ * Files larger than `max` bytes are not stored: a checkpoint lists them
+ * (path and size) as too large, and a restore of it leaves them as they
+ * are and says so (checkpoint_restore_result.too_large). Every file up to
+ * `max` is hashed and stored as it is read, in bounded memory.
+ */
+void checkpoint_set_max_file_bytes(struct checkpoints *cps, uint64_t max);
 
 /** The workspace (absolute, resolved); borrowed. */
 const char *checkpoint_workspace(const struct checkpoints *cps);

@@ -26,7 +26,33 @@ struct loose_backend {
 	size_t damaged_nr, damaged_alloc;
 	git_oid *written;	/* since the last vcs_loose_flush() */
 	size_t written_nr, written_alloc;
+	int fan[256];		/* the fan-out folders opened so far (-1: not yet) */
+	int made_fan;		/* a fan-out folder was made since the last flush */
+	int stream_ok;		/* vcs_loose_allow_stream(): a streamed write is wanted */
 };
+
+/*
+ * The fan-out folder of objects starting with byte `b`, opened once per
+ * backend (a first checkpoint writes thousands of objects: opening the
+ * folder for each "exists" and each write was two thirds of its system
+ * calls); made when `create` and missing. -1 with errno.
+ */
+static int fan_dir(struct loose_backend *lb, unsigned b, int create)
+{
+	char sub[3];
+
+	if (lb->fan[b] >= 0)
+		return lb->fan[b];
+	snprintf(sub, sizeof(sub), "%02x", b);
+	lb->fan[b] = openat(lb->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (lb->fan[b] < 0 && errno == ENOENT && create) {
+		if (mkdirat(lb->objfd, sub, 0755) < 0 && errno != EEXIST)
+			return -1;
+		lb->made_fan = 1;
+		lb->fan[b] = openat(lb->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	return lb->fan[b];
+}
 
 static void hex_of(char hex[GIT_OID_HEXSZ + 1], const git_oid *oid)
 {
@@ -136,18 +162,14 @@ out:
 /* Open the file of `oid` read-only, never through a link; -1 with errno. */
 static int open_object(struct loose_backend *lb, const git_oid *oid)
 {
-	char hex[GIT_OID_HEXSZ + 1], sub[3];
+	char hex[GIT_OID_HEXSZ + 1];
 	struct stat st;
 	int dfd, fd;
 
 	hex_of(hex, oid);
-	memcpy(sub, hex, 2);
-	sub[2] = '\0';
-	dfd = openat(lb->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0)
+	if ((dfd = fan_dir(lb, oid->id[0], 0)) < 0)
 		return -1;
 	fd = openat(dfd, hex + 2, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	close(dfd);
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -299,20 +321,15 @@ static int loose_write(git_odb_backend *b, const git_oid *oid, const void *data,
 		       git_object_t type)
 {
 	struct loose_backend *lb = (struct loose_backend *)b;
-	char hex[GIT_OID_HEXSZ + 1], sub[3], hdr[HEADER_MAX], tmp[64];
+	char hex[GIT_OID_HEXSZ + 1], hdr[HEADER_MAX], tmp[64];
 	unsigned char chunk[65536];
 	z_stream z;
-	int hlen, dfd = -1, fd = -1, zr, ret = GIT_ERROR, tries;
+	int hlen, dfd, fd = -1, zr, ret = GIT_ERROR, tries;
 	static unsigned counter;
 
 	hex_of(hex, oid);
-	memcpy(sub, hex, 2);
-	sub[2] = '\0';
 	hlen = snprintf(hdr, sizeof(hdr), "%s %zu", git_object_type2string(type), len) + 1;
-	if (mkdirat(lb->objfd, sub, 0755) < 0 && errno != EEXIST)
-		goto os_fail;
-	dfd = openat(lb->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0)
+	if ((dfd = fan_dir(lb, oid->id[0], 1)) < 0)
 		goto os_fail;
 	for (tries = 0; tries < 100 && fd < 0; tries++) {
 		snprintf(tmp, sizeof(tmp), "tmp_obj_%ld_%u", (long)getpid(), counter++);
@@ -368,14 +385,11 @@ static int loose_write(git_odb_backend *b, const git_oid *oid, const void *data,
 	/* replaces a damaged copy or a planted link, never writes through one */
 	if (renameat(dfd, tmp, dfd, hex + 2) < 0)
 		goto fail;
-	close(dfd);
 	ALLOC_GROW(lb->written, lb->written_nr + 1, lb->written_alloc);
 	git_oid_cpy(&lb->written[lb->written_nr++], oid);
 	return 0;
 os_fail:
 	git_error_set(GIT_ERROR_OS, "cannot write checkpoint object %s: %s", hex, strerror(errno));
-	if (dfd >= 0)
-		close(dfd);
 	return GIT_ERROR;
 fail:
 	git_error_set(GIT_ERROR_OS, "cannot write checkpoint object %s: %s", hex,
@@ -383,8 +397,195 @@ fail:
 	if (fd >= 0)
 		close(fd);
 	unlinkat(dfd, tmp, 0);
-	close(dfd);
 	return ret;
+}
+
+/*
+ * A streamed write (git_odb_open_wstream(), for files too big to hold in
+ * memory): libgit2 hashes what goes through; the bytes are deflated into
+ * a temporary file as they come (in fan-out folder 00, where an
+ * interrupted batch's leftovers are looked for), renamed to the object's
+ * place once its id is known. Memory: one 64 KiB buffer and zlib's state.
+ */
+struct loose_wstream {
+	git_odb_stream parent;
+	struct loose_backend *lb;
+	z_stream z;
+	int zinit, fd, tmpdir;
+	char tmp[64];
+	unsigned char chunk[65536];
+};
+
+static int ws_deflate(struct loose_wstream *s, const void *data, size_t len, int flush)
+{
+	int zr;
+
+	s->z.next_in = (unsigned char *)data;
+	s->z.avail_in = (uInt)len;
+	do {
+		s->z.next_out = s->chunk;
+		s->z.avail_out = sizeof(s->chunk);
+		zr = deflate(&s->z, flush);
+		if (zr == Z_STREAM_ERROR ||
+		    fsutil_write_all(s->fd, s->chunk, sizeof(s->chunk) - s->z.avail_out) < 0)
+			return -1;
+	} while (s->z.avail_out == 0 || (flush == Z_FINISH && zr != Z_STREAM_END));
+	return 0;
+}
+
+static int ws_write(git_odb_stream *stream, const char *buffer, size_t len)
+{
+	struct loose_wstream *s = (struct loose_wstream *)stream;
+
+	while (len) {
+		size_t take = len > (1u << 30) ? (1u << 30) : len;
+
+		if (ws_deflate(s, buffer, take, Z_NO_FLUSH) < 0) {
+			git_error_set(GIT_ERROR_OS, "cannot write a checkpoint object: %s",
+				      errno ? strerror(errno) : "zlib failed");
+			return GIT_ERROR;
+		}
+		buffer += take;
+		len -= take;
+	}
+	return 0;
+}
+
+static int ws_finalize(git_odb_stream *stream, const git_oid *oid)
+{
+	struct loose_wstream *s = (struct loose_wstream *)stream;
+	char hex[GIT_OID_HEXSZ + 1];
+	int dfd;
+
+	hex_of(hex, oid);
+	if (ws_deflate(s, "", 0, Z_FINISH) < 0 || close(s->fd) < 0) {
+		s->fd = -1;
+		goto fail;
+	}
+	s->fd = -1;
+	if ((dfd = fan_dir(s->lb, oid->id[0], 1)) < 0 || renameat(s->tmpdir, s->tmp, dfd, hex + 2) < 0)
+		goto fail;
+	s->tmp[0] = '\0';
+	ALLOC_GROW(s->lb->written, s->lb->written_nr + 1, s->lb->written_alloc);
+	git_oid_cpy(&s->lb->written[s->lb->written_nr++], oid);
+	return 0;
+fail:
+	git_error_set(GIT_ERROR_OS, "cannot write checkpoint object %s: %s", hex,
+		      errno ? strerror(errno) : "zlib failed");
+	return GIT_ERROR;
+}
+
+static void ws_free(git_odb_stream *stream)
+{
+	struct loose_wstream *s = (struct loose_wstream *)stream;
+
+	if (s->zinit)
+		deflateEnd(&s->z);
+	if (s->fd >= 0)
+		close(s->fd);
+	if (s->tmp[0])
+		unlinkat(s->tmpdir, s->tmp, 0);
+	free(s);
+}
+
+/*
+ * Not asked for a streamed write: git_odb_write() falls back to a stream
+ * when its direct write failed (a full disk), and did so before this
+ * backend had streams, through libgit2's buffering stream that calls
+ * loose_write() again at the end. The same here: the bytes are kept (they
+ * are in memory already) and written whole once more.
+ */
+struct loose_bstream {
+	git_odb_stream parent;
+	struct loose_backend *lb;
+	git_object_t type;
+	struct buf data;
+};
+
+static int bs_write(git_odb_stream *stream, const char *buffer, size_t len)
+{
+	buf_add(&((struct loose_bstream *)stream)->data, buffer, len);
+	return 0;
+}
+
+static int bs_finalize(git_odb_stream *stream, const git_oid *oid)
+{
+	struct loose_bstream *s = (struct loose_bstream *)stream;
+
+	return loose_write(&s->lb->parent, oid, s->data.buf, s->data.len, s->type);
+}
+
+static void bs_free(git_odb_stream *stream)
+{
+	buf_release(&((struct loose_bstream *)stream)->data);
+	free(stream);
+}
+
+static int buffered_stream(git_odb_stream **out, struct loose_backend *lb, git_object_size_t size,
+			   git_object_t type)
+{
+	struct loose_bstream *s = xcalloc(1, sizeof(*s));
+
+	(void)size;
+	s->lb = lb;
+	s->type = type;
+	buf_init(&s->data, 0);
+	s->parent.backend = &lb->parent;
+	s->parent.mode = GIT_STREAM_WRONLY;
+	s->parent.write = bs_write;
+	s->parent.finalize_write = bs_finalize;
+	s->parent.free = bs_free;
+	*out = &s->parent;
+	return 0;
+}
+
+static int loose_writestream(git_odb_stream **out, git_odb_backend *b, git_object_size_t size,
+			     git_object_t type)
+{
+	struct loose_backend *lb = (struct loose_backend *)b;
+	struct loose_wstream *s;
+	char hdr[HEADER_MAX];
+	int hlen, tries;
+	static unsigned counter;
+
+	if (!lb->stream_ok)
+		return buffered_stream(out, lb, size, type);
+	s = xcalloc(1, sizeof(*s));
+
+	s->lb = lb;
+	s->fd = -1;
+	s->parent.backend = b;
+	s->parent.mode = GIT_STREAM_WRONLY;
+	s->parent.write = ws_write;
+	s->parent.finalize_write = ws_finalize;
+	s->parent.free = ws_free;
+	if ((s->tmpdir = fan_dir(lb, 0, 1)) < 0)
+		goto os_fail;
+	for (tries = 0; tries < 100 && s->fd < 0; tries++) {
+		snprintf(s->tmp, sizeof(s->tmp), "tmp_obj_s%ld_%u", (long)getpid(), counter++);
+		s->fd = openat(s->tmpdir, s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			       0444);
+		if (s->fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (s->fd < 0) {
+		s->tmp[0] = '\0';
+		goto os_fail;
+	}
+	if (deflateInit(&s->z, Z_BEST_SPEED) != Z_OK)
+		goto os_fail;
+	s->zinit = 1;
+	hlen = snprintf(hdr, sizeof(hdr), "%s %llu", git_object_type2string(type),
+			(unsigned long long)size) + 1;
+	if (ws_deflate(s, hdr, (size_t)hlen, Z_NO_FLUSH) < 0)
+		goto os_fail;
+	*out = &s->parent;
+	return 0;
+os_fail:
+	git_error_set(GIT_ERROR_OS, "cannot write a checkpoint object: %s",
+		      errno ? strerror(errno) : "zlib failed");
+	ws_free(&s->parent);
+	return GIT_ERROR;
 }
 
 int vcs_loose_flush(git_odb_backend *b, size_t max)
@@ -409,34 +610,41 @@ int vcs_loose_flush(git_odb_backend *b, size_t max)
 			close(fd);
 	}
 	for (i = 0; i < 256 && !ret; i++) {
-		char sub[8];
 		int dfd;
 
 		if (!dirs[i])
 			continue;
-		snprintf(sub, sizeof(sub), "%02x", (unsigned)i);
-		dfd = openat(lb->objfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		dfd = fan_dir(lb, (unsigned)i, 0);
 		if (dfd < 0 || fsync(dfd) < 0)
 			ret = err_set_errno(FX_EOS, "cannot flush checkpoint objects");
-		if (dfd >= 0)
-			close(dfd);
 	}
-	if (!ret && lb->written_nr && fsync(lb->objfd) < 0)
+	/* the objects folder itself changed only if a fan-out folder was made */
+	if (!ret && lb->made_fan && fsync(lb->objfd) < 0)
 		ret = err_set_errno(FX_EOS, "cannot flush checkpoint objects");
 	if (!ret)
-		lb->written_nr = 0;
+		lb->written_nr = lb->made_fan = 0;
 	return ret;
+}
+
+void vcs_loose_allow_stream(git_odb_backend *b, int on)
+{
+	((struct loose_backend *)b)->stream_ok = on;
 }
 
 void vcs_loose_forget_written(git_odb_backend *b)
 {
 	((struct loose_backend *)b)->written_nr = 0;
+	((struct loose_backend *)b)->made_fan = 0;
 }
 
 static void loose_free(git_odb_backend *b)
 {
 	struct loose_backend *lb = (struct loose_backend *)b;
+	size_t i;
 
+	for (i = 0; i < 256; i++)
+		if (lb->fan[i] >= 0)
+			close(lb->fan[i]);
 	close(lb->objfd);
 	free(lb->written);
 	free(lb->damaged);
@@ -446,13 +654,17 @@ static void loose_free(git_odb_backend *b)
 int vcs_loose_backend(git_odb_backend **out, int objfd)
 {
 	struct loose_backend *lb = xcalloc(1, sizeof(*lb));
+	size_t i;
 
+	for (i = 0; i < 256; i++)
+		lb->fan[i] = -1;
 	git_odb_init_backend(&lb->parent, GIT_ODB_BACKEND_VERSION);
 	lb->objfd = objfd;
 	lb->parent.read = loose_read;
 	lb->parent.read_prefix = loose_read_prefix;
 	lb->parent.read_header = loose_read_header;
 	lb->parent.write = loose_write;
+	lb->parent.writestream = loose_writestream;
 	lb->parent.exists = loose_exists;
 	lb->parent.exists_prefix = loose_exists_prefix;
 	lb->parent.free = loose_free;

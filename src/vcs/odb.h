@@ -45,6 +45,14 @@ int vcs_loose_check(int fd, const git_oid *oid, void **data, size_t *len, git_ob
 int vcs_loose_flush(git_odb_backend *b, size_t max);
 void vcs_loose_forget_written(git_odb_backend *b);
 
+/**
+ * Let git_odb_open_wstream() use this backend's streamed write (a
+ * temporary file deflated as the bytes come, renamed once the id is
+ * known) while `on`; off, it refuses, so that git_odb_write()'s fallback
+ * after a failed write (a full disk) does not try again.
+ */
+void vcs_loose_allow_stream(git_odb_backend *b, int on);
+
 /** Remember `oid` as damaged (a copy elsewhere was found so). */
 void vcs_loose_note_damaged(git_odb_backend *b, const git_oid *oid);
 

@@ -499,7 +499,8 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 		goto out;
 	if ((ret = restore_tree_load(&want, tree)) < 0 ||
 	    (ret = perm_map_load(&want_perms, target)) < 0 ||
-	    (ret = snapshot_load_dirs(&want_dirs, target)) < 0)
+	    (ret = snapshot_load_dirs(&want_dirs, target)) < 0 ||
+	    (ret = snapshot_load_too_large(&res.too_large, target)) < 0)
 		goto out;
 	{
 		/* drop what forgex never restores (.forgex), keep the order */

@@ -424,7 +424,8 @@ int shadow_batch_begin(struct checkpoints *cps)
 
 /*
  * A few objects (the usual checkpoint: a commit, some trees, the changed
- * files) are flushed one by one, with the index; more than that, the whole
+ * files) are flushed one by one, with the index when it was saved (a
+ * checkpoint of an unchanged tree writes only its commit); more than that, the whole
  * file system at once: syncfs(2) also waits for every other process's
  * dirty data, which on a busy machine costs more than a few fsyncs.
  */
@@ -437,7 +438,7 @@ int shadow_batch_end(struct checkpoints *cps)
 	git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, 1);
 	if (r < 0)
 		return r;
-	if (!r) {
+	if (!r && cps->index_written) {
 		fd = openat(cps->shadow_fd, "index", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if ((fd >= 0 && fsync(fd) < 0) || fsync(cps->shadow_fd) < 0)
 			r = -1;
@@ -450,6 +451,7 @@ int shadow_batch_end(struct checkpoints *cps)
 		if (cps->loose)
 			vcs_loose_forget_written(cps->loose);
 	}
+	cps->index_written = 0;
 	unlinkat(cps->shadow_fd, BATCH_MARKER, 0);
 	return 0;
 }
@@ -960,6 +962,7 @@ int checkpoint_open(struct checkpoints **out, const char *workspace)
 		return ret;
 	cps = xcalloc(1, sizeof(*cps));
 	cps->lock_fd = cps->root_fd = cps->shadow_fd = -1;
+	cps->max_file_bytes = CHECKPOINT_MAX_FILE_BYTES;
 	cps->workspace = realpath(workspace, NULL);
 	if (!cps->workspace) {
 		ret = err_set_errno(errno == ENOENT ? FX_ENOTFOUND : FX_EOS,

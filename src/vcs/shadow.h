@@ -25,6 +25,8 @@
  * only ever read.
  */
 
+#include <stdint.h>
+
 #include <git2.h>
 
 #include "base/buf.h"
@@ -50,6 +52,8 @@ struct checkpoints {
 	size_t files_read;	/* files and links whose content the last capture read */
 	git_oid chain_base;	/* the damaged newest checkpoint a new chain replaces */
 	int chain_base_set;
+	int index_written;	/* the stat cache was saved in this batch (it needs a flush) */
+	uint64_t max_file_bytes;	/* a bigger file is not stored ([checkpoints] max_file_bytes) */
 };
 
 /**

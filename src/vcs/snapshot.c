@@ -13,6 +13,7 @@
 #include "base/err.h"
 #include "base/fsutil.h"
 #include "base/strvec.h"
+#include "vcs/odb.h"
 #include "vcs/perms.h"
 #include "vcs/snapshot.h"
 #include "vcs/statcache.h"
@@ -45,6 +46,7 @@ void snapshot_release(struct snapshot *s)
 {
 	perm_map_release(&s->perms);
 	strvec_clear(&s->empty_dirs);
+	strvec_clear(&s->too_large);
 	s->files = 0;
 }
 
@@ -125,13 +127,126 @@ static int read_content(struct buf *out, struct stat *st, int dfd, const char *n
 	return err_set(FX_ERROR, "'%s' kept changing while it was recorded", rel);
 }
 
+/* A file above this is hashed and stored as it is read, never held whole. */
+#define STREAM_AT ((off_t)1 << 20)
+#define CHUNK ((size_t)64 << 10)
+
+/*
+ * Stream the `st->st_size` bytes of the file open as `fd` into a new blob
+ * (odb.c's streamed write; libgit2 hashes what passes): holes, found with
+ * SEEK_DATA/SEEK_HOLE, are fed as zeros from a static buffer and never
+ * read, so neither memory nor time grows with them. 1: the file changed
+ * while it was read (the caller reads it again).
+ */
+static int stream_blob(git_oid *oid, struct walk *w, int fd, const struct stat *st,
+		       const char *rel)
+{
+	static const char zeros[CHUNK];
+	char *chunk = xmalloc(CHUNK);
+	git_odb_stream *s = NULL;
+	off_t off = 0, size = st->st_size, data, hole;
+	int ret = 0, gerr;
+
+	if (!w->cps->loose) {
+		free(chunk);
+		return err_set(FX_ERROR, "cannot store '%s': no object store", rel);
+	}
+	vcs_loose_allow_stream(w->cps->loose, 1);
+	gerr = git_odb_open_wstream(&s, w->odb, (git_object_size_t)size, GIT_OBJECT_BLOB);
+	vcs_loose_allow_stream(w->cps->loose, 0);
+
+	while (!gerr && !ret && off < size) {
+		data = lseek(fd, off, SEEK_DATA);
+		if (data < 0)
+			data = errno == ENXIO ? size : off;	/* a hole to the end; or no SEEK_DATA */
+		if (data > size)
+			data = size;
+		while (!gerr && off < data) {
+			size_t n = (size_t)(data - off) < CHUNK ? (size_t)(data - off) : CHUNK;
+
+			gerr = git_odb_stream_write(s, zeros, n);
+			off += (off_t)n;
+		}
+		hole = off < size ? lseek(fd, off, SEEK_HOLE) : size;
+		if (hole <= off || hole > size)
+			hole = size;
+		while (!gerr && !ret && off < hole) {
+			size_t want = (size_t)(hole - off) < CHUNK ? (size_t)(hole - off) : CHUNK;
+			ssize_t n = pread(fd, chunk, want, off);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				ret = err_set_errno(FX_EOS, "cannot read '%s'", rel);
+			else if (n == 0)
+				ret = 1;	/* shorter than it was */
+			else if (!(gerr = git_odb_stream_write(s, chunk, (size_t)n)))
+				off += n;
+		}
+	}
+	if (!gerr && !ret)
+		gerr = git_odb_stream_finalize_write(oid, s);
+	if (gerr < 0 && !ret)
+		ret = vcs_git_error(gerr, "cannot store '%s'", rel);
+	git_odb_stream_free(s);
+	free(chunk);
+	return ret;
+}
+
+/*
+ * Store the regular file `name` (`rel`) of `dfd` as a blob without holding
+ * it in memory; `*st` becomes its stat data. FX_ENOTFOUND: it is no longer
+ * a file (the caller looks again).
+ */
+static int store_streamed(git_oid *oid, struct walk *w, struct stat *st, int dfd, const char *name,
+			  const char *rel)
+{
+	int tries;
+
+	for (tries = 0; tries < 3; tries++) {
+		struct stat a, b;
+		int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), ret;
+
+		if (fd < 0 && errno != ELOOP && errno != ENOENT)
+			return err_set_errno(FX_EOS, "cannot read '%s'", rel);
+		if (fd < 0)
+			return FX_ENOTFOUND;
+		if (fstat(fd, &a) < 0) {
+			close(fd);
+			return err_set_errno(FX_EOS, "cannot read '%s'", rel);
+		}
+		if (!S_ISREG(a.st_mode) || a.st_ino != st->st_ino) {
+			close(fd);
+			return FX_ENOTFOUND;
+		}
+		ret = stream_blob(oid, w, fd, &a, rel);
+		if (!ret && fstat(fd, &b) < 0)
+			ret = err_set_errno(FX_EOS, "cannot read '%s'", rel);
+		close(fd);
+		if (ret < 0)
+			return ret;
+		/* the same size and stamps after the read as before: what was read is the file */
+		if (!ret && b.st_size == a.st_size && b.st_mtim.tv_sec == a.st_mtim.tv_sec &&
+		    b.st_mtim.tv_nsec == a.st_mtim.tv_nsec && b.st_ctim.tv_sec == a.st_ctim.tv_sec &&
+		    b.st_ctim.tv_nsec == a.st_ctim.tv_nsec) {
+			*st = b;
+			return 0;
+		}
+		*st = b;
+	}
+	return err_set(FX_ERROR, "'%s' kept changing while it was recorded", rel);
+}
+
 static void add_perms(struct walk *w, const char *key, const struct stat *st)
 {
 	if (w->snap)
 		perm_map_add(&w->snap->perms, key, (unsigned)(st->st_mode & 0777));
 }
 
-/* Record file or link `name` (`rel`) of folder `dfd`. FX_ENOTFOUND: it vanished. */
+/*
+ * Record file or link `name` (`rel`) of folder `dfd`. FX_ENOTFOUND: it
+ * vanished; 1: it is larger than max_file_bytes (listed, not stored).
+ */
 static int record_file(struct walk *w, int dfd, const char *name, const char *rel, struct stat *st)
 {
 	struct buf content = BUF_INIT;
@@ -147,6 +262,12 @@ static int record_file(struct walk *w, int dfd, const char *name, const char *re
 		if (pos < w->nold)
 			w->seen[pos] = 1;
 	}
+	if (S_ISREG(st->st_mode) && (uint64_t)st->st_size > w->cps->max_file_bytes) {
+		if (w->snap)
+			strvec_pushf(&w->snap->too_large, "%llu %s", (unsigned long long)st->st_size,
+				     rel);
+		return 1;
+	}
 	mode = S_ISLNK(st->st_mode) ? GIT_FILEMODE_LINK :
 	       (st->st_mode & 0100) ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
 	if (e && e->mode == mode && statcache_fresh(e, st)) {
@@ -156,14 +277,24 @@ static int record_file(struct walk *w, int dfd, const char *name, const char *re
 			add_perms(w, rel, st);
 		return 0;
 	}
-	if ((ret = read_content(&content, st, dfd, name, rel)) < 0)
-		goto out;
+	if (S_ISREG(st->st_mode) && st->st_size > STREAM_AT) {
+		if ((ret = store_streamed(&oid, w, st, dfd, name, rel)) < 0)
+			goto out;
+		if (!S_ISREG(st->st_mode) || (uint64_t)st->st_size > w->cps->max_file_bytes)
+			return FX_ENOTFOUND;	/* it changed on the way: not recorded this time */
+		gerr = 0;
+	} else {
+		if ((ret = read_content(&content, st, dfd, name, rel)) < 0)
+			goto out;
+		gerr = git_odb_hash(&oid, content.buf, content.len, GIT_OBJECT_BLOB);
+		/* git_odb_write() itself asks every backend whether the object exists */
+		if (!gerr && !(e && git_oid_equal(&e->id, &oid)))
+			gerr = git_odb_write(&oid, w->odb, content.buf, content.len,
+					     GIT_OBJECT_BLOB);
+	}
 	mode = S_ISLNK(st->st_mode) ? GIT_FILEMODE_LINK :
 	       (st->st_mode & 0100) ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
 	w->files_read++;
-	gerr = git_odb_hash(&oid, content.buf, content.len, GIT_OBJECT_BLOB);
-	if (!gerr && !(e && git_oid_equal(&e->id, &oid)) && !git_odb_exists(w->odb, &oid))
-		gerr = git_odb_write(&oid, w->odb, content.buf, content.len, GIT_OBJECT_BLOB);
 	if (gerr < 0) {
 		ret = vcs_git_error(gerr, "cannot store '%s'", rel);
 		goto out;
@@ -211,6 +342,8 @@ static int snapshot_visit(void *arg, const struct ws_entry *e)
 		return WS_WALK_CONTINUE;
 	st = *e->st;
 	ret = record_file(w, e->dirfd, e->name, e->path, &st);
+	if (ret > 0)
+		ret = 0;	/* too large: listed, and its folder is not empty */
 	if (ret == FX_ENOTFOUND) {
 		err_clear();	/* vanished while read */
 		return WS_WALK_CONTINUE;
@@ -344,6 +477,20 @@ static int save_index(git_index *idx)
 	return ret;
 }
 
+/*
+ * Every blob a capture puts in the index was hashed by it or by an earlier
+ * one whose batch completed (a batch cut short drops the index), and every
+ * entry seeded from the user's index names an object of the user's: with
+ * libgit2's strict checks on, each git_index_add() and each tree entry
+ * reads its object back (git_odb_read_header(), a whole inflate in
+ * odb.c) — most of a first checkpoint outside a repository, and a pack
+ * lookup per file when seeding. The checks are off while a capture runs.
+ */
+static void strict_checks(int on)
+{
+	git_libgit2_opts(GIT_OPT_ENABLE_STRICT_OBJECT_CREATION, on);
+}
+
 static int index_entry_cmp(const void *a, const void *b)
 {
 	return strcmp(((const git_index_entry *)a)->path, ((const git_index_entry *)b)->path);
@@ -355,7 +502,7 @@ int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cp
 	struct strvec gone = STRVEC_INIT;
 	struct ws_walk walk = WS_WALK_INIT;
 	size_t i;
-	int ret = 0, gerr;
+	int ret = 0, gerr, dirty = 0;
 
 	memset(&w, 0, sizeof(w));
 	buf_init(&w.scratch, 0);
@@ -364,14 +511,20 @@ int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cp
 	w.snap = snap;
 	w.uprefix = cps->user_prefix ? cps->user_prefix : "";
 	clock_gettime(CLOCK_REALTIME_COARSE, &w.start);
+	strict_checks(0);
 	if (git_index_read(idx, 0) < 0) {
 		/* a damaged cache: start again from nothing */
 		git_error_clear();
-		if ((gerr = git_index_clear(idx)) < 0)
-			return vcs_git_error(gerr, "cannot reset the checkpoint index");
+		if ((gerr = git_index_clear(idx)) < 0) {
+			ret = vcs_git_error(gerr, "cannot reset the checkpoint index");
+			goto out;
+		}
+		dirty = 1;
 	}
-	if ((gerr = git_repository_odb(&w.odb, cps->repo)) < 0)
-		return vcs_git_error(gerr, "cannot open the checkpoint objects");
+	if ((gerr = git_repository_odb(&w.odb, cps->repo)) < 0) {
+		ret = vcs_git_error(gerr, "cannot open the checkpoint objects");
+		goto out;
+	}
 	if (cps->user) {
 		/* a FIFO or device planted as the user's index would block the read */
 		char *ipath = xstrfmt("%sindex", git_repository_path(cps->user));
@@ -392,6 +545,8 @@ int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cp
 		}
 		if ((ret = statcache_seed(idx, w.uidx, w.uprefix)) < 0)
 			goto out;
+		dirty |= ret > 0;
+		ret = 0;
 	}
 	if ((ret = push_global_lists(&w)) < 0)
 		goto out;
@@ -431,12 +586,19 @@ int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cp
 			ret = vcs_git_error(gerr, "cannot record '%s'", w.adds[i].path);
 			goto out;
 		}
+	/*
+	 * libgit2 reuses the trees of folders nothing changed in (the index's
+	 * tree cache), so only the trees on a changed path are built.
+	 */
 	if ((gerr = git_index_write_tree(out, idx)) < 0) {
 		ret = vcs_git_error(gerr, "cannot write the checkpoint tree");
 		goto out;
 	}
-	if ((ret = save_index(idx)) < 0)
+	/* nothing new, changed or gone: the cache on disk is already this one */
+	dirty |= w.adds_nr || gone.nr;
+	if (dirty && (ret = save_index(idx)) < 0)
 		goto out;
+	cps->index_written |= dirty;
 	cps->files_read = w.files_read;
 	if (snap) {
 		snap->files = git_index_entrycount(idx);
@@ -458,6 +620,7 @@ out:
 	buf_release(&w.scratch);
 	git_index_free(w.uidx);
 	git_odb_free(w.odb);
+	strict_checks(1);
 	return ret;
 }
 
@@ -496,8 +659,18 @@ int snapshot_add_path(struct snapshot *snap, struct checkpoints *cps, git_index 
 	}
 	if ((ret = record_file(&w, dfd, base, path, &st)) < 0)
 		goto out;
+	if (ret > 0) {
+		/* the restore would overwrite bytes no checkpoint holds */
+		ret = err_set(FX_ELIMIT, "'%s' (%llu bytes) is larger than [checkpoints] "
+			      "max_file_bytes (%llu) and cannot be kept in the backup; not "
+			      "restoring over it", path, (unsigned long long)st.st_size,
+			      (unsigned long long)cps->max_file_bytes);
+		goto out;
+	}
+	strict_checks(0);
 	if (w.adds_nr && (gerr = git_index_add(idx, &w.adds[0])) < 0)
 		ret = vcs_git_error(gerr, "cannot record '%s'", path);
+	strict_checks(1);
 	if (snap)
 		perm_map_sort(&snap->perms);
 out:
@@ -532,6 +705,8 @@ out:
 
 /* ------------------------------------------------------- empty folders */
 
+static int load_list(struct strvec *out, const git_commit *c, const char *name, const char *what);
+
 char *snapshot_format_dirs(const struct strvec *dirs)
 {
 	struct buf b = BUF_INIT;
@@ -558,23 +733,34 @@ char *snapshot_format_dirs(const struct strvec *dirs)
 
 int snapshot_load_dirs(struct strvec *out, const git_commit *c)
 {
+	return load_list(out, c, EMPTY_DIRS_HEADER, "folders");
+}
+
+int snapshot_load_too_large(struct strvec *out, const git_commit *c)
+{
+	return load_list(out, c, TOO_LARGE_HEADER, "too large files");
+}
+
+/* Header `name` of `c` in snapshot_format_dirs()'s format; `what` names it in messages. */
+static int load_list(struct strvec *out, const git_commit *c, const char *name, const char *what)
+{
 	git_buf hv = GIT_BUF_INIT;
 	const char *p, *end;
-	int gerr = git_commit_header_field(&hv, c, EMPTY_DIRS_HEADER);
+	int gerr = git_commit_header_field(&hv, c, name);
 
 	if (gerr == GIT_ENOTFOUND) {
 		git_error_clear();
 		return 0;
 	}
 	if (gerr < 0)
-		return vcs_git_error(gerr, "cannot read the folders of checkpoint %s",
+		return vcs_git_error(gerr, "cannot read the %s of checkpoint %s", what,
 				     git_oid_tostr_s(git_commit_id(c)));
 	p = hv.ptr;
 	end = hv.ptr + hv.size;
 	if (hv.size < 1 || p[0] != '1' || (hv.size > 1 && p[1] != '\n')) {
 		git_buf_dispose(&hv);
-		return err_set(FX_EPARSE, "checkpoint %s has a damaged " EMPTY_DIRS_HEADER " header",
-			       git_oid_tostr_s(git_commit_id(c)));
+		return err_set(FX_EPARSE, "checkpoint %s has a damaged %s header",
+			       git_oid_tostr_s(git_commit_id(c)), name);
 	}
 	p++;
 	while (p < end && *p == '\n') {

@@ -22,7 +22,10 @@
  * The stat cache (statcache.h) decides which files are read: a file whose
  * stat data matches its entry is not; a file that is read and proves
  * unchanged gets its entry's stat data refreshed. Changed contents are
- * written as blobs (odb.h), then the tree object; the index is saved.
+ * written as blobs (odb.h; a file over 1 MiB is streamed: hashed and
+ * stored as it is read, holes never read), then the tree object; the
+ * index is saved when an entry changed. A file larger than
+ * cps->max_file_bytes is not stored but listed in `snap->too_large`.
  *
  * The caller holds the lock and brackets the call with shadow_batch_begin()
  * / shadow_batch_end(). `out` receives the tree, `snap` (may be NULL) the
@@ -39,10 +42,11 @@
 struct snapshot {
 	struct perm_map perms;	/* full: every recorded file, every folder holding one, empty folders */
 	struct strvec empty_dirs;	/* sorted, "a/b" (no trailing slash) */
+	struct strvec too_large;	/* "SIZE PATH": files over cps->max_file_bytes, not stored */
 	size_t files;		/* files and links recorded */
 };
 
-#define SNAPSHOT_INIT { PERM_MAP_INIT, STRVEC_INIT, 0 }
+#define SNAPSHOT_INIT { PERM_MAP_INIT, STRVEC_INIT, STRVEC_INIT, 0 }
 
 void snapshot_release(struct snapshot *s);
 
@@ -58,10 +62,22 @@ int snapshot_add_path(struct snapshot *snap, struct checkpoints *cps, git_index 
 /** The commit header that lists a checkpoint's empty folders. */
 #define EMPTY_DIRS_HEADER "forgex-empty-dirs"
 
-/** Format `dirs` as that header's value ("" when there are none; caller frees). */
+/**
+ * The commit header that lists the files a checkpoint did not store because
+ * they were larger than [checkpoints] max_file_bytes: "SIZE PATH" lines.
+ */
+#define TOO_LARGE_HEADER "forgex-too-large"
+
+/**
+ * Format `dirs` (or the too-large list) as that header's value ("" when
+ * there are none; caller frees).
+ */
 char *snapshot_format_dirs(const struct strvec *dirs);
 
 /** Read commit `c`'s empty folders into `out` (none when it has no header). */
 int snapshot_load_dirs(struct strvec *out, const git_commit *c);
+
+/** Read commit `c`'s too-large files ("SIZE PATH") into `out` (none when it has no header). */
+int snapshot_load_too_large(struct strvec *out, const git_commit *c);
 
 #endif

@@ -41,6 +41,8 @@ const git_index_entry *statcache_user_entry(git_index *uidx, const char *prefix,
  */
 int statcache_seed(git_index *idx, git_index *uidx, const char *prefix)
 {
+	int added = 0;
+
 	const char *ipath = git_index_path(uidx);
 	size_t i, n = git_index_entrycount(uidx), plen = strlen(prefix);
 	struct stat ist;
@@ -77,8 +79,9 @@ int statcache_seed(git_index *idx, git_index *uidx, const char *prefix)
 		gerr = git_index_add(idx, &ne);
 		if (gerr < 0)
 			return vcs_git_error(gerr, "cannot record %s", ne.path);
+		added++;
 	}
-	return 0;
+	return added;
 }
 
 /* The shadow's index; a damaged one (a cache) is dropped and rebuilt. */

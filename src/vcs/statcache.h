@@ -30,7 +30,7 @@ int statcache_open(git_index **out, struct checkpoints *cps);
 /**
  * Copy the user's entries below `prefix` that `idx` lacks, with their stat
  * data when git would trust it (not racy, not assume-unchanged,
- * skip-worktree or intent-to-add).
+ * skip-worktree or intent-to-add). Returns how many were copied.
  */
 int statcache_seed(git_index *idx, git_index *uidx, const char *prefix);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <sys/wait.h>
@@ -583,6 +584,114 @@ static void test_e2e_restore_with_committed_config_and_empty_folders(void **stat
 	tu_rmtree(ws);
 }
 
+/* Run `forgex checkpoint create --json` in `ws`: its peak RSS in KiB and wall time in ms. */
+static void create_measured(const char *ws, long *maxrss_kb, long *ms)
+{
+	struct rusage ru;
+	struct timespec a, b;
+	int status;
+	pid_t pid;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		if (chdir(ws) < 0)
+			_exit(126);
+		dup2(null, 1);
+		execl(tu_forgex(), tu_forgex(), "-q", "checkpoint", "create", "-m", "sparse", NULL);
+		_exit(127);
+	}
+	assert_int_equal(wait4(pid, &status, 0, &ru), pid);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	*maxrss_kb = ru.ru_maxrss;
+	*ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+}
+
+/*
+ * The sparse-file attack (issue 20): a sandboxed command makes a 2 GiB
+ * sparse file that uses no disk; the next checkpoint must neither read it
+ * into memory nor take long. It is larger than [checkpoints]
+ * max_file_bytes, so it is listed as too large, and a restore of that
+ * checkpoint leaves it as it is and says so. A holey file under the limit
+ * (over the streaming threshold) is stored and restored byte for byte.
+ */
+static void test_e2e_sparse_file_bounded_memory(void **state)
+{
+	char *ws = vt_make_repo(), *big = xstrfmt("%s/big.bin", ws), *holey, *id, *before, *after;
+	struct tu_result r;
+	struct stat st;
+	long rss, ms;
+	json_t *j;
+	int fd;
+
+	(void)state;
+	fx(&r, ws, NULL, "-q", "exec", "--", "truncate", "-s", "2G", "big.bin", NULL);
+	expect_ok(&r, "sandboxed truncate");
+	tu_result_release(&r);
+	assert_int_equal(stat(big, &st), 0);
+	assert_int_equal(st.st_size, (off_t)2 << 30);
+
+	/* 6 MiB with data at both ends and a hole between: streamed, holes not read */
+	holey = xstrfmt("%s/holey.bin", ws);
+	fd = open(holey, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, "head", 4, 0), 4);
+	assert_int_equal(pwrite(fd, "tail", 4, ((off_t)6 << 20) - 4), 4);
+	close(fd);
+	before = tu_read(ws, "holey.bin");
+
+	create_measured(ws, &rss, &ms);
+	fprintf(stderr, "checkpoint with a 2 GiB sparse file: %ld KiB peak RSS, %ld ms\n", rss, ms);
+	assert_true(rss < 64 * 1024);
+	assert_true(ms < 20000);
+
+	fx(&r, ws, NULL, "checkpoint", "list", "--json", NULL);
+	expect_ok(&r, "checkpoint list");
+	j = parse(&r.out);
+	id = xstrdup(json_string_value(json_object_get(json_array_get(j, 0), "short_id")));
+	json_decref(j);
+	tu_result_release(&r);
+
+	tu_write(ws, "holey.bin", "changed\n");
+	fx(&r, ws, NULL, "checkpoint", "restore", id, NULL);
+	expect_ok(&r, "checkpoint restore");
+	assert_non_null(strstr(r.out.buf, "not restored: 'big.bin' (2147483648 bytes) was too large "
+				      "to record (over [checkpoints] max_file_bytes); left as it is"));
+	tu_result_release(&r);
+	assert_int_equal(stat(big, &st), 0);
+	assert_int_equal(st.st_size, (off_t)2 << 30);
+	assert_int_equal(stat(holey, &st), 0);
+	assert_int_equal(st.st_size, (off_t)6 << 20);
+	after = tu_read(ws, "holey.bin");
+	assert_memory_equal(before, after, (size_t)6 << 20);
+
+	/* the limit is a setting: at 1 MiB the holey file is too large as well */
+	fx(&r, ws, (const char *const[]){ "FORGEX_CHECKPOINTS_MAX_FILE_BYTES=1048576", NULL },
+	   "checkpoint", "create", "-m", "small limit", NULL);
+	expect_ok(&r, "checkpoint create with a small limit");
+	tu_result_release(&r);
+	fx(&r, ws, (const char *const[]){ "FORGEX_CHECKPOINTS_MAX_FILE_BYTES=1048576", NULL },
+	   "checkpoint", "restore", "--json", id, NULL);
+	expect_ok(&r, "checkpoint restore --json");
+	j = parse(&r.out);
+	assert_int_equal(json_array_size(json_object_get(j, "too_large")), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+				    json_object_get(j, "too_large"), 0), "path")), "big.bin");
+	json_decref(j);
+	tu_result_release(&r);
+
+	free(before);
+	free(after);
+	free(id);
+	free(holey);
+	free(big);
+	free(ws);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -594,6 +703,7 @@ int main(void)
 		cmocka_unit_test(test_e2e_sigkill_then_commands_work),
 		cmocka_unit_test(test_e2e_truncated_object_no_hang),
 		cmocka_unit_test(test_e2e_restore_with_committed_config_and_empty_folders),
+		cmocka_unit_test(test_e2e_sparse_file_bounded_memory),
 	};
 
 	return cmocka_run_group_tests_name("e2e/checkpoint", tests, group_setup, group_teardown);

@@ -424,6 +424,68 @@ static size_t create_reads(struct checkpoints *cps)
 }
 
 /*
+ * Nothing changed, nothing written but the checkpoint's own record: the
+ * stat cache (index) is not saved again, no tree object is made, and the
+ * only new object is the commit (issue 26). A change after that is seen.
+ */
+static void count_objects(const char *ws, size_t *n)
+{
+	char *objs = xstrfmt("%s/.forgex/checkpoints/objects", ws);
+	struct tu_result r;
+	const char *argv[] = { "sh", "-c", "find . -type f | wc -l", NULL };
+
+	tu_run(&r, argv, objs, NULL, NULL);
+	assert_int_equal(r.status, 0);
+	*n = (size_t)strtoul(r.out.buf, NULL, 10);
+	tu_result_release(&r);
+	free(objs);
+}
+
+static void test_snapshot_unchanged_writes_only_the_commit(void **state)
+{
+	char *ws = tu_mkdtemp(), *index;
+	struct checkpoints *cps;
+	struct checkpoint_info a, b;
+	struct stat s1, s2;
+	size_t n1, n2;
+
+	(void)state;
+	make_files(ws);
+	settle();
+	cps = open_ok(ws);
+	create_ok(&a, cps, "first");
+	checkpoint_info_release(&a);
+	settle();
+	create_ok(&a, cps, "second");	/* the racy entries of the first get their stat data */
+	index = xstrfmt("%s/.forgex/checkpoints/index", ws);
+	assert_int_equal(stat(index, &s1), 0);
+	count_objects(ws, &n1);
+	create_ok(&b, cps, "third, unchanged");
+	assert_int_equal(checkpoint_files_read(cps), 0);
+	assert_int_equal(stat(index, &s2), 0);
+	assert_int_equal(s1.st_ino, s2.st_ino);
+	assert_int_equal(s1.st_mtim.tv_sec, s2.st_mtim.tv_sec);
+	assert_int_equal(s1.st_mtim.tv_nsec, s2.st_mtim.tv_nsec);
+	count_objects(ws, &n2);
+	assert_int_equal(n2, n1 + 1);	/* the commit */
+	assert_string_not_equal(a.id, b.id);
+	checkpoint_info_release(&a);
+	checkpoint_info_release(&b);
+
+	tu_write(ws, "d1/f01.txt", "changed\n");
+	settle();
+	create_ok(&a, cps, "fourth");
+	assert_int_equal(checkpoint_files_read(cps), 1);
+	assert_int_equal(stat(index, &s2), 0);
+	assert_true(s1.st_ino != s2.st_ino || s1.st_mtim.tv_nsec != s2.st_mtim.tv_nsec ||
+		    s1.st_mtim.tv_sec != s2.st_mtim.tv_sec);
+	checkpoint_info_release(&a);
+	checkpoint_close(cps);
+	free(index);
+	free(ws);
+}
+
+/*
  * The stat cache: a checkpoint of an unchanged tree reads nothing; after
  * `touch` of every file the next one reads them all (their content must
  * prove unchanged) and refreshes the cache, so the one after reads
@@ -545,6 +607,7 @@ int main(void)
 		cmocka_unit_test(test_snapshot_ignore_rules_match_git),
 		cmocka_unit_test(test_snapshot_empty_folders),
 		cmocka_unit_test(test_snapshot_stat_cache_refreshed),
+		cmocka_unit_test(test_snapshot_unchanged_writes_only_the_commit),
 		cmocka_unit_test(test_snapshot_stat_cache_after_branch_switch),
 		cmocka_unit_test(test_snapshot_racy_file_read_again),
 	};
