@@ -28,6 +28,7 @@ enum tighten {
 	TIGHTEN_OFF,		/* a boolean that may only be turned off */
 	TIGHTEN_ON,		/* a boolean that may only be turned on */
 	TIGHTEN_LOWER,		/* a number that may only go down */
+	TIGHTEN_RAISE,		/* a number that may only go up */
 	TIGHTEN_SIZE,		/* a size ("2g"; "" unlimited) that may only go down */
 	TIGHTEN_SUBSET,		/* a list that may only lose entries */
 	TIGHTEN_SUPERSET,	/* a list that may only gain entries */
@@ -64,6 +65,9 @@ static const struct trust_gate trust_gates[] = {
 	{ "sandbox", "read_only", TIGHTEN_ON, "may only turn it on" },
 	{ "sandbox", "allow_unconfined", TIGHTEN_OFF, "may only turn it off" },
 	{ "sandbox", NULL, TIGHTEN_NEVER, "never taken" },
+	/* a lower bound would leave files a rollback cannot put back */
+	{ "checkpoints", "max_file_bytes", TIGHTEN_RAISE, "may only go up" },
+	{ "checkpoints", NULL, TIGHTEN_NEVER, "never taken" },
 	{ "providers", "base_url", TIGHTEN_NEVER, "never taken" },
 	{ "providers", "api_key_env", TIGHTEN_NEVER, "never taken" },
 	{ "providers", "headers", TIGHTEN_NEVER, "never taken" },
@@ -208,6 +212,11 @@ int cfg_tightens(const struct trust_gate *g, const void *base, const struct cfg_
 		if (v->num <= (double)*(const long *)f)
 			return 1;
 		buf_addf(why, "%.0f is more than %ld", v->num, *(const long *)f);
+		return 0;
+	case TIGHTEN_RAISE:
+		if (v->num >= (double)*(const long *)f)
+			return 1;
+		buf_addf(why, "%.0f is less than %ld", v->num, *(const long *)f);
 		return 0;
 	case TIGHTEN_SIZE:
 		if (!*cur_s && *v->s && size_bytes(v->s) >= 0)
