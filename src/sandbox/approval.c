@@ -198,6 +198,7 @@ void approver_init(struct approver *ap, approval_ask_fn ask, void *data,
 	pthread_mutex_init(&ap->always_lock, NULL);
 	strvec_init(&ap->always_commands);
 	strvec_init(&ap->always_tools);
+	strvec_init(&ap->always_domains);
 }
 
 void approver_forget(struct approver *ap)
@@ -205,6 +206,7 @@ void approver_forget(struct approver *ap)
 	pthread_mutex_lock(&ap->always_lock);
 	strvec_clear(&ap->always_commands);
 	strvec_clear(&ap->always_tools);
+	strvec_clear(&ap->always_domains);
 	pthread_mutex_unlock(&ap->always_lock);
 }
 
@@ -212,6 +214,7 @@ void approver_release(struct approver *ap)
 {
 	strvec_clear(&ap->always_commands);
 	strvec_clear(&ap->always_tools);
+	strvec_clear(&ap->always_domains);
 	pthread_mutex_destroy(&ap->ask_lock);
 	pthread_mutex_destroy(&ap->always_lock);
 	memset(ap, 0, sizeof(*ap));
@@ -226,9 +229,10 @@ void approver_release(struct approver *ap)
 static struct strvec *always_list(struct approver *ap, const struct approval_request *rq,
 				  struct buf *key)
 {
-	if (rq->kind == APPROVAL_MCP_TOOL) {
+	if (rq->kind == APPROVAL_MCP_TOOL || rq->kind == APPROVAL_NETWORK_DOMAIN) {
 		buf_addstr(key, rq->tool ? rq->tool : "");
-		return key->len ? &ap->always_tools : NULL;
+		return !key->len ? NULL : rq->kind == APPROVAL_MCP_TOOL ? &ap->always_tools
+			: &ap->always_domains;
 	}
 	if (rq->argc)
 		policy_base_name(key, rq->argv[0] ? rq->argv[0] : "");
