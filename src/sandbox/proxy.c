@@ -548,8 +548,9 @@ static void serve_socks5(struct proxy *p, int fd)
 	char host[256];
 	int port, up, refused;
 
-	/* greeting: VER NMETHODS METHODS...; we take "no authentication" */
-	if (read_full(fd, h, 2) < 0 || read_full(fd, h + 2, h[1]) < 0 ||
+	/* greeting: VER (read by the caller) NMETHODS METHODS...; we take "no authentication" */
+	h[0] = 5;
+	if (read_full(fd, h + 1, 1) < 0 || read_full(fd, h + 2, h[1]) < 0 ||
 	    !memchr(h + 2, 0, h[1])) {
 		write_all(fd, "\x05\xff", 2);
 		return;
