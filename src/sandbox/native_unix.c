@@ -19,14 +19,18 @@
  * caller would find it (relative to /proc/PID/cwd, absolute through
  * /proc/PID/root), checks where that inode is (/proc/self/fd/N: no
  * symlink or rename can change it any more), and connects through that
- * descriptor. Other families (abstract and unnamed UNIX addresses, the
+ * descriptor. Other addresses (abstract and unnamed UNIX ones, the
  * internet ones - which, in the sandbox's network namespace, reach
- * loopback only) are connected as asked.
+ * loopback only) are connected as asked; an abstract one is refused
+ * where the sandbox shares the host's network namespace (the abstract
+ * names are per namespace, and the supervisor is outside the command's
+ * Landlock scope).
  *
  * Async-signal-safe only (the supervisor).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <string.h>
@@ -225,6 +229,13 @@ int sb_unix_guard_serve(int listener, const struct sb_plan *plan)
 		memcpy(path, ((struct sockaddr_un *)&ss)->sun_path, n);
 		path[n] = '\0';
 		r = connect_path(plan, sfd, (unsigned long)req.n.pid, path);
+	} else if (ss.ss_family == AF_UNIX && !(plan->clone_flags & CLONE_NEWNET)) {
+		/*
+		 * An abstract address in the host's network namespace: Landlock's
+		 * scoping would refuse the caller, but the supervisor is not in
+		 * its domain, so it refuses for it.
+		 */
+		r = -EACCES;
 	} else {
 		r = connect(sfd, (struct sockaddr *)&ss, (socklen_t)len) < 0 ? -errno : 0;
 	}

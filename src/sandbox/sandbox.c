@@ -386,9 +386,8 @@ static void fill_guarantees(struct sandbox_caps *c)
 		      "readable: no mount namespace");
 	if (c->unix_guard)
 		set_guarantee(&g[n++], "UNIX sockets", 1, "seccomp user notification: the "
-			      "supervisor does every connect() and refuses a pathname socket outside "
-			      "the writable roots, /tmp, /dev/shm, /run; no unix datagram sockets; "
-			      "abstract ones per network namespace");
+			      "supervisor does each connect(), refusing pathname sockets outside the "
+			      "writable roots, /tmp, /dev/shm, /run; no unix datagram sockets");
 	else
 		set_guarantee(&g[n++], "UNIX sockets", 0, "pathname sockets outside /run, /tmp "
 			      "and the hidden places reachable (needs seccomp user notification "
