@@ -117,11 +117,24 @@ static FX_NORETURN void forward_one(int client, int proxy_fd)
 	_exit(0);
 }
 
+/* Close every descriptor but `a` and `b`: the forwarder holds no pipe of the command's. */
+static void close_others(int a, int b)
+{
+	int lo = a < b ? a : b, hi = a < b ? b : a;
+
+	if (lo > 0)
+		syscall(SYS_close_range, 0U, (unsigned)lo - 1, 0U);
+	if (hi > lo + 1)
+		syscall(SYS_close_range, (unsigned)lo + 1, (unsigned)hi - 1, 0U);
+	syscall(SYS_close_range, (unsigned)hi + 1, ~0U, 0U);
+}
+
 static FX_NORETURN void forwarder_main(int listen_fd, int proxy_fd)
 {
 	struct sigaction sa;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	close_others(listen_fd, proxy_fd);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_IGN;	/* connection processes reap themselves */
 	sigaction(SIGCHLD, &sa, NULL);

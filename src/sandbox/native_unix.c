@@ -21,7 +21,9 @@
  * symlink or rename can change it any more), and connects through that
  * descriptor. Other addresses (abstract and unnamed UNIX ones, the
  * internet ones - which, in the sandbox's network namespace, reach
- * loopback only) are connected as asked; an abstract one is refused
+ * loopback only - netlink, AF_UNSPEC to disconnect) are connected as
+ * asked; every other family (vsock, which is not per network namespace,
+ * and the rest) is refused; an abstract one is refused
  * where the sandbox shares the host's network namespace (the abstract
  * names are per namespace, and the supervisor is outside the command's
  * Landlock scope).
@@ -113,7 +115,8 @@ static int connect_path(const struct sb_plan *plan, int sfd, unsigned long pid, 
 
 	put_str(full, &n, sizeof(full), "/proc/");
 	put_num(full, &n, sizeof(full), pid);
-	put_str(full, &n, sizeof(full), path[0] == '/' ? "/root" : "/cwd/");
+	put_str(full, &n, sizeof(full), "/");
+	put_str(full, &n, sizeof(full), path[0] == '/' ? "root" : "cwd/");
 	put_str(full, &n, sizeof(full), path);
 	ofd = open(full, O_PATH | O_CLOEXEC);
 	if (ofd < 0)
@@ -235,6 +238,11 @@ int sb_unix_guard_serve(int listener, const struct sb_plan *plan)
 		 * scoping would refuse the caller, but the supervisor is not in
 		 * its domain, so it refuses for it.
 		 */
+		r = -EACCES;
+	} else if (ss.ss_family != AF_UNIX && ss.ss_family != AF_INET &&
+		   ss.ss_family != AF_INET6 && ss.ss_family != AF_NETLINK &&
+		   ss.ss_family != AF_UNSPEC) {
+		/* vsock and the like are not per network namespace: they would reach the host */
 		r = -EACCES;
 	} else {
 		r = connect(sfd, (struct sockaddr *)&ss, (socklen_t)len) < 0 ? -errno : 0;
