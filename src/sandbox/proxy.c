@@ -240,9 +240,14 @@ static int ask_person(struct proxy *p, const char *host, int port, struct buf *r
 	if (strvec_find(yes ? &p->yes : &p->no, host) < 0)
 		strvec_push(yes ? &p->yes : &p->no, host);
 	pthread_mutex_unlock(&p->lock);
-	buf_addstr(reason, a.remembered ? "approved for this session" :
-		   a.verdict == APPROVE_ALWAYS ? "approved by the person for this session" :
-		   yes ? "approved by the person for this command" : "the person said no");
+	if (!yes && (!p->approver || !p->approver->ask))
+		buf_addstr(reason, "not in [sandbox] allowed_domains, and nobody to ask");
+	else if (!yes && a.reason && *a.reason)
+		buf_addf(reason, "the person said no: \"%s\"", a.reason);
+	else
+		buf_addstr(reason, a.remembered ? "approved for this session" :
+			   a.verdict == APPROVE_ALWAYS ? "approved by the person for this session" :
+			   yes ? "approved by the person for this command" : "the person said no");
 	approval_answer_release(&a);
 	buf_release(&what);
 	buf_release(&shown);
