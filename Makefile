@@ -1,7 +1,8 @@
 # forgex — GNU Makefile
 #
 #   make          build build/forgex (and build/toml-decode)
-#   make test     build and run every test; ends with "N passed, N failed"
+#   make test     build and run every test, suites in parallel (TEST_JOBS;
+#                 see tests/README.md); ends with "N passed, N failed"
 #   make san      the same under AddressSanitizer + UBSan (in build/san/)
 #   make fuzz     build the libFuzzer targets with clang (in build/fuzz/)
 #   make demo     run the pipeline offline on examples/demo (replayed model)
@@ -74,6 +75,9 @@ LIBCLI := $(BUILD)/libforgex-cli.a
 
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
 E2E_BIN := $(E2E_SRC:tests/%.c=$(BUILD)/tests/%)
+# Each fuzz target, built with $(CC) as a program replaying its corpus
+# (tests/fuzz/replay/main.c); `make test` runs them like the suites.
+FUZZ_BIN := $(FUZZ_SRC:tests/%.c=$(BUILD)/tests/%)
 MOCK_BIN := $(if $(MOCK_SRC),$(BUILD)/mockllm)
 PROGRAMS := $(BUILD)/forgex $(BUILD)/forgex-core $(BUILD)/toml-decode
 
@@ -128,6 +132,11 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(HELPER_OBJ) $(LIBFX)
 	@echo '  LINK    $@'
 	@$(CC) $(LDFLAGS) -o $@ $< $(HELPER_OBJ) $(LIBFX) $(LIBS) $(TEST_LIBS) -lpthread
 
+$(BUILD)/tests/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/replay/main.o $(LIBFX)
+	@mkdir -p $(@D)
+	@echo '  LINK    $@'
+	@$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
 # Unit tests of src/cli/ modules link the front's archive too.
 $(BUILD)/tests/unit/cli/%: $(BUILD)/obj/tests/unit/cli/%.o $(HELPER_OBJ) $(LIBCLI) $(LIBFX)
 	@mkdir -p $(@D)
@@ -141,8 +150,12 @@ lint-banned:
 		$$(find src -name '*.c' -o -name '*.h' | grep -v banned.h); then \
 		echo "error: banned function used (see src/base/banned.h)" >&2; exit 1; fi
 
-test: $(PROGRAMS) $(MOCK_BIN) $(UNIT_BIN) $(E2E_BIN)
-	@BUILD=$(BUILD) sh tests/run.sh $(UNIT_BIN) $(E2E_BIN) tests/selfcontained.sh
+# The suites run in parallel, TEST_JOBS at a time (default: the cores);
+# see tests/README.md. tests/selfcontained.sh and tests/layers.sh check the
+# tree itself (no machine paths; the layer order of every include).
+test: $(PROGRAMS) $(MOCK_BIN) $(UNIT_BIN) $(E2E_BIN) $(FUZZ_BIN)
+	@BUILD=$(BUILD) sh tests/run.sh $(UNIT_BIN) $(E2E_BIN) $(FUZZ_BIN) tests/selfcontained.sh \
+		tests/layers.sh
 
 san:
 	@$(MAKE) --no-print-directory BUILD=build/san SAN=1 CFLAGS='-O1 -g' test

@@ -50,6 +50,7 @@ for g in $want_groups; do
 	test)
 		need_pc cmocka libcmocka-dev
 		need_cmd python3 python3
+		need_file "/usr/lib/python3/dist-packages/jsonschema/__init__.py" python3-jsonschema	# tests/fixtures/k8s/validate.py
 		need_cmd man man-db		# tests/e2e/install: man -l renders forgex(1)
 		need_cmd zsh zsh		# ... and the completions parse in each shell
 		need_cmd fish fish

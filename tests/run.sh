@@ -3,21 +3,40 @@
 #
 #   BUILD=build sh tests/run.sh SUITE...
 #
-# Each SUITE is a cmocka program; it runs with TAP output and its "ok" and
-# "not ok" lines are counted. A suite that crashes or prints no plan counts
-# as one failure. Then, when ../shared/testdata/toml-test is present, the
-# TOML compliance corpus runs against $BUILD/toml-decode and its cases are
-# counted too. The last line is "N passed, N failed"; the exit status is
-# non-zero when anything failed.
+# Each SUITE is a program printing TAP (a cmocka program, or a fuzz replay
+# program from tests/fuzz/replay.c); its "ok" and "not ok" lines are counted.
+# A suite that crashes or prints no plan counts as one failure. Then, when
+# ../shared/testdata/toml-test is present, the TOML compliance corpus runs
+# against $BUILD/toml-decode and its cases are counted too. The last line is
+# "N passed, N failed"; the exit status is non-zero when anything failed.
+#
+# Suites run in parallel, TEST_JOBS at a time (default: the number of
+# cores). Each one's output goes to a file of its own and the report is
+# printed in the order the suites were given, each as soon as it and those
+# before it are done, so the log reads as if they had run one by one. The
+# longest start first: how long each took is kept in $BUILD/test-times for
+# the next time (before there is one, the SLOW list below orders them).
+# A suite named in SHARDS runs as that many programs at once, each with
+# TEST_SHARD=k/n in its environment (tests/helpers/testutil.h: tu_shard()
+# keeps every n-th test), and is reported as one suite. See tests/README.md.
 set -u
 
 BUILD=${BUILD:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
-passed=0
-failed=0
-failures=""
-log=$(mktemp "${TMPDIR:-/tmp}/forgex-tests.XXXXXX")
-trap 'rm -f "$log"' EXIT
+
+# The suites known to be long, longest first (used when $BUILD/test-times
+# is missing), and those split into shards (name:count).
+SLOW="e2e/pipeline e2e/chat e2e/agent e2e/tty e2e/runners e2e/mcp e2e/ask e2e/gate
+e2e/checkpoint e2e/friction unit/sandbox/native_attacks"
+SHARDS="e2e/pipeline:3 e2e/chat:2 e2e/tty:2"
+
+jobs=${TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
+case $jobs in '' | *[!0-9]* | 0) jobs=1 ;; esac
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/forgex-tests.XXXXXX") || exit 2
+trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 export FORGEX_BIN="$top/$BUILD/forgex"
 export FORGEX_MOCKLLM="$top/$BUILD/mockllm"
@@ -33,45 +52,84 @@ export FORGEX_TEST_RUNNERS="${FORGEX_TEST_RUNNERS:-$HOME/.cache/forgex-test-runn
 export XDG_CONFIG_HOME="$top/$BUILD/test-xdg"
 # ... nor fill the developer's cache (forgex keeps test-run caches there).
 export XDG_CACHE_HOME="$top/$BUILD/test-cache"
-unset OPENAI_API_KEY GROQ_API_KEY
+# A python3 that is a version manager's shim (pyenv's is a shell script
+# starting some twenty processes per call) costs more than most tests:
+# the interpreter it resolves to comes first on PATH instead.
+case $(command -v python3 2>/dev/null) in
+*/shims/python3)
+	py=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
+	[ -x "$py" ] && PATH="${py%/*}:$PATH" && export PATH
+	;;
+esac
+unset OPENAI_API_KEY GROQ_API_KEY TEST_SHARD
 for v in $(env | sed -n 's/^\(FORGEX_[A-Z0-9_]*\)=.*/\1/p'); do
 	case $v in FORGEX_BIN|FORGEX_MOCKLLM|FORGEX_TOP|FORGEX_TEST_RUNNERS) ;; *) unset "$v" ;; esac
 done
 
-for t in "$@"; do
-	name=${t#"$BUILD"/tests/}
-	"$t" >"$log" 2>&1
-	rc=$?
-	# cmocka prints a skipped test as "not ok N # SKIP": neither passed nor failed
-	s=$(grep -c -E '^(not )?ok [0-9]+.*# SKIP' "$log")
-	p=$(grep -v -E '# SKIP' "$log" | grep -c '^ok ')
-	f=$(grep -v -E '# SKIP' "$log" | grep -c '^not ok ')
-	plan=$(grep -c '^1\.\.[0-9]' "$log")
-	if [ "$plan" -eq 0 ] || { [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; }; then
-		f=$((f + 1))
-		echo "FAIL $name: exited with status $rc"
-		tail -n 30 "$log" | sed 's/^/    /'
-		failures="$failures $name"
-	elif [ "$f" -gt 0 ]; then
-		echo "FAIL $name: $f failed"
-		grep -v -E '# SKIP' "$log" | grep -B2 -A12 '^not ok ' | sed 's/^/    /' | head -n 80
-		failures="$failures $name"
-	else
-		if [ "$s" -gt 0 ]; then
-			echo "ok   $name ($p, $s skipped)"
-			grep -E '# SKIP' "$log" | sed 's/^/    /'
-		else
-			echo "ok   $name ($p)"
-		fi
-	fi
-	passed=$((passed + p))
-	failed=$((failed + f))
-done
-
 corpus="$top/../shared/testdata/toml-test"
 runner="$top/../shared/tools/toml-test-run"
+times="$top/$BUILD/test-times"
+
+# ------------------------------------------------------------ the jobs
+# Suite i (1..nsuites) has name_i, path_i ("toml" for the TOML corpus)
+# and left_i (its jobs not yet done); job j has the line "weight j i shard"
+# in $work/jobs, where shard is k/n or "-".
+
+weight_of() {	# $1: key (name, or name#k/n)
+	w=
+	[ -f "$times" ] && w=$(sed -n "s|^$1 \([0-9][0-9]*\)\$|\1|p" "$times" | head -n 1)
+	if [ -z "$w" ]; then
+		# not timed yet: a known-slow suite as a long one, in the list's order
+		w=0 r=100
+		for s in $SLOW; do
+			r=$((r - 1))
+			[ "${1%%#*}" = "$s" ] && w=$r
+		done
+	fi
+	echo "$w"
+}
+
+nsuites=0
+njobs=0
+: >"$work/jobs"
+for t in "$@"; do
+	nsuites=$((nsuites + 1))
+	name=${t#"$BUILD"/tests/}
+	eval "name_$nsuites=\$name path_$nsuites=\$t"
+	n=1
+	for s in $SHARDS; do
+		[ "${s%:*}" = "$name" ] && n=${s#*:}
+	done
+	eval "left_$nsuites=$n"
+	k=1
+	while [ "$k" -le "$n" ]; do
+		njobs=$((njobs + 1))
+		if [ "$n" -gt 1 ]; then sh="$k/$n" key="$name#$k/$n"; else sh=- key=$name; fi
+		echo "$(weight_of "$key") $njobs $nsuites $sh" >>"$work/jobs"
+		k=$((k + 1))
+	done
+done
+toml_suite=0
 if [ -d "$corpus" ] && [ -x "$runner" ]; then
-	"$runner" -- "$top/$BUILD/toml-decode" >"$log" 2>&1
+	nsuites=$((nsuites + 1))
+	njobs=$((njobs + 1))
+	toml_suite=$nsuites
+	eval "name_$nsuites=toml-test path_$nsuites=toml left_$nsuites=1"
+	echo "$(weight_of toml-test) $njobs $nsuites -" >>"$work/jobs"
+fi
+
+# ---------------------------------------------------------- reporting
+passed=0
+failed=0
+failures=""
+
+# The jobs of suite $1, in shard order: "j shard" lines.
+jobs_of() {
+	awk -v i="$1" '$3 == i { print $2, $4 }' "$work/jobs" | sort -n
+}
+
+report_toml() {
+	log="$work/$1.out"
 	last=$(tail -n 1 "$log")
 	p=$(echo "$last" | sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1/p')
 	f=$(echo "$last" | sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\2/p')
@@ -87,8 +145,128 @@ if [ -d "$corpus" ] && [ -x "$runner" ]; then
 	fi
 	passed=$((passed + p))
 	failed=$((failed + f))
-else
-	echo "skip toml-test corpus: ../shared/testdata/toml-test is absent"
+}
+
+report_suite() {	# $1: suite index
+	eval "name=\$name_$1"
+	all="$work/s$1.log"
+	: >"$all"
+	p=0 f=0 s=0 crashed=0
+	for js in $(jobs_of "$1" | tr ' ' ':'); do
+		j=${js%%:*} sh=${js#*:}
+		log="$work/$j.out"
+		rc=$(cat "$work/$j.rc")
+		cat "$log" >>"$all"
+		# cmocka prints a skipped test as "not ok N # SKIP": neither passed nor failed
+		s=$((s + $(grep -c -E '^(not )?ok [0-9]+.*# SKIP' "$log")))
+		p=$((p + $(grep -v -E '# SKIP' "$log" | grep -c '^ok ')))
+		jf=$(grep -v -E '# SKIP' "$log" | grep -c '^not ok ')
+		f=$((f + jf))
+		plan=$(grep -c '^1\.\.[0-9]' "$log")
+		if [ "$plan" -eq 0 ] || { [ "$rc" -ne 0 ] && [ "$jf" -eq 0 ]; }; then
+			crashed=$((crashed + 1))
+			if [ "$sh" = - ]; then
+				echo "FAIL $name: exited with status $rc"
+			else
+				echo "FAIL $name (shard $sh): exited with status $rc"
+			fi
+			tail -n 30 "$log" | sed 's/^/    /'
+		fi
+	done
+	if [ "$crashed" -gt 0 ]; then
+		f=$((f + crashed))
+		failures="$failures $name"
+	elif [ "$f" -gt 0 ]; then
+		echo "FAIL $name: $f failed"
+		grep -v -E '# SKIP' "$all" | grep -B2 -A12 '^not ok ' | sed 's/^/    /' | head -n 80
+		failures="$failures $name"
+	elif [ "$s" -gt 0 ]; then
+		echo "ok   $name ($p, $s skipped)"
+		grep -E '# SKIP' "$all" | sed 's/^/    /'
+	else
+		echo "ok   $name ($p)"
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+}
+
+next=1
+flush() {	# report every suite from $next on that is done
+	while [ "$next" -le "$nsuites" ]; do
+		eval "l=\$left_$next"
+		[ "$l" -eq 0 ] || break
+		if [ "$next" -eq "$toml_suite" ]; then
+			report_toml "$(jobs_of "$next" | cut -d' ' -f1)"
+		else
+			report_suite "$next"
+		fi
+		next=$((next + 1))
+	done
+}
+
+# ------------------------------------------------------------- running
+# A FIFO holds one token per free slot: "start" at first, then the number
+# of each job as it ends. Taking a token before starting a job keeps at
+# most $jobs running, and says which one finished.
+mkfifo "$work/slots" || exit 2
+exec 3<>"$work/slots"
+k=0
+while [ "$k" -lt "$jobs" ]; do
+	echo start >&3
+	k=$((k + 1))
+done
+
+done_one() {	# $1: the token read
+	[ "$1" = start ] && return
+	di=$(awk -v j="$1" '$2 == j { print $3 }' "$work/jobs")
+	eval "left_$di=\$((left_$di - 1))"
+	finished=$((finished + 1))
+	flush
+}
+
+started=0
+finished=0
+sort -k1,1nr -k2,2n "$work/jobs" | awk '{ print $2, $3, $4 }' >"$work/order"
+while read -r job suite shard; do
+	read -r tok <&3
+	done_one "$tok"
+	eval "prog=\$path_$suite"
+	(
+		out="$work/$job.out"
+		begin=$(date +%s)
+		if [ "$prog" = toml ]; then
+			"$runner" -- "$top/$BUILD/toml-decode" >"$out" 2>&1 3>&-
+		elif [ "$shard" = - ]; then
+			"$prog" >"$out" 2>&1 3>&-
+		else
+			TEST_SHARD=$shard "$prog" >"$out" 2>&1 3>&-
+		fi
+		echo $? >"$work/$job.rc"
+		echo $(($(date +%s) - begin)) >"$work/$job.time"
+		echo "$job" >&3
+	) &
+	started=$((started + 1))
+done <"$work/order"
+while [ "$finished" -lt "$started" ]; do
+	read -r tok <&3
+	done_one "$tok"
+done
+wait
+exec 3>&-
+[ -n "$toml_suite" ] && [ "$toml_suite" -ne 0 ] || echo "skip toml-test corpus: ../shared/testdata/toml-test is absent"
+
+# How long each job took, for the order of the next run (the suites not
+# run this time keep their old figures).
+if [ -d "$top/$BUILD" ]; then
+	while read -r w j i sh; do
+		eval "name=\$name_$i"
+		if [ "$sh" = - ]; then key=$name; else key="$name#$sh"; fi
+		echo "$key $(cat "$work/$j.time")"
+	done <"$work/jobs" >"$work/times"
+	[ -f "$times" ] || : >"$times"
+	awk '{ n = $1; sub(/#.*/, "", n) }
+	     NR == FNR { seen[n] = 1; print; next } !(n in seen)' "$work/times" "$times" \
+		>"$times.tmp" && mv "$times.tmp" "$times"
 fi
 
 [ -z "$failures" ] || echo "failed suites:$failures"

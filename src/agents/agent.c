@@ -34,11 +34,6 @@ const char *agent_status_name(enum agent_status s)
 	return status_names[s];
 }
 
-double agent_now(void)
-{
-	return clk_mono_s();
-}
-
 /* ---- text tool mode ---- */
 
 size_t agent_parse_text_calls(struct llm_response *resp, int turn, const struct strvec *tools,

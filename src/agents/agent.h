@@ -168,7 +168,7 @@ struct agent_price {
 struct agent_budget {
 	long max_tokens;		/* total tokens (prompt + completion); 0: unlimited */
 	double max_cost_usd;		/* 0: unlimited */
-	double deadline;		/* CLOCK_MONOTONIC seconds (agent_now()); 0: none */
+	double deadline;		/* CLOCK_MONOTONIC seconds (clk_mono_s()); 0: none */
 
 	long tokens_used;		/* prompt + completion, all calls */
 	long prompt_tokens, completion_tokens;
@@ -182,9 +182,6 @@ struct agent_budget {
 };
 
 #define AGENT_BUDGET_INIT { 0, 0.0, 0.0, 0, 0, 0, 0.0, 0, 0, 0, NULL, 0, 0 }
-
-/** Seconds on CLOCK_MONOTONIC, the clock of `deadline` (clk_mono_s(), base/clock.h). */
-double agent_now(void);
 
 /**
  * Start a budget with the limits of `[budget]` (0: unlimited): the

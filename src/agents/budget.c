@@ -9,6 +9,7 @@
 
 #include "agents/agent.h"
 #include "agents/agent_internal.h"
+#include "base/clock.h"
 
 void agent_budget_init(struct agent_budget *b, long max_tokens, double max_cost_usd,
 		       double max_wall_seconds)
@@ -17,7 +18,7 @@ void agent_budget_init(struct agent_budget *b, long max_tokens, double max_cost_
 	b->max_tokens = max_tokens > 0 ? max_tokens : 0;
 	b->max_cost_usd = max_cost_usd > 0 ? max_cost_usd : 0.0;
 	if (max_wall_seconds > 0)
-		b->deadline = agent_now() + max_wall_seconds;
+		b->deadline = clk_mono_s() + max_wall_seconds;
 }
 
 void agent_budget_release(struct agent_budget *b)
@@ -177,7 +178,7 @@ int agent_budget_spent(const struct agent_budget *b, struct buf *why)
 				 b->max_cost_usd);
 		return 1;
 	}
-	if (b->deadline > 0 && agent_now() >= b->deadline) {
+	if (b->deadline > 0 && clk_mono_s() >= b->deadline) {
 		if (why)
 			buf_addstr(why, "wall-clock budget spent: the run's time limit has passed");
 		return 1;

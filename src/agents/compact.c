@@ -160,6 +160,40 @@ static long stub_assistant(struct loop *l, size_t to, long goal, size_t *bytes)
 	return n;
 }
 
+/*
+ * One message too large for any request (a 200,000-character answer, a
+ * pasted log): every message but the system prompt, the latest turn's
+ * too, longer than a quarter of the goal is cut to its head (three
+ * quarters) and tail (one quarter), as tool results are, with a note
+ * where the rest was; the conversation then goes on.
+ */
+static long shorten_huge(struct loop *l, long goal, size_t *bytes)
+{
+	size_t max = (size_t)((double)goal / 4 / l->tok_per_byte), i;
+	long n = 0;
+
+	if (max < 4 * STUB_MIN)
+		max = 4 * STUB_MIN;
+	for (i = 1; i < l->req.messages_nr && est_tokens(l, *bytes) > goal; i++) {
+		struct llm_message *m = &l->req.messages[i];
+		const char *s = m->content;
+		size_t len = s ? strlen(s) : 0, h, t;
+		struct buf b = BUF_INIT;
+
+		if (len <= max || is_stub(s))
+			continue;
+		h = utf8_cut(s, len, max / 4 * 3);
+		t = utf8_start(s, len, len - max / 4);
+		buf_add(&b, s, h);
+		buf_addf(&b, "\n[... forgex: %zu bytes of this message were left out to fit the "
+			 "model's context window ...]\n", t - h);
+		buf_add(&b, s + t, len - t);
+		set_content(m, buf_detach(&b, NULL), bytes);
+		n++;
+	}
+	return n;
+}
+
 /* A plain list of what messages [from, to) did: the fallback summary. */
 static void list_turns(const struct loop *l, size_t from, size_t to, struct buf *out, size_t max)
 {
@@ -338,6 +372,10 @@ int compact_fit(struct loop *l)
 	if (est_tokens(l, bytes) > limit) {
 		/* the latest turn itself is too large: its results become stubs too */
 		stubbed += stub_results(l, 2, l->req.messages_nr, goal, &bytes);
+		bytes = request_bytes(l);
+	}
+	if (est_tokens(l, bytes) > limit) {
+		stubbed += shorten_huge(l, goal, &bytes);
 		bytes = request_bytes(l);
 	}
 	l->sent_bytes = bytes;

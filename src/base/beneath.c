@@ -169,3 +169,34 @@ size_t beneath_link_prefix(int dirfd, const char *rel)
 	}
 	return 0;
 }
+
+int beneath_mkdir(int dirfd, const char *rel, mode_t mode)
+{
+	const char *slash = strrchr(rel, '/');
+	const char *name = slash ? slash + 1 : rel;
+	int pfd = dirfd, ret, saved;
+
+	if (!*name || !strcmp(name, ".") || !strcmp(name, "..")) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (slash) {
+		char *parent = strndup(rel, (size_t)(slash - rel));
+
+		if (!parent) {
+			errno = ENOMEM;
+			return -1;
+		}
+		pfd = beneath_open(dirfd, parent, O_RDONLY | O_DIRECTORY, 0);
+		free(parent);
+		if (pfd < 0)
+			return -1;
+	}
+	/* mkdirat() never follows a link in the last component: EEXIST instead */
+	ret = mkdirat(pfd, name, mode);
+	saved = errno;
+	if (pfd != dirfd)
+		close(pfd);
+	errno = saved;
+	return ret;
+}

@@ -35,6 +35,16 @@
 int beneath_open(int dirfd, const char *rel, int flags, mode_t mode);
 
 /**
+ * Make the folder `rel` beneath `dirfd` with `mode`, following no symbolic
+ * link on the way (its parent is opened with beneath_open()) nor at the
+ * end (mkdirat(2): a link there is EEXIST). The parent must exist.
+ * Returns 0, or -1 with errno as beneath_open() and mkdirat() give it
+ * (ELOOP: a link on the way; EEXIST: something is there already; EINVAL:
+ * no last component).
+ */
+int beneath_mkdir(int dirfd, const char *rel, mode_t mode);
+
+/**
  * The length of the first leading part of `rel` beneath `dirfd` that is a
  * symbolic link ("a/b" of "a/b/c" when b is one), or 0 when none is: for
  * a message after beneath_open() said ELOOP.

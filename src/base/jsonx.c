@@ -3,6 +3,7 @@
 
 #include "base/fsutil.h"
 #include "base/jsonx.h"
+#include "base/utf8.h"
 
 int jsonx_parse(json_t **out, const char *data, size_t len, const char *what)
 {
@@ -109,39 +110,6 @@ json_t *jsonx_string(const char *s)
 	return j;
 }
 
-/* Length of the valid UTF-8 sequence at `s` (at most `n` bytes), or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	size_t len, i;
-	unsigned int cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		len = 2;
-		cp = s[0] & 0x1f;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		len = 3;
-		cp = s[0] & 0x0f;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		len = 4;
-		cp = s[0] & 0x07;
-	} else {
-		return 0;
-	}
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
 json_t *jsonx_stringn_lossy(const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;
@@ -153,7 +121,8 @@ json_t *jsonx_stringn_lossy(const char *s, size_t len)
 	if (j)
 		return j;
 	while (i < len) {
-		size_t n = utf8_seq(p + i, len - i);
+		uint32_t cp;
+		size_t n = utf8_decode(s + i, len - i, &cp);
 
 		if (n) {
 			buf_add(&b, p + i, n);

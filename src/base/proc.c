@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/path.h"
 #include "base/proc.h"
@@ -24,14 +25,6 @@ extern char **environ;
 
 /* Where the child's own ends are moved before dup2(): above 0-2. */
 #define CHILD_FD_FLOOR 10
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void proc_init(struct proc *p)
 {
@@ -204,6 +197,19 @@ int proc_start(struct proc *p)
 			break;
 		case PROC_IO_INHERIT:
 			break;
+		case PROC_IO_FILE: {
+			const char *path = i == 1 ? p->out_path : i == 2 ? p->err_path : NULL;
+
+			if (!path)
+				BUG("PROC_IO_FILE of stream %d without a path", i);
+			fds[i][1] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+			if (fds[i][1] < 0) {
+				ret = err_set_errno(FX_EOS, "%s: cannot open %s", p->argv.v[0],
+						    path);
+				goto fail;
+			}
+			break;
+		}
 		case PROC_IO_SOCKET:
 			if (i)
 				BUG("PROC_IO_SOCKET is for stdin only");
@@ -296,7 +302,7 @@ int proc_start(struct proc *p)
 	p->in_fd = fds[0][0];
 	p->out_fd = fds[1][0];
 	p->err_fd = fds[2][0];
-	p->deadline_ms = p->timeout_ms > 0 ? now_ms() + p->timeout_ms : 0;
+	p->deadline_ms = p->timeout_ms > 0 ? (long long)clk_mono_ms() + p->timeout_ms : 0;
 	return 0;
 
 fail:
@@ -339,7 +345,7 @@ static int left_ms(const struct proc *p)
 
 	if (!p->deadline_ms)
 		return -1;
-	left = p->deadline_ms - now_ms();
+	left = p->deadline_ms - (long long)clk_mono_ms();
 	return left <= 0 ? 0 : left > 60000 ? 60000 : (int)left;
 }
 

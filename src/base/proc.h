@@ -3,7 +3,8 @@
 
 /*
  * Children that run outside the sandbox: quiet helpers (`docker version`,
- * `docker kill`), doctor's probes of git and ctags, the MCP stdio servers.
+ * `docker kill`), doctor's probes of git and ctags, the MCP stdio servers,
+ * a batch's git commands and its `forgex run` per task.
  * A command a model asked for never comes here: it goes through the
  * sandbox executor (src/sandbox/executor.h).
  *
@@ -19,7 +20,9 @@
  *      it was given (in_fd, out_fd, err_fd), if any;
  *   4. proc_finish(): reads what is captured until the child closes its
  *      output, waits for it, kills it when timeout_ms passes; or
- *      proc_wait() to look (or block) without reading, and proc_kill();
+ *      proc_wait() to look (or block) without reading, and proc_kill()
+ *      (a caller that polls many children, as the batch's scheduler does,
+ *      calls proc_wait(p, 0) and then proc_finish() for the status);
  *   5. proc_release() always: it closes the ends still open and kills
  *      and reaps a child that is still running.
  * proc_run() is proc_start() then proc_finish().
@@ -32,6 +35,7 @@
  */
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "base/buf.h"
@@ -47,6 +51,10 @@ enum proc_io {
 				   pair (`out` is ignored); the parent's end, for both
 				   ways, is in_fd. Writing to a child that died is then
 				   EPIPE from send(MSG_NOSIGNAL), never SIGPIPE. */
+	PROC_IO_FILE,		/* out, err: the file out_path / err_path, created or
+				   truncated (0644 less the umask) by proc_start()
+				   before fork(), so that a file that cannot be opened
+				   is an error of start */
 };
 
 enum proc_flag {
@@ -57,6 +65,8 @@ enum proc_flag {
 
 /** Most bytes kept of a captured stream when capture_max is 0. */
 #define PROC_CAPTURE_MAX (1024 * 1024)
+/** capture_max for a stream kept whole, whatever its size (a patch). */
+#define PROC_CAPTURE_ALL SIZE_MAX
 
 struct proc {
 	/* filled in by the caller */
@@ -67,8 +77,10 @@ struct proc {
 	const char *dir;		/* the child's working folder; NULL: forgex's */
 	enum proc_io in, out, err;
 	struct buf *out_buf, *err_buf;	/* PROC_IO_CAPTURE: where it goes (borrowed) */
+	const char *out_path, *err_path;	/* PROC_IO_FILE: the file (borrowed) */
 	size_t capture_max;		/* most bytes kept per captured stream (0:
-					   PROC_CAPTURE_MAX); the rest is read and dropped */
+					   PROC_CAPTURE_MAX; PROC_CAPTURE_ALL: no limit);
+					   the rest is read and dropped */
 	int timeout_ms;			/* proc_finish() kills the child this long after
 					   proc_start(); <= 0: no limit */
 	unsigned flags;			/* enum proc_flag bits */
@@ -93,8 +105,10 @@ void proc_init(struct proc *p);
 /**
  * Start the child `p` describes. Returns 0, FX_ENOTFOUND when the program
  * is not found or cannot be executed (the message says which and why),
- * FX_EOS when a pipe or fork failed. On failure nothing is left running;
- * proc_release() is still called.
+ * FX_EOS when a pipe, a PROC_IO_FILE or fork failed. On failure nothing
+ * is left running; proc_release() is still called. With PROC_NEW_GROUP
+ * the group exists when this returns (the child makes it before its
+ * exec, which this waits for): proc_kill() reaches it at once.
  */
 int proc_start(struct proc *p);
 
@@ -115,7 +129,8 @@ void proc_kill(struct proc *p, int sig);
  * ends are the caller's, and not read), then wait for it; blocks for at
  * most timeout_ms from proc_start(), then kills it with SIGKILL and reaps
  * it. Returns its exit status (0-255), 128 + N when signal N killed it,
- * FX_ETIMEOUT when it was killed at timeout_ms.
+ * FX_ETIMEOUT when it was killed at timeout_ms. For a child proc_wait()
+ * has reaped, with nothing captured left to read, it returns at once.
  */
 int proc_finish(struct proc *p);
 

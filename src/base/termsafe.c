@@ -1,37 +1,7 @@
 #include <string.h>
 
 #include "base/termsafe.h"
-
-/* Length of the valid UTF-8 sequence at s (1-4), its code point in *cp; 0 when invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t len, unsigned *cp)
-{
-	unsigned c = s[0], min;
-	size_t n, i;
-
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	if (c >= 0xc2 && c <= 0xdf) {
-		n = 2; *cp = c & 0x1f; min = 0x80;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 3; *cp = c & 0x0f; min = 0x800;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4; *cp = c & 0x07; min = 0x10000;
-	} else {
-		return 0;
-	}
-	if (len < n)
-		return 0;
-	for (i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		*cp = (*cp << 6) | (s[i] & 0x3f);
-	}
-	if (*cp < min || *cp > 0x10ffff || (*cp >= 0xd800 && *cp <= 0xdfff))
-		return 0;
-	return n;
-}
+#include "base/utf8.h"
 
 /* Code points that are controls or change how the text around them is shown. */
 static int unsafe_cp(unsigned cp)
@@ -63,7 +33,7 @@ static int scan(struct buf *out, const char *str, size_t len, unsigned flags)
 			i++;
 			continue;
 		}
-		n = utf8_seq(s + i, len - i, &cp);
+		n = utf8_decode(str + i, len - i, &cp);
 		if (n > 1 && !unsafe_cp(cp)) {
 			i += n;
 			continue;

@@ -1,3 +1,5 @@
+#include <string.h>
+
 #include "base/utf8.h"
 
 static int is_continuation(unsigned char c)
@@ -72,11 +74,32 @@ void utf8_encode(struct buf *out, uint32_t cp)
 
 size_t utf8_cut(const char *s, size_t len, size_t max)
 {
-	size_t n = max < len ? max : len;
+	size_t n = max < len ? max : len, stop = n > 3 ? n - 3 : 0;
 
-	while (n > 0 && n < len && is_continuation((unsigned char)s[n]))
+	/* a sequence has at most 3 continuation bytes: past them the input is broken */
+	while (n > stop && n < len && is_continuation((unsigned char)s[n]))
 		n--;
 	return n;
+}
+
+int utf8_incomplete(const char *s, size_t len)
+{
+	/* second bytes that every lead byte accepts between them (E0 and F0 need >= A0 and >= 90) */
+	static const unsigned char second[] = { 0x80, 0xa0 };
+	char u[4];
+	uint32_t cp;
+	size_t i, k;
+
+	if (len == 0 || len >= 4)
+		return 0;
+	for (k = 0; k < sizeof(second); k++) {
+		memcpy(u, s, len);
+		for (i = len; i < 4; i++)
+			u[i] = (char)(i == 1 ? second[k] : 0x80);
+		if (utf8_decode(u, 4, &cp) > len)
+			return 1;
+	}
+	return 0;
 }
 
 size_t utf8_start(const char *s, size_t len, size_t pos)

@@ -30,9 +30,16 @@ void utf8_encode(struct buf *out, uint32_t cp);
 /**
  * The length of the longest prefix of `s` (`len` bytes) that is at most
  * `max` bytes and does not end inside a sequence: `len` when it fits,
- * else `max` stepped back over continuation bytes.
+ * else `max` stepped back over continuation bytes (at most 3: on broken
+ * input, where more follow, the cut stays near `max`).
  */
 size_t utf8_cut(const char *s, size_t len, size_t max);
+
+/**
+ * 1 when the `len` bytes at `s` are the valid start of a longer sequence
+ * (the rest is cut off), else 0 (a whole sequence, or invalid).
+ */
+int utf8_incomplete(const char *s, size_t len);
 
 /**
  * The first position at or after `pos` that does not hold a continuation

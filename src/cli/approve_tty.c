@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/fsutil.h"
+#include "base/utf8.h"
 #include "cli/approve_tty.h"
 #include "cli/progress.h"
 
@@ -140,9 +141,7 @@ static char *clean_reason(struct buf *line)
 		return NULL;
 	n = line->len;
 	if (n > APPROVAL_REASON_MAX) {
-		n = APPROVAL_REASON_MAX;
-		while (n > 0 && ((unsigned char)line->buf[n] & 0xc0) == 0x80)
-			n--;
+		n = utf8_cut(line->buf, line->len, APPROVAL_REASON_MAX);
 		cut = 1;
 	}
 	buf_setlen(line, n);
@@ -221,9 +220,9 @@ out:
 /* The question about a command: its reason, argv, folder, network, and the keys. */
 static void command_question(struct buf *msg, const struct approval_request *rq)
 {
-	struct buf name = BUF_INIT;
+	struct buf shape = BUF_INIT;
 
-	policy_base_name(&name, rq->argc && rq->argv[0] ? rq->argv[0] : "");
+	approval_command_shape(&shape, rq->argv, rq->argc);
 	buf_addstr(msg, "\nforgex: this command needs approval");
 	if (rq->reason && *rq->reason) {
 		buf_addstr(msg, ": ");
@@ -238,11 +237,12 @@ static void command_question(struct buf *msg, const struct approval_request *rq)
 	}
 	if (rq->network)
 		buf_addstr(msg, "\n  approved, it runs with network access");
+	/* the shape is escaped already (approval_format_argv()) */
 	buf_addstr(msg, "\n  y: yes, once   a: yes, and '");
-	approval_add_visible(msg, name.buf);
+	buf_addbuf(msg, &shape);
 	buf_addstr(msg, "' without asking for the rest of this session\n"
 		   "  n: no   e: no, and tell the model why\nRun it? [y/a/N/e] ");
-	buf_release(&name);
+	buf_release(&shape);
 }
 
 /* The question about an MCP tool call: what, why, its arguments, and the keys. */

@@ -7,8 +7,9 @@
  * approval, and takes
  *
  *   y, yes     run it, this once;
- *   a, always  run it, and every later command of the same name (an MCP
- *              tool: the same tool) without asking for the rest of the
+ *   a, always  run it, and every later command of the same shape (`git
+ *              push`, approval_command_shape(); an MCP tool: the same
+ *              tool) without asking for the rest of the
  *              session (the approver remembers);
  *   n, no      do not run it (an empty answer is no);
  *   e          do not run it, and tell the model why: the person types a

@@ -14,6 +14,7 @@
 
 #include "agents/agent.h"
 #include "agents/roles.h"
+#include "base/clock.h"
 #include "base/jsonx.h"
 #include "base/log.h"
 #include "base/path.h"
@@ -296,7 +297,7 @@ int cmd_ask(int argc, char **argv)
 	ao.on_text = json ? NULL : print_delta;
 	ao.text_data = &out;
 
-	started = agent_now();
+	started = clk_mono_s();
 	ret = agent_run(&res, &ao);
 	sigaction(SIGINT, &old_sa, NULL);
 	flush_delta(&out);
@@ -313,7 +314,7 @@ int cmd_ask(int argc, char **argv)
 	if (res.status != AGENT_ANSWERED) {
 		fflush(stdout);
 		if (json)
-			print_json(p, &res, agent_now() - started);
+			print_json(p, &res, clk_mono_s() - started);
 		err_set(FX_ERROR, "%s", res.error ? res.error : agent_status_name(res.status));
 		cli_print_error();
 		status = res.status == AGENT_INTERRUPTED ? EXIT_INTERRUPTED
@@ -321,7 +322,7 @@ int cmd_ask(int argc, char **argv)
 		goto out;
 	}
 	if (json) {
-		print_json(p, &res, agent_now() - started);
+		print_json(p, &res, clk_mono_s() - started);
 	} else if (!out.printed && *res.answer) {
 		/* a reply that was not streamed (stream = false) */
 		fputs_termsafe(res.answer, stdout, TERMSAFE_MULTILINE);

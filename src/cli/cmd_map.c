@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/jsonx.h"
 #include "base/log.h"
+#include "base/termsafe.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "context/context.h"
@@ -171,13 +173,19 @@ int cmd_map(int argc, char **argv)
 		jsonx_set(o, "text", jsonx_string(s.last.text.buf));
 		if (stats)
 			stats_json(o, &s.idx, &s.last);
-		jsonx_dump(&b, o, 0);
+		/* see cmd_mcp.c: C1 controls are UTF-8 to jansson, \uXXXX on a terminal */
+		jsonx_dump(&b, o, isatty(STDOUT_FILENO) ? JSON_ENSURE_ASCII : 0);
 		buf_addch(&b, '\n');
 		fwrite(b.buf, 1, b.len, stdout);
 		buf_release(&b);
 		json_decref(o);
 	} else {
-		fwrite(out.buf, 1, out.len, stdout);
+		/* the map quotes the repository's names and lines: escapes are shown, not sent */
+		struct buf safe = BUF_INIT;
+
+		buf_add_termsafe(&safe, out.buf ? out.buf : "", out.len, TERMSAFE_MULTILINE);
+		fwrite(safe.buf ? safe.buf : "", 1, safe.len, stdout);
+		buf_release(&safe);
 		if (stats)
 			stats_text(&s.idx, &s.last);
 	}

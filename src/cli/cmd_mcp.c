@@ -9,11 +9,26 @@
  * to try a server. Exit: 0 done, 1 a server failed or the tool answered
  * with isError, 2 usage or configuration error, 4 not approved, 130
  * interrupted.
+ *
+ * forgex mcp __serve [--cwd DIR] [--writable] -- PROGRAM ARGS...
+ *
+ * Not for a person: how the stdio transport (src/mcp/stdio.c) starts a
+ * server in the sandbox. Started in the workspace with the server's
+ * environment and the transport's socket as its stdin and stdout, it runs
+ * PROGRAM through a native (or configured) executor whose profile is the
+ * server's: its working folder is a private empty folder outside the
+ * workspace (DIR inside it with --cwd), the workspace read-only unless
+ * --writable, the network as [sandbox] says; then it waits for the server
+ * and exits with its status.
  */
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "base/jsonx.h"
 #include "base/log.h"
@@ -22,6 +37,8 @@
 #include "cli/commands.h"
 #include "mcp/servers.h"
 #include "sandbox/approval.h"
+#include "sandbox/executor.h"
+#include "base/fsutil.h"
 #include "tools/mcp_tools.h"
 
 static volatile sig_atomic_t mcp_interrupted;
@@ -52,6 +69,133 @@ static void put_visible(FILE *f, const char *s)
 	buf_release(&b);
 }
 
+/*
+ * JSON for stdout: jansson escapes C0 controls but writes C1 controls
+ * (U+0080-U+009F: the 8-bit CSI and OSC) and format characters as UTF-8,
+ * which a terminal may act on; on a terminal every non-ASCII character is
+ * written as \uXXXX (the same JSON).
+ */
+static size_t json_flags(void)
+{
+	return JSON_COMPACT | (isatty(STDOUT_FILENO) ? JSON_ENSURE_ASCII : 0);
+}
+
+static volatile sig_atomic_t serve_stop;
+
+static void on_serve_signal(int sig)
+{
+	(void)sig;
+	serve_stop = 1;
+}
+
+extern char **environ;
+
+static int mcp_serve(int argc, char **argv)
+{
+	static const int stdio_fds[3] = { 0, 1, 2 };
+	struct exec_request req = { NULL, 0, NULL, 0, NULL, NULL, 0, stdio_fds };
+	struct exec_result res = EXEC_RESULT_INIT;
+	struct config cfg = CONFIG_INIT;
+	struct executor ex;
+	struct sigaction sa;
+	struct strvec server_env = STRVEC_INIT;
+	const char *cwd = NULL;
+	char *private = NULL;
+	int i, writable = 0, status;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		if (!strcmp(argv[i], "--cwd") && i + 1 < argc)
+			cwd = argv[++i];
+		else if (!strcmp(argv[i], "--writable"))
+			writable = 1;
+		else
+			return cli_usage_error("mcp", "__serve: unknown option '%s'", argv[i]);
+	}
+	if (i + 1 >= argc)
+		return cli_usage_error("mcp", "__serve: no program after --");
+	req.argv = (const char *const *)argv + i + 1;
+	req.argc = (size_t)(argc - i - 1);
+	/* the server's environment: the one the transport built, less the launcher's own */
+	for (i = 0; environ[i]; i++)
+		if (strncmp(environ[i], "FX_SERVE_", 9))
+			strvec_push(&server_env, environ[i]);
+	/* forgex's configuration and state folders, as the transport saw them */
+	{
+		static const char *const vars[] = { "XDG_CONFIG_HOME", "XDG_STATE_HOME" };
+		size_t k;
+
+		for (k = 0; k < ARRAY_SIZE(vars); k++) {
+			char *name = xstrfmt("FX_SERVE_%s", vars[k]);
+			const char *v = getenv(name);
+
+			if (v)
+				setenv(vars[k], v, 1);
+			free(name);
+		}
+	}
+	if (cli_load_config(&cfg) != 0) {
+		strvec_clear(&server_env);
+		return EXIT_USAGE;
+	}
+	if (!cfg.workspace) {
+		fprintf(stderr, "forgex: the MCP server has no workspace to run for\n");
+		config_release(&cfg);
+		strvec_clear(&server_env);
+		return EXIT_USAGE;
+	}
+	if (!cwd) {
+		/* its own empty folder: nothing planted in the workspace is found from there */
+		private = xstrdup("/tmp/forgex-mcp-XXXXXX");
+		if (!mkdtemp(private)) {
+			fprintf(stderr, "forgex: cannot make a working folder for the MCP server: %s\n",
+				strerror(errno));
+			free(private);
+			config_release(&cfg);
+			return EXIT_FAIL;
+		}
+	}
+	if (executor_init(&ex, &cfg, private ? private : cfg.workspace) < 0) {
+		fprintf(stderr, "forgex: the MCP server cannot run in the sandbox: %s\n", err_last());
+		status = EXIT_DENIED;
+		goto out;
+	}
+	if (private && writable)
+		strvec_push(&ex.writable_roots, cfg.workspace);
+	else if (!private && !writable)
+		ex.workspace_read_only = 1;
+	/* the person configured it: approved by the configuration, as a test_command is */
+	ex.policy.mode = APPROVAL_AUTO;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_serve_signal;	/* no SA_RESTART: the wait is interrupted at once */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	executor_set_cancel(&ex, -1, &serve_stop);
+	req.cwd = cwd;
+	req.timeout_ms = INT_MAX;
+	req.env_overrides = server_env.v;
+	if (executor_run(&res, &ex, &req) < 0) {
+		fprintf(stderr, "forgex: the MCP server did not start in the sandbox: %s\n",
+			err_last());
+		status = serve_stop ? EXIT_INTERRUPTED : EXIT_DENIED;
+	} else {
+		if (res.err.len)
+			fwrite(res.err.buf, 1, res.err.len, stderr);
+		status = res.exit_code;
+	}
+	exec_result_release(&res);
+	executor_release(&ex);
+out:
+	if (private) {
+		if (fsutil_remove_tree(private) < 0)
+			err_clear();
+		free(private);
+	}
+	config_release(&cfg);
+	strvec_clear(&server_env);
+	return status;
+}
+
 static int mcp_list(int json)
 {
 	struct config cfg = CONFIG_INIT;
@@ -78,22 +222,31 @@ static int mcp_list(int json)
 			json_array_append_new(all, mcp_servers_json(&set, i));
 			continue;
 		}
-		printf("%s (%s %s): ", e->cfg->name, *e->cfg->url ? "http" : "stdio",
-		       *e->cfg->url ? e->cfg->url : e->cfg->command);
+		/* every string below is the configuration's or the server's: escaped */
+		put_visible(stdout, e->cfg->name);
+		printf(" (%s ", *e->cfg->url ? "http" : "stdio");
+		put_visible(stdout, *e->cfg->url ? e->cfg->url : e->cfg->command);
+		fputs("): ", stdout);
 		if (!c) {
 			printf("%s: ", e->skipped ? "not started" : "failed");
 			put_visible(stdout, e->skipped ? e->skipped : e->error);
 			putchar('\n');
 			continue;
 		}
-		printf("ready, protocol %s, ", c->protocol_version);
+		fputs("ready, protocol ", stdout);
+		put_visible(stdout, c->protocol_version);
+		fputs(", ", stdout);
 		put_visible(stdout, c->server_name ? c->server_name : "(unnamed)");
-		printf(" %s, %.0f ms\n", c->server_version ? c->server_version : "", c->handshake_ms);
+		putchar(' ');
+		put_visible(stdout, c->server_version);
+		printf(", %.0f ms\n", c->handshake_ms);
 		for (j = 0; j < c->tools_nr; j++) {
 			const struct mcp_tool *t = &c->tools[j];
 			char *name = mcp_tool_registry_name(e->cfg->name, t->name);
 
-			printf("  %s%s%s  ", name, t->read_only ? " (read-only)" : "",
+			fputs("  ", stdout);
+			put_visible(stdout, name);
+			printf("%s%s  ", t->read_only ? " (read-only)" : "",
 			       mcp_tool_enabled(e->cfg, t->name) ? "" : " (disabled)");
 			put_visible(stdout, t->description);
 			putchar('\n');
@@ -103,7 +256,7 @@ static int mcp_list(int json)
 	if (json) {
 		struct buf b = BUF_INIT;
 
-		jsonx_dump(&b, all, JSON_COMPACT);
+		jsonx_dump(&b, all, json_flags());
 		printf("%s\n", b.buf);
 		buf_release(&b);
 	}
@@ -182,7 +335,7 @@ static int mcp_call(int json, int yes, const char *server, const char *tool, con
 	if (json) {
 		struct buf b = BUF_INIT;
 
-		jsonx_dump(&b, res, JSON_COMPACT);
+		jsonx_dump(&b, res, json_flags());
 		printf("%s\n", b.buf);
 		buf_release(&b);
 	} else {
@@ -227,6 +380,9 @@ int cmd_mcp(int argc, char **argv)
 	sub = argv[1];
 	if (!strcmp(sub, "--help") || !strcmp(sub, "-h"))
 		return cli_help("mcp");
+	/* before any option parsing: what follows "--" is the server's */
+	if (!strcmp(sub, "__serve"))
+		return mcp_serve(argc - 1, argv + 1);
 	argc--;
 	argv++;
 	optind = 1;

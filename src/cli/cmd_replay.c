@@ -14,6 +14,7 @@
 #include "pipeline/pipeline.h"
 #include "pipeline/recorder.h"
 #include "pipeline/rundir.h"
+#include "pipeline/runrecord.h"
 
 #define REPLAY_PROVIDER "forgex-replay"
 
@@ -235,12 +236,23 @@ int cmd_replay(int argc, char **argv)
 	if (cli_load_config(&cfg) != 0)
 		return EXIT_USAGE;
 	status = EXIT_USAGE;
-	if (rundir_resolve(&id, cfg.workspace, argv[optind]) < 0) {
+	/* only a run or session this user started: a planted transcript is not replayed */
+	if (runrecord_resolve(&id, cfg.workspace, argv[optind], NULL) < 0) {
 		if (err_last_code() != FX_ENOTFOUND ||
 		    rundir_resolve_kind(&id, cfg.workspace, RUNDIR_CHATS, argv[optind]) < 0) {
 			if (err_last_code() == FX_ENOTFOUND)
 				err_set(FX_ENOTFOUND, "no run or session '%s' (see 'forgex log')",
 					argv[optind]);
+			if (err_last_code() == FX_EDENIED)
+				status = EXIT_DENIED;
+			goto fail;
+		}
+		if (!chat_session_mine(cfg.workspace, id)) {
+			err_set(FX_EDENIED, "session %s was not started here by you (it is not in "
+				"your record of sessions): a session folder shipped with the "
+				"repository or left by someone else is planted, and forgex does not "
+				"replay it", id);
+			status = EXIT_DENIED;
 			goto fail;
 		}
 		chat = 1;
@@ -284,7 +296,7 @@ int cmd_replay(int argc, char **argv)
 	po.request = request.buf;
 	po.force_provider = REPLAY_PROVIDER;
 	status = cli_pipeline("replay", &cfg, &po, json);
-	if (sum && !rundir_resolve(&newid, cfg.workspace, NULL)) {
+	if (sum && !runrecord_resolve(&newid, cfg.workspace, NULL, NULL)) {
 		char *ndir = rundir_dir(cfg.workspace, newid);
 		const char *was = jsonx_str(sum, "outcome");
 

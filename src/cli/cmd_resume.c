@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/rundir.h"
+#include "pipeline/runrecord.h"
 
 int cmd_resume(int argc, char **argv)
 {
@@ -18,6 +19,8 @@ int cmd_resume(int argc, char **argv)
 	};
 	struct pipeline_opts po = PIPELINE_OPTS_INIT;
 	struct config cfg;
+	struct strvec planted = STRVEC_INIT;
+	struct buf said = BUF_INIT;
 	char *id = NULL;
 	int json = 0, c, status, no_wait = 0;
 
@@ -42,10 +45,19 @@ int cmd_resume(int argc, char **argv)
 		return cli_usage_error("resume", "at most one RUN (default: the last run)");
 	if (cli_load_config(&cfg) != 0)
 		return EXIT_USAGE;
-	if (rundir_resolve(&id, cfg.workspace, optind < argc ? argv[optind] : NULL) < 0) {
+	/* only a run this user started: a planted state never steers a run */
+	status = runrecord_resolve(&id, cfg.workspace, optind < argc ? argv[optind] : NULL,
+				   &planted);
+	runrecord_describe_planted(&said, &planted);
+	if (said.len)
+		fputs(said.buf, stderr);
+	buf_release(&said);
+	strvec_clear(&planted);
+	if (status < 0) {
 		cli_print_error();
+		status = err_last_code() == FX_EDENIED ? EXIT_DENIED : EXIT_USAGE;
 		config_release(&cfg);
-		return EXIT_USAGE;
+		return status;
 	}
 	po.resume_id = id;
 	po.no_wait = no_wait;

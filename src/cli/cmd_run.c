@@ -255,21 +255,22 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 		const json_t *cmd = json_object_get(ev, "command");
 		const char *prog = json_string_value(json_array_get(cmd, 0));
 
+		/* a hook's reason and error, a server's error (its stderr): escaped */
 		if (jsonx_bool(ev, "blocked", 0))
-			fprintf(f, "    %s hook (%s) blocked: %s\n", jsonx_str(ev, "event"),
+			cli_printf(f, "    %s hook (%s) blocked: %s\n", jsonx_str(ev, "event"),
 				prog ? prog : "?", jsonx_str(ev, "reason") ? jsonx_str(ev, "reason") : "");
 		else if (jsonx_str(ev, "error"))
-			fprintf(f, "    warning: %s hook (%s, %s): %s\n", jsonx_str(ev, "event"),
+			cli_printf(f, "    warning: %s hook (%s, %s): %s\n", jsonx_str(ev, "event"),
 				prog ? prog : "?", jsonx_str(ev, "where") ? jsonx_str(ev, "where") : "",
 				jsonx_str(ev, "error"));
 	} else if (!strcmp(type, "mcp_server")) {
 		const char *st = jsonx_str(ev, "state");
 
 		if (st && !strcmp(st, "ready"))
-			fprintf(f, "    MCP server %s: %zu tools\n", jsonx_str(ev, "name"),
+			cli_printf(f, "    MCP server %s: %zu tools\n", jsonx_str(ev, "name"),
 				json_array_size(json_object_get(ev, "tools")));
 		else
-			fprintf(f, "    warning: MCP server %s %s: %s\n", jsonx_str(ev, "name"),
+			cli_printf(f, "    warning: MCP server %s %s: %s\n", jsonx_str(ev, "name"),
 				st && !strcmp(st, "skipped") ? "not started" : "did not start",
 				jsonx_str(ev, "error") ? jsonx_str(ev, "error") : "");
 	} else if (!strcmp(type, "checkpoint") && !strcmp(jsonx_str(ev, "action"), "restore")) {

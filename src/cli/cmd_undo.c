@@ -5,10 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/termsafe.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/rundir.h"
+#include "pipeline/runrecord.h"
 
 static void on_wait(void *data, const char *holder)
 {
@@ -23,8 +25,22 @@ static void list(const char *title, const struct strvec *v)
 	if (!v->nr)
 		return;
 	printf("%s\n", title);
-	for (i = 0; i < v->nr; i++)
-		printf("  %s\n", v->v[i]);
+	/* the workspace's file names: escapes shown, not sent */
+	for (i = 0; i < v->nr; i++) {
+		fputs("  ", stdout);
+		fputs_termsafe(v->v[i], stdout, 0);
+		putchar('\n');
+	}
+}
+
+static void say_planted(const struct strvec *planted)
+{
+	struct buf b = BUF_INIT;
+
+	runrecord_describe_planted(&b, planted);
+	if (b.len)
+		fputs(b.buf, stderr);
+	buf_release(&b);
 }
 
 int cmd_undo(int argc, char **argv)
@@ -36,6 +52,7 @@ int cmd_undo(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct pipeline_undo_result res;
+	struct strvec planted = STRVEC_INIT;
 	struct config cfg;
 	char *id = NULL;
 	int c, status = EXIT_OK, force = 0, no_wait = 0, ret;
@@ -62,11 +79,15 @@ int cmd_undo(int argc, char **argv)
 	if (cli_load_config(&cfg) != 0)
 		return EXIT_USAGE;
 	pipeline_undo_result_init(&res);
-	if (rundir_resolve(&id, cfg.workspace, optind < argc ? argv[optind] : NULL) < 0) {
+	/* only a run this user started: a planted journal is never reverted */
+	if (runrecord_resolve(&id, cfg.workspace, optind < argc ? argv[optind] : NULL,
+			      &planted) < 0) {
+		say_planted(&planted);
 		cli_print_error();
-		status = EXIT_USAGE;
+		status = err_last_code() == FX_EDENIED ? EXIT_DENIED : EXIT_USAGE;
 		goto out;
 	}
+	say_planted(&planted);
 	ret = pipeline_undo(&res, cfg.workspace, id, force, no_wait, on_wait, NULL, NULL);
 	if (ret < 0) {
 		cli_print_error();
@@ -74,8 +95,11 @@ int cmd_undo(int argc, char **argv)
 			size_t i;
 
 			fprintf(stderr, "changed since the run ended (undo would lose this):\n");
-			for (i = 0; i < res.conflicts.nr; i++)
-				fprintf(stderr, "  %s\n", res.conflicts.v[i]);
+			for (i = 0; i < res.conflicts.nr; i++) {
+				fputs("  ", stderr);
+				fputs_termsafe(res.conflicts.v[i], stderr, 0);
+				fputc('\n', stderr);
+			}
 			fprintf(stderr, "see them with 'forgex diff %s'; 'forgex undo %s --force' "
 				"reverts them anyway, saving your versions in "
 				".forgex/runs/%s/user-versions/\n", id, id, id);
@@ -106,6 +130,7 @@ int cmd_undo(int argc, char **argv)
 		printf("\n");
 	}
 out:
+	strvec_clear(&planted);
 	pipeline_undo_result_release(&res);
 	free(id);
 	config_release(&cfg);

@@ -4,6 +4,7 @@
 /* One function per subcommand, each in src/cli/cmd_<name>.c. */
 
 int cmd_ask(int argc, char **argv);
+int cmd_batch(int argc, char **argv);
 int cmd_checkpoint(int argc, char **argv);
 int cmd_completion(int argc, char **argv);
 int cmd_config(int argc, char **argv);

@@ -31,6 +31,7 @@
 #include "base/log.h"
 #include "base/strvec.h"
 #include "base/termsafe.h"
+#include "base/utf8.h"
 #include "cli/lineedit.h"
 #include "pipeline/rundir.h"
 
@@ -938,8 +939,9 @@ static unsigned char le_key_complete(EditLine *el, int ch)
 		common = n;
 	}
 	/* never half a UTF-8 character */
-	while (common > wlen && ((unsigned char)c.v.v[0][common] & 0xc0) == 0x80)
-		common--;
+	common = utf8_cut(c.v.v[0], strlen(c.v.v[0]), common);
+	if (common < wlen)
+		common = wlen;
 	if (c.v.nr == 1) {
 		const char *w = c.v.v[0];
 		size_t n = strlen(w);

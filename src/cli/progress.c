@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/termsafe.h"
 #include "cli/progress.h"
 
@@ -32,14 +33,6 @@ static struct {
 	double since;		/* when the current wait began */
 	char label[512];
 } sp = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
-
-static double mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /*
  * Write all of `s`; a terminal that stops taking output only loses a frame.
@@ -136,7 +129,7 @@ static void *spin(void *arg)
 			pthread_mutex_unlock(&sp.lock);
 			break;
 		}
-		waited = mono_now() - sp.since;
+		waited = clk_mono_s() - sp.since;
 		if (!sp.held && sp.label[0] && waited >= SHOW_AFTER) {
 			put("\r", 1);
 			progress_format(line, sizeof(line), sp.frame++, sp.label, waited,
@@ -164,7 +157,7 @@ int progress_start(FILE *f)
 	sp.shown = 0;
 	sp.frame = 0;
 	sp.label[0] = '\0';
-	sp.since = mono_now();
+	sp.since = clk_mono_s();
 	/* signals go to the main thread, whose handlers set the cancel flag */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -202,7 +195,7 @@ void progress_release(const char *label)
 	pthread_mutex_lock(&sp.lock);
 	if (safe) {
 		snprintf(sp.label, sizeof(sp.label), "%s", safe);
-		sp.since = mono_now();
+		sp.since = clk_mono_s();
 	}
 	if (sp.held)
 		sp.held--;

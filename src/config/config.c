@@ -30,6 +30,7 @@ static const char *const provider_types[] = { "openai", "ollama", "replay", NULL
 static const char *const tool_modes[] = { "native", "text", NULL };
 static const char *const edit_tools[] = { "auto", "edit_file", "apply_patch", "both", NULL };
 static const char *const replay_modes[] = { "strict", "lenient", NULL };
+static const char *const probe_modes[] = { "local", "always", "never", NULL };
 static const char *const on_failures[] = { "rollback", "keep", NULL };
 static const char *const quorums[] = { "majority", "unanimous", "any", NULL };
 static const char *const def_instructions[] = {
@@ -97,6 +98,8 @@ const struct cfg_key cfg_schema[] = {
 	  "model name sent to the server" },
 	{ "providers", "timeout_seconds", T_INT, P(timeout_seconds), NULL, 300, NULL, NULL, 1, 86400,
 	  "the longest one model call may take, retries and waits included" },
+	{ "providers", "idle_timeout_seconds", T_INT, P(idle_timeout_seconds), NULL, 120, NULL, NULL,
+	  1, 86400, "an attempt that receives nothing this long is retried (within timeout_seconds)" },
 	{ "providers", "max_retries", T_INT, P(max_retries), NULL, 4, NULL, NULL, 0, 100,
 	  "retries on 429, 5xx, resets and timeouts" },
 	{ "providers", "tool_mode", T_STR, P(tool_mode), "native", 0, NULL, tool_modes, 0, 0,
@@ -113,6 +116,8 @@ const struct cfg_key cfg_schema[] = {
 	  "replay: strict (a changed request is an error) or lenient" },
 	{ "providers", "context_window", T_INT, P(context_window), NULL, 0, NULL, NULL, 0, 10000000,
 	  "the model's context window in tokens; 0: ask the server (ollama: the num_ctx sent)" },
+	{ "providers", "probe_window", T_STR, P(probe_window), "local", 0, NULL, probe_modes, 0, 0,
+	  "ask the server for the window: local (servers on this machine), always, or never" },
 
 	{ "agents", "provider", T_STR, A(provider), "default", 0, NULL, NULL, 0, 0,
 	  "which [providers.NAME] this role uses" },
@@ -130,7 +135,9 @@ const struct cfg_key cfg_schema[] = {
 	{ "mcp_servers", "env", T_MAP, M(env), NULL, 0, empty_list, NULL, 0, 0,
 	  "stdio server: environment beyond the sanitized one ({ NAME = \"value\" }, or [\"NAME\"] to pass yours on)" },
 	{ "mcp_servers", "cwd", T_STR, M(cwd), "", 0, NULL, NULL, 0, 0,
-	  "stdio server: working folder, relative to the workspace" },
+	  "stdio server: working folder, relative to the workspace; empty: a private folder outside it" },
+	{ "mcp_servers", "writable", T_BOOL, M(writable), NULL, 0, NULL, NULL, 0, 0,
+	  "stdio server: the workspace is writable to it (default: read-only)" },
 	{ "mcp_servers", "url", T_STR, M(url), "", 0, NULL, NULL, 0, 0,
 	  "Streamable HTTP server: its endpoint" },
 	{ "mcp_servers", "bearer_token_env", T_STR, M(bearer_token_env), "", 0, NULL, NULL, 0, 0,

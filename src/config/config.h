@@ -45,6 +45,7 @@ struct provider_config {
 	char *api_key_env;	/* the NAME of the variable holding the key */
 	char *model;
 	long timeout_seconds;
+	long idle_timeout_seconds;	/* an attempt that receives nothing this long is retried */
 	long max_retries;
 	char *tool_mode;	/* "native" | "text" */
 	char *edit_tools;	/* "auto" | "edit_file" | "apply_patch" | "both" */
@@ -53,6 +54,7 @@ struct provider_config {
 	char *transcript;	/* replay: the transcript to answer from */
 	char *replay_mode;	/* replay: "strict" | "lenient" */
 	long context_window;	/* tokens; 0: ask the server */
+	char *probe_window;	/* "local" | "always" | "never": which servers are asked */
 };
 
 /**
@@ -65,7 +67,8 @@ struct mcp_server_config {
 	char *command;		/* stdio: the program; "" for an HTTP server */
 	struct strvec args;
 	struct strvec env;	/* "NAME=value", or "NAME" to pass forgex's own value on */
-	char *cwd;		/* relative to the workspace; "": the workspace */
+	char *cwd;		/* relative to the workspace; "": a private folder outside it */
+	int writable;		/* stdio: the workspace is writable to it (else read-only) */
 	char *url;		/* Streamable HTTP endpoint; "" for a stdio server */
 	char *bearer_token_env;	/* the NAME of the variable holding the token */
 	int enabled;
@@ -227,7 +230,7 @@ void config_release(struct config *cfg);
  */
 int config_find_workspace(char **out, const char *start);
 
-/** The user file's path from XDG_CONFIG_HOME or HOME (caller frees); NULL if neither is set. */
+/** The user file's path from XDG_CONFIG_HOME or HOME (base/xdg.h; caller frees); NULL if neither is an absolute path. */
 char *config_user_file(void);
 
 /**

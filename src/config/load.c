@@ -16,6 +16,7 @@
 #include "base/fsutil.h"
 #include "base/path.h"
 #include "base/sha256.h"
+#include "base/xdg.h"
 #include "config/config.h"
 #include "config/config_internal.h"
 
@@ -78,13 +79,7 @@ int config_find_workspace(char **out, const char *start)
 
 char *config_user_file(void)
 {
-	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
-
-	if (xdg && *xdg == '/')
-		return xstrfmt("%s/forgex/config.toml", xdg);
-	if (home && *home)
-		return xstrfmt("%s/.config/forgex/config.toml", home);
-	return NULL;
+	return xdg_path(XDG_DIR_CONFIG, "forgex/config.toml");
 }
 
 static int validate_mcp(struct config *cfg)

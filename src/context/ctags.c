@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/utf8.h"
 #include "context/ctags.h"
 
 static const char *const argv_base[] = {
@@ -70,30 +71,6 @@ static int read_hex4(struct rd *r, unsigned *out)
 	return 0;
 }
 
-static void put_utf8(struct buf *b, unsigned cp)
-{
-	char u[4];
-
-	if (cp < 0x80) {
-		buf_addch(b, (int)cp);
-	} else if (cp < 0x800) {
-		u[0] = (char)(0xc0 | cp >> 6);
-		u[1] = (char)(0x80 | (cp & 0x3f));
-		buf_add(b, u, 2);
-	} else if (cp < 0x10000) {
-		u[0] = (char)(0xe0 | cp >> 12);
-		u[1] = (char)(0x80 | (cp >> 6 & 0x3f));
-		u[2] = (char)(0x80 | (cp & 0x3f));
-		buf_add(b, u, 3);
-	} else {
-		u[0] = (char)(0xf0 | cp >> 18);
-		u[1] = (char)(0x80 | (cp >> 12 & 0x3f));
-		u[2] = (char)(0x80 | (cp >> 6 & 0x3f));
-		u[3] = (char)(0x80 | (cp & 0x3f));
-		buf_add(b, u, 4);
-	}
-}
-
 /* A string at r->p (the opening quote), unescaped onto `b` and NUL-terminated; offset out. */
 static int read_string(struct rd *r, struct buf *b, size_t *off, size_t *len)
 {
@@ -144,7 +121,7 @@ static int read_string(struct rd *r, struct buf *b, size_t *off, size_t *len)
 			}
 			if (!cp)
 				return -1;	/* a NUL would cut the C string */
-			put_utf8(b, cp);
+			utf8_encode(b, cp);
 			break;
 		}
 		default:
@@ -348,10 +325,7 @@ void ctx_ctags_pattern_text(struct buf *out, const char *pattern, size_t len, si
 	while (out->len > start && (out->buf[out->len - 1] == ' ' || out->buf[out->len - 1] == '\t'))
 		out->len--;
 	keep = out->len - start;
-	if (keep > max) {
-		keep = max;
-		while (keep && ((unsigned char)out->buf[start + keep] & 0xc0) == 0x80)
-			keep--;
-	}
+	if (keep > max)
+		keep = utf8_cut(out->buf + start, keep, max);
 	buf_setlen(out, start + keep);
 }

@@ -17,6 +17,11 @@
  *     walk goes on, and parse the output.
  * At the end the definitions are merged, the files are in path order, and
  * the cache is saved when anything changed (a delta when little did).
+ *
+ * The file is long (about 1,200 lines) because the three kinds of threads
+ * (sections below: the ctags thread, the walk, the indexer) share one
+ * state struct, its queues and its locking; cut apart, each piece would
+ * have to restate that state's invariants.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -29,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/fsutil.h"
 #include "context/ctags.h"
@@ -47,14 +53,6 @@
 #define BATCH_ARGS ((size_t)256 << 10)	/* bytes of arguments per ctags run */
 #define CTAGS_OUTPUT_MAX ((size_t)256 << 20)
 #define CTAGS_TIMEOUT_MS 0		/* [terminal] timeout_seconds, as for any command */
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* ---- strings and symbols ---- */
 
@@ -632,7 +630,7 @@ static void queue_ctags(struct update *u, const char *rel, uint32_t slot, size_t
 	 * sandboxed process, some milliseconds of set-up).
 	 */
 	if (!u->idx->batch_files && u->ru.submitted < 3 && max > (200u << u->ru.submitted)) {
-		if (u->ru.submitted || now_s() - u->t0 >= FIRST_BATCH_S)
+		if (u->ru.submitted || clk_mono_s() - u->t0 >= FIRST_BATCH_S)
 			max = 200u << u->ru.submitted;	/* 200, 400, 800, then BATCH_FILES */
 	}
 
@@ -901,7 +899,7 @@ static void merge_batch(struct update *u, struct batch *b)
 
 static void load_cache(struct ctx_index *idx)
 {
-	double tl = now_s();
+	double tl = clk_mono_s();
 	int ret;
 
 	ctx_index_clear_data(idx);
@@ -917,7 +915,7 @@ static void load_cache(struct ctx_index *idx)
 	if (!idx->arena.len)
 		buf_addch(&idx->arena, '\0');	/* offset 0 is "" */
 	idx->loaded = 1;
-	idx->stats.load_seconds = now_s() - tl;
+	idx->stats.load_seconds = clk_mono_s() - tl;
 }
 
 static void *indexer_main(void *arg)
@@ -992,7 +990,7 @@ int ctx_index_update(struct ctx_index *idx)
 	struct ignore_rules *exclude = NULL;
 	struct ignore_chain top = { NULL, NULL };
 	pthread_t indexer;
-	double t0 = now_s(), tw;
+	double t0 = clk_mono_s(), tw;
 	size_t i;
 
 	free(idx->stats.ctags_error);
@@ -1038,7 +1036,7 @@ int ctx_index_update(struct ctx_index *idx)
 	walk.visit = walk_visit;
 	walk.arg = &u;
 	walk.chain = exclude ? &top : NULL;
-	tw = now_s();
+	tw = clk_mono_s();
 	if (ws_walk_run(&walk, idx->root.fd, "") < 0)
 		err_clear();	/* a workspace that cannot be read has no files */
 	walk_push(&u);
@@ -1047,8 +1045,8 @@ int ctx_index_update(struct ctx_index *idx)
 	pthread_cond_signal(&u.wcond);
 	pthread_mutex_unlock(&u.wlock);
 	pthread_join(indexer, NULL);
-	idx->stats.walk_seconds = now_s() - tw;
-	tw = now_s();
+	idx->stats.walk_seconds = clk_mono_s() - tw;
+	tw = clk_mono_s();
 	if (u.cur) {
 		runner_submit(&u.ru, u.cur);
 		u.cur = NULL;
@@ -1085,7 +1083,7 @@ int ctx_index_update(struct ctx_index *idx)
 			batch_free(all[k]);
 		free(all);
 	}
-	idx->stats.ctags_seconds = now_s() - tw;
+	idx->stats.ctags_seconds = clk_mono_s() - tw;
 	idx->stats.ctags_runs = u.ru.runs;
 	idx->stats.ctags_error = u.ru.error;
 	pthread_mutex_destroy(&u.ru.lock);
@@ -1187,12 +1185,12 @@ int ctx_index_update(struct ctx_index *idx)
 	}
 arrays_done:
 	if (u.changed && !idx->no_save) {
-		tw = now_s();
+		tw = clk_mono_s();
 		if (ctx_cache_save(idx) == 0)
 			idx->stats.saved = 1;
 		else
 			err_clear();
-		idx->stats.save_seconds = now_s() - tw;
+		idx->stats.save_seconds = clk_mono_s() - tw;
 	}
 	idx->stats.files = idx->nfiles;
 	/* what the files hold: records a change left behind in the arrays do not count */
@@ -1202,7 +1200,7 @@ arrays_done:
 		idx->stats.refs += idx->files[i].nrefs;
 	}
 	idx->stats.symbols = idx->nsyms;
-	idx->stats.seconds = now_s() - t0;
+	idx->stats.seconds = clk_mono_s() - t0;
 
 	ignore_rules_free(exclude);
 	free(u.local);

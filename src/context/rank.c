@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/jsonx.h"
 #include "base/tokens.h"
@@ -21,14 +22,6 @@
 static const char heading[] =
 	"Repository map: the files most relevant here, best first, with their main "
 	"definitions (\xe2\x8b\xae marks lines left out).\n";
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 struct ranker {
 	struct ctx_index *idx;
@@ -915,7 +908,7 @@ int ctx_map_build(struct ctx_map *out, struct ctx_index *idx, const struct ctx_f
 		  size_t budget)
 {
 	struct ranker k;
-	double t0 = now_s();
+	double t0 = clk_mono_s();
 
 	ctx_map_release(out);
 	memset(&k, 0, sizeof(k));
@@ -925,10 +918,10 @@ int ctx_map_build(struct ctx_map *out, struct ctx_index *idx, const struct ctx_f
 	build_definers(&k);
 	personalise(&k, focus);
 	build_edges(&k);
-	out->graph_seconds = now_s() - t0;
+	out->graph_seconds = clk_mono_s() - t0;
 	out->edges = k.out_start[k.n];
 	out->iterations = pagerank(&k);
-	out->pagerank_seconds = now_s() - t0 - out->graph_seconds;
+	out->pagerank_seconds = clk_mono_s() - t0 - out->graph_seconds;
 	choose(out, &k, budget);
 	out->tokens = tokens_estimate(out->text.len);
 	out->rank = k.r;
@@ -950,7 +943,7 @@ int ctx_map_build(struct ctx_map *out, struct ctx_index *idx, const struct ctx_f
 	free(k.score);
 	free(k.ref_ok);
 	free(k.msyms);
-	out->seconds = now_s() - t0;
+	out->seconds = clk_mono_s() - t0;
 	return 0;
 }
 

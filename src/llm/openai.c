@@ -9,7 +9,7 @@
  * collected up to a cap and parsed whole at the end.
  *
  * Attempts that fail for a transient reason (429, 408, 5xx, a refused or
- * broken connection, no data for timeout_seconds) are retried up to
+ * broken connection, a stall: no data for idle_timeout_seconds) are retried up to
  * max_retries times after llm_backoff_ms(), honouring Retry-After. A
  * reply whose text already reached the caller is never retried: the
  * caller would see it twice.
@@ -22,6 +22,7 @@
 
 #include <curl/curl.h>
 
+#include "base/clock.h"
 #include "base/http.h"
 #include "base/jsonx.h"
 #include "base/log.h"
@@ -63,14 +64,6 @@ struct attempt {
 	char *cb_msg;
 	double last_rx;		/* when the server last sent something (monotonic s) */
 };
-
-static double mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int cancelled(const struct provider *p)
 {
@@ -133,7 +126,7 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *data)
 	size_t n = size * nmemb, vlen;
 	const char *v;
 
-	a->last_rx = mono_now();
+	a->last_rx = clk_mono_s();
 	if (n >= 5 && !memcmp(ptr, "HTTP/", 5)) {
 		buf_reset(&a->ctype);
 		buf_reset(&a->retry_after);
@@ -201,7 +194,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *data)
 	size_t n = size * nmemb;
 	int ret;
 
-	a->last_rx = mono_now();
+	a->last_rx = clk_mono_s();
 	if (!a->decided) {
 		curl_easy_getinfo(a->o->easy, CURLINFO_RESPONSE_CODE, &a->status);
 		a->streaming = a->want_stream && a->status >= 200 && a->status < 300 &&
@@ -263,7 +256,8 @@ static void attempt_release(struct attempt *a)
 
 /*
  * Run one transfer on the multi handle. Returns 0 with curl's result in
- * `*res`, -1 when cancelled. Nothing received for timeout_seconds ends the
+ * `*res`, -1 when cancelled. Nothing received for idle_timeout_seconds (a
+ * stalled stream), or the whole call's timeout_seconds passing, ends the
  * transfer as CURLE_OPERATION_TIMEDOUT (curl's own low-speed check takes
  * several seconds longer to notice).
  */
@@ -275,7 +269,7 @@ static int perform(struct attempt *a, CURLcode *res)
 	int left;
 
 	*res = CURLE_OK;
-	a->last_rx = mono_now();
+	a->last_rx = clk_mono_s();
 	if (curl_multi_add_handle(o->multi, o->easy) != CURLM_OK)
 		return err_set(FX_EPROVIDER, "libcurl refused the transfer");
 	for (;;) {
@@ -291,9 +285,9 @@ static int perform(struct attempt *a, CURLcode *res)
 			ret = -1;
 			break;
 		}
-		if (mono_now() - a->last_rx >= (double)a->p->timeout_seconds ||
-		    (o->deadline > 0 && mono_now() >= o->deadline)) {
-			o->past_deadline = o->deadline > 0 && mono_now() >= o->deadline;
+		if (clk_mono_s() - a->last_rx >= (double)a->p->idle_timeout_seconds ||
+		    (o->deadline > 0 && clk_mono_s() >= o->deadline)) {
+			o->past_deadline = o->deadline > 0 && clk_mono_s() >= o->deadline;
 			curl_multi_remove_handle(o->multi, o->easy);
 			*res = CURLE_OPERATION_TIMEDOUT;
 			return 0;
@@ -397,8 +391,8 @@ static enum outcome attempt_run(struct attempt *a, struct llm_response *out, str
 			buf_addf(msg, "no answer within %ld seconds (timeout_seconds bounds the whole "
 				 "call, retries included)", a->p->timeout_seconds);
 		else if (res == CURLE_OPERATION_TIMEDOUT)
-			buf_addf(msg, "no data from the server for %ld seconds (timeout_seconds)",
-				 a->p->timeout_seconds);
+			buf_addf(msg, "no data from the server for %ld seconds (idle_timeout_seconds)",
+				 a->p->idle_timeout_seconds);
 		else
 			buf_addf(msg, "%s%s%s", curl_easy_strerror(res), a->o->errbuf[0] ? ": " : "",
 				 a->o->errbuf);
@@ -501,7 +495,7 @@ static int openai_chat(struct provider *p, struct llm_response *out, const struc
 		send = &wire;
 	}
 	/* timeout_seconds bounds the whole call: every attempt and every wait between */
-	((struct openai *)p->impl)->deadline = mono_now() + (double)p->timeout_seconds;
+	((struct openai *)p->impl)->deadline = clk_mono_s() + (double)p->timeout_seconds;
 	((struct openai *)p->impl)->past_deadline = 0;
 	for (attempt_nr = 0;; attempt_nr++) {
 		struct attempt a;
@@ -531,7 +525,7 @@ static int openai_chat(struct provider *p, struct llm_response *out, const struc
 			rnd = (unsigned int)time(NULL) * 2654435761u + (unsigned int)attempt_nr;
 		delay = llm_backoff_ms(attempt_nr, ra, rnd);
 		{
-			double left = ((struct openai *)p->impl)->deadline - mono_now();
+			double left = ((struct openai *)p->impl)->deadline - clk_mono_s();
 
 			if (left * 1000.0 < (double)delay) {
 				buf_addf(&msg, " (no time left for a retry within timeout_seconds = %ld)",

@@ -5,6 +5,7 @@
 
 #include <curl/curl.h>
 
+#include "base/clock.h"
 #include "base/jsonx.h"
 #include "base/redact.h"
 #include "llm/provider.h"
@@ -263,11 +264,15 @@ int provider_open(struct provider **out, const struct config *cfg, const char *n
 	p->api_key_env = dup_or_empty(pc->api_key_env);
 	p->stream = pc->stream;
 	p->timeout_seconds = pc->timeout_seconds > 0 ? pc->timeout_seconds : 300;
+	p->idle_timeout_seconds = pc->idle_timeout_seconds > 0 &&
+				  pc->idle_timeout_seconds < p->timeout_seconds ?
+				  pc->idle_timeout_seconds : p->timeout_seconds;
 	p->max_retries = pc->max_retries >= 0 ? pc->max_retries : 0;
 	p->transcript = tr;
 	if (tr && *p->api_key_env && (key = getenv(p->api_key_env)) && *key)
 		transcript_add_secret(tr, key);
 	p->config_window = pc->context_window > 0 ? pc->context_window : 0;
+	p->probe_window = xstrdup(pc->probe_window && *pc->probe_window ? pc->probe_window : "local");
 	if (!pc->type || !*pc->type || !strcmp(pc->type, "openai")) {
 		ret = openai_open(p, pc);
 	} else if (!strcmp(pc->type, "ollama")) {
@@ -291,30 +296,14 @@ void provider_set_cancel(struct provider *p, const volatile sig_atomic_t *flag)
 	p->cancel = flag;
 }
 
-static long long wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static double mono_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 int provider_chat(struct provider *p, struct llm_response *out, const struct llm_request *req,
 		  llm_text_fn on_text, void *cb_data)
 {
 	struct llm_response r = LLM_RESPONSE_INIT;
 	struct transcript_exchange x;
 	json_t *body = p->ops->body ? p->ops->body(p, req) : llm_request_to_json(req, p->model, p->stream);
-	double t0 = mono_seconds();
-	long long started = wall_ms();
+	double t0 = clk_mono_s();
+	long long started = clk_wall_ms();
 	struct buf wire = BUF_INIT;
 	char *msg = NULL;
 	int ret, rec;
@@ -338,7 +327,7 @@ int provider_chat(struct provider *p, struct llm_response *out, const struct llm
 	p->exchanges++;
 	ret = p->ops->chat(p, &r, req, body, on_text, cb_data);
 	p->wire = NULL;
-	r.elapsed = mono_seconds() - t0;
+	r.elapsed = clk_mono_s() - t0;
 	if (ret < 0)
 		msg = xstrdup(err_last());
 	if (p->transcript) {
@@ -388,6 +377,7 @@ void provider_free(struct provider *p)
 	free(p->api_key_env);
 	free(p->window_source);
 	free(p->window_warning);
+	free(p->probe_window);
 	free(p);
 }
 

@@ -194,7 +194,8 @@ struct provider {
 	char *model;
 	char *api_key_env;
 	int stream;
-	long timeout_seconds;
+	long timeout_seconds;	/* the whole call, every attempt and wait */
+	long idle_timeout_seconds;	/* one attempt without a byte: a transient fault */
 	long max_retries;
 	struct transcript *transcript;	/* borrowed; NULL: no recording */
 	const volatile sig_atomic_t *cancel;	/* borrowed; NULL: never cancelled */
@@ -209,6 +210,7 @@ struct provider {
 	char *window_source;
 	char *window_warning;	/* NULL, or what the user should fix */
 	int window_probed;
+	char *probe_window;	/* [providers.NAME] probe_window: "local", "always", "never" */
 	int window_warned;	/* the warning was shown (agent_run() shows it once) */
 	long num_ctx;		/* "ollama": options.num_ctx sent with every request */
 };

@@ -16,6 +16,7 @@
 
 #include "base/jsonx.h"
 #include "base/path.h"
+#include "base/utf8.h"
 #include "llm/provider.h"
 #include "llm/transcript.h"
 
@@ -52,12 +53,7 @@ static void abbreviate(struct buf *out, const json_t *v)
 	}
 	jsonx_dump(&t, v, JSON_COMPACT);
 	if (t.len > ABBREV) {
-		size_t n = ABBREV - 3;
-
-		/* do not cut a UTF-8 sequence in two */
-		while (n && ((unsigned char)t.buf[n] & 0xc0) == 0x80)
-			n--;
-		buf_setlen(&t, n);
+		buf_setlen(&t, utf8_cut(t.buf, t.len, ABBREV - 3));
 		buf_addstr(&t, "...");
 	}
 	buf_addbuf(out, &t);

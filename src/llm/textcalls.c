@@ -11,6 +11,8 @@
 
 #include "base/jsonx.h"
 #include "llm/textcalls.h"
+#include "base/err.h"
+#include "llm/textcalls_int.h"
 
 /* Deepest nesting the repair follows. */
 #define REPAIR_DEPTH 512
@@ -226,20 +228,7 @@ fail:
 
 /* ---- the scan ---- */
 
-struct span {
-	size_t a, b;
-};
-
-struct scan {
-	const char *text;
-	size_t len;
-	const struct strvec *tools;
-	struct text_calls *out;
-	struct span *spans;
-	size_t spans_nr, spans_alloc;
-};
-
-static int known(const struct scan *sc, const char *name)
+int tc_known(const struct scan *sc, const char *name)
 {
 	size_t i;
 
@@ -249,7 +238,7 @@ static int known(const struct scan *sc, const char *name)
 	return 0;
 }
 
-static void add_span(struct scan *sc, size_t a, size_t b)
+void tc_add_span(struct scan *sc, size_t a, size_t b)
 {
 	ALLOC_GROW(sc->spans, sc->spans_nr + 1, sc->spans_alloc);
 	sc->spans[sc->spans_nr].a = a;
@@ -257,20 +246,7 @@ static void add_span(struct scan *sc, size_t a, size_t b)
 	sc->spans_nr++;
 }
 
-static const char *example(const char *dialect)
-{
-	if (!strcmp(dialect, "hermes"))
-		return "<tool_call>\n{\"name\": \"TOOL\", \"arguments\": {...}}\n</tool_call>";
-	if (!strcmp(dialect, "mistral"))
-		return "[TOOL_CALLS][{\"name\": \"TOOL\", \"arguments\": {...}}]";
-	if (!strcmp(dialect, "fenced"))
-		return "```json\n{\"tool\": \"TOOL\", \"arguments\": {...}}\n```";
-	return "{\"name\": \"TOOL\", \"arguments\": {...}}";
-}
-
-static void call_error(struct scan *sc, const char *dialect, const char *name, const char *fmt,
-		       ...) FX_PRINTF(4, 5);
-static void call_error(struct scan *sc, const char *dialect, const char *name, const char *fmt, ...)
+void tc_call_error(struct scan *sc, const char *dialect, const char *name, const char *fmt, ...)
 {
 	struct buf m = BUF_INIT, what = BUF_INIT;
 	va_list ap;
@@ -282,28 +258,31 @@ static void call_error(struct scan *sc, const char *dialect, const char *name, c
 	if (name && *name)
 		buf_addf(&m, " to %s", name);
 	buf_addf(&m, " (%s format) could not be read, so nothing was run: %s. Send the call "
-		 "again, whole, as %s", dialect, what.buf, example(dialect));
-	buf_addstr(&m, " — keys and strings in double quotes, line breaks inside strings "
-		   "written as \\n, quotes inside strings as \\\", no comments.");
+		 "again, whole, as %s", dialect, what.buf, tc_example(dialect));
+	if (tc_dialect_is_json(dialect))
+		buf_addstr(&m, " — keys and strings in double quotes, line breaks inside strings "
+			   "written as \\n, quotes inside strings as \\\", no comments.");
+	else
+		buf_addstr(&m, ".");
 	strvec_push(&sc->out->errors, m.buf);
 	buf_release(&m);
 	buf_release(&what);
 }
 
-static void unknown_error(struct scan *sc, const char *dialect, const char *name)
+void tc_unknown_error(struct scan *sc, const char *dialect, const char *name)
 {
 	struct buf list = BUF_INIT;
 	size_t i;
 
 	for (i = 0; i < sc->tools->nr; i++)
 		buf_addf(&list, "%s%s", i ? ", " : "", sc->tools->v[i]);
-	call_error(sc, dialect, NULL, "there is no tool called \"%s\"; the tools are: %s", name,
+	tc_call_error(sc, dialect, NULL, "there is no tool called \"%s\"; the tools are: %s", name,
 		   list.buf);
 	sc->out->unknown++;
 	buf_release(&list);
 }
 
-static void push_call(struct scan *sc, const char *name, const json_t *args, const char *dialect,
+void tc_push_call(struct scan *sc, const char *name, const json_t *args, const char *dialect,
 		      const char *notes)
 {
 	struct text_call *c;
@@ -311,7 +290,7 @@ static void push_call(struct scan *sc, const char *name, const json_t *args, con
 
 	if (sc->out->nr >= TEXTCALLS_MAX) {
 		if (sc->out->nr == TEXTCALLS_MAX)
-			call_error(sc, dialect, name, "a reply may hold at most %d calls",
+			tc_call_error(sc, dialect, name, "a reply may hold at most %d calls",
 				   TEXTCALLS_MAX);
 		return;
 	}
@@ -327,7 +306,8 @@ static void push_call(struct scan *sc, const char *name, const json_t *args, con
 /* Does the raw text name a known tool as a call would ("name": "X")? */
 static const char *named_tool(const struct scan *sc, const char *s, size_t len)
 {
-	static const char *const keys[] = { "\"name\"", "\"tool\"", "\"function\"" };
+	static const char *const keys[] = { "\"name\"", "\"tool\"", "\"function\"",
+					     "\"tool_name\"" };
 	size_t k, i;
 
 	for (k = 0; k < ARRAY_SIZE(keys); k++) {
@@ -362,7 +342,7 @@ static const char *named_tool(const struct scan *sc, const char *s, size_t len)
  * the value or NULL; `*used` is the bytes it took. On failure, an error is
  * recorded when `strict`, or when the text names a known tool.
  */
-static json_t *take_json(struct scan *sc, size_t pos, size_t end, const char *dialect, int strict,
+json_t *tc_take_json(struct scan *sc, size_t pos, size_t end, const char *dialect, int strict,
 			 const char *name, size_t *used, struct buf *notes)
 {
 	struct buf fixed = BUF_INIT, why = BUF_INIT;
@@ -374,7 +354,7 @@ static json_t *take_json(struct scan *sc, size_t pos, size_t end, const char *di
 		const char *n = name ? name : named_tool(sc, sc->text + pos, end - pos);
 
 		if (strict || n)
-			call_error(sc, dialect, n, "its JSON is malformed: %s", why.buf);
+			tc_call_error(sc, dialect, n, "its JSON is malformed: %s", why.buf);
 		*used = 0;
 		goto out;
 	}
@@ -383,7 +363,7 @@ static json_t *take_json(struct scan *sc, size_t pos, size_t end, const char *di
 		const char *n = name ? name : named_tool(sc, sc->text + pos, end - pos);
 
 		if (strict || n)
-			call_error(sc, dialect, n, "its JSON is malformed at line %d, column %d: %s",
+			tc_call_error(sc, dialect, n, "its JSON is malformed at line %d, column %d: %s",
 				   je.line, je.column, je.text);
 		*used = 0;
 	}
@@ -429,16 +409,37 @@ static json_t *call_args(const json_t *obj, int *present)
  * Take one call object. `how`: 0 markers (strict), 1 fenced, 2 bare.
  * Returns 1 when it was a call (or an error was recorded about it).
  */
-static int take_call_obj(struct scan *sc, const json_t *obj, const char *dialect, int how,
+int tc_take_call_obj(struct scan *sc, const json_t *obj, const char *dialect, int how,
 			 const char *notes)
 {
 	const char *name = jsonx_str(obj, "name"), *tool = jsonx_str(obj, "tool");
-	const json_t *fn = json_object_get(obj, "function");
+	const json_t *fn = json_object_get(obj, "function"), *wrap, *e;
 	json_t *args;
-	int present;
+	int present, took = 0;
+	size_t i;
 
 	if (!json_is_object(obj))
 		return 0;
+	/* llama.cpp's generic format: {"tool_call": {...}} or {"tool_calls": [...]} */
+	if (json_object_size(obj) == 1 && json_is_object(wrap = json_object_get(obj, "tool_call")))
+		return tc_take_call_obj(sc, wrap, dialect, how, notes);
+	if (json_object_size(obj) == 1 && json_is_array(wrap = json_object_get(obj, "tool_calls"))) {
+		json_array_foreach(wrap, i, e)
+			took |= tc_take_call_obj(sc, e, dialect, how, notes);
+		return took;
+	}
+	if (!tool)
+		tool = jsonx_str(obj, "tool_name");	/* Cohere Command R / R7B */
+	if (!name && !tool && how == TC_MARKED && json_object_size(obj) == 1) {
+		/* Apertus: {"NAME": {arguments}} */
+		const char *k = json_object_iter_key(json_object_iter((json_t *)obj));
+		json_t *v = json_object_iter_value(json_object_iter((json_t *)obj));
+
+		if (json_is_object(v) && tc_known(sc, k)) {
+			tc_push_call(sc, k, v, dialect, notes);
+			return 1;
+		}
+	}
 	if (json_is_object(fn)) {	/* {"type": "function", "function": {"name", "arguments"}} */
 		obj = fn;
 		name = jsonx_str(fn, "name");
@@ -449,13 +450,13 @@ static int take_call_obj(struct scan *sc, const json_t *obj, const char *dialect
 		name = tool;
 	if (!name) {
 		if (how == 0)
-			call_error(sc, dialect, NULL, "the object has no \"name\" member");
+			tc_call_error(sc, dialect, NULL, "the object has no \"name\" member");
 		return how == 0;
 	}
-	if (!known(sc, name)) {
+	if (!tc_known(sc, name)) {
 		/* prose that mentions JSON is not a call; an explicit marker is */
 		if (how == 0 || (how == 1 && tool)) {
-			unknown_error(sc, dialect, name);
+			tc_unknown_error(sc, dialect, name);
 			return 1;
 		}
 		return 0;
@@ -466,20 +467,20 @@ static int take_call_obj(struct scan *sc, const json_t *obj, const char *dialect
 		return 0;	/* {"name": "read_file"} alone in prose */
 	}
 	if (!args) {
-		call_error(sc, dialect, name, "its arguments are not a JSON object");
+		tc_call_error(sc, dialect, name, "its arguments are not a JSON object");
 		return 1;
 	}
-	push_call(sc, name, args, dialect, notes);
+	tc_push_call(sc, name, args, dialect, notes);
 	json_decref(args);
 	return 1;
 }
 
 /* Take a call object or a list of them at `pos`. Returns 1 when something was taken. */
-static int take_calls_at(struct scan *sc, size_t pos, size_t end, const char *dialect, int how,
+int tc_take_calls_at(struct scan *sc, size_t pos, size_t end, const char *dialect, int how,
 			 size_t *used)
 {
 	struct buf notes = BUF_INIT;
-	json_t *j = take_json(sc, pos, end, dialect, how == 0, NULL, used, &notes), *e;
+	json_t *j = tc_take_json(sc, pos, end, dialect, how == 0, NULL, used, &notes), *e;
 	size_t i, before = sc->out->nr + sc->out->errors.nr;
 	int took = 0;
 
@@ -489,11 +490,11 @@ static int take_calls_at(struct scan *sc, size_t pos, size_t end, const char *di
 	}
 	if (json_is_array(j)) {
 		json_array_foreach(j, i, e)
-			took |= take_call_obj(sc, e, dialect, how, notes.buf);
+			took |= tc_take_call_obj(sc, e, dialect, how, notes.buf);
 	} else if (json_is_object(j)) {
-		took = take_call_obj(sc, j, dialect, how, notes.buf);
+		took = tc_take_call_obj(sc, j, dialect, how, notes.buf);
 	} else if (how == 0) {
-		call_error(sc, dialect, NULL, "it is not a JSON object");
+		tc_call_error(sc, dialect, NULL, "it is not a JSON object");
 		took = 1;
 	}
 	json_decref(j);
@@ -501,14 +502,14 @@ static int take_calls_at(struct scan *sc, size_t pos, size_t end, const char *di
 	return took;
 }
 
-static const char *find(const struct scan *sc, size_t from, size_t end, const char *needle)
+const char *tc_find(const struct scan *sc, size_t from, size_t end, const char *needle)
 {
 	if (from >= end)
 		return NULL;
 	return memmem(sc->text + from, end - from, needle, strlen(needle));
 }
 
-static size_t skip_ws(const struct scan *sc, size_t p, size_t end)
+size_t tc_skip_ws(const struct scan *sc, size_t p, size_t end)
 {
 	while (p < end && isspace((unsigned char)sc->text[p]))
 		p++;
@@ -518,7 +519,7 @@ static size_t skip_ws(const struct scan *sc, size_t p, size_t end)
 /* ---- Hermes / Qwen ---- */
 
 /* A Qwen3-Coder parameter value: JSON when it is clearly JSON, else the text. */
-static json_t *xml_value(const char *s, size_t n)
+json_t *tc_xml_value(const char *s, size_t n)
 {
 	size_t i;
 	json_t *j;
@@ -531,7 +532,7 @@ static json_t *xml_value(const char *s, size_t n)
 		n--;
 	if (n && (s[0] == '{' || s[0] == '[' || (n == 4 && !memcmp(s, "true", 4)) ||
 		  (n == 5 && !memcmp(s, "false", 5)) || (n == 4 && !memcmp(s, "null", 4)))) {
-		j = json_loadb(s, n, 0, NULL);
+		j = json_loadb(s, n, JSON_DECODE_ANY, NULL);
 		if (j)
 			return j;
 	}
@@ -542,7 +543,7 @@ static json_t *xml_value(const char *s, size_t n)
 	return jsonx_stringn_lossy(s, n);
 }
 
-static void take_qwen_xml(struct scan *sc, size_t p, size_t end)
+void tc_take_xml_function(struct scan *sc, size_t p, size_t end, const char *dialect)
 {
 	const char *t = sc->text, *q, *close;
 	size_t name_end;
@@ -552,20 +553,20 @@ static void take_qwen_xml(struct scan *sc, size_t p, size_t end)
 	p += strlen("<function=");
 	q = memchr(t + p, '>', end - p);
 	if (!q) {
-		call_error(sc, "hermes", NULL, "<function=NAME> is not closed with '>'");
+		tc_call_error(sc, dialect, NULL, "<function=NAME> is not closed with '>'");
 		return;
 	}
 	name_end = (size_t)(q - t);
 	name = xstrndup(t + p, name_end - p);
-	if (!known(sc, name)) {
-		unknown_error(sc, "hermes", name);
+	if (!tc_known(sc, name)) {
+		tc_unknown_error(sc, dialect, name);
 		free(name);
 		return;
 	}
 	args = json_object();
 	p = name_end + 1;
 	for (;;) {
-		const char *pe = find(sc, p, end, "<parameter="), *gt;
+		const char *pe = tc_find(sc, p, end, "<parameter="), *gt;
 		char *key;
 
 		if (!pe)
@@ -576,9 +577,9 @@ static void take_qwen_xml(struct scan *sc, size_t p, size_t end)
 			break;
 		key = xstrndup(t + p, (size_t)(gt - t) - p);
 		p = (size_t)(gt - t) + 1;
-		close = find(sc, p, end, "</parameter>");
+		close = tc_find(sc, p, end, "</parameter>");
 		if (!close) {
-			call_error(sc, "hermes", name, "the parameter \"%s\" is not closed with "
+			tc_call_error(sc, dialect, name, "the parameter \"%s\" is not closed with "
 				   "</parameter>", key);
 			free(key);
 			json_decref(args);
@@ -589,13 +590,13 @@ static void take_qwen_xml(struct scan *sc, size_t p, size_t end)
 			/* a name that is not UTF-8 would make jansson refuse the key */
 			json_t *k = jsonx_stringn_lossy(key, strlen(key));
 
-			jsonx_set(args, json_string_value(k), xml_value(t + p, (size_t)(close - t) - p));
+			jsonx_set(args, json_string_value(k), tc_xml_value(t + p, (size_t)(close - t) - p));
 			json_decref(k);
 		}
 		free(key);
 		p = (size_t)(close - t) + strlen("</parameter>");
 	}
-	push_call(sc, name, args, "hermes", NULL);
+	tc_push_call(sc, name, args, dialect, NULL);
 	json_decref(args);
 	free(name);
 }
@@ -605,23 +606,25 @@ static void scan_hermes(struct scan *sc)
 	size_t p = 0, used;
 	const char *o;
 
-	while ((o = find(sc, p, sc->len, "<tool_call>"))) {
+	while ((o = tc_find(sc, p, sc->len, "<tool_call>"))) {
 		size_t a = (size_t)(o - sc->text), body = a + strlen("<tool_call>"), end, b;
-		const char *c = find(sc, body, sc->len, "</tool_call>"),
-			   *next = find(sc, body, sc->len, "<tool_call>");
+		const char *c = tc_find(sc, body, sc->len, "</tool_call>"),
+			   *next = tc_find(sc, body, sc->len, "<tool_call>");
 
 		end = c ? (size_t)(c - sc->text) : sc->len;
 		if (next && (size_t)(next - sc->text) < end)
 			end = (size_t)(next - sc->text);
 		b = c && (size_t)(c - sc->text) == end ? end + strlen("</tool_call>") : end;
-		body = skip_ws(sc, body, end);
+		body = tc_skip_ws(sc, body, end);
 		if (end - body >= 10 && !memcmp(sc->text + body, "<function=", 10))
-			take_qwen_xml(sc, body, end);
+			tc_take_xml_function(sc, body, end, "hermes");
+		else if (body < end && (isalpha((unsigned char)sc->text[body]) || sc->text[body] == '_'))
+			tc_take_glm(sc, body, end);
 		else if (body < end)
-			take_calls_at(sc, body, end, "hermes", 0, &used);
+			tc_take_calls_at(sc, body, end, "hermes", 0, &used);
 		else
-			call_error(sc, "hermes", NULL, "the <tool_call> block is empty");
-		add_span(sc, a, b);
+			tc_call_error(sc, "hermes", NULL, "the <tool_call> block is empty");
+		tc_add_span(sc, a, b);
 		p = b;
 	}
 }
@@ -630,28 +633,37 @@ static void scan_hermes(struct scan *sc)
 
 static void scan_llama3(struct scan *sc)
 {
-	const char *tag = find(sc, 0, sc->len, "<|python_tag|>"), *stop;
+	const char *tag = tc_find(sc, 0, sc->len, "<|python_tag|>"), *stop;
 	size_t p, end = sc->len, used, a, before = sc->out->nr + sc->out->errors.nr;
 
 	if (!tag)
 		return;
 	a = (size_t)(tag - sc->text);
 	p = a + strlen("<|python_tag|>");
-	if ((stop = find(sc, p, sc->len, "<|eom_id|>")) || (stop = find(sc, p, sc->len, "<|eot_id|>")))
+	if ((stop = tc_find(sc, p, sc->len, "<|eom_id|>")) || (stop = tc_find(sc, p, sc->len, "<|eot_id|>")))
 		end = (size_t)(stop - sc->text);
 	for (;;) {
-		p = skip_ws(sc, p, end);
-		if (p >= end || (sc->text[p] != '{' && sc->text[p] != '['))
+		p = tc_skip_ws(sc, p, end);
+		if (p < end && sc->text[p] != '{' && sc->text[p] != '[') {
+			/* the built-in tools: brave_search.call(query="..."), python.call(code="...") */
+			if (!(used = tc_take_llama_builtin(sc, p, end)))
+				break;
+			p = tc_skip_ws(sc, p + used, end);
+			if (p < end && sc->text[p] == ';')
+				p++;
+			continue;
+		}
+		if (p >= end)
 			break;
-		if (!take_calls_at(sc, p, end, "llama3", 0, &used) || !used)
+		if (!tc_take_calls_at(sc, p, end, "llama3", 0, &used) || !used)
 			break;
-		p = skip_ws(sc, p + used, end);
+		p = tc_skip_ws(sc, p + used, end);
 		if (p < end && sc->text[p] == ';')
 			p++;
 	}
 	if (sc->out->nr + sc->out->errors.nr == before)
-		call_error(sc, "llama3", NULL, "<|python_tag|> is not followed by a JSON call");
-	add_span(sc, a, stop ? end + strlen("<|eom_id|>") : end);
+		tc_call_error(sc, "llama3", NULL, "<|python_tag|> is not followed by a JSON call");
+	tc_add_span(sc, a, stop ? end + strlen("<|eom_id|>") : end);
 }
 
 /* ---- Mistral ---- */
@@ -662,17 +674,17 @@ static void scan_mistral(struct scan *sc)
 	size_t p = 0, used;
 	const char *o;
 
-	while ((o = find(sc, p, sc->len, marker))) {
+	while ((o = tc_find(sc, p, sc->len, marker))) {
 		size_t a = (size_t)(o - sc->text), q = a + strlen(marker), end, n0;
-		const char *next = find(sc, q, sc->len, marker);
+		const char *next = tc_find(sc, q, sc->len, marker);
 		char *name;
 
 		end = next ? (size_t)(next - sc->text) : sc->len;
-		q = skip_ws(sc, q, end);
+		q = tc_skip_ws(sc, q, end);
 		if (q < end && (sc->text[q] == '[' || sc->text[q] == '{')) {
 			/* pre-v11: a JSON list of {"name", "arguments"} */
-			take_calls_at(sc, q, end, "mistral", 0, &used);
-			add_span(sc, a, q + used);
+			tc_take_calls_at(sc, q, end, "mistral", 0, &used);
+			tc_add_span(sc, a, q + used);
 			p = q + (used ? used : 1);
 			continue;
 		}
@@ -681,41 +693,41 @@ static void scan_mistral(struct scan *sc)
 				   sc->text[q] == '-' || sc->text[q] == '.'))
 			q++;
 		if (q == n0) {
-			call_error(sc, "mistral", NULL, "[TOOL_CALLS] is followed by neither a JSON "
+			tc_call_error(sc, "mistral", NULL, "[TOOL_CALLS] is followed by neither a JSON "
 				   "list nor a tool name");
-			add_span(sc, a, q);
+			tc_add_span(sc, a, q);
 			p = q;
 			continue;
 		}
 		name = xstrndup(sc->text + n0, q - n0);
 		if (end - q >= 9 && !memcmp(sc->text + q, "[CALL_ID]", 9)) {
-			const char *args = find(sc, q, end, "[ARGS]");
+			const char *args = tc_find(sc, q, end, "[ARGS]");
 
 			q = args ? (size_t)(args - sc->text) : q + 9;
 		}
 		if (end - q >= 6 && !memcmp(sc->text + q, "[ARGS]", 6))
 			q += 6;
-		q = skip_ws(sc, q, end);
-		if (!known(sc, name)) {
-			unknown_error(sc, "mistral", name);
+		q = tc_skip_ws(sc, q, end);
+		if (!tc_known(sc, name)) {
+			tc_unknown_error(sc, "mistral", name);
 			used = 0;
 		} else if (q >= end || sc->text[q] != '{') {
-			call_error(sc, "mistral", name, "the arguments object is missing after the "
+			tc_call_error(sc, "mistral", name, "the arguments object is missing after the "
 				   "tool name");
 			used = 0;
 		} else {
 			struct buf notes = BUF_INIT;
-			json_t *j = take_json(sc, q, end, "mistral", 1, name, &used, &notes);
+			json_t *j = tc_take_json(sc, q, end, "mistral", 1, name, &used, &notes);
 
 			if (json_is_object(j))
-				push_call(sc, name, j, "mistral", notes.buf);
+				tc_push_call(sc, name, j, "mistral", notes.buf);
 			else if (j)
-				call_error(sc, "mistral", name, "its arguments are not a JSON object");
+				tc_call_error(sc, "mistral", name, "its arguments are not a JSON object");
 			json_decref(j);
 			buf_release(&notes);
 		}
 		free(name);
-		add_span(sc, a, q + used);
+		tc_add_span(sc, a, q + used);
 		p = q + (used ? used : 1);
 	}
 }
@@ -808,11 +820,11 @@ static void scan_deepseek(struct scan *sc)
 		}
 		sep = ds_find(sc, q, end, "tool sep", &sl);
 		if (sep == (size_t)-1) {
-			call_error(sc, "deepseek", NULL, "the call has no <｜tool▁sep｜> marker");
+			tc_call_error(sc, "deepseek", NULL, "the call has no <｜tool▁sep｜> marker");
 			p = last = end + el;
 			continue;
 		}
-		nb = skip_ws(sc, q, sep);
+		nb = tc_skip_ws(sc, q, sep);
 		ne = sep;
 		while (ne > nb && isspace((unsigned char)sc->text[ne - 1]))
 			ne--;
@@ -835,30 +847,30 @@ static void scan_deepseek(struct scan *sc)
 			name = before;	/* V3.1: NAME<｜tool▁sep｜>{...} */
 			before = NULL;
 		}
-		q = skip_ws(sc, q, end);
+		q = tc_skip_ws(sc, q, end);
 		if (end - q >= 3 && !memcmp(sc->text + q, "```", 3)) {
 			const char *nlp = memchr(sc->text + q, '\n', end - q);
 			const char *fence;
 
 			q = nlp ? (size_t)(nlp - sc->text) + 1 : end;
-			fence = find(sc, q, end, "```");
+			fence = tc_find(sc, q, end, "```");
 			if (fence)
 				end = (size_t)(fence - sc->text);
 		}
-		q = skip_ws(sc, q, end);
-		if (!known(sc, name)) {
-			unknown_error(sc, "deepseek", name);
+		q = tc_skip_ws(sc, q, end);
+		if (!tc_known(sc, name)) {
+			tc_unknown_error(sc, "deepseek", name);
 		} else if (q >= end || sc->text[q] != '{') {
-			call_error(sc, "deepseek", name, "the arguments object is missing after "
+			tc_call_error(sc, "deepseek", name, "the arguments object is missing after "
 				   "<｜tool▁sep｜>");
 		} else {
 			struct buf notes = BUF_INIT;
-			json_t *j = take_json(sc, q, end, "deepseek", 1, name, &used, &notes);
+			json_t *j = tc_take_json(sc, q, end, "deepseek", 1, name, &used, &notes);
 
 			if (json_is_object(j))
-				push_call(sc, name, j, "deepseek", notes.buf);
+				tc_push_call(sc, name, j, "deepseek", notes.buf);
 			else if (j)
-				call_error(sc, "deepseek", name, "its arguments are not a JSON object");
+				tc_call_error(sc, "deepseek", name, "its arguments are not a JSON object");
 			json_decref(j);
 			buf_release(&notes);
 		}
@@ -879,7 +891,7 @@ static void scan_deepseek(struct scan *sc)
 		ce = ds_find(sc, last, sc->len, "tool calls end", &ml);
 		if (ce != (size_t)-1)
 			last = ce + ml;
-		add_span(sc, first, last);
+		tc_add_span(sc, first, last);
 	}
 }
 
@@ -890,29 +902,40 @@ static void scan_fenced(struct scan *sc)
 	size_t p = 0, used;
 	const char *o;
 
-	while ((o = find(sc, p, sc->len, "```"))) {
+	while ((o = tc_find(sc, p, sc->len, "```"))) {
 		size_t a = (size_t)(o - sc->text), body = a + 3, end;
 		const char *nl = memchr(sc->text + body, '\n', sc->len - body), *c;
 
 		if (!nl)
 			break;
 		body = (size_t)(nl - sc->text) + 1;
-		c = find(sc, body, sc->len, "```");
+		c = tc_find(sc, body, sc->len, "```");
 		end = c ? (size_t)(c - sc->text) : sc->len;
-		body = skip_ws(sc, body, end);
+		if (body - a == 3 + 10 && !memcmp(sc->text + a + 3, "tool_code\n", 10)) {
+			/* Gemma: ```tool_code\nNAME(k="v")\n``` */
+			size_t before = sc->out->nr + sc->out->errors.nr;
+
+			tc_take_tool_code(sc, body, end);
+			if (sc->out->nr + sc->out->errors.nr > before)
+				tc_add_span(sc, a, c ? end + 3 : end);
+			p = c ? end + 3 : sc->len;
+			continue;
+		}
+		body = tc_skip_ws(sc, body, end);
 		if (body < end && (sc->text[body] == '{' || sc->text[body] == '[') &&
-		    take_calls_at(sc, body, end, "fenced", 1, &used))
-			add_span(sc, a, c ? end + 3 : end);
+		    tc_take_calls_at(sc, body, end, "fenced", 1, &used))
+			tc_add_span(sc, a, c ? end + 3 : end);
 		p = c ? end + 3 : sc->len;
 	}
 }
 
 static int starts_call_object(const struct scan *sc, size_t p)
 {
-	static const char *const keys[] = { "\"name\"", "\"tool\"", "\"function\"", "\"type\"" };
+	static const char *const keys[] = { "\"name\"", "\"tool\"", "\"function\"", "\"type\"",
+					     "\"tool_name\"", "\"tool_call\"", "\"tool_calls\"" };
 	size_t k;
 
-	p = skip_ws(sc, p + 1, sc->len);
+	p = tc_skip_ws(sc, p + 1, sc->len);
 	for (k = 0; k < ARRAY_SIZE(keys); k++)
 		if (sc->len - p >= strlen(keys[k]) && !memcmp(sc->text + p, keys[k], strlen(keys[k])))
 			return 1;
@@ -933,8 +956,8 @@ static void scan_bare(struct scan *sc)
 		if (!starts_call_object(sc, a))
 			continue;
 		tries++;
-		if (take_calls_at(sc, a, sc->len, "bare", 2, &used) && used) {
-			add_span(sc, a, a + used);
+		if (tc_take_calls_at(sc, a, sc->len, "bare", 2, &used) && used) {
+			tc_add_span(sc, a, a + used);
 			p = a + used;
 		}
 	}
@@ -951,14 +974,29 @@ size_t textcalls_parse(struct text_calls *out, const char *text, size_t len,
 		       const struct strvec *tools)
 {
 	struct scan sc;
+	/*
+	 * Most specific first: a dialect with its own tokens before the ones
+	 * whose markers others reuse (<tool_call>, <function=...>), pythonic
+	 * and JSON without markers last.
+	 */
 	static void (*const passes[])(struct scan *) = {
-		scan_hermes, scan_llama3, scan_mistral, scan_deepseek, scan_fenced, scan_bare,
+		tc_scan_harmony, tc_scan_kimi, tc_scan_seed, scan_hermes, tc_scan_function_gemma,
+		tc_scan_lfm2, tc_scan_invoke, tc_scan_tagged_json, tc_scan_function_tag,
+		scan_llama3, scan_mistral, scan_deepseek, tc_scan_olmo3, tc_scan_pythonic,
+		scan_fenced, scan_bare,
 	};
 	size_t k, i, pos = 0;
+	char *masked;
 
 	memset(&sc, 0, sizeof(sc));
-	sc.text = text ? text : "";
+	sc.orig = text ? text : "";
 	sc.len = text ? len : 0;
+	/* a call the model only thought about is never run: its reasoning is blanked out */
+	masked = xmalloc(sc.len + 1);
+	memcpy(masked, sc.orig, sc.len);
+	masked[sc.len] = '\0';
+	tc_mask_reasoning(masked, sc.len);
+	sc.text = masked;
 	sc.tools = tools;
 	sc.out = out;
 	for (k = 0; k < ARRAY_SIZE(passes) && !out->nr && !out->errors.nr; k++) {
@@ -969,14 +1007,15 @@ size_t textcalls_parse(struct text_calls *out, const char *text, size_t len,
 		qsort(sc.spans, sc.spans_nr, sizeof(*sc.spans), cmp_span);
 	for (i = 0; i < sc.spans_nr; i++) {
 		if (sc.spans[i].a > pos)
-			buf_add(&out->prose, sc.text + pos, sc.spans[i].a - pos);
+			buf_add(&out->prose, sc.orig + pos, sc.spans[i].a - pos);
 		if (sc.spans[i].b > pos)
 			pos = sc.spans[i].b;
 	}
 	if (pos < sc.len)
-		buf_add(&out->prose, sc.text + pos, sc.len - pos);
+		buf_add(&out->prose, sc.orig + pos, sc.len - pos);
 	buf_trim(&out->prose);
 	free(sc.spans);
+	free(masked);
 	return out->nr;
 }
 

@@ -26,6 +26,18 @@
  *   bare      the same object anywhere in the text, unfenced (Llama 3.x
  *             JSON tool calling without <|python_tag|>)
  *
+ * and, in dialects.c and pycalls.c, the families with their own markers
+ * or syntax:
+ * harmony, Kimi K2, Seed-OSS, GLM (<arg_key>), FunctionGemma / Gemma 4,
+ * LFM2, the <invoke name=...> family, JSON after a family's marker
+ * (Granite, Jamba, Nemotron, InternLM2, Command R7B, Phi-4, ...),
+ * Functionary, OLMo 3, pythonic lists, Gemma's tool_code (docs/internals/
+ * llm.md has the table).
+ *
+ * Reasoning is never read: <think>...</think>, <seed:think>, harmony's
+ * analysis channel and the like are blanked before any dialect looks,
+ * so a call written there is no call and no error.
+ *
  * A call must name a tool in `tools`: JSON in prose that names no known
  * tool is not a call. Inside explicit markers (hermes, llama3's tag,
  * mistral, deepseek, a fenced {"tool": ...}) an unknown name or JSON that

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/fsutil.h"
 #include "base/jsonx.h"
 #include "base/path.h"
@@ -119,13 +120,11 @@ int transcript_record(struct transcript *t, const struct transcript_exchange *x)
 	struct buf line = BUF_INIT;
 	char when[32];
 	time_t secs = (time_t)(x->started_ms / 1000);
-	struct tm tm;
 	int ret;
 
 	if (!j)
 		die("out of memory");
-	gmtime_r(&secs, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	clk_iso8601(when, sizeof(when), secs);
 	jsonx_set(j, "type", jsonx_string("exchange"));
 	jsonx_set(j, "seq", json_integer((json_int_t)++t->seq));
 	jsonx_set(j, "time", jsonx_string(when));

@@ -2,20 +2,34 @@
  * The model's context window: asked of the server once per provider
  * (vLLM's /v1/models, llama.cpp's /props, Ollama's /api/show), or taken
  * from the configuration. See provider_context_window() in provider.h.
+ *
+ * A server is taken for one kind only by the shape of its own answer (a
+ * proxy that answers 200 to everything is none of them). Only servers on
+ * this machine are asked unless probe_window says otherwise, and what an
+ * "openai" provider's probe found is kept a day in the user's cache
+ * (forgex/windows.json), per base URL and model, so the next run asks
+ * nothing.
  */
+#include <time.h>
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fsutil.h"
 #include "base/http.h"
 #include "base/jsonx.h"
 #include "base/log.h"
+#include "base/xdg.h"
 #include "llm/provider.h"
 
 /* How long one question may take; a server that does not answer is asked nothing more. */
 #define PROBE_TIMEOUT_MS 3000L
 #define PROBE_MAX_BODY (8u << 20)
+/* How long a probed window is kept in the cache. */
+#define CACHE_SECONDS (24L * 3600)
+#define CACHE_MAX_BYTES (1u << 20)
+#define CACHE_MAX_ENTRIES 64
 
 char *provider_root_url(const char *base_url)
 {
@@ -159,6 +173,21 @@ static void warn(struct provider *p, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * Is this Ollama's own /api/show answer? It always describes the model:
+ * "model_info", or its "modelfile", "parameters" or "template" text, or
+ * "details". Anything else (an empty object from a proxy that answers
+ * every POST) is not Ollama.
+ */
+static int is_ollama_show(const json_t *j)
+{
+	return json_is_object(j) && (json_is_object(json_object_get(j, "model_info")) ||
+				     json_is_string(json_object_get(j, "modelfile")) ||
+				     json_is_string(json_object_get(j, "parameters")) ||
+				     json_is_string(json_object_get(j, "template")) ||
+				     json_is_object(json_object_get(j, "details")));
+}
+
 static json_t *show(struct provider *p, const char *root, int *unreachable)
 {
 	json_t *req = json_pack("{s:s}", "model", p->model), *j;
@@ -167,6 +196,10 @@ static json_t *show(struct provider *p, const char *root, int *unreachable)
 
 	jsonx_dump(&b, req, JSON_COMPACT);
 	j = ask(p, url, b.buf, unreachable);
+	if (j && !is_ollama_show(j)) {
+		json_decref(j);
+		j = NULL;
+	}
 	json_decref(req);
 	buf_release(&b);
 	free(url);
@@ -232,6 +265,116 @@ static void decide_ollama(struct provider *p, const char *root)
 		     "with a larger window", p->name, p->model, n, LLM_WINDOW_NEEDED);
 }
 
+/* ---- the cache of probed windows ---- */
+
+static char *cache_path(void)
+{
+	return xdg_path(XDG_DIR_CACHE, "forgex/windows.json");
+}
+
+static json_t *cache_load(const char *path)
+{
+	struct buf b = BUF_INIT;
+	json_t *j = NULL;
+
+	if (path && fsutil_read_file(&b, path, CACHE_MAX_BYTES) == 0)
+		j = json_loadb(b.buf, b.len, 0, NULL);
+	err_clear();
+	buf_release(&b);
+	if (!json_is_array(j)) {
+		json_decref(j);
+		j = json_array();
+	}
+	return j;
+}
+
+static int cache_entry_is(const json_t *e, const struct provider *p)
+{
+	const char *u = jsonx_str(e, "base_url"), *m = jsonx_str(e, "model");
+
+	return u && m && !strcmp(u, p->base_url ? p->base_url : "") && !strcmp(m, p->model);
+}
+
+/* A window this server told a run of the last day, for this model. */
+static int cache_get(struct provider *p)
+{
+	char *path = cache_path();
+	json_t *all = cache_load(path), *e;
+	long long now = (long long)time(NULL);
+	size_t i;
+	int found = 0;
+
+	json_array_foreach(all, i, e) {
+		json_int_t at = json_integer_value(json_object_get(e, "time"));
+		long n = positive(json_object_get(e, "window"));
+		const char *src = jsonx_str(e, "source"), *w = jsonx_str(e, "warning");
+
+		if (!cache_entry_is(e, p) || !n || !src || at > now || now - at >= CACHE_SECONDS)
+			continue;
+		set_window(p, n, src);
+		if (w)
+			warn(p, "%s", w);
+		found = 1;
+		break;
+	}
+	json_decref(all);
+	free(path);
+	return found;
+}
+
+static void cache_put(const struct provider *p)
+{
+	char *path = cache_path(), *slash;
+	json_t *all, *keep = json_array(), *e;
+	long long now = (long long)time(NULL);
+	struct buf b = BUF_INIT;
+	size_t i;
+
+	if (!path) {
+		json_decref(keep);
+		return;
+	}
+	all = cache_load(path);
+	json_array_foreach(all, i, e) {
+		json_int_t at = json_integer_value(json_object_get(e, "time"));
+
+		/* drop this server's old answer, stale ones, and the oldest beyond the cap */
+		if (!cache_entry_is(e, p) && at <= now && now - at < CACHE_SECONDS &&
+		    json_array_size(all) - i < CACHE_MAX_ENTRIES)
+			json_array_append(keep, e);
+	}
+	e = json_pack("{s:s, s:s, s:I, s:s, s:I}", "base_url", p->base_url ? p->base_url : "",
+		      "model", p->model, "window", (json_int_t)p->context_window, "source",
+		      p->window_source, "time", (json_int_t)now);
+	if (p->window_warning)
+		jsonx_set(e, "warning", jsonx_string(p->window_warning));
+	json_array_append_new(keep, e);
+	jsonx_dump(&b, keep, JSON_COMPACT);
+	buf_addch(&b, '\n');
+	if ((slash = strrchr(path, '/'))) {
+		*slash = '\0';
+		fsutil_mkdir_p(path, 0700);
+		*slash = '/';
+	}
+	if (fsutil_write_atomic(path, b.buf, b.len, 0600) < 0)
+		log_debug("window cache %s: %s", path, err_last());
+	err_clear();
+	buf_release(&b);
+	json_decref(keep);
+	json_decref(all);
+	free(path);
+}
+
+/* Does probe_window let forgex ask this server? */
+static int may_probe(const struct provider *p)
+{
+	const char *mode = p->probe_window ? p->probe_window : "local";
+
+	if (!strcmp(mode, "never"))
+		return 0;
+	return !strcmp(mode, "always") || http_url_is_local(p->base_url ? p->base_url : "");
+}
+
 long provider_context_window(struct provider *p, const char **source, const char **warning)
 {
 	const char *type = p->ops && p->ops->type ? p->ops->type : "";
@@ -247,7 +390,7 @@ long provider_context_window(struct provider *p, const char **source, const char
 			decide_ollama(p, root);
 		} else if (p->config_window) {
 			set_window(p, p->config_window, "config");
-		} else if (!strcmp(type, "openai")) {
+		} else if (!strcmp(type, "openai") && may_probe(p) && !cache_get(p)) {
 			url = xstrfmt("%s/models", p->base_url);
 			j = ask(p, url, NULL, &unreachable);
 			free(url);
@@ -288,6 +431,13 @@ long provider_context_window(struct provider *p, const char **source, const char
 					     "context_window if yours is larger)",
 					     LLM_WINDOW_NEEDED, p->name, LLM_OLLAMA_NUM_CTX,
 					     LLM_OLLAMA_NUM_CTX, n);
+			}
+			if (!unreachable) {
+				if (!p->context_window)
+					set_window(p, http_url_is_local(p->base_url ? p->base_url
+									   : "") ? 32768 : 131072,
+						   "default");
+				cache_put(p);
 			}
 		}
 		if (!p->context_window)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/jsonx.h"
 #include "mcp/mcp.h"
@@ -174,7 +175,7 @@ fail:
 		json_t *p = json_pack("{s:I, s:s}", "requestId", (json_int_t)id, "reason",
 				      ret == FX_ETIMEOUT ? "timed out" : "cancelled by the user");
 
-		if (notify(c, "notifications/cancelled", p, mcp_now_ms() + NOTIFY_MS) < 0 &&
+		if (notify(c, "notifications/cancelled", p, clk_mono_ms() + NOTIFY_MS) < 0 &&
 		    err_last_code() == FX_EOS)
 			set_broken(c);
 		err_set(ret, "%s", saved);
@@ -269,14 +270,14 @@ int mcp_client_refresh(struct mcp_client *c)
 			       c->error ? c->error : "stopped");
 	if (!c->tools_changed)
 		return 0;
-	return list_tools(c, mcp_now_ms() + c->cfg->startup_timeout_seconds * 1000);
+	return list_tools(c, clk_mono_ms() + c->cfg->startup_timeout_seconds * 1000);
 }
 
 int mcp_client_start(struct mcp_client **out, const struct mcp_server_config *cfg,
 		     const struct mcp_start_opts *opts)
 {
 	struct mcp_client *c = xcalloc(1, sizeof(*c));
-	int64_t t0 = mcp_now_ms(), deadline = t0 + cfg->startup_timeout_seconds * 1000;
+	int64_t t0 = clk_mono_ms(), deadline = t0 + cfg->startup_timeout_seconds * 1000;
 	json_t *params, *res = NULL, *info, *caps;
 	const char *version;
 	int ret, i;
@@ -325,7 +326,7 @@ int mcp_client_start(struct mcp_client **out, const struct mcp_server_config *cf
 		if (ret < 0)
 			goto fail;
 	}
-	c->handshake_ms = (double)(mcp_now_ms() - t0);
+	c->handshake_ms = (double)(clk_mono_ms() - t0);
 	json_decref(res);
 	*out = c;
 	return 0;
@@ -356,7 +357,7 @@ int mcp_client_call(json_t **out, struct mcp_client *c, const char *tool, json_t
 			   arguments ? json_incref(arguments) : json_object());
 	if (!params)
 		die("out of memory");
-	ret = request(&res, c, "tools/call", params, mcp_now_ms() + timeout_ms, cancel);
+	ret = request(&res, c, "tools/call", params, clk_mono_ms() + timeout_ms, cancel);
 	if (ret == FX_ETIMEOUT)
 		return err_set(FX_ETIMEOUT, "MCP tool %s of server '%s' did not answer within %d s "
 			       "(tool_timeout_seconds); the call was cancelled", tool, c->name,
@@ -378,7 +379,7 @@ int mcp_client_ping(struct mcp_client *c, int timeout_ms)
 
 	if (c->state != MCP_READY)
 		return err_set(FX_EOS, "MCP server '%s' is not running", c->name);
-	ret = request(&res, c, "ping", NULL, mcp_now_ms() + timeout_ms, NULL);
+	ret = request(&res, c, "ping", NULL, clk_mono_ms() + timeout_ms, NULL);
 	json_decref(res);
 	return ret;
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/http.h"
 #include "base/sse.h"
@@ -179,7 +180,7 @@ static int http_send(struct mcp_transport *base, const char *msg, size_t len, in
 	CURL *c;
 	CURLcode rc;
 	long status = 0;
-	int64_t left = deadline - mcp_now_ms();
+	int64_t left = deadline - clk_mono_ms();
 	int ret = 0;
 
 	if (left <= 0)

@@ -97,6 +97,15 @@ struct mcp_start_opts {
 };
 
 /**
+ * How stdio servers are started: 1 (the default) through forgex's own
+ * `mcp __serve` (/proc/self/exe), which runs the server with the executor
+ * in the sandbox, with a profile of its own (docs/internals/mcp.md); 0
+ * directly, unconfined, for this folder's unit tests, whose binary is not
+ * forgex. Either way the server gets PYTHONSAFEPATH=1.
+ */
+void mcp_stdio_set_sandboxed(int on);
+
+/**
  * Start the server `cfg` describes and initialize it. On success `*out` is
  * a READY client (caller frees with mcp_client_free()). On failure
  * FX_ETIMEOUT (startup_timeout_seconds passed), FX_ENOTFOUND (the program

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/fsutil.h"
 #include "base/path.h"
@@ -45,14 +46,6 @@ struct stdio_transport {
 	struct buf in;			/* bytes read, not yet a whole line */
 	struct buf tail;		/* last STDERR_TAIL bytes of stderr */
 };
-
-int64_t mcp_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void keep_tail(struct stdio_transport *t, const char *data, size_t n)
 {
@@ -138,11 +131,11 @@ static void stdio_describe_exit(struct mcp_transport *base, struct buf *out)
 static int gone(struct stdio_transport *t)
 {
 	struct buf why = BUF_INIT;
-	int64_t until = mcp_now_ms() + 200;
+	int64_t until = clk_mono_ms() + 200;
 	int ret;
 
 	/* its output closes as it exits: give the exit a moment to be seen */
-	while (!proc_wait(&t->proc, 0) && mcp_now_ms() < until)
+	while (!proc_wait(&t->proc, 0) && clk_mono_ms() < until)
 		usleep(5000);
 	stdio_describe_exit(&t->base, &why);
 	ret = err_set(FX_EOS, "MCP server '%s' closed its output%s", t->base.server, why.buf);
@@ -158,7 +151,7 @@ static int wait_input(struct stdio_transport *t, int64_t deadline, const volatil
 		      short events)
 {
 	struct pollfd p[2];
-	int64_t left = deadline - mcp_now_ms();
+	int64_t left = deadline - clk_mono_ms();
 	int n, timeout;
 
 	if (cancel && *cancel)
@@ -290,8 +283,8 @@ static void stdio_close(struct mcp_transport *base)
 
 	if (t->sock >= 0)
 		shutdown(t->sock, SHUT_WR);	/* the spec's first step: close its input */
-	until = mcp_now_ms() + STOP_GRACE_MS;
-	while (mcp_now_ms() < until) {
+	until = clk_mono_ms() + STOP_GRACE_MS;
+	while (clk_mono_ms() < until) {
 		drain_stderr(t);
 		if (proc_wait(&t->proc, 0))
 			break;
@@ -299,8 +292,8 @@ static void stdio_close(struct mcp_transport *base)
 	}
 	if (!proc_wait(&t->proc, 0)) {
 		proc_kill(&t->proc, SIGTERM);
-		until = mcp_now_ms() + STOP_GRACE_MS;
-		while (!proc_wait(&t->proc, 0) && mcp_now_ms() < until)
+		until = clk_mono_ms() + STOP_GRACE_MS;
+		while (!proc_wait(&t->proc, 0) && clk_mono_ms() < until)
 			usleep(10000);
 	}
 	/* whatever is left of its group goes too (SIGKILL), and it is reaped */
@@ -321,23 +314,41 @@ static const struct mcp_transport_ops stdio_ops = {
 	stdio_send, stdio_recv, stdio_set_version, stdio_describe_exit, stdio_close,
 };
 
+/*
+ * How a server is started: through forgex's own `mcp __serve` (the front,
+ * src/cli/cmd_mcp.c), which runs it with the executor, in the sandbox.
+ * `sandboxed` 0 (tests of this folder only) starts it directly.
+ */
+static int sandboxed = 1;
+
+void mcp_stdio_set_sandboxed(int on)
+{
+	sandboxed = on;
+}
+
 int mcp_stdio_open(struct mcp_transport **out, const struct mcp_server_config *cfg,
 		   const struct mcp_start_opts *opts)
 {
 	struct stdio_transport *t;
 	struct strvec env = STRVEC_INIT;
 	struct buf cwd = BUF_INIT;
+	char self[4096];
 	struct proc p;
-	int ret;
+	int ret, safepath = 0;
 	size_t i;
+	ssize_t n;
 
 	proc_init(&p);
-	if (!cfg->cwd || !*cfg->cwd)
+	if (sandboxed) {
+		/* the launcher starts in the workspace, for its configuration */
 		buf_addstr(&cwd, opts->workspace);
-	else if (cfg->cwd[0] == '/')
+	} else if (!cfg->cwd || !*cfg->cwd) {
+		buf_addstr(&cwd, opts->workspace);
+	} else if (cfg->cwd[0] == '/') {
 		buf_addstr(&cwd, cfg->cwd);
-	else
+	} else {
 		path_join(&cwd, opts->workspace, cfg->cwd);
+	}
 	if (!fsutil_is_dir(cwd.buf)) {
 		ret = err_set(FX_ENOTFOUND, "MCP server '%s': working folder %s is not a folder",
 			      cfg->name, cwd.buf);
@@ -351,6 +362,47 @@ int mcp_stdio_open(struct mcp_transport **out, const struct mcp_server_config *c
 			proc_env_set(&env, e);
 		} else if (getenv(e)) {
 			char *kv = xstrfmt("%s=%s", e, getenv(e));
+
+			proc_env_set(&env, kv);
+			free(kv);
+		}
+	}
+	for (i = 0; i < env.nr; i++)
+		if (!strncmp(env.v[i], "PYTHONSAFEPATH=", 15))
+			safepath = 1;
+	/* `python3 -m NAME` never imports a NAME.py from its working folder */
+	if (!safepath)
+		proc_env_set(&env, "PYTHONSAFEPATH=1");
+	if (sandboxed) {
+		n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n <= 0 || (size_t)n >= sizeof(self) - 1) {
+			ret = err_set_errno(FX_EOS, "MCP server '%s': cannot find forgex itself to "
+					    "start it in the sandbox", cfg->name);
+			goto out;
+		}
+		self[n] = '\0';
+		strvec_push(&p.argv, self);
+		strvec_push(&p.argv, "mcp");
+		strvec_push(&p.argv, "__serve");
+		if (cfg->cwd && *cfg->cwd) {
+			strvec_push(&p.argv, "--cwd");
+			strvec_push(&p.argv, cfg->cwd);
+		}
+		if (cfg->writable)
+			strvec_push(&p.argv, "--writable");
+		strvec_push(&p.argv, "--");
+		/*
+		 * Where forgex's own configuration and state are, for the
+		 * launcher only (it takes them out of the server's environment).
+		 */
+		if (getenv("XDG_CONFIG_HOME")) {
+			char *kv = xstrfmt("FX_SERVE_XDG_CONFIG_HOME=%s", getenv("XDG_CONFIG_HOME"));
+
+			proc_env_set(&env, kv);
+			free(kv);
+		}
+		if (getenv("XDG_STATE_HOME")) {
+			char *kv = xstrfmt("FX_SERVE_XDG_STATE_HOME=%s", getenv("XDG_STATE_HOME"));
 
 			proc_env_set(&env, kv);
 			free(kv);

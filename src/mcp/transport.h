@@ -4,7 +4,7 @@
 /*
  * What the MCP client needs of a transport (private to src/mcp/). A
  * transport moves whole JSON-RPC messages; the client matches answers to
- * requests. Deadlines are CLOCK_MONOTONIC milliseconds (mcp_now_ms()).
+ * requests. Deadlines are CLOCK_MONOTONIC milliseconds (clk_mono_ms() of base/clock.h).
  *
  *   open()  -> send() / recv() ... -> close()
  *
@@ -39,8 +39,6 @@ struct mcp_transport {
 	const struct mcp_transport_ops *ops;
 	const char *server;		/* for messages */
 };
-
-int64_t mcp_now_ms(void);
 
 /** A stdio transport: start cfg->command in the workspace. */
 int mcp_stdio_open(struct mcp_transport **out, const struct mcp_server_config *cfg,

@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "base/path.h"
 #include "base/redact.h"
+#include "base/xdg.h"
 #include "context/context.h"
 #include "llm/provider.h"
 #include "llm/transcript.h"
@@ -299,13 +300,7 @@ static int load_state(struct chat *c)
 
 static char *record_path(void)
 {
-	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-
-	if (xdg && *xdg == '/')
-		return xstrfmt("%s/forgex/sessions", xdg);
-	if (home && *home == '/')
-		return xstrfmt("%s/.local/state/forgex/sessions", home);
-	return NULL;
+	return xdg_path(XDG_DIR_STATE, "forgex/sessions");
 }
 
 static void record_session(const char *workspace, const char *id)

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/beneath.h"
 #include "base/fsutil.h"
 #include "base/jsonx.h"
 #include "pipeline/journal.h"
@@ -525,12 +526,26 @@ static int put_before(struct journal *j, const char *rel, const json_t *before)
 		strvec_clear(&one);
 		strvec_clear(&failed);
 	} else if (!strcmp(kind, "dir")) {
-		char *full = xstrfmt("%s/%s", checkpoint_workspace(j->cps), rel);
+		/*
+		 * Beneath the workspace, following no link: a link planted on the
+		 * way (by a command, or shipped with a repository next to a
+		 * journal) would have the folder made wherever it points.
+		 */
+		int wfd = open(checkpoint_workspace(j->cps), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		struct stat st;
 
-		if (lstat(full, &st) < 0 && mkdir(full, 0755) < 0)
-			ret = err_set_errno(FX_EOS, "cannot make the folder again");
-		free(full);
+		if (wfd < 0) {
+			ret = err_set_errno(FX_EOS, "cannot open the workspace");
+		} else if (fstatat(wfd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
+			   beneath_mkdir(wfd, rel, 0755) < 0) {
+			if (errno == ELOOP || errno == EXDEV)
+				ret = err_set(FX_EDENIED, "cannot make the folder again: a symbolic "
+					      "link is on its way (not followed)");
+			else
+				ret = err_set_errno(FX_EOS, "cannot make the folder again");
+		}
+		if (wfd >= 0)
+			close(wfd);
 	} else {
 		ret = err_set(FX_EPARSE, "unknown kind '%s' in the journal", kind);
 	}

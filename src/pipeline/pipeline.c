@@ -14,6 +14,7 @@
 #include "agents/agent.h"
 #include "agents/review.h"
 #include "agents/roles.h"
+#include "base/clock.h"
 #include "base/jsonx.h"
 #include "context/context.h"
 #include "llm/provider.h"
@@ -23,6 +24,7 @@
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_int.h"
 #include "pipeline/recorder.h"
+#include "pipeline/runrecord.h"
 #include "sandbox/executor.h"
 #include "pipeline/hooks.h"
 #include "pipeline/workbench.h"
@@ -875,7 +877,7 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 	pl.o = opts;
 	pl.cfg = opts->cfg;
 	pl.out = out;
-	pl.t0 = agent_now();
+	pl.t0 = clk_mono_s();
 	buf_init(&pl.feedback, 0);
 	buf_init(&pl.budget_why, 0);
 	buf_init(&pl.gate_why, 0);
@@ -920,6 +922,7 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 		if (ret < 0)
 			goto out;
 		pl.have_rundir = 1;
+		runrecord_add(pl.cfg->workspace, pl.s.id);
 		pl.request = xstrdup(opts->request);
 		pl.next = ST_CHECKPOINT;
 	}

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/fsutil.h"
 #include "base/jsonx.h"
 #include "base/path.h"
@@ -21,14 +22,6 @@
 
 #define EVENTS "events.jsonl"
 #define MAX_EVENTS_FILE (256u << 20)
-
-static double mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 void rundir_make_id(char *out, size_t size, long long t)
 {
@@ -282,7 +275,7 @@ int rundir_create_kind(struct rundir *s, const char *workspace, const char *kind
 		goto fail;
 	}
 	s->id = xstrdup(id);
-	s->started = mono_now();
+	s->started = clk_mono_s();
 	ret = open_events(s);
 	if (ret < 0)
 		goto fail;
@@ -340,7 +333,7 @@ int rundir_open_kind(struct rundir *s, const char *workspace, const char *kind,
 		s->seq = (unsigned long)jsonx_int(last, "seq", (json_int_t)json_array_size(events));
 	}
 	json_decref(events);
-	s->started = mono_now();
+	s->started = clk_mono_s();
 	ret = open_events(s);
 	if (ret < 0)
 		goto fail;
@@ -361,29 +354,17 @@ void rundir_release(struct rundir *s)
 	s->events_fd = -1;
 }
 
-static void iso_time(char *out, size_t size)
-{
-	struct timespec ts;
-	struct tm tm;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	snprintf(out, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-		 (int)(ts.tv_nsec / 1000000L) % 1000);
-}
-
 int rundir_event(struct rundir *s, const char *type, json_t *fields)
 {
 	json_t *ev = json_object();
 	char when[64];
 	int ret = 0;
 
-	iso_time(when, sizeof(when));
+	clk_iso8601_now_ms(when, sizeof(when));
 	jsonx_set(ev, "seq", json_integer((json_int_t)++s->seq));
 	jsonx_set(ev, "time", jsonx_string(when));
 	jsonx_set(ev, "elapsed_ms",
-		  json_integer((json_int_t)((mono_now() - s->started) * 1000.0 + 0.5)));
+		  json_integer((json_int_t)((clk_mono_s() - s->started) * 1000.0 + 0.5)));
 	jsonx_set(ev, "type", jsonx_string(type));
 	if (fields) {
 		const char *k;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/jsonx.h"
 #include "pipeline/hooks.h"
 #include "pipeline/pipeline_int.h"
@@ -316,7 +317,7 @@ void pl_finish(struct pl *pl, int code, int pass, const char *reason)
 	ledger_release(&out->ledger);
 	out->ledger = pl->rec.ledger;
 	ledger_init(&pl->rec.ledger);
-	out->seconds = agent_now() - pl->t0;
+	out->seconds = clk_mono_s() - pl->t0;
 	out->pre_checkpoint = xstrdup(pl->pre_checkpoint ? pl->pre_checkpoint : "");
 	if (pl->plan)
 		out->plan = json_incref(pl->plan);

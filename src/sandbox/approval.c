@@ -6,47 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "sandbox/approval.h"
 
 /* ---- showing the command ---------------------------------------------- */
-
-/* One strict UTF-8 sequence at `s`: its length, or 0 when it is not valid UTF-8. */
-static size_t utf8_len(const unsigned char *s, uint32_t *cp)
-{
-	unsigned char lo = 0x80, hi = 0xbf;
-	size_t n, i;
-	uint32_t c;
-
-	if (s[0] < 0x80) {
-		*cp = s[0];
-		return 1;
-	} else if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		n = 2;
-		c = s[0] & 0x1f;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		n = 3;
-		c = s[0] & 0x0f;
-		lo = s[0] == 0xe0 ? 0xa0 : 0x80;
-		hi = s[0] == 0xed ? 0x9f : 0xbf;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		n = 4;
-		c = s[0] & 0x07;
-		lo = s[0] == 0xf0 ? 0x90 : 0x80;
-		hi = s[0] == 0xf4 ? 0x8f : 0xbf;
-	} else {
-		return 0;
-	}
-	/* the NUL terminator stops this before the end of the string */
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (i = 1; i < n; i++) {
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-		c = (c << 6) | (s[i] & 0x3f);
-	}
-	*cp = c;
-	return n;
-}
 
 /* Code points that are invisible, or reorder or break the text around them. */
 static int hidden_cp(uint32_t c)
@@ -71,7 +34,7 @@ static size_t next_piece(const char *s, int *plain, uint32_t *cp)
 		*cp = u[0];
 		return 1;
 	}
-	n = utf8_len(u, cp);
+	n = utf8_decode(s, strnlen(s, 4), cp);
 	if (!n) {
 		*plain = 0;
 		*cp = 0x80000000u | u[0];	/* a raw byte */
@@ -220,11 +183,175 @@ void approver_release(struct approver *ap)
 	memset(ap, 0, sizeof(*ap));
 }
 
+/* ---- the shape of a command ------------------------------------------ */
+
+/*
+ * Programs whose first word that is not an option names what they do (a
+ * subcommand, a make target, the package npx runs), and their options
+ * before it that take the next argument as a value ("git -C DIR push").
+ */
+static const struct shape_rule {
+	const char *name;
+	const char *const *value_opts;	/* NULL-terminated, or NULL */
+} subcommand_programs[] = {
+#define VOPTS(...) (const char *const[]){ __VA_ARGS__, NULL }
+	{ "git", VOPTS("-C", "-c", "--git-dir", "--work-tree", "--namespace",
+		       "--super-prefix", "--config-env", "--exec-path") },
+	{ "npm", VOPTS("-C", "--prefix", "-w", "--workspace") },
+	{ "npx", VOPTS("-p", "--package", "-c", "--call") },
+	{ "pnpm", VOPTS("-C", "--dir", "--filter", "-F") },
+	{ "yarn", VOPTS("--cwd") },
+	{ "bun", VOPTS("--cwd") },
+	{ "cargo", VOPTS("-C", "--config", "-Z", "--color") },
+	{ "rustup", VOPTS("--toolchain") },
+	{ "go", VOPTS("-C") },
+	{ "pip", VOPTS("--python") },
+	{ "pip3", VOPTS("--python") },
+	{ "uv", VOPTS("--directory", "--project", "--config-file", "--cache-dir") },
+	{ "poetry", VOPTS("-C", "--directory", "-P", "--project") },
+	{ "pipenv", NULL },
+	{ "conda", NULL },
+	{ "docker", VOPTS("-H", "--host", "-c", "--context", "--config", "-l", "--log-level") },
+	{ "podman", VOPTS("--connection", "-c", "--url", "--root", "--runroot") },
+	{ "kubectl", VOPTS("-n", "--namespace", "--context", "--kubeconfig", "-s", "--server") },
+	{ "helm", VOPTS("-n", "--namespace", "--kube-context", "--kubeconfig") },
+	{ "terraform", NULL },
+	{ "gh", VOPTS("-R", "--repo") },
+	{ "make", VOPTS("-C", "-f", "-I", "-j", "-l", "-o", "-W", "--directory", "--file",
+			"--include-dir", "--jobs", "--load-average") },
+	{ "gmake", VOPTS("-C", "-f", "-I", "-j", "-l", "-o", "-W", "--directory", "--file") },
+	{ "cmake", NULL },
+	{ "ninja", VOPTS("-C", "-f", "-j", "-k", "-l", "-d", "-t", "-w") },
+	{ "apt", VOPTS("-o", "-c", "-t") },
+	{ "apt-get", VOPTS("-o", "-c", "-t") },
+	{ "dnf", NULL },
+	{ "brew", NULL },
+	{ "gem", NULL },
+	{ "bundle", NULL },
+	{ "composer", VOPTS("-d", "--working-dir") },
+	{ "dotnet", NULL },
+	{ "deno", NULL },
+	{ "mvn", VOPTS("-f", "--file", "-s", "--settings", "-P", "-pl", "-D") },
+	{ "gradle", VOPTS("-p", "--project-dir", "-b", "--build-file") },
+	{ "systemctl", VOPTS("-H", "--host", "-M", "--machine", "-t", "--type") },
+	{ "hg", VOPTS("-R", "--repository", "--cwd", "--config") },
+	{ "svn", NULL },
+#undef VOPTS
+};
+
+/* Interpreters: the shape is the script (or "-m MODULE"); code given inline is the whole command. */
+static const char *const interpreters[] = {
+	"python", "python3", "pypy", "pypy3", "node", "ruby", "perl", "php", "lua", "rscript",
+};
+
+/*
+ * Programs that run another program named in their arguments: what they
+ * run cannot be told from their name, so only this exact command is
+ * remembered.
+ */
+static const char *const runners[] = {
+	"env", "sudo", "doas", "nice", "nohup", "timeout", "stdbuf", "xargs", "time", "strace",
+	"ltrace", "ionice", "setsid", "chroot", "unshare", "nsenter", "flock", "watch", "script",
+	"busybox", "toybox", "command", "exec", "builtin", "eval", "parallel", "find", "su",
+};
+
+static int in_list(const char *const *list, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(list[i], name))
+			return 1;
+	return 0;
+}
+
+static const struct shape_rule *subcommand_rule(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(subcommand_programs); i++)
+		if (!strcmp(subcommand_programs[i].name, name))
+			return &subcommand_programs[i];
+	return NULL;
+}
+
+static int takes_value(const struct shape_rule *r, const char *opt)
+{
+	size_t i;
+
+	if (!r->value_opts || strchr(opt, '='))
+		return 0;
+	for (i = 0; r->value_opts[i]; i++)
+		if (!strcmp(r->value_opts[i], opt))
+			return 1;
+	return 0;
+}
+
+/* How many arguments after argv[0] belong to the shape; argc - 1 for the whole command. */
+static size_t shape_words(const char *name, const char *const *argv, size_t argc)
+{
+	const struct shape_rule *r = subcommand_rule(name);
+	size_t i;
+
+	if (r) {
+		/* the options before the subcommand stay in the shape, as they are */
+		for (i = 1; i < argc; i++) {
+			const char *a = argv[i] ? argv[i] : "";
+
+			if (!strcmp(a, "--"))
+				return argc - 1;
+			if (a[0] != '-')
+				return i;
+			if (takes_value(r, a))
+				i++;
+		}
+		return argc - 1;
+	}
+	if (in_list(interpreters, ARRAY_SIZE(interpreters), name)) {
+		for (i = 1; i < argc; i++) {
+			const char *a = argv[i] ? argv[i] : "";
+
+			if (!strcmp(a, "-m") && i + 1 < argc)
+				return i + 1;
+			if (a[0] != '-')
+				return i;
+		}
+		/* -c CODE, -e CODE, or only options: the exact command */
+		return argc - 1;
+	}
+	if (in_list(runners, ARRAY_SIZE(runners), name))
+		return argc - 1;
+	return 0;
+}
+
+void approval_command_shape(struct buf *out, const char *const *argv, size_t argc)
+{
+	struct buf name = BUF_INIT;
+	const char *first;
+	size_t n;
+
+	if (!argc)
+		return;
+	policy_base_name(&name, argv[0] ? argv[0] : "");
+	if (!name.len) {
+		buf_release(&name);
+		return;
+	}
+	n = shape_words(name.buf, argv, argc);
+	first = name.buf;
+	approval_format_argv(out, &first, 1);
+	if (n) {
+		buf_addch(out, ' ');
+		approval_format_argv(out, argv + 1, n);
+	}
+	buf_release(&name);
+}
+
 /*
  * What an `a` answer to `rq` remembers, in `key`, and in which list: the
- * base name of argv[0] for a command (as the question says: "a: yes, and
- * 'pip' without asking"), the registry name of an MCP tool. NULL when
- * there is nothing to remember by (an empty name).
+ * shape of a command (approval_command_shape(), as the question says:
+ * "a: yes, and 'git push' without asking"), the registry name of an MCP
+ * tool. NULL when there is nothing to remember by (an empty name).
  */
 static struct strvec *always_list(struct approver *ap, const struct approval_request *rq,
 				  struct buf *key)
@@ -234,8 +361,7 @@ static struct strvec *always_list(struct approver *ap, const struct approval_req
 		return !key->len ? NULL : rq->kind == APPROVAL_MCP_TOOL ? &ap->always_tools
 			: &ap->always_domains;
 	}
-	if (rq->argc)
-		policy_base_name(key, rq->argv[0] ? rq->argv[0] : "");
+	approval_command_shape(key, rq->argv, rq->argc);
 	return key->len ? &ap->always_commands : NULL;
 }
 

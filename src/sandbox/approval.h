@@ -16,9 +16,10 @@
  * function in it, mode ask answers no.
  *
  * The approver keeps the `a` (always) answers of its run or session: a
- * command of the same name (the base name of argv[0], policy_base_name())
- * or the same MCP tool (its registry name) that needs approval is
- * approved without asking until approver_forget() or approver_release().
+ * command of the same shape (its program and subcommand, `git push`,
+ * approval_command_shape()) or the same MCP tool (its registry name) that
+ * needs approval is approved without asking until approver_forget() or
+ * approver_release().
  * Nothing is ever remembered on disk. Approval fails closed: no answer, an
  * unreadable one, a cancel or any error is no.
  *
@@ -112,7 +113,7 @@ struct approver {
 	const volatile sig_atomic_t *cancel;
 	pthread_mutex_t ask_lock;	/* one question at a time */
 	pthread_mutex_t always_lock;
-	struct strvec always_commands;	/* base names answered `a` */
+	struct strvec always_commands;	/* command shapes answered `a` */
 	struct strvec always_tools;	/* MCP tools answered `a` */
 	struct strvec always_domains;	/* proxy domains answered `a` */
 };
@@ -130,7 +131,7 @@ void approver_release(struct approver *ap);
 /**
  * Decide whether `rq` may run, by `mode`: safe -> APPROVE_NO (err_last()
  * says the mode); auto -> APPROVE_ONCE; ask -> APPROVE_ONCE at once (with
- * `remembered`) when the same command name or MCP tool was answered `a`
+ * `remembered`) when the same command shape or MCP tool was answered `a`
  * before, else the front's function asks (one question at a time), and an
  * `a` answer is remembered. `ap` may be NULL: nobody to ask. Fills `*out`
  * (release it) and returns its verdict; a no without a "no" from the
@@ -156,6 +157,20 @@ void approval_add_refusal(struct buf *out, const char *const *argv, size_t argc,
  * and cannot redraw the terminal.
  */
 void approval_format_argv(struct buf *out, const char *const *argv, size_t argc);
+
+/**
+ * Append the shape of a command, what an `a` answer remembers and the
+ * question shows: the base name of argv[0] (policy_base_name()) and, for a
+ * program with subcommands (git, npm, cargo, pip, docker, make, ...), the
+ * options before the subcommand and the subcommand ("git push", "git -C
+ * sub status", "npm install"); for an interpreter its script or "-m
+ * MODULE" ("python3 -m pytest"); for a program that runs another one named
+ * in its arguments (env, sudo, timeout, xargs, busybox, ...) or code given
+ * inline (python3 -c), the whole command; for any other program its name.
+ * Shown as approval_format_argv() shows arguments. Nothing for an empty
+ * argv or name.
+ */
+void approval_command_shape(struct buf *out, const char *const *argv, size_t argc);
 
 /** Append `s` with the characters approval_format_argv() escapes shown as \xHH or \uHHHH. */
 void approval_add_visible(struct buf *out, const char *s);

@@ -370,6 +370,7 @@ static int native_prepare(struct executor *ex, struct sb_spawn *sp)
 	size_t i;
 	int ret, netns = st->netns;
 
+	native_mounts_mark(st, ex);
 	plan->clone_flags = (st->userns ? CLONE_NEWUSER : 0) |
 			    (st->pidns ? CLONE_NEWPID : 0) |
 			    (netns ? CLONE_NEWNET : 0) |

@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/fsutil.h"
 #include "base/jsonx.h"
 #include "base/log.h"
@@ -704,14 +705,6 @@ static FX_NORETURN void supervisor_main(struct child_ctx *c)
 
 /* --------------------------------------------------------------- spawn */
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
-}
-
 /*
  * The disk a command may fill: the file systems of the workspace and the
  * writable roots, their used space when the command started.
@@ -929,7 +922,7 @@ static void watch_child(struct watch *w, struct executor *ex, struct sb_spawn *s
 	for (;;) {
 		struct pollfd pfd[4];
 		nfds_t n = 0, i;
-		double now = now_ms(), left;
+		double now = clk_mono_ms(), left;
 		int timeout, r, cancel_ready = 0;
 
 		for (i = 0; i < 3; i++) {
@@ -972,7 +965,7 @@ static void watch_child(struct watch *w, struct executor *ex, struct sb_spawn *s
 					kill(sup, SIGUSR1);
 				}
 				phase = KILLED;
-				phase_end = now_ms() + DRAIN_MS;
+				phase_end = clk_mono_ms() + DRAIN_MS;
 				continue;
 			} else {
 				/* the supervisor did not finish: take over (see the caller) */
@@ -1030,7 +1023,7 @@ stop:
 		kill(sup, SIGTERM);
 		phase = TERMINATING;
 		/* a person who pressed Ctrl-C waits for the prompt: a short grace */
-		phase_end = now_ms() + (w->cancelled && ex->grace_ms > CANCEL_GRACE_MS ?
+		phase_end = clk_mono_ms() + (w->cancelled && ex->grace_ms > CANCEL_GRACE_MS ?
 					CANCEL_GRACE_MS : ex->grace_ms);
 	}
 	for (k = 0; k < 3; k++)
@@ -1045,11 +1038,21 @@ static int spawn_and_watch(struct watch *w, struct executor *ex, struct sb_spawn
 {
 	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, rep[2] = { -1, -1 };
 	int sync[2] = { -1, -1 }, in_fd = -1, fds[3], ret = 0, st;
+	int pass_out = -1, pass_err = -1;
 	pid_t kids_before[512], sup;
 	size_t nkids_before;
 	struct child_ctx c;
 
-	if (sp->stdin_data) {
+	if (sp->pass_fds) {
+		/* the caller's descriptors, copied above 2 so that dup2() in the child cannot clobber them */
+		in_fd = fcntl(sp->pass_fds[0], F_DUPFD_CLOEXEC, 3);
+		pass_out = fcntl(sp->pass_fds[1], F_DUPFD_CLOEXEC, 3);
+		pass_err = fcntl(sp->pass_fds[2], F_DUPFD_CLOEXEC, 3);
+		if (in_fd < 0 || pass_out < 0 || pass_err < 0) {
+			ret = err_set_errno(FX_EOS, "cannot pass the command its descriptors");
+			goto out;
+		}
+	} else if (sp->stdin_data) {
 		/* a memory file: the child reads it at its own pace, nothing blocks */
 		in_fd = memfd_create("forgex-stdin", MFD_CLOEXEC);
 		if (in_fd < 0 || fsutil_write_all(in_fd, sp->stdin_data, sp->stdin_len) < 0 ||
@@ -1076,8 +1079,9 @@ static int spawn_and_watch(struct watch *w, struct executor *ex, struct sb_spawn
 	c.envp = (char *const *)sp->env.v;
 	c.workdir = sp->workdir;
 	c.in_fd = in_fd;
-	c.out_fd = out[1];
-	c.err_fd = err[1];
+	/* passed descriptors: the pipes are left without a writer and read EOF at once */
+	c.out_fd = pass_out >= 0 ? pass_out : out[1];
+	c.err_fd = pass_err >= 0 ? pass_err : err[1];
 	c.report_fd = rep[1];
 	c.sync_fd = sync[1];
 
@@ -1138,6 +1142,10 @@ static int spawn_and_watch(struct watch *w, struct executor *ex, struct sb_spawn
 out:
 	if (in_fd >= 0)
 		close(in_fd);
+	if (pass_out >= 0)
+		close(pass_out);
+	if (pass_err >= 0)
+		close(pass_err);
 	for (st = 0; st < 2; st++) {
 		if (out[st] >= 0)
 			close(out[st]);
@@ -1331,7 +1339,7 @@ int executor_run(struct exec_result *out, struct executor *ex, const struct exec
 	buf_init(&w.rec, 0);
 	result_start(&res, req);
 	timeout_ms = req->timeout_ms > 0 ? req->timeout_ms : ex->default_timeout_ms;
-	start = now_ms();
+	start = clk_mono_ms();
 	deadline = start + timeout_ms;
 
 	/* 4. the child: environment, program, backend plan */
@@ -1346,6 +1354,7 @@ int executor_run(struct exec_result *out, struct executor *ex, const struct exec
 	sp.timeout_ms = timeout_ms;
 	sp.stdin_data = req->stdin_data;
 	sp.stdin_len = req->stdin_len;
+	sp.pass_fds = req->stdio_fds;
 
 	if (!fsutil_is_dir(workdir)) {
 		res.exit_code = 127;
@@ -1434,7 +1443,7 @@ int executor_run(struct exec_result *out, struct executor *ex, const struct exec
 		add_note(&res.err, "forgex: command killed by signal %d (%s)",
 			 res.term_signal, signal_name(res.term_signal));
 done:
-	res.duration_ms = now_ms() - start;
+	res.duration_ms = clk_mono_ms() - start;
 	if (prepared && ex->backend->finish)
 		ex->backend->finish(ex, &sp);
 	for (i = 0; i < sp.notes.nr; i++)

@@ -59,6 +59,14 @@ struct exec_request {
 	const char *const *env_overrides; /* NULL-terminated "NAME=value" list, may be NULL */
 	const char *stdin_data;		/* NULL: stdin is /dev/null; else these bytes (hooks) */
 	size_t stdin_len;
+	/*
+	 * NULL: output is captured as usual. Else three descriptors that are
+	 * the command's stdin, stdout and stderr as they are (borrowed; they
+	 * stay open in the caller): a long-lived server speaking over them
+	 * (an MCP stdio server). Nothing is captured then (the result's out
+	 * and err hold only forgex's own notes); stdin_data is ignored.
+	 */
+	const int *stdio_fds;
 };
 
 /** What happened (the seed's CommandResult). */

@@ -22,6 +22,7 @@
 #include <linux/filter.h>
 #include <linux/landlock.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "base/strvec.h"
 #include "sandbox/executor.h"
@@ -88,6 +89,9 @@ struct native_state {
 	struct sb_mount_op *ops;
 	size_t ops_nr, ops_alloc;
 	struct strvec absent;		/* .git/.forgex missing in a writable root */
+	/* native_mounts_mark(): when the command starts, for the nested .git search */
+	struct timespec git_since;
+	const struct executor *git_ex;	/* borrowed: its roots are searched */
 	char tmpfs_opts[64];
 };
 
@@ -150,7 +154,21 @@ void native_cgroup_remove(const char *dir);
 /** Build the mount plan of the executor into `st->ops` (see native_mounts.c). */
 int native_mounts_plan(struct native_state *st, struct executor *ex);
 
-/** After a command: move away a .git or .forgex it created where the plan had none, with a note. */
+/**
+ * Before a command: note the time (the kernel's coarse clock, the one
+ * inode change times use) and the executor, so that
+ * native_mounts_quarantine() can tell which .git entries the command
+ * created or changed.
+ */
+void native_mounts_mark(struct native_state *st, const struct executor *ex);
+
+/**
+ * After a command: move away a .git or .forgex it created where the plan
+ * had none, and every .git below a writable root (at any depth: a
+ * submodule's, a nested repository's) that it created or changed (its
+ * change time, or that of anything in it but its objects, is after the
+ * mark), each with a note.
+ */
 void native_mounts_quarantine(struct native_state *st, struct sb_spawn *sp);
 
 /** Child side (the supervisor): apply the plan's mounts; on failure -1 with `*stage` naming the step. */

@@ -200,6 +200,27 @@ static void scan_links(struct link_scan *ls, int dfd, const char *path, int dept
 		/* already read-only as a whole */
 		if (top && (!strcmp(de->d_name, ".git") || !strcmp(de->d_name, ".forgex")))
 			continue;
+		/*
+		 * A nested .git (a submodule's file or folder, a repository
+		 * inside the workspace): read-only as a whole too, so no
+		 * command configures the host's git through it.
+		 */
+		if (!top && !strcmp(de->d_name, ".git") &&
+		    (de->d_type == DT_DIR || de->d_type == DT_REG || de->d_type == DT_UNKNOWN) &&
+		    fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (S_ISDIR(sb.st_mode) || S_ISREG(sb.st_mode))) {
+			if (ls->mounts < HARDLINK_MOUNTS_MAX) {
+				char *g = xstrfmt("%s/.git", path);
+
+				add_op(ls->st, SB_MNT_RO_BIND, SB_MNTF_OPTIONAL, 0, keep_path(ls->st, g),
+				       NULL);
+				free(g);
+				ls->mounts++;
+			} else {
+				ls->truncated = 1;
+			}
+			continue;
+		}
 		if (de->d_type != DT_UNKNOWN && de->d_type != DT_DIR && de->d_type != DT_REG)
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
@@ -405,29 +426,217 @@ int native_mounts_plan(struct native_state *st, struct executor *ex)
  * could plant hooks or fsmonitor commands for the user's git, or links
  * for forgex's own writes: it is renamed out of the way, never used.
  */
+static void quarantine_nested(struct native_state *st, struct sb_spawn *sp);
+static void quarantine_one(struct sb_spawn *sp, const char *p, const char *what);
+
 void native_mounts_quarantine(struct native_state *st, struct sb_spawn *sp)
 {
 	size_t i;
 
 	for (i = 0; i < st->absent.nr; i++) {
-		const char *p = st->absent.v[i];
 		struct stat sb;
-		char *to;
 
-		if (lstat(p, &sb) < 0)
-			continue;
-		to = xstrfmt("%s-quarantined-by-forgex-%ld-%lu", p, (long)getpid(),
-			     __atomic_add_fetch(&native_name_seq, 1, __ATOMIC_RELAXED));
-		if (rename(p, to) == 0)
-			strvec_pushf(&sp->notes, "forgex: the command created '%s', which would "
-				     "steer git or forgex outside the sandbox; it was moved to '%s'",
-				     p, to);
-		else
-			strvec_pushf(&sp->notes, "forgex: the command created '%s' and forgex "
-				     "could not move it away (%s): check it before you run git there",
-				     p, strerror(errno));
-		free(to);
+		if (lstat(st->absent.v[i], &sb) == 0)
+			quarantine_one(sp, st->absent.v[i], "created");
 	}
+	quarantine_nested(st, sp);
+}
+
+/* ---- nested .git: created or changed by the command ------------------- */
+
+#define GIT_SCAN_MAX 200000		/* directory entries looked at after a command */
+#define GIT_INSIDE_MAX 20000		/* entries looked at inside one .git */
+
+void native_mounts_mark(struct native_state *st, const struct executor *ex)
+{
+	clock_gettime(CLOCK_REALTIME_COARSE, &st->git_since);
+	st->git_ex = ex;
+}
+
+static int changed_since(const struct stat *sb, const struct timespec *t)
+{
+	return sb->st_ctim.tv_sec > t->tv_sec ||
+	       (sb->st_ctim.tv_sec == t->tv_sec && sb->st_ctim.tv_nsec >= t->tv_nsec);
+}
+
+/*
+ * Whether anything in the .git folder `dfd` (taken over) changed since
+ * `t`: its config, hooks, info/attributes, a gitdir file, modules/NAME. Its
+ * objects are skipped: they are data, not settings.
+ */
+static int git_dir_changed(int dfd, const struct timespec *t, size_t *budget, int depth)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *de;
+	int changed = 0;
+
+	if (!d) {
+		close(dfd);
+		return 0;
+	}
+	while (!changed && (de = readdir(d))) {
+		struct stat sb;
+		int fd;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (!*budget) {
+			changed = 1;	/* too much to look at: not taken as unchanged */
+			break;
+		}
+		--*budget;
+		if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (changed_since(&sb, t)) {
+			changed = 1;
+			break;
+		}
+		if (!S_ISDIR(sb.st_mode) || depth > 16 || (!depth && !strcmp(de->d_name, "objects")))
+			continue;
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0)
+			changed = git_dir_changed(fd, t, budget, depth + 1);
+	}
+	closedir(d);
+	return changed;
+}
+
+struct git_scan {
+	const struct native_state *st;
+	struct sb_spawn *sp;
+	const struct timespec *since;
+	size_t entries;
+	int truncated;
+	dev_t dev;
+};
+
+static void quarantine_one(struct sb_spawn *sp, const char *p, const char *what)
+{
+	char *to = xstrfmt("%s-quarantined-by-forgex-%ld-%lu", p, (long)getpid(),
+			   __atomic_add_fetch(&native_name_seq, 1, __ATOMIC_RELAXED));
+
+	if (rename(p, to) == 0)
+		strvec_pushf(&sp->notes, "forgex: the command %s '%s', which would steer git or "
+			     "forgex outside the sandbox; it was moved to '%s'", what, p, to);
+	else
+		strvec_pushf(&sp->notes, "forgex: the command %s '%s' and forgex could not move "
+			     "it away (%s): check it before you run git there", what, p,
+			     strerror(errno));
+	free(to);
+}
+
+/*
+ * Whether the plan binds `path` read-only: the command cannot have changed
+ * it, and a change seen there is the user's own (git refreshing the index
+ * of a nested repository while the command ran).
+ */
+static int bound_read_only(const struct native_state *st, const char *path)
+{
+	size_t i;
+
+	for (i = 0; st->planned && i < st->ops_nr; i++)
+		if (st->ops[i].kind == SB_MNT_RO_BIND && !strcmp(st->ops[i].path, path))
+			return 1;
+	return 0;
+}
+
+/* Below `dfd` (taken over), `path` on the host: every .git the command made or changed. */
+static void scan_git(struct git_scan *gs, int dfd, const char *path, int depth)
+{
+	DIR *d;
+	struct dirent *de;
+
+	if (depth > 64 || gs->truncated) {
+		close(dfd);
+		return;
+	}
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		struct stat sb;
+		char *sub;
+		int fd;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (++gs->entries > GIT_SCAN_MAX) {
+			gs->truncated = 1;
+			break;
+		}
+		/* the root's own .git and .forgex: bound read-only, or in `absent` */
+		if (!depth && (!strcmp(de->d_name, ".git") || !strcmp(de->d_name, ".forgex")))
+			continue;
+		if (!strcmp(de->d_name, ".git")) {
+			size_t budget = GIT_INSIDE_MAX;
+			int changed;
+
+			sub = xstrfmt("%s/.git", path);
+			if (bound_read_only(gs->st, sub) ||
+			    fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
+				free(sub);
+				continue;
+			}
+			changed = changed_since(&sb, gs->since);
+			if (!changed && S_ISDIR(sb.st_mode)) {
+				fd = openat(dirfd(d), de->d_name,
+					    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				changed = fd >= 0 && git_dir_changed(fd, gs->since, &budget, 0);
+			}
+			if (changed)
+				quarantine_one(gs->sp, sub, "created or changed");
+			free(sub);
+			continue;
+		}
+		if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(sb.st_mode) || sb.st_dev != gs->dev)
+			continue;
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		sub = xstrfmt("%s/%s", path, de->d_name);
+		scan_git(gs, fd, sub, depth + 1);
+		free(sub);
+	}
+	closedir(d);
+}
+
+static void quarantine_nested(struct native_state *st, struct sb_spawn *sp)
+{
+	const struct executor *ex = st->git_ex;
+	struct strvec roots = STRVEC_INIT;
+	size_t i;
+
+	/* a read-only workspace: nothing below it can be made */
+	if (!ex || ex->workspace_read_only)
+		return;
+	sorted_roots(&roots, ex);
+	for (i = 0; i < roots.nr; i++) {
+		struct git_scan gs = { st, sp, &st->git_since, 0, 0, 0 };
+		struct stat sb;
+		int fd;
+
+		/* a root inside another was searched with it */
+		if (i && path_is_within(roots.v[i], roots.v[0]))
+			continue;
+		fd = open(roots.v[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &sb) < 0) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		gs.dev = sb.st_dev;
+		scan_git(&gs, fd, roots.v[i], 0);
+		if (gs.truncated)
+			strvec_pushf(&sp->notes, "forgex: '%s' holds more than %d entries: a .git "
+				     "the command made deep in it may not have been found; check "
+				     "before you run git there", roots.v[i], GIT_SCAN_MAX);
+	}
+	strvec_clear(&roots);
 }
 
 /* ------------------------------------------ child side: AS-safe only */

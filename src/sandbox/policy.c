@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/utf8.h"
 #include "config/config.h"
 #include "sandbox/policy.h"
 
@@ -324,72 +325,12 @@ static uint32_t lower_simple(uint32_t c)
 	return c;
 }
 
-/* Decode one strict UTF-8 sequence (as Python's decoder accepts): its length, or 0. */
-static size_t utf8_decode(const unsigned char *s, size_t len, uint32_t *cp)
-{
-	unsigned char b = s[0];
-	unsigned char lo = 0x80, hi = 0xbf;
-	size_t n, i;
-	uint32_t c;
-
-	if (b < 0x80) {
-		*cp = b;
-		return 1;
-	} else if (b >= 0xc2 && b <= 0xdf) {
-		n = 2;
-		c = b & 0x1f;
-	} else if (b >= 0xe0 && b <= 0xef) {
-		n = 3;
-		c = b & 0x0f;
-		if (b == 0xe0)
-			lo = 0xa0;	/* no overlong forms */
-		else if (b == 0xed)
-			hi = 0x9f;	/* no surrogates */
-	} else if (b >= 0xf0 && b <= 0xf4) {
-		n = 4;
-		c = b & 0x07;
-		if (b == 0xf0)
-			lo = 0x90;
-		else if (b == 0xf4)
-			hi = 0x8f;	/* nothing above U+10FFFF */
-	} else {
-		return 0;
-	}
-	if (len < n || s[1] < lo || s[1] > hi)
-		return 0;
-	for (i = 1; i < n; i++) {
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-		c = (c << 6) | (s[i] & 0x3f);
-	}
-	*cp = c;
-	return n;
-}
-
 static void utf8_add(struct buf *out, uint32_t c)
 {
-	char u[4];
-
-	if (c & RAW_BYTE) {
+	if (c & RAW_BYTE)
 		buf_addch(out, (int)(c & 0xff));
-	} else if (c < 0x80) {
-		buf_addch(out, (int)c);
-	} else if (c < 0x800) {
-		u[0] = (char)(0xc0 | (c >> 6));
-		u[1] = (char)(0x80 | (c & 0x3f));
-		buf_add(out, u, 2);
-	} else if (c < 0x10000) {
-		u[0] = (char)(0xe0 | (c >> 12));
-		u[1] = (char)(0x80 | ((c >> 6) & 0x3f));
-		u[2] = (char)(0x80 | (c & 0x3f));
-		buf_add(out, u, 3);
-	} else {
-		u[0] = (char)(0xf0 | (c >> 18));
-		u[1] = (char)(0x80 | ((c >> 12) & 0x3f));
-		u[2] = (char)(0x80 | ((c >> 6) & 0x3f));
-		u[3] = (char)(0x80 | (c & 0x3f));
-		buf_add(out, u, 4);
-	}
+	else
+		utf8_encode(out, c);
 }
 
 static int case_ignorable(uint32_t c)
@@ -442,7 +383,7 @@ static void lower_add(struct buf *out, const char *s, size_t len)
 	}
 	cps = xmalloc(len * sizeof(*cps));
 	for (i = 0; i < len;) {
-		size_t k = utf8_decode(u + i, len - i, &cps[n]);
+		size_t k = utf8_decode((const char *)u + i, len - i, &cps[n]);
 
 		if (!k) {
 			cps[n] = RAW_BYTE | u[i];

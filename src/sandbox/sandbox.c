@@ -377,8 +377,10 @@ static void fill_guarantees(struct sandbox_caps *c)
 		      "and nosuid (chmod, chown, utime, xattrs there fail: EROFS)" :
 		      "no mount namespace (needs user namespaces and Linux 5.12+)");
 	set_guarantee(&g[n++], ".git and .forgex", c->mntns, "%s", c->mntns ?
-		      "read-only in every writable root; created by a command where missing: "
-		      "moved away afterwards" : "writable: no mount namespace");
+		      "read-only in every writable root, and every .git below it at any depth "
+		      "(nested repositories, submodules); a .git a command creates or changes "
+		      "anywhere below a root: moved away afterwards" :
+		      "writable: no mount namespace");
 	set_guarantee(&g[n++], "hidden places", c->mntns, "%s", c->mntns ?
 		      "~/.ssh, ~/.gnupg, ~/.aws, ~/.kube, ~/.docker, ~/.netrc, credential "
 		      "caches, $XDG_RUNTIME_DIR, /run and [sandbox] hidden look empty; "

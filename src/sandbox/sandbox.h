@@ -156,6 +156,7 @@ struct sb_spawn {
 	const char *stdin_data;		/* NULL: stdin is /dev/null */
 	size_t stdin_len;
 	int network;			/* [sandbox] network: the egress proxy is bridged in */
+	const int *pass_fds;		/* NULL, or the command's stdin, stdout, stderr (exec_request) */
 };
 
 struct sandbox_backend {

@@ -10,52 +10,15 @@
 
 #include "base/fsutil.h"
 #include "base/redact.h"
+#include "base/utf8.h"
 #include "sandbox/permissions.h"
 #include "tools/fs.h"
 #include "ws/ignore.h"
 
 /* ---- shared helpers ---- */
 
-/* Length of the valid UTF-8 sequence at `s` (`n` bytes left): >0, 0 invalid, -1 cut short. */
-static int utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-	int len, i;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4;
-	else
-		return 0;
-	for (i = 1; i < len; i++) {
-		unsigned char lo = 0x80, hi = 0xbf;
-
-		if ((size_t)i >= n)
-			return -1;
-		if (i == 1) {
-			if (c == 0xe0)
-				lo = 0xa0;
-			else if (c == 0xed)
-				hi = 0x9f;
-			else if (c == 0xf0)
-				lo = 0x90;
-			else if (c == 0xf4)
-				hi = 0x8f;
-		}
-		if (s[i] < lo || s[i] > hi)
-			return 0;
-	}
-	return len;
-}
-
 int fs_is_binary(const char *data, size_t len, int whole, struct buf *why)
 {
-	const unsigned char *s = (const unsigned char *)data;
 	size_t n = len < FS_SNIFF_BYTES ? len : FS_SNIFF_BYTES, i = 0;
 	const char *nul = memchr(data, '\0', n);
 
@@ -64,30 +27,18 @@ int fs_is_binary(const char *data, size_t len, int whole, struct buf *why)
 		return 1;
 	}
 	while (i < n) {
-		int l = utf8_len(s + i, n - i);
+		uint32_t cp;
+		size_t l = utf8_decode(data + i, n - i, &cp);
 
-		if (l < 0 && (!whole || n < len))
+		if (!l && (!whole || n < len) && utf8_incomplete(data + i, n - i))
 			break;	/* cut by the sniff window, not by the file */
-		if (l <= 0) {
+		if (!l) {
 			buf_addf(why, "invalid UTF-8 at offset %zu", i);
 			return 1;
 		}
-		i += (size_t)l;
+		i += l;
 	}
 	return 0;
-}
-
-size_t fs_utf8_cut(const char *s, size_t len, size_t max)
-{
-	size_t n;
-
-	if (len <= max)
-		return len;
-	n = max;
-	/* Step back over continuation bytes to the start of the cut sequence. */
-	while (n > 0 && n + 4 > max && ((unsigned char)s[n] & 0xc0) == 0x80)
-		n--;
-	return n;
 }
 
 int fs_check_allowed(const char *rel, const char *shown, int modify)
@@ -277,7 +228,7 @@ static int tool_read_file(struct tool_ctx *ctx, const json_t *args, struct buf *
 			if (room && !shown) {
 				/* One huge line: show its start rather than nothing. */
 				fs_add_lineno(result, lineno);
-				buf_add(result, line, fs_utf8_cut(line, n, room));
+				buf_add(result, line, utf8_cut(line, n, room));
 				buf_addch(result, '\n');
 				shown++;
 				first = last = lineno;

@@ -69,7 +69,5 @@ void fs_add_lineno(struct buf *out, size_t n);
 /** Count the lines of `data` (a last line without "\n" counts). */
 size_t fs_count_lines(const char *data, size_t len);
 
-/** The length of the longest prefix of `s` (at most `max` bytes) that does not cut a UTF-8 sequence. */
-size_t fs_utf8_cut(const char *s, size_t len, size_t max);
 
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/utf8.h"
 #include "tools/fs.h"
 #include "tools/match.h"
 #include "tools/match_internal.h"
@@ -110,7 +111,7 @@ static void show_lines(struct buf *why, const char *text, const struct lines *ls
 		}
 		fs_add_lineno(why, i + 1);
 		if (n > SHOW_LINE_BYTES) {
-			buf_add(why, text + l->start, fs_utf8_cut(text + l->start, n, SHOW_LINE_BYTES));
+			buf_add(why, text + l->start, utf8_cut(text + l->start, n, SHOW_LINE_BYTES));
 			buf_addf(why, " [... %zu more bytes]\n", n - SHOW_LINE_BYTES);
 		} else {
 			buf_add(why, text + l->start, n);
@@ -584,7 +585,7 @@ static void diff_line(struct buf *why, char mark, const struct match_slice *l)
 {
 	buf_addch(why, mark);
 	if (l->n > SHOW_LINE_BYTES) {
-		buf_add(why, l->s, fs_utf8_cut(l->s, l->n, SHOW_LINE_BYTES));
+		buf_add(why, l->s, utf8_cut(l->s, l->n, SHOW_LINE_BYTES));
 		buf_addf(why, " [... %zu more bytes]\n", l->n - SHOW_LINE_BYTES);
 	} else {
 		buf_add(why, l->s, l->n);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/utf8.h"
 #include "sandbox/permissions.h"
 #include "tools/fs.h"
 #include "ws/ignore.h"
@@ -152,7 +153,7 @@ static void add_hit(struct worker *w, size_t path_off, size_t line, const char *
 	size_t keep = len;
 
 	if (w->s->max_line != SIZE_MAX && len > w->s->max_line)
-		keep = fs_utf8_cut(text, len, w->s->max_line);
+		keep = utf8_cut(text, len, w->s->max_line);
 	ALLOC_GROW(w->hits, w->nr + 1, w->alloc);
 	h = &w->hits[w->nr++];
 	h->path = path_off;

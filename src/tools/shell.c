@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/jsonx.h"
+#include "base/utf8.h"
 #include "sandbox/approval.h"
 #include "sandbox/executor.h"
 #include "sandbox/permissions.h"
@@ -37,24 +38,6 @@ static const char run_command_schema[] =
 
 static const char run_tests_schema[] =
 	"{\"type\": \"object\", \"additionalProperties\": false, \"properties\": {}}";
-
-/* A start offset in `s` (of `len` bytes) at or after `pos` that does not split a UTF-8 sequence. */
-static size_t utf8_start(const char *s, size_t len, size_t pos)
-{
-	while (pos < len && ((unsigned char)s[pos] & 0xc0) == 0x80)
-		pos++;
-	return pos;
-}
-
-/* The longest prefix of `s` of at most `max` bytes that does not split a UTF-8 sequence. */
-static size_t utf8_cut(const char *s, size_t len, size_t max)
-{
-	size_t n = max < len ? max : len;
-
-	while (n > 0 && n < len && ((unsigned char)s[n] & 0xc0) == 0x80)
-		n--;
-	return n;
-}
 
 /*
  * Append `data` to `out` as the model sees it: at most `head` + `tail`

@@ -14,6 +14,7 @@
 #include "base/err.h"
 #include "base/fsutil.h"
 #include "base/path.h"
+#include "base/xdg.h"
 #include "verify/verify.h"
 
 static void capture_release(struct verify_capture *c)
@@ -129,20 +130,15 @@ static uint64_t fnv1a(const char *s)
 
 int verify_cache_dir(struct buf *out, const char *workspace)
 {
-	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	struct buf base = BUF_INIT, name = BUF_INIT;
+	char *base = xdg_path(XDG_DIR_CACHE, "forgex/tests");
+	struct buf name = BUF_INIT;
 	struct stat st;
 	size_t i;
 	int ret;
 
-	if (xdg && *xdg == '/')
-		buf_addstr(&base, xdg);
-	else if (home && *home == '/')
-		buf_addf(&base, "%s/.cache", home);
-	else {
+	if (!base)
 		return err_set(FX_ENOTFOUND, "no cache folder: neither XDG_CACHE_HOME nor HOME "
 			       "is an absolute path");
-	}
 	path_basename(&name, workspace);
 	for (i = 0; i < name.len; i++)
 		if (!((name.buf[i] >= 'a' && name.buf[i] <= 'z') ||
@@ -153,9 +149,8 @@ int verify_cache_dir(struct buf *out, const char *workspace)
 	if (name.len > 40)
 		buf_setlen(&name, 40);
 	buf_reset(out);
-	buf_addf(out, "%s/forgex/tests/%s-%016llx", base.buf, name.buf,
-		 (unsigned long long)fnv1a(workspace));
-	buf_release(&base);
+	buf_addf(out, "%s/%s-%016llx", base, name.buf, (unsigned long long)fnv1a(workspace));
+	free(base);
 	buf_release(&name);
 	ret = fsutil_mkdir_p(out->buf, 0700);
 	if (ret < 0)

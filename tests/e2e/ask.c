@@ -21,17 +21,7 @@
 #include "helpers/testutil.h"
 #include "mockllm/mockctl.h"
 
-extern char **environ;
-
 #define KEY_VAR "FX_E2E_KEY"
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 struct run {
 	int status;		/* exit status, 128+signal, or -1 when killed at the deadline */
@@ -49,107 +39,24 @@ static void run_forgex(struct run *r, const char *cwd, const char *const *args,
 		       const char *const *extra, const char *marker, double sigint_after,
 		       double deadline)
 {
-	struct strvec argv = STRVEC_INIT, env = STRVEC_INIT;
-	int out[2], err[2], st, sent_int = 0, open_fds = 2;
-	char **e;
-	pid_t pid;
+	struct tu_watch w = { .sig = sigint_after > 0 ? SIGINT : 0, .sig_after = sigint_after,
+			      .mark = marker, .deadline = deadline };
+	struct strvec argv = STRVEC_INIT;
+	struct tu_result res;
+	/* absolute, since the child changes folder first */
+	char *abs = realpath(tu_forgex(), NULL);
 
-	memset(r, 0, sizeof(*r));
-	buf_init(&r->out, 0);
-	buf_init(&r->err, 0);
-	{
-		/* absolute, since the child changes folder first */
-		char *abs = realpath(tu_forgex(), NULL);
-
-		strvec_push(&argv, abs ? abs : tu_forgex());
-		free(abs);
-	}
+	strvec_push(&argv, abs ? abs : tu_forgex());
+	free(abs);
 	strvec_pushv(&argv, args);
-	for (e = environ; *e; e++) {
-		const char *const *x;
-		int drop = 0;
-
-		for (x = extra; x && *x; x++) {
-			size_t n = strcspn(*x, "=");
-
-			if (!strncmp(*e, *x, n) && (*e)[n] == '=')
-				drop = 1;
-		}
-		if (!drop)
-			strvec_push(&env, *e);
-	}
-	for (; extra && *extra; extra++)
-		if (strchr(*extra, '='))
-			strvec_push(&env, *extra);
-	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
-		die("pipe");
-	r->started = now();
-	pid = fork();
-	if (pid < 0)
-		die("fork");
-	if (!pid) {
-		int null = open("/dev/null", O_RDONLY);
-
-		dup2(null, 0);
-		dup2(out[1], 1);
-		dup2(err[1], 2);
-		if (chdir(cwd))
-			_exit(125);
-		execve(argv.v[0], (char *const *)argv.v, (char *const *)env.v);
-		_exit(127);
-	}
-	close(out[1]);
-	close(err[1]);
-	while (open_fds) {
-		struct pollfd p[2] = { { out[0], POLLIN, 0 }, { err[0], POLLIN, 0 } };
-		double t = now() - r->started;
-		int i;
-
-		if (t > deadline) {
-			kill(pid, SIGKILL);
-			break;
-		}
-		if (sigint_after > 0 && !sent_int && t >= sigint_after) {
-			kill(pid, SIGINT);
-			sent_int = 1;
-		}
-		if (poll(p, 2, 20) < 0 && errno != EINTR)
-			die("poll");
-		for (i = 0; i < 2; i++) {
-			char chunk[4096];
-			ssize_t n;
-
-			if (p[i].fd < 0 || !p[i].revents)
-				continue;
-			n = read(p[i].fd, chunk, sizeof(chunk));
-			if (n > 0) {
-				buf_add(i ? &r->err : &r->out, chunk, (size_t)n);
-				if (!i && marker && !r->marker_at && strstr(r->out.buf, marker))
-					r->marker_at = now();
-			} else if (n == 0 || errno != EINTR) {
-				close(p[i].fd);
-				if (i)
-					err[0] = -1;
-				else
-					out[0] = -1;
-				open_fds--;
-			}
-		}
-	}
-	if (out[0] >= 0)
-		close(out[0]);
-	if (err[0] >= 0)
-		close(err[0]);
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			die("waitpid");
-	r->ended = now();
-	if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL && r->ended - r->started >= deadline)
-		r->status = -1;
-	else
-		r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	tu_run_watched(&res, (const char *const *)argv.v, cwd, extra, &w);
 	strvec_clear(&argv);
-	strvec_clear(&env);
+	r->status = w.killed && w.ended - w.started >= deadline ? -1 : res.status;
+	r->out = res.out;
+	r->err = res.err;
+	r->started = w.started;
+	r->ended = w.ended;
+	r->marker_at = w.mark_at;
 }
 
 static void run_release(struct run *r)

@@ -41,14 +41,6 @@
 #define PROMPT "forgex>\033[m "
 #define ARCHITECT_PROMPT "You are the Architect of forgex"
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void pause_ms(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -201,7 +193,7 @@ static int term_pump(struct term *t, int ms)
 	buf_add(&t->out, chunk, (size_t)n);
 	ALLOC_GROW(t->at, t->reads + 1, t->alloc);
 	t->ends = xrealloc(t->ends, t->alloc * sizeof(*t->ends));
-	t->at[t->reads] = now();
+	t->at[t->reads] = tu_now();
 	t->ends[t->reads] = t->out.len;
 	t->reads++;
 	return 1;
@@ -225,7 +217,7 @@ static double term_time_at(const struct term *t, size_t off)
  */
 static size_t term_expect_at(struct term *t, const char *text, double timeout, int line)
 {
-	double end = now() + timeout;
+	double end = tu_now() + timeout;
 	int open = 1;
 
 	for (;;) {
@@ -238,7 +230,7 @@ static size_t term_expect_at(struct term *t, const char *text, double timeout, i
 			t->mark = off + strlen(text);
 			return off;
 		}
-		if (!open || now() > end) {
+		if (!open || tu_now() > end) {
 			char *s = shown(t, 0), *want = xstrdup(text), *p;
 
 			for (p = want; *p; p++)
@@ -264,7 +256,7 @@ static size_t term_expect_at(struct term *t, const char *text, double timeout, i
 static size_t term_prompt_at(struct term *t, int line)
 {
 	size_t off = term_expect_at(t, t->prompt, STEP, line);
-	double end = now() + STEP;
+	double end = tu_now() + STEP;
 	struct termios tio;
 
 	for (;;) {
@@ -272,7 +264,7 @@ static size_t term_prompt_at(struct term *t, int line)
 			fail_msg("line %d: tcgetattr on the terminal: %s", line, strerror(errno));
 		if (!(tio.c_lflag & ICANON))
 			return off;
-		if (now() > end)
+		if (tu_now() > end)
 			fail_msg("line %d: the line editor did not start reading", line);
 		term_pump(t, 5);
 	}
@@ -321,11 +313,11 @@ static void term_type(struct term *t, const char *keys)
 /* Wait for forgex to leave; its exit status. */
 static int term_wait_at(struct term *t, double timeout, int line)
 {
-	double end = now() + timeout;
+	double end = tu_now() + timeout;
 	int st;
 
 	while (term_pump(t, 50))
-		if (now() > end) {
+		if (tu_now() > end) {
 			char *s = shown(t, 0);
 
 			kill(t->pid, SIGKILL);
@@ -580,7 +572,7 @@ static void test_chat_streams_text_before_the_reply_ends(void **state)
 		 "'delta_chars': 12, 'delays_ms': [0, 0, 3000, 3000]}]}", "auto");
 	fx_chat(&f, NULL);
 	term_type(&f.t, "tell me in parts");
-	asked = now();
+	asked = tu_now();
 	term_send(&f.t, "\r");
 	first = term_expect(&f.t, "First part.");
 	second = term_expect(&f.t, "Second part.");
@@ -1060,12 +1052,12 @@ static void test_chat_ctrl_c_stops_a_command(void **state)
 	term_send(&f.t, "\r");
 	term_expect(&f.t, "*\033[m $ python3 -c");
 	/* the command and its child run (and whatever runs them in the sandbox) */
-	end = now() + STEP;
-	while ((n = count_procs(marker, NULL)) < 2 && now() < end)
+	end = tu_now() + STEP;
+	while ((n = count_procs(marker, NULL)) < 2 && tu_now() < end)
 		pause_ms(20);
 	assert_true(n >= 2);
 	pause_ms(300);
-	sent = now();
+	sent = tu_now();
 	term_send(&f.t, "\003");
 	term_expect(&f.t, "(interrupted");
 	prompt = term_prompt(&f.t);
@@ -1122,8 +1114,8 @@ static void test_chat_undo_after_ctrl_c_reverts_the_command(void **state)
 	term_type(&f.t, "write and wait");
 	term_send(&f.t, "\r");
 	term_expect(&f.t, "*\033[m $ python3 -c");
-	end = now() + STEP;
-	while (!(text = tu_read(f.p.dir, "partial.txt")) && now() < end)
+	end = tu_now() + STEP;
+	while (!(text = tu_read(f.p.dir, "partial.txt")) && tu_now() < end)
 		pause_ms(20);
 	assert_non_null(text);
 	free(text);
@@ -1575,7 +1567,7 @@ static void test_chat_ctrl_c_stops_the_model(void **state)
 	term_send(&f.t, "\r");
 	term_expect(&f.t, "Thinking about it.");
 	pause_ms(200);
-	sent = now();
+	sent = tu_now();
 	term_send(&f.t, "\003");
 	term_expect(&f.t, "(interrupted");
 	prompt = term_prompt(&f.t);
@@ -1764,5 +1756,5 @@ int main(void)
 		cmocka_unit_test_teardown(test_chat_run_takes_the_conversation, teardown),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return tu_run_group_tests(tests, NULL, NULL);
 }

@@ -20,14 +20,6 @@
 #include "base/fsutil.h"
 #include "helpers/testutil.h"
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void forgex(struct tu_result *r, const char *cwd, const char *const *args)
 {
 	struct strvec argv = STRVEC_INIT;
@@ -45,17 +37,6 @@ static void forgex(struct tu_result *r, const char *cwd, const char *const *args
 		const char *a_[] = { __VA_ARGS__, NULL }; \
 		forgex((r), (cwd), a_); \
 	} while (0)
-
-static void sh(const char *dir, const char *cmd)
-{
-	const char *argv[] = { "sh", "-c", cmd, NULL };
-	struct tu_result r;
-
-	tu_run(&r, argv, dir, NULL, NULL);
-	if (r.status)
-		fail_msg("%s: %s%s", cmd, r.out.buf, r.err.buf);
-	tu_result_release(&r);
-}
 
 /* An HTTP server on 127.0.0.1 answering every GET with `status`; its port in *port. */
 static pid_t http_status_server(int status, int *port)
@@ -164,11 +145,11 @@ static void test_run_against_no_server_stops_at_once(void **state)
 	(void)state;
 	tu_write(ws, "test_x.py", "import unittest\n\n\nclass T(unittest.TestCase):\n"
 		 "    def test_slow(self):\n        import time; time.sleep(3)\n");
-	sh(ws, "git init -q && git add -A && git -c user.name=t -c user.email=t@e commit -qm init");
-	t0 = now();
+	tu_git_init(ws);
+	t0 = tu_now();
 	FORGEX(&r, ws, "-c", "providers.default.base_url=http://127.0.0.1:1/v1", "-c",
 	       "permissions.mode=auto", "run", "fix it");
-	assert_true(now() - t0 < 3);	/* the baseline (3 s of tests) never ran */
+	assert_true(tu_now() - t0 < 3);	/* the baseline (3 s of tests) never ran */
 	assert_int_equal(r.status, 3);
 	assert_non_null(strstr(r.err.buf, "cannot reach http://127.0.0.1:1/v1: "));
 	assert_non_null(strstr(r.err.buf, "hint: is the model server running? Or point "
@@ -193,7 +174,7 @@ static void test_init_in_a_subfolder_finds_the_repository(void **state)
 	char *p;
 
 	(void)state;
-	sh(ws, "git init -q && mkdir -p src/deep");
+	tu_sh(ws, "git init -q && mkdir -p src/deep");
 	FORGEX(&r, sub, "init");
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out.buf, "the folder above holding .git"));

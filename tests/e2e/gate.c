@@ -26,6 +26,7 @@
 
 #include "base/fsutil.h"
 #include "base/jsonx.h"
+#include "helpers/scripted.h"
 #include "helpers/testutil.h"
 #include "mockllm/mockctl.h"
 
@@ -56,18 +57,16 @@ struct env {
 
 static void env_init(struct env *e, const struct mock *m)
 {
-	char *cfg;
+	char *prov = sc_provider_toml(m, "auto"), *cfg;
 
 	e->xdg = tu_mkdtemp();
 	e->cache = tu_mkdtemp();
 	e->xdg_kv = xstrfmt("XDG_CONFIG_HOME=%s", e->xdg);
 	e->cache_kv = xstrfmt("XDG_CACHE_HOME=%s", e->cache);
-	cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
-		      "api_key_env = \"FX_E2E_NO_KEY\"\nmax_retries = 0\ntimeout_seconds = 30\n"
-		      "[permissions]\nmode = \"auto\"\n[sandbox]\nallow_unconfined = true\n",
-		      m->base_url);
+	cfg = xstrfmt("%s[sandbox]\nallow_unconfined = true\n", prov);
 	tu_write(e->xdg, "forgex/config.toml", cfg);
 	free(cfg);
+	free(prov);
 }
 
 static void env_release(struct env *e)
@@ -92,40 +91,6 @@ static void forgex(struct tu_result *r, const struct env *e, const char *dir, ..
 	va_end(ap);
 	argv[n] = NULL;
 	tu_run(r, argv, dir, envv, NULL);
-}
-
-static void sh(const char *dir, const char *cmd)
-{
-	const char *argv[] = { "sh", "-c", cmd, NULL };
-	struct tu_result r;
-
-	tu_run(&r, argv, dir, NULL, NULL);
-	if (r.status)
-		fail_msg("%s: %s%s", cmd, r.out.buf, r.err.buf);
-	tu_result_release(&r);
-}
-
-static void call(json_t *steps, const char *name, const char *args)
-{
-	static int n;
-	json_t *a = NULL;
-	char id[32];
-
-	if (jsonx_parse(&a, args, strlen(args), "step"))
-		die("bad args: %s", args);
-	snprintf(id, sizeof(id), "call_%d", ++n);
-	json_array_append_new(steps, json_pack("{s:[{s:s, s:s, s:o}]}", "tool_calls", "id", id,
-					       "name", name, "arguments", a));
-}
-
-static char *script(json_t *steps)
-{
-	struct buf b = BUF_INIT;
-	json_t *s = json_pack("{s:o}", "steps", steps);
-
-	jsonx_dump(&b, s, 0);
-	json_decref(s);
-	return buf_detach(&b, NULL);
 }
 
 #define PLAN "{\"summary\": \"Fix add\", \"steps\": [{\"id\": \"1\", \"title\": \"Make add add\"," \
@@ -226,8 +191,7 @@ static char *python_project(const char *test_file, const char *test_src, const c
 	tu_write(dir, "calc.py", calc_py);
 	tu_write(dir, test_file, test_src);
 	tu_write(dir, ".gitignore", "__pycache__/\n");
-	sh(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
-		"commit -qm init");
+	tu_git_init(dir);
 	cfg = xstrfmt("[pipeline]\ntest_command = %s\nmax_iterations = 1\n", cmd);
 	tu_write(dir, ".forgex/config.toml", cfg);
 	free(cfg);
@@ -247,13 +211,13 @@ static void gate_case(const char *test_file, const char *test_src, const char *c
 	struct tu_result r;
 	char *s, *dir, *before, *after, *want;
 
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "edit_file", BREAK_SUB);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "edit_file", BREAK_SUB);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	env_init(&e, &m);
 	dir = python_project(test_file, test_src, cmd);
@@ -346,17 +310,17 @@ static void test_gate_no_tests_is_unverified(void **state)
 	char *s, *dir;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "write_file", "{\"path\": \"NOTES.md\", \"content\": \"notes\\n\"}");
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "write_file", "{\"path\": \"NOTES.md\", \"content\": \"notes\\n\"}");
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	env_init(&e, &m);
 	dir = tu_mkdtemp();
 	tu_write(dir, "README.md", "no tests here\n");
-	sh(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e commit -qm init");
+	tu_git_init(dir);
 	forgex(&r, &e, dir, "run", "write notes", NULL);
 	if (r.status != 0)
 		fail_msg("status %d:\n%s\n%s", r.status, r.out.buf, r.err.buf);
@@ -371,13 +335,13 @@ static void test_gate_no_tests_is_unverified(void **state)
 	/* --json: the run_end event says so too */
 	mock_release(&m);
 	steps = json_array();
-	call(steps, "submit_plan", PLAN);
-	call(steps, "write_file", "{\"path\": \"NOTES2.md\", \"content\": \"more\\n\"}");
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "write_file", "{\"path\": \"NOTES2.md\", \"content\": \"more\\n\"}");
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
 	free(s);
-	s = script(steps);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	env_release(&e);
 	env_init(&e, &m);
@@ -405,12 +369,12 @@ static void test_gate_rollback_removes_test_products(void **state)
 	char *s, *dir, *o;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", "{\"path\": \"calc.c\", \"old_string\": \"a + b\", \"new_string\": \"a * b\"}");
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", "{\"path\": \"calc.c\", \"old_string\": \"a + b\", \"new_string\": \"a * b\"}");
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	env_init(&e, &m);
 	dir = tu_mkdtemp();
@@ -420,7 +384,7 @@ static void test_gate_rollback_removes_test_products(void **state)
 		 "calc.o: calc.c\n\t$(CC) -c -o $@ calc.c\n\n"
 		 ".PHONY: test\ntest: calc_test\n\t./calc_test\n");
 	tu_write(dir, ".gitignore", "*.o\n");
-	sh(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e commit -qm init");
+	tu_git_init(dir);
 	tu_write(dir, ".forgex/config.toml", "[pipeline]\nmax_iterations = 1\n");
 	forgex(&r, &e, dir, "run", "make add add", NULL);
 	if (r.status != 1)
@@ -469,12 +433,12 @@ static void test_gate_commit_leaves_test_products(void **state)
 	char *s, *dir;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", "{\"path\": \"calc.c\", \"old_string\": \"a - b\", \"new_string\": \"a + b\"}");
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", "{\"path\": \"calc.c\", \"old_string\": \"a - b\", \"new_string\": \"a + b\"}");
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	env_init(&e, &m);
 	dir = tu_mkdtemp();
@@ -482,7 +446,7 @@ static void test_gate_commit_leaves_test_products(void **state)
 	tu_write(dir, "main.c", "int add(int, int);\nint main(void) { return add(2, 3) != 5; }\n");
 	tu_write(dir, "Makefile", "calc_test: calc.c main.c\n\t$(CC) -o $@ calc.c main.c\n\n"
 		 ".PHONY: test\ntest: calc_test\n\t./calc_test\n");
-	sh(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e commit -qm init");
+	tu_git_init(dir);
 	tu_write(dir, ".forgex/config.toml", "[pipeline]\nmax_iterations = 1\ncommit = true\n");
 	{
 		const char *envv[] = { e.xdg_kv, e.cache_kv, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@e",

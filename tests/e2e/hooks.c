@@ -28,14 +28,6 @@
 #define FINISH "{\"summary\": \"done\"}"
 #define PASS "{\"verdict\": \"PASS\", \"reasons\": [\"tests pass\"], \"required_fixes\": []}"
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Records the input of every event it is called for. */
 static const char record_py[] =
 	"import sys\n"
@@ -195,9 +187,9 @@ static void test_hooks_hang_is_killed_and_cannot_write_outside(void **state)
 			"[[hooks.post_tool]]\ncommand = [\"python3\", \"tools/escape.py\", \"%s\"]\n",
 			target);
 	sc_proj_config(&p, &m, "auto", hooks);
-	t0 = now();
+	t0 = tu_now();
 	SC_FORGEX(&r, &p, "run", "write notes");
-	assert_true(now() - t0 < 30);
+	assert_true(tu_now() - t0 < 30);
 	assert_int_equal(r.status, 0);
 	/* the hang was killed, reported, and did not block the call */
 	assert_non_null(strstr(r.err.buf, "warning: pre_tool hook (sleep"));

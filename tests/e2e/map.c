@@ -20,6 +20,7 @@
 #include "base/fsutil.h"
 #include "base/jsonx.h"
 #include "base/tokens.h"
+#include "helpers/scripted.h"
 #include "helpers/testutil.h"
 #include "mockllm/mockctl.h"
 
@@ -28,16 +29,6 @@ struct proj {
 	char *xdg;		/* the user's config home */
 	char *env_xdg, *env_home;
 };
-
-static void sh(const char *dir, const char *cmd)
-{
-	struct tu_result r;
-
-	tu_run(&r, (const char *const[]){ "sh", "-c", cmd, NULL }, dir, NULL, NULL);
-	if (r.status)
-		fail_msg("%s: %s%s", cmd, r.out.buf, r.err.buf);
-	tu_result_release(&r);
-}
 
 /*
  * A C project: parser.c defines parse_expr, eval.c and repl.c call it,
@@ -55,9 +46,7 @@ static void project(struct proj *p, const struct mock *m)
 	p->xdg = tu_mkdtemp();
 	p->env_xdg = xstrfmt("XDG_CONFIG_HOME=%s", p->xdg);
 	p->env_home = xstrfmt("HOME=%s", p->xdg);
-	cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
-		      "api_key_env = \"FX_E2E_NO_KEY\"\nmax_retries = 0\ntimeout_seconds = 30\n"
-		      "[permissions]\nmode = \"auto\"\n", m ? m->base_url : "http://127.0.0.1:9/v1");
+	cfg = sc_provider_toml(m, "auto");
 	tu_write(p->xdg, "forgex/config.toml", cfg);
 	free(cfg);
 	tu_write(p->dir, ".forgex/config.toml", "[context]\nmap_tokens = 1024\n"
@@ -83,8 +72,7 @@ static void project(struct proj *p, const struct mock *m)
 		tu_write(p->dir, rel, b.buf);
 	}
 	buf_release(&b);
-	sh(p->dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
-		   "commit -qm init");
+	tu_git_init(p->dir);
 }
 
 static void proj_release(struct proj *p)
@@ -215,7 +203,7 @@ static char *map_text(const struct proj *p, const char *request, int cold)
 	char *t;
 
 	if (cold)
-		sh(p->dir, "rm -rf .forgex/map");
+		tu_sh(p->dir, "rm -rf .forgex/map");
 	FORGEX(&r, p, "map", "--tokens", "800", request);
 	if (r.status)
 		fail_msg("forgex map: %d %s", r.status, r.err.buf);

@@ -35,14 +35,6 @@
 
 extern char **environ;
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static char *server_py(void)
 {
 	char *abs = realpath("tests/fixtures/mcp/server.py", NULL);
@@ -52,14 +44,23 @@ static char *server_py(void)
 	return abs;
 }
 
-/* The [mcp_servers.NAME] table of the stdio server, logging to `log`. */
+/*
+ * The [mcp_servers.NAME] table of the stdio server, logging to `log`. The
+ * server runs in the sandbox: the folder of its log is made a writable
+ * root (it is under /tmp, which is the sandbox's own otherwise).
+ */
 static char *stdio_server(const char *log, const char *name, const char *more)
 {
-	char *py = server_py();
-	char *t = xstrfmt("[mcp_servers.%s]\ncommand = \"python3\"\nargs = [\"%s\"]\n"
-			  "env = { MCP_LOG = \"%s\" }\n%s", name, py, log, more ? more : "");
+	char *py = server_py(), *dir = xstrdup(log), *slash = strrchr(dir, '/');
+	char *t;
 
+	if (slash)
+		*slash = '\0';
+	t = xstrfmt("[sandbox]\nwritable_roots = [\"%s\"]\n"
+		    "[mcp_servers.%s]\ncommand = \"python3\"\nargs = [\"%s\"]\n"
+		    "env = { MCP_LOG = \"%s\" }\n%s", dir, name, py, log, more ? more : "");
 	free(py);
+	free(dir);
 	return t;
 }
 
@@ -195,10 +196,10 @@ static void test_mcp_slow_tool_times_out(void **state)
 	srvlog = srvlog_of(&p);
 	srv = stdio_server(srvlog, "t", "tool_timeout_seconds = 1\n");
 	sc_proj_config(&p, &m, "auto", srv);
-	t0 = now();
+	t0 = tu_now();
 	SC_FORGEX(&r, &p, "run", "use the slow tool");
 	assert_int_equal(r.status, 0);
-	assert_true(now() - t0 < 40);
+	assert_true(tu_now() - t0 < 40);
 	assert_true(sc_model_saw(&m, "did not answer within 1 s (tool_timeout_seconds); "
 				 "the call was cancelled"));
 	assert_true(sc_model_saw(&m, "echo: after"));
@@ -348,7 +349,8 @@ static void test_mcp_cli(void **state)
 	/* the example of docs/configuration.md, as it is */
 	tu_write(p.dir, "docs/notes.md", "# Notes\n\nThe release branch is cut on Fridays.\n");
 	tu_write(p.home, "forgex/config.toml", "[mcp_servers.notes]\ncommand = \"python3\"\n"
-		 "args = [\"examples/mcp/notes_server.py\"]\nenv = { NOTES_DIR = \"docs\" }\n");
+		 "args = [\"examples/mcp/notes_server.py\"]\nenv = { NOTES_DIR = \"docs\" }\n"
+		 "cwd = \".\"\n");
 	{
 		char *ex = tu_read(".", "examples/mcp/notes_server.py");
 
@@ -366,18 +368,20 @@ static void test_mcp_cli(void **state)
 		 "[mcp_servers.gone]\ncommand = \"/nonexistent/mcp-server\"\n");
 	SC_FORGEX(&r, &p, "mcp", "list");
 	assert_int_equal(r.status, 1);
+	/* the sandbox's launcher looked it up: the server's exit and its stderr say why */
 	assert_non_null(strstr(r.out.buf, "gone (stdio /nonexistent/mcp-server): failed: "
-			       "MCP server 'gone': cannot run /nonexistent/mcp-server"));
+			       "MCP server 'gone' closed its output (it exited with status 127)"));
+	assert_non_null(strstr(r.out.buf, "command not found: /nonexistent/mcp-server"));
 	tu_result_release(&r);
 
 	/* a server that never answers the handshake: bounded by startup_timeout_seconds */
 	tu_write(p.home, "forgex/config.toml",
 		 "[mcp_servers.mute]\ncommand = \"sleep\"\nargs = [\"60\"]\nstartup_timeout_seconds = 1\n");
 	{
-		double t0 = now();
+		double t0 = tu_now();
 
 		SC_FORGEX(&r, &p, "mcp", "list");
-		assert_true(now() - t0 < 10);
+		assert_true(tu_now() - t0 < 10);
 	}
 	assert_int_equal(r.status, 1);
 	assert_non_null(strstr(r.out.buf, "did not finish the initialize handshake in 1 s"));
@@ -421,7 +425,7 @@ static void run_pty(struct ptyrun *r, const struct sc_proj *p, const char *const
 	struct strvec argv = STRVEC_INIT, env = STRVEC_INIT;
 	int master, st;
 	size_t next = 0, seen = 0;
-	double started = now();
+	double started = tu_now();
 	char *abs = realpath(tu_forgex(), NULL);
 	char **e;
 	pid_t pid;
@@ -465,7 +469,7 @@ static void run_pty(struct ptyrun *r, const struct sc_proj *p, const char *const
 		char chunk[4096];
 		ssize_t n;
 
-		if (now() - started > deadline) {
+		if (tu_now() - started > deadline) {
 			kill(pid, SIGKILL);
 			break;
 		}
@@ -532,7 +536,8 @@ static void test_mcp_approval(void **state)
 	mock_start(&m, s);
 	sc_proj_init(&p, &m, "ask", "");
 	srvlog = srvlog_of(&p);
-	srv = stdio_server(srvlog, "t", NULL);
+	/* its write_file writes in its working folder: the workspace, writable to it */
+	srv = stdio_server(srvlog, "t", "cwd = \".\"\nwritable = true\n");
 	sc_proj_config(&p, &m, "ask", srv);
 	SC_FORGEX(&r, &p, "run", "write through mcp");
 	assert_int_equal(r.status, 0);

@@ -68,17 +68,6 @@ static const char bad_patch[] =
 	"+        self.assertEqual(add(2, 3), 5)\n"
 	"*** End Patch\n";
 
-static void sh(const char *dir, const char *cmd)
-{
-	const char *argv[] = { "sh", "-c", cmd, NULL };
-	struct tu_result r;
-
-	tu_run(&r, argv, dir, NULL, NULL);
-	if (r.status)
-		fail_msg("%s: %s%s", cmd, r.out.buf, r.err.buf);
-	tu_result_release(&r);
-}
-
 static void call(json_t *steps, const char *name, json_t *args)
 {
 	static int n;
@@ -118,8 +107,7 @@ static char *project(const struct mock *m, const char *home, const char *model, 
 	tu_write(dir, "calc.py", calc_py);
 	tu_write(dir, "test_calc.py", test_calc_py);
 	tu_write(dir, ".gitignore", "__pycache__/\n");
-	sh(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
-		"commit -qm init");
+	tu_git_init(dir);
 	tu_write(dir, ".forgex/config.toml",
 		 "[pipeline]\ntest_command = [\"python3\", \"-m\", \"unittest\", \"-v\"]\n");
 	tu_write(home, "forgex/config.toml", user);

@@ -23,112 +23,28 @@
 #include "base/fsutil.h"
 #include "base/jsonx.h"
 #include "base/strvec.h"
+#include "helpers/scripted.h"
 #include "helpers/testutil.h"
 #include "mockllm/mockctl.h"
-
-extern char **environ;
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-struct run {
-	int status;		/* exit status, or 128+signal */
-	struct buf out, err;
-};
 
 /*
  * Run forgex with `args` in `cwd`. Sends `sig` once `marker` shows on
  * stderr (or at `sig_after` seconds when marker is NULL; sig 0: never);
  * kills it after `deadline` seconds.
  */
-static void run_forgex(struct run *r, const char *cwd, const char *const *args, int sig,
+static void run_forgex(struct tu_result *r, const char *cwd, const char *const *args, int sig,
 		       const char *marker, double sig_after, double deadline)
 {
+	struct tu_watch w = { .sig = sig, .sig_marker = marker, .sig_after = sig_after,
+			      .deadline = deadline };
 	struct strvec argv = STRVEC_INIT;
-	int out[2], err[2], st, sent = 0, open_fds = 2;
-	double started;
-	pid_t pid;
 	char *abs = realpath(tu_forgex(), NULL);
 
-	memset(r, 0, sizeof(*r));
-	buf_init(&r->out, 0);
-	buf_init(&r->err, 0);
 	strvec_push(&argv, abs ? abs : tu_forgex());
 	free(abs);
 	strvec_pushv(&argv, args);
-	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
-		die("pipe");
-	started = now();
-	pid = fork();
-	if (pid < 0)
-		die("fork");
-	if (!pid) {
-		int null = open("/dev/null", O_RDONLY);
-
-		dup2(null, 0);
-		dup2(out[1], 1);
-		dup2(err[1], 2);
-		if (chdir(cwd))
-			_exit(125);
-		execve(argv.v[0], (char *const *)argv.v, environ);
-		_exit(127);
-	}
-	close(out[1]);
-	close(err[1]);
-	while (open_fds) {
-		struct pollfd p[2] = { { out[0], POLLIN, 0 }, { err[0], POLLIN, 0 } };
-		double t = now() - started;
-		int i;
-
-		if (t > deadline) {
-			kill(pid, SIGKILL);
-			break;
-		}
-		if (sig && !sent && (marker ? strstr(r->err.buf, marker) != NULL : t >= sig_after)) {
-			kill(pid, sig);
-			sent = 1;
-		}
-		if (poll(p, 2, 20) < 0 && errno != EINTR)
-			die("poll");
-		for (i = 0; i < 2; i++) {
-			char chunk[4096];
-			ssize_t n;
-
-			if (p[i].fd < 0 || !p[i].revents)
-				continue;
-			n = read(p[i].fd, chunk, sizeof(chunk));
-			if (n > 0) {
-				buf_add(i ? &r->err : &r->out, chunk, (size_t)n);
-			} else if (n == 0 || errno != EINTR) {
-				close(p[i].fd);
-				if (i)
-					err[0] = -1;
-				else
-					out[0] = -1;
-				open_fds--;
-			}
-		}
-	}
-	if (out[0] >= 0)
-		close(out[0]);
-	if (err[0] >= 0)
-		close(err[0]);
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			die("waitpid");
-	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	tu_run_watched(r, (const char *const *)argv.v, cwd, NULL, &w);
 	strvec_clear(&argv);
-}
-
-static void run_release(struct run *r)
-{
-	buf_release(&r->out);
-	buf_release(&r->err);
 }
 
 #define FORGEX(r, dir, ...) \
@@ -179,36 +95,23 @@ static char *xstrfmt_tmp(const char *fmt, ...)
 	return p;
 }
 
-static void sh(const char *dir, const char *cmd)
-{
-	const char *argv[] = { "sh", "-c", cmd, NULL };
-	struct tu_result r;
-
-	tu_run(&r, argv, dir, NULL, NULL);
-	if (r.status)
-		fail_msg("%s: %s%s", cmd, r.out.buf, r.err.buf);
-	tu_result_release(&r);
-}
-
 /* A git repository with calc.py (add is wrong), its tests and a config for the mock. */
 static char *project(const struct mock *m, const char *more)
 {
 	char *dir = tu_mkdtemp();
-	char *cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
-			    "api_key_env = \"FX_E2E_NO_KEY\"\nmax_retries = 0\ntimeout_seconds = 30\n"
-			    "[permissions]\nmode = \"auto\"\n"
-			    "[pipeline]\ntest_command = [\"python3\", \"-m\", \"unittest\", \"-v\"]\n%s",
-			    m->base_url, more ? more : "");
+	char *prov = sc_provider_toml(m, "auto");
+	char *cfg = xstrfmt("%s[pipeline]\ntest_command = [\"python3\", \"-m\", \"unittest\", \"-v\"]\n%s",
+			    prov, more ? more : "");
 
 	tu_write(dir, "calc.py", calc_py);
 	tu_write(dir, "test_calc.py", test_calc_py);
 	tu_write(dir, ".gitignore", "__pycache__/\n");
-	sh(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
-		"commit -qm init");
+	tu_git_init(dir);
 	tu_write(dir, "notes.txt", "untracked, not ignored\n");
 	tu_write(dir, ".forgex/config.toml", cfg);
 	tu_trust(dir, NULL);
 	free(cfg);
+	free(prov);
 	return dir;
 }
 
@@ -256,19 +159,6 @@ static char *snapshot(const char *dir)
  * Script steps
  */
 
-static void call(json_t *steps, const char *name, const char *args)
-{
-	static int n;
-	json_t *a = NULL;
-	char id[32];
-
-	if (jsonx_parse(&a, args, strlen(args), "step"))
-		die("bad args: %s", args);
-	snprintf(id, sizeof(id), "call_%d", ++n);
-	json_array_append_new(steps, json_pack("{s:[{s:s, s:s, s:o}]}", "tool_calls", "id", id,
-					       "name", name, "arguments", a));
-}
-
 #define PLAN "{\"summary\": \"Fix add\", \"steps\": [{\"id\": \"1\", \"title\": \"Make add add\"," \
 	" \"description\": \"return a + b\", \"files\": [\"calc.py\"]}], \"acceptance\": [\"test_add passes\"]}"
 #define FIX_ADD "{\"path\": \"calc.py\", \"old_string\": \"def add(a, b):\\n    return a - b\"," \
@@ -279,16 +169,6 @@ static void call(json_t *steps, const char *name, const char *args)
 #define FINISH "{\"summary\": \"done\"}"
 #define PASS "{\"verdict\": \"PASS\", \"reasons\": [\"tests pass\"], \"required_fixes\": []}"
 #define FAIL "{\"verdict\": \"FAIL\", \"reasons\": [\"test_add fails\"], \"required_fixes\": [\"add must return a + b\"]}"
-
-static char *script(json_t *steps)
-{
-	struct buf b = BUF_INIT;
-	json_t *s = json_pack("{s:o}", "steps", steps);
-
-	jsonx_dump(&b, s, 0);
-	json_decref(s);
-	return buf_detach(&b, NULL);
-}
 
 /* The events of the newest run of `dir`. */
 static json_t *events(const char *dir)
@@ -370,18 +250,18 @@ static void test_pipeline_pass_at_once(void **state)
 {
 	json_t *steps = json_array(), *evs;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *ex;
 	size_t before;
 
 	(void)state;
-	call(steps, "read_file", "{\"path\": \"calc.py\"}");
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "read_file", "{\"path\": \"calc.py\"}");
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, NULL);
 	FORGEX(&r, dir, "run", "make add add");
@@ -408,18 +288,18 @@ static void test_pipeline_pass_at_once(void **state)
 	ex = tu_read(dir, ".git/info/exclude");
 	assert_non_null(strstr(ex, ".forgex/runs/"));
 	free(ex);
-	run_release(&r);
+	tu_result_release(&r);
 
 	/* forgex log lists it */
 	FORGEX(&r, dir, "log");
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out.buf, "pass"));
 	assert_non_null(strstr(r.out.buf, "make add add"));
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "log", "last");
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out.buf, "submit_verdict"));
-	run_release(&r);
+	tu_result_release(&r);
 
 	/* forgex replay: offline, the same outcome, no request to the model */
 	before = mock_count(&m, "/chat/completions");
@@ -427,13 +307,13 @@ static void test_pipeline_pass_at_once(void **state)
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out.buf, "Same outcome"));
 	assert_int_equal(mock_count(&m, "/chat/completions"), before);
-	run_release(&r);
+	tu_result_release(&r);
 
 	/* forgex undo puts the tree back */
 	FORGEX(&r, dir, "undo");
 	assert_int_equal(r.status, 0);
 	assert_file(dir, "calc.py", calc_py);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -479,22 +359,22 @@ static void test_pipeline_secrets_are_redacted(void **state)
 	json_t *steps = json_array(), *reqs;
 	struct buf all = BUF_INIT, recorded = BUF_INIT;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *leak;
 	size_t i;
 
 	(void)state;
-	call(steps, "read_file", "{\"path\": \"leak.txt\"}");
-	call(steps, "submit_plan", PLAN);
-	call(steps, "run_command", "{\"argv\": [\"cat\", \"leak.txt\"]}");
+	sc_call(steps, "read_file", "{\"path\": \"leak.txt\"}");
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "run_command", "{\"argv\": [\"cat\", \"leak.txt\"]}");
 	/* forgex's own environment, as an unconfined command can read it */
-	call(steps, "run_command", "{\"argv\": [\"python3\", \"-c\", \"import os; print(open("
+	sc_call(steps, "run_command", "{\"argv\": [\"python3\", \"-c\", \"import os; print(open("
 	     "'/proc/%d/environ' % os.getppid()).read().replace(chr(0), chr(10)))\"]}");
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, "[sandbox]\nbackend = \"none\"\n");
 	leak = xstrfmt("key=%s\naws_secret_access_key = %s\n", key, aws);
@@ -529,7 +409,7 @@ static void test_pipeline_secrets_are_redacted(void **state)
 	json_decref(reqs);
 	buf_release(&all);
 	buf_release(&recorded);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(leak);
 	free(s);
@@ -546,15 +426,15 @@ static void test_pipeline_terminal_injection_is_escaped(void **state)
 #define EVIL "\\u001b]52;c;ZXZpbA==\\u0007\\u001b[2J\\u009b2J"
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir;
 
 	(void)state;
-	call(steps, "read_file", "{\"path\": \"x" EVIL ".py\"}");
-	call(steps, "submit_plan", "{\"summary\": \"Fix " EVIL " add\", \"steps\": [{\"id\": \"1\","
+	sc_call(steps, "read_file", "{\"path\": \"x" EVIL ".py\"}");
+	sc_call(steps, "submit_plan", "{\"summary\": \"Fix " EVIL " add\", \"steps\": [{\"id\": \"1\","
 	     " \"title\": \"Make " EVIL " add\", \"description\": \"d\", \"files\": [\"calc.py\"]}],"
 	     " \"acceptance\": [\"ok\"]}");
-	s = script(steps);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, NULL);
 	FORGEX(&r, dir, "-v", "plan", "fix it");
@@ -565,18 +445,18 @@ static void test_pipeline_terminal_injection_is_escaped(void **state)
 	assert_null(strstr(r.out.buf, "\xc2\x9b"));
 	assert_non_null(strstr(r.out.buf, "Fix \\e]52;c;ZXZpbA==\\x07\\e[2J\\u{009B}2J add"));
 	assert_non_null(strstr(r.err.buf, "\\e[2J"));
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "log", "last");
 	assert_int_equal(r.status, 0);
 	assert_null(memchr(r.out.buf, 0x1b, r.out.len));
 	assert_non_null(strstr(r.out.buf, "\\e]52"));
-	run_release(&r);
+	tu_result_release(&r);
 	/* --json keeps the text, JSON-escaped */
 	FORGEX(&r, dir, "log", "--json", "last");
 	assert_null(memchr(r.out.buf, 0x1b, r.out.len));
 	if (!strstr(r.out.buf, "\\u001b]52") && !strstr(r.out.buf, "\\u001B]52"))
 		fail_msg("log --json: %.2000s", r.out.buf);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -592,7 +472,7 @@ static void test_pipeline_instruction_links_are_refused(void **state)
 	json_t *steps = json_array(), *reqs;
 	struct buf all = BUF_INIT;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *outside = tu_mkdtemp(), *key = xstrfmt("%s/id_ed25519", outside);
 	char *link, *fifo;
 	size_t i;
@@ -600,8 +480,8 @@ static void test_pipeline_instruction_links_are_refused(void **state)
 	(void)state;
 	tu_write(outside, "id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----\nTOPSECRETKEYMATERIAL\n"
 		 "-----END OPENSSH PRIVATE KEY-----\n");
-	call(steps, "submit_plan", PLAN);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, NULL);
 	link = xstrfmt("%s/AGENTS.md", dir);
@@ -618,7 +498,7 @@ static void test_pipeline_instruction_links_are_refused(void **state)
 	assert_null(strstr(all.buf, "TOPSECRETKEYMATERIAL"));
 	assert_null(strstr(all.buf, "PRIVATE KEY"));
 	json_decref(reqs);
-	run_release(&r);
+	tu_result_release(&r);
 
 	/* forgex ask confines them the same way */
 	{
@@ -628,7 +508,7 @@ static void test_pipeline_instruction_links_are_refused(void **state)
 		struct mock m2;
 
 		json_array_append_new(steps2, json_pack("{s:s}", "text", "hello"));
-		s2 = script(steps2);
+		s2 = sc_script(steps2);
 		mock_start(&m2, s2);
 		{
 			char *cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
@@ -648,7 +528,7 @@ static void test_pipeline_instruction_links_are_refused(void **state)
 			jsonx_dump(&all, json_object_get(json_array_get(reqs, i), "body"), JSON_COMPACT);
 		assert_null(strstr(all.buf, "TOPSECRETKEYMATERIAL"));
 		json_decref(reqs);
-		run_release(&r);
+		tu_result_release(&r);
 		mock_release(&m2);
 		free(s2);
 	}
@@ -666,19 +546,19 @@ static void test_pipeline_fail_repair_pass(void **state)
 {
 	json_t *steps = json_array(), *evs;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", WRONG_ADD);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", FAIL);
-	call(steps, "edit_file", FIX_WRONG);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", WRONG_ADD);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", FAIL);
+	sc_call(steps, "edit_file", FIX_WRONG);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, NULL);
 	FORGEX(&r, dir, "run", "make add add");
@@ -699,7 +579,7 @@ static void test_pipeline_fail_repair_pass(void **state)
 		json_decref(reqs);
 	}
 	json_decref(evs);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -709,20 +589,20 @@ static void test_pipeline_fail_until_max_then_rollback(void **state)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *before, *after;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", WRONG_ADD);
-	call(steps, "write_file", "{\"path\": \"extra/new.py\", \"content\": \"x = 1\\n\"}");
-	call(steps, "delete_file", "{\"path\": \"notes.txt\"}");
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", FAIL);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", FAIL);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", WRONG_ADD);
+	sc_call(steps, "write_file", "{\"path\": \"extra/new.py\", \"content\": \"x = 1\\n\"}");
+	sc_call(steps, "delete_file", "{\"path\": \"notes.txt\"}");
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", FAIL);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", FAIL);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, "max_iterations = 2\n");
 	before = snapshot(dir);
@@ -735,7 +615,7 @@ static void test_pipeline_fail_until_max_then_rollback(void **state)
 	assert_int_equal(mock_count(&m, "/chat/completions"), 9);
 	free(after);
 	free(before);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -745,16 +625,16 @@ static void test_pipeline_keep_leaves_last_attempt(void **state)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *c;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", WRONG_ADD);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", FAIL);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", WRONG_ADD);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", FAIL);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, "max_iterations = 1\non_failure = \"keep\"\n");
 	FORGEX(&r, dir, "run", "make add add");
@@ -763,11 +643,11 @@ static void test_pipeline_keep_leaves_last_attempt(void **state)
 	c = tu_read(dir, "calc.py");
 	assert_non_null(strstr(c, "a * b"));
 	free(c);
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "undo");
 	assert_int_equal(r.status, 0);
 	assert_file(dir, "calc.py", calc_py);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -777,19 +657,19 @@ static void test_pipeline_gate_overrules_pass(void **state)
 {
 	json_t *steps = json_array(), *evs, *v;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *before, *after;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
 	/* ... and breaks sub, which passed at baseline */
-	call(steps, "edit_file", "{\"path\": \"calc.py\", \"old_string\": \"def sub(a, b):\\n    return a - b\","
+	sc_call(steps, "edit_file", "{\"path\": \"calc.py\", \"old_string\": \"def sub(a, b):\\n    return a - b\","
 				 " \"new_string\": \"def sub(a, b):\\n    return b - a\"}");
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, "max_iterations = 1\n");
 	before = snapshot(dir);
@@ -808,7 +688,7 @@ static void test_pipeline_gate_overrules_pass(void **state)
 	json_decref(evs);
 	free(before);
 	free(after);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -818,18 +698,18 @@ static void test_pipeline_ensemble_two_of_three(void **state)
 {
 	json_t *steps = json_array(), *evs, *v, *reqs;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	call(steps, "submit_verdict", FAIL);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	sc_call(steps, "submit_verdict", FAIL);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, "[review]\nvoters = [\"default:voter-a\", \"default:voter-b\"]\n"
 			  "quorum = \"majority\"\n");
@@ -851,28 +731,28 @@ static void test_pipeline_ensemble_two_of_three(void **state)
 			    "voter-b");
 	json_decref(reqs);
 	json_decref(evs);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
 
 	/* the same votes under "unanimous" fail */
 	steps = json_array();
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	call(steps, "submit_verdict", FAIL);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	sc_call(steps, "submit_verdict", FAIL);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, "max_iterations = 1\n[review]\nvoters = [\"default:voter-a\", "
 			  "\"default:voter-b\"]\nquorum = \"unanimous\"\n");
 	FORGEX(&r, dir, "run", "make add add");
 	assert_int_equal(r.status, 1);
 	assert_file(dir, "calc.py", calc_py);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -883,23 +763,23 @@ static void budget_case(const char *budget, const char *delay_step, const char *
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *before, *after, *more;
 	size_t nsteps;
 
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
 	if (delay_step) {
 		json_t *d = NULL;
 
 		jsonx_parse(&d, delay_step, strlen(delay_step), "step");
 		json_array_append_new(steps, d);
 	}
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
 	nsteps = json_array_size(steps);
-	s = script(steps);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	more = xstrfmt("[budget]\n%s\n", budget);
 	dir = project(&m, more);
@@ -915,7 +795,7 @@ static void budget_case(const char *budget, const char *delay_step, const char *
 	free(before);
 	free(after);
 	free(more);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -976,17 +856,17 @@ static void test_pipeline_ctrl_c_during_command(void **state)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *before, *after;
 	const char *args[] = { "run", "make add add", NULL };
 	int i;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "run_command", "{\"argv\": [\"sleep\", \"41.75\"]}");
-	call(steps, "finish", FINISH);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "run_command", "{\"argv\": [\"sleep\", \"41.75\"]}");
+	sc_call(steps, "finish", FINISH);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, NULL);
 	before = snapshot(dir);
@@ -1000,7 +880,7 @@ static void test_pipeline_ctrl_c_during_command(void **state)
 	assert_false(process_alive("sleep 41.75"));
 	free(before);
 	free(after);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -1010,28 +890,28 @@ static void test_pipeline_kill9_then_resume(void **state)
 {
 	json_t *steps = json_array(), *evs;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir;
 	const char *args[] = { "run", "make add add", NULL };
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "write_file", "{\"path\": \"half.txt\", \"content\": \"half done\\n\"}");
-	call(steps, "run_command", "{\"argv\": [\"sleep\", \"42.25\"]}");
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "write_file", "{\"path\": \"half.txt\", \"content\": \"half done\\n\"}");
+	sc_call(steps, "run_command", "{\"argv\": [\"sleep\", \"42.25\"]}");
 	/* after the resume, the Builder starts again */
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, NULL);
 	run_forgex(&r, dir, args, SIGKILL, "run_command", 0, 60);
 	assert_int_equal(r.status, 128 + SIGKILL);
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "log");
 	assert_non_null(strstr(r.out.buf, "unfinished"));
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "resume", "last");
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out.buf, "PASS"));
@@ -1047,7 +927,7 @@ static void test_pipeline_kill9_then_resume(void **state)
 	assert_non_null(find_event(evs, "run_resume", 0));
 	assert_string_equal(jsonx_str(find_event(evs, "run_end", 0), "outcome"), "pass");
 	json_decref(evs);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -1117,28 +997,28 @@ static void test_pipeline_commit_exact_paths(void **state)
 {
 	json_t *steps = json_array(), *evs;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *head0, *refs0, *refs1, *branch, *names, *status, *count, *msg, *parent;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "write_file", "{\"path\": \"new file \\u00fc.txt\", \"content\": \"new\\n\"}");
-	call(steps, "delete_file", "{\"path\": \"obsolete.txt\"}");
-	call(steps, "move_file", "{\"from\": \"docs/old name.txt\", \"to\": \"docs/new n\\u00e4me.txt\"}");
-	call(steps, "write_file", "{\"path\": \"a|b.txt\", \"content\": \"pipe\\n\"}");
-	call(steps, "write_file", "{\"path\": \" lead\\nline.txt\", \"content\": \"nl\\n\"}");
-	call(steps, "write_file", "{\"path\": \"" LONG_NAME "\", \"content\": \"long\\n\"}");
-	call(steps, "write_file", "{\"path\": \"debug.log\", \"content\": \"ignored\\n\"}");
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "write_file", "{\"path\": \"new file \\u00fc.txt\", \"content\": \"new\\n\"}");
+	sc_call(steps, "delete_file", "{\"path\": \"obsolete.txt\"}");
+	sc_call(steps, "move_file", "{\"from\": \"docs/old name.txt\", \"to\": \"docs/new n\\u00e4me.txt\"}");
+	sc_call(steps, "write_file", "{\"path\": \"a|b.txt\", \"content\": \"pipe\\n\"}");
+	sc_call(steps, "write_file", "{\"path\": \" lead\\nline.txt\", \"content\": \"nl\\n\"}");
+	sc_call(steps, "write_file", "{\"path\": \"" LONG_NAME "\", \"content\": \"long\\n\"}");
+	sc_call(steps, "write_file", "{\"path\": \"debug.log\", \"content\": \"ignored\\n\"}");
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, "commit = true\n");
 	tu_write(dir, "obsolete.txt", "to be deleted\n");
 	tu_write(dir, "docs/old name.txt", "to be renamed\n");
-	sh(dir, "rm notes.txt && echo '*.log' >> .git/info/exclude && "
+	tu_sh(dir, "rm notes.txt && echo '*.log' >> .git/info/exclude && "
 		"git config user.name tester && git config user.email tester@example.com && "
 		"git add -A && git commit -qm second && git branch other && git tag v0 HEAD~1 && "
 		"echo stash-me >> test_calc.py && git stash -q");
@@ -1191,7 +1071,7 @@ static void test_pipeline_commit_exact_paths(void **state)
 	free(count);
 	free(msg);
 	free(parent);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -1205,17 +1085,17 @@ static void provider_401_case(int in_review)
 {
 	json_t *steps = json_array(), *evs;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *before, *after;
 
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
 	if (in_review) {
-		call(steps, "finish", FINISH);
-		call(steps, "finish", FINISH);
+		sc_call(steps, "finish", FINISH);
+		sc_call(steps, "finish", FINISH);
 	}
 	json_array_append_new(steps, json_pack("{s:i, s:i}", "status", 401, "repeat", -1));
-	s = script(steps);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = project(&m, in_review == 2 ? "[review]\nvoters = [\"default:voter-a\", "
 				 "\"default:voter-b\"]\nquorum = \"majority\"\n" : NULL);
@@ -1248,7 +1128,7 @@ static void provider_401_case(int in_review)
 	json_decref(evs);
 	free(before);
 	free(after);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	tu_rmtree(dir);
@@ -1280,7 +1160,7 @@ static void test_pipeline_provider_401_in_ensemble_review(void **state)
 static void test_pipeline_provider_down(void **state)
 {
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *dir, *before, *after;
 
 	(void)state;
@@ -1304,7 +1184,7 @@ static void test_pipeline_provider_down(void **state)
 	assert_string_equal(after, before);
 	free(before);
 	free(after);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	tu_rmtree(dir);
 }
@@ -1320,9 +1200,7 @@ static char *user_project(const struct mock *m, const char *more)
 	char *dir = project(m, more);
 	char *home = xstrfmt("%s.home", dir), *ucfg;
 
-	ucfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
-		       "api_key_env = \"FX_E2E_NO_KEY\"\nmax_retries = 0\ntimeout_seconds = 30\n"
-		       "[permissions]\nmode = \"auto\"\n", m->base_url);
+	ucfg = sc_provider_toml(m, "auto");
 	tu_write(home, "forgex/config.toml", ucfg);
 	setenv("XDG_CONFIG_HOME", home, 1);
 	free(ucfg);
@@ -1380,26 +1258,26 @@ static void test_rollback_keeps_user_edits_and_ignored_env(void **state)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	struct stat st;
 	char *s, *dir, *before, *after, *c, *runv;
 	pid_t user;
 	int ws;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
-	call(steps, "write_file", "{\"path\": \"half.txt\", \"content\": \"the run's\\n\"}");
-	call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
+	sc_call(steps, "write_file", "{\"path\": \"half.txt\", \"content\": \"the run's\\n\"}");
+	sc_call(steps, "edit_file", FIX_ADD);
 	delayed_finish(steps, 2500);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", FAIL);
-	s = script(steps);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", FAIL);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = user_project(&m, "max_iterations = 1\n");
 	tu_write(dir, ".env", "SECRET=1\n");
 	chmod(xstrfmt_tmp("%s/.env", dir), 0600);
-	sh(dir, "echo .env >> .gitignore && git add .gitignore && "
+	tu_sh(dir, "echo .env >> .gitignore && git add .gitignore && "
 		"git -c user.name=t -c user.email=t@e commit -qm ignore");
 	before = snapshot(dir);
 	user = user_edits_when(dir, "calc.py", "a + b", 1);
@@ -1434,13 +1312,13 @@ static void test_rollback_keeps_user_edits_and_ignored_env(void **state)
 		free(c);
 	}
 	/* without the user's own edits, the tree is byte-identical to before */
-	sh(dir, "rm mine.txt && git checkout -q calc.py");
+	tu_sh(dir, "rm mine.txt && git checkout -q calc.py");
 	tu_write(dir, "notes.txt", "untracked, not ignored\n");
 	after = snapshot(dir);
 	assert_string_equal(after, before);
 	free(before);
 	free(after);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	user_project_done(dir);
@@ -1451,21 +1329,21 @@ static void test_commit_only_the_runs_paths(void **state)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *names, *status;
 	pid_t user;
 	int ws;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
 	delayed_finish(steps, 2000);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = user_project(&m, "commit = true\n");
-	sh(dir, "git config user.name tester && git config user.email tester@example.com && "
+	tu_sh(dir, "git config user.name tester && git config user.email tester@example.com && "
 		"git add notes.txt && git commit -qm notes");
 	user = user_edits_when(dir, "calc.py", "a + b", 0);
 	FORGEX(&r, dir, "run", "make add add");
@@ -1479,7 +1357,7 @@ static void test_commit_only_the_runs_paths(void **state)
 	assert_file(dir, "notes.txt", "the user's own notes\n");
 	free(names);
 	free(status);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	user_project_done(dir);
@@ -1491,7 +1369,7 @@ static pid_t background_run(const char *dir, const char *seconds)
 	pid_t pid = fork();
 
 	if (!pid) {
-		struct run r;
+		struct tu_result r;
 		const char *args[] = { "run", "make add add", NULL };
 
 		(void)seconds;
@@ -1521,20 +1399,20 @@ static void test_lock_second_run_refused_or_waits(void **state)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *before, *after;
 	pid_t first;
 	int ws;
 	double t0;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "run_command", "{\"argv\": [\"sleep\", \"3\"]}");
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", FAIL);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "run_command", "{\"argv\": [\"sleep\", \"3\"]}");
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", FAIL);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = user_project(&m, "max_iterations = 1\n");
 	before = snapshot(dir);
@@ -1546,23 +1424,23 @@ static void test_lock_second_run_refused_or_waits(void **state)
 	assert_non_null(strstr(r.err.buf, "another forgex is changing this workspace: pid "));
 	assert_non_null(strstr(r.err.buf, "(run 20"));
 	assert_non_null(strstr(r.err.buf, ", since 20"));
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "undo", "--no-wait");
 	assert_int_equal(r.status, 1);
 	assert_non_null(strstr(r.err.buf, "another forgex is changing this workspace"));
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "checkpoint", "restore", "0000", "--no-wait");
 	assert_int_equal(r.status, 1);
 	assert_non_null(strstr(r.err.buf, "another forgex is changing this workspace"));
-	run_release(&r);
+	tu_result_release(&r);
 	/* without --no-wait: it says so and waits for the first run to end */
-	t0 = now();
+	t0 = tu_now();
 	FORGEX(&r, dir, "undo");
 	assert_non_null(strstr(r.err.buf, "forgex: waiting for pid "));
-	assert_true(now() - t0 > 0.5);
+	assert_true(tu_now() - t0 > 0.5);
 	waitpid(first, &ws, 0);
 	assert_int_equal(WEXITSTATUS(ws), 1);
-	run_release(&r);
+	tu_result_release(&r);
 	/* the first run failed and rolled back under nobody else: the tree is as before */
 	after = snapshot(dir);
 	assert_string_equal(after, before);
@@ -1578,15 +1456,15 @@ static json_t *kill_steps(void)
 {
 	json_t *steps = json_array();
 
-	call(steps, "submit_plan", PLAN);
-	call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "write_file", "{\"path\": \"sub/new.txt\", \"content\": \"new\\n\"}");
-	call(steps, "run_command", "{\"argv\": [\"sh\", \"-c\", \"echo made > by-command.txt; sleep 0.3\"]}");
-	call(steps, "delete_file", "{\"path\": \"notes.txt\"}");
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "write_file", "{\"path\": \"sub/new.txt\", \"content\": \"new\\n\"}");
+	sc_call(steps, "run_command", "{\"argv\": [\"sh\", \"-c\", \"echo made > by-command.txt; sleep 0.3\"]}");
+	sc_call(steps, "delete_file", "{\"path\": \"notes.txt\"}");
 	delayed_finish(steps, 300);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
 	return steps;
 }
 
@@ -1595,7 +1473,7 @@ static char *kill_project(const struct mock *m)
 	char *dir = user_project(m, NULL);
 
 	tu_write(dir, ".env", "SECRET=1\n");
-	sh(dir, "echo .env >> .gitignore && git add .gitignore && "
+	tu_sh(dir, "echo .env >> .gitignore && git add .gitignore && "
 		"git -c user.name=t -c user.email=t@e commit -qm ignore");
 	return dir;
 }
@@ -1609,8 +1487,8 @@ static void test_kill_at_many_points_then_undo(void **state)
 	for (i = 0; i < ARRAY_SIZE(delays); i++) {
 		json_t *steps = kill_steps();
 		struct mock m;
-		struct run r;
-		char *s = script(steps), *dir, *before, *after;
+		struct tu_result r;
+		char *s = sc_script(steps), *dir, *before, *after;
 		const char *args[] = { "run", "make add add", NULL };
 		double t0;
 
@@ -1618,21 +1496,21 @@ static void test_kill_at_many_points_then_undo(void **state)
 		dir = kill_project(&m);
 		before = snapshot(dir);
 		run_forgex(&r, dir, args, SIGKILL, NULL, delays[i], 60);
-		run_release(&r);
+		tu_result_release(&r);
 		/* at most one undo: the tree is byte-identical, and nothing hangs */
-		t0 = now();
+		t0 = tu_now();
 		FORGEX(&r, dir, "undo");
-		assert_true(now() - t0 < 30);
+		assert_true(tu_now() - t0 < 30);
 		after = snapshot(dir);
 		if (strcmp(after, before))
 			fail_msg("killed after %.1fs (exit %d): undo left\n%s\nwanted\n%s\n%s%s",
 				 delays[i], r.status, after, before, r.out.buf, r.err.buf);
 		assert_file(dir, ".env", "SECRET=1\n");
-		run_release(&r);
+		tu_result_release(&r);
 		/* and the lock of the killed forgex is free */
 		FORGEX(&r, dir, "checkpoint", "restore", "--no-wait", "ffff");
 		assert_null(strstr(r.err.buf, "another forgex"));
-		run_release(&r);
+		tu_result_release(&r);
 		free(before);
 		free(after);
 		mock_release(&m);
@@ -1645,16 +1523,16 @@ static void signal_case(int sig)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *before, *after;
 	const char *args[] = { "run", "make add add", NULL };
 
-	call(steps, "submit_plan", PLAN);
-	call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "run_command", "{\"argv\": [\"sleep\", \"43.5\"]}");
-	call(steps, "finish", FINISH);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "run_command", "{\"argv\": [\"sleep\", \"43.5\"]}");
+	sc_call(steps, "finish", FINISH);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = kill_project(&m);
 	before = snapshot(dir);
@@ -1665,7 +1543,7 @@ static void signal_case(int sig)
 	assert_file(dir, ".env", "SECRET=1\n");
 	free(before);
 	free(after);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	user_project_done(dir);
@@ -1694,18 +1572,18 @@ static void test_sigpipe_restores_the_tree(void **state)
 	json_t *evs;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
-	call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
+	sc_call(steps, "edit_file", FIX_ADD);
 	delayed_finish(steps, 1500);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = kill_project(&m);
 	before = snapshot(dir);
 	/* head reads two lines and goes away while the run goes on */
-	cmd = xstrfmt("'%s' run --json 'make add add' | head -2 >/dev/null; sleep 4", bin);
+	cmd = xstrfmt("'%s' run --json 'make add add' | head -2 >/dev/null", bin);
 	argv[2] = cmd;
 	tu_run(&r, argv, dir, NULL, NULL);
 	after = snapshot(dir);
@@ -1728,18 +1606,18 @@ static void test_planted_run_files_refused(void **state)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *runs, *elsewhere;
 	struct strvec ids = STRVEC_INIT;
 	double t0;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = user_project(&m, NULL);
 	FORGEX(&r, dir, "plan", "make add add");
-	run_release(&r);
+	tu_result_release(&r);
 	runs = xstrfmt("%s/.forgex/runs", dir);
 	{
 		struct dirent **names;
@@ -1764,20 +1642,20 @@ static void test_planted_run_files_refused(void **state)
 		free(st);
 		free(ev);
 	}
-	t0 = now();
+	t0 = tu_now();
 	FORGEX(&r, dir, "resume");
 	assert_int_not_equal(r.status, 0);
 	assert_non_null(strstr(r.err.buf, "is a named pipe"));
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "undo");
 	assert_int_not_equal(r.status, 0);
 	assert_non_null(strstr(r.err.buf, "is a named pipe"));
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "log", "last");
 	assert_int_not_equal(r.status, 0);
 	assert_non_null(strstr(r.err.buf, "is a named pipe"));
-	run_release(&r);
-	assert_true(now() - t0 < 20);
+	tu_result_release(&r);
+	assert_true(tu_now() - t0 < 20);
 	/* a symlinked .forgex/runs: an error naming it, nothing written elsewhere */
 	elsewhere = tu_mkdtemp();
 	tu_rmtree(xstrdup(runs));
@@ -1785,11 +1663,11 @@ static void test_planted_run_files_refused(void **state)
 	FORGEX(&r, dir, "run", "make add add");
 	assert_int_not_equal(r.status, 0);
 	assert_non_null(strstr(r.err.buf, ".forgex/runs is a symbolic link"));
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "log");
 	assert_int_not_equal(r.status, 0);
 	assert_non_null(strstr(r.err.buf, ".forgex/runs is a symbolic link"));
-	run_release(&r);
+	tu_result_release(&r);
 	{
 		char *e = snapshot(elsewhere);
 
@@ -1809,29 +1687,29 @@ static void test_undo_refuses_then_force_and_redo(void **state)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *before, *redo, *c;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "write_file", "{\"path\": \"added.txt\", \"content\": \"by the run\\n\"}");
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "write_file", "{\"path\": \"added.txt\", \"content\": \"by the run\\n\"}");
 	{
 		char *big = xstrfmt("{\"path\": \"big.txt\", \"content\": \"%0600d\"}", 7);
 
-		call(steps, "write_file", big);
+		sc_call(steps, "write_file", big);
 		free(big);
 	}
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = user_project(&m, NULL);
 	before = snapshot(dir);
 	FORGEX(&r, dir, "run", "make add add");
 	assert_int_equal(r.status, 0);
-	run_release(&r);
+	tu_result_release(&r);
 	/* a tool call's long argument is stored once: in the transcript, not in events.jsonl */
 	{
 		char *ev = sh_out(dir, "cat .forgex/runs/*/events.jsonl");
@@ -1849,10 +1727,10 @@ static void test_undo_refuses_then_force_and_redo(void **state)
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out.buf, "calc.py"));
 	assert_non_null(strstr(r.out.buf, "added.txt"));
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "diff");
 	assert_non_null(strstr(r.out.buf, "+    return a + b"));
-	run_release(&r);
+	tu_result_release(&r);
 	/* the user changes a file of the run, and another one */
 	tu_write(dir, "added.txt", "the user's now\n");
 	tu_write(dir, "notes.txt", "the user's notes\n");
@@ -1862,7 +1740,7 @@ static void test_undo_refuses_then_force_and_redo(void **state)
 	assert_non_null(strstr(r.err.buf, "  added.txt\n"));
 	assert_null(strstr(r.err.buf, "notes.txt"));
 	assert_file(dir, "added.txt", "the user's now\n");
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "undo", "last", "--force");
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out.buf, "your versions, saved"));
@@ -1877,7 +1755,7 @@ static void test_undo_refuses_then_force_and_redo(void **state)
 		char id[64];
 
 		assert_int_equal(sscanf(redo, "To redo it: forgex checkpoint restore %63s", id), 1);
-		run_release(&r);
+		tu_result_release(&r);
 		FORGEX(&r, dir, "checkpoint", "restore", id, "--json");
 		assert_int_equal(r.status, 0);
 		assert_file(dir, "added.txt", "the user's now\n");
@@ -1886,7 +1764,7 @@ static void test_undo_refuses_then_force_and_redo(void **state)
 		free(c);
 	}
 	free(before);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	user_project_done(dir);
@@ -1897,23 +1775,23 @@ static void test_undo_reverts_commit(void **state)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *head0, *head1, *count, *status, *msg;
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = user_project(&m, "commit = true\n");
-	sh(dir, "git config user.name tester && git config user.email tester@example.com");
+	tu_sh(dir, "git config user.name tester && git config user.email tester@example.com");
 	head0 = sh_out(dir, "git rev-parse HEAD");
 	FORGEX(&r, dir, "run", "make add add");
 	assert_int_equal(r.status, 0);
-	run_release(&r);
+	tu_result_release(&r);
 	head1 = sh_out(dir, "git rev-parse HEAD");
 	assert_string_not_equal(head0, head1);
 	FORGEX(&r, dir, "undo");
@@ -1938,7 +1816,7 @@ static void test_undo_reverts_commit(void **state)
 	free(count);
 	free(status);
 	free(msg);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	user_project_done(dir);
@@ -1949,25 +1827,25 @@ static void test_resume_after_ctrl_c(void **state)
 {
 	json_t *steps = json_array(), *evs;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *c;
 	const char *args[] = { "run", "make add add", NULL };
 
 	(void)state;
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "run_command", "{\"argv\": [\"sleep\", \"44.5\"]}");
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "run_command", "{\"argv\": [\"sleep\", \"44.5\"]}");
 	/* after the resume the Builder starts again from the plan */
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
-	s = script(steps);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = user_project(&m, NULL);
 	run_forgex(&r, dir, args, SIGINT, "run_command", 0, 60);
 	assert_int_equal(r.status, 130);
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "resume");
 	if (r.status)
 		fail_msg("resume: %s%s", r.out.buf, r.err.buf);
@@ -1978,11 +1856,11 @@ static void test_resume_after_ctrl_c(void **state)
 	evs = events(dir);
 	assert_non_null(find_event(evs, "run_resume", 0));
 	json_decref(evs);
-	run_release(&r);
+	tu_result_release(&r);
 	FORGEX(&r, dir, "resume");
 	assert_int_not_equal(r.status, 0);
 	assert_non_null(strstr(r.err.buf, "has already ended"));
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	user_project_done(dir);
@@ -1997,15 +1875,15 @@ static void resume_after_slow_step(const char *marker, int slow_step, const char
 {
 	json_t *steps = json_array(), *evs;
 	struct mock m;
-	struct run r;
+	struct tu_result r;
 	char *s, *dir, *c;
 	const char *args[] = { "run", "make add add", NULL };
 
-	call(steps, "submit_plan", PLAN);
-	call(steps, "edit_file", FIX_ADD);
-	call(steps, "finish", FINISH);
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", PASS);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
 	/*
 	 * The slow step is cut short by the interrupt (the mock, which answers
 	 * one request at a time, still sleeps it out); the resume asks again
@@ -2020,7 +1898,7 @@ static void resume_after_slow_step(const char *marker, int slow_step, const char
 		json_object_del(again, "delay_ms");
 		json_array_insert_new(steps, (size_t)slow_step + 1, again);
 	}
-	s = script(steps);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	dir = user_project(&m, NULL);
 	if (slow_tests) {
@@ -2036,7 +1914,7 @@ static void resume_after_slow_step(const char *marker, int slow_step, const char
 	run_forgex(&r, dir, args, SIGINT, marker, 0, 60);
 	if (r.status != 130)
 		fail_msg("run: %d\n%s%s", r.status, r.out.buf, r.err.buf);
-	run_release(&r);
+	tu_result_release(&r);
 	c = tu_read(dir, "calc.py");
 	assert_non_null(strstr(c, "return a - b"));	/* restored */
 	free(c);
@@ -2050,7 +1928,7 @@ static void resume_after_slow_step(const char *marker, int slow_step, const char
 	evs = events(dir);
 	assert_non_null(find_event(evs, "run_resume", 0));
 	json_decref(evs);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	user_project_done(dir);
@@ -2132,8 +2010,8 @@ static void test_full_disk_restores(void **state)
 {
 	json_t *steps = json_array();
 	struct mock m;
-	struct run r;
-	char *s, *base = tu_mkdtemp(), *dir, *before, *after, *mnt;
+	struct tu_result r;
+	char *s, *base = tu_mkdtemp(), *dir, *before, *after, *mnt, *home = NULL;
 	const char *argv[] = { "mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", NULL, NULL };
 	struct tu_result mr;
 	pid_t filler;
@@ -2152,24 +2030,25 @@ static void test_full_disk_restores(void **state)
 		skip();
 	}
 	tu_result_release(&mr);
-	call(steps, "submit_plan", PLAN);
-	call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
-	call(steps, "edit_file", FIX_ADD);
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
+	sc_call(steps, "edit_file", FIX_ADD);
 	delayed_finish(steps, 1500);
-	call(steps, "write_file", "{\"path\": \"more.txt\", \"content\": \"x\\n\"}");
-	call(steps, "finish", FINISH);
-	call(steps, "submit_verdict", FAIL);
-	s = script(steps);
+	sc_call(steps, "write_file", "{\"path\": \"more.txt\", \"content\": \"x\\n\"}");
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", FAIL);
+	s = sc_script(steps);
 	mock_start(&m, s);
 	{
 		char *proj = kill_project(&m);
 
 		dir = xstrfmt("%s/p", mnt);
-		sh(base, xstrfmt_tmp("cp -a '%s' '%s'", proj, dir));
-		setenv("XDG_CONFIG_HOME", xstrfmt_tmp("%s.home", proj), 1);
+		tu_sh(base, xstrfmt_tmp("cp -a '%s' '%s'", proj, dir));
+		home = xstrfmt("%s.home", proj);
+		setenv("XDG_CONFIG_HOME", home, 1);
 		tu_rmtree(proj);
 	}
-	sh(dir, "echo fill >> .git/info/exclude");
+	tu_sh(dir, "echo fill >> .git/info/exclude");
 	before = snapshot(dir);
 	filler = fill_disk_when_fixed(dir);
 	FORGEX(&r, dir, "run", "--", "make add add");
@@ -2194,7 +2073,7 @@ static void test_full_disk_restores(void **state)
 	/* room again: at most one undo */
 	unlink(xstrfmt_tmp("%s/fill", dir));
 	if (strcmp(after, before)) {
-		run_release(&r);
+		tu_result_release(&r);
 		FORGEX(&r, dir, "undo");
 		free(after);
 		after = snapshot(dir);
@@ -2204,7 +2083,7 @@ static void test_full_disk_restores(void **state)
 	assert_file(dir, ".env", "SECRET=1\n");
 	free(before);
 	free(after);
-	run_release(&r);
+	tu_result_release(&r);
 	mock_release(&m);
 	free(s);
 	{
@@ -2214,6 +2093,7 @@ static void test_full_disk_restores(void **state)
 		tu_result_release(&mr);
 	}
 	unsetenv("XDG_CONFIG_HOME");
+	tu_rmtree(home);
 	free(dir);
 	free(mnt);
 	tu_rmtree(base);
@@ -2264,5 +2144,5 @@ int main(void)
 	/* TU_FILTER=test_resume_* runs only the tests it names */
 	if (getenv("TU_FILTER"))
 		cmocka_set_test_filter(getenv("TU_FILTER"));
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return tu_run_group_tests(tests, NULL, NULL);
 }

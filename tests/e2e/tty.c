@@ -24,18 +24,11 @@
 
 #include "base/jsonx.h"
 #include "base/strvec.h"
+#include "helpers/scripted.h"
 #include "helpers/testutil.h"
 #include "mockllm/mockctl.h"
 
 extern char **environ;
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* A prompt to wait for and what to type once it shows (the nth time it shows). */
 struct reply {
@@ -61,7 +54,7 @@ static void run_pty(struct ptyrun *r, const char *cwd, const char *const *args,
 	struct strvec argv = STRVEC_INIT;
 	int master, out[2] = { -1, -1 }, st;
 	size_t next = 0, seen = 0;
-	double started = now();
+	double started = tu_now();
 	char *abs = realpath(tu_forgex(), NULL);
 	pid_t pid;
 
@@ -110,7 +103,7 @@ static void run_pty(struct ptyrun *r, const char *cwd, const char *const *args,
 		char chunk[4096];
 		ssize_t n;
 
-		if (now() - started > deadline) {
+		if (tu_now() - started > deadline) {
 			kill(pid, SIGKILL);
 			break;
 		}
@@ -170,37 +163,24 @@ static void ptyrun_release(struct ptyrun *r)
 	buf_release(&r->out);
 }
 
-static void sh(const char *dir, const char *cmd)
-{
-	const char *argv[] = { "sh", "-c", cmd, NULL };
-	struct tu_result r;
-
-	tu_run(&r, argv, dir, NULL, NULL);
-	if (r.status)
-		fail_msg("%s: %s%s", cmd, r.out.buf, r.err.buf);
-	tu_result_release(&r);
-}
-
 /* A git repository with a passing Python test and a config for the mock. */
 static char *project(const struct mock *m, const char *mode)
 {
 	char *dir = tu_mkdtemp();
-	char *cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
-			    "api_key_env = \"FX_E2E_NO_KEY\"\nmax_retries = 0\ntimeout_seconds = 30\n"
-			    "[permissions]\nmode = \"%s\"\n"
-			    "[pipeline]\ntest_command = [\"python3\", \"-m\", \"unittest\"]\n",
-			    m->base_url, mode);
+	char *prov = sc_provider_toml(m, mode);
+	char *cfg = xstrfmt("%s[pipeline]\ntest_command = [\"python3\", \"-m\", \"unittest\"]\n",
+			    prov);
 
 	tu_write(dir, "calc.py", "def add(a, b):\n    return a + b\n");
 	tu_write(dir, "test_calc.py", "import unittest\nfrom calc import add\n\n\n"
 		 "class T(unittest.TestCase):\n    def test_add(self):\n"
 		 "        self.assertEqual(add(2, 3), 5)\n");
 	tu_write(dir, ".gitignore", "__pycache__/\n");
-	sh(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
-		"commit -qm init");
+	tu_git_init(dir);
 	tu_write(dir, ".forgex/config.toml", cfg);
 	tu_trust(dir, NULL);
 	free(cfg);
+	free(prov);
 	return dir;
 }
 
@@ -449,8 +429,10 @@ static void test_tty_approval_always_asks_once(void **state)
 	struct mock m;
 	struct ptyrun r;
 	char id1[32], id2[32];
-	char *s = two_commands_script("{\"argv\": [\"pip\", \"--version\"]}",
-				      "{\"argv\": [\"pip\", \"--help\"]}", id1, id2);
+	/* one shape, "pip list" (an `a` covers the command's shape, not every pip) */
+	char *s = two_commands_script("{\"argv\": [\"pip\", \"list\"]}",
+				      "{\"argv\": [\"pip\", \"list\", \"--format=json\"]}", id1,
+				      id2);
 	char *dir, *r1, *r2;
 	const char *args[] = { "run", "check pip", NULL };
 	struct reply replies[] = { { "Run it? [y/a/N/e] ", "a\n" } };
@@ -467,8 +449,9 @@ static void test_tty_approval_always_asks_once(void **state)
 	assert_non_null(r1);
 	assert_non_null(r2);
 	/* both ran */
-	assert_non_null(strstr(r1, "$ pip --version\nexit_code: "));
-	assert_non_null(strstr(r2, "$ pip --help\nexit_code: "));
+	assert_non_null(strstr(r1, "$ pip list\nexit_code: "));
+	assert_non_null(strstr(r2, "$ pip list --format=json\nexit_code: "));
+	assert_non_null(strstr(r.tty.buf, "a: yes, and 'pip list' without asking"));
 	free(r1);
 	free(r2);
 	ptyrun_release(&r);
@@ -614,12 +597,12 @@ static void ctrl_c_then_resume(int during_command)
 	s = script(steps);
 	mock_start(&m, s);
 	dir = project(&m, "ask");
-	t0 = now();
+	t0 = tu_now();
 	run_pty(&r, dir, args, replies, 1, 0, 120);
 	if (r.status != 130)
 		fail_msg("run: %d\n%s", r.status, r.tty.buf);
 	/* a 60 s command: stopped at once */
-	assert_true(now() - t0 < 40);
+	assert_true(tu_now() - t0 < 40);
 	ptyrun_release(&r);
 	run_pty(&r, dir, resume, NULL, 0, 0, 120);
 	if (r.status)
@@ -806,6 +789,99 @@ static void test_tty_spinner_on_terminal_only(void **state)
 	free(s);
 }
 
+/*
+ * Issue 20, item 7: what forgex map and forgex mcp list print on a real
+ * terminal. A repository whose file names and lines hold escapes (OSC 52
+ * clipboard write, CSI clear, 8-bit CSI, DCS, BEL, BS) and an MCP server
+ * whose name, version and tool description hold the same: none of it
+ * reaches the terminal raw, text or --json; the escapes are shown instead.
+ */
+#define NASTY "\033]52;c;cHduZWQ=\007\033[2J\302\23331m\302\220x\302\234\010"
+
+static void assert_no_raw_escapes(const char *what, const struct buf *tty)
+{
+	static const char *const raw[] = { "\033]52", "\033[2J", "\302\233", "\302\220",
+					   "\302\234", "\007", "\010" };
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(raw); i++)
+		if (memmem(tty->buf, tty->len, raw[i], strlen(raw[i])))
+			fail_msg("%s: a raw escape (#%zu) reached the terminal:\n%s", what, i,
+				 tty->buf);
+}
+
+static void test_tty_map_and_mcp_list_are_terminal_safe(void **state)
+{
+	static const char server[] =
+		"import json, sys\n"
+		"E = '\\x1b]52;c;cHduZWQ=\\x07\\x1b[2J\\x9b31m\\x90x\\x9c\\x08'\n"
+		"for line in sys.stdin:\n"
+		"    m = json.loads(line)\n"
+		"    if 'id' not in m:\n"
+		"        continue\n"
+		"    if m.get('method') == 'initialize':\n"
+		"        r = {'protocolVersion': '2025-11-25', 'capabilities': {'tools': {}},\n"
+		"             'serverInfo': {'name': 'srv' + E, 'version': '1.0' + E}}\n"
+		"    elif m.get('method') == 'tools/list':\n"
+		"        r = {'tools': [{'name': 'look', 'description': 'Looks' + E,\n"
+		"                        'inputSchema': {'type': 'object'}}]}\n"
+		"    else:\n"
+		"        r = {}\n"
+		"    print(json.dumps({'jsonrpc': '2.0', 'id': m['id'], 'result': r}), flush=True)\n";
+	static const char *const map[] = { "map", NULL };
+	static const char *const map_json[] = { "map", "--json", NULL };
+	static const char *const list[] = { "mcp", "list", NULL };
+	static const char *const list_json[] = { "mcp", "list", "--json", NULL };
+	struct mock m;
+	struct ptyrun r;
+	/* the server runs in the sandbox, whose /tmp is its own: its script lives elsewhere */
+	char *dir, *tools = xstrdup("/var/tmp/forgex-tty-XXXXXX"), *cfg, *py;
+
+	(void)state;
+	if (!mkdtemp(tools))
+		fail_msg("mkdtemp: %s", strerror(errno));
+	mock_start(&m, "{\"steps\": []}");
+	dir = project(&m, "auto");
+	tu_write(dir, "evil" NASTY ".py", "# " NASTY "\ndef evil():\n    return '" NASTY "'\n");
+	sh(dir, "git add -A && git -c user.name=t -c user.email=t@e commit -qm evil");
+	tu_write(tools, "srv.py", server);
+	py = xstrfmt("%s/srv.py", tools);
+	cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
+		      "api_key_env = \"FX_E2E_NO_KEY\"\n[permissions]\nmode = \"auto\"\n"
+		      "[mcp_servers.evil]\ncommand = \"python3\"\nargs = [\"%s\"]\n", m.base_url, py);
+	tu_write(dir, ".forgex/config.toml", cfg);
+	tu_trust(dir, NULL);
+
+	run_pty(&r, dir, map, NULL, 0, 0, 60);
+	assert_int_equal(r.status, 0);
+	assert_no_raw_escapes("forgex map", &r.tty);
+	/* the name is there, escaped */
+	assert_non_null(strstr(r.tty.buf, "evil\\e]52;c;cHduZWQ="));
+	ptyrun_release(&r);
+	run_pty(&r, dir, map_json, NULL, 0, 0, 60);
+	assert_int_equal(r.status, 0);
+	assert_no_raw_escapes("forgex map --json", &r.tty);
+	assert_non_null(strcasestr(r.tty.buf, "\\u009b"));
+	ptyrun_release(&r);
+
+	run_pty(&r, dir, list, NULL, 0, 0, 60);
+	assert_int_equal(r.status, 0);
+	assert_no_raw_escapes("forgex mcp list", &r.tty);
+	assert_non_null(strstr(r.tty.buf, "ready, protocol 2025-11-25, srv"));
+	assert_non_null(strstr(r.tty.buf, "evil__look"));
+	ptyrun_release(&r);
+	run_pty(&r, dir, list_json, NULL, 0, 0, 60);
+	assert_int_equal(r.status, 0);
+	assert_no_raw_escapes("forgex mcp list --json", &r.tty);
+	ptyrun_release(&r);
+
+	mock_release(&m);
+	tu_rmtree(dir);
+	tu_rmtree(tools);
+	free(cfg);
+	free(py);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -820,9 +896,10 @@ int main(void)
 		cmocka_unit_test(test_tty_no_args_opens_a_session),
 		cmocka_unit_test(test_tty_no_args_without_terminal_prints_help),
 		cmocka_unit_test(test_tty_spinner_on_terminal_only),
+		cmocka_unit_test(test_tty_map_and_mcp_list_are_terminal_safe),
 	};
 
 	if (getenv("TU_FILTER"))
 		cmocka_set_test_filter(getenv("TU_FILTER"));
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return tu_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,8 @@
  *   - every call names one of the tools, and its arguments are a JSON
  *     object;
  *   - nothing is invented: every key of the arguments occurs in the text,
- *     and so does every string value that needed no escape;
+ *     and so does every string value that needed no escape (no quote of
+ *     either kind, no backslash: Python-style dialects unescape \');
  *   - what is left as prose is never longer than the text;
  *   - a repaired value repairs to itself, with nothing more to repair.
  *
@@ -30,7 +31,8 @@ static const char *const names[] = { "read_file", "write_file", "list_dir", "sea
 static int plain(const char *s)
 {
 	for (; *s; s++)
-		if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+		if (*s == '"' || *s == '\'' || *s == '\\' || (unsigned char)*s < 0x20 ||
+		    (unsigned char)*s >= 0x7f)
 			return 0;
 	return 1;
 }

@@ -101,26 +101,21 @@ char *sc_tools_of(json_t *reqs, size_t n)
 	return buf_detach(&b, NULL);
 }
 
-static void sh(const char *dir, const char *cmd)
+char *sc_provider_toml(const struct mock *m, const char *mode)
 {
-	const char *argv[] = { "sh", "-c", cmd, NULL };
-	struct tu_result r;
-
-	tu_run(&r, argv, dir, NULL, NULL);
-	if (r.status)
-		fail_msg("%s: %s%s", cmd, r.out.buf, r.err.buf);
-	tu_result_release(&r);
+	return xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
+		       "api_key_env = \"FX_E2E_NO_KEY\"\nmax_retries = 0\ntimeout_seconds = 30\n"
+		       "[permissions]\nmode = \"%s\"\n",
+		       m ? m->base_url : "http://127.0.0.1:9/v1", mode);
 }
 
 void sc_proj_config(struct sc_proj *p, const struct mock *m, const char *mode, const char *more)
 {
-	char *cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
-			    "api_key_env = \"FX_E2E_NO_KEY\"\nmax_retries = 0\ntimeout_seconds = 30\n"
-			    "[permissions]\nmode = \"%s\"\n%s",
-			    m ? m->base_url : "http://127.0.0.1:9/v1", mode, more ? more : "");
+	char *prov = sc_provider_toml(m, mode), *cfg = xstrfmt("%s%s", prov, more ? more : "");
 
 	tu_write(p->home, "forgex/config.toml", cfg);
 	free(cfg);
+	free(prov);
 }
 
 void sc_proj_init(struct sc_proj *p, const struct mock *m, const char *mode, const char *more)
@@ -136,8 +131,7 @@ void sc_proj_init(struct sc_proj *p, const struct mock *m, const char *mode, con
 	tu_write(p->dir, ".gitignore", "__pycache__/\n");
 	tu_write(p->dir, ".forgex/config.toml",
 		 "[pipeline]\ntest_command = [\"python3\", \"-m\", \"unittest\"]\n");
-	sh(p->dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
-		"commit -qm init");
+	tu_git_init(p->dir);
 	p->env_home = xstrfmt("HOME=%s", p->home);
 	p->env_xdg = xstrfmt("XDG_CONFIG_HOME=%s", p->home);
 	p->env[0] = p->env_home;

@@ -31,6 +31,13 @@ int sc_model_saw(const struct mock *m, const char *needle);
 /** The tool names offered in chat request `n` of `reqs`, each followed by a space (caller frees). */
 char *sc_tools_of(json_t *reqs, size_t n);
 
+/**
+ * The configuration text naming the mock `m` (NULL: a port nobody
+ * listens on) as provider, with no retries, and [permissions] mode =
+ * `mode` (caller frees).
+ */
+char *sc_provider_toml(const struct mock *m, const char *mode);
+
 /** A git repository with a passing Python test, and a user configuration in `home`. */
 struct sc_proj {
 	char *dir, *home;

@@ -1,3 +1,7 @@
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -7,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/fsutil.h"
@@ -135,6 +140,29 @@ const char *tu_forgex(void)
 	return b && *b ? b : "build/forgex";
 }
 
+/* The current environment with `extra` ("K=V" set, "K" removed) into `env`. */
+static void env_with(struct strvec *env, const char *const *extra)
+{
+	char **e;
+
+	for (e = environ; *e; e++) {
+		const char *const *x;
+		int drop = 0;
+
+		for (x = extra; x && *x; x++) {
+			size_t n = strcspn(*x, "=");
+
+			if (!strncmp(*e, *x, n) && (*e)[n] == '=')
+				drop = 1;
+		}
+		if (!drop)
+			strvec_push(env, *e);
+	}
+	for (; extra && *extra; extra++)
+		if (strchr(*extra, '='))
+			strvec_push(env, *extra);
+}
+
 void tu_run(struct tu_result *r, const char *const *argv, const char *cwd,
 	    const char *const *env_extra, const char *input)
 {
@@ -142,26 +170,10 @@ void tu_run(struct tu_result *r, const char *const *argv, const char *cwd,
 	struct strvec env = STRVEC_INIT;
 	size_t inlen = input ? strlen(input) : 0, inpos = 0;
 	pid_t pid;
-	char **e;
 
 	buf_init(&r->out, 0);
 	buf_init(&r->err, 0);
-	for (e = environ; *e; e++) {
-		const char *const *x;
-		int drop = 0;
-
-		for (x = env_extra; x && *x; x++) {
-			size_t n = strcspn(*x, "=");
-
-			if (!strncmp(*e, *x, n) && (*e)[n] == '=')
-				drop = 1;
-		}
-		if (!drop)
-			strvec_push(&env, *e);
-	}
-	for (; env_extra && *env_extra; env_extra++)
-		if (strchr(*env_extra, '='))
-			strvec_push(&env, *env_extra);
+	env_with(&env, env_extra);
 	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
 		die("pipe");
 	pid = fork();
@@ -237,4 +249,131 @@ void tu_result_release(struct tu_result *r)
 {
 	buf_release(&r->out);
 	buf_release(&r->err);
+}
+
+void tu_sh(const char *dir, const char *cmd)
+{
+	const char *argv[] = { "sh", "-c", cmd, NULL };
+	struct tu_result r;
+
+	tu_run(&r, argv, dir, NULL, NULL);
+	if (r.status)
+		fail_msg("%s: %s%s", cmd, r.out.buf, r.err.buf);
+	tu_result_release(&r);
+}
+
+void tu_git_init(const char *dir)
+{
+	tu_sh(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
+	      "commit -qm init");
+}
+
+int tu_run_group(const char *name, const struct CMUnitTest *tests, size_t nr,
+		 int (*setup)(void **), int (*teardown)(void **))
+{
+	const char *spec = getenv("TEST_SHARD");
+	unsigned long k = 0, n = 0;
+	struct CMUnitTest *mine;
+	size_t i, kept = 0;
+	int ret;
+
+	if (!spec || !*spec)
+		return _cmocka_run_group_tests(name, tests, nr, setup, teardown);
+	if (sscanf(spec, "%lu/%lu", &k, &n) != 2 || !n || !k || k > n)
+		die("TEST_SHARD=%s: expected k/n with 1 <= k <= n", spec);
+	mine = xcalloc(nr ? nr : 1, sizeof(*mine));
+	for (i = k - 1; i < nr; i += n)
+		mine[kept++] = tests[i];
+	ret = _cmocka_run_group_tests(name, mine, kept, setup, teardown);
+	free(mine);
+	return ret;
+}
+
+double tu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void tu_run_watched(struct tu_result *r, const char *const *argv, const char *cwd,
+		    const char *const *env_extra, struct tu_watch *w)
+{
+	struct strvec env = STRVEC_INIT;
+	int out[2], err[2], st, sent = 0, open_fds = 2;
+	pid_t pid;
+
+	buf_init(&r->out, 0);
+	buf_init(&r->err, 0);
+	w->mark_at = 0;
+	w->killed = 0;
+	env_with(&env, env_extra);
+	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
+		die("pipe");
+	w->started = tu_now();
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		int null = open("/dev/null", O_RDONLY);
+
+		dup2(null, 0);
+		dup2(out[1], 1);
+		dup2(err[1], 2);
+		if (cwd && chdir(cwd))
+			_exit(125);
+		execvpe(argv[0], (char *const *)argv, (char *const *)env.v);
+		_exit(127);
+	}
+	close(out[1]);
+	close(err[1]);
+	while (open_fds) {
+		struct pollfd p[2] = { { out[0], POLLIN, 0 }, { err[0], POLLIN, 0 } };
+		double t = tu_now() - w->started;
+		int i;
+
+		if (t > w->deadline) {
+			kill(pid, SIGKILL);
+			w->killed = 1;
+			break;
+		}
+		if (w->sig && !sent &&
+		    (w->sig_marker ? strstr(r->err.buf, w->sig_marker) != NULL : t >= w->sig_after)) {
+			kill(pid, w->sig);
+			sent = 1;
+		}
+		if (poll(p, 2, 20) < 0 && errno != EINTR)
+			die("poll");
+		for (i = 0; i < 2; i++) {
+			char chunk[4096];
+			ssize_t n;
+
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			n = read(p[i].fd, chunk, sizeof(chunk));
+			if (n > 0) {
+				buf_add(i ? &r->err : &r->out, chunk, (size_t)n);
+				if (!i && w->mark && !w->mark_at && strstr(r->out.buf, w->mark))
+					w->mark_at = tu_now();
+			} else if (n == 0 || errno != EINTR) {
+				close(p[i].fd);
+				if (i)
+					err[0] = -1;
+				else
+					out[0] = -1;
+				open_fds--;
+			}
+		}
+	}
+	if (out[0] >= 0)
+		close(out[0]);
+	if (err[0] >= 0)
+		close(err[0]);
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			die("waitpid");
+	w->ended = tu_now();
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	strvec_clear(&env);
 }

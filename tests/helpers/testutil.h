@@ -50,6 +50,32 @@ void tu_run(struct tu_result *r, const char *const *argv, const char *cwd,
 	    const char *const *env_extra, const char *input);
 void tu_result_release(struct tu_result *r);
 
+/** What tu_run_watched() does while the program runs, and what it saw. */
+struct tu_watch {
+	int sig;		/* a signal to send (0: none), once `sig_marker` */
+	const char *sig_marker;	/* shows on stderr, or (when NULL) */
+	double sig_after;	/* after this many seconds */
+	const char *mark;	/* note when this first shows on stdout */
+	double deadline;	/* SIGKILL after this many seconds */
+	double started, ended;	/* set: CLOCK_MONOTONIC seconds */
+	double mark_at;		/* set: when `mark` showed; 0: never */
+	int killed;		/* set: killed at the deadline */
+};
+
+/**
+ * Run `argv` as tu_run() does (stdin /dev/null), watching it as `w` says:
+ * for the tests that interrupt a program at a given point or time.
+ */
+void tu_run_watched(struct tu_result *r, const char *const *argv, const char *cwd,
+		    const char *const *env_extra, struct tu_watch *w);
+/** CLOCK_MONOTONIC in seconds. */
+double tu_now(void);
+
+/** Run `sh -c cmd` in `dir` (as tu_run); the test fails when it fails. */
+void tu_sh(const char *dir, const char *cmd);
+/** Make `dir` a git repository with everything in it committed (as user "t"). */
+void tu_git_init(const char *dir);
+
 /** The isolated home (NULL with TU_KEEP_HOME=1). */
 const char *tu_home(void);
 
@@ -61,5 +87,20 @@ void tu_trust(const char *dir, const char *const *env_extra);
 
 /** The forgex binary under test ($FORGEX_BIN, else build/forgex). */
 const char *tu_forgex(void);
+
+struct CMUnitTest;
+
+/**
+ * Run the group `tests` (`nr` of them) as cmocka_run_group_tests_name()
+ * does, or one shard of it: with TEST_SHARD=k/n in the environment
+ * (tests/run.sh sets it for the suites it splits), only tests k, k+n,
+ * k+2n, ... (counting from 1) run, so the n shards together run each test
+ * once. The tests of a sharded suite must not depend on one another.
+ */
+int tu_run_group(const char *name, const struct CMUnitTest *tests, size_t nr,
+		 int (*setup)(void **), int (*teardown)(void **));
+
+#define tu_run_group_tests(tests, setup, teardown) \
+	tu_run_group(#tests, (tests), sizeof(tests) / sizeof((tests)[0]), (setup), (teardown))
 
 #endif

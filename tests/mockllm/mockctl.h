@@ -30,6 +30,7 @@
 #include "base/buf.h"
 #include "base/fsutil.h"
 #include "base/jsonx.h"
+#include "base/xdg.h"
 #include "helpers/testutil.h"
 #include "llm/transcript.h"
 
@@ -93,6 +94,18 @@ static inline void mock_start(struct mock *m, const char *script)
 	m->port = atoi(port_text);
 	free(port_text);
 	m->base_url = xstrfmt("http://127.0.0.1:%d/v1", m->port);
+	{
+		/*
+		 * forgex keeps a server's window a day in the user's cache, by
+		 * base URL: a new mock on a port an earlier one used must not
+		 * find that one's answer there.
+		 */
+		char *cache = xdg_path(XDG_DIR_CACHE, "forgex/windows.json");
+
+		if (cache)
+			unlink(cache);
+		free(cache);
+	}
 	buf_release(&sp);
 	buf_release(&pp);
 }

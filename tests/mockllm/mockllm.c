@@ -35,7 +35,7 @@
 static json_t *script_steps;	/* array */
 static json_t *script_models;	/* array of strings */
 static json_t *script_server;	/* the script object: "server", "n_ctx", "num_ctx", ... */
-static const char *server_kind = "openai";	/* "openai", "ollama", "llamacpp", "vllm" */
+static const char *server_kind = "openai";	/* "openai", "ollama", "llamacpp", "vllm", "proxy" */
 
 static long server_int(const char *key, long def);
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -795,6 +795,15 @@ static int not_found(int fd, struct request *rq, json_t *body)
 	return send_whole(fd, 404, "application/json", NULL, nf, strlen(nf), rq->close);
 }
 
+/* "proxy": a server that answers any other POST with 200 and an object of its own */
+static int answer_any_post(int fd, struct request *rq, json_t *body)
+{
+	const char *ok = "{\"ok\":true}";
+
+	log_request(rq, body, -1);
+	return send_whole(fd, 200, "application/json", NULL, ok, strlen(ok), rq->close);
+}
+
 /* llama.cpp: GET /props */
 static int answer_props(int fd, struct request *rq)
 {
@@ -1015,6 +1024,8 @@ static void *serve(void *arg)
 		} else if (!strcmp(server_kind, "ollama") && !strcmp(rq.method, "POST") &&
 			   !strcmp(rq.path.buf, "/api/chat")) {
 			ret = answer_ollama_chat(fd, &rq, body);
+		} else if (!strcmp(server_kind, "proxy") && !strcmp(rq.method, "POST")) {
+			ret = answer_any_post(fd, &rq, body);
 		} else {
 			ret = not_found(fd, &rq, body);
 		}

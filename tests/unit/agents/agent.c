@@ -10,6 +10,7 @@
 #include <cmocka.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "agents/agent.h"
 #include "agents/roles.h"
 #include "base/jsonx.h"
@@ -352,7 +353,7 @@ static void test_agent_deadline(void **state)
 	struct step s[1] = { { "hi", NULL, NULL, NULL, NULL, 1 } };
 
 	script(e, s, 1);
-	b.deadline = agent_now() - 0.001;
+	b.deadline = clk_mono_s() - 0.001;
 	e->o.budget = &b;
 	assert_int_equal(agent_run(&e->r, &e->o), 0);
 	assert_int_equal(e->r.status, AGENT_BUDGET);

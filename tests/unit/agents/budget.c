@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "agents/agent.h"
 
 static struct llm_usage usage(long prompt, long completion, long total)
@@ -18,13 +19,13 @@ static struct llm_usage usage(long prompt, long completion, long total)
 static void test_budget_init_limits(void **state)
 {
 	struct agent_budget b;
-	double before = agent_now();
+	double before = clk_mono_s();
 
 	(void)state;
 	agent_budget_init(&b, 5000, 2.5, 60);
 	assert_int_equal(b.max_tokens, 5000);
 	assert_true(b.max_cost_usd == 2.5);
-	assert_true(b.deadline >= before + 60 && b.deadline <= agent_now() + 60);
+	assert_true(b.deadline >= before + 60 && b.deadline <= clk_mono_s() + 60);
 	assert_int_equal(b.tokens_used, 0);
 	agent_budget_release(&b);
 	agent_budget_init(&b, -1, -3, 0);
@@ -160,10 +161,10 @@ static void test_budget_spent_reasons(void **state)
 
 	buf_reset(&why);
 	agent_budget_init(&b, 0, 0, 0);
-	b.deadline = agent_now() - 1;
+	b.deadline = clk_mono_s() - 1;
 	assert_int_equal(agent_budget_spent(&b, &why), 1);
 	assert_non_null(strstr(why.buf, "wall-clock budget spent"));
-	b.deadline = agent_now() + 100;
+	b.deadline = clk_mono_s() + 100;
 	assert_int_equal(agent_budget_spent(&b, NULL), 0);
 	agent_budget_release(&b);
 	buf_release(&why);

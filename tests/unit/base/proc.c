@@ -319,6 +319,132 @@ static void test_proc_group_killed_on_release(void **state)
 	assert_true(gone((pid_t)grandchild));
 }
 
+static void test_proc_capture_all(void **state)
+{
+	struct buf out = BUF_INIT;
+	struct proc p;
+
+	(void)state;
+	/* PROC_CAPTURE_ALL: 8 MiB, far over the default cap, kept whole */
+	shell(&p, "head -c 8388608 /dev/zero");
+	p.out = PROC_IO_CAPTURE;
+	p.out_buf = &out;
+	p.capture_max = PROC_CAPTURE_ALL;
+	p.timeout_ms = 20000;
+	assert_int_equal(proc_run(&p), 0);
+	assert_int_equal(out.len, 8388608);
+	assert_int_equal(p.out_dropped, 0);
+	proc_release(&p);
+	buf_release(&out);
+}
+
+/* The whole of file `path`, in `b`. */
+static void slurp(struct buf *b, const char *path)
+{
+	char chunk[256];
+	size_t n;
+	FILE *f = fopen(path, "r");
+
+	assert_non_null(f);
+	buf_reset(b);
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		buf_add(b, chunk, n);
+	fclose(f);
+}
+
+static void test_proc_file(void **state)
+{
+	char tmpl[] = "/tmp/forgex-proc-XXXXXX", *dir = mkdtemp(tmpl);
+	char out_path[64], err_path[64], missing[80];
+	struct buf got = BUF_INIT;
+	struct proc p;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(dir);
+	snprintf(out_path, sizeof(out_path), "%s/out", dir);
+	snprintf(err_path, sizeof(err_path), "%s/err", dir);
+	snprintf(missing, sizeof(missing), "%s/no-such-folder/out", dir);
+	/* a longer file already there: truncated, not overwritten in place */
+	f = fopen(err_path, "w");
+	assert_non_null(f);
+	fputs("an old and much longer stderr\n", f);
+	fclose(f);
+
+	shell(&p, "echo to-out; echo to-err >&2; exit 2");
+	p.out = p.err = PROC_IO_FILE;
+	p.out_path = out_path;
+	p.err_path = err_path;
+	assert_int_equal(proc_run(&p), 2);
+	proc_release(&p);
+	slurp(&got, out_path);
+	assert_string_equal(got.buf, "to-out\n");
+	slurp(&got, err_path);
+	assert_string_equal(got.buf, "to-err\n");
+
+	/* a file that cannot be opened: an error of start, nothing runs */
+	shell(&p, "echo ran > \"$0\"");
+	strvec_push(&p.argv, out_path);
+	p.out = PROC_IO_FILE;
+	p.out_path = missing;
+	assert_int_equal(proc_start(&p), FX_EOS);
+	assert_non_null(strstr(err_last(), "cannot open"));
+	assert_int_equal(p.pid, 0);
+	proc_release(&p);
+	err_clear();
+	slurp(&got, out_path);
+	assert_string_equal(got.buf, "to-out\n");
+
+	unlink(out_path);
+	unlink(err_path);
+	rmdir(dir);
+	buf_release(&got);
+}
+
+static void test_proc_poll_and_kill_group(void **state)
+{
+	char tmpl[] = "/tmp/forgex-proc-XXXXXX", *dir = mkdtemp(tmpl), out_path[64];
+	struct buf got = BUF_INIT;
+	struct proc p;
+	long grandchild = 0;
+	int i;
+
+	(void)state;
+	assert_non_null(dir);
+	snprintf(out_path, sizeof(out_path), "%s/out", dir);
+	/* a leader that waits on a grandchild in its group, its output in a file */
+	shell(&p, "sleep 30 & echo $!; wait");
+	p.out = PROC_IO_FILE;
+	p.out_path = out_path;
+	p.flags = PROC_NEW_GROUP | PROC_DIE_WITH_PARENT;
+	assert_int_equal(proc_start(&p), 0);
+	for (i = 0; i < 500 && !grandchild; i++) {
+		slurp(&got, out_path);
+		grandchild = strtol(got.buf, NULL, 10);
+		if (!grandchild)
+			usleep(10000);
+	}
+	assert_true(grandchild > 0);
+	/* polling never blocks while it runs */
+	assert_int_equal(proc_wait(&p, 0), 0);
+	assert_false(p.exited);
+	/* the group as a whole: the grandchild goes too */
+	proc_kill(&p, SIGTERM);
+	for (i = 0; i < 500 && !proc_wait(&p, 0); i++)
+		usleep(10000);
+	assert_true(p.exited);
+	/* reaped: proc_finish() gives its status at once */
+	assert_int_equal(proc_finish(&p), 128 + SIGTERM);
+	for (i = 0; i < 200 && !gone((pid_t)grandchild); i++)
+		usleep(10000);
+	assert_true(gone((pid_t)grandchild));
+	proc_release(&p);
+
+	unlink(out_path);
+	rmdir(dir);
+	buf_release(&got);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -331,6 +457,9 @@ int main(void)
 		cmocka_unit_test(test_proc_cwd),
 		cmocka_unit_test(test_proc_pipe_and_socket),
 		cmocka_unit_test(test_proc_group_killed_on_release),
+		cmocka_unit_test(test_proc_capture_all),
+		cmocka_unit_test(test_proc_file),
+		cmocka_unit_test(test_proc_poll_and_kill_group),
 	};
 
 	return cmocka_run_group_tests_name("base/proc", tests, NULL, NULL);

@@ -86,6 +86,25 @@ static void test_utf8_cut_passes_invalid_bytes(void **state)
 	assert_int_equal(utf8_cut(bad, 5, 3), 3);
 	/* Nothing but continuation bytes: the prefix shrinks to nothing. */
 	assert_int_equal(utf8_cut("\x80\x80\x80", 3, 2), 0);
+	/* A long run of them: at most 3 are stepped over, as no sequence has more. */
+	assert_int_equal(utf8_cut("a\x80\x80\x80\x80\x80\x80\x80x", 9, 7), 4);
+}
+
+static void test_utf8_incomplete_tells_a_cut_sequence(void **state)
+{
+	(void)state;
+	assert_int_equal(utf8_incomplete("\xc3", 1), 1);		/* é, cut */
+	assert_int_equal(utf8_incomplete("\xe2\x82", 2), 1);	/* €, cut */
+	assert_int_equal(utf8_incomplete("\xe0", 1), 1);		/* needs A0..BF next */
+	assert_int_equal(utf8_incomplete("\xf0\x9f\x98", 3), 1);	/* 😀, cut */
+	assert_int_equal(utf8_incomplete("\xf4", 1), 1);		/* needs 80..8F next */
+	assert_int_equal(utf8_incomplete("a", 1), 0);			/* whole */
+	assert_int_equal(utf8_incomplete("\xc3\xa9", 2), 0);		/* whole */
+	assert_int_equal(utf8_incomplete("\xe0\x80", 2), 0);		/* overlong: invalid */
+	assert_int_equal(utf8_incomplete("\xed\xa0", 2), 0);		/* a surrogate: invalid */
+	assert_int_equal(utf8_incomplete("\x80", 1), 0);		/* no lead byte */
+	assert_int_equal(utf8_incomplete("\xff", 1), 0);
+	assert_int_equal(utf8_incomplete("", 0), 0);
 }
 
 static void test_utf8_start_skips_continuations(void **state)
@@ -107,6 +126,7 @@ int main(void)
 		cmocka_unit_test(test_utf8_encode_round_trips),
 		cmocka_unit_test(test_utf8_cut_never_splits_a_sequence),
 		cmocka_unit_test(test_utf8_cut_passes_invalid_bytes),
+		cmocka_unit_test(test_utf8_incomplete_tells_a_cut_sequence),
 		cmocka_unit_test(test_utf8_start_skips_continuations),
 	};
 

@@ -483,7 +483,7 @@ static void test_approval_shows_folder_network_and_keys(void **state)
 	assert_non_null(strstr(seen.buf, "needs approval: Command 'pip' may access the network\n"
 			       "  $ pip install x\n  in src/lib (of the workspace)\n"
 			       "  approved, it runs with network access\n"));
-	assert_non_null(strstr(seen.buf, "a: yes, and 'pip' without asking"));
+	assert_non_null(strstr(seen.buf, "a: yes, and 'pip install' without asking"));
 	assert_non_null(strstr(seen.buf, "e: no, and tell the model why"));
 	buf_reset(&seen);
 	full_case("always\n", NULL, &f, &seen);

@@ -368,6 +368,35 @@ static void test_openai_idle_timeout(void **state)
 	finish(&f);
 }
 
+/* A stream that stalls is a transient fault: the attempt ends after idle_timeout_seconds and is retried. */
+static void test_openai_stall_is_retried(void **state)
+{
+	struct fixture f;
+	struct llm_response r = LLM_RESPONSE_INIT;
+	double t0;
+
+	(void)state;
+	start(&f, "[{\"text\": \"late\", \"delays_ms\": [4000]}, {\"text\": \"on time\"}]",
+	      "timeout_seconds = 30\nidle_timeout_seconds = 1\nmax_retries = 2");
+	t0 = now();
+	assert_int_equal(ask(&f, &r, "q"), 0);
+	assert_true(now() - t0 < 3.5);
+	assert_string_equal(r.content, "on time");
+	assert_int_equal(r.retries, 1);
+	assert_int_equal(mock_count(&f.mock, "/chat/completions"), 2);
+	llm_response_release(&r);
+	finish(&f);
+
+	/* every attempt stalls: the whole call still ends at timeout_seconds */
+	start(&f, "[{\"hang\": true, \"repeat\": -1}]",
+	      "timeout_seconds = 3\nidle_timeout_seconds = 1\nmax_retries = 20");
+	t0 = now();
+	assert_int_equal(ask(&f, &r, "q"), FX_EPROVIDER);
+	assert_true(now() - t0 < 5);
+	assert_true(mock_count(&f.mock, "/chat/completions") >= 2);
+	finish(&f);
+}
+
 static void test_openai_connection_refused(void **state)
 {
 	struct fixture f;
@@ -509,6 +538,11 @@ static void test_openai_context_window(void **state)
 		{ "{\"server\": \"ollama\", \"num_ctx\": 2048, \"context_length\": 131072, "
 		  "\"steps\": []}", "type = \"ollama\"\ncontext_window = 500000", 131072, "config", 1, 1 },
 		{ "[]", NULL, 32768, "default", 3, 0 },
+		/* a gateway that answers every POST with 200 is not taken for Ollama */
+		{ "{\"server\": \"proxy\", \"steps\": []}", NULL, 32768, "default", 3, 0 },
+		/* probe_window = "never": nothing is asked */
+		{ "{\"server\": \"vllm\", \"steps\": []}", "probe_window = \"never\"", 32768, "default",
+		  0, 0 },
 		{ "{\"server\": \"vllm\", \"steps\": []}", "context_window = 4000", 4000, "config", 0, 0 },
 	};
 	size_t i;
@@ -537,10 +571,35 @@ static void test_openai_context_window(void **state)
 	}
 }
 
+/* A server elsewhere is not asked for its window unless probe_window = "always". */
+static void test_openai_remote_is_not_probed(void **state)
+{
+	struct config cfg;
+	struct provider *p;
+	const char *source = NULL;
+	/* TEST-NET-1: nothing answers there, so a question would take its whole 3 s */
+	static const char t[] = "[providers.far]\nbase_url = \"http://192.0.2.1:9/v1\"\n"
+				"model = \"m\"\n";
+	double t0;
+
+	(void)state;
+	config_init(&cfg);
+	if (config_apply_string(&cfg, t, strlen(t), "user.toml", CFG_USER) < 0 ||
+	    provider_open(&p, &cfg, "far", NULL) < 0)
+		fail_msg("%s", err_last());
+	t0 = now();
+	assert_int_equal(provider_context_window(p, &source, NULL), 131072);
+	assert_string_equal(source, "default");
+	assert_true(now() - t0 < 1);
+	provider_free(p);
+	config_release(&cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_openai_context_window),
+		cmocka_unit_test(test_openai_remote_is_not_probed),
 		cmocka_unit_test(test_openai_streams_text),
 		cmocka_unit_test(test_openai_key_and_extra_headers),
 		cmocka_unit_test(test_openai_parallel_tool_calls),
@@ -552,6 +611,7 @@ int main(void)
 		cmocka_unit_test(test_openai_4xx_fail_at_once),
 		cmocka_unit_test(test_openai_dropped_stream_is_an_error),
 		cmocka_unit_test(test_openai_idle_timeout),
+		cmocka_unit_test(test_openai_stall_is_retried),
 		cmocka_unit_test(test_openai_connection_refused),
 		cmocka_unit_test(test_openai_malformed_replies),
 		cmocka_unit_test(test_openai_retry_after_too_long),

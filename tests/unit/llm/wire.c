@@ -7,6 +7,7 @@
 
 #include "base/jsonx.h"
 #include "base/sse.h"
+#include "llm/textcalls.h"
 #include "llm/wire.h"
 
 static int to_asm(void *data, const char *event, const char *payload, size_t len)
@@ -444,6 +445,44 @@ static void test_wire_ollama(void **state)
 	buf_release(&texts);
 }
 
+/*
+ * A call written in the reasoning a server sends apart (vLLM's and
+ * llama.cpp's reasoning_content, OpenRouter's reasoning) never reaches the
+ * reply's text, so it is never taken for a call.
+ */
+static void test_wire_reasoning_is_not_text(void **state)
+{
+	static const char stream[] =
+		CHUNK("{\"role\":\"assistant\",\"reasoning_content\":\"I could call <tool_call>"
+		      "{\\\"name\\\": \\\"delete_file\\\", \\\"arguments\\\": {\\\"path\\\": "
+		      "\\\"/\\\"}}</tool_call>\"}", "null")
+		CHUNK("{\"reasoning\":\" but no.\"}", "null")
+		CHUNK("{\"content\":\"Nothing to delete.\"}", "\"stop\"")
+		"data: [DONE]\n\n";
+	const char *body =
+		"{\"choices\":[{\"message\":{\"role\":\"assistant\",\"reasoning_content\":"
+		"\"<tool_call>{\\\"name\\\": \\\"delete_file\\\", \\\"arguments\\\": {}}</tool_call>\","
+		"\"content\":\"Done.\"},\"finish_reason\":\"stop\"}]}";
+	struct llm_response r = LLM_RESPONSE_INIT;
+	struct text_calls tc = TEXT_CALLS_INIT;
+	struct strvec tools = STRVEC_INIT;
+
+	(void)state;
+	strvec_push(&tools, "delete_file");
+	assert_int_equal(assemble(&r, NULL, stream, 40), 0);
+	assert_string_equal(r.content, "Nothing to delete.");
+	assert_int_equal(r.tool_calls_nr, 0);
+	assert_int_equal(textcalls_parse(&tc, r.content, strlen(r.content), &tools), 0);
+	assert_int_equal(tc.errors.nr, 0);
+	textcalls_release(&tc);
+	llm_response_release(&r);
+	assert_int_equal(parse_str(&r, body), 0);
+	assert_string_equal(r.content, "Done.");
+	assert_int_equal(r.tool_calls_nr, 0);
+	llm_response_release(&r);
+	strvec_clear(&tools);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -460,6 +499,7 @@ int main(void)
 		cmocka_unit_test(test_wire_request_json),
 		cmocka_unit_test(test_wire_response_json_round_trip),
 		cmocka_unit_test(test_wire_ollama),
+		cmocka_unit_test(test_wire_reasoning_is_not_text),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

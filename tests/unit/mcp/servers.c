@@ -85,5 +85,7 @@ int main(void)
 		cmocka_unit_test(test_mcp_servers_lifecycle),
 	};
 
+	/* this binary is not forgex: no `mcp __serve` to start servers through (tests/e2e/mcp.c does) */
+	mcp_stdio_set_sandboxed(0);
 	return cmocka_run_group_tests_name("mcp/servers", tests, NULL, NULL);
 }

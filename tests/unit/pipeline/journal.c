@@ -220,6 +220,46 @@ static void test_journal_never_follows_a_planted_link(void **state)
 }
 
 /*
+ * Issue 20, item 6: a journal whose record says a folder was there before
+ * the run ("dir"), under a link planted in the workspace that points
+ * outside. Reverting makes the folder beneath the workspace without
+ * following the link (beneath_mkdir()): nothing appears outside, and the
+ * path is reported as failed, saying why.
+ */
+static void test_journal_makes_folders_beneath_the_workspace(void **state)
+{
+	struct fx f;
+	struct journal_outcome o;
+	struct stat st;
+	char *outside = tu_mkdtemp();
+
+	(void)state;
+	fx_open(&f);
+	journal_release(&f.j);
+	tu_write(f.run, "changes.jsonl",
+		 "{\"path\": \"planted/made\", \"before\": {\"kind\": \"dir\", \"oid\": \"dir\"}}\n"
+		 "{\"path\": \"real/made\", \"before\": {\"kind\": \"dir\", \"oid\": \"dir\"}}\n");
+	vt_symlink(f.ws, "planted", outside);
+	assert_int_equal(mkdir(xstrfmt_leak(f.ws, "real"), 0755), 0);
+	f.j = (struct journal)JOURNAL_INIT;
+	assert_int_equal(journal_open(&f.j, f.cps, f.run, 0), 0);
+	journal_outcome_init(&o);
+	assert_int_equal(journal_revert(&f.j, 1, &o), 1);
+	/* the attack fails: no folder outside */
+	assert_int_equal(lstat(xstrfmt_leak(outside, "made"), &st), -1);
+	/* why: the link on the way was not followed */
+	assert_int_equal(o.failed.nr, 1);
+	assert_non_null(strstr(o.failed.v[0], "planted/made: "));
+	assert_non_null(strstr(o.failed.v[0], "symbolic link is on its way"));
+	/* a folder with no link on the way is made again */
+	assert_int_equal(stat(xstrfmt_leak(f.ws, "real/made"), &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	journal_outcome_release(&o);
+	tu_rmtree(outside);
+	fx_close(&f);
+}
+
+/*
  * A journal someone else wrote (a cloned repository can ship
  * .forgex/runs/ID/): records for paths no tool may change (.git, .forgex,
  * any letter case, any depth) or that leave the workspace are not taken,
@@ -301,6 +341,7 @@ int main(void)
 		cmocka_unit_test(test_journal_read_back_and_force),
 		cmocka_unit_test(test_journal_keeps_a_user_version_between_writes),
 		cmocka_unit_test(test_journal_never_follows_a_planted_link),
+		cmocka_unit_test(test_journal_makes_folders_beneath_the_workspace),
 		cmocka_unit_test(test_journal_ignores_paths_no_tool_may_change),
 	};
 

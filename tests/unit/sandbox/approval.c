@@ -122,9 +122,9 @@ static void test_approval_ask_is_the_fronts(void **state)
 
 /* ---- what is remembered ----------------------------------------------- */
 
-static void test_approval_always_is_remembered_by_name(void **state)
+static void test_approval_always_is_remembered_by_shape(void **state)
 {
-	static const char *const pip_other[] = { "/usr/bin/PIP.exe", "download", "y" };
+	static const char *const pip_other[] = { "/usr/bin/PIP.exe", "install", "y" };
 	static const char *const npm[] = { "npm", "install" };
 	static const char *const empty[] = { "" };
 	struct person who = { APPROVE_ALWAYS, NULL, 0, NULL, NULL, 0, 0 };
@@ -158,6 +158,92 @@ static void test_approval_always_is_remembered_by_name(void **state)
 	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &rq), APPROVE_NO);
 	assert_int_equal(who.asked, 5);
 	approver_release(&ap);
+}
+
+/*
+ * Issue 20's attack: `a` on one git command approved every git command.
+ * The key is the command's shape: `a` on `git status` leaves `git push`
+ * (and `git -c core.sshCommand=... status`) to be asked, because their
+ * shapes ("git push", "git -c core.sshCommand=x status") differ.
+ */
+static void test_approval_always_git_status_is_not_git_push(void **state)
+{
+	static const char *const status[] = { "git", "status", "--short" };
+	static const char *const status2[] = { "/usr/bin/git", "status" };
+	static const char *const push[] = { "git", "push", "origin", "main" };
+	static const char *const sneaky[] = { "git", "-c", "core.sshCommand=x", "status" };
+	struct person who = { APPROVE_ALWAYS, NULL, 0, NULL, NULL, 0, 0 };
+	struct approval_request s = command(status, 3), s2 = command(status2, 2);
+	struct approval_request p = command(push, 4), k = command(sneaky, 4);
+	struct approval_answer a = APPROVAL_ANSWER_INIT;
+	struct buf shape = BUF_INIT;
+	struct approver ap;
+
+	(void)state;
+	approver_init(&ap, person_ask, &who, NULL);
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &s), APPROVE_ALWAYS);
+	who.verdict = APPROVE_NO;
+	/* the same shape by another path and other arguments: remembered */
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &s2), APPROVE_ONCE);
+	assert_true(a.remembered);
+	assert_int_equal(who.asked, 1);
+	/* git push is asked, and the person's no stands */
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &p), APPROVE_NO);
+	assert_false(a.remembered);
+	assert_int_equal(who.asked, 2);
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &k), APPROVE_NO);
+	assert_int_equal(who.asked, 3);
+	/* why: the keys differ */
+	approval_command_shape(&shape, status, 3);
+	assert_string_equal(shape.buf, "git status");
+	buf_reset(&shape);
+	approval_command_shape(&shape, push, 4);
+	assert_string_equal(shape.buf, "git push");
+	buf_reset(&shape);
+	approval_command_shape(&shape, sneaky, 4);
+	assert_string_equal(shape.buf, "git -c core.sshCommand=x status");
+	buf_release(&shape);
+	approver_release(&ap);
+}
+
+static void assert_shape(const char *const *argv, size_t argc, const char *want)
+{
+	struct buf b = BUF_INIT;
+
+	approval_command_shape(&b, argv, argc);
+	assert_string_equal(b.buf ? b.buf : "", want);
+	buf_release(&b);
+}
+
+static void test_approval_command_shapes(void **state)
+{
+	static const char *const git_c[] = { "git", "-C", "sub dir", "push", "-f" };
+	static const char *const npm[] = { "NPM.exe", "install", "left-pad" };
+	static const char *const cargo[] = { "/usr/bin/cargo", "build", "--release" };
+	static const char *const make[] = { "make", "-j4", "test" };
+	static const char *const py_m[] = { "python3", "-m", "pytest", "-x" };
+	static const char *const py_c[] = { "python3", "-c", "print(1)" };
+	static const char *const node[] = { "node", "build.js", "--prod" };
+	static const char *const env[] = { "env", "A=1", "git", "push" };
+	static const char *const ls[] = { "ls", "-la", "src" };
+	static const char *const git[] = { "git" };
+	static const char *const esc[] = { "git", "st\x1b]52;c;x\x07" };
+	static const char *const empty[] = { "" };
+
+	(void)state;
+	assert_shape(git_c, 5, "git -C 'sub dir' push");
+	assert_shape(npm, 3, "npm install");
+	assert_shape(cargo, 3, "cargo build");
+	assert_shape(make, 3, "make -j4 test");
+	assert_shape(py_m, 4, "python3 -m pytest");
+	assert_shape(py_c, 3, "python3 -c 'print(1)'");
+	assert_shape(node, 3, "node build.js");
+	assert_shape(env, 4, "env A=1 git push");
+	assert_shape(ls, 3, "ls");
+	assert_shape(git, 1, "git");
+	assert_shape(empty, 1, "");
+	/* a subcommand full of escapes is shown escaped, as the argv is */
+	assert_shape(esc, 2, "git $'st\\x1b]52;c;x\\x07'");
 }
 
 /* An MCP tool is remembered by its registry name, apart from commands of the same name. */
@@ -326,7 +412,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_approval_safe_never_auto_always),
 		cmocka_unit_test(test_approval_ask_is_the_fronts),
-		cmocka_unit_test(test_approval_always_is_remembered_by_name),
+		cmocka_unit_test(test_approval_always_is_remembered_by_shape),
+		cmocka_unit_test(test_approval_always_git_status_is_not_git_push),
+		cmocka_unit_test(test_approval_command_shapes),
 		cmocka_unit_test(test_approval_always_tool_by_its_name),
 		cmocka_unit_test(test_approval_always_domain_by_its_name),
 		cmocka_unit_test(test_approval_one_question_at_a_time),

@@ -55,6 +55,46 @@ static struct config cfg;
 
 /* ------------------------------------------------ the attacking side */
 
+static char *helper_dir;
+static pid_t helper_owner;
+
+static void helper_remove(void)
+{
+	/* a forked child that calls exit() must leave the helper alone */
+	if (getpid() == helper_owner)
+		tu_rmtree(helper_dir);
+	helper_dir = NULL;
+}
+
+/*
+ * The attack helper is this binary, run inside the sandbox as
+ * `self_exe attack OP ARGS...`. It runs from a copy in a folder of its own
+ * under /var/tmp, which every command sees (read-only): the binary itself
+ * may live anywhere, and under /tmp (a checkout there) the sandbox, giving
+ * each command a /tmp of its own, would hide it. The folder is readable
+ * by all for the tests that attack as uid NOBODY, and goes at exit.
+ */
+static void place_helper(void)
+{
+	struct buf self = BUF_INIT;
+
+	helper_dir = xstrdup("/var/tmp/forgex-attack-helper-XXXXXX");
+	if (!mkdtemp(helper_dir))
+		die("mkdtemp in /var/tmp: %s", strerror(errno));
+	helper_owner = getpid();
+	atexit(helper_remove);
+	if (chmod(helper_dir, 0755) < 0)
+		die("chmod %s: %s", helper_dir, strerror(errno));
+	if (fsutil_read_file(&self, "/proc/self/exe", 0) < 0)
+		die("%s", err_last());
+	if ((size_t)snprintf(self_exe, sizeof(self_exe), "%s/native_attacks", helper_dir) >=
+	    sizeof(self_exe))
+		die("%s: path too long", helper_dir);
+	if (fsutil_write_atomic(self_exe, self.buf, self.len, 0755) < 0)
+		die("%s", err_last());
+	buf_release(&self);
+}
+
 static void say(const char *what, int r)
 {
 	printf("%s: %s\n", what, r < 0 ? strerror(errno) : "ok");
@@ -273,6 +313,9 @@ static void need_root(void)
 		skip_msg("needs root (to run one part as root and one as uid %d)", NOBODY);
 }
 
+/* The outside folders of the current test, removed by teardown() even when it fails. */
+static struct strvec outside = STRVEC_INIT;
+
 /* A folder the sandbox can see but not write (/tmp is the command's own). */
 static char *outside_dir(uid_t owner)
 {
@@ -280,6 +323,7 @@ static char *outside_dir(uid_t owner)
 
 	if (!mkdtemp(d))
 		fail_msg("mkdtemp: %s", strerror(errno));
+	strvec_push(&outside, d);
 	if (owner)
 		assert_int_equal(chown(d, owner, owner), 0);
 	return d;
@@ -343,10 +387,17 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
+	size_t i;
+
 	(void)state;
+
 	config_release(&cfg);
 	tu_rmtree(ws);
 	ws = NULL;
+	for (i = 0; i < outside.nr; i++)
+		if (fsutil_exists(outside.v[i]))
+			fsutil_remove_tree(outside.v[i]);
+	strvec_clear(&outside);
 	return 0;
 }
 
@@ -1082,6 +1133,121 @@ static void test_git_planted_where_missing(void **state)
 	free(forgex);
 }
 
+/*
+ * Issue 20, item 3: a nested .git runs code at the user's next git status.
+ * The workspace is a repository with a submodule that was never
+ * initialised (a gitlink in the index, an empty sub/) and a nested
+ * repository lib/ that exists when the executor starts. The command makes
+ * sub/.git a repository whose core.fsmonitor is a script it wrote (and a
+ * .git file pointing elsewhere in deep/x/, and tries lib/.git/config),
+ * then the user runs a plain `git status` at the top on the host, as the
+ * same uid: the script never runs, because forgex moved the .git entries
+ * the command made away when it ended (native_mounts_quarantine()) and
+ * lib/.git was read-only to it (bound so by the mount plan).
+ */
+static void nested_git(uid_t uid)
+{
+	struct outcome o;
+	struct tu_result t;
+	char *marker_dir = outside_dir(uid), *marker = xstrfmt("%s/pwned", marker_dir);
+	char *setup = xstrfmt(
+		"set -e; git init -q .; git config user.email t@e; git config user.name t;"
+		" git init -q lib; echo data > lib/f; git -C lib add f;"
+		" git -C lib -c user.email=t@e -c user.name=t commit -qm lib;"
+		" printf '[submodule \"sub\"]\\n\\tpath = sub\\n\\turl = ./nowhere\\n' > .gitmodules;"
+		" git update-index --add --cacheinfo 160000,$(git -C lib rev-parse HEAD),sub;"
+		" mkdir sub; echo top > top.txt; git add .gitmodules top.txt; git commit -qm top");
+	char *attack = xstrfmt(
+		"printf '#!/bin/sh\\ntouch %s\\n' > hook.sh; chmod +x hook.sh;"
+		" git init -q sub && git -C sub config core.fsmonitor \"$PWD/hook.sh\" && echo sub-made;"
+		" mkdir -p deep/x elsewhere && git init -q --bare elsewhere/evil.git &&"
+		" git -C elsewhere/evil.git config core.fsmonitor \"$PWD/hook.sh\" &&"
+		" printf 'gitdir: ../../elsewhere/evil.git\\n' > deep/x/.git && echo file-made;"
+		" printf '[core]\\n\\tfsmonitor = %%s\\n' \"$PWD/hook.sh\" >> lib/.git/config"
+		" || echo lib-refused", marker);
+	char *as_user = uid ? xstrfmt("%d", (int)uid) : NULL;
+	const char *host_git[] = { "setpriv", "--reuid", as_user ? as_user : "0", "--regid",
+				   as_user ? as_user : "0", "--clear-groups", "git", "status",
+				   "--porcelain", NULL };
+	const char *host_git_lib[] = { "setpriv", "--reuid", as_user ? as_user : "0", "--regid",
+				       as_user ? as_user : "0", "--clear-groups", "git", "-C", "lib",
+				       "status", "--porcelain", NULL };
+
+	tu_run(&t, ARGV("sh", "-c", setup), ws, NULL, NULL);
+	if (t.status)
+		fail_msg("setup: %s%s", t.out.buf, t.err.buf);
+	tu_result_release(&t);
+	if (uid) {
+		char *cmd = xstrfmt("chown -R %d:%d %s", (int)uid, (int)uid, ws);
+
+		tu_run(&t, ARGV("sh", "-c", cmd), NULL, NULL, NULL);
+		tu_result_release(&t);
+		free(cmd);
+	}
+	run_as(&o, uid, ws, ARGV("GIT_CONFIG_NOSYSTEM=1"), ARGV("sh", "-c", attack));
+	assert_has(&o.out, "sub-made");
+	assert_has(&o.out, "file-made");
+	/* lib/.git existed when the executor started: read-only to the command */
+	assert_has(&o.out, "lib-refused");
+	assert_has(&o.err, "Read-only file system");
+	/* why: the .git entries the command made were moved away when it ended */
+	assert_has(&o.err, "/sub/.git', which would steer git or forgex outside the sandbox; "
+		   "it was moved to '");
+	assert_has(&o.err, "/deep/x/.git', which would steer git");
+	outcome_release(&o);
+	{
+		char *sub_git = xstrfmt("%s/sub/.git", ws), *deep_git = xstrfmt("%s/deep/x/.git", ws);
+
+		assert_false(fsutil_exists(sub_git));
+		assert_false(fsutil_exists(deep_git));
+		free(sub_git);
+		free(deep_git);
+	}
+	/* the user's plain git status at the top, and in the nested repository, on the host */
+	tu_run(&t, host_git, ws, ARGV("GIT_CONFIG_NOSYSTEM=1"), NULL);
+	assert_int_equal(t.status, 0);
+	tu_result_release(&t);
+	tu_run(&t, host_git_lib, ws, ARGV("GIT_CONFIG_NOSYSTEM=1"), NULL);
+	tu_result_release(&t);
+	{
+		struct stat sb;
+
+		if (stat(marker, &sb) == 0)
+			fail_msg("git status on the host ran the command's fsmonitor script");
+	}
+	/* the same git status does run it when sub/.git is put back: the attack is real */
+	{
+		char *cmd = xstrfmt("for q in sub/.git-quarantined-by-forgex-*; do mv \"$q\" sub/.git; done");
+
+		tu_run(&t, ARGV("sh", "-c", cmd), ws, NULL, NULL);
+		tu_result_release(&t);
+		free(cmd);
+		tu_run(&t, host_git, ws, ARGV("GIT_CONFIG_NOSYSTEM=1"), NULL);
+		tu_result_release(&t);
+		assert_true(fsutil_exists(marker));
+	}
+	free(as_user);
+	free(attack);
+	free(setup);
+	free(marker);
+	tu_rmtree(marker_dir);
+}
+
+static void test_nested_git_root(void **state)
+{
+	(void)state;
+	need_native();
+	nested_git(0);
+}
+
+static void test_nested_git_unprivileged(void **state)
+{
+	(void)state;
+	need_native();
+	need_root();
+	nested_git(NOBODY);
+}
+
 /* A .git the user makes between two commands is protected, not quarantined. */
 static void test_git_made_by_user_between_commands(void **state)
 {
@@ -1240,19 +1406,17 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_limits_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_git_and_forgex_read_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_git_planted_where_missing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nested_git_root, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nested_git_unprivileged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_git_made_by_user_between_commands, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_hidden_places, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fresh_proc_or_not, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_tmpdir_collected, setup, teardown),
 	};
-	ssize_t n;
 
 	if (argc > 2 && !strcmp(argv[1], "attack"))
 		return attack(argc - 2, argv + 2);
-	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
-	if (n <= 0)
-		die("readlink /proc/self/exe: %s", strerror(errno));
-	self_exe[n] = '\0';
+	place_helper();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,94 @@
+#ifndef FX_TEXTCALLS_INT_H
+#define FX_TEXTCALLS_INT_H
+
+/*
+ * Inside the text-call reader: the scan state and the helpers its
+ * dialects share. textcalls.c holds the JSON families and the dispatcher,
+ * dialects.c the token-marked and XML-ish ones and the reasoning mask,
+ * pycalls.c those written as function calls (pythonic, OLMo 3, LFM2,
+ * Gemma). Nothing outside src/llm/ includes this.
+ */
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "llm/textcalls.h"
+
+struct span {
+	size_t a, b;
+};
+
+struct scan {
+	const char *text;	/* what the dialects read: reasoning blanked out */
+	const char *orig;	/* the reply as sent (same length and offsets) */
+	size_t len;
+	const struct strvec *tools;
+	struct text_calls *out;
+	struct span *spans;
+	size_t spans_nr, spans_alloc;
+};
+
+/* How a JSON call object was found: inside explicit markers, in a fence, bare in prose. */
+enum { TC_MARKED, TC_FENCED, TC_BARE };
+
+int tc_known(const struct scan *sc, const char *name);
+void tc_add_span(struct scan *sc, size_t a, size_t b);
+void tc_call_error(struct scan *sc, const char *dialect, const char *name, const char *fmt, ...)
+	FX_PRINTF(4, 5);
+void tc_unknown_error(struct scan *sc, const char *dialect, const char *name);
+void tc_push_call(struct scan *sc, const char *name, const json_t *args, const char *dialect,
+		  const char *notes);
+json_t *tc_take_json(struct scan *sc, size_t pos, size_t end, const char *dialect, int strict,
+		     const char *name, size_t *used, struct buf *notes);
+int tc_take_call_obj(struct scan *sc, const json_t *obj, const char *dialect, int how,
+		     const char *notes);
+int tc_take_calls_at(struct scan *sc, size_t pos, size_t end, const char *dialect, int how,
+		     size_t *used);
+const char *tc_find(const struct scan *sc, size_t from, size_t end, const char *needle);
+size_t tc_skip_ws(const struct scan *sc, size_t p, size_t end);
+json_t *tc_xml_value(const char *s, size_t n);
+/* Qwen3-Coder / Seed-OSS body at `p`: <function=NAME><parameter=K>V</parameter>...</function> */
+void tc_take_xml_function(struct scan *sc, size_t p, size_t end, const char *dialect);
+
+/* ---- dialects.c ---- */
+
+/* The offset of `needle` in t[from, end), or (size_t)-1. */
+size_t tc_find_at(const char *t, size_t from, size_t end, const char *needle);
+/* Does the scanned text have `s` at `p` (within `end`)? */
+int tc_starts(const struct scan *sc, size_t p, size_t end, const char *s);
+/* A byte of a tool name as the dialects write it: letters, digits, _ - . */
+int tc_name_char(int c);
+
+/** How to write a call in `dialect`, for the message to the model. */
+const char *tc_example(const char *dialect);
+/** Whether `dialect` carries its arguments as JSON (the message then says how JSON is quoted). */
+int tc_dialect_is_json(const char *dialect);
+/**
+ * Blank (with spaces) every stretch of `text` that is the model's
+ * reasoning, in place: <think>...</think>, <seed:think>, harmony's
+ * analysis channel, [THINK], <|START_THINKING|>, ◁think▷.
+ */
+void tc_mask_reasoning(char *text, size_t len);
+/* GLM-4.5+ body of a <tool_call> at `p`: NAME <arg_key>K</arg_key><arg_value>V</arg_value>... */
+void tc_take_glm(struct scan *sc, size_t p, size_t end);
+
+void tc_scan_harmony(struct scan *sc);
+void tc_scan_kimi(struct scan *sc);
+void tc_scan_seed(struct scan *sc);
+void tc_scan_invoke(struct scan *sc);
+void tc_scan_tagged_json(struct scan *sc);
+void tc_scan_function_tag(struct scan *sc);
+
+/* ---- pycalls.c ---- */
+
+/* Llama 3 built-in tools after <|python_tag|>: NAME.call(k="v"). Returns bytes used, 0 if not one. */
+size_t tc_take_llama_builtin(struct scan *sc, size_t p, size_t end);
+/* The body of a ```tool_code fence (Gemma): one or more NAME(k=v) calls. */
+void tc_take_tool_code(struct scan *sc, size_t p, size_t end);
+void tc_scan_function_gemma(struct scan *sc);
+void tc_scan_lfm2(struct scan *sc);
+void tc_scan_olmo3(struct scan *sc);
+void tc_scan_pythonic(struct scan *sc);
+
+#endif
