@@ -843,7 +843,7 @@ static void test_tty_map_and_mcp_list_are_terminal_safe(void **state)
 	mock_start(&m, "{\"steps\": []}");
 	dir = project(&m, "auto");
 	tu_write(dir, "evil" NASTY ".py", "# " NASTY "\ndef evil():\n    return '" NASTY "'\n");
-	sh(dir, "git add -A && git -c user.name=t -c user.email=t@e commit -qm evil");
+	tu_sh(dir, "git add -A && git -c user.name=t -c user.email=t@e commit -qm evil");
 	tu_write(tools, "srv.py", server);
 	py = xstrfmt("%s/srv.py", tools);
 	cfg = xstrfmt("[providers.default]\nbase_url = \"%s\"\nmodel = \"mock-model\"\n"
