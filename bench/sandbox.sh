@@ -7,7 +7,10 @@
 # Builds bench/sandbox_spawn.c against $BUILD/libforgex.a and runs, in the
 # same process and run: plain fork + execve + waitpid of /bin/true, then
 # /bin/true through the executor with the "none" and "native" backends,
-# printing the median of RUNS runs of each and what the executor adds.
+# native without the UNIX socket guard, and native with network = true
+# (the egress proxy's bridge in the sandbox: issue 20's budget is +3 ms
+# without network and +10 ms with), printing the median of RUNS runs of
+# each and what the executor adds.
 # BENCH_BREAKDOWN=1 also prints native without each of its namespaces.
 set -eu
 

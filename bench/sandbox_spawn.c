@@ -114,7 +114,13 @@ static double plain_run(struct executor *ex)
 
 int main(int argc, char **argv)
 {
-	static const char *const backends[] = { "none", "native" };
+	/* native, then native with network = true (the egress proxy and its bridge) */
+	static const struct { const char *backend, *label; int network; unsigned mask; } rows[] = {
+		{ "none", "none  ", 0, 0 },
+		{ "native", "native", 0, 0 },
+		{ "native", "native without the UNIX socket guard", 0, SB_FEAT_UNIX_GUARD },
+		{ "native", "native, network = true (proxy)", 1, 0 },
+	};
 	int n = argc > 1 ? atoi(argv[1]) : 200, i, b;
 	double *plain, *runs, base, cpu_base, cpu = 0;
 	struct config cfg;
@@ -134,14 +140,15 @@ int main(int argc, char **argv)
 	cpu_base = cpu_per_run(plain_run, NULL, n);
 	printf("plain fork+exec of /bin/true:   median %.3f ms (%d runs), CPU %.3f ms\n", base, n,
 	       cpu_base);
-	for (b = 0; b < 2; b++) {
+	for (b = 0; b < (int)(sizeof(rows) / sizeof(rows[0])); b++) {
 		struct executor ex;
 
-		if (config_set(&cfg, "sandbox.backend", backends[b], CFG_FLAG) < 0)
+		if (config_set(&cfg, "sandbox.backend", rows[b].backend, CFG_FLAG) < 0)
 			die("%s", err_last());
+		cfg.sandbox.network = rows[b].network;
+		sandbox_probe_mask(rows[b].mask);
 		if (executor_init(&ex, &cfg, ws) < 0) {
-			printf("%-6s executor:               cannot run here: %s\n", backends[b],
-			       err_last());
+			printf("%s executor: cannot run here: %s\n", rows[b].label, err_last());
 			continue;
 		}
 		for (i = 0; i < 5; i++)
@@ -149,11 +156,13 @@ int main(int argc, char **argv)
 		for (i = 0; i < n; i++)
 			runs[i] = executor_once(&ex);
 		cpu = cpu_per_run(executor_once, &ex, n);
-		printf("%-6s executor, /bin/true:    median %.3f ms, added %.3f ms; CPU %.3f ms, "
-		       "added %.3f ms\n", backends[b], median(runs, n), median(runs, n) - base,
+		printf("%s executor, /bin/true: median %.3f ms, added %.3f ms; CPU %.3f ms, "
+		       "added %.3f ms\n", rows[b].label, median(runs, n), median(runs, n) - base,
 		       cpu, cpu - cpu_base);
 		executor_release(&ex);
 	}
+	sandbox_probe_mask(0);
+	cfg.sandbox.network = 0;
 	if (getenv("BENCH_BREAKDOWN")) {
 		/* what each piece of native costs, by taking it away */
 		static const struct { const char *what; unsigned mask; long nproc; } parts[] = {

@@ -257,8 +257,14 @@ static void tool_question(struct buf *msg, const struct approval_request *rq)
 	}
 	buf_addstr(msg, "\n  ");
 	approval_add_visible(msg, rq->shown ? rq->shown : "");
-	buf_addstr(msg, "\n  y: yes, once   a: yes, and this tool without asking for the rest of "
-		   "this session\n  n: no   e: no, and tell the model why\nRun it? [y/a/N/e] ");
+	if (rq->kind == APPROVAL_NETWORK_DOMAIN)
+		buf_addstr(msg, "\n  y: yes, for this command   a: yes, and this domain without "
+			   "asking for the rest of this session\n  n: no   e: no, and tell the model "
+			   "why\nAllow it? [y/a/N/e] ");
+	else
+		buf_addstr(msg, "\n  y: yes, once   a: yes, and this tool without asking for the "
+			   "rest of this session\n  n: no   e: no, and tell the model why\nRun it? "
+			   "[y/a/N/e] ");
 }
 
 int approve_tty_ask_fd(struct approval_answer *a, int in, int out,
@@ -267,7 +273,7 @@ int approve_tty_ask_fd(struct approval_answer *a, int in, int out,
 	struct buf msg = BUF_INIT;
 	int answer;
 
-	if (rq->kind == APPROVAL_MCP_TOOL)
+	if (rq->kind != APPROVAL_COMMAND)
 		tool_question(&msg, rq);
 	else
 		command_question(&msg, rq);

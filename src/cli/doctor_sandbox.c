@@ -77,6 +77,34 @@ static void caps_text(struct buf *out, unsigned caps)
 }
 
 /* The bounds a runaway command meets with this configuration, and how. */
+/* What a command's network is, and what enforces it (docs/internals/executor.md). */
+static void network_item(struct doctor *d, const struct executor *ex, int native)
+{
+	struct buf b = BUF_INIT;
+	size_t i;
+
+	if (!native) {
+		doctor_item(d, DOCTOR_INFO, "network", "%s", !ex->network ? "none" :
+			    !strcmp(executor_backend_name(ex), "docker") ?
+			    "docker's bridge (no egress proxy with docker)" :
+			    "the host's (backend none)");
+		return;
+	}
+	if (!ex->network) {
+		doctor_item(d, DOCTOR_OK, "network", "none, in every mode: own network namespace "
+			    "with loopback only, no proxy ([sandbox] network = false)");
+		return;
+	}
+	for (i = 0; i < ex->allowed_domains.nr; i++)
+		buf_addf(&b, "%s%s", i ? ", " : "", ex->allowed_domains.v[i]);
+	doctor_item(d, DOCTOR_OK, "network", "only through forgex's egress proxy (127.0.0.1:%d in "
+		    "the sandbox): allowed_domains %s%s; loopback, private, link-local and metadata "
+		    "addresses refused unless named; other domains %s", SB_PROXY_PORT,
+		    b.len ? b.buf : "(none)", ex->denied_domains.nr ? ", minus denied_domains" : "",
+		    ex->policy.mode == APPROVAL_ASK ? "asked about once each" : "refused");
+	buf_release(&b);
+}
+
 static void limits_item(struct doctor *d, const struct executor *ex)
 {
 	const struct sandbox_caps *c = sandbox_kernel_caps();
@@ -105,6 +133,7 @@ static void limits_item(struct doctor *d, const struct executor *ex)
 	buf_release(&b);
 	for (i = 0; native && i < ex->hidden.nr; i++)
 		doctor_item(d, DOCTOR_INFO, "hidden", "%s ([sandbox] hidden)", ex->hidden.v[i]);
+	network_item(d, ex, native);
 }
 
 static void backend_item(struct doctor *d, const struct config *cfg)

@@ -60,7 +60,11 @@ const struct cfg_key cfg_schema[] = {
 	{ "sandbox", "backend", T_STR, R(sandbox.backend), "auto", 0, NULL, backends, 0, 0,
 	  "confinement: auto, native (kernel), docker, none (policy only)" },
 	{ "sandbox", "network", T_BOOL, R(sandbox.network), NULL, 0, NULL, NULL, 0, 0,
-	  "may commands use the network?" },
+	  "may commands use the network? Only through forgex's egress proxy, to allowed_domains" },
+	{ "sandbox", "allowed_domains", T_LIST, R(sandbox.allowed_domains), NULL, 0, empty_list, NULL, 0, 0,
+	  "network = true: domains the proxy lets commands reach (\"*.example.org\": its subdomains)" },
+	{ "sandbox", "denied_domains", T_LIST, R(sandbox.denied_domains), NULL, 0, empty_list, NULL, 0, 0,
+	  "network = true: domains the proxy always refuses (wins over allowed_domains)" },
 	{ "sandbox", "writable_roots", T_LIST, R(sandbox.writable_roots), NULL, 0, empty_list, NULL, 0, 0,
 	  "folders writable beyond the workspace and a private tmp" },
 	{ "sandbox", "max_processes", T_INT, R(sandbox.max_processes), NULL, 512, NULL, NULL, 1, 1000000,
@@ -313,6 +317,8 @@ void config_init(struct config *cfg)
 	strvec_init(&cfg->nested_ignored);
 	strvec_init(&cfg->sandbox.writable_roots);
 	strvec_init(&cfg->sandbox.hidden);
+	strvec_init(&cfg->sandbox.allowed_domains);
+	strvec_init(&cfg->sandbox.denied_domains);
 	strvec_init(&cfg->pipeline.test_command);
 	strvec_init(&cfg->review.voters);
 	strvec_init(&cfg->context.instructions);

@@ -141,6 +141,8 @@ struct config {
 		char *tmp_size;
 		char *max_write_bytes;
 		struct strvec hidden;
+		struct strvec allowed_domains;	/* the egress proxy's lists (network = true) */
+		struct strvec denied_domains;
 		char *cpu_limit;
 		char *image;
 		int read_only;

@@ -61,6 +61,8 @@ static const struct trust_gate trust_gates[] = {
 	{ "sandbox", "tmp_size", TIGHTEN_SIZE, "may only go down" },
 	{ "sandbox", "max_write_bytes", TIGHTEN_SIZE, "may only go down" },
 	{ "sandbox", "hidden", TIGHTEN_SUPERSET, "may only hide more places" },
+	{ "sandbox", "allowed_domains", TIGHTEN_SUBSET, "may only drop domains" },
+	{ "sandbox", "denied_domains", TIGHTEN_SUPERSET, "may only refuse more domains" },
 	{ "sandbox", "memory_limit", TIGHTEN_SIZE, "may only go down (set one when there is none)" },
 	{ "sandbox", "read_only", TIGHTEN_ON, "may only turn it on" },
 	{ "sandbox", "allow_unconfined", TIGHTEN_OFF, "may only turn it off" },

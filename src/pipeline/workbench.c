@@ -27,6 +27,8 @@ int workbench_open(struct workbench *wb, const struct workbench_opts *o)
 	wb->have_ex = 1;
 	executor_set_cancel(&wb->ex, -1, o->cancel);
 	wb->ex.approver = o->approver;
+	wb->ex.on_event = recorder_agent_event;	/* the egress proxy's "network" events */
+	wb->ex.event_data = o->recorder;
 	wb->mcp.approver = o->approver;
 	wb->st.executor = &wb->ex;
 	wb->st.test_command = &cfg->pipeline.test_command;

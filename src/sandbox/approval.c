@@ -161,6 +161,7 @@ void approver_init(struct approver *ap, approval_ask_fn ask, void *data,
 	pthread_mutex_init(&ap->always_lock, NULL);
 	strvec_init(&ap->always_commands);
 	strvec_init(&ap->always_tools);
+	strvec_init(&ap->always_domains);
 }
 
 void approver_forget(struct approver *ap)
@@ -168,6 +169,7 @@ void approver_forget(struct approver *ap)
 	pthread_mutex_lock(&ap->always_lock);
 	strvec_clear(&ap->always_commands);
 	strvec_clear(&ap->always_tools);
+	strvec_clear(&ap->always_domains);
 	pthread_mutex_unlock(&ap->always_lock);
 }
 
@@ -175,6 +177,7 @@ void approver_release(struct approver *ap)
 {
 	strvec_clear(&ap->always_commands);
 	strvec_clear(&ap->always_tools);
+	strvec_clear(&ap->always_domains);
 	pthread_mutex_destroy(&ap->ask_lock);
 	pthread_mutex_destroy(&ap->always_lock);
 	memset(ap, 0, sizeof(*ap));
@@ -353,9 +356,10 @@ void approval_command_shape(struct buf *out, const char *const *argv, size_t arg
 static struct strvec *always_list(struct approver *ap, const struct approval_request *rq,
 				  struct buf *key)
 {
-	if (rq->kind == APPROVAL_MCP_TOOL) {
+	if (rq->kind == APPROVAL_MCP_TOOL || rq->kind == APPROVAL_NETWORK_DOMAIN) {
 		buf_addstr(key, rq->tool ? rq->tool : "");
-		return key->len ? &ap->always_tools : NULL;
+		return !key->len ? NULL : rq->kind == APPROVAL_MCP_TOOL ? &ap->always_tools
+			: &ap->always_domains;
 	}
 	approval_command_shape(key, rq->argv, rq->argc);
 	return key->len ? &ap->always_commands : NULL;

@@ -71,6 +71,8 @@ void approval_answer_release(struct approval_answer *a);
 enum approval_kind {
 	APPROVAL_COMMAND,	/* a command: argv, cwd, network */
 	APPROVAL_MCP_TOOL,	/* a call of an MCP tool: tool, what, shown */
+	APPROVAL_NETWORK_DOMAIN, /* a connection through the egress proxy: tool (the
+				    domain, what `a` remembers), what, shown (sandbox/proxy.h) */
 };
 
 /** One thing to decide about (every pointer borrowed). */
@@ -113,6 +115,7 @@ struct approver {
 	pthread_mutex_t always_lock;
 	struct strvec always_commands;	/* command shapes answered `a` */
 	struct strvec always_tools;	/* MCP tools answered `a` */
+	struct strvec always_domains;	/* proxy domains answered `a` */
 };
 
 /** Make `ap` ask with `ask(data, ...)` (may be NULL), giving up when `*cancel` (may be NULL). */

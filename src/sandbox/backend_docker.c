@@ -2,7 +2,7 @@
  * The "docker" backend: the seed's DockerExecutor. The command runs as
  *
  *   docker run --rm --name forgex-<8 hex> --network none|bridge
- *       (bridge: [sandbox] network, or an approved network command)
+ *       (bridge: [sandbox] network = true; no egress proxy with docker)
  *       --cap-drop ALL --security-opt no-new-privileges
  *       [--read-only --tmpfs /tmp] [--cpus C] [--memory M]
  *       --user USER|UID:GID -v WORKSPACE:/workspace -w /workspace[/REL]

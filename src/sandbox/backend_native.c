@@ -62,6 +62,7 @@
 #include "base/path.h"
 #include "sandbox/executor.h"
 #include "sandbox/native.h"
+#include "sandbox/proxy.h"
 #include "sandbox/sandbox.h"
 
 #define FSIZE_LIMIT (8ULL << 30)	/* no single file above 8 GiB */
@@ -102,9 +103,12 @@ static int native_init(struct executor *ex)
 		buf_addstr(&missing, ", an IPC namespace (the host's SysV IPC would be shared)");
 	if (!caps->seccomp)
 		buf_addstr(&missing, ", seccomp (refusing setuid bits, xattrs and the keyring)");
-	if (!ex->network && !caps->netns && !caps->seccomp)
+	if (!caps->netns && !caps->seccomp)
 		buf_addstr(&missing, ", network isolation (neither network namespaces nor "
 			   "seccomp)");
+	if (ex->network && !caps->netns)
+		buf_addstr(&missing, ", a network namespace (network = true reaches only forgex's "
+			   "egress proxy, bridged into one; without it commands get no network)");
 	if (ex->max_processes > 0 && geteuid() == 0 && !caps->cgroup_pids)
 		buf_addstr(&missing, ", a process limit for root (RLIMIT_NPROC does not bind "
 			   "root and no pids cgroup is writable)");
@@ -128,23 +132,22 @@ static int native_init(struct executor *ex)
 	st->userns = caps->userns;
 	st->pidns = caps->pidns;
 	/*
-	 * Without [sandbox] network, a command gets no network unless it is
-	 * an approved network command (sp->network): its own network
-	 * namespace, or where there is none, the seccomp socket rule and
-	 * Landlock's TCP rights. Both filters are built here, once.
+	 * Every command gets its own network namespace with loopback only;
+	 * with network = true the egress proxy is bridged into it
+	 * (sandbox/proxy.h). Where there is no network namespace, the seccomp
+	 * socket rule and Landlock's TCP rights leave no network at all.
 	 */
-	st->netns = !ex->network && caps->netns;
+	st->netns = caps->netns;
+	st->netns_proxy = ex->network && caps->netns;
 	st->mntns = caps->mntns;
 	st->ipcns = caps->ipcns;
 	st->mount_fs = caps->mount_fs;
-	if (!ex->network && !caps->netns)
+	if (!caps->netns)
 		st->landlock_net = caps->landlock_abi >= 4;
+	st->unix_guard = caps->seccomp && caps->unix_guard;
 	if (caps->seccomp &&
-	    ((ret = native_seccomp_build(&st->filter, &st->filter_len,
-					 !ex->network && !caps->netns)) < 0 ||
-	     (!ex->network && !caps->netns &&
-	      (ret = native_seccomp_build(&st->filter_net, &st->filter_net_len, 0)) < 0))) {
-		free(st->filter);
+	    (ret = native_seccomp_build(&st->filter, &st->filter_len, !caps->netns,
+					st->unix_guard)) < 0) {
 		strvec_clear(&st->paths);
 		strvec_clear(&st->absent);
 		free(st);
@@ -167,7 +170,7 @@ static int native_init(struct executor *ex)
 		ex->caps &= ~(unsigned)SB_CAP_FS;
 	if (!st->mntns)
 		ex->caps &= ~(unsigned)SB_CAP_MOUNTS;
-	if (!ex->network && !st->netns && !st->filter)
+	if (!st->netns && !st->filter)
 		ex->caps &= ~(unsigned)SB_CAP_NET;
 	if (!st->pidns)
 		ex->caps &= ~(unsigned)SB_CAP_PIDNS;
@@ -191,8 +194,8 @@ static void native_release(struct executor *ex)
 		native_cgroup_remove(st->memcg_dir);
 		free(st->memcg_dir);
 	}
+	proxy_stop(st->proxy);
 	free(st->filter);
-	free(st->filter_net);
 	free(st->ops);
 	strvec_clear(&st->paths);
 	strvec_clear(&st->absent);
@@ -294,6 +297,70 @@ static void set_tmp_env(struct sb_spawn *sp, const char *dir)
 	}
 }
 
+/* Where a command may reach pathname sockets: its own roots and private places. */
+static int plan_unix_guard(struct native_state *st, struct executor *ex, struct sb_plan *plan)
+{
+	size_t i;
+
+	st->sock_roots_nr = 0;
+	if (!ex->workspace_read_only) {
+		st->sock_roots[st->sock_roots_nr++] = ex->workspace;
+		for (i = 0; i < ex->writable_roots.nr && i < SB_MAX_TREES; i++)
+			st->sock_roots[st->sock_roots_nr++] = ex->writable_roots.v[i];
+	}
+	if (st->mntns) {
+		st->sock_roots[st->sock_roots_nr++] = "/tmp";
+		st->sock_roots[st->sock_roots_nr++] = "/dev/shm";
+		st->sock_roots[st->sock_roots_nr++] = "/run";
+	} else if (plan->tmpdir) {
+		st->sock_roots[st->sock_roots_nr++] = plan->tmpdir;
+	}
+	plan->sock_roots = st->sock_roots;
+	plan->sock_roots_nr = st->sock_roots_nr;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, plan->notify_sock) < 0) {
+		plan->notify_sock[0] = plan->notify_sock[1] = -1;
+		return err_set_errno(FX_EOS, "socketpair for the UNIX socket guard");
+	}
+	return 0;
+}
+
+/*
+ * network = true: the egress proxy (started at the first such command),
+ * its socket for the bridge, and the proxy variables every common client
+ * reads (curl, pip, npm, cargo, git take the lower- or upper-case ones).
+ */
+static int plan_proxy(struct native_state *st, struct executor *ex, struct sb_spawn *sp)
+{
+	static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
+					     "https_proxy" };
+	struct proxy_rules rules = { &ex->allowed_domains, &ex->denied_domains, ex->policy.mode,
+				     ex->approver };
+	char *kv;
+	size_t i;
+	int ret;
+
+	if (!st->proxy && (ret = proxy_start(&st->proxy, &rules)) < 0)
+		return err_prefix(ret, "egress proxy");
+	proxy_begin_command(st->proxy, sp->user_argv, sp->user_argc);
+	sp->plan.proxy_fd = open(proxy_socket_path(st->proxy), O_PATH | O_CLOEXEC);
+	if (sp->plan.proxy_fd < 0)
+		return err_set_errno(FX_EOS, "cannot open the proxy's socket");
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		kv = xstrfmt("%s=http://127.0.0.1:%d", names[i], SB_PROXY_PORT);
+		proc_env_set(&sp->env, kv);
+		free(kv);
+	}
+	kv = xstrfmt("ALL_PROXY=socks5h://127.0.0.1:%d", SB_PROXY_PORT);
+	proc_env_set(&sp->env, kv);
+	free(kv);
+	kv = xstrfmt("all_proxy=socks5h://127.0.0.1:%d", SB_PROXY_PORT);
+	proc_env_set(&sp->env, kv);
+	free(kv);
+	proc_env_set(&sp->env, "NO_PROXY=localhost,127.0.0.1,::1");
+	proc_env_set(&sp->env, "no_proxy=localhost,127.0.0.1,::1");
+	return 0;
+}
+
 static int native_prepare(struct executor *ex, struct sb_spawn *sp)
 {
 	struct native_state *st = ex->backend_data;
@@ -301,8 +368,7 @@ static int native_prepare(struct executor *ex, struct sb_spawn *sp)
 	uint64_t cpu, fsize;
 	long ncpu;
 	size_t i;
-	/* an approved network command shares the host's network (docs/internals/executor.md) */
-	int ret, netns = st->netns && !sp->network;
+	int ret, netns = st->netns;
 
 	native_mounts_mark(st, ex);
 	plan->clone_flags = (st->userns ? CLONE_NEWUSER : 0) |
@@ -354,15 +420,16 @@ static int native_prepare(struct executor *ex, struct sb_spawn *sp)
 		set_tmp_env(sp, plan->tmpdir);
 	}
 	if (st->landlock_abi &&
-	    (ret = native_landlock_ruleset(&plan->landlock_fd, st, ex, plan->tmpdir, sp->network)) < 0)
+	    (ret = native_landlock_ruleset(&plan->landlock_fd, st, ex, plan->tmpdir)) < 0)
 		return ret;
-	if (sp->network && st->filter_net) {
-		plan->seccomp.len = st->filter_net_len;
-		plan->seccomp.filter = st->filter_net;
-	} else if (st->filter) {
+	if (st->filter) {
 		plan->seccomp.len = st->filter_len;
 		plan->seccomp.filter = st->filter;
 	}
+	if (st->unix_guard && (ret = plan_unix_guard(st, ex, plan)) < 0)
+		return ret;
+	if (sp->network && st->netns_proxy && (ret = plan_proxy(st, ex, sp)) < 0)
+		return ret;
 
 	if (ex->max_processes > 0 && geteuid() != 0)
 		add_rlimit(plan, RLIMIT_NPROC, (uint64_t)ex->max_processes,
@@ -570,8 +637,21 @@ static int native_apply(const struct sb_plan *plan, const char **stage)
 		*stage = "prctl(PR_SET_NO_NEW_PRIVS): no_new_privs";
 		return -1;
 	}
-	if (plan->seccomp.len && (native_injected(3) ||
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &plan->seccomp, 0, 0) < 0)) {
+	if (plan->seccomp.len && plan->notify_sock[1] >= 0) {
+		int listener;
+
+		*stage = "seccomp filter with a listener (the UNIX socket guard)";
+		if (native_injected(3))
+			return -1;
+		listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+					SECCOMP_FILTER_FLAG_NEW_LISTENER, &plan->seccomp);
+		if (listener < 0)
+			return -1;
+		if (sb_unix_guard_give(plan->notify_sock[1], listener) < 0)
+			return -1;
+		close(listener);
+	} else if (plan->seccomp.len && (native_injected(3) ||
+		   prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &plan->seccomp, 0, 0) < 0)) {
 		*stage = "seccomp filter";
 		return -1;
 	}
@@ -585,16 +665,61 @@ static int native_apply(const struct sb_plan *plan, const char **stage)
 
 /* -------------------------------------------------------------- finish */
 
+/*
+ * The proxy's decisions during the command: each one an event for the
+ * run (executor's on_event), and a line on the command's stderr for each
+ * host refused, so that the model knows why its download failed.
+ */
+static void report_connections(struct executor *ex, struct native_state *st, struct sb_spawn *sp)
+{
+	json_t *evs = json_array(), *ev;
+	struct strvec said = STRVEC_INIT;
+	size_t i;
+
+	proxy_take_events(st->proxy, evs);
+	json_array_foreach(evs, i, ev) {
+		const char *host = json_string_value(json_object_get(ev, "domain"));
+		const char *why = json_string_value(json_object_get(ev, "reason"));
+		int port = (int)json_integer_value(json_object_get(ev, "port"));
+		struct buf key = BUF_INIT;
+
+		if (strcmp(json_string_value(json_object_get(ev, "decision")), "allowed")) {
+			buf_addf(&key, "%s:%d", host, port);
+			if (strvec_find(&said, key.buf) < 0) {
+				strvec_push(&said, key.buf);
+				strvec_pushf(&sp->notes, "forgex: the network proxy refused %s: %s",
+					     key.buf, why);
+			}
+			buf_release(&key);
+		}
+		if (ex->on_event)
+			ex->on_event(ex->event_data, "network", json_incref(ev));
+	}
+	strvec_clear(&said);
+	json_decref(evs);
+}
+
 static void native_finish(struct executor *ex, struct sb_spawn *sp)
 {
 	struct native_state *st = ex->backend_data;
 	struct sb_plan *plan = &sp->plan;
+	size_t i;
 
 	if (st->memcg_dir && sp->started && native_cgroup_oom_kills(st) > st->oom_before)
 		strvec_pushf(&sp->notes, "forgex: the command ran out of memory: [sandbox] "
 			     "memory_limit is %s", ex->memory_limit_text);
 	if (sp->started)
 		native_mounts_quarantine(st, sp);
+	for (i = 0; i < 2; i++)
+		if (plan->notify_sock[i] >= 0) {
+			close(plan->notify_sock[i]);
+			plan->notify_sock[i] = -1;
+		}
+	if (plan->proxy_fd >= 0) {
+		close(plan->proxy_fd);
+		plan->proxy_fd = -1;
+		report_connections(ex, st, sp);
+	}
 	if (plan->landlock_fd >= 0) {
 		close(plan->landlock_fd);
 		plan->landlock_fd = -1;

@@ -199,6 +199,8 @@ int executor_init(struct executor *ex, const struct config *cfg, const char *wor
 	strvec_init(&ex->writable_roots);
 	strvec_init(&ex->warnings);
 	strvec_init(&ex->hidden);
+	strvec_init(&ex->allowed_domains);
+	strvec_init(&ex->denied_domains);
 	ex->cancel_fd = -1;
 	ex->grace_ms = DEFAULT_GRACE_MS;
 
@@ -257,6 +259,10 @@ int executor_init(struct executor *ex, const struct config *cfg, const char *wor
 			goto fail;
 		}
 	}
+	for (i = 0; i < cfg->sandbox.allowed_domains.nr; i++)
+		strvec_push(&ex->allowed_domains, cfg->sandbox.allowed_domains.v[i]);
+	for (i = 0; i < cfg->sandbox.denied_domains.nr; i++)
+		strvec_push(&ex->denied_domains, cfg->sandbox.denied_domains.v[i]);
 	for (i = 0; i < cfg->sandbox.writable_roots.nr; i++) {
 		const char *root = cfg->sandbox.writable_roots.v[i];
 		char *real = realpath(root, NULL);
@@ -298,6 +304,8 @@ fail_ws:
 	free(ex->max_write_text);
 	strvec_clear(&ex->writable_roots);
 	strvec_clear(&ex->hidden);
+	strvec_clear(&ex->allowed_domains);
+	strvec_clear(&ex->denied_domains);
 	memset(ex, 0, sizeof(*ex));
 	ex->cancel_fd = -1;
 	return ret;
@@ -316,6 +324,8 @@ void executor_release(struct executor *ex)
 	free(ex->max_write_text);
 	strvec_clear(&ex->writable_roots);
 	strvec_clear(&ex->hidden);
+	strvec_clear(&ex->allowed_domains);
+	strvec_clear(&ex->denied_domains);
 	strvec_clear(&ex->warnings);
 	memset(ex, 0, sizeof(*ex));
 	ex->cancel_fd = -1;
@@ -576,8 +586,9 @@ static FX_NORETURN void supervisor_main(struct child_ctx *c)
 	struct sigaction sa;
 	sigset_t block, old;
 	const char *stage = NULL;
-	int keep[6], status = 0, done = 0;
+	int keep[10], status = 0, done = 0, listener = -1;
 	size_t nkeep = 0, i;
+	struct pollfd pfd;
 	pid_t self, cmd, p;
 	ssize_t n;
 	char go;
@@ -597,6 +608,12 @@ static FX_NORETURN void supervisor_main(struct child_ctx *c)
 	keep[nkeep++] = c->err_fd;
 	if (c->plan->landlock_fd >= 0)
 		keep[nkeep++] = c->plan->landlock_fd;
+	if (c->plan->notify_sock[0] >= 0) {
+		keep[nkeep++] = c->plan->notify_sock[0];
+		keep[nkeep++] = c->plan->notify_sock[1];
+	}
+	if (c->plan->proxy_fd >= 0)
+		keep[nkeep++] = c->plan->proxy_fd;
 	close_all_except(keep, nkeep);
 
 	if (c->ops->apply_supervisor && c->ops->apply_supervisor(c->plan, &stage) < 0) {
@@ -607,6 +624,15 @@ static FX_NORETURN void supervisor_main(struct child_ctx *c)
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
 		as_report(c->report_fd, REC_FATAL, errno, 0, "prctl(PR_SET_CHILD_SUBREAPER)");
 		_exit(1);
+	}
+	/* network = true: the forwarder to the egress proxy, in our network namespace */
+	if (c->plan->proxy_fd >= 0) {
+		if (sb_bridge_start(c->plan->proxy_fd) < 0) {
+			as_report(c->report_fd, REC_FATAL, errno, 0, "start the bridge to the "
+				  "egress proxy on 127.0.0.1");
+			_exit(1);
+		}
+		close(c->plan->proxy_fd);
 	}
 
 	sigemptyset(&block);
@@ -631,6 +657,8 @@ static FX_NORETURN void supervisor_main(struct child_ctx *c)
 	if (!cmd)
 		command_main(c, self);
 	as_report(c->report_fd, REC_PID, 0, (int)cmd, NULL);
+	if (c->plan->notify_sock[1] >= 0)
+		close(c->plan->notify_sock[1]);
 
 	for (;;) {
 		while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
@@ -645,7 +673,26 @@ static FX_NORETURN void supervisor_main(struct child_ctx *c)
 			sup_term = 0;
 			sup_signal_children(c->plan, cmd, SIGTERM);
 		}
-		sigsuspend(&old);
+		if (c->plan->notify_sock[0] < 0 || listener == -2) {
+			sigsuspend(&old);
+			continue;
+		}
+		/* the UNIX socket guard: first its listener, then each connect() */
+		pfd.fd = listener >= 0 ? listener : c->plan->notify_sock[0];
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (ppoll(&pfd, 1, NULL, &old) <= 0)
+			continue;
+		if (listener < 0) {
+			listener = sb_unix_guard_take(c->plan->notify_sock[0]);
+			close(c->plan->notify_sock[0]);
+			if (listener < 0)
+				listener = -2;	/* none came: the command failed before */
+		} else if ((pfd.revents & (POLLHUP | POLLERR | POLLNVAL)) ||
+			   sb_unix_guard_serve(listener, c->plan) < 0) {
+			close(listener);
+			listener = -2;
+		}
 	}
 	/* the command is over (or forgex is gone): nothing it started may stay */
 	sup_signal_children(c->plan, cmd, SIGKILL);
@@ -1213,22 +1260,21 @@ static const char *shown_workdir(const struct executor *ex, const char *workdir)
 /*
  * The approval gate, for a command whose verdict `v` is not a deny:
  * FX_EDENIED when it needs approval and is not approved (with what the
- * person said, for the model). Sets `*network` when the command may use
- * the network: it is on the network list and approved by a person, or
- * network commands need no approval (mode auto). `workdir` (resolved) is
- * shown in the question.
+ * person said, for the model). A yes grants nothing about the network:
+ * [sandbox] network alone decides whether the egress proxy is there, and
+ * the proxy decides each connection. `workdir` (resolved) is shown in the
+ * question.
  */
 static int check_approval(struct executor *ex, const struct exec_request *req,
-			  const struct policy_verdict *v, const char *workdir, int *network)
+			  const struct policy_verdict *v, const char *workdir)
 {
 	struct buf q = BUF_INIT;
 	struct approval_answer a = APPROVAL_ANSWER_INIT;
 	int ret = 0;
 
-	*network = 0;
 	if (v->decision == POLICY_APPROVAL) {
 		struct approval_request rq = { APPROVAL_COMMAND, v->reason.buf, req->argv, req->argc,
-					       shown_workdir(ex, workdir), v->network && !ex->network,
+					       shown_workdir(ex, workdir), v->network && ex->network,
 					       NULL, NULL, NULL };
 		enum approval_mode mode = ex->policy.mode == APPROVAL_AUTO && v->always_ask ?
 			APPROVAL_ASK : ex->policy.mode;
@@ -1236,19 +1282,8 @@ static int check_approval(struct executor *ex, const struct exec_request *req,
 		if (approver_decide(ex->approver, &a, mode, &rq) == APPROVE_NO) {
 			approval_add_refusal(&q, req->argv, req->argc, &a);
 			ret = err_set(FX_EDENIED, "%s", q.buf);
-			goto out;
 		}
-		/*
-		 * Approved without a person: the user's own configured test
-		 * command (the harness sets mode auto for it, not network_allowed)
-		 * runs as it always did, without the network.
-		 */
-		if (mode != APPROVAL_ASK)
-			goto out;
 	}
-	/* a person's yes, or mode auto, where network commands need no approval */
-	*network = v->network;
-out:
 	approval_answer_release(&a);
 	buf_release(&q);
 	return ret;
@@ -1264,7 +1299,7 @@ int executor_run(struct exec_result *out, struct executor *ex, const struct exec
 	char *workdir = NULL;
 	double start, deadline;
 	size_t head, i;
-	int ret, timeout_ms, prepared = 0, network = 0;
+	int ret, timeout_ms, prepared = 0;
 
 	if (!ex->backend)
 		BUG("executor_run() before executor_init()");
@@ -1289,7 +1324,7 @@ int executor_run(struct exec_result *out, struct executor *ex, const struct exec
 	}
 
 	/* 3. approval */
-	ret = check_approval(ex, req, &verdict, workdir, &network);
+	ret = check_approval(ex, req, &verdict, workdir);
 	policy_verdict_release(&verdict);
 	if (ret < 0) {
 		free(workdir);
@@ -1309,7 +1344,7 @@ int executor_run(struct exec_result *out, struct executor *ex, const struct exec
 
 	/* 4. the child: environment, program, backend plan */
 	proc_env_build(&sp.env, req->env_overrides);
-	sp.network = ex->network || network;
+	sp.network = ex->network;
 	for (i = 0; i < req->argc; i++)
 		strvec_push(&sp.argv, req->argv[i]);
 	sp.workdir = workdir;

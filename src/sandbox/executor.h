@@ -9,10 +9,10 @@
  * passes the command policy (deny -> refused), its working folder must
  * resolve inside the workspace, and a command that needs approval is
  * decided by the executor's approver (approver_decide(), which asks a
- * person through the front, showing that folder); an approved network
- * command (or any in mode auto: the verdict's `network`) runs with the
- * network, every other one without unless [sandbox]
- * network = true. The child gets a sanitized environment (the seed's safe list
+ * person through the front, showing that folder). Every command has a
+ * network namespace of its own with loopback only; with [sandbox] network
+ * = true it reaches the outside through forgex's egress proxy, which lets
+ * it reach only [sandbox] allowed_domains (sandbox/proxy.h). The child gets a sanitized environment (the seed's safe list
  * plus explicit overrides), /dev/null on stdin, its own process group, a
  * timeout, and output capped while it is read (head and tail kept). On
  * timeout or interrupt every process it started is stopped: SIGTERM, a
@@ -105,6 +105,8 @@ struct executor {
 	uint64_t max_write_bytes;	/* growth of a writable file system per command; 0: none */
 	char *max_write_text;
 	struct strvec hidden;		/* native: more places to hide ([sandbox] hidden) */
+	struct strvec allowed_domains;	/* network = true: the egress proxy's lists */
+	struct strvec denied_domains;
 	char *cpu_limit;
 	char *image;
 	int read_only;
@@ -127,6 +129,16 @@ struct executor {
 	 * share it.
 	 */
 	struct approver *approver;
+
+	/*
+	 * Called on the executor's thread after a command with each event of
+	 * it for the run's record: "network", {protocol, domain, port,
+	 * decision, reason, address} for each connection through the egress
+	 * proxy. Takes the reference of `fields`. Set by the caller; NULL:
+	 * none.
+	 */
+	void (*on_event)(void *data, const char *type, json_t *fields);
+	void *event_data;
 
 	int auto_select;		/* choosing for "auto": no unconfined native */
 	int grace_ms;			/* SIGTERM -> SIGKILL delay (default 1000) */

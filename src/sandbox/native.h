@@ -67,11 +67,13 @@ struct native_state {
 	int userns, pidns, netns, mntns, ipcns;
 	unsigned mount_fs;		/* enum sb_mount_fs */
 	int landlock_net;		/* Landlock denies TCP too (no network namespace) */
+	int netns_proxy;		/* network = true: the proxy is bridged into the namespace */
 	struct sock_filter *filter;	/* seccomp program, or NULL */
 	unsigned short filter_len;
-	struct sock_filter *filter_net;	/* the same without the socket rule, for commands
-					   that may use the network; NULL: `filter` has none */
-	unsigned short filter_net_len;
+	int unix_guard;			/* the filter sends connect() to the supervisor */
+	const char *sock_roots[SB_MAX_TREES + 4];	/* where sockets may be reached */
+	size_t sock_roots_nr;
+	struct proxy *proxy;		/* the egress proxy, started at the first command */
 	int cgroup;			/* limit root's processes with a pids cgroup */
 	char cgroup_parent[256];
 	char *cgroup_dir;		/* made at the first command, reused (one at a time) */
@@ -109,9 +111,12 @@ int native_injected(int step);
 /**
  * Build the command's seccomp program (the rules are listed in
  * native_seccomp.c); `with_net`: AF_INET and AF_INET6 sockets are refused
- * too. `*out` (xmalloc'd, the caller frees it) holds `*out_len` instructions.
+ * too; `unix_guard`: connect() is sent to the supervisor and AF_UNIX
+ * datagram sockets are refused. `*out` (xmalloc'd, the caller frees it)
+ * holds `*out_len` instructions.
  */
-int native_seccomp_build(struct sock_filter **out, unsigned short *out_len, int with_net);
+int native_seccomp_build(struct sock_filter **out, unsigned short *out_len, int with_net,
+			 int unix_guard);
 
 /* ---- Landlock (native_landlock.c) ---- */
 
@@ -122,10 +127,10 @@ uint64_t native_landlock_handled(int abi);
  * Make the command's ruleset in `*out` (a descriptor the caller closes):
  * everything readable and executable; writable the workspace (unless
  * read-only), the writable roots, `tmpdir` and a few devices; TCP denied
- * when the state says so and `network` is 0.
+ * when the state says so (no network namespace).
  */
 int native_landlock_ruleset(int *out, const struct native_state *st, const struct executor *ex,
-			    const char *tmpdir, int network);
+			    const char *tmpdir);
 
 /** Child side: grant `rights` beneath `path` in `ruleset` (no-op when < 0). */
 int native_landlock_grant(int ruleset, const char *path, uint64_t rights);

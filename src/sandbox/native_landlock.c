@@ -51,7 +51,7 @@ static int add_rule(int ruleset, const char *path, uint64_t access, int must_exi
 }
 
 int native_landlock_ruleset(int *out, const struct native_state *st, const struct executor *ex,
-			    const char *tmpdir, int network)
+			    const char *tmpdir)
 {
 	static const char *const devices[] = { "/dev/null", "/dev/zero", "/dev/full" };
 	struct fx_ruleset_attr attr;
@@ -63,7 +63,7 @@ int native_landlock_ruleset(int *out, const struct native_state *st, const struc
 	attr.handled_access_fs = all;
 	size = sizeof(attr.handled_access_fs);
 	if (st->landlock_abi >= 4) {
-		if (st->landlock_net && !network)
+		if (st->landlock_net)
 			attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP |
 						  LANDLOCK_ACCESS_NET_CONNECT_TCP;
 		size = offsetof(struct fx_ruleset_attr, scoped);

@@ -45,7 +45,11 @@
  *    the system calls above;
  *  - mount-changing calls (EPERM; Landlock refuses them too);
  *  - without a network namespace (`with_net`): AF_INET/AF_INET6 sockets
- *    (EACCES).
+ *    (EACCES);
+ *  - with the UNIX socket guard (`unix_guard`, native_unix.c): connect()
+ *    goes to the supervisor (SECCOMP_RET_USER_NOTIF), and AF_UNIX
+ *    SOCK_DGRAM sockets, which reach a path through sendto() without
+ *    connect(), cannot be made by socket() or socketpair() (EACCES).
  * System calls of another architecture (32-bit x86) kill the process:
  * their numbers differ and the rules above would not apply to them.
  */
@@ -71,7 +75,8 @@ static int add_mode_rules(scmp_filter_ctx ctx, int nr, unsigned mode_arg, int fl
 	return rc;
 }
 
-int native_seccomp_build(struct sock_filter **out, unsigned short *out_len, int with_net)
+int native_seccomp_build(struct sock_filter **out, unsigned short *out_len, int with_net,
+			 int unix_guard)
 {
 	static const struct { int nr; int mode_arg, flags_arg; } modes[] = {
 		{ SCMP_SYS(chmod), 1, -1 }, { SCMP_SYS(fchmod), 1, -1 },
@@ -124,6 +129,16 @@ int native_seccomp_build(struct sock_filter **out, unsigned short *out_len, int 
 	if (!rc && with_net)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
 				      SCMP_A0(SCMP_CMP_EQ, AF_INET6));
+	if (!rc && unix_guard)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(connect), 0);
+	if (!rc && unix_guard)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 2,
+				      SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
+				      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_DGRAM));
+	if (!rc && unix_guard)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socketpair), 2,
+				      SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
+				      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_DGRAM));
 	if (!rc)
 		rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);	/* we set it ourselves */
 	if (rc) {

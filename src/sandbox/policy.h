@@ -120,8 +120,9 @@ struct policy_verdict {
 	/*
 	 * A program the command runs (argv[0], or one a wrapper in it runs) is
 	 * on the network list, whether or not network commands need approval,
-	 * and the command is not denied: once approved (or in mode auto) the
-	 * executor runs it with network access.
+	 * and the command is not denied. It only makes the command need
+	 * approval; the network itself is [sandbox] network's and the egress
+	 * proxy's (docs/internals/executor.md), never an approval's.
 	 */
 	int network;
 };

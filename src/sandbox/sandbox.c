@@ -386,12 +386,18 @@ static void fill_guarantees(struct sandbox_caps *c)
 		      "caches, $XDG_RUNTIME_DIR, /run and [sandbox] hidden look empty; "
 		      "/tmp, /dev/shm private" :
 		      "readable: no mount namespace");
-	set_guarantee(&g[n++], "UNIX sockets", c->mntns && abi >= 6, "%s",
-		      c->mntns && abi >= 6 ? "pathname sockets under /run, /tmp, the hidden "
-		      "places unreachable; abstract ones scoped (Landlock ABI 6); elsewhere "
-		      "reachable" : "reachable (needs a mount namespace and Landlock ABI 6)");
+	if (c->unix_guard)
+		set_guarantee(&g[n++], "UNIX sockets", 1, "seccomp user notification: the "
+			      "supervisor does each connect(), refusing pathname sockets outside the "
+			      "writable roots, /tmp, /dev/shm, /run; no unix datagram sockets");
+	else
+		set_guarantee(&g[n++], "UNIX sockets", 0, "pathname sockets outside /run, /tmp "
+			      "and the hidden places reachable (needs seccomp user notification "
+			      "and pidfd_getfd, Linux 5.6+)");
 	if (c->netns)
-		set_guarantee(&g[n++], "network", 1, "own network namespace (loopback only)");
+		set_guarantee(&g[n++], "network", 1, "own network namespace (loopback only); "
+			      "network = true: only through forgex's egress proxy, allowed_domains, "
+			      "no private or metadata addresses");
 	else if (c->seccomp)
 		set_guarantee(&g[n++], "network", 1, "no network namespace; a seccomp "
 			      "filter refuses AF_INET/AF_INET6 sockets%s", abi >= 4 ?
@@ -467,6 +473,7 @@ static void probe_kernel(struct sandbox_caps *c)
 	c->landlock_abi = abi > 0 ? (int)abi : 0;
 	c->seccomp = syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &act) == 0;
 	c->no_new_privs = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) >= 0;
+	c->unix_guard = c->seccomp && sb_unix_guard_supported();
 	/* one child for the usual answer (all of them), one per namespace otherwise */
 	if (can_unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWNS |
 			CLONE_NEWIPC)) {
@@ -519,6 +526,8 @@ const struct sandbox_caps *sandbox_kernel_caps(void)
 		masked.landlock_abi = 0;
 	if (probe_mask & SB_FEAT_SECCOMP)
 		masked.seccomp = 0;
+	if (probe_mask & (SB_FEAT_SECCOMP | SB_FEAT_UNIX_GUARD))
+		masked.unix_guard = 0;
 	if (probe_mask & SB_FEAT_CGROUP)
 		masked.cgroup_pids = 0;
 	if (probe_mask & SB_FEAT_MNTNS || !masked.userns)

@@ -116,10 +116,23 @@ struct sb_plan {
 	char *tmpdir;			/* private TMPDIR, removed by finish() */
 	char name[32];			/* docker container name */
 	int stopped;			/* stop() ran */
+
+	/*
+	 * The UNIX socket guard (native_unix.c): the command loads its seccomp
+	 * program with a listener and hands it over notify_sock[1]; the
+	 * supervisor receives it on notify_sock[0] and decides each connect().
+	 */
+	int notify_sock[2];		/* -1, -1: no guard */
+	const char *const *sock_roots;	/* pathname sockets beneath these may be reached */
+	size_t sock_roots_nr;
+	int proxy_fd;			/* O_PATH of the egress proxy's socket; -1: no bridge */
 };
 
 #define SB_PLAN_INIT { 0, 0, "", "", 0, NULL, 0, 0, 0, 0, 0, -1, { 0, NULL }, \
-			{ { 0, { 0, 0 } } }, 0, NULL, "", 0 }
+			{ { 0, { 0, 0 } } }, 0, NULL, "", 0, { -1, -1 }, NULL, 0, -1 }
+
+/* The port the bridge listens on in the sandbox's own network namespace (127.0.0.1). */
+#define SB_PROXY_PORT 3128
 
 /**
  * The child as the executor describes it to a backend; prepare() may
@@ -142,8 +155,7 @@ struct sb_spawn {
 	struct sb_plan plan;
 	const char *stdin_data;		/* NULL: stdin is /dev/null */
 	size_t stdin_len;
-	int network;			/* this command may use the network ([sandbox] network,
-					   or an approved network command) */
+	int network;			/* [sandbox] network: the egress proxy is bridged in */
 	const int *pass_fds;		/* NULL, or the command's stdin, stdout, stderr (exec_request) */
 };
 
@@ -202,6 +214,7 @@ struct sandbox_caps {
 	int no_new_privs;
 	int mntns;			/* a mount namespace with the new mount API (Linux 5.12+) */
 	int ipcns;			/* an IPC namespace */
+	int unix_guard;			/* seccomp user notification and pidfd_getfd (UNIX socket guard) */
 	unsigned mount_fs;		/* enum sb_mount_fs: what a sandbox can mount */
 	int cgroup_pids;		/* a pids cgroup can be created (needed for root) */
 	char cgroup_pids_dir[256];	/* where */
@@ -248,6 +261,7 @@ enum sandbox_feature {
 	SB_FEAT_IPCNS = 1 << 7,
 	SB_FEAT_MEMCG = 1 << 8,
 	SB_FEAT_FRESH_PROC = 1 << 9,
+	SB_FEAT_UNIX_GUARD = 1 << 10,
 };
 void sandbox_probe_mask(unsigned mask);
 
@@ -271,5 +285,31 @@ int sb_kill_children(pid_t except, const pid_t *keep, size_t keep_nr);
 
 /** List up to `max` children of the calling process into `pids`; returns how many. */
 size_t sb_list_children(pid_t *pids, size_t max);
+
+/**
+ * The supervisor, in the sandbox's network namespace (bridge.c): listen on
+ * 127.0.0.1:SB_PROXY_PORT and fork the forwarder that relays each
+ * connection to the egress proxy's socket, open O_PATH as `proxy_fd`.
+ * Returns the forwarder's pid, or -1 with errno.
+ */
+pid_t sb_bridge_start(int proxy_fd);
+
+/* The UNIX socket guard (native_unix.c); all async-signal-safe. */
+
+/** Whether this kernel has what the guard needs (seccomp user notification, pidfd_getfd). */
+int sb_unix_guard_supported(void);
+
+/** The command: send its seccomp listener over `sock`. 0 or -1 with errno. */
+int sb_unix_guard_give(int sock, int listener);
+
+/** The supervisor: receive the listener from `sock`; -1 when none came. */
+int sb_unix_guard_take(int sock);
+
+/**
+ * The supervisor: answer one connect() of the sandbox on `listener`,
+ * doing it on the caller's behalf when the plan allows it (see
+ * native_unix.c). 0, or -1 when the listener is unusable.
+ */
+int sb_unix_guard_serve(int listener, const struct sb_plan *plan);
 
 #endif

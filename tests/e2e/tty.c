@@ -305,9 +305,9 @@ static void approval_case(const char *answer, int approved)
 		assert_null(memchr(prompt, '\r', (size_t)(q - prompt) + 16));
 		free(clean);
 	}
-	/* the exact argv, quoted for a shell, where it runs, and that it gets the network */
+	/* the exact argv, quoted for a shell, where it runs; network = false: no network */
 	assert_non_null(strstr(prompt, "  $ pip --version 'it'\"'\"'s'\n  in . (of the workspace)\n"
-			       "  approved, it runs with network access\n"));
+			       "  y: yes, once"));
 	/* the run went on after the answer */
 	after = strstr(prompt, "==> expert");
 	assert_non_null(after);
@@ -502,12 +502,12 @@ static void test_tty_approval_ctrl_c_is_no(void **state)
 }
 
 /*
- * An approved network command runs with the network: a real curl reaches
- * a server on the host's 127.0.0.1 (a second mock); a command allowed
- * without approval does not (its own network namespace: nothing listens
- * on its loopback).
+ * Issue 20: with network = false an approved network command gets no
+ * network: a real curl does not reach a server on the host's 127.0.0.1
+ * (a second mock), any more than a command allowed without approval (its
+ * own network namespace: nothing listens on its loopback).
  */
-static void test_tty_approved_network_command_has_the_network(void **state)
+static void test_tty_approved_network_command_stays_offline(void **state)
 {
 	struct mock m, target;
 	struct ptyrun r;
@@ -536,14 +536,14 @@ static void test_tty_approved_network_command_has_the_network(void **state)
 	run_pty(&r, dir, args, replies, 1, 0, 120);
 	if (r.status)
 		fail_msg("run failed (%d):\n%s", r.status, r.tty.buf);
-	assert_non_null(strstr(r.tty.buf, "  approved, it runs with network access\n"));
+	assert_null(strstr(r.tty.buf, "  approved, it runs with network access\n"));
 	r1 = tool_result(&m, id1);
 	r2 = tool_result(&m, id2);
 	assert_non_null(r1);
 	assert_non_null(r2);
-	/* curl got the list of models from the host's 127.0.0.1 */
-	assert_non_null(strstr(r1, "exit_code: 0\n"));
-	assert_non_null(strstr(r1, "mock-model"));
+	/* curl did not get the list of models from the host's 127.0.0.1 */
+	assert_non_null(strstr(r1, "exit_code: 7\n"));
+	assert_null(strstr(r1, "mock-model"));
 	/*
 	 * python3 is not a network command: refused by its own empty loopback
 	 * (or, where there are no network namespaces, by the seccomp rule)
@@ -890,7 +890,7 @@ int main(void)
 		cmocka_unit_test(test_tty_approval_e_tells_the_model_why),
 		cmocka_unit_test(test_tty_approval_always_asks_once),
 		cmocka_unit_test(test_tty_approval_ctrl_c_is_no),
-		cmocka_unit_test(test_tty_approved_network_command_has_the_network),
+		cmocka_unit_test(test_tty_approved_network_command_stays_offline),
 		cmocka_unit_test(test_tty_ctrl_c_in_model_call_then_resume),
 		cmocka_unit_test(test_tty_ctrl_c_in_command_then_resume),
 		cmocka_unit_test(test_tty_no_args_opens_a_session),

@@ -270,6 +270,35 @@ static void test_approval_always_tool_by_its_name(void **state)
 	approver_release(&ap);
 }
 
+/* Issue 20: `a` to a proxy question remembers the domain, apart from tools and commands. */
+static void test_approval_always_domain_by_its_name(void **state)
+{
+	static const char *const cmd[] = { "pypi.org" };
+	struct person who = { APPROVE_ALWAYS, NULL, 0, NULL, NULL, 0, 0 };
+	struct approval_request d = { APPROVAL_NETWORK_DOMAIN, "not in allowed_domains", NULL, 0,
+				      NULL, 0, "pypi.org", "a connection to pypi.org (port 443)",
+				      "by: pip install x" };
+	struct approval_request d2 = d, t = tool("pypi.org"), c = command(cmd, 1);
+	struct approval_answer a = APPROVAL_ANSWER_INIT;
+	struct approver ap;
+
+	(void)state;
+	d2.tool = "files.pythonhosted.org";
+	approver_init(&ap, person_ask, &who, NULL);
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &d), APPROVE_ALWAYS);
+	assert_int_equal(who.rq->kind, APPROVAL_NETWORK_DOMAIN);
+	who.verdict = APPROVE_NO;
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &d), APPROVE_ONCE);
+	assert_true(a.remembered);
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &d2), APPROVE_NO);
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &t), APPROVE_NO);
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &c), APPROVE_NO);
+	assert_int_equal(who.asked, 4);
+	approver_forget(&ap);
+	assert_int_equal(approver_decide(&ap, &a, APPROVAL_ASK, &d), APPROVE_NO);
+	approver_release(&ap);
+}
+
 /* ---- one question at a time ------------------------------------------- */
 
 struct asker {
@@ -387,6 +416,7 @@ int main(void)
 		cmocka_unit_test(test_approval_always_git_status_is_not_git_push),
 		cmocka_unit_test(test_approval_command_shapes),
 		cmocka_unit_test(test_approval_always_tool_by_its_name),
+		cmocka_unit_test(test_approval_always_domain_by_its_name),
 		cmocka_unit_test(test_approval_one_question_at_a_time),
 		cmocka_unit_test(test_approval_refusal),
 		cmocka_unit_test(test_approval_format_argv),

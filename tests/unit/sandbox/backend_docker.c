@@ -212,9 +212,19 @@ static void test_docker_argv_everything_set(void **state)
 }
 
 /* A network command that passed the gate (mode auto here) gets --network bridge; others none. */
+/*
+ * Issue 20: an approved network command (mode auto) gets no network with
+ * network = false, under docker as natively; network = true is the bridge.
+ */
 static void test_docker_argv_approved_network_command(void **state)
 {
 	char *user = xstrfmt("%ld:%ld", (long)getuid(), (long)getgid());
+	const char *want_off[] = {
+		"docker", "run", "--rm", "--name", "NAME", "--network", "none", "--cap-drop", "ALL",
+		"--security-opt", "no-new-privileges", "--read-only", "--tmpfs", "/tmp",
+		"--memory", "4g", "--user", user, "-v", "WS:/workspace", "-w", "/workspace",
+		"python:3.12-slim", "curl", "-s", "x", NULL,
+	};
 	const char *want_net[] = {
 		"docker", "run", "--rm", "--name", "NAME", "--network", "bridge", "--cap-drop", "ALL",
 		"--security-opt", "no-new-privileges", "--read-only", "--tmpfs", "/tmp",
@@ -231,10 +241,14 @@ static void test_docker_argv_approved_network_command(void **state)
 
 	(void)state;
 	set_str(&cfg.permissions.mode, "auto");
-	name = check_argv(NULL, NULL, (const char *const[]){ "curl", "-s", "x", NULL }, want_net);
+	name = check_argv(NULL, NULL, (const char *const[]){ "curl", "-s", "x", NULL }, want_off);
 	free(name);
 	name = check_argv(NULL, NULL, (const char *const[]){ "echo", "hi", NULL }, want_none);
 	free(name);
+	cfg.sandbox.network = 1;
+	name = check_argv(NULL, NULL, (const char *const[]){ "curl", "-s", "x", NULL }, want_net);
+	free(name);
+	cfg.sandbox.network = 0;
 	free(user);
 }
 

@@ -165,11 +165,44 @@ static int attack(int argc, char **argv)
 	} else if (!strcmp(op, "connect") && argc == 2) {
 		struct sockaddr_un a;
 		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		char got[32];
+		ssize_t n;
 
 		memset(&a, 0, sizeof(a));
 		a.sun_family = AF_UNIX;
 		snprintf(a.sun_path, sizeof(a.sun_path), "%s", argv[1]);
 		say("connect", connect(s, (struct sockaddr *)&a, sizeof(a)));
+		n = read(s, got, sizeof(got) - 1);
+		if (n > 0) {
+			got[n] = '\0';
+			printf("read: %s\n", got);
+		}
+	} else if (!strcmp(op, "dgram") && argc == 2) {
+		struct sockaddr_un a;
+		int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), sv[2];
+
+		say("socket(AF_UNIX, SOCK_DGRAM)", s);
+		say("socketpair(AF_UNIX, SOCK_DGRAM)", socketpair(AF_UNIX, SOCK_DGRAM, 0, sv));
+		memset(&a, 0, sizeof(a));
+		a.sun_family = AF_UNIX;
+		snprintf(a.sun_path, sizeof(a.sun_path), "%s", argv[1]);
+		s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		say("sendto on a stream socket", (int)sendto(s, "x", 1, 0, (struct sockaddr *)&a,
+							      sizeof(a)));
+	} else if (!strcmp(op, "serve-and-connect") && argc == 2) {
+		/* a test server in the workspace: bind, listen, connect by a relative path */
+		struct sockaddr_un a;
+		int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		memset(&a, 0, sizeof(a));
+		a.sun_family = AF_UNIX;
+		snprintf(a.sun_path, sizeof(a.sun_path), "%s", argv[1]);
+		unlink(argv[1]);
+		say("bind", bind(l, (struct sockaddr *)&a, sizeof(a)));
+		say("listen", listen(l, 1));
+		say("connect", connect(c, (struct sockaddr *)&a, sizeof(a)));
+		unlink(argv[1]);
 	} else {
 		fprintf(stderr, "attack: bad arguments\n");
 		return 2;
@@ -534,9 +567,10 @@ static int listen_unix(const char *path)
 static void sockets(uid_t uid)
 {
 	struct outcome o;
-	char *home = outside_dir(uid), *ssh, *sock, *run, *inside;
+	char *home = outside_dir(uid), *ssh, *sock, *run, *inside, *tmux;
 	char *old_home = xstrdup(getenv("HOME"));
-	int s1, s2, s3;
+	int s1, s2, s3, s4;
+	pid_t answerer;
 
 	if (uid)
 		assert_int_equal(chown(ws, uid, uid), 0);
@@ -550,6 +584,28 @@ static void sockets(uid_t uid)
 	s1 = listen_unix(sock);
 	s2 = listen_unix(run);
 	s3 = listen_unix(inside);
+	tmux = xstrfmt("%s/.tmux-sessions/default", home);
+	{
+		char *d = xstrfmt("%s/.tmux-sessions", home);
+
+		assert_int_equal(mkdir(d, 0777), 0);
+		free(d);
+	}
+	s4 = listen_unix(tmux);
+	assert_int_equal(chmod(tmux, 0777), 0);
+	/* the "server": runs whatever comes, here it only says so */
+	answerer = fork();
+	assert_true(answerer >= 0);
+	if (!answerer) {
+		for (;;) {
+			int c = accept(s4, NULL, NULL);
+
+			if (c >= 0) {
+				(void)!write(c, "HOST-SHELL", 10);
+				close(c);
+			}
+		}
+	}
 	assert_int_equal(chmod(sock, 0777), 0);
 	assert_int_equal(chmod(run, 0777), 0);
 	assert_int_equal(chmod(inside, 0777), 0);
@@ -567,10 +623,58 @@ static void sockets(uid_t uid)
 	assert_has(&o.out, "connect: No such file or directory");
 	outcome_release(&o);
 
+	/*
+	 * Issue 20, item 2: a tmux-like server under a home folder that is on
+	 * no hidden list (its socket visible in the sandbox, and mode 0777)
+	 * answers whoever connects; the UNIX socket guard refuses the
+	 * connect(), by its absolute path, by a relative one, and through a
+	 * symlink planted in the workspace.
+	 */
+	if (sandbox_kernel_caps()->unix_guard) {
+		char *link = xstrfmt("%s/tmux-link.sock", ws), *rel;
+
+		assert_int_equal(symlink(tmux, link), 0);
+		rel = xstrfmt("../../../../../../../../../..%s", tmux);
+		run_as(&o, uid, ws, NULL, ARGV(self_exe, "attack", "connect", tmux));
+		assert_has(&o.out, "connect: Permission denied");
+		assert_lacks(&o.out, "read: HOST-SHELL");
+		outcome_release(&o);
+		run_as(&o, uid, ws, NULL, ARGV(self_exe, "attack", "connect", rel));
+		assert_has(&o.out, "connect: Permission denied");
+		outcome_release(&o);
+		run_as(&o, uid, ws, NULL, ARGV(self_exe, "attack", "connect", "tmux-link.sock"));
+		assert_has(&o.out, "connect: Permission denied");
+		outcome_release(&o);
+		/* datagram sockets, which reach a path without connect(), cannot be made */
+		run_as(&o, uid, ws, NULL, ARGV(self_exe, "attack", "dgram", tmux));
+		assert_has(&o.out, "socket(AF_UNIX, SOCK_DGRAM): Permission denied");
+		assert_has(&o.out, "socketpair(AF_UNIX, SOCK_DGRAM): Permission denied");
+		assert_lacks(&o.out, "sendto on a stream socket: ok");
+		outcome_release(&o);
+		/* the host side still reaches it: the guard is the sandbox's, not the socket's */
+		assert_true(fsutil_exists(tmux));
+		/* a test server the command starts in its workspace or /tmp works */
+		run_as(&o, uid, ws, NULL, ARGV(self_exe, "attack", "serve-and-connect", "srv.sock"));
+		assert_has(&o.out, "bind: ok");
+		assert_has(&o.out, "connect: ok");
+		outcome_release(&o);
+		run_as(&o, uid, ws, NULL, ARGV(self_exe, "attack", "serve-and-connect",
+					       "/tmp/srv.sock"));
+		assert_has(&o.out, "connect: ok");
+		outcome_release(&o);
+		unlink(link);
+		free(link);
+		free(rel);
+	} else {
+		print_message("note: no UNIX socket guard on this kernel: %s is reachable\n", tmux);
+	}
+
 	setenv("HOME", old_home, 1);
 	close(s1);
 	close(s2);
 	close(s3);
+	close(s4);
+	unlink(tmux);
 	unlink(run);
 	unlink(inside);
 	free(old_home);
@@ -578,6 +682,9 @@ static void sockets(uid_t uid)
 	free(sock);
 	free(run);
 	free(inside);
+	kill(answerer, SIGKILL);
+	waitpid(answerer, NULL, 0);
+	free(tmux);
 	tu_rmtree(home);
 }
 
