@@ -56,6 +56,16 @@ static void ask(struct env *e, struct tu_result *r, const char *question)
 }
 
 /* Requests that were not model requests: the window probe's questions. */
+/* How many chat requests the model server had. */
+static size_t nrequests(const struct mock *m)
+{
+	json_t *reqs = mock_requests(m);
+	size_t n = json_array_size(reqs);
+
+	json_decref(reqs);
+	return n;
+}
+
 static size_t probes(const struct mock *m)
 {
 	json_t *all = mock_all_requests(m), *models = mock_requests(m);
@@ -123,7 +133,7 @@ static void test_dialects_call_in_reasoning_is_not_run(void **state)
 	if (r.status != 0)
 		fail_msg("exit %d: %s", r.status, r.err.buf);
 	assert_non_null(strstr(r.out.buf, "It says hello."));
-	assert_int_equal(json_array_size(mock_requests(&e.m)), 1);
+	assert_int_equal(nrequests(&e.m), 1);
 	{
 		char *a = tu_read(e.dir, "a.txt");
 
@@ -155,7 +165,7 @@ static void test_dialects_second_ask_sends_no_probe(void **state)
 		fail_msg("exit %d: %s", r.status, r.err.buf);
 	assert_string_equal(r.out.buf, "two\n");
 	assert_int_equal(probes(&e.m), first);
-	assert_int_equal(json_array_size(mock_requests(&e.m)), 2);
+	assert_int_equal(nrequests(&e.m), 2);
 	tu_result_release(&r);
 	teardown(&e);
 }
