@@ -22,6 +22,7 @@
 #include "pipeline/journal.h"
 #include "pipeline/lock.h"
 #include "pipeline/recorder.h"
+#include "pipeline/runrecord.h"
 #include "pipeline/workbench.h"
 #include "sandbox/approval.h"
 #include "tools/registry.h"
@@ -294,70 +295,15 @@ static int load_state(struct chat *c)
  * one "ID<TAB>WORKSPACE" line each. A session folder is in the workspace,
  * which a cloned repository can fill: --continue takes only a session of
  * the record, so one shipped with the repository is never picked up
- * unasked.
+ * unasked. The record is kept by runrecord.c, as the runs' is.
  */
-#define RECORD_MAX (4u << 20)
-
-static char *record_path(void)
-{
-	return xdg_path(XDG_DIR_STATE, "forgex/sessions");
-}
-
-static void record_session(const char *workspace, const char *id)
-{
-	char *path = record_path(), *line;
-	struct buf dir = BUF_INIT;
-	int fd;
-
-	if (!path || strchr(workspace, '\n')) {
-		free(path);
-		return;
-	}
-	path_dirname(&dir, path);
-	line = xstrfmt("%s\t%s\n", id, workspace);
-	if (fsutil_mkdir_p(dir.buf, 0700) == 0 &&
-	    (fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600)) >= 0) {
-		if (write(fd, line, strlen(line)) < 0)
-			err_clear();
-		close(fd);
-	}
-	err_clear();
-	free(line);
-	buf_release(&dir);
-	free(path);
-}
-
-/* The ids the user's record holds for `workspace`. */
-static void recorded_sessions(struct strvec *out, const char *workspace)
-{
-	char *path = record_path();
-	struct buf b = BUF_INIT;
-	size_t pos = 0, wl = strlen(workspace);
-
-	if (!path || fsutil_read_file(&b, path, RECORD_MAX) < 0) {
-		err_clear();
-		free(path);
-		return;
-	}
-	while (pos < b.len) {
-		const char *l = b.buf + pos, *nl = memchr(l, '\n', b.len - pos);
-		size_t n = nl ? (size_t)(nl - l) : b.len - pos;
-		const char *tab = memchr(l, '\t', n);
-
-		if (tab && (size_t)(l + n - tab - 1) == wl && !memcmp(tab + 1, workspace, wl))
-			strvec_pushf(out, "%.*s", (int)(tab - l), l);
-		pos += n + 1;
-	}
-	buf_release(&b);
-	free(path);
-}
 
 int chat_session_mine(const char *workspace, const char *id)
 {
 	struct strvec mine = STRVEC_INIT;
 	int found;
 
-	recorded_sessions(&mine, workspace);
+	runrecord_list(&mine, RUNRECORD_SESSIONS, workspace);
 	found = strvec_find(&mine, id) >= 0;
 	strvec_clear(&mine);
 	return found;
@@ -373,7 +319,7 @@ static int last_own_session(char **out, const char *workspace)
 	ret = rundir_list_kind(&all, workspace, RUNDIR_CHATS);
 	if (ret < 0)
 		return ret;
-	recorded_sessions(&mine, workspace);
+	runrecord_list(&mine, RUNRECORD_SESSIONS, workspace);
 	for (i = all.nr; i-- > 0;)
 		if (strvec_find(&mine, all.v[i]) >= 0)
 			break;
@@ -455,7 +401,7 @@ int chat_open(struct chat **out, const struct chat_opts *o)
 		ret = rundir_create_kind(&c->s, c->cfg->workspace, RUNDIR_CHATS, NULL);
 		if (ret < 0)
 			goto fail;
-		record_session(c->cfg->workspace, c->s.id);
+		runrecord_note(RUNRECORD_SESSIONS, c->cfg->workspace, c->s.id);
 	}
 	c->s.on_event = o->on_event;
 	c->s.on_event_data = o->event_data;

@@ -13,16 +13,18 @@
 
 #define RECORD_MAX (4u << 20)
 
-void runrecord_add(const char *workspace, const char *id)
+void runrecord_note(const char *record, const char *workspace, const char *id)
 {
-	char *path = xdg_path(XDG_DIR_STATE, "forgex/runs"), *line;
+	char *path, *line;
 	struct buf dir = BUF_INIT;
 	int fd;
 
-	if (!path || strchr(workspace, '\n') || strchr(workspace, '\t')) {
-		free(path);
+	/* a line per entry: a workspace with a newline could forge one */
+	if (strchr(workspace, '\n'))
 		return;
-	}
+	path = xdg_path(XDG_DIR_STATE, record);
+	if (!path)
+		return;
 	path_dirname(&dir, path);
 	line = xstrfmt("%s\t%s\n", id, workspace);
 	if (fsutil_mkdir_p(dir.buf, 0700) == 0 &&
@@ -37,10 +39,9 @@ void runrecord_add(const char *workspace, const char *id)
 	free(path);
 }
 
-/* The ids the user's record holds for `workspace`. */
-static void recorded(struct strvec *out, const char *workspace)
+void runrecord_list(struct strvec *out, const char *record, const char *workspace)
 {
-	char *path = xdg_path(XDG_DIR_STATE, "forgex/runs");
+	char *path = xdg_path(XDG_DIR_STATE, record);
 	struct buf b = BUF_INIT;
 	size_t pos = 0, wl = strlen(workspace);
 
@@ -62,12 +63,17 @@ static void recorded(struct strvec *out, const char *workspace)
 	free(path);
 }
 
+void runrecord_add(const char *workspace, const char *id)
+{
+	runrecord_note(RUNRECORD_RUNS, workspace, id);
+}
+
 int runrecord_mine(const char *workspace, const char *id)
 {
 	struct strvec mine = STRVEC_INIT;
 	int found;
 
-	recorded(&mine, workspace);
+	runrecord_list(&mine, RUNRECORD_RUNS, workspace);
 	found = strvec_find(&mine, id) >= 0;
 	strvec_clear(&mine);
 	return found;
@@ -81,7 +87,7 @@ int runrecord_resolve(char **out, const char *workspace, const char *name,
 	size_t i;
 	int ret;
 
-	recorded(&mine, workspace);
+	runrecord_list(&mine, RUNRECORD_RUNS, workspace);
 	if (name && strcmp(name, "last")) {
 		ret = rundir_resolve(&id, workspace, name);
 		if (ret < 0)

@@ -19,6 +19,21 @@
 #include "base/buf.h"
 #include "base/strvec.h"
 
+/* The records: runs here, sessions in chat.c (both "ID<TAB>WORKSPACE" lines). */
+#define RUNRECORD_RUNS "forgex/runs"
+#define RUNRECORD_SESSIONS "forgex/sessions"
+
+/**
+ * Append "ID<TAB>WORKSPACE" to the user's record `record` (a path below
+ * $XDG_STATE_HOME, e.g. RUNRECORD_RUNS), never through a link; best
+ * effort: a failure is ignored, and a workspace with a newline is not
+ * recorded.
+ */
+void runrecord_note(const char *record, const char *workspace, const char *id);
+
+/** Push to `out` the ids that `record` holds for `workspace`, oldest first. */
+void runrecord_list(struct strvec *out, const char *record, const char *workspace);
+
 /** Note that this user started run `id` in `workspace` (best effort: a failure is ignored). */
 void runrecord_add(const char *workspace, const char *id);
 
