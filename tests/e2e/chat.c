@@ -31,529 +31,13 @@
 #include "base/jsonx.h"
 #include "base/strvec.h"
 #include "helpers/scripted.h"
+#include "helpers/term.h"
 #include "helpers/testutil.h"
 #include "mockllm/mockctl.h"
 
-/* Seconds one step (a prompt, a reply, a command) may take on a loaded machine. */
-#define STEP 60.0
 /* What Ctrl-C during a command may take to give the prompt back (see the report). */
 #define CTRL_C_MAX 1.0
-#define PROMPT "forgex>\033[m "
 #define ARCHITECT_PROMPT "You are the Architect of forgex"
-
-static void pause_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
-/* JSON written with single quotes, for readable scripts (caller frees). */
-static char *sq(const char *s)
-{
-	char *d = xstrdup(s), *p;
-
-	for (p = d; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	return d;
-}
-
-/*
- * A terminal with forgex on it
- */
-
-struct term {
-	pid_t pid;
-	int master;
-	struct buf out;		/* everything forgex wrote to the terminal */
-	double *at;		/* at[i]: when the read that ended at ends[i] returned */
-	size_t *ends;
-	size_t reads, alloc;
-	size_t mark;		/* term_expect() searches from here */
-	const char *prompt;	/* the prompt as written: PROMPT, or without colour */
-	int status;		/* exit status, or 128+signal; -1 while running */
-};
-
-/* forgex of the running test, killed by the teardown if the test fails. */
-static pid_t live_pid;
-
-/*
- * The text from `from` on, printable: escapes shown as \e, \r dropped, and
- * the terminal mode switches a person does not see (\e[?2004h, bracketed
- * paste on, and the like) left out (caller frees).
- */
-static char *shown(const struct term *t, size_t from)
-{
-	struct buf b = BUF_INIT;
-	size_t i;
-
-	for (i = from; i < t->out.len; i++) {
-		unsigned char c = (unsigned char)t->out.buf[i];
-
-		if (c == '\033' && i + 2 < t->out.len && t->out.buf[i + 1] == '[' &&
-		    t->out.buf[i + 2] == '?') {
-			size_t k = i + 3;
-
-			while (k < t->out.len && (isdigit((unsigned char)t->out.buf[k]) ||
-						  t->out.buf[k] == ';'))
-				k++;
-			if (k < t->out.len && (t->out.buf[k] == 'h' || t->out.buf[k] == 'l')) {
-				i = k;
-				continue;
-			}
-		}
-		if (c == '\033')
-			buf_addstr(&b, "\\e");
-		else if (c == '\\')
-			buf_addstr(&b, "\\\\");
-		else if (c == '\r')
-			continue;
-		else if (c < 32 && c != '\n' && c != '\t')
-			buf_addf(&b, "^%c", c + 64);
-		else
-			buf_addch(&b, (char)c);
-	}
-	return buf_detach(&b, NULL);
-}
-
-/*
- * Start `forgex args...` in project `p` (its HOME and XDG_CONFIG_HOME, and
- * what sc_proj_env() added) on a new 100x40 terminal, as a terminal
- * emulator would: TERM=xterm, no NO_COLOR unless the project sets it.
- */
-static void term_start(struct term *t, const struct sc_proj *p, const char *const *args)
-{
-	struct strvec argv = STRVEC_INIT;
-	char *abs = realpath(tu_forgex(), NULL);
-	size_t i;
-
-	memset(t, 0, sizeof(*t));
-	buf_init(&t->out, 0);
-	t->status = -1;
-	t->prompt = PROMPT;
-	for (i = 0; i < p->env_nr; i++)
-		if (!strncmp(p->env[i], "NO_COLOR=", 9) && p->env[i][9])
-			t->prompt = "forgex> ";
-	strvec_push(&argv, abs ? abs : tu_forgex());
-	free(abs);
-	strvec_pushv(&argv, args);
-	t->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (t->master < 0 || grantpt(t->master) || unlockpt(t->master))
-		die("posix_openpt");
-	t->pid = fork();
-	if (t->pid < 0)
-		die("fork");
-	if (!t->pid) {
-		struct winsize ws = { 40, 100, 0, 0 };
-		int slave;
-
-		if (setsid() < 0)
-			_exit(124);
-		slave = open(ptsname(t->master), O_RDWR);
-		if (slave < 0 || ioctl(slave, TIOCSCTTY, 0) < 0)
-			_exit(124);
-		ioctl(slave, TIOCSWINSZ, &ws);
-		dup2(slave, 0);
-		dup2(slave, 1);
-		dup2(slave, 2);
-		if (slave > 2)
-			close(slave);
-		if (chdir(p->dir))
-			_exit(125);
-		setenv("TERM", "xterm", 1);
-		unsetenv("NO_COLOR");
-		for (i = 0; i < p->env_nr; i++)
-			putenv((char *)p->env[i]);
-		execv(argv.v[0], (char *const *)argv.v);
-		_exit(127);
-	}
-	strvec_clear(&argv);
-	live_pid = t->pid;
-}
-
-/* Read what is there, waiting up to `ms`; 0 once the terminal is closed by every holder. */
-static int term_pump(struct term *t, int ms)
-{
-	struct pollfd pf = { t->master, POLLIN, 0 };
-	char chunk[8192];
-	ssize_t n;
-	int r = poll(&pf, 1, ms);
-
-	if (r < 0 && errno != EINTR)
-		die("poll");
-	if (r <= 0)
-		return 1;
-	n = read(t->master, chunk, sizeof(chunk));
-	if (n < 0 && errno == EINTR)
-		return 1;
-	if (n <= 0)
-		return 0;	/* EIO: nothing holds the other side any more */
-	buf_add(&t->out, chunk, (size_t)n);
-	ALLOC_GROW(t->at, t->reads + 1, t->alloc);
-	t->ends = xrealloc(t->ends, t->alloc * sizeof(*t->ends));
-	t->at[t->reads] = tu_now();
-	t->ends[t->reads] = t->out.len;
-	t->reads++;
-	return 1;
-}
-
-/* When the byte at `off` of the output was read. */
-static double term_time_at(const struct term *t, size_t off)
-{
-	size_t i;
-
-	for (i = 0; i < t->reads; i++)
-		if (off < t->ends[i])
-			return t->at[i];
-	return -1;
-}
-
-/*
- * Wait up to `timeout` s for `text` after the mark; the mark moves past it.
- * Returns the offset where it begins. Fails the test (with what the
- * terminal showed) when it does not come.
- */
-static size_t term_expect_at(struct term *t, const char *text, double timeout, int line)
-{
-	double end = tu_now() + timeout;
-	int open = 1;
-
-	for (;;) {
-		const char *at = memmem(t->out.buf + t->mark, t->out.len - t->mark, text,
-					strlen(text));
-
-		if (at) {
-			size_t off = (size_t)(at - t->out.buf);
-
-			t->mark = off + strlen(text);
-			return off;
-		}
-		if (!open || tu_now() > end) {
-			char *s = shown(t, 0), *want = xstrdup(text), *p;
-
-			for (p = want; *p; p++)
-				if (*p == '\033')
-					*p = '~';
-			fail_msg("line %d: '%s' (\\e as ~) did not show within %.0f s%s; the terminal "
-				 "(searched from byte %zu):\n%s", line, want, timeout,
-				 open ? "" : " (the terminal closed)", t->mark, s);
-		}
-		open = term_pump(t, 20);
-	}
-}
-
-#define term_expect(t, text) term_expect_at((t), (text), STEP, __LINE__)
-
-/*
- * Wait for the prompt, then for the line editor to be reading: libedit
- * writes the prompt before it turns the terminal's canonical mode off, and
- * a key typed in between is taken by the kernel's line discipline (Ctrl-D
- * there becomes a NUL byte). A person is never that fast; a test is.
- * TCGETS on the master side reports the terminal's (the slave's) modes.
- */
-static size_t term_prompt_at(struct term *t, int line)
-{
-	size_t off = term_expect_at(t, t->prompt, STEP, line);
-	double end = tu_now() + STEP;
-	struct termios tio;
-
-	for (;;) {
-		if (tcgetattr(t->master, &tio) < 0)
-			fail_msg("line %d: tcgetattr on the terminal: %s", line, strerror(errno));
-		if (!(tio.c_lflag & ICANON))
-			return off;
-		if (tu_now() > end)
-			fail_msg("line %d: the line editor did not start reading", line);
-		term_pump(t, 5);
-	}
-}
-
-#define term_prompt(t) term_prompt_at((t), __LINE__)
-
-/* Type `keys` (raw bytes, as a terminal sends them). */
-static void term_send(struct term *t, const char *keys)
-{
-	size_t len = strlen(keys), off = 0;
-
-	while (off < len) {
-		ssize_t n = write(t->master, keys + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			fail_msg("write to the terminal: %s", strerror(errno));
-		off += (size_t)n;
-	}
-}
-
-/* Type `keys` one key press at a time, as a person does (escape sequences whole). */
-static void term_type(struct term *t, const char *keys)
-{
-	char one[8];
-
-	while (*keys) {
-		size_t n = 1;
-
-		if (keys[0] == '\033' && keys[1] == '[') {
-			for (n = 2; keys[n] && !isalpha((unsigned char)keys[n]) && keys[n] != '~'; n++)
-				;
-			if (keys[n])
-				n++;
-		}
-		memcpy(one, keys, n);
-		one[n] = '\0';
-		term_send(t, one);
-		keys += n;
-		term_pump(t, 30);
-	}
-}
-
-/* Wait for forgex to leave; its exit status. */
-static int term_wait_at(struct term *t, double timeout, int line)
-{
-	double end = tu_now() + timeout;
-	int st;
-
-	while (term_pump(t, 50))
-		if (tu_now() > end) {
-			char *s = shown(t, 0);
-
-			kill(t->pid, SIGKILL);
-			fail_msg("line %d: forgex did not leave within %.0f s; the terminal:\n%s", line,
-				 timeout, s);
-		}
-	while (waitpid(t->pid, &st, 0) < 0)
-		if (errno != EINTR)
-			die("waitpid");
-	t->pid = 0;
-	live_pid = 0;
-	t->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	return t->status;
-}
-
-#define term_wait(t) term_wait_at((t), STEP, __LINE__)
-
-static void term_release(struct term *t)
-{
-	if (t->pid > 0) {
-		kill(t->pid, SIGKILL);
-		while (waitpid(t->pid, NULL, 0) < 0 && errno == EINTR)
-			;
-	}
-	if (t->master >= 0)
-		close(t->master);
-	buf_release(&t->out);
-	free(t->at);
-	free(t->ends);
-	if (live_pid == t->pid)
-		live_pid = 0;
-	memset(t, 0, sizeof(*t));
-	t->master = -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	if (live_pid > 0) {
-		kill(live_pid, SIGKILL);
-		while (waitpid(live_pid, NULL, 0) < 0 && errno == EINTR)
-			;
-		live_pid = 0;
-	}
-	return 0;
-}
-
-/* The session id from the banner ("forgex\e[m session ID: model ..."); caller frees. */
-static char *banner_id(const struct term *t)
-{
-	const char *s = memmem(t->out.buf, t->out.len, " session ", 9), *e;
-
-	assert_non_null(s);
-	s += 9;
-	e = s + strcspn(s, ": ");
-	return xstrndup(s, (size_t)(e - s));
-}
-
-/*
- * The project and the mock
- */
-
-struct fx {
-	struct mock m;
-	struct sc_proj p;
-	struct term t;
-	char *script;
-};
-
-static void fx_start(struct fx *f, const char *script_sq, const char *mode)
-{
-	memset(f, 0, sizeof(*f));
-	f->t.master = -1;
-	f->script = sq(script_sq);
-	mock_start(&f->m, f->script);
-	sc_proj_init(&f->p, &f->m, mode, NULL);
-}
-
-static void fx_release(struct fx *f)
-{
-	term_release(&f->t);
-	mock_release(&f->m);
-	sc_proj_release(&f->p);
-	free(f->script);
-}
-
-/* `forgex chat` (or `args`) on the terminal, up to its first prompt. */
-static void fx_chat(struct fx *f, const char *const *args)
-{
-	static const char *const chat[] = { "chat", NULL };
-
-	term_start(&f->t, &f->p, args ? args : chat);
-	term_expect(&f->t, " session ");
-	term_prompt(&f->t);
-}
-
-/* Type a line and Enter; wait for the prompt after what it did. Returns the offset after the echo. */
-static size_t say(struct fx *f, const char *line)
-{
-	size_t from;
-
-	term_type(&f->t, line);
-	term_send(&f->t, "\r");
-	term_expect(&f->t, "\r\n");	/* the editor's newline: the line was taken */
-	from = f->t.mark;
-	term_prompt(&f->t);
-	return from;
-}
-
-/* The printable text between offsets `from` and `to` (caller frees). */
-static char *between(const struct term *t, size_t from, size_t to)
-{
-	struct term cut = *t;
-
-	cut.out.len = to;
-	return shown(&cut, from);
-}
-
-/* The chat requests' bodies. */
-static json_t *requests(const struct fx *f)
-{
-	return sc_chat_requests(&f->m);
-}
-
-/* The content of the last message of request `n` with `role`. */
-static const char *last_of(json_t *reqs, size_t n, const char *role)
-{
-	json_t *msgs = json_object_get(json_array_get(reqs, n), "messages");
-	size_t i = json_array_size(msgs);
-
-	while (i-- > 0) {
-		const char *r = jsonx_str(json_array_get(msgs, i), "role");
-
-		if (r && !strcmp(r, role))
-			return jsonx_str(json_array_get(msgs, i), "content");
-	}
-	return NULL;
-}
-
-/* Processes whose command line holds `marker` (zombies have none), named in `who` (may be NULL). */
-static int count_procs(const char *marker, struct buf *who)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		die("opendir /proc");
-	while ((e = readdir(d))) {
-		char path[300], cmd[4096];
-		ssize_t len, i;
-		int fd;
-
-		if (!isdigit((unsigned char)e->d_name[0]))
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		len = read(fd, cmd, sizeof(cmd) - 1);
-		close(fd);
-		if (len <= 0)
-			continue;
-		for (i = 0; i < len; i++)
-			if (!cmd[i])
-				cmd[i] = ' ';
-		cmd[len] = '\0';
-		if (strstr(cmd, marker)) {
-			n++;
-			if (who)
-				buf_addf(who, "  %s: %.200s\n", e->d_name, cmd);
-		}
-	}
-	closedir(d);
-	return n;
-}
-
-/*
- * A tree, to compare: every folder and file under `dir` but .git, .forgex
- * and __pycache__, with its mode and (for files) bytes, sorted.
- */
-static void tree_walk(struct strvec *out, const char *dir, const char *rel)
-{
-	char *path = *rel ? xstrfmt("%s/%s", dir, rel) : xstrdup(dir);
-	DIR *d = opendir(path);
-	struct dirent *e;
-
-	if (!d)
-		die("opendir %s", path);
-	while ((e = readdir(d))) {
-		char *r, *full;
-		struct stat st;
-
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-		    (!*rel && (!strcmp(e->d_name, ".git") || !strcmp(e->d_name, ".forgex"))) ||
-		    !strcmp(e->d_name, "__pycache__"))
-			continue;
-		r = *rel ? xstrfmt("%s/%s", rel, e->d_name) : xstrdup(e->d_name);
-		full = xstrfmt("%s/%s", dir, r);
-		if (lstat(full, &st) < 0)
-			die("lstat %s", full);
-		if (S_ISDIR(st.st_mode)) {
-			strvec_pushf(out, "%s/ %o", r, (unsigned)(st.st_mode & 07777));
-			tree_walk(out, dir, r);
-		} else {
-			char *text = tu_read(dir, r);
-
-			strvec_pushf(out, "%s %o %s", r, (unsigned)(st.st_mode & 07777),
-				     text ? text : "(unreadable)");
-			free(text);
-		}
-		free(r);
-		free(full);
-	}
-	closedir(d);
-	free(path);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static char *tree(const char *dir)
-{
-	struct strvec v = STRVEC_INIT;
-	struct buf b = BUF_INIT;
-	size_t i;
-
-	tree_walk(&v, dir, "");
-	qsort(v.v, v.nr, sizeof(*v.v), cmp_str);
-	for (i = 0; i < v.nr; i++)
-		buf_addf(&b, "%s\n--\n", v.v[i]);
-	strvec_clear(&v);
-	return buf_detach(&b, NULL);
-}
 
 /*
  * Tests
@@ -592,7 +76,7 @@ static void test_chat_streams_text_before_the_reply_ends(void **state)
 	assert_true(t3 - t1 > 3.0);
 	assert_true(term_time_at(&f.t, second) - t1 > 1.5);
 	/* once, on one line, not printed again when the turn ended */
-	text = between(&f.t, first, f.t.mark);
+	text = term_between(&f.t, first, f.t.mark);
 	assert_string_equal(text, "First part. Second part. Third part.\n\\e[1mforgex>\\e[m ");
 	free(text);
 	term_send(&f.t, "\004");
@@ -616,9 +100,9 @@ static void test_chat_edit_shows_its_diff(void **state)
 		 "'    return b + a\\n'}}]},"
 		 "{'text': 'Added mul.'}]}", "auto");
 	fx_chat(&f, NULL);
-	from = say(&f, "add mul to calc");
+	from = fx_say(&f, "add mul to calc");
 	/* the call, then its diff in colour: old lines red, new lines green */
-	text = between(&f.t, from, f.t.mark);
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "\\e[36m*\\e[m write_file calc.py\n"));
 	assert_non_null(strstr(text, "    \\e[1m--- a/calc.py\\e[m\n    \\e[1m+++ b/calc.py\\e[m\n"));
 	assert_non_null(strstr(text, "\n    \\e[32m+def mul(a, b):\\e[m\n"
@@ -634,8 +118,8 @@ static void test_chat_edit_shows_its_diff(void **state)
 			    "    return a * b\n");
 	free(calc);
 	/* /diff: the session's change as a whole */
-	from = say(&f, "/diff");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "/diff");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "diff --git a/calc.py b/calc.py"));
 	assert_non_null(strstr(text, "\\e[31m-    return a + b\\e[m\n\\e[32m+    return b + a\\e[m\n"));
 	assert_non_null(strstr(text, "\\e[32m+def mul(a, b):\\e[m\n"));
@@ -658,8 +142,8 @@ static void test_chat_edit_diff_without_colour(void **state)
 		 "{'text': 'Swapped.'}]}", "auto");
 	sc_proj_env(&f.p, "NO_COLOR=1");
 	fx_chat(&f, NULL);
-	from = say(&f, "swap them");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "swap them");
+	text = term_between(&f.t, from, f.t.mark);
 	/* the same lines, marked by + and - alone; not one colour code */
 	assert_non_null(strstr(text, "* write_file calc.py\n"));
 	assert_non_null(strstr(text, "\n    -    return a + b\n    +    return b + a\n"));
@@ -689,10 +173,10 @@ static void test_chat_line_typed_during_a_reply_is_the_next_message(void **state
 	term_expect(&f.t, "Second part.");
 	term_expect(&f.t, "Got the next one.");
 	term_prompt(&f.t);
-	reqs = requests(&f);
+	reqs = fx_requests(&f);
 	assert_int_equal(json_array_size(reqs), 2);
-	assert_string_equal(last_of(reqs, 1, "user"), "queued message");
-	assert_string_equal(last_of(reqs, 1, "assistant"), "First part. Second part.");
+	assert_string_equal(req_last_of(reqs, 1, "user"), "queued message");
+	assert_string_equal(req_last_of(reqs, 1, "assistant"), "First part. Second part.");
 	json_decref(reqs);
 	term_send(&f.t, "\004");
 	assert_int_equal(term_wait(&f.t), 0);
@@ -712,15 +196,15 @@ static void test_chat_refused_call_is_shown_refused(void **state)
 		 "{'argv': ['rm', '-rf', '/']}}]},"
 		 "{'text': 'The policy refused it.'}]}", "auto");
 	fx_chat(&f, NULL);
-	from = say(&f, "clean everything");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "clean everything");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "\\e[36m*\\e[m $ rm -rf /\n"
 			       "  \\e[31m\\e[1mREFUSED\\e[m \\e[31merror: Command denied by policy: "
 			       "Command 'rm' is in the deny list\\e[m\n"));
 	assert_non_null(strstr(text, "The policy refused it.\n"));
 	free(text);
 	/* the model was told why */
-	reqs = requests(&f);
+	reqs = fx_requests(&f);
 	assert_int_equal(json_array_size(reqs), 2);
 	assert_string_equal(sc_tool_result(reqs, "r1"),
 			    "error: Command denied by policy: Command 'rm' is in the deny list");
@@ -742,7 +226,7 @@ static void run_dirs(struct strvec *out, const char *dir)
 		if (e->d_name[0] != '.')
 			strvec_pushf(out, "%s/%s", runs, e->d_name);
 	closedir(d);
-	qsort(out->v, out->nr, sizeof(*out->v), cmp_str);
+	qsort(out->v, out->nr, sizeof(*out->v), tu_cmp_str);
 	free(runs);
 }
 
@@ -795,13 +279,13 @@ static void test_chat_plan_then_go_passes_without_planning_again(void **state)
 		 "{'verdict': 'PASS', 'reasons': ['hello.py does it'], 'required_fixes': []}}]}"
 		 "]}", "auto");
 	fx_chat(&f, NULL);
-	from = say(&f, "/plan add a hello module");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "/plan add a hello module");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "Add a greeting module"));
 	assert_non_null(strstr(text, "/go runs the pipeline on this plan"));
 	plan_run = run_id_in(text);
 	free(text);
-	reqs = requests(&f);
+	reqs = fx_requests(&f);
 	planned = json_array_size(reqs);
 	assert_int_equal(planned, 1);
 	/* the /plan request was the Architect's (so the check below can fail) */
@@ -810,8 +294,8 @@ static void test_chat_plan_then_go_passes_without_planning_again(void **state)
 	json_decref(reqs);
 	assert_null(tu_read(f.p.dir, "hello.py"));
 
-	from = say(&f, "/go");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "/go");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "PASS: "));
 	assert_null(strstr(text, "==> architect\n    architect turn"));
 	go_run = run_id_in(text);
@@ -821,7 +305,7 @@ static void test_chat_plan_then_go_passes_without_planning_again(void **state)
 	assert_string_equal(hello, "def hello():\n    return \"hi\"\n");
 	free(hello);
 	/* /go asked the Builder, the Expert and the Supervisor; never the Architect */
-	reqs = requests(&f);
+	reqs = fx_requests(&f);
 	assert_int_equal(json_array_size(reqs), 5);
 	for (i = planned; i < json_array_size(reqs); i++) {
 		struct buf b = BUF_INIT;
@@ -857,8 +341,8 @@ static void test_chat_plan_then_go_passes_without_planning_again(void **state)
 	free(plan_run);
 	free(go_run);
 	/* /go again: the plan was used up */
-	from = say(&f, "/go");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "/go");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "no plan to run: /plan [REQUEST] makes one\n"));
 	free(text);
 	term_send(&f.t, "\004");
@@ -902,14 +386,14 @@ static void test_chat_undo_restores_the_tree(void **state)
 		assert_int_equal(r.status, 0);
 		tu_result_release(&r);
 	}
-	before = tree(f.p.dir);
+	before = tu_tree(f.p.dir);
 	fx_chat(&f, NULL);
-	from = say(&f, "change four things");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "change four things");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "Changed four things."));
 	free(text);
 	/* the turn did what it says */
-	reqs = requests(&f);
+	reqs = fx_requests(&f);
 	assert_non_null(strstr(sc_tool_result(reqs, "u4"), "exit_code: 0"));
 	json_decref(reqs);
 	after = tu_read(f.p.dir, "made.txt");
@@ -922,8 +406,8 @@ static void test_chat_undo_restores_the_tree(void **state)
 	/* the person edits keep.txt before the undo */
 	tu_write(f.p.dir, "keep.txt", "the person's own words\n");
 
-	from = say(&f, "/undo");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "/undo");
+	text = term_between(&f.t, from, f.t.mark);
 	if (!strstr(text, "undid turn 1: 4 paths put back\n"))
 		fail_msg("/undo said:\n%s", text);
 	/* named, with where the turn's version of it was kept */
@@ -943,7 +427,7 @@ static void test_chat_undo_restores_the_tree(void **state)
 	assert_null(strstr(text, "FAILED"));
 	free(text);
 	/* byte for byte the tree before the turn, but for the person's keep.txt */
-	after = tree(f.p.dir);
+	after = tu_tree(f.p.dir);
 	keep = tu_read(f.p.dir, "keep.txt");
 	assert_string_equal(keep, "the person's own words\n");
 	free(keep);
@@ -961,8 +445,8 @@ static void test_chat_undo_restores_the_tree(void **state)
 	free(expect);
 	free(after);
 	/* nothing left to undo */
-	from = say(&f, "/undo");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "/undo");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "nothing to undo"));
 	free(text);
 	term_send(&f.t, "\004");
@@ -987,19 +471,19 @@ static void test_chat_model_switch_and_cost(void **state)
 		 "{'tool_calls': [{'id': 'p1', 'name': 'submit_plan', 'arguments': " GO_PLAN "}]}"
 		 "]}", "auto");
 	fx_chat(&f, NULL);
-	say(&f, "first");
-	from = say(&f, "/model other-model");
-	text = between(&f.t, from, f.t.mark);
+	fx_say(&f, "first");
+	from = fx_say(&f, "/model other-model");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "the session now uses other-model\n"));
 	free(text);
-	say(&f, "second");
-	reqs = requests(&f);
+	fx_say(&f, "second");
+	reqs = fx_requests(&f);
 	assert_int_equal(json_array_size(reqs), 2);
 	assert_string_equal(jsonx_str(json_array_get(reqs, 0), "model"), "mock-model");
 	assert_string_equal(jsonx_str(json_array_get(reqs, 1), "model"), "other-model");
 	json_decref(reqs);
-	from = say(&f, "/cost");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "/cost");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "mock-model: 1 call, 100 prompt + 7 completion tokens, cost "
 			       "unknown (no [budget] prices)\n"));
 	assert_non_null(strstr(text, "other-model: 1 call, 200 prompt + 9 completion tokens, cost "
@@ -1007,19 +491,19 @@ static void test_chat_model_switch_and_cost(void **state)
 	assert_non_null(strstr(text, "total: 2 calls, 316 tokens, cost unknown\n"));
 	free(text);
 	/* a role's model, for the pipeline; /model alone names them all */
-	from = say(&f, "/model architect arch-model");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "/model architect arch-model");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "architect now uses arch-model\n"));
 	free(text);
-	from = say(&f, "/model");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "/model");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "chat: other-model\n"));
 	assert_non_null(strstr(text, "architect: arch-model (provider default)\n"));
 	assert_non_null(strstr(text, "builder: mock-model (provider default)\n"));
 	assert_non_null(strstr(text, "the server of provider default offers: mock-model\n"));
 	free(text);
-	say(&f, "/plan the plan");
-	reqs = requests(&f);
+	fx_say(&f, "/plan the plan");
+	reqs = fx_requests(&f);
 	assert_int_equal(json_array_size(reqs), 3);
 	assert_string_equal(jsonx_str(json_array_get(reqs, 2), "model"), "arch-model");
 	json_decref(reqs);
@@ -1052,11 +536,11 @@ static void test_chat_ctrl_c_stops_a_command(void **state)
 	term_send(&f.t, "\r");
 	term_expect(&f.t, "*\033[m $ python3 -c");
 	/* the command and its child run (and whatever runs them in the sandbox) */
-	end = tu_now() + STEP;
-	while ((n = count_procs(marker, NULL)) < 2 && tu_now() < end)
-		pause_ms(20);
+	end = tu_now() + TERM_STEP;
+	while ((n = tu_count_procs(marker, NULL)) < 2 && tu_now() < end)
+		term_pause_ms(20);
 	assert_true(n >= 2);
-	pause_ms(300);
+	term_pause_ms(300);
 	sent = tu_now();
 	term_send(&f.t, "\003");
 	term_expect(&f.t, "(interrupted");
@@ -1065,7 +549,7 @@ static void test_chat_ctrl_c_stops_a_command(void **state)
 	{
 		struct buf who = BUF_INIT;
 
-		n = count_procs(marker, &who);
+		n = tu_count_procs(marker, &who);
 		if (n)
 			fail_msg("%d processes left after Ctrl-C:\n%s", n, who.buf);
 		buf_release(&who);
@@ -1075,20 +559,20 @@ static void test_chat_ctrl_c_stops_a_command(void **state)
 	assert_int_equal(n, 0);
 	assert_true(back - sent < CTRL_C_MAX);
 	/* the session goes on, and the model learns what became of its call */
-	from = say(&f, "go on");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "go on");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "Still here."));
 	free(text);
-	reqs = requests(&f);
+	reqs = fx_requests(&f);
 	assert_int_equal(json_array_size(reqs), 2);
 	result = sc_tool_result(reqs, "k1");
 	assert_non_null(result);
 	assert_non_null(strstr(result, "interrupted"));
-	assert_string_equal(last_of(reqs, 1, "user"), "go on");
+	assert_string_equal(req_last_of(reqs, 1, "user"), "go on");
 	json_decref(reqs);
 	term_send(&f.t, "\004");
 	assert_int_equal(term_wait(&f.t), 0);
-	assert_int_equal(count_procs(marker, NULL), 0);
+	assert_int_equal(tu_count_procs(marker, NULL), 0);
 	free(marker);
 	fx_release(&f);
 }
@@ -1109,17 +593,17 @@ static void test_chat_undo_after_ctrl_c_reverts_the_command(void **state)
 		    "{'text': 'unused'}]}", marker);
 	fx_start(&f, s, "auto");
 	free(s);
-	before = tree(f.p.dir);
+	before = tu_tree(f.p.dir);
 	fx_chat(&f, NULL);
 	term_type(&f.t, "write and wait");
 	term_send(&f.t, "\r");
 	term_expect(&f.t, "*\033[m $ python3 -c");
-	end = tu_now() + STEP;
+	end = tu_now() + TERM_STEP;
 	while (!(text = tu_read(f.p.dir, "partial.txt")) && tu_now() < end)
-		pause_ms(20);
+		term_pause_ms(20);
 	assert_non_null(text);
 	free(text);
-	pause_ms(300);
+	term_pause_ms(300);
 	term_send(&f.t, "\003");
 	term_expect(&f.t, "(interrupted");
 	term_prompt(&f.t);
@@ -1127,18 +611,18 @@ static void test_chat_undo_after_ctrl_c_reverts_the_command(void **state)
 	assert_non_null(strstr(text, "# more\n"));
 	free(text);
 	/* the interrupted command's changes belong to the turn */
-	from = say(&f, "/undo");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "/undo");
+	text = term_between(&f.t, from, f.t.mark);
 	if (!strstr(text, "undid turn 1: 2 paths put back\n"))
 		fail_msg("/undo said:\n%s", text);
 	free(text);
-	after = tree(f.p.dir);
+	after = tu_tree(f.p.dir);
 	assert_string_equal(after, before);
 	free(after);
 	free(before);
 	term_send(&f.t, "\004");
 	assert_int_equal(term_wait(&f.t), 0);
-	assert_int_equal(count_procs(marker, NULL), 0);
+	assert_int_equal(tu_count_procs(marker, NULL), 0);
 	free(marker);
 	fx_release(&f);
 }
@@ -1155,25 +639,25 @@ static void test_chat_continue_has_the_earlier_messages(void **state)
 	(void)state;
 	fx_start(&f, "{'steps': [{'text': 'Noted.'}, {'text': 'It was the fruit.'}]}", "auto");
 	fx_chat(&f, NULL);
-	say(&f, "remember the word PINEAPPLE");
-	first = banner_id(&f.t);
+	fx_say(&f, "remember the word PINEAPPLE");
+	first = term_banner_id(&f.t);
 	term_type(&f.t, "/exit\r");
 	term_expect(&f.t, "saved; 'forgex chat --continue' picks it up");
 	assert_int_equal(term_wait(&f.t), 0);
 	term_release(&f.t);
 
 	fx_chat(&f, cont);
-	second = banner_id(&f.t);
+	second = term_banner_id(&f.t);
 	assert_string_equal(first, second);
-	text = between(&f.t, 0, f.t.mark);
+	text = term_between(&f.t, 0, f.t.mark);
 	assert_non_null(strstr(text, " (resumed): model mock-model"));
 	assert_non_null(strstr(text, "\n2 earlier messages and 1 turn in the conversation.\n"));
 	free(text);
-	from = say(&f, "which word was it?");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "which word was it?");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "It was the fruit."));
 	free(text);
-	reqs = requests(&f);
+	reqs = fx_requests(&f);
 	assert_int_equal(json_array_size(reqs), 2);
 	msgs = json_object_get(json_array_get(reqs, 1), "messages");
 	for (i = 0; i < json_array_size(msgs); i++) {
@@ -1187,7 +671,7 @@ static void test_chat_continue_has_the_earlier_messages(void **state)
 	}
 	assert_true(saw_user);
 	assert_true(saw_answer);
-	assert_string_equal(last_of(reqs, 1, "user"), "which word was it?");
+	assert_string_equal(req_last_of(reqs, 1, "user"), "which word was it?");
 	/* the earlier request is the start of the new one */
 	assert_true(json_equal(json_array_get(json_object_get(json_array_get(reqs, 0),
 							       "messages"), 0),
@@ -1229,12 +713,12 @@ static void test_chat_keys_edit_the_line(void **state)
 	term_type(&f.t, "a whole one\r");
 	term_expect(&f.t, "four");
 	term_prompt(&f.t);
-	reqs = requests(&f);
+	reqs = fx_requests(&f);
 	assert_int_equal(json_array_size(reqs), 4);
-	assert_string_equal(last_of(reqs, 3, "user"), "a whole one");
-	assert_string_equal(last_of(reqs, 0, "user"), "hello world");
-	assert_string_equal(last_of(reqs, 1, "user"), "hello world again");
-	assert_string_equal(last_of(reqs, 2, "user"), "[new ]");
+	assert_string_equal(req_last_of(reqs, 3, "user"), "a whole one");
+	assert_string_equal(req_last_of(reqs, 0, "user"), "hello world");
+	assert_string_equal(req_last_of(reqs, 1, "user"), "hello world again");
+	assert_string_equal(req_last_of(reqs, 2, "user"), "[new ]");
 	json_decref(reqs);
 	/* no escape byte, raw or as JSON, reached the model */
 	log = tu_read(f.m.dir, "log.jsonl");
@@ -1270,29 +754,29 @@ static void test_chat_continuation_completion_and_escapes(void **state)
 	term_expect(&f.t, "one");
 	term_prompt(&f.t);
 	/* Tab completes a command */
-	from = say(&f, "/hel\t");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "/hel\t");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "  /undo "));
 	free(text);
 	/* a leading "//" is a message that begins with "/" */
-	from = say(&f, "//etc/hosts is what file?");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "//etc/hosts is what file?");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "two"));
 	assert_null(strstr(text, "unknown command"));
 	free(text);
 	/* /diff takes a turn number */
-	from = say(&f, "/diff soon");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "/diff soon");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "/diff takes a turn number (1, 2, ...), not 'soon'\n"));
 	free(text);
-	from = say(&f, "/diff 9");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "/diff 9");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "no turn 9 in this session (it has 2)"));
 	free(text);
-	reqs = requests(&f);
+	reqs = fx_requests(&f);
 	assert_int_equal(json_array_size(reqs), 2);
-	assert_string_equal(last_of(reqs, 0, "user"), "first line\nsecond line");
-	assert_string_equal(last_of(reqs, 1, "user"), "/etc/hosts is what file?");
+	assert_string_equal(req_last_of(reqs, 0, "user"), "first line\nsecond line");
+	assert_string_equal(req_last_of(reqs, 1, "user"), "/etc/hosts is what file?");
 	json_decref(reqs);
 	term_send(&f.t, "\004");
 	assert_int_equal(term_wait(&f.t), 0);
@@ -1323,10 +807,10 @@ static void test_chat_log_lists_sessions_beside_runs(void **state)
 	assert_int_equal(runs.nr, 1);
 	run_id = xstrdup(strrchr(runs.v[0], '/') + 1);
 	strvec_clear(&runs);
-	pause_ms(1100);		/* ids begin with the second: the session is later */
+	term_pause_ms(1100);		/* ids begin with the second: the session is later */
 	fx_chat(&f, NULL);
-	say(&f, "a session after the run");
-	id = banner_id(&f.t);
+	fx_say(&f, "a session after the run");
+	id = term_banner_id(&f.t);
 	term_send(&f.t, "\004");
 	assert_int_equal(term_wait(&f.t), 0);
 
@@ -1372,18 +856,18 @@ static void test_chat_slash_commands_help_and_hints(void **state)
 	fx_start(&f, "{'steps': []}", "auto");
 	fx_chat(&f, NULL);
 	/* an unknown command: one line, with the nearest one; nothing sent to the model */
-	from = say(&f, "/dif");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "/dif");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_string_equal(text, "unknown command /dif (did you mean /diff?); /help lists them\n"
 			    "\\e[1mforgex>\\e[m ");
 	free(text);
-	from = say(&f, "/frobnicate now");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "/frobnicate now");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_string_equal(text, "unknown command /frobnicate; /help lists them\n"
 			    "\\e[1mforgex>\\e[m ");
 	free(text);
-	from = say(&f, "/help");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "/help");
+	text = term_between(&f.t, from, f.t.mark);
 	for (c = listed; *c; c++) {
 		char *want = xstrfmt("  %s", *c);
 
@@ -1392,19 +876,19 @@ static void test_chat_slash_commands_help_and_hints(void **state)
 		free(want);
 	}
 	free(text);
-	from = say(&f, "/diff");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "/diff");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "no changes since the session started\n"));
 	free(text);
-	from = say(&f, "/go");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "/go");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "no plan to run"));
 	free(text);
-	from = say(&f, "/cost");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "/cost");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "total: 0 calls, 0 tokens, $0\n"));
 	free(text);
-	reqs = requests(&f);
+	reqs = fx_requests(&f);
 	assert_int_equal(json_array_size(reqs), 0);
 	json_decref(reqs);
 	term_send(&f.t, "\004");
@@ -1422,14 +906,14 @@ static void test_chat_clear_empties_the_conversation(void **state)
 	(void)state;
 	fx_start(&f, "{'steps': [{'text': 'one'}, {'text': 'two'}, {'text': 'three'}]}", "auto");
 	fx_chat(&f, NULL);
-	say(&f, "first message");
-	say(&f, "second message");
-	from = say(&f, "/clear");
-	text = between(&f.t, from, f.t.mark);
+	fx_say(&f, "first message");
+	fx_say(&f, "second message");
+	from = fx_say(&f, "/clear");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "conversation cleared"));
 	free(text);
-	say(&f, "a fresh start");
-	reqs = requests(&f);
+	fx_say(&f, "a fresh start");
+	reqs = fx_requests(&f);
 	assert_int_equal(json_array_size(reqs), 3);
 	assert_int_equal(json_array_size(json_object_get(json_array_get(reqs, 1), "messages")), 4);
 	msgs = json_object_get(json_array_get(reqs, 2), "messages");
@@ -1451,11 +935,11 @@ static void test_chat_ctrl_d_leaves_and_saves(void **state)
 	(void)state;
 	fx_start(&f, "{'steps': [{'text': 'Hi.'}]}", "auto");
 	fx_chat(&f, NULL);
-	say(&f, "hello");
-	id = banner_id(&f.t);
+	fx_say(&f, "hello");
+	id = term_banner_id(&f.t);
 	term_send(&f.t, "\004");
 	assert_int_equal(term_wait(&f.t), 0);
-	text = shown(&f.t, f.t.mark);
+	text = term_shown(&f.t, f.t.mark);
 	assert_non_null(strstr(text, "forgex: session "));
 	assert_non_null(strstr(text, " saved; 'forgex chat --continue' picks it up\n"));
 	assert_non_null(strstr(text, id));
@@ -1483,7 +967,7 @@ static void test_chat_double_ctrl_c_at_the_prompt_leaves(void **state)
 	term_prompt(&f.t);
 	term_send(&f.t, "\003");
 	assert_int_equal(term_wait(&f.t), 0);
-	text = shown(&f.t, f.t.mark);
+	text = term_shown(&f.t, f.t.mark);
 	assert_non_null(strstr(text, " saved; 'forgex chat --continue' picks it up\n"));
 	free(text);
 	/* nothing was sent */
@@ -1508,7 +992,7 @@ static void test_chat_approval_yes_and_no(void **state)
 		 "['pip', 'download', '--no-index', 'x']}}]},"
 		 "{'text': 'It ran.'}]}", "ask");
 	fx_chat(&f, NULL);
-	text = between(&f.t, 0, f.t.mark);
+	text = term_between(&f.t, 0, f.t.mark);
 	assert_non_null(strstr(text, "permissions ask."));
 	free(text);
 
@@ -1518,7 +1002,7 @@ static void test_chat_approval_yes_and_no(void **state)
 	term_expect(&f.t, "Run it? [y/a/N/e] ");
 	term_type(&f.t, "n\r");
 	term_prompt(&f.t);
-	text = between(&f.t, from, f.t.mark);
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "REFUSED\\e[m \\e[31merror: Command not approved: pip download "
 			       "--no-index x"));
 	assert_non_null(strstr(text, "You said no.\n"));
@@ -1528,12 +1012,12 @@ static void test_chat_approval_yes_and_no(void **state)
 	from = term_expect(&f.t, "Run it? [y/a/N/e] ");
 	term_type(&f.t, "y\r");
 	term_prompt(&f.t);
-	text = between(&f.t, from, f.t.mark);
+	text = term_between(&f.t, from, f.t.mark);
 	assert_null(strstr(text, "REFUSED"));
 	assert_non_null(strstr(text, "It ran.\n"));
 	free(text);
 
-	reqs = requests(&f);
+	reqs = fx_requests(&f);
 	assert_int_equal(json_array_size(reqs), 4);
 	res = sc_tool_result(reqs, "a1");
 	assert_non_null(res);
@@ -1566,7 +1050,7 @@ static void test_chat_ctrl_c_stops_the_model(void **state)
 	term_type(&f.t, "take your time");
 	term_send(&f.t, "\r");
 	term_expect(&f.t, "Thinking about it.");
-	pause_ms(200);
+	term_pause_ms(200);
 	sent = tu_now();
 	term_send(&f.t, "\003");
 	term_expect(&f.t, "(interrupted");
@@ -1575,17 +1059,17 @@ static void test_chat_ctrl_c_stops_the_model(void **state)
 	print_message("# Ctrl-C during a streamed reply: the prompt back after %.3f s\n",
 		      back - sent);
 	assert_true(back - sent < CTRL_C_MAX);
-	text = between(&f.t, 0, f.t.mark);
+	text = term_between(&f.t, 0, f.t.mark);
 	assert_null(strstr(text, "much later"));
 	free(text);
 	/* the next message gets a reply: the conversation is well formed */
-	from = say(&f, "are you there?");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "are you there?");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "Back again."));
 	free(text);
-	reqs = requests(&f);
+	reqs = fx_requests(&f);
 	assert_int_equal(json_array_size(reqs), 2);
-	assert_string_equal(last_of(reqs, 1, "user"), "are you there?");
+	assert_string_equal(req_last_of(reqs, 1, "user"), "are you there?");
 	json_decref(reqs);
 	term_send(&f.t, "\004");
 	assert_int_equal(term_wait(&f.t), 0);
@@ -1605,14 +1089,14 @@ static void test_chat_compact_summarises(void **state)
 		 "{'text': 'They talked about fruit.', 'stream': false}, {'text': 'three'}]}",
 		 "auto");
 	fx_chat(&f, NULL);
-	say(&f, "first message");
-	say(&f, "tell me about BANANA");
-	from = say(&f, "/compact");
-	text = between(&f.t, from, f.t.mark);
+	fx_say(&f, "first message");
+	fx_say(&f, "tell me about BANANA");
+	from = fx_say(&f, "/compact");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "compacted: 5 messages, now 2\n"));
 	free(text);
-	say(&f, "and now?");
-	reqs = requests(&f);
+	fx_say(&f, "and now?");
+	reqs = fx_requests(&f);
 	assert_int_equal(json_array_size(reqs), 4);
 	/* the summary was asked for with what was said */
 	jsonx_dump(&b, json_array_get(reqs, 2), 0);
@@ -1645,26 +1129,26 @@ static void test_chat_resume_goes_on_with_another_session(void **state)
 	(void)state;
 	fx_start(&f, "{'steps': [{'text': 'one'}, {'text': 'two'}, {'text': 'three'}]}", "auto");
 	fx_chat(&f, NULL);
-	say(&f, "the ALPHA session");
-	first = banner_id(&f.t);
+	fx_say(&f, "the ALPHA session");
+	first = term_banner_id(&f.t);
 	term_send(&f.t, "\004");
 	assert_int_equal(term_wait(&f.t), 0);
 	term_release(&f.t);
-	pause_ms(1100);		/* a later id */
+	term_pause_ms(1100);		/* a later id */
 
 	fx_chat(&f, NULL);
-	second = banner_id(&f.t);
+	second = term_banner_id(&f.t);
 	assert_string_not_equal(first, second);
-	say(&f, "the BETA session");
+	fx_say(&f, "the BETA session");
 	text = xstrfmt("/resume %s", first);
-	from = say(&f, text);
+	from = fx_say(&f, text);
 	free(text);
-	text = between(&f.t, from, f.t.mark);
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, first));
 	assert_non_null(strstr(text, " (resumed): model mock-model"));
 	free(text);
-	say(&f, "which one is this?");
-	reqs = requests(&f);
+	fx_say(&f, "which one is this?");
+	reqs = fx_requests(&f);
 	assert_int_equal(json_array_size(reqs), 3);
 	msgs = json_object_get(json_array_get(reqs, 2), "messages");
 	jsonx_dump(&b, msgs, 0);
@@ -1701,13 +1185,13 @@ static void test_chat_run_takes_the_conversation(void **state)
 		 "{'tool_calls': [{'id': 's1', 'name': 'submit_verdict', 'arguments': "
 		 "{'verdict': 'PASS', 'reasons': ['fine'], 'required_fixes': []}}]}]}", "auto");
 	fx_chat(&f, NULL);
-	say(&f, "we need a MULTIPLY helper");
-	from = say(&f, "/run");
-	text = between(&f.t, from, f.t.mark);
+	fx_say(&f, "we need a MULTIPLY helper");
+	from = fx_say(&f, "/run");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "==> architect"));
 	assert_non_null(strstr(text, "PASS: "));
 	free(text);
-	reqs = requests(&f);
+	reqs = fx_requests(&f);
 	assert_int_equal(json_array_size(reqs), 5);
 	/* the Architect got the person's words and the last answer */
 	jsonx_dump(&b, json_array_get(reqs, 1), 0);
@@ -1717,8 +1201,8 @@ static void test_chat_run_takes_the_conversation(void **state)
 	buf_release(&b);
 	json_decref(reqs);
 	/* /cost counts the pipeline's calls too */
-	from = say(&f, "/cost");
-	text = between(&f.t, from, f.t.mark);
+	from = fx_say(&f, "/cost");
+	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "mock-model: 5 calls, "));
 	free(text);
 	term_send(&f.t, "\004");
@@ -1729,31 +1213,31 @@ static void test_chat_run_takes_the_conversation(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_chat_streams_text_before_the_reply_ends, teardown),
-		cmocka_unit_test_teardown(test_chat_edit_shows_its_diff, teardown),
-		cmocka_unit_test_teardown(test_chat_edit_diff_without_colour, teardown),
+		cmocka_unit_test_teardown(test_chat_streams_text_before_the_reply_ends, term_teardown),
+		cmocka_unit_test_teardown(test_chat_edit_shows_its_diff, term_teardown),
+		cmocka_unit_test_teardown(test_chat_edit_diff_without_colour, term_teardown),
 		cmocka_unit_test_teardown(test_chat_line_typed_during_a_reply_is_the_next_message,
-					  teardown),
-		cmocka_unit_test_teardown(test_chat_refused_call_is_shown_refused, teardown),
+					  term_teardown),
+		cmocka_unit_test_teardown(test_chat_refused_call_is_shown_refused, term_teardown),
 		cmocka_unit_test_teardown(test_chat_plan_then_go_passes_without_planning_again,
-					  teardown),
-		cmocka_unit_test_teardown(test_chat_undo_restores_the_tree, teardown),
-		cmocka_unit_test_teardown(test_chat_model_switch_and_cost, teardown),
-		cmocka_unit_test_teardown(test_chat_ctrl_c_stops_a_command, teardown),
-		cmocka_unit_test_teardown(test_chat_undo_after_ctrl_c_reverts_the_command, teardown),
-		cmocka_unit_test_teardown(test_chat_continue_has_the_earlier_messages, teardown),
-		cmocka_unit_test_teardown(test_chat_keys_edit_the_line, teardown),
-		cmocka_unit_test_teardown(test_chat_continuation_completion_and_escapes, teardown),
-		cmocka_unit_test_teardown(test_chat_log_lists_sessions_beside_runs, teardown),
-		cmocka_unit_test_teardown(test_chat_slash_commands_help_and_hints, teardown),
-		cmocka_unit_test_teardown(test_chat_clear_empties_the_conversation, teardown),
-		cmocka_unit_test_teardown(test_chat_ctrl_d_leaves_and_saves, teardown),
-		cmocka_unit_test_teardown(test_chat_double_ctrl_c_at_the_prompt_leaves, teardown),
-		cmocka_unit_test_teardown(test_chat_approval_yes_and_no, teardown),
-		cmocka_unit_test_teardown(test_chat_ctrl_c_stops_the_model, teardown),
-		cmocka_unit_test_teardown(test_chat_compact_summarises, teardown),
-		cmocka_unit_test_teardown(test_chat_resume_goes_on_with_another_session, teardown),
-		cmocka_unit_test_teardown(test_chat_run_takes_the_conversation, teardown),
+					  term_teardown),
+		cmocka_unit_test_teardown(test_chat_undo_restores_the_tree, term_teardown),
+		cmocka_unit_test_teardown(test_chat_model_switch_and_cost, term_teardown),
+		cmocka_unit_test_teardown(test_chat_ctrl_c_stops_a_command, term_teardown),
+		cmocka_unit_test_teardown(test_chat_undo_after_ctrl_c_reverts_the_command, term_teardown),
+		cmocka_unit_test_teardown(test_chat_continue_has_the_earlier_messages, term_teardown),
+		cmocka_unit_test_teardown(test_chat_keys_edit_the_line, term_teardown),
+		cmocka_unit_test_teardown(test_chat_continuation_completion_and_escapes, term_teardown),
+		cmocka_unit_test_teardown(test_chat_log_lists_sessions_beside_runs, term_teardown),
+		cmocka_unit_test_teardown(test_chat_slash_commands_help_and_hints, term_teardown),
+		cmocka_unit_test_teardown(test_chat_clear_empties_the_conversation, term_teardown),
+		cmocka_unit_test_teardown(test_chat_ctrl_d_leaves_and_saves, term_teardown),
+		cmocka_unit_test_teardown(test_chat_double_ctrl_c_at_the_prompt_leaves, term_teardown),
+		cmocka_unit_test_teardown(test_chat_approval_yes_and_no, term_teardown),
+		cmocka_unit_test_teardown(test_chat_ctrl_c_stops_the_model, term_teardown),
+		cmocka_unit_test_teardown(test_chat_compact_summarises, term_teardown),
+		cmocka_unit_test_teardown(test_chat_resume_goes_on_with_another_session, term_teardown),
+		cmocka_unit_test_teardown(test_chat_run_takes_the_conversation, term_teardown),
 	};
 
 	return tu_run_group_tests(tests, NULL, NULL);

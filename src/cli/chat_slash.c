@@ -1,0 +1,325 @@
+/*
+ * The session's slash commands: /run, /plan and /go (the pipeline from
+ * inside the conversation), /diff, /undo, /model, /cost, /compact, /clear,
+ * /resume, /help and /exit (see chat_front.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/jsonx.h"
+#include "cli/chat_front.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "llm/provider.h"
+#include "pipeline/pipeline.h"
+#include "pipeline/rundir.h"
+#include "vcs/diff.h"
+
+const char *const front_slash_commands[] = {
+	"/run", "/plan", "/go", "/diff", "/undo", "/model", "/cost", "/compact", "/clear",
+	"/resume", "/help", "/exit", "/quit", NULL,
+};
+
+/* /run, /plan and /go: the pipeline, with its usual progress, gate and rollback. */
+static void pipeline(struct front *f, const char *action, const char *request,
+		     const json_t *plan)
+{
+	struct pipeline_opts po = PIPELINE_OPTS_INIT;
+	struct pipeline_result res = PIPELINE_RESULT_INIT;
+	int baseline = f->cfg->pipeline.baseline, plan_only = !strcmp(action, "plan");
+
+	po.request = request;
+	po.plan_only = plan_only;
+	po.plan = plan;
+	po.force_provider = f->co.force_provider;
+	po.no_wait = f->co.no_wait;
+	po.approver = &f->ap;	/* the session's `a` answers hold in its runs */
+	if (plan_only)
+		f->cfg->pipeline.baseline = 0;
+	cli_pipeline_keep(plan_only ? "plan" : "run", f->cfg, &po, 0, &res);
+	/* cli_pipeline() put back the handlers it found: ours */
+	front_catch_signals(NULL);
+	front_interrupted = 0;
+	f->cfg->pipeline.baseline = baseline;
+	/* the run's model calls, as the pipeline counted them, and its ending */
+	chat_record_run(f->chat, action, &res);
+	if (plan_only && res.outcome == PIPELINE_PLANNED && res.plan) {
+		json_decref(f->plan);
+		f->plan = json_incref(res.plan);
+		free(f->plan_request);
+		f->plan_request = xstrdup(request);
+		fprintf(f->out, "%s/go runs the pipeline on this plan; /plan again makes another.%s\n",
+			front_col(f, C_DIM), front_col(f, C_RESET));
+	} else if (!plan_only) {
+		json_decref(f->plan);
+		f->plan = NULL;
+	}
+	pipeline_result_release(&res);
+	fflush(f->out);
+}
+
+static void cmd_help_text(struct front *f)
+{
+	fprintf(f->out,
+		"Type a message to talk to the model; it can read, edit and run commands in\n"
+		"this project (each turn is checkpointed). Commands:\n"
+		"  /run [REQUEST]        the full pipeline (plan, build, test, review, gate,\n"
+		"                        rollback) on REQUEST, or on the conversation so far\n"
+		"  /plan [REQUEST]       the Architect's plan only; then /go\n"
+		"  /go                   run the pipeline on that plan, without planning again\n"
+		"  /diff [TURN]          what changed since the session started (or since TURN)\n"
+		"  /undo                 revert the last turn's changes (again: the one before)\n"
+		"  /model [ROLE] NAME    the model of the session (or of a pipeline role:\n"
+		"                        architect, builder, expert_coder, supervisor)\n"
+		"  /cost                 tokens and money so far, per model\n"
+		"  /compact              summarise the conversation into a short context\n"
+		"  /clear                forget the conversation (files and /undo stay)\n"
+		"  /resume [ID]          go on with an earlier session of this project\n"
+		"  /help, /exit          this text; leave (also Ctrl-D)\n"
+		"Keys: arrows, Home/End, Ctrl-R searches the history, Tab completes commands\n"
+		"and paths, a trailing \\ or Alt-Enter continues on a new line. Ctrl-C stops\n"
+		"the model or the command and comes back here; twice at the prompt leaves.\n");
+}
+
+static void cmd_undo_turn(struct front *f)
+{
+	struct journal_outcome o;
+	size_t i;
+	int t = 0, ret;
+
+	journal_outcome_init(&o);
+	ret = chat_undo(f->chat, &t, &o);
+	if (ret == FX_ENOTFOUND) {
+		fprintf(f->out, "nothing to undo: no turn of this session changed files (that is not "
+			"undone yet)\n");
+	} else if (ret < 0) {
+		cli_print_error();
+	} else {
+		fprintf(f->out, "undid turn %d: %zu path%s put back\n", t, o.reverted.nr,
+			o.reverted.nr == 1 ? "" : "s");
+		for (i = 0; i < o.reverted.nr; i++)
+			cli_printf(f->out, "  %s\n", o.reverted.v[i]);
+		for (i = 0; i < o.kept.nr; i++) {
+			/* the journal's words are a run's; here it was a turn */
+			const char *run = strstr(o.kept.v[i], "(the run's version: ");
+
+			if (run)
+				cli_printf(f->out, "  kept, changed since: %.*s(the turn's version: %s\n",
+					   (int)(run - o.kept.v[i]), o.kept.v[i], run + 20);
+			else
+				cli_printf(f->out, "  kept, changed since: %s\n", o.kept.v[i]);
+		}
+		for (i = 0; i < o.failed.nr; i++) {
+			fprintf(f->out, "  %sFAILED%s ", front_col(f, C_RED), front_col(f, C_RESET));
+			cli_printf(f->out, "%s\n", o.failed.v[i]);
+		}
+	}
+	journal_outcome_release(&o);
+}
+
+static void cmd_diff_turn(struct front *f, const char *arg)
+{
+	struct buf d = BUF_INIT;
+	int since = 0, ret;
+	unsigned flags = VCS_DIFF_TERMSAFE | (f->color ? VCS_DIFF_COLOR : 0);
+
+	if (arg && *arg) {
+		char *end;
+		long n = strtol(arg, &end, 10);
+
+		if (*end || n < 1 || n > 1000000) {
+			fprintf(f->out, "/diff takes a turn number (1, 2, ...), not '%s'\n", arg);
+			return;
+		}
+		since = (int)n;
+	}
+	ret = chat_diff(f->chat, since, flags, &d);
+	if (ret < 0)
+		cli_print_error();
+	else if (!d.len)
+		fprintf(f->out, "no changes since %s\n", since ? "that turn" : "the session started");
+	else
+		fwrite(d.buf, 1, d.len, f->out);
+	buf_release(&d);
+}
+
+static void cmd_model(struct front *f, const char *arg)
+{
+	char role[32] = "", name[256] = "";
+	int r;
+
+	if (!arg || !*arg) {
+		fprintf(f->out, "chat: %s\n", chat_model(f->chat));
+		for (r = 0; r < ROLE__COUNT; r++) {
+			const struct agent_config *ac = config_agent(f->cfg, (enum agent_role)r);
+			const struct provider_config *pc = config_provider(f->cfg, ac->provider);
+			const char *model = ac->model && *ac->model ? ac->model
+					    : pc && pc->model && *pc->model ? pc->model : "(none set)";
+
+			cli_printf(f->out, "%s: %s (provider %s)\n", config_role_name((enum agent_role)r),
+				   model, ac->provider ? ac->provider : "default");
+		}
+		{
+			const struct agent_config *ac = config_agent(f->cfg, ROLE_BUILDER);
+			const struct provider_config *pc = config_provider(f->cfg, ac->provider);
+			struct strvec models = STRVEC_INIT;
+			struct buf line = BUF_INIT;
+			size_t i;
+
+			if (pc && provider_list_models(&models, pc, 3000) == 0 && models.nr) {
+				for (i = 0; i < models.nr && i < 40; i++)
+					buf_addf(&line, "%s%s", i ? ", " : "", models.v[i]);
+				if (models.nr > 40)
+					buf_addf(&line, ", ... (%zu in all)", models.nr);
+				cli_printf(f->out, "the server of provider %s offers: %s\n",
+					   ac->provider ? ac->provider : "default", line.buf);
+			}
+			err_clear();
+			strvec_clear(&models);
+			buf_release(&line);
+		}
+		return;
+	}
+	if (sscanf(arg, "%31s %255s", role, name) == 2) {
+		if (chat_set_model(f->chat, role, name) < 0)
+			cli_print_error();
+		else
+			cli_printf(f->out, "%s now uses %s\n", role, name);
+		return;
+	}
+	chat_set_model(f->chat, NULL, role);
+	cli_printf(f->out, "the session now uses %s\n", role);
+}
+
+static void cmd_resume_pick(struct front *f, const char *arg)
+{
+	struct strvec ids = STRVEC_INIT;
+	struct buf line = BUF_INIT;
+	size_t i, from;
+	int ret;
+
+	if (arg && *arg) {
+		front_resume(f, arg);
+		return;
+	}
+	if (rundir_list_kind(&ids, f->cfg->workspace, RUNDIR_CHATS) < 0) {
+		cli_print_error();
+		return;
+	}
+	from = ids.nr > 20 ? ids.nr - 20 : 0;
+	for (i = from; i < ids.nr; i++) {
+		char *dir = rundir_dir_kind(f->cfg->workspace, RUNDIR_CHATS, ids.v[i]);
+		json_t *st = NULL;
+		const char *first = "";
+
+		if (!rundir_read_json(&st, dir, "state.json"))
+			first = json_string_value(json_array_get(json_object_get(st, "said"), 0));
+		err_clear();
+		cli_printf(f->out, "%3zu  %s%s  %.60s\n", i - from + 1, ids.v[i],
+			   !strcmp(ids.v[i], chat_id(f->chat)) ? " (this one)" :
+			   !chat_session_mine(f->cfg->workspace, ids.v[i]) ?
+			   " (not started by you here)" : "", first ? first : "");
+		json_decref(st);
+		free(dir);
+	}
+	if (ids.nr == from) {
+		fprintf(f->out, "no sessions yet\n");
+		goto out;
+	}
+	ret = lineedit_read(f->le, "session (number or id; Enter: none): ", &line);
+	if (ret == LINEEDIT_LINE && line.len) {
+		char *end;
+		long n = strtol(line.buf, &end, 10);
+
+		if (!*end && n >= 1 && (size_t)n <= ids.nr - from)
+			front_resume(f, ids.v[from + (size_t)n - 1]);
+		else
+			front_resume(f, line.buf);
+	}
+out:
+	buf_release(&line);
+	strvec_clear(&ids);
+}
+
+void front_slash(struct front *f, const char *line)
+{
+	const char *sp = strchr(line, ' ');
+	size_t n = sp ? (size_t)(sp - line) : strlen(line);
+	const char *arg = sp ? sp + 1 : "";
+	char *cmd = xstrndup(line, n);
+
+	while (*arg == ' ')
+		arg++;
+	if (!strcmp(cmd, "/exit") || !strcmp(cmd, "/quit")) {
+		f->quit = 1;
+	} else if (!strcmp(cmd, "/help") || !strcmp(cmd, "/?")) {
+		cmd_help_text(f);
+	} else if (!strcmp(cmd, "/run") || !strcmp(cmd, "/plan")) {
+		struct buf req = BUF_INIT;
+
+		if (*arg)
+			buf_addstr(&req, arg);
+		else
+			chat_request_text(f->chat, &req);
+		if (!req.len)
+			fprintf(f->out, "nothing to %s yet: say what to do first, or %s REQUEST\n",
+				cmd + 1, cmd);
+		else
+			pipeline(f, cmd + 1, req.buf, NULL);
+		buf_release(&req);
+	} else if (!strcmp(cmd, "/go")) {
+		if (!f->plan)
+			fprintf(f->out, "no plan to run: /plan [REQUEST] makes one\n");
+		else
+			pipeline(f, "go", f->plan_request, f->plan);
+	} else if (!strcmp(cmd, "/diff")) {
+		cmd_diff_turn(f, arg);
+	} else if (!strcmp(cmd, "/undo")) {
+		cmd_undo_turn(f);
+	} else if (!strcmp(cmd, "/model")) {
+		cmd_model(f, arg);
+	} else if (!strcmp(cmd, "/cost")) {
+		struct buf b = BUF_INIT;
+
+		chat_cost(f->chat, &b);
+		cli_printf(f->out, "%s", b.buf);
+		buf_release(&b);
+	} else if (!strcmp(cmd, "/compact")) {
+		struct agent_result r = AGENT_RESULT_INIT;
+		size_t before = chat_messages(f->chat);
+
+		front_interrupted = 0;
+		if (chat_compact(f->chat, &r) < 0)
+			cli_print_error();
+		else
+			fprintf(f->out, "compacted: %zu messages, now %zu\n", before,
+				chat_messages(f->chat));
+		agent_result_release(&r);
+	} else if (!strcmp(cmd, "/clear")) {
+		chat_clear(f->chat);
+		fprintf(f->out, "conversation cleared (the files, the turns and /undo stay)\n");
+	} else if (!strcmp(cmd, "/resume")) {
+		cmd_resume_pick(f, arg);
+	} else {
+		const char *const *c, *like = NULL;
+		size_t best = 1, k;
+
+		/* the command that shares the longest start with what was typed */
+		for (c = front_slash_commands; *c; c++) {
+			for (k = 0; (*c)[k] && (*c)[k] == cmd[k]; k++)
+				;
+			if (k > best) {
+				best = k;
+				like = *c;
+			}
+		}
+		if (like)
+			cli_printf(f->out, "unknown command %s (did you mean %s?); /help lists them\n",
+				   cmd, like);
+		else
+			cli_printf(f->out, "unknown command %s; /help lists them\n", cmd);
+	}
+	free(cmd);
+	fflush(f->out);
+}
