@@ -645,6 +645,7 @@ int cli_run_request(const char *name, int plan_only, int argc, char **argv)
 		{ "ask", no_argument, NULL, 'A' },
 		{ "safe", no_argument, NULL, 'S' },
 		{ "no-wait", no_argument, NULL, 'n' },
+		{ "model", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -656,10 +657,14 @@ int cli_run_request(const char *name, int plan_only, int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+hm:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = 1;
+			break;
+		case 'm':
+			if (cli_set_model(optarg) < 0)
+				return cli_usage_error(name, "%s", err_last());
 			break;
 		case 'Y':
 			mode = "auto";

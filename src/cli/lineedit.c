@@ -44,6 +44,12 @@
 #define HIST_ENTRY_MAX (64 * 1024)	/* longer entries are not stored */
 #define COMPLETE_SCAN_MAX 20000		/* directory entries looked at per Tab */
 #define COMPLETE_LIST_MAX 200		/* candidates shown on a double Tab */
+#define ESC_ALONE_MS 50			/* an ESC with nothing after it this long is the Esc key */
+#define ESC_TWICE "\033[fx-esc2~"	/* what two Esc keys are given to libedit as (bound) */
+#define PASTE_START "\033[200~"
+#define PASTE_END "\033[201~"
+#define PASTE_FOLD_LINES 8		/* a paste of more lines than this is shown folded */
+#define PASTE_FOLD_CHARS 1000		/* ... or of more characters */
 
 struct lineedit {
 	int in_fd, out_fd;
@@ -61,12 +67,20 @@ struct lineedit {
 	int searching;			/* in a Ctrl-R search (as far as keys tell) */
 	int pasting;			/* inside a bracketed paste */
 	int sig_interrupt;		/* *cancel was seen */
+	int esc_alone;			/* the last key was the Esc key alone */
+	int from_inject;		/* the byte just read came from `inject` */
 	volatile sig_atomic_t *cancel;
 	struct termios raw;		/* the mode libedit edits in */
 	int have_raw;
 
 	/* plain reading */
 	struct buf in;			/* bytes read, not yet returned */
+
+	/* keys given to libedit before the terminal's (a prefilled line, two Esc) */
+	struct buf inject;
+	size_t inject_off;
+	char *recall;			/* what Esc Esc at an empty line puts in it */
+	struct strvec pastes;		/* the text of each folded paste of the entry */
 
 	/* history */
 	char *hist_path;		/* NULL: none */
@@ -195,6 +209,15 @@ static int le_byte(struct lineedit *le, EditLine *el, char *c, int ms)
 			errno = EINTR;
 			return -1;
 		}
+		le->from_inject = le->inject_off < le->inject.len;
+		if (le->from_inject) {
+			*c = le->inject.buf[le->inject_off++];
+			if (le->inject_off == le->inject.len) {
+				buf_reset(&le->inject);
+				le->inject_off = 0;
+			}
+			return 1;
+		}
 		if (le_winch) {
 			le_winch = 0;
 			el_resize(el);
@@ -274,6 +297,14 @@ static int le_search_key(struct lineedit *le, EditLine *el)
 	return 033;
 }
 
+/* Whether the ESC just read is the Esc key: nothing follows it within ESC_ALONE_MS. */
+static int le_esc_alone(struct lineedit *le)
+{
+	struct pollfd p = { .fd = le->in_fd, .events = POLLIN };
+
+	return poll(&p, 1, ESC_ALONE_MS) == 0;
+}
+
 /*
  * Read one character for libedit: poll() first (never restarted after a
  * signal, whatever SA_RESTART says), so a resize, a continue after a stop
@@ -301,6 +332,21 @@ static int le_getc(EditLine *el, wchar_t *wc)
 			if (k < 0)
 				return -1;
 			c = (char)k;
+		} else if (c == 033 && !le->pasting && n == 0 && !le->from_inject &&
+			   le_esc_alone(le)) {
+			/*
+			 * The Esc key, not the start of a sequence: once, nothing (not
+			 * libedit's meta prefix, which printed "^[" before the next
+			 * key); twice in a row, ESC_TWICE (fx-escape).
+			 */
+			if (!le->esc_alone) {
+				le->esc_alone = 1;
+				continue;
+			}
+			le->esc_alone = 0;
+			buf_addstr(&le->inject, ESC_TWICE + 1);
+		} else if (!le->from_inject) {
+			le->esc_alone = 0;
 		}
 		mb[n++] = c;
 		memset(&st, 0, sizeof(st));
@@ -353,28 +399,103 @@ static unsigned char le_key_newline(EditLine *el, int ch)
 	return CC_REFRESH;
 }
 
-static void le_paste_flush(EditLine *el, wchar_t *b, size_t *n)
+/* The lines and the characters of UTF-8 `text` (a last newline ends a line, not starts one). */
+static void le_fold_count(const char *text, size_t len, size_t *lines, size_t *chars)
 {
-	if (!*n)
+	size_t i;
+
+	*lines = 1;
+	*chars = 0;
+	for (i = 0; i < len; i++) {
+		*lines += text[i] == '\n' && i + 1 < len;
+		*chars += ((unsigned char)text[i] & 0xc0) != 0x80;
+	}
+}
+
+/* The placeholder of folded paste `i` (0-based; caller frees). */
+static char *le_fold_name(const char *text, size_t i)
+{
+	size_t lines, chars;
+
+	le_fold_count(text, strlen(text), &lines, &chars);
+	return lines > 1 ? xstrfmt("[Pasted text #%zu +%zu lines]", i + 1, lines)
+			 : xstrfmt("[Pasted text #%zu, %zu characters]", i + 1, chars);
+}
+
+/*
+ * Put `text` (UTF-8) into the line at the cursor. A long text (more than
+ * PASTE_FOLD_LINES lines or PASTE_FOLD_CHARS characters) is shown as one
+ * line, "[Pasted text #N +L lines]", and kept aside: the entry gets the
+ * whole text in its place (le_unfold()).
+ */
+static void le_insert_text(struct lineedit *le, EditLine *el, const char *text, size_t len)
+{
+	size_t lines, chars;
+	char *s;
+
+	if (!len)
 		return;
-	b[*n] = L'\0';
-	el_winsertstr(el, b);
-	*n = 0;
+	le_fold_count(text, len, &lines, &chars);
+	if (lines <= PASTE_FOLD_LINES && chars <= PASTE_FOLD_CHARS) {
+		s = xstrndup(text, len);
+		el_insertstr(el, s);
+	} else {
+		s = xstrndup(text, len);
+		strvec_push(&le->pastes, s);
+		free(s);
+		s = le_fold_name(le->pastes.v[le->pastes.nr - 1], le->pastes.nr - 1);
+		el_insertstr(el, s);
+	}
+	free(s);
+}
+
+/*
+ * The entry with each folded paste's placeholder replaced by its text (a
+ * placeholder the person deleted drops its text); the pastes are
+ * forgotten. FX_ELIMIT when the whole is over LINEEDIT_MAX_ENTRY.
+ */
+static int le_unfold(struct lineedit *le, struct buf *line)
+{
+	struct buf out = BUF_INIT;
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; i < le->pastes.nr; i++) {
+		char *name = le_fold_name(le->pastes.v[i], i);
+		char *at = strstr(line->buf, name);
+
+		if (at) {
+			buf_reset(&out);
+			buf_add(&out, line->buf, (size_t)(at - line->buf));
+			buf_addstr(&out, le->pastes.v[i]);
+			buf_addstr(&out, at + strlen(name));
+			buf_reset(line);
+			buf_addbuf(line, &out);
+		}
+		free(name);
+	}
+	if (line->len > LINEEDIT_MAX_ENTRY)
+		ret = err_set(FX_ELIMIT, "an entry is longer than %d bytes", LINEEDIT_MAX_ENTRY);
+	strvec_clear(&le->pastes);
+	buf_release(&out);
+	return ret;
 }
 
 /*
  * A bracketed paste (the terminal sends ESC [ 200 ~ text ESC [ 201 ~):
  * the text goes into the line as it is, its newlines too, instead of
- * every pasted line being an Enter. Control characters but tab and
- * newline are dropped; past LINEEDIT_MAX_ENTRY the rest is read and
- * dropped. Ctrl-C ends a paste whose end never comes (and the line).
+ * every pasted line being an Enter; a long one folded (le_insert_text()).
+ * Control characters but tab and newline are dropped; past
+ * LINEEDIT_MAX_ENTRY the rest is read and dropped. Ctrl-C ends a paste
+ * whose end never comes (and the line).
  */
 static unsigned char le_key_paste(EditLine *el, int ch)
 {
 	static const wchar_t end[] = L"\033[201~";
 	struct lineedit *le = le_of(el);
-	wchar_t b[257], wc, prev = 0;
-	size_t n = 0, m = 0, total = 0, i;
+	struct buf text = BUF_INIT;
+	wchar_t wc, prev = 0;
+	size_t m = 0, i;
 
 	(void)ch;
 	le->pasting = 1;
@@ -402,6 +523,9 @@ static unsigned char le_key_paste(EditLine *el, int ch)
 			pend[np++] = wc;
 		for (i = 0; i < np; i++) {
 			wchar_t c = pend[i];
+			char mb[MB_LEN_MAX];
+			mbstate_t st;
+			size_t k;
 
 			/* CR LF (LF CR after the terminal's ICRNL and INLCR): one newline */
 			if ((c == L'\r' && prev == L'\n') || (c == L'\n' && prev == L'\r')) {
@@ -413,16 +537,30 @@ static unsigned char le_key_paste(EditLine *el, int ch)
 				c = L'\n';
 			else if (c < 0x20 && c != L'\t' && c != L'\n')
 				c = 0;
-			if (!c || total >= LINEEDIT_MAX_ENTRY)
+			if (!c || text.len >= LINEEDIT_MAX_ENTRY)
 				continue;
-			b[n++] = c;
-			total++;
-			if (n == ARRAY_SIZE(b) - 1)
-				le_paste_flush(el, b, &n);
+			memset(&st, 0, sizeof(st));
+			k = wcrtomb(mb, c, &st);
+			if (k != (size_t)-1)
+				buf_add(&text, mb, k);
 		}
 	}
-	le_paste_flush(el, b, &n);
+	le_insert_text(le, el, text.buf, text.len);
+	buf_release(&text);
 	le->pasting = 0;
+	return CC_REFRESH;
+}
+
+/* Esc Esc: at an empty line, the last message, to edit and send again; else nothing. */
+static unsigned char le_key_escape(EditLine *el, int ch)
+{
+	struct lineedit *le = le_of(el);
+	const LineInfo *li = el_line(el);
+
+	(void)ch;
+	if (!le->recall || li->lastchar != li->buffer)
+		return CC_NORM;
+	le_insert_text(le, el, le->recall, strlen(le->recall));
 	return CC_REFRESH;
 }
 
@@ -1027,7 +1165,8 @@ static void le_bind_keys(struct lineedit *le)
 	le_bind(el, "^I", "fx-complete");
 	le_bind(el, "^R", "em-inc-search-prev");
 	le_bind(el, "^S", "em-inc-search-next");
-	le_bind(el, "\033[200~", "fx-paste");
+	le_bind(el, PASTE_START, "fx-paste");
+	le_bind(el, ESC_TWICE, "fx-escape");
 	le_bind(el, "\033\r", "fx-newline");
 	le_bind(el, "\033\n", "fx-newline");
 	le_bind(el, "\033[1~", "ed-move-to-beg");
@@ -1092,6 +1231,8 @@ static int le_open_editor(struct lineedit *le)
 	el_wset(le->el, EL_ADDFN, L"fx-complete", L"Complete a command or path", le_key_complete);
 	el_wset(le->el, EL_ADDFN, L"fx-ignore", L"Ignore a key", le_key_ignore);
 	el_wset(le->el, EL_ADDFN, L"fx-paste", L"Take a bracketed paste as text", le_key_paste);
+	el_wset(le->el, EL_ADDFN, L"fx-escape", L"The last message, to edit (Esc Esc)",
+		le_key_escape);
 	/* (el_wset: the narrow EL_ADDFN leaks its copies of the names) */
 	/* keys are keys while editing: Ctrl-C must not be a signal then */
 	el_set(le->el, EL_SETTY, "-d", "-isig", "-ixon", NULL);
@@ -1117,7 +1258,9 @@ int lineedit_open(struct lineedit **out, const struct lineedit_opts *opts)
 	le->out_fd = opts->out_fd;
 	le->cancel = opts->cancel;
 	buf_init(&le->in, 0);
+	buf_init(&le->inject, 0);
 	buf_init(&le->hist_problem, 0);
+	strvec_init(&le->pastes);
 	strvec_init(&le->entries);
 	strvec_init(&le->commands);
 	le->hist_max = opts->history_max ? opts->history_max : HIST_DEFAULT;
@@ -1357,10 +1500,34 @@ int lineedit_read(struct lineedit *le, const char *prompt, struct buf *line)
 	le->dropped = 0;
 	if (!prompt)
 		prompt = "";
+	le->esc_alone = 0;
 	ret = le->tty ? le_read_tty(le, prompt, line) : le_read_plain(le, prompt, line);
+	if (ret == LINEEDIT_LINE && le->pastes.nr && (ret = le_unfold(le, line)) < 0)
+		buf_reset(line);
+	strvec_clear(&le->pastes);
 	if (ret == LINEEDIT_LINE)
 		le_sanitize(line);
 	return ret;
+}
+
+void lineedit_prefill(struct lineedit *le, const char *text)
+{
+	size_t i;
+
+	if (!le->tty || !text || !*text)
+		return;
+	/* given as a paste: newlines and tabs are text, a long one is folded */
+	buf_addstr(&le->inject, PASTE_START);
+	for (i = 0; text[i]; i++)
+		if (text[i] != 033)
+			buf_addch(&le->inject, text[i]);
+	buf_addstr(&le->inject, PASTE_END);
+}
+
+void lineedit_set_recall(struct lineedit *le, const char *text)
+{
+	free(le->recall);
+	le->recall = text && *text ? xstrdup(text) : NULL;
 }
 
 void lineedit_close(struct lineedit *le)
@@ -1378,7 +1545,10 @@ void lineedit_close(struct lineedit *le)
 	if (le->loc)
 		freelocale(le->loc);
 	buf_release(&le->in);
+	buf_release(&le->inject);
 	buf_release(&le->hist_problem);
+	strvec_clear(&le->pastes);
+	free(le->recall);
 	strvec_clear(&le->entries);
 	strvec_clear(&le->commands);
 	free(le->hist_path);

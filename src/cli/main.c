@@ -16,6 +16,7 @@
 #include "base/termsafe.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "config/config.h"
 
 /*
  * Two programs are built from this file. `forgex-core` holds every
@@ -423,6 +424,18 @@ const char *cli_global_usage(void)
 	return global_usage;
 }
 
+int cli_set_model(const char *model)
+{
+	int r;
+
+	if (!model || !*model)
+		return err_set(FX_EINVAL, "--model needs a model name");
+	/* as -c agents.ROLE.model=M for every role, so config show says where it came from */
+	for (r = 0; r < ROLE__COUNT; r++)
+		strvec_pushf(&cli_config_flags, "agents.%s.model=%s", config_role_name(r), model);
+	return 0;
+}
+
 const struct cli_command *cli_find_command(const char *name)
 {
 	size_t i;
@@ -644,7 +657,8 @@ static size_t edit_distance(const char *a, const char *b)
 	return d;
 }
 
-static int unknown_command(const char *name)
+/* The command `name` is closest to, and how close (the edit distance; a prefix counts 1). */
+static const char *similar_command(const char *name, size_t *dist)
 {
 	size_t i, best = (size_t)-1, d;
 	const char *cand = NULL;
@@ -661,10 +675,38 @@ static int unknown_command(const char *name)
 			cand = commands[i].name;
 		}
 	}
+	*dist = best;
+	return cand;
+}
+
+static int unknown_command(const char *name)
+{
+	size_t d;
+	const char *cand = similar_command(name, &d);
+
 	fprintf(stderr, "forgex: '%s' is not a forgex command. See 'forgex --help'.\n", name);
 	if (cand)
 		fprintf(stderr, "\nThe most similar command is\n\t%s\n", cand);
 	return EXIT_USAGE;
+}
+
+/*
+ * Whether `forgex WORD...` is a request rather than a mistyped command: a
+ * word with a space in it (`forgex "fix the bug"`), else a word no
+ * command is close to: more than 2 edits away (a prefix of a command
+ * counts 1) when it is alone, more than 1 when more words follow. So
+ * `forgex refactor the parser` and `forgex add tests` are requests, and
+ * `forgex cofnig` and `forgex rnu` typos.
+ */
+static int is_request(const char *word, int more)
+{
+	size_t d;
+
+	if (strpbrk(word, " \t\n"))
+		return 1;
+	if (!*word || !similar_command(word, &d))
+		return 0;
+	return d > (more ? 1u : 2u);
 }
 
 /* Index of the command word in argv (global options skipped), or argc. */
@@ -706,6 +748,57 @@ static int exec_core(char **argv)
 	free(core);
 	free(installed);
 	return EXIT_FAIL;
+}
+
+/*
+ * Run command `name` with the operands argv[i...] (after "--", so a word
+ * of the request is never an option), in this program or in forgex-core.
+ */
+static int run_as(int argc, char **argv, int i, const char *name)
+{
+	const struct cli_command *c = cli_find_command(name);
+	char **nargv = xcalloc((size_t)argc + 4, sizeof(*nargv));
+	int j, n = 0, ret;
+
+	if (!c->fn) {
+		/*
+		 * The global options again, but not -C DIR: we are in DIR
+		 * already, and a relative DIR would not be found twice.
+		 */
+		nargv[n++] = argv[0];
+		for (j = 1; j < i; j++) {
+			if (!strcmp(argv[j], "-C"))
+				j++;
+			else if (strcmp(argv[j], "--"))
+				nargv[n++] = argv[j];
+		}
+	}
+	nargv[n++] = (char *)name;
+	if (i < argc)
+		nargv[n++] = (char *)"--";
+	for (j = i; j < argc; j++)
+		nargv[n++] = argv[j];
+	if (!c->fn)
+		return exec_core(nargv);
+	ret = c->fn(n, nargv);
+	free(nargv);
+	strvec_clear(&cli_config_flags);
+	return ret;
+}
+
+/*
+ * `forgex "fix the bug"`: on a terminal a session with it as the first
+ * message (as `forgex` alone opens one); off a terminal, a verified run of
+ * it, as `forgex run` would, said on stderr so a script knows which.
+ */
+static int start_with_request(int argc, char **argv, int i)
+{
+	if (isatty(0) && isatty(1))
+		return run_as(argc, argv, i, "chat");
+	if (!cli_quiet)
+		fprintf(stderr, "forgex: not a terminal: running the request as 'forgex run' "
+			"does (a session needs a terminal)\n");
+	return run_as(argc, argv, i, "run");
 }
 
 int main(int argc, char **argv)
@@ -768,36 +861,14 @@ int main(int argc, char **argv)
 	log_setup(cli_quiet, cli_verbose);
 	if (i >= argc) {
 		/* `forgex` alone on a terminal: an interactive session */
-		if (isatty(0) && isatty(1)) {
-			const struct cli_command *run = cli_find_command("chat");
-			char *run_argv[] = { (char *)"chat", NULL };
-
-			if (!run->fn) {
-				char **nargv = xcalloc((size_t)argc + 2, sizeof(*nargv));
-				int j, n = 0;
-
-				/*
-				 * The global options again, but not -C DIR: we are in DIR
-				 * already, and a relative DIR would not be found twice.
-				 */
-				nargv[n++] = argv[0];
-				for (j = 1; j < i; j++) {
-					if (!strcmp(argv[j], "-C"))
-						j++;
-					else if (strcmp(argv[j], "--"))
-						nargv[n++] = argv[j];
-				}
-				nargv[n] = run_argv[0];
-				return exec_core(nargv);
-			}
-			ret = run->fn(1, run_argv);
-			strvec_clear(&cli_config_flags);
-			return ret;
-		}
+		if (isatty(0) && isatty(1))
+			return run_as(argc, argv, i, "chat");
 		print_global_help();
 		return EXIT_USAGE;
 	}
 	c = cli_find_command(argv[i]);
+	if (!c && is_request(argv[i], argc - i > 1))
+		return start_with_request(argc, argv, i);
 	if (!c)
 		return unknown_command(argv[i]);
 	if (argc - i >= 2 && (!strcmp(argv[i + 1], "--help") || !strcmp(argv[i + 1], "-h")))
