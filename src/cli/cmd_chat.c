@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/lineedit.h"
 #include "cli/progress.h"
+#include "cli/setup.h"
 #include "cli/turnkeys.h"
 #include "llm/provider.h"
 #include "pipeline/chat.h"
@@ -255,7 +256,25 @@ int cmd_chat(int argc, char **argv)
 		buf_release(&first);
 		return EXIT_USAGE;
 	}
-	if ((ret = cli_check_providers(&cfg))) {
+	if ((ret = cli_check_providers(&cfg)) &&
+	    setup_is_first_run(&cfg, config_agent(&cfg, ROLE_BUILDER)->provider) && isatty(0) &&
+	    isatty(2)) {
+		/* a first session with nothing configured and nothing where the defaults point */
+		struct setup_opts so = SETUP_OPTS_INIT;
+
+		so.interactive = so.first_run = 1;
+		if (setup_user_config(&so) == EXIT_OK) {
+			config_release(&cfg);
+			if (cli_load_config(&cfg) != 0) {
+				buf_release(&first);
+				return EXIT_USAGE;
+			}
+			if (mode)
+				config_set(&cfg, "permissions.mode", mode, CFG_FLAG);
+			ret = cli_check_providers(&cfg);
+		}
+	}
+	if (ret) {
 		config_release(&cfg);
 		buf_release(&first);
 		return ret;

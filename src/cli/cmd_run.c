@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "cli/setup.h"
 #include "llm/provider.h"
 #include "pipeline/pipeline.h"
 #include "sandbox/approval.h"
@@ -495,6 +496,9 @@ int cli_check_providers(const struct config *cfg)
 			"at one (now %s): forgex -c providers.%s.base_url=URL ..., or in "
 			"~/.config/forgex/config.toml; 'forgex doctor' checks it\n", name, pc->base_url,
 			name);
+		if (setup_is_first_run((struct config *)cfg, name))
+			fputs("hint: no configuration yet: 'forgex config init --user' looks for the model "
+			      "servers on this machine and writes one\n", stderr);
 		err_clear();
 		ret = EXIT_PROVIDER;
 	}
