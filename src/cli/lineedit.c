@@ -1512,16 +1512,28 @@ int lineedit_read(struct lineedit *le, const char *prompt, struct buf *line)
 
 void lineedit_prefill(struct lineedit *le, const char *text)
 {
-	size_t i;
+	const char *p = text;
 
-	if (!le->tty || !text || !*text)
+	if (!le->tty || !text)
 		return;
-	/* given as a paste: newlines and tabs are text, a long one is folded */
-	buf_addstr(&le->inject, PASTE_START);
-	for (i = 0; text[i]; i++)
-		if (text[i] != 033)
-			buf_addch(&le->inject, text[i]);
-	buf_addstr(&le->inject, PASTE_END);
+	/* each line as a paste (a tab is text, not completion), then its Enter */
+	while (*p) {
+		size_t n = strcspn(p, "\n"), i;
+
+		if (n) {
+			buf_addstr(&le->inject, PASTE_START);
+			for (i = 0; i < n; i++)
+				if (p[i] != 033)
+					buf_addch(&le->inject, p[i]);
+			buf_addstr(&le->inject, PASTE_END);
+		}
+		p += n;
+		if (*p == '\n') {
+			if (n)
+				buf_addch(&le->inject, '\r');
+			p++;
+		}
+	}
 }
 
 void lineedit_set_recall(struct lineedit *le, const char *text)

@@ -127,10 +127,12 @@ const char *lineedit_history_problem(const struct lineedit *le);
 int lineedit_dropped(const struct lineedit *le);
 
 /**
- * Start the next lineedit_read() with `text` in the line, as if pasted
- * (its newlines are text; a long one is folded), e.g. what was typed
- * while a turn ran. Only with the editor (lineedit_is_tty()); otherwise
- * nothing. ESC bytes are dropped.
+ * Give the next lineedit_read()s `text` as if typed at their prompts,
+ * e.g. what was typed while a turn ran: each line that ended with Enter
+ * ('\n') is entered (one read each), and the rest is left in the line to
+ * edit. Each line goes in as a paste (a tab is text, a long line is
+ * folded); ESC bytes are dropped. Only with the editor
+ * (lineedit_is_tty()); otherwise nothing.
  */
 void lineedit_prefill(struct lineedit *le, const char *text);
 

@@ -239,8 +239,6 @@ int turnkeys_stop(struct turnkeys *tk, struct buf *typed)
 	pthread_join(tk->thread, NULL);
 	while (tcsetattr(tk->fd, TCSANOW, &tk->saved) < 0 && errno == EINTR)
 		;
-	while (tk->typed.len && tk->typed.buf[tk->typed.len - 1] == '\n')
-		buf_setlen(&tk->typed, tk->typed.len - 1);
 	if (typed)
 		buf_addbuf(typed, &tk->typed);
 	escaped = tk->escaped;

@@ -13,7 +13,9 @@
  *   - key sequences (arrows, function keys) and other control keys are
  *     dropped; Backspace and Ctrl-U edit what was typed; Enter is a
  *     newline;
- *   - text is kept (up to 64 KiB) for the next prompt (lineedit_prefill()).
+ *   - text is kept (up to 64 KiB) for the next prompt (lineedit_prefill():
+ *     a line ended with Enter is the next message, the rest is left in
+ *     the line to edit).
  * Whoever else reads the terminal during the turn (an approval question)
  * pauses the reader first and resumes it after.
  *
@@ -40,7 +42,7 @@ void turnkeys_resume(struct turnkeys *tk);
 
 /**
  * Stop, put the terminal back in its mode from before, and append the text
- * typed during the turn (trailing newlines dropped) to `typed` (may be
+ * typed during the turn (each Enter a '\n') to `typed` (may be
  * NULL). Returns whether Esc stopped the turn. Frees `tk`.
  */
 int turnkeys_stop(struct turnkeys *tk, struct buf *typed);
