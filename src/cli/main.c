@@ -38,7 +38,7 @@ static struct strvec cli_config_flags = STRVEC_INIT;	/* "key=value" from -c */
 
 static const struct cli_command commands[] = {
 	{ "ask", HEAVY(cmd_ask), CLI_HEAVY, "Ask the configured model a question about this project",
-	  "usage: forgex ask [--json] [--provider NAME] [--model M] [--transcript FILE]\n"
+	  "usage: forgex ask [--json] [--provider NAME] [-m M] [--transcript FILE]\n"
 	  "                  QUESTION...\n"
 	  "\n"
 	  "Sends QUESTION to the model of [providers.NAME] (default: the\n"
@@ -51,7 +51,7 @@ static const struct cli_command commands[] = {
 	  "\n"
 	  "--json              print the final message and token usage as JSON\n"
 	  "--provider NAME     use [providers.NAME]\n"
-	  "--model M           use model M instead of the provider's\n"
+	  "-m, --model M       use model M instead of the provider's\n"
 	  "--transcript FILE   append the exchange to FILE (JSON Lines, redacted);\n"
 	  "                    a provider with type = \"replay\" and transcript = FILE\n"
 	  "                    answers from it offline\n"
@@ -119,7 +119,8 @@ static const struct cli_command commands[] = {
 	  "(e.g. results not writable: run it again), 130 interrupted.\n" },
 	{ "chat", HEAVY(cmd_chat), CLI_HEAVY, "Talk with the model about this project and change it, turn by turn",
 	  "usage: forgex chat [--continue | --resume ID] [--yes|--ask|--safe] [--no-wait]\n"
-	  "                   [MESSAGE...]\n"
+	  "                   [-m MODEL] [MESSAGE...]\n"
+	  "       forgex \"MESSAGE\"\n"
 	  "\n"
 	  "An interactive session (also what 'forgex' alone opens on a terminal):\n"
 	  "each message is a turn of an agent with the Builder's tools, under the\n"
@@ -127,12 +128,21 @@ static const struct cli_command commands[] = {
 	  "text streams; every tool call is shown with its arguments and its\n"
 	  "result, refusals and failures marked, and every edit as a diff. Each\n"
 	  "turn that changes files is checkpointed and can be undone (/undo).\n"
-	  "MESSAGE, when given, is the first turn. Slash commands: /run [REQUEST],\n"
+	  "MESSAGE, when given, is the first turn ('forgex \"MESSAGE\"' too: off a\n"
+	  "terminal that runs it as 'forgex run' does). Slash commands: /run [REQUEST],\n"
 	  "/plan [REQUEST], /go, /diff [TURN], /undo, /model [ROLE] NAME, /cost,\n"
 	  "/compact, /clear, /resume [ID], /help, /exit ('/help' in a session says\n"
-	  "more). Ctrl-C stops the running turn and comes back to the prompt;\n"
-	  "twice at the prompt, or Ctrl-D, leaves. Input that is not a terminal is\n"
-	  "read line by line (a script of messages and commands).\n"
+	  "more). Ctrl-C or Esc stops the running turn and comes back to the\n"
+	  "prompt (Ctrl-C at an approval question too, the command not run);\n"
+	  "what is typed meanwhile is not echoed and waits for the next prompt.\n"
+	  "Ctrl-C twice at the prompt, or Ctrl-D, leaves; Esc twice at an empty\n"
+	  "prompt brings back the last message to edit. A paste of more than 8\n"
+	  "lines shows as one line ([Pasted text #1 +N lines]) and is sent whole.\n"
+	  "'exit', 'quit' or 'clear' alone is not sent: /exit and /clear are\n"
+	  "named. Input that is not a terminal is read line by line (a script of\n"
+	  "messages and commands). With no configuration and no server where the\n"
+	  "defaults point, a session on a terminal offers to write the user\n"
+	  "configuration ('forgex config init --user').\n"
 	  "\n"
 	  "Sessions are kept in .forgex/sessions/ID (events.jsonl, transcript.jsonl\n"
 	  "as for runs, and the conversation); 'forgex log' lists them.\n"
@@ -142,7 +152,10 @@ static const struct cli_command commands[] = {
 	  "              the approval mode for this session (permissions.mode auto,\n"
 	  "              ask or safe)\n"
 	  "--no-wait     a turn that finds the workspace busy (a run) fails instead\n"
-	  "              of waiting\n" },
+	  "              of waiting\n"
+	  "-m, --model MODEL\n"
+	  "              the model of this session (every role's, as -c\n"
+	  "              agents.ROLE.model=MODEL would set it)\n" },
 	{ "checkpoint", HEAVY(cmd_checkpoint), CLI_HEAVY, "Save, list and restore snapshots of the working tree",
 	  "usage: forgex checkpoint create [-m MESSAGE] [--json]\n"
 	  "       forgex checkpoint list [--json]\n"
@@ -170,14 +183,24 @@ static const struct cli_command commands[] = {
 	  "  forgex completion fish > ~/.config/fish/completions/forgex.fish\n"
 	  "\n"
 	  "make install puts all three where the shells look.\n" },
-	{ "config", cmd_config, 0, "Show or query the effective configuration",
+	{ "config", cmd_config, 0, "Show or query the effective configuration, or write the user's",
 	  "usage: forgex config show [--json]\n"
 	  "       forgex config get KEY\n"
+	  "       forgex config init --user [--base-url URL --model NAME]\n"
+	  "                                 [--api-key-env NAME] [--force]\n"
 	  "\n"
 	  "show   print every key, its effective value and where it came from\n"
 	  "       (default, user, project, env, flag); --json for a JSON array\n"
 	  "get    print the effective value of KEY (e.g. sandbox.backend,\n"
-	  "       providers.default.model); exit 2 for an unknown key\n" },
+	  "       providers.default.model); exit 2 for an unknown key\n"
+	  "init   write the user file ($XDG_CONFIG_HOME/forgex/config.toml, mode\n"
+	  "       0600): on a terminal, the model servers on 127.0.0.1 (Ollama\n"
+	  "       11434, llama.cpp 8080, vLLM 8000, LM Studio 1234, or the base\n"
+	  "       URLs of FORGEX_SETUP_SERVERS) are listed with their models to\n"
+	  "       pick from, or a URL, a model and the NAME of the API key's\n"
+	  "       variable are asked for (the key is never written); off a\n"
+	  "       terminal, --base-url and --model (and --api-key-env) say it.\n"
+	  "       An existing file is replaced when you say so, or with --force\n" },
 	{ "diff", HEAVY(cmd_diff), CLI_HEAVY, "Show a run's change, or what changed since a checkpoint",
 	  "usage: forgex diff [RUN|ID] [--stat] [--color[=always|never|auto]]\n"
 	  "\n"
@@ -277,11 +300,12 @@ static const struct cli_command commands[] = {
 	  "Exit status: 0 done, 1 a server did not start or the tool reported an\n"
 	  "error, 2 usage or configuration error, 4 not approved, 130 interrupted.\n" },
 	{ "plan", HEAVY(cmd_plan), CLI_HEAVY, "Ask the Architect for a plan, changing nothing",
-	  "usage: forgex plan [--json] REQUEST...\n"
+	  "usage: forgex plan [--json] [-m MODEL] REQUEST...\n"
 	  "\n"
 	  "Runs the Architect alone (read-only tools) and prints its plan. The run\n"
 	  "is recorded in .forgex/runs/ like every run (plan.json).\n"
-	  "--json   the events as JSON Lines on stdout\n" },
+	  "--json   the events as JSON Lines on stdout\n"
+	  "-m, --model MODEL  every role's model for this plan\n" },
 	{ "policy", cmd_policy, 0, "Ask the command policy about a command",
 	  "usage: forgex policy check [--json] [--] CMD [ARG...]\n"
 	  "\n"
@@ -305,14 +329,16 @@ static const struct cli_command commands[] = {
 	  "--strict  a request that differs from the recording is an error (default:\n"
 	  "          a warning, and the recorded answer is used)\n" },
 	{ "resume", HEAVY(cmd_resume), CLI_HEAVY, "Continue an interrupted run",
-	  "usage: forgex resume [--json] [--no-wait] [RUN]\n"
+	  "usage: forgex resume [--json] [--no-wait] [-m MODEL] [RUN]\n"
 	  "\n"
 	  "Continues RUN (default: the last run; interrupted, killed, crashed, or\n"
 	  "stopped by a power cut) from its last completed stage: the run's files\n"
 	  "are put back to how that stage left them (yours stay), then the\n"
-	  "pipeline goes on. Exit status as for 'forgex run'.\n" },
+	  "pipeline goes on. -m MODEL: every role's model from here on. Exit\n"
+	  "status as for 'forgex run'.\n" },
 	{ "run", HEAVY(cmd_run), CLI_HEAVY, "Turn a request into a verified change (the main job)",
-	  "usage: forgex run [--json] [--no-wait] [--yes|--ask|--safe] REQUEST...\n"
+	  "usage: forgex run [--json] [--no-wait] [--yes|--ask|--safe] [-m MODEL]\n"
+	  "                  REQUEST...\n"
 	  "\n"
 	  "Runs the tests once (baseline), takes a checkpoint, then: the Architect\n"
 	  "plans, the Builder implements, the Expert Coder reviews and fixes, the\n"
@@ -338,6 +364,9 @@ static const struct cli_command commands[] = {
 	  "--yes, --ask, --safe\n"
 	  "         the approval mode for this run only (permissions.mode auto, ask\n"
 	  "         or safe)\n"
+	  "-m, --model MODEL\n"
+	  "         every role's model for this run (as -c agents.ROLE.model=MODEL\n"
+	  "         for each role)\n"
 	  "\n"
 	  "The progress shows each stage, each tool call, every refused or failed\n"
 	  "tool call with why, the tests' counts and the failing tests by name, and\n"
@@ -403,7 +432,7 @@ static const struct cli_command commands[] = {
 
 static const char global_usage[] =
 	"usage: forgex [--version] [--help] [-C DIR] [-c KEY=VALUE] [-q] [-v]\n"
-	"              COMMAND [ARGS]\n";
+	"              COMMAND [ARGS] | \"REQUEST\"\n";
 
 const struct cli_command *cli_commands(size_t *nr)
 {
@@ -687,16 +716,16 @@ static int unknown_command(const char *name)
 	fprintf(stderr, "forgex: '%s' is not a forgex command. See 'forgex --help'.\n", name);
 	if (cand)
 		fprintf(stderr, "\nThe most similar command is\n\t%s\n", cand);
+	fprintf(stderr, "\nA request is a phrase: forgex \"%s ...\"\n", name);
 	return EXIT_USAGE;
 }
 
 /*
- * Whether `forgex WORD...` is a request rather than a mistyped command: a
- * word with a space in it (`forgex "fix the bug"`), else a word no
- * command is close to: more than 2 edits away (a prefix of a command
- * counts 1) when it is alone, more than 1 when more words follow. So
- * `forgex refactor the parser` and `forgex add tests` are requests, and
- * `forgex cofnig` and `forgex rnu` typos.
+ * Whether `forgex WORDS...` is a request rather than a mistyped command:
+ * a first word with a space in it (`forgex "fix the bug"`), or several
+ * words whose first is not one edit from a command (`forgex add tests`).
+ * A word alone is a command or a typo (`forgex cofnig`, `forgex
+ * frobnicate`): the nearest command is named.
  */
 static int is_request(const char *word, int more)
 {
@@ -704,9 +733,9 @@ static int is_request(const char *word, int more)
 
 	if (strpbrk(word, " \t\n"))
 		return 1;
-	if (!*word || !similar_command(word, &d))
+	if (!more || !*word || !similar_command(word, &d))
 		return 0;
-	return d > (more ? 1u : 2u);
+	return d > 1;
 }
 
 /* Index of the command word in argv (global options skipped), or argc. */
