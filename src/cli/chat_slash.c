@@ -78,8 +78,10 @@ static void cmd_help_text(struct front *f)
 		"  /resume [ID]          go on with an earlier session of this project\n"
 		"  /help, /exit          this text; leave (also Ctrl-D)\n"
 		"Keys: arrows, Home/End, Ctrl-R searches the history, Tab completes commands\n"
-		"and paths, a trailing \\ or Alt-Enter continues on a new line. Ctrl-C stops\n"
-		"the model or the command and comes back here; twice at the prompt leaves.\n");
+		"and paths, a trailing \\ or Alt-Enter continues on a new line. Ctrl-C or Esc\n"
+		"stops the model or the command and comes back here (what you type meanwhile\n"
+		"waits for the prompt); Esc Esc at an empty prompt brings back your last\n"
+		"message; Ctrl-C twice at the prompt leaves.\n");
 }
 
 static void cmd_undo_turn(struct front *f)

@@ -161,7 +161,7 @@ void front_banner(struct front *f, int resumed)
 		fprintf(f->out, "%zu earlier message%s and %zu turn%s in the conversation.\n", said,
 			said == 1 ? "" : "s", nr, nr == 1 ? "" : "s");
 	}
-	fprintf(f->out, "%s/help for commands; Ctrl-C stops a turn; Ctrl-D leaves.%s\n",
+	fprintf(f->out, "%s/help for commands; Esc or Ctrl-C stops a turn; Ctrl-D leaves.%s\n",
 		front_col(f, C_DIM), front_col(f, C_RESET));
 	fflush(f->out);
 }
