@@ -436,16 +436,13 @@ static void le_insert_text(struct lineedit *le, EditLine *el, const char *text, 
 	if (!len)
 		return;
 	le_fold_count(text, len, &lines, &chars);
-	if (lines <= PASTE_FOLD_LINES && chars <= PASTE_FOLD_CHARS) {
-		s = xstrndup(text, len);
-		el_insertstr(el, s);
-	} else {
-		s = xstrndup(text, len);
+	s = xstrndup(text, len);
+	if (lines > PASTE_FOLD_LINES || chars > PASTE_FOLD_CHARS) {
 		strvec_push(&le->pastes, s);
 		free(s);
 		s = le_fold_name(le->pastes.v[le->pastes.nr - 1], le->pastes.nr - 1);
-		el_insertstr(el, s);
 	}
+	el_insertstr(el, s);
 	free(s);
 }
 
