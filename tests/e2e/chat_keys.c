@@ -595,6 +595,56 @@ static void test_keys_config_init_user_with_flags(void **state)
 	fx_release(&f);
 }
 
+/*
+ * `forgex config init --user` on a terminal with a user file there: asked
+ * first; no (Enter) leaves it byte for byte, y replaces it with the server
+ * picked from the probe's list.
+ */
+static void test_keys_config_init_user_asks_before_replacing(void **state)
+{
+	static const char *const args[] = { "config", "init", "--user", NULL };
+	struct fx f;
+	char *env, *before, *after, *want;
+
+	(void)state;
+	fx_start(&f, "{'models': ['mock-model', 'second-model'], 'steps': []}", "auto");
+	env = xstrfmt("FORGEX_SETUP_SERVERS=http://127.0.0.1:%d", f.m.port);
+	sc_proj_env(&f.p, env);
+	before = tu_read(f.p.home, "forgex/config.toml");
+
+	term_start(&f.t, &f.p, args);
+	term_expect(&f.t, "config.toml exists.");
+	term_expect(&f.t, "Replace it? [y/N] ");
+	term_type(&f.t, "\r");
+	term_expect(&f.t, "forgex: left as it is");
+	assert_int_equal(term_wait(&f.t), 2);
+	after = tu_read(f.p.home, "forgex/config.toml");
+	assert_string_equal(after, before);
+	free(after);
+	term_release(&f.t);
+
+	term_start(&f.t, &f.p, args);
+	term_expect(&f.t, "Replace it? [y/N] ");
+	term_type(&f.t, "y\r");
+	term_expect(&f.t, "mock-model, second-model");
+	term_expect(&f.t, "Which one? [1-1, u: another URL, q: quit] ");
+	term_type(&f.t, "1\r");
+	term_expect(&f.t, "Which model? [1] ");
+	term_type(&f.t, "2\r");
+	term_expect(&f.t, "forgex: wrote ");
+	assert_int_equal(term_wait(&f.t), 0);
+	after = user_file(&f);
+	want = xstrfmt("base_url = \"http://127.0.0.1:%d/v1\"\nmodel = \"second-model\"\n",
+		       f.m.port);
+	assert_non_null(strstr(after, want));
+	assert_null(strstr(after, "max_retries"));
+	free(want);
+	free(after);
+	free(before);
+	free(env);
+	fx_release(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -612,6 +662,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_keys_first_run_writes_the_user_config, term_teardown),
 		cmocka_unit_test_teardown(test_keys_first_run_with_a_typed_url, term_teardown),
 		cmocka_unit_test_teardown(test_keys_config_init_user_with_flags, term_teardown),
+		cmocka_unit_test_teardown(test_keys_config_init_user_asks_before_replacing,
+					  term_teardown),
 	};
 
 	return tu_run_group_tests(tests, NULL, NULL);
