@@ -60,8 +60,9 @@ static const struct cli_command commands[] = {
 	  "2 usage or configuration error, 3 the provider failed (or the answer\n"
 	  "was cut at the token limit), 130 interrupted.\n" },
 	{ "batch", cmd_batch, 0, "Run many tasks, each a verified run in a worktree of its own",
-	  "usage: forgex batch TASKS.jsonl [-j N] [--out DIR] [--keep] [--wall-time S]\n"
-	  "                    [--shard K/N | --shards N] [--predictions FILE] [--json]\n"
+	  "usage: forgex batch TASKS.jsonl [-j N] [-m MODEL] [--out DIR] [--keep]\n"
+	  "                    [--wall-time S] [--shard K/N | --shards N]\n"
+	  "                    [--predictions FILE] [--json]\n"
 	  "       forgex batch collect [--out DIR] [--predictions FILE] DIR...\n"
 	  "       forgex batch k8s TASKS.jsonl --image IMAGE --shards N --parallelism P\n"
 	  "                    [--configmap NAME] [--pvc NAME] [--secret NAME] [-- ARGS...]\n"
@@ -83,6 +84,7 @@ static const struct cli_command commands[] = {
 	  "                   get sandbox.memory_limit / N unless the task sets it\n"
 	  "--out DIR          results, logs and run folders (default: batch-results)\n"
 	  "--work DIR         where the worktrees are made (default: DIR/work)\n"
+	  "-m, --model MODEL  every role's model in every task (as -c agents.ROLE.model)\n"
 	  "--keep             keep each task's worktree (and its run folder in it)\n"
 	  "--wall-time S      a task still running after S seconds is stopped: TIMEOUT\n"
 	  "--grace S          after the stop, S seconds before it is killed (30)\n"

@@ -645,6 +645,39 @@ static void test_keys_config_init_user_asks_before_replacing(void **state)
 	fx_release(&f);
 }
 
+/* -m NAME of `forgex batch` is the model of every task's requests. */
+static void test_keys_batch_model_flag(void **state)
+{
+	struct fx f;
+	struct tu_result r;
+	char *tasks, *out;
+	json_t *reqs;
+	const char *head[] = { "git", "rev-parse", "HEAD", NULL };
+
+	(void)state;
+	fx_start(&f, "{'steps': []}", "auto");
+	tu_run(&r, head, f.p.dir, NULL, NULL);
+	assert_int_equal(r.status, 0);
+	buf_trim(&r.out);
+	tasks = xstrfmt("{\"id\": \"t1\", \"repo\": \"%s\", \"commit\": \"%s\", \"request\": "
+			"\"add a mul function\"}\n", f.p.dir, r.out.buf);
+	tu_result_release(&r);
+	tu_write(f.p.home, "tasks.jsonl", tasks);
+	free(tasks);
+	tasks = xstrfmt("%s/tasks.jsonl", f.p.home);
+	out = xstrfmt("%s/results", f.p.home);
+	SC_FORGEX(&r, &f.p, "batch", tasks, "-j", "1", "-m", "batch-model", "--out", out);
+	reqs = fx_requests(&f);
+	if (!json_array_size(reqs))
+		fail_msg("the task asked no model (exit %d):\n%s", r.status, r.err.buf);
+	assert_string_equal(jsonx_str(json_array_get(reqs, 0), "model"), "batch-model");
+	json_decref(reqs);
+	tu_result_release(&r);
+	free(tasks);
+	free(out);
+	fx_release(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -659,6 +692,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_keys_request_argument_off_a_terminal_runs,
 					  term_teardown),
 		cmocka_unit_test_teardown(test_keys_model_flag_reaches_the_request, term_teardown),
+		cmocka_unit_test_teardown(test_keys_batch_model_flag, term_teardown),
 		cmocka_unit_test_teardown(test_keys_first_run_writes_the_user_config, term_teardown),
 		cmocka_unit_test_teardown(test_keys_first_run_with_a_typed_url, term_teardown),
 		cmocka_unit_test_teardown(test_keys_config_init_user_with_flags, term_teardown),
