@@ -13,7 +13,6 @@
 #include "base/utf8.h"
 #include "cli/chat_front.h"
 #include "cli/chat_sess.h"
-#include "cli/cli.h"
 
 /* The exchanges shown again after a resume, and the lines of each side. */
 #define RECAP_TURNS 3
@@ -164,14 +163,16 @@ void front_attach(struct front *f, const char *message, struct buf *out)
 		return;
 	}
 	chat_attach(f->chat, message, out, &attached, &refused);
+	/* paths and reasons hold what the person typed and names of the project: made safe */
 	for (i = 0; i < attached.nr; i++) {
-		fprintf(f->out, "%s", front_col(f, C_DIM));
-		cli_printf(f->out, "attached %s", attached.v[i]);
+		fprintf(f->out, "%sattached ", front_col(f, C_DIM));
+		fputs_termsafe(attached.v[i], f->out, 0);
 		fprintf(f->out, "%s\n", front_col(f, C_RESET));
 	}
 	for (i = 0; i < refused.nr; i++) {
 		fprintf(f->out, "%snot attached%s ", front_col(f, C_YELLOW), front_col(f, C_RESET));
-		cli_printf(f->out, "%s\n", refused.v[i]);
+		fputs_termsafe(refused.v[i], f->out, 0);
+		fputc('\n', f->out);
 	}
 	fflush(f->out);
 	strvec_clear(&attached);
