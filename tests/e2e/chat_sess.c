@@ -124,6 +124,7 @@ static void test_sess_empty_session_is_not_kept(void **state)
 	free(text);
 	term_send(&f.t, "\004");
 	assert_int_equal(term_wait(&f.t), 0);
+	term_release(&f.t);
 	{
 		struct tu_result r;
 
