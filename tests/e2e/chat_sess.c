@@ -251,7 +251,7 @@ static void test_sess_resume_shows_the_last_turns(void **state)
 
 	(void)state;
 	fx_start(&f, "{'steps': [{'text': 'Answer one.'}, {'text': 'Answer two.'}, "
-		 "{'text': 'Answer three,\\nits second line.'}, "
+		 "{'text': 'Answer three,\\nits \\u001b]0;x\\u0007 second line.'}, "
 		 "{'text': 'Answer four:\\nL2\\nL3\\nL4\\nL5 not shown\\nL6'}]}", "auto");
 	fx_chat(&f, chat_args);
 	id = term_banner_id(&f.t);
@@ -271,8 +271,9 @@ static void test_sess_resume_shows_the_last_turns(void **state)
 	assert_non_null(a);
 	b = strstr(a, "-- the last turns --");
 	c = strstr(a, "> \\e[1mmessage TWO\\e[m\n  \\e[2mAnswer two.\\e[m\n");
+	/* the model's escape is text on the terminal */
 	d = strstr(a, "> \\e[1mmessage THREE\\e[m\n  \\e[2mAnswer three,\\e[m\n"
-		   "  \\e[2mits second line.\\e[m\n");
+		   "  \\e[2mits \\\\e]0;x\\\\x07 second line.\\e[m\n");
 	e = strstr(a, "> \\e[1mmessage FOUR\\e[m\n  \\e[2mAnswer four:\\e[m\n  \\e[2mL2\\e[m\n"
 		   "  \\e[2mL3\\e[m\n  \\e[2mL4...\\e[m\n");
 	if (!b || !c || !d || !e)
