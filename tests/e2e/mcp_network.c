@@ -12,6 +12,8 @@
  * allowed_domains, has no network at all although [sandbox] network =
  * true: no proxy variables, and its direct connection to the listener
  * fails. The listener counts what reached it: exactly x's one request.
+ * As root and as uid 65534 (forgex started with setpriv, the project and
+ * its home given to that uid).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -184,17 +186,37 @@ static int localhost_is_loopback(void)
 	return ok;
 }
 
-static void test_mcp_server_own_allowed_domains(void **state)
+#define NOBODY 65534
+
+/* forgex ARGS in the project as `uid` (setpriv when not 0). */
+static void forgex_as(struct tu_result *r, const struct sc_proj *p, uid_t uid,
+		      const char *const *args)
+{
+	struct strvec argv = STRVEC_INIT;
+	char *abs = realpath(tu_forgex(), NULL), *id = xstrfmt("%d", (int)uid);
+
+	if (uid)
+		strvec_pushv(&argv, (const char *const[]){ "setpriv", "--reuid", id, "--regid", id,
+							   "--clear-groups", NULL });
+	strvec_push(&argv, abs ? abs : tu_forgex());
+	strvec_pushv(&argv, args);
+	tu_run(r, (const char *const *)argv.v, p->dir, p->env, NULL);
+	strvec_clear(&argv);
+	free(abs);
+	free(id);
+}
+
+static void own_allowed_domains(uid_t uid)
 {
 	json_t *steps = json_array(), *reqs;
 	struct listener l;
 	struct sc_proj p;
 	struct tu_result r;
 	struct mock m;
-	char *s, *more, *a_args, *b_args, *y_args, *probe, *runs, *log;
+	char *s, *more, *a_args, *b_args, *y_args, *probe, *runs, *log, *st = NULL, *ca = NULL;
+	char *id_a, *id_b, *id_y;
 	const char *res;
 
-	(void)state;
 	if (!localhost_is_loopback()) {
 		print_message("SKIP: the name localhost does not resolve to 127.0.0.1 here\n");
 		skip();
@@ -203,44 +225,60 @@ static void test_mcp_server_own_allowed_domains(void **state)
 	a_args = xstrfmt("{\"url\": \"http://localhost:%d/\"}", l.port);
 	b_args = xstrfmt("{\"url\": \"http://127.0.0.1:%d/\"}", l.port);
 	y_args = b_args;
-	sc_call(steps, "submit_plan", PLAN);		/* call_1 */
-	sc_call(steps, "x__fetch", a_args);		/* call_2: A, allowed */
-	sc_call(steps, "x__fetch", b_args);		/* call_3: B, refused */
-	sc_call(steps, "y__fetch", y_args);		/* call_4: no network at all */
+	sc_call(steps, "submit_plan", PLAN);
+	id_a = sc_next_id();
+	sc_call(steps, "x__fetch", a_args);		/* A, allowed */
+	id_b = sc_next_id();
+	sc_call(steps, "x__fetch", b_args);		/* B, refused */
+	id_y = sc_next_id();
+	sc_call(steps, "y__fetch", y_args);		/* no network at all */
 	sc_call(steps, "finish", FINISH);
 	sc_call(steps, "finish", FINISH);
 	sc_call(steps, "submit_verdict", PASS);
 	s = sc_script(steps);
 	mock_start(&m, s);
 	sc_proj_init(&p, &m, "auto", "");
+	if (uid) {
+		/* the user's own state and caches, in its home */
+		st = xstrfmt("XDG_STATE_HOME=%s/state", p.home);
+		ca = xstrfmt("XDG_CACHE_HOME=%s/cache", p.home);
+		sc_proj_env(&p, st);
+		sc_proj_env(&p, ca);
+	}
 	tu_write(p.home, "probe.py", probe_py);
 	probe = xstrfmt("%s/probe.py", p.home);
 	/* the probe lives in the home folder, made a writable root (it may be under /tmp) */
 	more = xstrfmt("[sandbox]\nnetwork = true\nallowed_domains = [\"127.0.0.1\"]\n"
 		       "writable_roots = [\"%s\"]\n"
-		       "[mcp_servers.x]\ncommand = \"python3\"\nargs = [\"%s\"]\n"
+		       "[mcp_servers.x]\ncommand = \"/usr/bin/python3\"\nargs = [\"%s\"]\n"
 		       "allowed_domains = [\"localhost\"]\n"
-		       "[mcp_servers.y]\ncommand = \"python3\"\nargs = [\"%s\"]\n",
+		       "[mcp_servers.y]\ncommand = \"/usr/bin/python3\"\nargs = [\"%s\"]\n",
 		       p.home, probe, probe);
 	sc_proj_config(&p, &m, "auto", more);
-	SC_FORGEX(&r, &p, "run", "fetch the pages");
+	if (uid) {
+		char *cmd = xstrfmt("chown -R %d:%d '%s' '%s'", (int)uid, (int)uid, p.dir, p.home);
+
+		tu_sh(NULL, cmd);
+		free(cmd);
+	}
+	forgex_as(&r, &p, uid, (const char *const[]){ "run", "fetch the pages", NULL });
 	if (r.status)
 		fail_msg("the run failed:\n%s%s", r.out.buf, r.err.buf);
 	reqs = sc_chat_requests(&m);
 
 	/* A: through x's proxy, to the host's listener */
-	res = sc_tool_result(reqs, "call_2");
+	res = sc_tool_result(reqs, id_a);
 	assert_non_null(res);
 	if (!strstr(res, "proxy=True; HTTP/1.0 200 OK | HOST-LISTENER"))
 		fail_msg("x to localhost: %s", res);
 	/* B: refused by x's own list, which does not have what [sandbox] allows */
-	res = sc_tool_result(reqs, "call_3");
+	res = sc_tool_result(reqs, id_b);
 	assert_non_null(res);
 	if (!strstr(res, "proxy=True; HTTP/1.1 403 Forbidden | forgex proxy: 127.0.0.1:") ||
 	    !strstr(res, ": not in [mcp_servers.x] allowed_domains (mode auto asks nobody)"))
 		fail_msg("x to 127.0.0.1: %s", res);
 	/* y: no proxy, and its own loopback has no listener */
-	res = sc_tool_result(reqs, "call_4");
+	res = sc_tool_result(reqs, id_y);
 	assert_non_null(res);
 	if (!strstr(res, "proxy=False; failed: Connection refused"))
 		fail_msg("y: %s", res);
@@ -279,6 +317,27 @@ static void test_mcp_server_own_allowed_domains(void **state)
 	free(a_args);
 	free(b_args);
 	free(probe);
+	free(st);
+	free(ca);
+	free(id_a);
+	free(id_b);
+	free(id_y);
+}
+
+static void test_mcp_server_own_allowed_domains(void **state)
+{
+	(void)state;
+	own_allowed_domains(geteuid());
+}
+
+static void test_mcp_server_own_allowed_domains_unprivileged(void **state)
+{
+	(void)state;
+	if (geteuid() != 0) {
+		print_message("SKIP: needs root to run forgex as uid %d\n", NOBODY);
+		skip();
+	}
+	own_allowed_domains(NOBODY);
 }
 
 /* An untrusted project file may drop a server's domains, never add one. */
@@ -324,6 +383,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mcp_server_own_allowed_domains),
+		cmocka_unit_test(test_mcp_server_own_allowed_domains_unprivileged),
 		cmocka_unit_test(test_mcp_allowed_domains_gate),
 	};
 
