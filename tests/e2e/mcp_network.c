@@ -264,6 +264,7 @@ static void own_allowed_domains(uid_t uid)
 	forgex_as(&r, &p, uid, (const char *const[]){ "run", "fetch the pages", NULL });
 	if (r.status)
 		fail_msg("the run failed:\n%s%s", r.out.buf, r.err.buf);
+	tu_result_release(&r);
 	reqs = sc_chat_requests(&m);
 
 	/* A: through x's proxy, to the host's listener */
@@ -309,7 +310,6 @@ static void own_allowed_domains(uid_t uid)
 	free(log);
 	free(runs);
 	json_decref(reqs);
-	tu_result_release(&r);
 	mock_release(&m);
 	sc_proj_release(&p);
 	free(s);
