@@ -37,6 +37,8 @@ void journal_outcome_release(struct journal_outcome *o)
 	strvec_clear(&o->failed);
 }
 
+static void current(char oid[VCS_OID_HEX], struct journal *j, const char *rel, int store);
+
 static int append(struct journal *j, json_t *rec)
 {
 	int ret = 0;
@@ -143,6 +145,14 @@ int journal_open(struct journal *j, struct checkpoints *cps, const char *dir, in
 			goto out;
 		}
 		j->fd = fd;
+		/*
+		 * A process killed mid-record left a torn last line: end it, or
+		 * this process's first record would be glued to it and lost.
+		 */
+		if (b.len && b.buf[b.len - 1] != '\n' && (ret = fsutil_write_all(fd, "\n", 1)) < 0) {
+			err_prefix(ret, "cannot write %s/" CHANGES, dir);
+			goto out;
+		}
 	}
 out:
 	buf_release(&b);
@@ -313,6 +323,34 @@ void journal_after_change(struct journal *j, const char *rel)
 		snprintf(oid, sizeof(oid), "unknown");
 	}
 	set_left(j, rel, oid);
+}
+
+void journal_note_restored(struct journal *j, const char *tree)
+{
+	struct strvec all = STRVEC_INIT;
+	char now[VCS_OID_HEX], was[VCS_OID_HEX];
+	size_t i;
+
+	if (!j || !j->paths || !tree)
+		return;
+	journal_paths(j, &all);
+	for (i = 0; i < all.nr; i++) {
+		const char *rel = all.v[i];
+		const char *left = jsonx_str(json_object_get(j->paths, rel), "left");
+		int held = vcs_tree_entry(was, NULL, j->cps, tree, rel);
+
+		/* a path no checkpoint holds (ignored) was not put back: as it was */
+		if (held < 0) {
+			err_clear();
+			continue;
+		}
+		current(now, j, rel, 1);
+		if (!strcmp(now, "?") || !strcmp(now, "dir") || strcmp(now, was) ||
+		    (left && !strcmp(left, now)))
+			continue;
+		set_left(j, rel, now);
+	}
+	strvec_clear(&all);
 }
 
 static void gap(struct journal *j)

@@ -69,6 +69,17 @@ int journal_before_change(struct journal *j, int dirfd, const char *name, const 
 /** After a tool changed `rel`: record what the run left there. */
 void journal_after_change(struct journal *j, const char *rel);
 
+/**
+ * After the run itself put its paths back to the tree `tree` (a resume:
+ * journal_restore_to()): each path of the journal that is now what `tree`
+ * holds is recorded as what the run left there. Without it, the next
+ * change of such a path would take the restored bytes for the user's
+ * version and an undo would put those back instead of the bytes from
+ * before the run (issue 24). The "before" of every path stays the first
+ * one recorded, by whichever process.
+ */
+void journal_note_restored(struct journal *j, const char *tree);
+
 /** Around a command or test run: snapshot before, and record what changed after. */
 void journal_command_begin(struct journal *j);
 void journal_command_end(struct journal *j);

@@ -964,6 +964,7 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 			ret = 0;
 			goto out;
 		}
+		journal_note_restored(&pl.jr, pl.tree_checkpoint);
 		pl_emit(&pl, "checkpoint", json_pack("{s:s, s:s, s:s}", "action", "restore", "id",
 						  pl.tree_checkpoint, "why", "resume"));
 	}
