@@ -129,10 +129,76 @@ static void test_kill9_in_repair_resume_then_undo(void **state)
 	free(s);
 }
 
+/*
+ * A session: turn 1 changes calc.py; turn 2 changes it again, makes a
+ * file and is killed (SIGKILL) in a command. `forgex chat --continue`,
+ * then /undo puts back turn 2 (the tree as turn 1 left it), and /undo
+ * again turn 1 (the tree from before the session).
+ */
+static void test_session_turn_killed_then_undone(void **state)
+{
+	static const char *const cont[] = { "chat", "--continue", NULL };
+	struct fx f;
+	char *before, *after1, *now, *text;
+	size_t from;
+	int st;
+
+	(void)state;
+	fx_start(&f, "{'steps': ["
+		 "{'tool_calls': [{'id': 'a1', 'name': 'write_file', 'arguments': {'path': "
+		 "'calc.py', 'content': 'def add(a, b):\\n    return b + a\\n'}}]},"
+		 "{'text': 'Turned it round.'},"
+		 "{'tool_calls': [{'id': 'b1', 'name': 'write_file', 'arguments': {'path': "
+		 "'calc.py', 'content': 'def add(a, b):\\n    return sum((a, b))\\n'}},"
+		 "{'id': 'b2', 'name': 'write_file', 'arguments': {'path': 'pkg/made.py', "
+		 "'content': 'MADE = 1\\n'}},"
+		 "{'id': 'b3', 'name': 'run_command', 'arguments': {'argv': ['sleep', '20.25']}}]},"
+		 "{'text': 'unused'}]}", "auto");
+	before = tu_tree(f.p.dir);
+	fx_chat(&f, NULL);
+	fx_say(&f, "turn it round");
+	after1 = tu_tree(f.p.dir);
+	assert_string_not_equal(after1, before);
+	term_type(&f.t, "sum them");
+	term_send(&f.t, "\r");
+	term_expect(&f.t, "$ sleep");
+	now = tu_read(f.p.dir, "pkg/made.py");
+	assert_non_null(now);
+	free(now);
+	assert_int_equal(kill(f.t.pid, SIGKILL), 0);
+	st = term_wait(&f.t);
+	assert_int_equal(st, 128 + SIGKILL);
+	term_release(&f.t);
+
+	fx_chat(&f, cont);
+	from = fx_say(&f, "/undo");
+	text = term_between(&f.t, from, f.t.mark);
+	if (!strstr(text, "undid turn 2: 2 paths put back\n"))
+		fail_msg("/undo said:\n%s", text);
+	free(text);
+	now = tu_tree(f.p.dir);
+	assert_string_equal(now, after1);
+	free(now);
+	from = fx_say(&f, "/undo");
+	text = term_between(&f.t, from, f.t.mark);
+	if (!strstr(text, "undid turn 1: 1 path put back\n"))
+		fail_msg("/undo said:\n%s", text);
+	free(text);
+	now = tu_tree(f.p.dir);
+	assert_string_equal(now, before);
+	free(now);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	free(before);
+	free(after1);
+	fx_release(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kill9_in_repair_resume_then_undo),
+		cmocka_unit_test_teardown(test_session_turn_killed_then_undone, term_teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
