@@ -34,19 +34,35 @@
 #define CALC(n) "{\"path\": \"calc.py\", \"content\": \"def add(a, b):\\n    # version " #n \
 	"\\n    return a + b\\n\"}"
 
-/* Run forgex `args` in the project, SIGKILLed once `marker` shows on stderr (NULL: never). */
-static void run_killed(struct tu_result *r, const struct sc_proj *p, const char *const *args,
-		       const char *marker)
+/*
+ * Run forgex `args` in the project (with `env` added to its own, may be
+ * NULL), SIGKILLed once `marker` shows on stderr (NULL: never).
+ */
+static void run_env(struct tu_result *r, const struct sc_proj *p, const char *const *args,
+		    const char *marker, const char *const *env)
 {
 	struct tu_watch w = { .sig = marker ? SIGKILL : 0, .sig_marker = marker, .deadline = 120 };
+	const char *all[16];
+	size_t n = 0, i;
 	struct strvec argv = STRVEC_INIT;
 	char *abs = realpath(tu_forgex(), NULL);
 
 	strvec_push(&argv, abs ? abs : tu_forgex());
 	free(abs);
 	strvec_pushv(&argv, args);
-	tu_run_watched(r, (const char *const *)argv.v, p->dir, p->env, &w);
+	for (i = 0; i < p->env_nr; i++)
+		all[n++] = p->env[i];
+	for (i = 0; env && env[i] && n < 15; i++)
+		all[n++] = env[i];
+	all[n] = NULL;
+	tu_run_watched(r, (const char *const *)argv.v, p->dir, all, &w);
 	strvec_clear(&argv);
+}
+
+static void run_killed(struct tu_result *r, const struct sc_proj *p, const char *const *args,
+		       const char *marker)
+{
+	run_env(r, p, args, marker, NULL);
 }
 
 /* A project with an executable script and a folder, beside calc.py; committed. */
@@ -194,13 +210,335 @@ static void test_session_turn_killed_then_undone(void **state)
 	fx_release(&f);
 }
 
+/*
+ * Killed writes. A preloaded shim kills forgex (SIGKILL, from inside, so
+ * the instant is exact) when it is about to rename a temporary file
+ * whose name holds $FX_KILL_AT_RENAME into place: after the journal
+ * named the file and its bytes were written, before the rename, as a
+ * kill -9 at the worst moment of a write would.
+ */
+static const char shim_c[] =
+	"#define _GNU_SOURCE\n"
+	"#include <dlfcn.h>\n#include <signal.h>\n#include <stdlib.h>\n"
+	"#include <string.h>\n#include <unistd.h>\n"
+	"int renameat(int od, const char *o, int nd, const char *n)\n{\n"
+	"\tstatic int (*real)(int, const char *, int, const char *);\n"
+	"\tconst char *k = getenv(\"FX_KILL_AT_RENAME\");\n\n"
+	"\tif (k && *k && strstr(o, k))\n\t\tkill(getpid(), SIGKILL);\n"
+	"\tif (!real)\n\t\treal = (int (*)(int, const char *, int, const char *))"
+	"dlsym(RTLD_NEXT, \"renameat\");\n"
+	"\treturn real(od, o, nd, n);\n}\n";
+
+static char *shim_dir;
+static char *shim_env;
+
+static int shim_build(void **state)
+{
+	const char *cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
+	char *so, *cmd;
+	struct tu_result r;
+	const char *argv[] = { "sh", "-c", NULL, NULL };
+
+	(void)state;
+	shim_dir = tu_mkdtemp();
+	tu_write(shim_dir, "killshim.c", shim_c);
+	so = xstrfmt("%s/killshim.so", shim_dir);
+	cmd = xstrfmt("%s -shared -fPIC -o killshim.so killshim.c -ldl", cc);
+	argv[2] = cmd;
+	tu_run(&r, argv, shim_dir, NULL, NULL);
+	if (r.status)
+		fail_msg("cannot build the test's shim with %s: %s", cc, r.err.buf);
+	tu_result_release(&r);
+	shim_env = xstrfmt("LD_PRELOAD=%s", so);
+	free(so);
+	free(cmd);
+	return 0;
+}
+
+static int shim_remove(void **state)
+{
+	(void)state;
+	tu_rmtree(shim_dir);
+	free(shim_env);
+	return 0;
+}
+
+/* The user's own file that looks like a temporary file of forgex, in no journal. */
+#define LOOKALIKE ".calc.py.fx-0badf00d.tmp"
+
+/* The temporary file of calc.py a killed write left (not the look-alike), or NULL. */
+static char *leftover(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char *found = NULL;
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, ".calc.py.fx-", 12) && strcmp(e->d_name, LOOKALIKE)) {
+			assert_null(found);
+			found = xstrdup(e->d_name);
+		}
+	closedir(d);
+	return found;
+}
+
+/* Every journal line of every run and session turn of the project. */
+static char *journals(const char *dir)
+{
+	const char *argv[] = { "sh", "-c", "cat .forgex/runs/*/changes.jsonl "
+			       ".forgex/sessions/*/turns/*/changes.jsonl 2>/dev/null; true", NULL };
+	struct tu_result r;
+	char *out;
+
+	tu_run(&r, argv, dir, NULL, NULL);
+	out = xstrdup(r.out.buf);
+	tu_result_release(&r);
+	return out;
+}
+
+/* The events of every run of the project, one JSON a line. */
+static char *all_events(const char *dir)
+{
+	const char *argv[] = { "sh", "-c", "cat .forgex/runs/*/events.jsonl", NULL };
+	struct tu_result r;
+	char *out;
+
+	tu_run(&r, argv, dir, NULL, NULL);
+	out = xstrdup(r.out.buf);
+	tu_result_release(&r);
+	return out;
+}
+
+/*
+ * Kill `args` at the rename of calc.py's temporary file; assert it left
+ * one, with the bytes it was writing, named in a journal. Returns its name.
+ */
+static char *kill_at_rename(const struct sc_proj *p, const char *const *args, const char *has)
+{
+	const char *env[] = { shim_env, "FX_KILL_AT_RENAME=.calc.py.fx-",
+			      "ASAN_OPTIONS=verify_asan_link_order=0", NULL };
+	struct tu_result r;
+	char *name, *rec, *text, *j;
+
+	run_env(&r, p, args, NULL, env);
+	if (r.status != 128 + SIGKILL)
+		fail_msg("not killed at the rename (status %d):\n%s%s", r.status, r.out.buf,
+			 r.err.buf);
+	tu_result_release(&r);
+	name = leftover(p->dir);
+	if (!name)
+		fail_msg("the killed write left no temporary file");
+	text = tu_read(p->dir, name);
+	assert_non_null(strstr(text, has));
+	free(text);
+	j = journals(p->dir);
+	rec = xstrfmt("{\"tmp\":\"%s\",\"for\":\"calc.py\"}", name);
+	if (!strstr(j, rec))
+		fail_msg("no journal names %s:\n%s", name, j);
+	free(rec);
+	free(j);
+	return name;
+}
+
+/* A project with the look-alike of the user's, and its tree. */
+static char *lookalike_project(struct sc_proj *p, const struct mock *m)
+{
+	project(p, m);
+	tu_write(p->dir, LOOKALIKE, "mine, not forgex's\n");
+	tu_write(p->dir, "lib/.util.txt.fx-12345678.tmp", "mine too\n");
+	return tu_tree(p->dir);
+}
+
+static void assert_removed_by(const struct sc_proj *p, const char *name, const char *before)
+{
+	char *ev = all_events(p->dir), *now, *look;
+
+	look = tu_read(p->dir, name);
+	if (look)
+		fail_msg("%s is still there", name);
+	/* said, in the run that removed it */
+	if (!strstr(ev, "\"type\":\"leftovers_removed\"") || !strstr(ev, name))
+		fail_msg("no leftovers_removed event names %s:\n%s", name, ev);
+	free(ev);
+	look = tu_read(p->dir, LOOKALIKE);
+	assert_string_equal(look, "mine, not forgex's\n");
+	free(look);
+	if (before) {
+		now = tu_tree(p->dir);
+		assert_string_equal(now, before);
+		free(now);
+	}
+}
+
+/* The Builder's write of calc.py killed before its rename; `forgex resume` removes the file. */
+static void test_killed_write_removed_by_resume(void **state)
+{
+	json_t *steps = json_array();
+	struct sc_proj p;
+	struct mock m;
+	struct tu_result r;
+	const char *run[] = { "run", "change calc", NULL };
+	char *s, *before, *name, *c;
+
+	(void)state;
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "write_file", CALC(1));
+	/* the resumed Builder */
+	sc_call(steps, "write_file", CALC(2));
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
+	mock_start(&m, s);
+	before = lookalike_project(&p, &m);
+	name = kill_at_rename(&p, run, "version 1");
+	c = tu_read(p.dir, "calc.py");
+	assert_null(strstr(c, "version"));
+	free(c);
+	SC_FORGEX(&r, &p, "resume", "last");
+	if (r.status != 0 || !strstr(r.out.buf, "PASS"))
+		fail_msg("resume (status %d):\n%s%s", r.status, r.out.buf, r.err.buf);
+	tu_result_release(&r);
+	assert_removed_by(&p, name, NULL);
+	c = tu_read(p.dir, "calc.py");
+	assert_non_null(strstr(c, "version 2"));
+	free(c);
+	/* and the undo of the resumed run gives back the tree from before it */
+	SC_FORGEX(&r, &p, "undo", "last");
+	assert_int_equal(r.status, 0);
+	tu_result_release(&r);
+	c = tu_tree(p.dir);
+	assert_string_equal(c, before);
+	free(c);
+	free(name);
+	free(before);
+	mock_release(&m);
+	sc_proj_release(&p);
+	free(s);
+}
+
+/* The same kill; `forgex undo` removes the file and the tree is as before the run. */
+static void test_killed_write_removed_by_undo(void **state)
+{
+	json_t *steps = json_array();
+	struct sc_proj p;
+	struct mock m;
+	struct tu_result r;
+	const char *run[] = { "run", "change calc", NULL };
+	char *s, *before, *name, *now;
+
+	(void)state;
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "write_file", "{\"path\": \"lib/made.txt\", \"content\": \"made\\n\"}");
+	sc_call(steps, "write_file", CALC(1));
+	s = sc_script(steps);
+	mock_start(&m, s);
+	before = lookalike_project(&p, &m);
+	name = kill_at_rename(&p, run, "version 1");
+	SC_FORGEX(&r, &p, "undo", "last");
+	if (r.status != 0)
+		fail_msg("undo (status %d):\n%s%s", r.status, r.out.buf, r.err.buf);
+	tu_result_release(&r);
+	assert_null(tu_read(p.dir, name));
+	now = tu_tree(p.dir);
+	assert_string_equal(now, before);
+	free(now);
+	free(name);
+	free(before);
+	mock_release(&m);
+	sc_proj_release(&p);
+	free(s);
+}
+
+/* The same kill; the next `forgex run` removes the file at its start. */
+static void test_killed_write_removed_by_next_run(void **state)
+{
+	json_t *steps = json_array();
+	struct sc_proj p;
+	struct mock m;
+	struct tu_result r;
+	const char *run[] = { "run", "change calc", NULL };
+	char *s, *name;
+
+	(void)state;
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "write_file", CALC(1));
+	/* the next run changes nothing */
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
+	mock_start(&m, s);
+	free(lookalike_project(&p, &m));
+	name = kill_at_rename(&p, run, "version 1");
+	SC_FORGEX(&r, &p, "run", "something else");
+	if (r.status != 0)
+		fail_msg("next run (status %d):\n%s%s", r.status, r.out.buf, r.err.buf);
+	tu_result_release(&r);
+	assert_removed_by(&p, name, NULL);
+	free(name);
+	mock_release(&m);
+	sc_proj_release(&p);
+	free(s);
+}
+
+/*
+ * The undo's own write killed before its rename (vcs_put_path(), told by
+ * the journal's hook on the checkpoints): the next undo removes it and
+ * finishes.
+ */
+static void test_killed_undo_write_removed_by_undo(void **state)
+{
+	json_t *steps = json_array();
+	struct sc_proj p;
+	struct mock m;
+	struct tu_result r;
+	const char *undo[] = { "undo", "last", NULL };
+	char *s, *before, *name, *now;
+
+	(void)state;
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "write_file", CALC(1));
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
+	mock_start(&m, s);
+	before = lookalike_project(&p, &m);
+	SC_FORGEX(&r, &p, "run", "change calc");
+	if (r.status != 0)
+		fail_msg("run (status %d):\n%s%s", r.status, r.out.buf, r.err.buf);
+	tu_result_release(&r);
+	/* the undo writes calc.py's bytes from before the run back: killed at that rename */
+	name = kill_at_rename(&p, undo, "return a + b");
+	SC_FORGEX(&r, &p, "undo", "last");
+	if (r.status != 0)
+		fail_msg("second undo (status %d):\n%s%s", r.status, r.out.buf, r.err.buf);
+	tu_result_release(&r);
+	assert_null(tu_read(p.dir, name));
+	now = tu_tree(p.dir);
+	assert_string_equal(now, before);
+	free(now);
+	free(name);
+	free(before);
+	mock_release(&m);
+	sc_proj_release(&p);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kill9_in_repair_resume_then_undo),
 		cmocka_unit_test_teardown(test_session_turn_killed_then_undone, term_teardown),
+		cmocka_unit_test(test_killed_write_removed_by_resume),
+		cmocka_unit_test(test_killed_write_removed_by_undo),
+		cmocka_unit_test(test_killed_write_removed_by_next_run),
+		cmocka_unit_test(test_killed_undo_write_removed_by_undo),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, shim_build, shim_remove);
 }
