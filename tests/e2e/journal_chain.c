@@ -528,6 +528,62 @@ static void test_killed_undo_write_removed_by_undo(void **state)
 	free(s);
 }
 
+/*
+ * A session turn's write killed before its rename: the turn's journal
+ * names the file, and the next run's start (which looks at the journals
+ * of the user's sessions too) removes it.
+ */
+static void test_killed_turn_write_removed_by_next_run(void **state)
+{
+	json_t *steps = json_array();
+	struct fx f;
+	struct tu_result r;
+	char *s, *name, *j, *rec, *c;
+
+	(void)state;
+	sc_call(steps, "write_file", CALC(9));
+	/* the run after the session changes nothing */
+	sc_call(steps, "submit_plan", PLAN);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "finish", FINISH);
+	sc_call(steps, "submit_verdict", PASS);
+	s = sc_script(steps);
+	assert_null(strchr(s, '\''));
+	fx_start(&f, s, "auto");
+	tu_write(f.p.dir, LOOKALIKE, "mine, not forgex's\n");
+	sc_proj_env(&f.p, shim_env);
+	sc_proj_env(&f.p, "FX_KILL_AT_RENAME=.calc.py.fx-");
+	sc_proj_env(&f.p, "ASAN_OPTIONS=verify_asan_link_order=0");
+	fx_chat(&f, NULL);
+	term_type(&f.t, "change calc");
+	term_send(&f.t, "\r");
+	assert_int_equal(term_wait(&f.t), 128 + SIGKILL);
+	term_release(&f.t);
+	name = leftover(f.p.dir);
+	if (!name)
+		fail_msg("the killed write left no temporary file");
+	c = tu_read(f.p.dir, name);
+	assert_non_null(strstr(c, "version 9"));
+	free(c);
+	j = journals(f.p.dir);
+	rec = xstrfmt("{\"tmp\":\"%s\",\"for\":\"calc.py\"}", name);
+	if (!strstr(j, rec))
+		fail_msg("no journal names %s:\n%s", name, j);
+	free(rec);
+	free(j);
+	/* the next forgex without the shim */
+	f.p.env_nr = 2;
+	f.p.env[2] = NULL;
+	SC_FORGEX(&r, &f.p, "run", "something else");
+	if (r.status != 0)
+		fail_msg("next run (status %d):\n%s%s", r.status, r.out.buf, r.err.buf);
+	tu_result_release(&r);
+	assert_removed_by(&f.p, name, NULL);
+	free(name);
+	free(s);
+	fx_release(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -537,6 +593,7 @@ int main(void)
 		cmocka_unit_test(test_killed_write_removed_by_undo),
 		cmocka_unit_test(test_killed_write_removed_by_next_run),
 		cmocka_unit_test(test_killed_undo_write_removed_by_undo),
+		cmocka_unit_test_teardown(test_killed_turn_write_removed_by_next_run, term_teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
