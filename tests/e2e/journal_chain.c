@@ -399,6 +399,10 @@ static void test_killed_write_removed_by_resume(void **state)
 	SC_FORGEX(&r, &p, "resume", "last");
 	if (r.status != 0 || !strstr(r.out.buf, "PASS"))
 		fail_msg("resume (status %d):\n%s%s", r.status, r.out.buf, r.err.buf);
+	c = xstrfmt("    removed %s: the temporary file of a write a killed forgex left\n", name);
+	if (!strstr(r.err.buf, c))
+		fail_msg("resume did not say it removed %s:\n%s", name, r.err.buf);
+	free(c);
 	tu_result_release(&r);
 	assert_removed_by(&p, name, NULL);
 	c = tu_read(p.dir, "calc.py");
