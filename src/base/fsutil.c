@@ -48,8 +48,9 @@ int fsutil_later_mtime(int fd, const struct stat *old)
 
 #define TMP_BASE_MAX 200
 
-int fsutil_tmp_create(char tmp[FSUTIL_TMP_NAME_MAX], int dirfd, const char *name,
-		      const char *link_target, const struct fsutil_tmp_hook *hook)
+/* A new temporary entry for `name`: a file (returned open), a symbolic link, or a hard link. */
+static int tmp_make(char tmp[FSUTIL_TMP_NAME_MAX], int dirfd, const char *name,
+		    const char *link_target, int hard, const struct fsutil_tmp_hook *hook)
 {
 	unsigned int rnd = 0;
 	int tries, fd, ret;
@@ -62,7 +63,10 @@ int fsutil_tmp_create(char tmp[FSUTIL_TMP_NAME_MAX], int dirfd, const char *name
 		if (hook && hook->before_create &&
 		    (ret = hook->before_create(hook->data, hook->rel, tmp)) < 0)
 			return ret;
-		if (link_target) {
+		if (hard) {
+			if (!linkat(dirfd, name, dirfd, tmp, 0))
+				return 0;
+		} else if (link_target) {
 			if (!symlinkat(link_target, dirfd, tmp))
 				return 0;
 		} else {
@@ -75,6 +79,18 @@ int fsutil_tmp_create(char tmp[FSUTIL_TMP_NAME_MAX], int dirfd, const char *name
 			return err_set_errno(FX_EOS, "cannot create a temporary file for '%s'", name);
 	}
 	return err_set(FX_EOS, "cannot create a temporary file for '%s'", name);
+}
+
+int fsutil_tmp_create(char tmp[FSUTIL_TMP_NAME_MAX], int dirfd, const char *name,
+		      const char *link_target, const struct fsutil_tmp_hook *hook)
+{
+	return tmp_make(tmp, dirfd, name, link_target, 0, hook);
+}
+
+int fsutil_tmp_hardlink(char tmp[FSUTIL_TMP_NAME_MAX], int dirfd, const char *name,
+			const struct fsutil_tmp_hook *hook)
+{
+	return tmp_make(tmp, dirfd, name, NULL, 1, hook);
 }
 
 int fsutil_tmp_is_for(const char *tmp, const char *name)

@@ -63,6 +63,14 @@ struct fsutil_tmp_hook {
 int fsutil_tmp_create(char tmp[FSUTIL_TMP_NAME_MAX], int dirfd, const char *name,
 		      const char *link_target, const struct fsutil_tmp_hook *hook);
 
+/**
+ * The same name for a second (hard) link to the file `name` itself (a
+ * copy kept to undo with); 0, or a negative code (also when the file
+ * system has no hard links).
+ */
+int fsutil_tmp_hardlink(char tmp[FSUTIL_TMP_NAME_MAX], int dirfd, const char *name,
+			const struct fsutil_tmp_hook *hook);
+
 /** Whether `tmp` is a name fsutil_tmp_create() makes for `name`. */
 int fsutil_tmp_is_for(const char *tmp, const char *name);
 

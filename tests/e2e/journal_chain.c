@@ -266,20 +266,31 @@ static int shim_remove(void **state)
 /* The user's own file that looks like a temporary file of forgex, in no journal. */
 #define LOOKALIKE ".calc.py.fx-0badf00d.tmp"
 
-/* The temporary file of calc.py a killed write left (not the look-alike), or NULL. */
-static char *leftover(const char *dir)
+/* The temporary files of calc.py killed writes left (not the look-alike), sorted. */
+static void leftovers(struct strvec *out, const char *dir)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
-	char *found = NULL;
 
 	assert_non_null(d);
 	while ((e = readdir(d)))
-		if (!strncmp(e->d_name, ".calc.py.fx-", 12) && strcmp(e->d_name, LOOKALIKE)) {
-			assert_null(found);
-			found = xstrdup(e->d_name);
-		}
+		if (!strncmp(e->d_name, ".calc.py.fx-", 12) && strcmp(e->d_name, LOOKALIKE))
+			strvec_push(out, e->d_name);
 	closedir(d);
+	if (out->nr)
+		qsort(out->v, out->nr, sizeof(*out->v), tu_cmp_str);
+}
+
+/* The one temporary file of calc.py a killed write left, or NULL. */
+static char *leftover(const char *dir)
+{
+	struct strvec v = STRVEC_INIT;
+	char *found;
+
+	leftovers(&v, dir);
+	assert_true(v.nr <= 1);
+	found = v.nr ? xstrdup(v.v[0]) : NULL;
+	strvec_clear(&v);
 	return found;
 }
 
@@ -588,6 +599,76 @@ static void test_killed_turn_write_removed_by_next_run(void **state)
 	fx_release(&f);
 }
 
+/*
+ * apply_patch keeps a hard link to the file it replaces (to undo a patch
+ * that fails halfway) under the same kind of name, named to the journal
+ * first: killed at the rename of its write, both are left, and `forgex
+ * undo` removes both.
+ */
+static void test_killed_patch_removed_by_undo(void **state)
+{
+	json_t *steps = json_array(), *args;
+	struct sc_proj p;
+	struct mock m;
+	struct tu_result r;
+	struct strvec left = STRVEC_INIT;
+	const char *run[] = { "run", "change calc", NULL };
+	const char *env[] = { shim_env, "FX_KILL_AT_RENAME=.calc.py.fx-",
+			      "ASAN_OPTIONS=verify_asan_link_order=0", NULL };
+	char *s, *before, *prov, *cfg, *j, *now, *text;
+	const char *at;
+	size_t i;
+
+	(void)state;
+	sc_call(steps, "submit_plan", PLAN);
+	args = json_pack("{s:s}", "input", "*** Begin Patch\n*** Update File: calc.py\n"
+			 "@@ def add(a, b):\n-    return a + b\n+    return b + a\n*** End Patch\n");
+	text = json_dumps(args, 0);
+	sc_call(steps, "apply_patch", text);
+	free(text);
+	json_decref(args);
+	s = sc_script(steps);
+	mock_start(&m, s);
+	before = lookalike_project(&p, &m);
+	/* apply_patch offered beside edit_file */
+	prov = sc_provider_toml(&m, "auto");
+	at = strstr(prov, "max_retries");
+	assert_non_null(at);
+	cfg = xstrfmt("%.*sedit_tools = \"both\"\n%s", (int)(at - prov), prov, at);
+	tu_write(p.home, "forgex/config.toml", cfg);
+	free(cfg);
+	free(prov);
+
+	run_env(&r, &p, run, NULL, env);
+	if (r.status != 128 + SIGKILL)
+		fail_msg("not killed at the rename (status %d):\n%s%s", r.status, r.out.buf,
+			 r.err.buf);
+	tu_result_release(&r);
+	leftovers(&left, p.dir);
+	assert_int_equal(left.nr, 2);
+	j = journals(p.dir);
+	for (i = 0; i < left.nr; i++) {
+		char *rec = xstrfmt("{\"tmp\":\"%s\",\"for\":\"calc.py\"}", left.v[i]);
+
+		if (!strstr(j, rec))
+			fail_msg("no journal names %s:\n%s", left.v[i], j);
+		free(rec);
+	}
+	free(j);
+	SC_FORGEX(&r, &p, "undo", "last");
+	if (r.status != 0)
+		fail_msg("undo (status %d):\n%s%s", r.status, r.out.buf, r.err.buf);
+	tu_result_release(&r);
+	now = tu_tree(p.dir);
+	assert_string_equal(now, before);
+	free(now);
+	strvec_clear(&left);
+	free(before);
+	mock_release(&m);
+	sc_proj_release(&p);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -597,6 +678,7 @@ int main(void)
 		cmocka_unit_test(test_killed_write_removed_by_undo),
 		cmocka_unit_test(test_killed_write_removed_by_next_run),
 		cmocka_unit_test(test_killed_undo_write_removed_by_undo),
+		cmocka_unit_test(test_killed_patch_removed_by_undo),
 		cmocka_unit_test_teardown(test_killed_turn_write_removed_by_next_run, term_teardown),
 	};
 
