@@ -21,8 +21,10 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/fsutil.h"
+#include "base/jsonx.h"
 #include "helpers/testutil.h"
 #include "pipeline/journal.h"
+#include "pipeline/rundir.h"
 #include "unit/vcs/vcs_testutil.h"
 #include "vcs/checkpoint.h"
 
@@ -298,6 +300,34 @@ static void test_temporary_names(void **state)
 	tu_rmtree(ws);
 }
 
+/* The events of a run a second process opens: its first one is not glued to a torn last line. */
+static void test_events_of_a_resumed_run_keep_the_first_new_one(void **state)
+{
+	struct rundir s = RUNDIR_INIT;
+	char *ws = tu_mkdtemp(), *dir;
+	json_t *evs = NULL;
+	int fd;
+
+	(void)state;
+	assert_int_equal(rundir_create(&s, ws, "a request"), 0);
+	assert_int_equal(rundir_eventf(&s, "first", "{s:i}", "n", 1), 0);
+	dir = xstrdup(s.dir);
+	rundir_release(&s);
+	fd = open(at(dir, "events.jsonl"), O_WRONLY | O_APPEND);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "{\"seq\":2,\"ty", 12), 12);
+	close(fd);
+	assert_int_equal(rundir_open(&s, ws, strrchr(dir, '/') + 1), 0);
+	assert_int_equal(rundir_eventf(&s, "run_resume", "{s:i}", "n", 2), 0);
+	rundir_release(&s);
+	assert_int_equal(rundir_load_events(&evs, dir), 0);
+	assert_int_equal(json_array_size(evs), 2);
+	assert_string_equal(jsonx_str(json_array_get(evs, 1), "type"), "run_resume");
+	json_decref(evs);
+	free(dir);
+	tu_rmtree(ws);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -306,6 +336,7 @@ int main(void)
 		cmocka_unit_test(test_torn_last_record_does_not_swallow_the_next),
 		cmocka_unit_test(test_recorded_temporary_files_only_are_removed),
 		cmocka_unit_test(test_temporary_names),
+		cmocka_unit_test(test_events_of_a_resumed_run_keep_the_first_new_one),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
