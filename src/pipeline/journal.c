@@ -1,4 +1,5 @@
 /* The journal of a run's own changes; see journal.h. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -6,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -184,6 +184,8 @@ int journal_open(struct journal *j, struct checkpoints *cps, const char *dir, in
 		 */
 		if (b.len && b.buf[b.len - 1] != '\n' && (ret = fsutil_write_all(fd, "\n", 1)) < 0) {
 			err_prefix(ret, "cannot write %s/" CHANGES, dir);
+			close(fd);
+			j->fd = -1;
 			goto out;
 		}
 		/* the caller holds the lock: a temporary file named here is a dead write's */

@@ -71,7 +71,8 @@ void journal_release(struct journal *j);
  * Before the temporary file `tmp` is created in the folder of `rel`
  * (fsutil_tmp_create()): a {"tmp": PATH, "for": REL} record, so a write
  * killed before its rename leaves a file the journal names. FX_EOS when
- * the record cannot be written: the write must not be made.
+ * the record cannot be written, FX_EINVAL when `tmp` is not a name
+ * fsutil_tmp_create() makes for `rel`: the write must not be made.
  */
 int journal_before_tmp(struct journal *j, const char *rel, const char *tmp);
 
