@@ -176,6 +176,13 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 	} else if (!strcmp(type, "context_window") && jsonx_str(ev, "warning")) {
 		/* said once per provider: Ollama cutting prompts, a window too small */
 		cli_printf(f, "    warning: %s\n", jsonx_str(ev, "warning"));
+	} else if (!strcmp(type, "leftovers_removed")) {
+		const json_t *p;
+		size_t i;
+
+		json_array_foreach(json_object_get(ev, "paths"), i, p)
+			cli_printf(f, "    removed %s: the temporary file of a write a killed forgex "
+				   "left\n", json_string_value(p));
 	} else if (!strcmp(type, "warning")) {
 		cli_printf(f, "forgex: warning: %s\n", jsonx_str(ev, "message") ? jsonx_str(ev, "message") : "");
 	} else if (!strcmp(type, "plan")) {

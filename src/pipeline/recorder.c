@@ -22,6 +22,13 @@ static int rec_before_change(void *data, const struct wspath_loc *loc)
 	       r->watch->before_change(r->watch->data, loc) : 0;
 }
 
+static int rec_before_tmp(void *data, const char *rel, const char *tmp)
+{
+	struct recorder *r = data;
+
+	return r->jr ? journal_before_tmp(r->jr, rel, tmp) : 0;
+}
+
 static void rec_after_change(void *data, const char *rel)
 {
 	struct recorder *r = data;
@@ -55,6 +62,7 @@ void recorder_init(struct recorder *r, struct rundir *rd)
 	r->hooks.before_change = rec_before_change;
 	r->hooks.after_change = rec_after_change;
 	r->hooks.around_call = rec_around_call;
+	r->hooks.before_tmp = rec_before_tmp;
 	r->hooks.data = r;
 }
 

@@ -16,8 +16,9 @@
  *     map's focus, and every "model_call" is counted in the ledger;
  *   - the workbench's commands, hook runs and MCP servers are events
  *     (workbench_open() wires them: workbench_opts.recorder);
- *   - `hooks` are the tools' change hooks (tool_ctx.hooks): every change
- *     goes into the journal `jr` while one is open, then to `watch`;
+ *   - `hooks` are the tools' change hooks (tool_ctx.hooks): every change,
+ *     and every temporary file a tool creates beside its target, goes into
+ *     the journal `jr` while one is open, then (changes) to `watch`;
  *   - recorder_restore_start() puts the tree back as a run or a session
  *     found it (forgex replay).
  *
