@@ -33,10 +33,19 @@ static void on_signal(int sig)
 struct view {
 	int json;
 	int tty;
+	int color;		/* the progress (stderr) in colour: a terminal, no NO_COLOR */
+	int plan_only;		/* the result prints the plan: its event does not */
 	FILE *progress;
 	int text_open;		/* -v: a line of the model's text is being written */
 	char role[32];		/* the role whose turn it is */
 };
+
+#define C_RESET "\033[m"
+#define C_BOLD "\033[1m"
+#define C_DIM "\033[2m"
+#define C_RED "\033[31m"
+#define C_GREEN "\033[32m"
+#define C_YELLOW "\033[33m"
 
 /* failing tests named after each run of them, at most */
 #define FAILING_SHOWN 10
@@ -145,11 +154,14 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 		const char *st = jsonx_str(ev, "stage");
 		long it = (long)jsonx_int(ev, "iteration", 0);
 
+		/* the stages dimmed, as the session shows what is not the work itself */
+		fputs(v->color ? C_DIM : "", f);
 		if (it > 0 && (!strcmp(st, "verify") || !strcmp(st, "review") ||
 			       !strcmp(st, "repair")))
-			cli_printf(f, "==> %s (iteration %ld)\n", st, it);
+			cli_printf(f, "==> %s (iteration %ld)", st, it);
 		else
-			cli_printf(f, "==> %s\n", st);
+			cli_printf(f, "==> %s", st);
+		fprintf(f, "%s\n", v->color ? C_RESET : "");
 	} else if (!strcmp(type, "progress")) {
 		if (v->text_open) {
 			fputc('\n', f);
@@ -177,7 +189,8 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 		cli_printf(f, "    warning: %s\n", jsonx_str(ev, "warning"));
 	} else if (!strcmp(type, "warning")) {
 		cli_printf(f, "forgex: warning: %s\n", jsonx_str(ev, "message") ? jsonx_str(ev, "message") : "");
-	} else if (!strcmp(type, "plan")) {
+	} else if (!strcmp(type, "plan") && !v->plan_only) {
+		/* `forgex plan` and /plan: the result shows it, once */
 		print_plan(f, json_object_get(ev, "plan"));
 	} else if (!strcmp(type, "test_result")) {
 		const json_t *r = json_object_get(ev, "result");
@@ -396,9 +409,21 @@ static void print_test_changes(const json_t *t)
 		cli_printf(stdout, "  not fresh: %s\n", jsonx_str(t, "fresh_note"));
 }
 
+/* The colour of a verdict: PASS green, FAIL and ERROR red, the rest yellow. */
+static const char *verdict_color(const char *verdict)
+{
+	if (!strcmp(verdict, "PASS"))
+		return C_GREEN C_BOLD;
+	if (!strcmp(verdict, "FAIL") || !strcmp(verdict, "ERROR"))
+		return C_RED C_BOLD;
+	return C_YELLOW C_BOLD;
+}
+
 static void print_result(const struct pipeline_result *r, const char *cmd, int priced)
 {
 	const json_t *s = r->summary;
+	int color = log_color_for_fd(1);
+	const char *verdict;
 
 	if (r->outcome == PIPELINE_PLANNED) {
 		cli_printf(stdout, "Plan (run %s):\n", r->run_id);
@@ -406,18 +431,24 @@ static void print_result(const struct pipeline_result *r, const char *cmd, int p
 			struct buf b = BUF_INIT;
 
 			print_plan(stdout, r->plan);
-			jsonx_dump(&b, r->plan, JSON_INDENT(2));
-			cli_printf(stdout, "\n%s\n", b.buf);
+			/* its JSON for a program reading the output, not for a person */
+			if (!isatty(1)) {
+				jsonx_dump(&b, r->plan, JSON_INDENT(2));
+				cli_printf(stdout, "\n%s\n", b.buf);
+			}
 			buf_release(&b);
 		}
 		return;
 	}
 	if (r->outcome == PIPELINE_INTERRUPTED && r->run_id)
 		cli_printf(stdout, "(resume it with: forgex resume)\n");
-	cli_printf(stdout, "%s: %s", s && jsonx_str(s, "verdict") ? jsonx_str(s, "verdict") :
-	       r->outcome == PIPELINE_PASS ? "PASS" : r->outcome == PIPELINE_FAIL ?
-	       "FAIL" : r->outcome == PIPELINE_INTERRUPTED ? "INTERRUPTED" : "ERROR",
-	       r->run_id ? r->run_id : "");
+	verdict = s && jsonx_str(s, "verdict") ? jsonx_str(s, "verdict") :
+		  r->outcome == PIPELINE_PASS ? "PASS" : r->outcome == PIPELINE_FAIL ?
+		  "FAIL" : r->outcome == PIPELINE_INTERRUPTED ? "INTERRUPTED" : "ERROR";
+	fputs(color ? verdict_color(verdict) : "", stdout);
+	cli_printf(stdout, "%s", verdict);
+	fputs(color ? C_RESET : "", stdout);
+	cli_printf(stdout, ": %s", r->run_id ? r->run_id : "");
 	if (r->reason && *r->reason)
 		cli_printf(stdout, " — %s", r->reason);
 	putchar('\n');
@@ -544,6 +575,8 @@ int cli_pipeline_keep(const char *cmd, struct config *cfg, struct pipeline_opts 
 	memset(&v, 0, sizeof(v));
 	v.json = json;
 	v.tty = isatty(2);
+	v.color = !json && log_color_for_fd(2);
+	v.plan_only = po->plan_only;
 	v.progress = stderr;
 	interrupted = 0;
 	memset(&sa, 0, sizeof(sa));

@@ -1011,7 +1011,9 @@ static unsigned char le_key_last(EditLine *el, int ch)
 	(void)ch;
 	if (li->lastchar != li->buffer || el_insertstr(el, "/last") < 0)
 		return CC_ERROR;
-	return CC_NEWLINE;
+	/* Enter, as if typed: the line is shown, then taken */
+	el_push(el, "\r");
+	return CC_REFRESH;
 }
 
 static void le_bind_keys(struct lineedit *le)
