@@ -445,10 +445,10 @@ static void print_result(const struct pipeline_result *r, const char *cmd, int p
 	verdict = s && jsonx_str(s, "verdict") ? jsonx_str(s, "verdict") :
 		  r->outcome == PIPELINE_PASS ? "PASS" : r->outcome == PIPELINE_FAIL ?
 		  "FAIL" : r->outcome == PIPELINE_INTERRUPTED ? "INTERRUPTED" : "ERROR";
+	/* "PASS: RUN-ID" in the verdict's colour, the reason after it plain */
 	fputs(color ? verdict_color(verdict) : "", stdout);
-	cli_printf(stdout, "%s", verdict);
+	cli_printf(stdout, "%s: %s", verdict, r->run_id ? r->run_id : "");
 	fputs(color ? C_RESET : "", stdout);
-	cli_printf(stdout, ": %s", r->run_id ? r->run_id : "");
 	if (r->reason && *r->reason)
 		cli_printf(stdout, " — %s", r->reason);
 	putchar('\n');

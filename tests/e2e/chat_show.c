@@ -249,7 +249,7 @@ static void test_show_run_coloured_on_a_terminal(void **state)
 	term_start(&f.t, &f.p, run);
 	term_wait(&f.t);
 	text = term_shown(&f.t, 0);
-	if (f.t.status || !strstr(text, "\\e[32m\\e[1mPASS\\e[m: "))
+	if (f.t.status || !strstr(text, "\\e[32m\\e[1mPASS: "))
 		fail_msg("forgex run (%d):\n%s", f.t.status, text);
 	/* the stages dimmed */
 	assert_non_null(strstr(text, "\\e[2m==> architect\\e[m\n"));
