@@ -73,7 +73,8 @@ void front_on_text(void *data, const char *text, size_t len)
 		f->last = text[len - 1];
 		if (in.len)
 			f->line_open = in.buf[in.len - 1] != '\n';
-		progress_release(f->line_open || markdown_stream_holding(f->md) ? "" : NULL);
+		/* as below; while a block is held the cursor is at a line's start */
+		progress_release(f->line_open ? "" : NULL);
 		buf_release(&in);
 		return;
 	}

@@ -233,6 +233,8 @@ static void test_show_plan_once(void **state)
 
 #define PASSING "{'steps': [" \
 	"{'tool_calls': [{'id': 'p1', 'name': 'submit_plan', 'arguments': " GO_PLAN "}]}," \
+	"{'tool_calls': [{'id': 'b0', 'name': 'run_command', 'arguments': {'argv': " \
+	"['python3', '-c', 'print(\\'built ok\\')']}}]}," \
 	"{'tool_calls': [{'id': 'b1', 'name': 'finish', 'arguments': {'summary': 'ok'}}]}," \
 	"{'tool_calls': [{'id': 'x1', 'name': 'finish', 'arguments': {'summary': 'ok'}}]}," \
 	"{'tool_calls': [{'id': 's1', 'name': 'submit_verdict', 'arguments': " \
@@ -254,6 +256,16 @@ static void test_show_run_coloured_on_a_terminal(void **state)
 	/* the stages dimmed */
 	assert_non_null(strstr(text, "\\e[2m==> architect\\e[m\n"));
 	free(text);
+	/* forgex log RUN: the Builder's command's output under its event */
+	{
+		struct tu_result r;
+
+		SC_FORGEX(&r, &f.p, "log", "last");
+		assert_int_equal(r.status, 0);
+		if (!strstr(r.out.buf, " command ") || !strstr(r.out.buf, "\n       | built ok\n"))
+			fail_msg("forgex log last:\n%s", r.out.buf);
+		tu_result_release(&r);
+	}
 	fx_release(&f);
 
 	/* NO_COLOR: the same words, no colour */
