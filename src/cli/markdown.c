@@ -638,7 +638,10 @@ struct markdown_stream {
 	struct buf pending;	/* text not rendered yet, from the start of a line */
 	size_t shown;		/* bytes of pending's first line already shown as they are */
 	enum held held;
-	size_t held_lines;	/* complete lines of pending that are held */
+	size_t held_end;	/* pending's held lines end here (looked at already) */
+	/* how far pending was searched: for a newline; the last line for marks */
+	size_t nl_from, plain_to, cut;
+	int marked;		/* the last line holds a Markdown mark before plain_to */
 	char fence_ch;
 	size_t fence_len;
 };
@@ -851,15 +854,27 @@ static void drop(struct markdown_stream *m, size_t n)
 	memmove(m->pending.buf, m->pending.buf + n, m->pending.len - n);
 	buf_setlen(&m->pending, m->pending.len - n);
 	m->shown = 0;
-	m->held_lines = 0;
+	m->held_end = 0;
+	m->nl_from = m->nl_from > n ? m->nl_from - n : 0;
+	m->plain_to = m->cut = 0;
+	m->marked = 0;
 }
 
-/* The offset of the end of the `n`th complete line after `from` in pending (0: none). */
-static size_t line_end(const struct markdown_stream *m, size_t from)
+/* The offset of the end of the complete line at `from` in pending (0: none). */
+static size_t line_end(struct markdown_stream *m, size_t from)
 {
-	const char *nl = memchr(m->pending.buf + from, '\n', m->pending.len - from);
+	const char *nl;
 
-	return nl ? (size_t)(nl - m->pending.buf) + 1 : 0;
+	/* a long line arriving in small pieces is searched once, not at each piece */
+	if (from < m->nl_from)
+		from = m->nl_from;
+	nl = memchr(m->pending.buf + from, '\n', m->pending.len - from);
+	if (!nl) {
+		m->nl_from = m->pending.len;
+		return 0;
+	}
+	m->nl_from = 0;
+	return (size_t)(nl - m->pending.buf) + 1;
 }
 
 /* Render the held block (the first `len` bytes of pending) and drop it. */
@@ -872,19 +887,16 @@ static void flush_held(struct markdown_stream *m, size_t len, struct buf *out)
 
 static void step(struct markdown_stream *m, struct buf *out)
 {
-	size_t scan = 0, end;
-
 	/* the held block's lines were looked at already */
-	for (end = 0; m->held_lines && end < m->held_lines; end++)
-		scan = line_end(m, scan);
+	size_t scan = m->held_end, end;
+
 	while ((end = line_end(m, scan))) {
 		const char *l = m->pending.buf + scan;
 		size_t n = end - scan;
 
 		switch (m->held) {
 		case HELD_FENCE:
-			m->held_lines++;
-			scan = end;
+			scan = m->held_end = end;
 			if (closes_fence(m, l, n)) {
 				flush_held(m, end, out);
 				scan = 0;
@@ -893,8 +905,7 @@ static void step(struct markdown_stream *m, struct buf *out)
 		case HELD_ROW:
 			if (is_delimiter(l, n)) {
 				m->held = HELD_TABLE;
-				m->held_lines++;
-				scan = end;
+				scan = m->held_end = end;
 				continue;
 			}
 			/* a line with a | that begins no table */
@@ -903,8 +914,7 @@ static void step(struct markdown_stream *m, struct buf *out)
 			continue;
 		case HELD_TABLE:
 			if (is_row(l, n)) {
-				m->held_lines++;
-				scan = end;
+				scan = m->held_end = end;
 				continue;
 			}
 			flush_held(m, scan, out);
@@ -921,14 +931,12 @@ static void step(struct markdown_stream *m, struct buf *out)
 		}
 		if ((m->fence_len = fence_at(l, n, &m->fence_ch))) {
 			m->held = HELD_FENCE;
-			m->held_lines = 1;
-			scan = end;
+			scan = m->held_end = end;
 			continue;
 		}
 		if (is_row(l, n)) {
 			m->held = HELD_ROW;
-			m->held_lines = 1;
-			scan = end;
+			scan = m->held_end = end;
 			continue;
 		}
 		render_chunk(out, l, n);
@@ -936,15 +944,19 @@ static void step(struct markdown_stream *m, struct buf *out)
 	}
 	/* the line being written: its plain start, word by word */
 	if (m->held == HELD_NONE && m->pending.len && plain_start((unsigned char)m->pending.buf[0])) {
-		size_t i, cut = m->shown;
+		size_t i;
 
-		for (i = m->shown; i < m->pending.len && !marks(m->pending.buf[i]); i++)
-			if (m->pending.buf[i] == ' ')
-				cut = i + 1;
-		if (cut > m->shown) {
-			buf_add_termsafe(out, m->pending.buf + m->shown, cut - m->shown,
+		for (i = m->plain_to; i < m->pending.len && !m->marked; i++) {
+			if (marks(m->pending.buf[i]))
+				m->marked = 1;
+			else if (m->pending.buf[i] == ' ')
+				m->cut = i + 1;
+		}
+		m->plain_to = i;
+		if (m->cut > m->shown) {
+			buf_add_termsafe(out, m->pending.buf + m->shown, m->cut - m->shown,
 					 TERMSAFE_MULTILINE);
-			m->shown = cut;
+			m->shown = m->cut;
 		}
 	}
 }
@@ -976,7 +988,8 @@ int markdown_stream_finish(struct markdown_stream *m, struct buf *out)
 		open = 0;
 	buf_reset(&m->pending);
 	m->shown = 0;
-	m->held_lines = 0;
+	m->held_end = m->nl_from = m->plain_to = m->cut = 0;
+	m->marked = 0;
 	m->held = HELD_NONE;
 	return open;
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/buf.h"
 #include "cli/markdown.h"
@@ -275,6 +276,106 @@ static void test_markdown_stream_lines(void **state)
 	free(got);
 }
 
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Only the renderer's own SGR sequences reach the terminal: ESC [ digits ; m. */
+static void assert_only_sgr(const struct buf *out)
+{
+	size_t i, k;
+
+	for (i = 0; i < out->len; i++) {
+		unsigned char c = (unsigned char)out->buf[i];
+
+		if (c == '\033') {
+			assert_true(i + 1 < out->len && out->buf[i + 1] == '[');
+			for (k = i + 2; k < out->len && strchr("0123456789;", out->buf[k]); k++)
+				;
+			assert_true(k < out->len && out->buf[k] == 'm');
+			i = k;
+			continue;
+		}
+		if (c < 0x20 && c != '\n' && c != '\t')
+			fail_msg("control byte 0x%02x at %zu", c, i);
+		assert_true(c != 0x7f);
+		if (c == 0xc2 && i + 1 < out->len)
+			assert_false((unsigned char)out->buf[i + 1] >= 0x80 &&
+				     (unsigned char)out->buf[i + 1] <= 0x9f);
+	}
+}
+
+/* A long line or a long fence streamed in small pieces costs time in proportion, not squared. */
+static void test_markdown_stream_long_input_in_pieces(void **state)
+{
+	struct buf md = BUF_INIT, out = BUF_INIT;
+	struct markdown_stream *m;
+	double t0;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < (2u << 20); i++)
+		buf_addch(&md, "abcdefg_*x"[i % 10]);
+	buf_addstr(&md, "\n```\n");
+	for (i = 0; i < 20000; i++)
+		buf_addf(&md, "line %zu of a long code block\n", i);
+	t0 = now();
+	m = markdown_stream_new();
+	for (i = 0; i < md.len; i += 7)
+		markdown_stream_feed(m, md.buf + i, md.len - i < 7 ? md.len - i : 7, &out);
+	markdown_stream_finish(m, &out);
+	markdown_stream_free(m);
+	/* a quadratic scan takes minutes here */
+	assert_true(now() - t0 < 20.0);
+	assert_non_null(strstr(out.buf, "line 19999 of a long code block\n"));
+	buf_release(&md);
+	buf_release(&out);
+}
+
+/* Random bytes in random pieces: no crash, and nothing but the renderer's styles is sent raw. */
+static void test_markdown_stream_random_input(void **state)
+{
+	static const char alphabet[] = "ab #*_`~|-+>1.\n\n   \t[]()!<&;\\\033\a\r\xc2\x9b\xe2";
+	unsigned seed = 12345;
+	int round;
+
+	(void)state;
+	for (round = 0; round < 300; round++) {
+		struct markdown_stream *m = markdown_stream_new();
+		struct buf md = BUF_INIT, out = BUF_INIT, whole = BUF_INIT;
+		size_t i, len;
+
+		seed = seed * 1103515245u + 12345u;
+		len = (seed >> 8) % 2000;
+		for (i = 0; i < len; i++) {
+			seed = seed * 1103515245u + 12345u;
+			buf_addch(&md, alphabet[(seed >> 16) % (sizeof(alphabet) - 1)]);
+		}
+		for (i = 0; i < md.len;) {
+			size_t n;
+
+			seed = seed * 1103515245u + 12345u;
+			n = 1 + (seed >> 16) % 40;
+			if (n > md.len - i)
+				n = md.len - i;
+			markdown_stream_feed(m, md.buf + i, n, &out);
+			i += n;
+		}
+		markdown_stream_finish(m, &out);
+		markdown_stream_free(m);
+		assert_only_sgr(&out);
+		markdown_render(&whole, md.buf, md.len);
+		assert_only_sgr(&whole);
+		buf_release(&md);
+		buf_release(&out);
+		buf_release(&whole);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -288,6 +389,8 @@ int main(void)
 		cmocka_unit_test(test_markdown_unterminated_fence),
 		cmocka_unit_test(test_markdown_deep_nesting),
 		cmocka_unit_test(test_markdown_stream_lines),
+		cmocka_unit_test(test_markdown_stream_long_input_in_pieces),
+		cmocka_unit_test(test_markdown_stream_random_input),
 	};
 
 	return cmocka_run_group_tests_name("cli/markdown", tests, NULL, NULL);
