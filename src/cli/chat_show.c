@@ -300,8 +300,8 @@ void front_on_event(void *data, const json_t *ev)
 	} else if (!strcmp(type, "hook") && json_is_true(json_object_get(ev, "blocked"))) {
 		front_close_line(f);
 		textwrap_printf(f->out, "  hook %s blocked: %s\n", jsonx_str(ev, "command") ?
-			   jsonx_str(ev, "command") : "", jsonx_str(ev, "reason") ?
-			   jsonx_str(ev, "reason") : "");
+				jsonx_str(ev, "command") : "", jsonx_str(ev, "reason") ?
+				jsonx_str(ev, "reason") : "");
 	} else if (!strcmp(type, "progress") && cli_verbose) {
 		front_close_line(f);
 		cli_printf(stderr, "forgex: %s\n", jsonx_str(ev, "message"));

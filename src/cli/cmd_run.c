@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "cli/textwrap.h"
 #include "llm/provider.h"
 #include "pipeline/pipeline.h"
 #include "sandbox/approval.h"
@@ -186,9 +187,10 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 		free(prefix);
 	} else if (!strcmp(type, "context_window") && jsonx_str(ev, "warning")) {
 		/* said once per provider: Ollama cutting prompts, a window too small */
-		cli_printf(f, "    warning: %s\n", jsonx_str(ev, "warning"));
+		textwrap_printf(f, "    warning: %s\n", jsonx_str(ev, "warning"));
 	} else if (!strcmp(type, "warning")) {
-		cli_printf(f, "forgex: warning: %s\n", jsonx_str(ev, "message") ? jsonx_str(ev, "message") : "");
+		textwrap_printf(f, "forgex: warning: %s\n", jsonx_str(ev, "message") ?
+				jsonx_str(ev, "message") : "");
 	} else if (!strcmp(type, "plan") && !v->plan_only) {
 		/* `forgex plan` and /plan: the result shows it, once */
 		print_plan(f, json_object_get(ev, "plan"));

@@ -662,11 +662,6 @@ void markdown_stream_free(struct markdown_stream *m)
 	free(m);
 }
 
-int markdown_stream_holding(const struct markdown_stream *m)
-{
-	return m->pending.len > m->shown;
-}
-
 /* Columns of indentation of `s` (a tab to the next multiple of 4), and its length in `*n`. */
 static size_t indent_of(const char *s, size_t len, size_t *n)
 {

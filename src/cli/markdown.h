@@ -53,9 +53,6 @@ void markdown_stream_feed(struct markdown_stream *m, const char *text, size_t le
  */
 int markdown_stream_finish(struct markdown_stream *m, struct buf *out);
 
-/** Whether the stream holds text not shown yet. */
-int markdown_stream_holding(const struct markdown_stream *m);
-
 void markdown_stream_free(struct markdown_stream *m);
 
 #endif
