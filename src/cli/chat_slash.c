@@ -3,7 +3,6 @@
  * inside the conversation), /diff, /undo, /model, /cost, /compact, /clear,
  * /resume, /help and /exit (see chat_front.h).
  */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,7 +105,7 @@ static void cmd_last_output(struct front *f)
 	fprintf(f->out, "%s\n", front_col(f, C_RESET));
 	if (!name)
 		goto out;
-	fd = rundir_file_open(chat_dir(f->chat), name, O_RDONLY, 0);
+	fd = recorder_output_open(chat_dir(f->chat), name);
 	if (fd < 0 || fsutil_read_fd(&out, fd, RECORDER_OUTPUT_MAX + 4096) < 0) {
 		cli_print_error();
 	} else {

@@ -168,7 +168,7 @@ static void command_output(const char *dir, const json_t *ev)
 
 	if (!name)
 		return;
-	fd = rundir_file_open(dir, name, O_RDONLY, 0);
+	fd = recorder_output_open(dir, name);
 	if (fd < 0 || fsutil_read_fd(&out, fd, RECORDER_OUTPUT_MAX + 4096) < 0) {
 		/* a folder copied without it: the tail the event kept */
 		cli_printf(stdout, "       | (%s: %s)\n", name, err_last());

@@ -245,6 +245,17 @@ void recorder_command(void *data, const char *tool, const struct strvec *argv, i
 	recorder_event(data, "command", f);
 }
 
+int recorder_output_open(const char *dir, const char *name)
+{
+	size_t n = 0;
+
+	if (!strncmp(name, "output/", 7))
+		n = strspn(name + 7, "0123456789");
+	if (!n || strcmp(name + 7 + n, ".txt"))
+		return err_set(FX_EINVAL, "'%s' is not a command's output file", name);
+	return rundir_file_open(dir, name, O_RDONLY, 0);
+}
+
 void recorder_hook(void *data, json_t *fields)
 {
 	recorder_event(data, "hook", fields);

@@ -86,6 +86,14 @@ void recorder_agent_event(void *data, const char *type, json_t *fields);
 void recorder_command(void *data, const char *tool, const struct strvec *argv, int code,
 		      const struct exec_result *r);
 
+/**
+ * Open (read-only) the command output a "command" event of folder `dir`
+ * names (its "output"): only "output/N.txt" is taken, so an event that was
+ * tampered with reads nothing else. Returns the descriptor, FX_EINVAL for
+ * another name, or what rundir_file_open() returns.
+ */
+int recorder_output_open(const char *dir, const char *name);
+
 /** A hooks_event_fn for `data` = the recorder: a "hook" event. */
 void recorder_hook(void *data, json_t *fields);
 
