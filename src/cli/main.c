@@ -242,7 +242,7 @@ static const struct cli_command commands[] = {
 	  "unique prefix, or 'last' for the last run): its events, numbered and\n"
 	  "timed: stages, model calls, tool calls and results, commands,\n"
 	  "checkpoints, test results, votes and verdicts; a session's messages,\n"
-	  "turns, edits and undos.\n"
+	  "turns, edits and undos. Under each command, its output as forgex kept it.\n"
 	  "--json   one JSON object per line (with \"kind\": \"run\" or \"session\")\n" },
 	{ "map", cmd_map, 0, "Show the repository map the agents are given",
 	  "usage: forgex map [--tokens N] [--focus X]... [--json] [--stats] [REQUEST...]\n"
