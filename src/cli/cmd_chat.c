@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/lineedit.h"
 #include "cli/progress.h"
+#include "cli/textwrap.h"
 #include "llm/provider.h"
 #include "pipeline/chat.h"
 #include "sandbox/approval.h"
@@ -75,7 +76,7 @@ static void turn(struct front *f, const char *message)
 		progress_stop();
 	front_show_turn_end(f, &r, ret);
 	for (i = 0; i < r.warnings.nr; i++)
-		cli_printf(stderr, "forgex: warning: %s\n", r.warnings.v[i]);
+		textwrap_printf(stderr, "forgex: warning: %s\n", r.warnings.v[i]);
 	agent_result_release(&r);
 	front_interrupted = 0;
 	fflush(f->out);
