@@ -524,10 +524,10 @@ int cli_check_providers(const struct config *cfg)
 		if (provider_reachable(pc, PREFLIGHT_MS) == 0)
 			continue;
 		log_error("provider '%s': %s", name, err_last());
-		fprintf(stderr, "hint: is the model server running? Or point providers.%s.base_url "
-			"at one (now %s): forgex -c providers.%s.base_url=URL ..., or in "
-			"~/.config/forgex/config.toml; 'forgex doctor' checks it\n", name, pc->base_url,
-			name);
+		textwrap_printf(stderr, "hint: is the model server running? Or point "
+				"providers.%s.base_url at one (now %s): forgex -c "
+				"providers.%s.base_url=URL ..., or in ~/.config/forgex/config.toml; "
+				"'forgex doctor' checks it\n", name, pc->base_url, name);
 		err_clear();
 		ret = EXIT_PROVIDER;
 	}
