@@ -21,6 +21,7 @@
 #include "cli/progress.h"
 #include "cli/setup.h"
 #include "cli/turnkeys.h"
+#include "cli/textwrap.h"
 #include "llm/provider.h"
 #include "pipeline/chat.h"
 #include "sandbox/approval.h"
@@ -106,7 +107,7 @@ static void turn(struct front *f, const char *message)
 	front_keys = NULL;
 	front_show_turn_end(f, &r, ret);
 	for (i = 0; i < r.warnings.nr; i++)
-		cli_printf(stderr, "forgex: warning: %s\n", r.warnings.v[i]);
+		textwrap_printf(stderr, "forgex: warning: %s\n", r.warnings.v[i]);
 	agent_result_release(&r);
 	front_interrupted = 0;
 	fflush(f->out);

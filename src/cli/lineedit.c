@@ -1150,6 +1150,19 @@ static void le_bind(EditLine *el, const char *key, const char *fn)
 	el_set(el, EL_BIND, key, fn, NULL);
 }
 
+/* Ctrl-O at an empty line: the session's /last (the last command's whole output). */
+static unsigned char le_key_last(EditLine *el, int ch)
+{
+	const LineInfo *li = el_line(el);
+
+	(void)ch;
+	if (li->lastchar != li->buffer || el_insertstr(el, "/last") < 0)
+		return CC_ERROR;
+	/* Enter, as if typed: the line is shown, then taken */
+	el_push(el, "\r");
+	return CC_REFRESH;
+}
+
 static void le_bind_keys(struct lineedit *le)
 {
 	static const char *const ignored[] = {
@@ -1170,6 +1183,8 @@ static void le_bind_keys(struct lineedit *le)
 		intr[1] = (char)(t.c_cc[VINTR] + '@');
 		le_bind(el, intr, "fx-interrupt");
 	}
+	el_wset(el, EL_ADDFN, L"fx-last", L"The last command's output (Ctrl-O)", le_key_last);
+	le_bind(el, "^O", "fx-last");
 	le_bind(el, "^Z", "fx-suspend");
 	le_bind(el, "^I", "fx-complete");
 	le_bind(el, "^R", "em-inc-search-prev");

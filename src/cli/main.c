@@ -133,8 +133,9 @@ static const struct cli_command commands[] = {
 	  "MESSAGE, when given, is the first turn ('forgex \"MESSAGE\"' too: off a\n"
 	  "terminal that runs it as 'forgex run' does). Slash commands: /run [REQUEST],\n"
 	  "/plan [REQUEST], /go, /diff [TURN], /undo, /model [ROLE] NAME, /cost,\n"
-	  "/compact, /clear, /resume [ID], /permissions [ask|auto|safe], /help,\n"
-	  "/exit ('/help' in a session says more). @path in a message attaches that\n"
+	  "/compact, /clear, /resume [ID], /permissions [ask|auto|safe], /last\n"
+	  "(Ctrl-O: the last command's whole output), /help, /exit ('/help' in a\n"
+	  "session says more). @path in a message attaches that\n"
 	  "file of the project (Tab completes it). Ctrl-C or Esc stops the running\n"
 	  "turn and comes back to the prompt (Ctrl-C at an approval question too,\n"
 	  "the command not run); what is typed meanwhile is not echoed and waits\n"
@@ -271,7 +272,7 @@ static const struct cli_command commands[] = {
 	  "unique prefix, or 'last' for the last run): its events, numbered and\n"
 	  "timed: stages, model calls, tool calls and results, commands,\n"
 	  "checkpoints, test results, votes and verdicts; a session's messages,\n"
-	  "turns, edits and undos.\n"
+	  "turns, edits and undos. Under each command, its output as forgex kept it.\n"
 	  "--json   one JSON object per line (with \"kind\": \"run\" or \"session\")\n" },
 	{ "map", cmd_map, 0, "Show the repository map the agents are given",
 	  "usage: forgex map [--tokens N] [--focus X]... [--json] [--stats] [REQUEST...]\n"
