@@ -10,7 +10,10 @@
 # saving the conversation.
 # Compared with: the same turns as one `forgex chat --continue MESSAGE`
 # process each (how a script would drive forgex without a session open),
-# in the same run.
+# in the same run. Also: start-up to the prompt, from fork to the prompt
+# on a pseudo-terminal (the session's banner, config, the model server's
+# preflight on 127.0.0.1 and the line editor), median of 5 per run
+# (budget: under 50 ms, issue 22).
 # Budget: none of its own in DESIGN.md; a turn's own cost should stay well
 # under a model call's (hundreds of ms), and RSS under the 20 MB of a run.
 #
@@ -134,7 +137,39 @@ while [ "$i" -lt "$RUNS" ]; do
 	many_wall=$(( (e - s) / 1000000 )); many_model=$(model_ms)
 	echo "$one_wall $one_model $one_rss $many_wall $many_model" >> "$results"
 done
-python3 - "$results" "$TURNS" "$FILES" <<'PY'
+# start-up to the prompt on a pseudo-terminal, then Ctrl-D
+fresh_repo
+start_mock
+python3 - "$bin" "$tmp/work" "$RUNS" > "$tmp/startup" <<'PY'
+import os, pty, re, select, statistics, sys, time
+binary, work, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+prompt = re.compile(rb"forgex>(\x1b\[m)? ")
+times = []
+for _ in range(5 * runs):
+    t0 = time.monotonic()
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.chdir(work)
+        os.environ["TERM"] = "xterm"
+        os.execv(binary, [binary, "chat"])
+    out = b""
+    while not prompt.search(out):
+        r, _, _ = select.select([fd], [], [], 10)
+        if not r:
+            sys.exit("no prompt within 10 s: %r" % out[-200:])
+        out += os.read(fd, 4096)
+    times.append((time.monotonic() - t0) * 1000)
+    os.write(fd, b"\x04")
+    try:
+        while os.read(fd, 4096):
+            pass
+    except OSError:
+        pass
+    os.waitpid(pid, 0)
+print("%.1f %.1f" % (statistics.median(times), min(times)))
+PY
+stop_mock
+python3 - "$results" "$TURNS" "$FILES" "$(cat "$tmp/startup")" <<'PY'
 import statistics, sys
 rows = [list(map(int, l.split())) for l in open(sys.argv[1])]
 turns, files = int(sys.argv[2]), int(sys.argv[3])
@@ -144,4 +179,6 @@ print("runs %d; %d turns of 3 model calls each; %d-file repository" % (len(rows)
 print("one session: forgex's own time per turn       %7.1f ms (median; min %.1f)" % (statistics.median(one), min(one)))
 print("one process per message (--continue each):    %7.1f ms (median; min %.1f)" % (statistics.median(many), min(many)))
 print("peak RSS of the session                      %7.1f MB (max)" % (max(r[2] for r in rows) / 1024.0))
+med, low = map(float, sys.argv[4].split())
+print("start-up to the prompt (pty)                 %7.1f ms (median; min %.1f; budget 50)" % (med, low))
 PY
