@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/jsonx.h"
 #include "base/termsafe.h"
@@ -261,6 +262,92 @@ void front_on_wait(void *data, const char *holder)
 }
 
 
+/* A turn on `message` in place of a refused one, as the loop runs one. */
+static void send_instead(struct front *f, const char *message)
+{
+	struct agent_result r = AGENT_RESULT_INIT;
+	size_t i;
+	int ret;
+
+	f->printed = 0;
+	f->line_open = 0;
+	f->held_len = 0;
+	front_interrupted = 0;
+	if (!cli_quiet && !cli_verbose && isatty(1))
+		progress_start(stderr);
+	ret = chat_turn(f->chat, message, &r);
+	if (progress_active())
+		progress_stop();
+	front_show_turn_end(f, &r, ret);
+	for (i = 0; i < r.warnings.nr; i++)
+		cli_printf(stderr, "forgex: warning: %s\n", r.warnings.v[i]);
+	agent_result_release(&r);
+}
+
+/*
+ * A message that cannot fit the model's window was not sent (nor kept):
+ * what it can be instead, the person's choice.
+ */
+static void offer_way_out(struct front *f)
+{
+	struct agent_fit fit;
+	struct buf line = BUF_INIT, instead = BUF_INIT;
+	const char *msg;
+	char *again = NULL;
+	size_t left = 0;
+	int compacting = 0, ret;
+
+	msg = chat_refused(f->chat, &fit, &compacting);
+	if (!msg)
+		return;
+	fprintf(f->out, "%sThe message was not sent%s (about %ld tokens; a request to this model "
+		"may take %ld of its %ld). Send it another way:\n", front_col(f, C_YELLOW),
+		front_col(f, C_RESET), fit.message, fit.limit, fit.window);
+	fprintf(f->out, "  a  attach it as a file the model reads in parts\n"
+		"  c  cut it to fit: its beginning and its end\n");
+	if (compacting)
+		fprintf(f->out, "  k  compact the conversation (/compact), then send it\n");
+	fprintf(f->out, "  Enter: neither (the message is in the history: Up edits it). /compact "
+		"sums up the conversation so far; /clear starts afresh.\n");
+	fflush(f->out);
+	ret = lineedit_read(f->le, compacting ? "a, c or k? " : "a or c? ", &line);
+	buf_trim(&line);
+	if (ret != LINEEDIT_LINE || !line.len) {
+		fprintf(f->out, "nothing sent\n");
+	} else if (!strcmp(line.buf, "a")) {
+		if (chat_attach_refused(f->chat, &instead) < 0)
+			cli_print_error();
+		else
+			send_instead(f, instead.buf);
+	} else if (!strcmp(line.buf, "c")) {
+		if (chat_cut_refused(f->chat, &instead, &left) < 0) {
+			cli_print_error();
+		} else {
+			fprintf(f->out, "%s(sending it with %zu of its %zu bytes left out in the middle)%s\n",
+				front_col(f, C_DIM), left, strlen(msg), front_col(f, C_RESET));
+			send_instead(f, instead.buf);
+		}
+	} else if (compacting && !strcmp(line.buf, "k")) {
+		struct agent_result r = AGENT_RESULT_INIT;
+		size_t before = chat_messages(f->chat);
+
+		again = xstrdup(msg);
+		if (chat_compact(f->chat, &r) < 0) {
+			cli_print_error();
+		} else {
+			fprintf(f->out, "compacted: %zu messages, now %zu\n", before,
+				chat_messages(f->chat));
+			send_instead(f, again);
+		}
+		agent_result_release(&r);
+	} else {
+		cli_printf(f->out, "'%s' is none of them: nothing sent\n", line.buf);
+	}
+	free(again);
+	buf_release(&line);
+	buf_release(&instead);
+}
+
 void front_show_turn_end(struct front *f, const struct agent_result *r, int ret)
 {
 	size_t nr;
@@ -272,6 +359,8 @@ void front_show_turn_end(struct front *f, const struct agent_result *r, int ret)
 			fprintf(f->out, "%s(interrupted)%s\n", front_col(f, C_YELLOW), front_col(f, C_RESET));
 		else
 			cli_print_error();
+		if (ret == FX_ELIMIT)
+			offer_way_out(f);
 		return;
 	}
 	if (!f->printed && r->answer && *r->answer) {
@@ -293,7 +382,15 @@ void front_show_turn_end(struct front *f, const struct agent_result *r, int ret)
 		cli_printf(f->out, "the turn ended: %s", r->error ? r->error
 							   : agent_status_name(r->status));
 		fprintf(f->out, "%s\n", front_col(f, C_RESET));
+		/* the window: the way out, every time it happens */
+		if (r->error_code == FX_ELIMIT && !r->refused)
+			fprintf(f->out, "/compact sums up the conversation so far to make room; /clear "
+				"starts it afresh (the files and /undo stay)\n");
 		break;
+	}
+	if (r->refused) {
+		offer_way_out(f);
+		return;
 	}
 	if (nr && t[nr - 1].changed && r->status != AGENT_INTERRUPTED)
 		fprintf(f->out, "%s(turn %d changed files: /diff %d shows them, /undo reverts them)%s\n",
