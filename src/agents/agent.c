@@ -588,6 +588,7 @@ static void loop_start(struct loop *l, struct agent_result *out, const struct ag
 		llm_request_add(&l->req, LLM_SYSTEM, sys->buf);
 	llm_request_add(&l->req, LLM_USER, o->task);
 	l->person = l->req.messages_nr - 1;
+	l->fresh = !continued;
 	free(l->req.model);
 	l->req.model = o->model && *o->model ? xstrdup(o->model) : NULL;
 	l->req.temperature = o->temperature;
@@ -619,8 +620,8 @@ static void take_back(struct loop *l)
 	free(m->name);
 	l->req.messages_nr--;
 	l->out->refused = 1;
-	/* a conversation that was only this message is no conversation yet */
-	if (l->req.messages_nr == 1) {
+	/* a conversation this message was to begin is none yet */
+	if (l->fresh) {
 		llm_request_release(&l->req);
 		llm_request_init(&l->req);
 	}

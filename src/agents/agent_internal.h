@@ -49,6 +49,7 @@ struct loop {
 	 */
 	int chat;
 	size_t person;			/* index of the person's latest message (chat) */
+	int fresh;			/* the conversation began with this call */
 
 	/* loop guard: the last failing call */
 	struct buf guard_key, guard_result;
