@@ -379,6 +379,69 @@ static void test_conv_window_error_names_the_way_out(void **state)
 	fx_release(&f);
 }
 
+/*
+ * A session kept with a message far larger than the window (an older
+ * forgex kept such pastes): resumed, its next turn is answered, the old
+ * message shortened to its head and tail, the new one whole.
+ */
+static void test_conv_resumed_oversized_message_does_not_wedge(void **state)
+{
+	static const char *const resume[] = { "chat", "--continue", NULL };
+	struct fx f;
+	char *id, *dir, *text, *huge = big_paste(3000);
+	json_t *conv = NULL, *reqs, *r;
+	struct buf b = BUF_INIT;
+	size_t from, i;
+
+	(void)state;
+	fx_start(&f, "{'steps': [{'text': 'Got it.'}]}", "auto");
+	set_window(&f, WINDOW);
+	fx_chat(&f, NULL);
+	fx_say(&f, "short");
+	id = term_banner_id(&f.t);
+	term_type(&f.t, "/exit\r");
+	assert_int_equal(term_wait(&f.t), 0);
+	term_release(&f.t);
+	/* the first message becomes 150 KB */
+	dir = xstrfmt("%s/.forgex/sessions/%s", f.p.dir, id);
+	text = tu_read(dir, "conversation.json");
+	assert_int_equal(jsonx_parse(&conv, text, strlen(text), "conversation.json"), 0);
+	free(text);
+	r = json_array_get(json_object_get(conv, "messages"), 1);
+	assert_string_equal(jsonx_str(r, "content"), "short");
+	jsonx_set(r, "content", jsonx_string(huge));
+	jsonx_dump(&b, conv, 0);
+	tu_write(dir, "conversation.json", b.buf);
+	json_decref(conv);
+	mock_release(&f.m);
+	free(f.script);
+	f.script = term_sq("{'on_match': [{'body_contains': '" SUMMARISER "', 'text': "
+			   "'SUMMARY: a long log was pasted.'}], "
+			   "'steps': [{'text': 'Answered after the big one.'}]}");
+	mock_start(&f.m, f.script);
+	set_window(&f, WINDOW);
+	fx_chat(&f, resume);
+	from = fx_say(&f, "next question");
+	text = term_between(&f.t, from, f.t.mark);
+	if (!strstr(text, "Answered after the big one."))
+		fail_msg("the turn after the oversized message:\n%s", text);
+	free(text);
+	reqs = fx_requests(&f);
+	json_array_foreach(reqs, i, r)
+		if ((double)request_bytes(r) * AGENT_TOKENS_PER_BYTE > LIMIT)
+			fail_msg("request %zu: %zu bytes, over the window", i, request_bytes(r));
+	assert_string_equal(req_last_of(reqs, json_array_size(reqs) - 1, "user"),
+			    "next question");
+	json_decref(reqs);
+	assert_false(any_request_holds(&f, "MIDDLE-MARKER"));
+	leave(&f);
+	buf_release(&b);
+	free(huge);
+	free(dir);
+	free(id);
+	fx_release(&f);
+}
+
 #define RUN_PLAN "{'summary': 'Add sub', 'steps': [{'id': '1', 'title': 'Write sub', " \
 	"'description': 'sub(a, b) returns a - b', 'files': ['calc.py']}], " \
 	"'acceptance': ['sub works']}"
@@ -489,6 +552,8 @@ int main(void)
 					  term_teardown),
 		cmocka_unit_test_teardown(test_conv_oversized_paste_cut, term_teardown),
 		cmocka_unit_test_teardown(test_conv_window_error_names_the_way_out, term_teardown),
+		cmocka_unit_test_teardown(test_conv_resumed_oversized_message_does_not_wedge,
+					  term_teardown),
 		cmocka_unit_test_teardown(test_conv_undo_tells_and_covers_runs, term_teardown),
 	};
 
