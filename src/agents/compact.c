@@ -338,11 +338,7 @@ static int model_summary(struct loop *l, size_t from, size_t to, const char *ear
 	return ret;
 }
 
-/*
- * Replace messages [2, to) by a summary appended to the task message, so
- * the conversation goes on with the assistant turn at `to`. Returns the
- * messages removed.
- */
+/* Free messages [from, to) and close the gap. */
 static void drop_messages(struct loop *l, size_t from, size_t to)
 {
 	size_t i, k;
@@ -365,6 +361,11 @@ static void drop_messages(struct loop *l, size_t from, size_t to)
 	l->req.messages_nr -= to - from;
 }
 
+/*
+ * Replace messages [2, to) by a summary appended to the task message, so
+ * the conversation goes on with the assistant turn at `to`. Returns the
+ * messages removed.
+ */
 static long summarise(struct loop *l, size_t to, const char **how)
 {
 	struct buf sum = BUF_INIT, task = BUF_INIT;
