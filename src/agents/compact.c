@@ -24,6 +24,8 @@
 #define ARGS_STUB_MIN 512
 /* Bytes a summary of old turns is expected to take, when choosing what it replaces. */
 #define SUMMARY_ROOM 2500
+/* Bytes of a conversation's summary kept (it stays in every request after it). */
+#define SUMMARY_MAX 6000
 /* Where a conversation's summary begins in its system prompt. */
 #define EARLIER_MARK "\n\n# Earlier in this conversation\n\n"
 
@@ -327,7 +329,11 @@ static int model_summary(struct loop *l, size_t from, size_t to, const char *ear
 	l->o->provider->stream = saved;
 	if (ret == 0) {
 		loop_account(l, &resp, text.len);
-		if (*resp.content && !resp.tool_calls_nr)
+		if (*resp.content && !resp.tool_calls_nr && l->chat &&
+		    strlen(resp.content) > SUMMARY_MAX)
+			buf_addf(out, "%.*s [...]", (int)utf8_cut(resp.content, strlen(resp.content),
+							       SUMMARY_MAX), resp.content);
+		else if (*resp.content && !resp.tool_calls_nr)
 			buf_addstr(out, resp.content);
 		else
 			ret = -1;

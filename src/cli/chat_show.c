@@ -293,11 +293,10 @@ static void offer_way_out(struct front *f)
 	struct agent_fit fit;
 	struct buf line = BUF_INIT, instead = BUF_INIT;
 	const char *msg;
-	char *again = NULL;
 	size_t left = 0;
-	int compacting = 0, ret;
+	int ret;
 
-	msg = chat_refused(f->chat, &fit, &compacting);
+	msg = chat_refused(f->chat, &fit);
 	if (!msg)
 		return;
 	fprintf(f->out, "%sThe message was not sent%s (about %ld tokens; a request to this model "
@@ -305,12 +304,11 @@ static void offer_way_out(struct front *f)
 		front_col(f, C_RESET), fit.message, fit.limit, fit.window);
 	fprintf(f->out, "  a  attach it as a file the model reads in parts\n"
 		"  c  cut it to fit: its beginning and its end\n");
-	if (compacting)
-		fprintf(f->out, "  k  compact the conversation (/compact), then send it\n");
-	fprintf(f->out, "  Enter: neither (the message is in the history: Up edits it). /compact "
-		"sums up the conversation so far; /clear starts afresh.\n");
+	fprintf(f->out, "  Enter: neither; nothing is sent (Up brings the message back to edit).\n"
+		"/compact and /clear make room only for what the conversation takes, not for a "
+		"message this large.\n");
 	fflush(f->out);
-	ret = lineedit_read(f->le, compacting ? "a, c or k? " : "a or c? ", &line);
+	ret = lineedit_read(f->le, "a or c? ", &line);
 	buf_trim(&line);
 	if (ret != LINEEDIT_LINE || !line.len) {
 		fprintf(f->out, "nothing sent\n");
@@ -327,23 +325,9 @@ static void offer_way_out(struct front *f)
 				front_col(f, C_DIM), left, strlen(msg), front_col(f, C_RESET));
 			send_instead(f, instead.buf);
 		}
-	} else if (compacting && !strcmp(line.buf, "k")) {
-		struct agent_result r = AGENT_RESULT_INIT;
-		size_t before = chat_messages(f->chat);
-
-		again = xstrdup(msg);
-		if (chat_compact(f->chat, &r) < 0) {
-			cli_print_error();
-		} else {
-			fprintf(f->out, "compacted: %zu messages, now %zu\n", before,
-				chat_messages(f->chat));
-			send_instead(f, again);
-		}
-		agent_result_release(&r);
 	} else {
 		cli_printf(f->out, "'%s' is none of them: nothing sent\n", line.buf);
 	}
-	free(again);
 	buf_release(&line);
 	buf_release(&instead);
 }

@@ -687,7 +687,7 @@ int chat_turn(struct chat *c, const char *message, struct agent_result *res)
 	/* a message no request can hold is refused before anything happens */
 	ret = agent_fit(&fit, &ao);
 	if (ret == 0) {
-		chat_conv_refuse(c, message, &fit, 0);
+		chat_conv_refuse(c, message, &fit);
 		ret = err_set(FX_ELIMIT, "the message (%zu bytes, about %ld tokens) cannot fit the "
 			      "model's context window: %ld tokens (from %s), of which a request may "
 			      "take %ld, and the system prompt and tools take %ld; nothing was sent",
@@ -726,7 +726,7 @@ int chat_turn(struct chat *c, const char *message, struct agent_result *res)
 	if (ret < 0)
 		goto end;
 	if (res->refused)
-		chat_conv_refuse(c, message, &fit, 1);
+		chat_conv_refuse(c, message, &fit);
 	else
 		chat_conv_notes_sent(c);
 	free(c->last_answer);

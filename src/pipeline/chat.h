@@ -147,11 +147,12 @@ int chat_turn(struct chat *c, const char *message, struct agent_result *res);
 
 /**
  * The message the last chat_turn() refused, or NULL (borrowed, until the
- * next turn); `fit` (may be NULL) gets its measure. `*compacting` (may be
- * NULL) is 1 when the message alone fits and compacting the conversation
- * (chat_compact()) makes room for it, 0 when only a shorter form fits.
+ * next turn); `fit` (may be NULL) gets its measure. Compacting would not
+ * make room for it: the turn compacted the conversation as far as it goes
+ * before refusing; only a shorter form fits (chat_attach_refused(),
+ * chat_cut_refused()).
  */
-const char *chat_refused(const struct chat *c, struct agent_fit *fit, int *compacting);
+const char *chat_refused(const struct chat *c, struct agent_fit *fit);
 
 /**
  * The refused message as a file of the session, attachments/N.txt, and in

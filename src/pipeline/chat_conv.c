@@ -42,15 +42,13 @@ void chat_conv_release(struct chat_conv *v)
  * A message too large for the window
  */
 
-void chat_conv_refuse(struct chat *c, const char *message, const struct agent_fit *fit,
-		      int compacting)
+void chat_conv_refuse(struct chat *c, const char *message, const struct agent_fit *fit)
 {
 	struct chat_conv *v = chat_conv_of(c);
 
 	free(v->refused);
 	v->refused = xstrdup(message);
 	v->refused_fit = *fit;
-	v->refused_compacting = compacting;
 	chat_event(c, "refused", json_pack("{s:I, s:I, s:I, s:I, s:I}", "bytes",
 					   (json_int_t)strlen(message), "tokens",
 					   (json_int_t)fit->message, "window", (json_int_t)fit->window,
@@ -58,14 +56,12 @@ void chat_conv_refuse(struct chat *c, const char *message, const struct agent_fi
 					   (json_int_t)fit->least));
 }
 
-const char *chat_refused(const struct chat *c, struct agent_fit *fit, int *compacting)
+const char *chat_refused(const struct chat *c, struct agent_fit *fit)
 {
 	const struct chat_conv *v = chat_conv_of((struct chat *)c);
 
 	if (fit)
 		*fit = v->refused_fit;
-	if (compacting)
-		*compacting = v->refused_compacting;
 	return v->refused;
 }
 

@@ -24,13 +24,12 @@ struct chat_run {
 struct chat_conv {
 	char *refused;			/* the message the last turn refused, or NULL */
 	struct agent_fit refused_fit;
-	int refused_compacting;		/* compacting the conversation makes room for it */
 	struct chat_run *runs;		/* runs.json, read at the first need */
 	size_t runs_nr, runs_alloc;
 	int runs_loaded;
 };
 
-#define CHAT_CONV_INIT { NULL, { 0, NULL, 0, 0, 0, 0 }, 0, NULL, 0, 0, 0 }
+#define CHAT_CONV_INIT { NULL, { 0, NULL, 0, 0, 0, 0 }, NULL, 0, 0, 0 }
 
 /* chat.c, for chat_conv.c */
 struct chat_conv *chat_conv_of(struct chat *c);
@@ -40,8 +39,7 @@ const struct chat_opts *chat_options(const struct chat *c);
 
 void chat_conv_release(struct chat_conv *v);
 /* Keep `message` as the refused one (chat_refused()). */
-void chat_conv_refuse(struct chat *c, const char *message, const struct agent_fit *fit,
-		      int compacting);
+void chat_conv_refuse(struct chat *c, const char *message, const struct agent_fit *fit);
 /* Append a line the model is told with the next message (notes.txt). */
 void chat_conv_note(struct chat *c, const char *text);
 /* Append the notes to `out`, each in brackets, then a blank line; "" when none. */

@@ -256,8 +256,8 @@ static void test_conv_oversized_paste_is_refused_then_attached(void **state)
 	assert_non_null(strstr(text, "The message was not sent"));
 	assert_non_null(strstr(text, "a  attach it as a file the model reads in parts"));
 	assert_non_null(strstr(text, "c  cut it to fit"));
-	assert_non_null(strstr(text, "/compact sums up the conversation so far; /clear starts "
-			       "afresh"));
+	assert_non_null(strstr(text, "/compact and /clear make room only for what the "
+			       "conversation takes"));
 	free(text);
 	/* nothing went to the model */
 	reqs = fx_requests(&f);

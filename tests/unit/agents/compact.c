@@ -157,21 +157,28 @@ static void test_fit_says_what_cannot_fit(void **state)
 }
 
 /*
- * The message fits alone, but the summary of what came before is so long
- * that no request holds both: nothing is sent and the message is not left
- * in the conversation.
+ * The message fits alone, but not beside the summary of what came before
+ * it (the summary is kept to 6000 bytes): nothing is sent and the message
+ * is not left in the conversation.
  */
 static void test_run_takes_back_what_it_cannot_send(void **state)
 {
 	struct env *e = *state;
-	char *long_summary = text_of(30000, "summed"), *msg = text_of(9000, "asked");
-	char *earlier = text_of(3000, "earlier");
-	int i;
+	char *long_summary = text_of(30000, "summed"), *earlier = text_of(5000, "earlier");
+	char *msg;
+	struct agent_fit fit;
+	long rest;
 
-	for (i = 0; i < 4; i++)
-		say(e, earlier);
-	assert_int_equal(e->fake.asked, 4);
-	assert_int_equal(e->fake.summaries, 0);
+	say(e, earlier);
+	assert_int_equal(e->fake.asked, 1);
+	/* a message that leaves 1000 tokens of what a request may take */
+	e->o.task = "x";
+	assert_int_equal(agent_fit(&fit, &e->o), 1);
+	rest = fit.least - fit.message;
+	msg = text_of((size_t)((double)(fit.limit - rest - 1000) / AGENT_TOKENS_PER_BYTE),
+		      "asked");
+	e->o.task = msg;
+	assert_int_equal(agent_fit(&fit, &e->o), 1);
 	e->fake.summary = long_summary;
 	say(e, msg);
 	assert_int_equal(e->fake.summaries, 1);
@@ -179,11 +186,13 @@ static void test_run_takes_back_what_it_cannot_send(void **state)
 	assert_int_equal(e->r.error_code, FX_ELIMIT);
 	assert_int_equal(e->r.refused, 1);
 	assert_int_equal(e->r.turns, 0);
-	assert_int_equal(e->fake.asked, 4);
+	assert_int_equal(e->fake.asked, 1);
 	assert_non_null(strstr(e->r.error, "does not fit the model's context window"));
-	/* what came before was summed up; the message is not left in the conversation */
+	/* what came before was summed up (the summary cut); the message is not left over */
 	assert_int_equal(e->conv.messages_nr, 1);
 	assert_non_null(strstr(e->conv.messages[0].content, "summed summed"));
+	assert_non_null(strstr(e->conv.messages[0].content, " [...]"));
+	assert_true(strlen(e->conv.messages[0].content) < 6000 + 1000);
 	assert_null(strstr(e->conv.messages[0].content, "asked asked"));
 	/* the summary was asked of the conversation, not of a task */
 	assert_non_null(strstr(e->fake.summary_asked.buf, "The conversation so far, oldest first:"));
