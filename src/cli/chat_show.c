@@ -321,8 +321,9 @@ static void offer_way_out(struct front *f)
 		if (chat_cut_refused(f->chat, &instead, &left) < 0) {
 			cli_print_error();
 		} else {
-			fprintf(f->out, "%s(sending it with %zu of its %zu bytes left out in the middle)%s\n",
-				front_col(f, C_DIM), left, strlen(msg), front_col(f, C_RESET));
+			fprintf(f->out, "%s(sending it with %zu of its %zu bytes left out in the "
+				"middle)%s\n", front_col(f, C_DIM), left, strlen(msg),
+				front_col(f, C_RESET));
 			send_instead(f, instead.buf);
 		}
 	} else {

@@ -518,7 +518,9 @@ static void test_conv_undo_tells_and_covers_runs(void **state)
 	calc = tu_read(f.p.dir, "calc.py");
 	assert_string_equal(calc, orig);
 	free(calc);
-	assert_non_null(tu_read(f.p.dir, "notes.md"));
+	calc = tu_read(f.p.dir, "notes.md");
+	assert_string_equal(calc, "again\n");
+	free(calc);
 	from = fx_say(&f, "/undo");
 	text = term_between(&f.t, from, f.t.mark);
 	assert_non_null(strstr(text, "undid turn 3: 1 path put back\n  notes.md\n"));
