@@ -44,6 +44,7 @@ struct front {
 	json_t *plan;
 	char *plan_request;
 	int quit;
+	int show_mode;		/* /permissions was used: the prompt names the mode */
 	/* the session's approvals: asked on the terminal, `a` answers kept for the session */
 	struct approver ap;
 	struct approve_tty tty;
@@ -86,5 +87,12 @@ void front_slash(struct front *f, const char *line);
 void front_banner(struct front *f, int resumed);
 /* Go on with session `id` in place of the current one; < 0 (said) when it cannot be opened. */
 int front_resume(struct front *f, const char *id);
+
+/* chat_sess.c */
+
+/* The last exchanges of the conversation, compactly (after the banner of a resumed session). */
+void front_recap(struct front *f);
+/* `message` with the files it names as @path attached, into `out` (what was not, and why, said). */
+void front_attach(struct front *f, const char *message, struct buf *out);
 
 #endif

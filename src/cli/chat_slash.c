@@ -1,14 +1,16 @@
 /*
  * The session's slash commands: /run, /plan and /go (the pipeline from
  * inside the conversation), /diff, /undo, /model, /cost, /compact, /clear,
- * /resume, /help and /exit (see chat_front.h).
+ * /resume, /permissions, /help and /exit (see chat_front.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/jsonx.h"
 #include "cli/chat_front.h"
+#include "cli/chat_sess.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "llm/provider.h"
@@ -18,7 +20,7 @@
 
 const char *const front_slash_commands[] = {
 	"/run", "/plan", "/go", "/diff", "/undo", "/model", "/cost", "/compact", "/clear",
-	"/resume", "/help", "/exit", "/quit", NULL,
+	"/resume", "/permissions", "/help", "/exit", "/quit", NULL,
 };
 
 /* /run, /plan and /go: the pipeline, with its usual progress, gate and rollback. */
@@ -82,10 +84,13 @@ static void cmd_help_text(struct front *f)
 		"  /compact              summarise the conversation into a short context\n"
 		"  /clear                forget the conversation (files and /undo stay)\n"
 		"  /resume [ID]          go on with an earlier session of this project\n"
+		"  /permissions [MODE]   ask, auto or safe: the approvals for this session\n"
+		"                        (the sandbox stays as configured)\n"
 		"  /help, /exit          this text; leave (also Ctrl-D)\n"
 		"Keys: arrows, Home/End, Ctrl-R searches the history, Tab completes commands\n"
 		"and paths, a trailing \\ or Alt-Enter continues on a new line. Ctrl-C stops\n"
-		"the model or the command and comes back here; twice at the prompt leaves.\n");
+		"the model or the command and comes back here; twice at the prompt leaves.\n"
+		"@path in a message attaches that file of the project (Tab completes it).\n");
 }
 
 static void cmd_undo_turn(struct front *f)
@@ -161,6 +166,33 @@ static void cmd_diff_turn(struct front *f, const char *arg)
 	buf_release(&d);
 }
 
+/*
+ * /model NAME with the server's list at hand: a name it does not offer is
+ * set all the same (a server may take more than it lists), with a warning.
+ * Said nothing when the list cannot be had.
+ */
+static void warn_unlisted(struct front *f, const char *role, const char *name)
+{
+	int r = role ? config_role_from_name(role) : (int)ROLE_BUILDER;
+	const struct agent_config *ac;
+	const struct provider_config *pc;
+	struct strvec models = STRVEC_INIT;
+
+	if (f->co.force_provider || r < 0)
+		return;
+	ac = config_agent(f->cfg, (enum agent_role)r);
+	pc = config_provider(f->cfg, ac->provider);
+	if (pc && provider_list_models(&models, pc, 2000) == 0 && models.nr &&
+	    strvec_find(&models, name) < 0) {
+		fflush(f->out);
+		cli_printf(stderr, "forgex: warning: the server of provider %s does not list a model "
+			   "'%s' (set all the same; /model alone lists what it offers)\n",
+			   ac->provider ? ac->provider : "default", name);
+	}
+	err_clear();
+	strvec_clear(&models);
+}
+
 static void cmd_model(struct front *f, const char *arg)
 {
 	char role[32] = "", name[256] = "";
@@ -199,49 +231,63 @@ static void cmd_model(struct front *f, const char *arg)
 		return;
 	}
 	if (sscanf(arg, "%31s %255s", role, name) == 2) {
-		if (chat_set_model(f->chat, role, name) < 0)
+		if (chat_set_model(f->chat, role, name) < 0) {
 			cli_print_error();
-		else
+		} else {
 			cli_printf(f->out, "%s now uses %s\n", role, name);
+			warn_unlisted(f, strcmp(role, "chat") ? role : NULL, name);
+		}
 		return;
 	}
 	chat_set_model(f->chat, NULL, role);
 	cli_printf(f->out, "the session now uses %s\n", role);
+	warn_unlisted(f, NULL, role);
 }
 
 static void cmd_resume_pick(struct front *f, const char *arg)
 {
-	struct strvec ids = STRVEC_INIT;
+	struct strvec all = STRVEC_INIT, ids = STRVEC_INIT;
 	struct buf line = BUF_INIT;
-	size_t i, from;
+	long long now = (long long)time(NULL);
+	size_t i, from, cols = chat_sess_columns(f->out);
 	int ret;
 
 	if (arg && *arg) {
 		front_resume(f, arg);
 		return;
 	}
-	if (rundir_list_kind(&ids, f->cfg->workspace, RUNDIR_CHATS) < 0) {
+	if (rundir_list_kind(&all, f->cfg->workspace, RUNDIR_CHATS) < 0) {
 		cli_print_error();
 		return;
 	}
+	/* the sessions in which something was said: an empty one has nothing to go on with */
+	for (i = 0; i < all.nr; i++) {
+		struct chat_session_info si;
+
+		if (chat_session_info_read(&si, f->cfg->workspace, all.v[i]) == 0 && si.turns)
+			strvec_push(&ids, all.v[i]);
+		err_clear();
+		chat_session_info_release(&si);
+	}
 	from = ids.nr > 20 ? ids.nr - 20 : 0;
 	for (i = from; i < ids.nr; i++) {
-		char *dir = rundir_dir_kind(f->cfg->workspace, RUNDIR_CHATS, ids.v[i]);
-		json_t *st = NULL;
-		const char *first = "";
+		struct chat_session_info si;
+		const char *mark = !strcmp(ids.v[i], chat_id(f->chat)) ? " (this one)" :
+				   !chat_session_mine(f->cfg->workspace, ids.v[i]) ?
+				   " (not started by you here)" : "";
+		struct buf row = BUF_INIT;
+		size_t lead = 5 + strlen(ids.v[i]) + strlen(mark) + 2;
 
-		if (!rundir_read_json(&st, dir, "state.json"))
-			first = json_string_value(json_array_get(json_object_get(st, "said"), 0));
+		chat_session_info_read(&si, f->cfg->workspace, ids.v[i]);
 		err_clear();
-		cli_printf(f->out, "%3zu  %s%s  %.60s\n", i - from + 1, ids.v[i],
-			   !strcmp(ids.v[i], chat_id(f->chat)) ? " (this one)" :
-			   !chat_session_mine(f->cfg->workspace, ids.v[i]) ?
-			   " (not started by you here)" : "", first ? first : "");
-		json_decref(st);
-		free(dir);
+		chat_sess_row(&row, &si, now, !cols ? 0 : cols > lead + 30 ? cols - lead - 1 : 30);
+		/* the id is a folder's name: anyone's */
+		cli_printf(f->out, "%3zu  %s%s  %s\n", i - from + 1, ids.v[i], mark, row.buf);
+		buf_release(&row);
+		chat_session_info_release(&si);
 	}
 	if (ids.nr == from) {
-		fprintf(f->out, "no sessions yet\n");
+		fprintf(f->out, "no sessions yet (one in which nothing was said is not kept)\n");
 		goto out;
 	}
 	ret = lineedit_read(f->le, "session (number or id; Enter: none): ", &line);
@@ -257,6 +303,31 @@ static void cmd_resume_pick(struct front *f, const char *arg)
 out:
 	buf_release(&line);
 	strvec_clear(&ids);
+	strvec_clear(&all);
+}
+
+/*
+ * /permissions [ask|auto|safe]: who answers the questions for the rest of
+ * the session. Never the boundary: the sandbox is the configuration's.
+ */
+static void cmd_permissions(struct front *f, const char *arg)
+{
+	const char *net = f->cfg->sandbox.network ? "on (through the egress proxy)" : "off";
+
+	if (!*arg) {
+		fprintf(f->out, "permissions %s. /permissions ask: a command that needs approval is "
+			"asked about; auto: it runs without a question; safe: it is refused.\n"
+			"The sandbox stays as configured whatever the mode: network %s.\n",
+			f->cfg->permissions.mode ? f->cfg->permissions.mode : "ask", net);
+		return;
+	}
+	if (chat_set_permissions(f->chat, arg) < 0) {
+		cli_print_error();
+		return;
+	}
+	f->show_mode = 1;
+	fprintf(f->out, "permissions %s for this session; the sandbox stays as configured "
+		"(network %s)\n", f->cfg->permissions.mode, net);
 }
 
 void front_slash(struct front *f, const char *line)
@@ -319,6 +390,8 @@ void front_slash(struct front *f, const char *line)
 		fprintf(f->out, "conversation cleared (the files, the turns and /undo stay)\n");
 	} else if (!strcmp(cmd, "/resume")) {
 		cmd_resume_pick(f, arg);
+	} else if (!strcmp(cmd, "/permissions")) {
+		cmd_permissions(f, arg);
 	} else {
 		const char *const *c, *like = NULL;
 		size_t best = 1, k;

@@ -60,9 +60,11 @@ void front_catch_signals(struct sigaction *old)
 static void turn(struct front *f, const char *message)
 {
 	struct agent_result r = AGENT_RESULT_INIT;
+	struct buf sent = BUF_INIT;
 	size_t i;
 	int ret;
 
+	front_attach(f, message, &sent);
 	f->printed = 0;
 	f->line_open = 0;
 	f->held_len = 0;
@@ -70,7 +72,8 @@ static void turn(struct front *f, const char *message)
 	/* a spinner while nothing else is said: on a terminal, not with -q or -v */
 	if (!cli_quiet && !cli_verbose && isatty(1))
 		progress_start(stderr);
-	ret = chat_turn(f->chat, message, &r);
+	ret = chat_turn(f->chat, sent.buf, &r);
+	buf_release(&sent);
 	if (progress_active())
 		progress_stop();
 	front_show_turn_end(f, &r, ret);
@@ -104,6 +107,7 @@ void front_banner(struct front *f, int resumed)
 			said--;
 		fprintf(f->out, "%zu earlier message%s and %zu turn%s in the conversation.\n", said,
 			said == 1 ? "" : "s", nr, nr == 1 ? "" : "s");
+		front_recap(f);
 	}
 	fprintf(f->out, "%s/help for commands; Ctrl-C stops a turn; Ctrl-D leaves.%s\n",
 		front_col(f, C_DIM), front_col(f, C_RESET));
@@ -249,10 +253,15 @@ int cmd_chat(int argc, char **argv)
 	if (first.len)
 		turn(&f, first.buf);
 	while (!f.quit && !front_leaving) {
-		char prompt[64];
+		char prompt[64], name[32];
 
+		/* after /permissions, the mode it set: "forgex (auto)>" */
+		if (f.show_mode)
+			snprintf(name, sizeof(name), "forgex (%s)", cfg.permissions.mode);
+		else
+			snprintf(name, sizeof(name), "forgex");
 		snprintf(prompt, sizeof(prompt), "%s%s>%s ", f.color ? "\1" C_BOLD "\1" : "",
-			 "forgex", f.color ? "\1" C_RESET "\1" : "");
+			 name, f.color ? "\1" C_RESET "\1" : "");
 		front_interrupted = 0;
 		fflush(f.out);
 		ret = lineedit_read(f.le, prompt, &line);
@@ -290,8 +299,11 @@ int cmd_chat(int argc, char **argv)
 		else
 			turn(&f, line.buf[0] == '/' ? line.buf + 1 : line.buf);
 	}
-	if (f.chat && !cli_quiet)
+	if (f.chat && !cli_quiet && chat_kept(f.chat))
 		cli_printf(stderr, "forgex: session %s saved; 'forgex chat --continue' picks it up\n",
+			   chat_id(f.chat));
+	else if (f.chat && !cli_quiet)
+		cli_printf(stderr, "forgex: nothing was said: session %s is not kept\n",
 			   chat_id(f.chat));
 out:
 	lineedit_close(f.le);

@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/fsutil.h"
 #include "base/jsonx.h"
+#include "cli/chat_sess.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "pipeline/rundir.h"
@@ -62,26 +64,19 @@ static void list_run(const char *workspace, const char *id, int json)
 	free(dir);
 }
 
-/* One interactive session's line: its turns and its first message. */
-static void list_session(const char *workspace, const char *id, int json)
+/* One interactive session's line: its turns, when it was last used, its first message. */
+static void list_session(const char *workspace, const char *id, int json, long long now)
 {
-	char *dir = rundir_dir_kind(workspace, RUNDIR_CHATS, id);
-	json_t *st = NULL;
-	const char *first = "";
-	size_t turns = 0, n;
+	struct chat_session_info si;
 	char when[32];
 
-	if (!rundir_read_json(&st, dir, "state.json")) {
-		const char *f = json_string_value(json_array_get(json_object_get(st, "said"), 0));
-
-		first = f ? f : "";
-		turns = json_array_size(json_object_get(st, "turns"));
-	}
+	chat_session_info_read(&si, workspace, id);
 	err_clear();
 	id_time(when, sizeof(when), id);
 	if (json) {
-		json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:i}", "id", id, "kind", "session",
-				      "time", when, "request", first, "turns", (int)turns);
+		json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I}", "id", id, "kind", "session",
+				      "time", when, "request", si.first ? si.first : "", "turns",
+				      (int)si.turns, "used", (json_int_t)si.used);
 		struct buf b = BUF_INIT;
 
 		jsonx_dump(&b, j, JSON_COMPACT);
@@ -89,31 +84,47 @@ static void list_session(const char *workspace, const char *id, int json)
 		buf_release(&b);
 		json_decref(j);
 	} else {
+		struct buf row = BUF_INIT, age = BUF_INIT;
+		size_t cols = chat_sess_columns(stdout), lead;
 		char what[32];
 
-		snprintf(what, sizeof(what), "session:%zu", turns);
-		n = strcspn(first, "\n");
-		if (n > 60)
-			n = 60;
-		cli_printf(stdout, "%s  %s  %-11s %.*s\n", id, when, what, (int)n, first);
+		snprintf(what, sizeof(what), "session:%zu", si.turns);
+		chat_sess_age(&age, si.used, now);
+		lead = strlen(id) + 2 + strlen(when) + 2 + 12 + (age.len > 11 ? age.len : 11) + 1;
+		chat_sess_cut(&row, si.first ? si.first : "",
+			      !cols ? 0 : cols > lead + 8 ? cols - lead - 1 : 8, 1);
+		cli_printf(stdout, "%s  %s  %-11s %-11s %s\n", id, when, what, age.buf, row.buf);
+		buf_release(&row);
+		buf_release(&age);
 	}
-	json_decref(st);
-	free(dir);
+	chat_session_info_release(&si);
 }
 
 /* The runs and the interactive sessions of the project, oldest first. */
 static int list_runs(const char *workspace, int json)
 {
-	struct strvec runs = STRVEC_INIT, chats = STRVEC_INIT;
+	struct strvec runs = STRVEC_INIT, all = STRVEC_INIT, chats = STRVEC_INIT;
+	long long now = (long long)time(NULL);
 	size_t i = 0, j = 0;
 
 	if (rundir_list(&runs, workspace) < 0 ||
-	    rundir_list_kind(&chats, workspace, RUNDIR_CHATS) < 0) {
+	    rundir_list_kind(&all, workspace, RUNDIR_CHATS) < 0) {
 		cli_print_error();
 		strvec_clear(&runs);
-		strvec_clear(&chats);
+		strvec_clear(&all);
 		return EXIT_FAIL;
 	}
+	/* a session in which nothing was said (one that is still open, or left by a crash) is not listed */
+	for (i = 0; i < all.nr; i++) {
+		struct chat_session_info si;
+
+		if (chat_session_info_read(&si, workspace, all.v[i]) == 0 && si.turns)
+			strvec_push(&chats, all.v[i]);
+		err_clear();
+		chat_session_info_release(&si);
+	}
+	strvec_clear(&all);
+	i = 0;
 	if (!runs.nr && !chats.nr && !json)
 		printf("No runs yet. Start one with: forgex run \"REQUEST\" (or talk: forgex chat)\n");
 	/* ids begin with the time: merged, they are in time order */
@@ -121,7 +132,7 @@ static int list_runs(const char *workspace, int json)
 		if (j >= chats.nr || (i < runs.nr && strcmp(runs.v[i], chats.v[j]) <= 0))
 			list_run(workspace, runs.v[i++], json);
 		else
-			list_session(workspace, chats.v[j++], json);
+			list_session(workspace, chats.v[j++], json, now);
 	}
 	strvec_clear(&runs);
 	strvec_clear(&chats);

@@ -925,8 +925,20 @@ static unsigned char le_key_complete(EditLine *el, int ch)
 				strvec_push(&c.v, le->commands.v[k]);
 		is_cmd = c.v.nr > 0;
 	}
-	if (!is_cmd)
+	if (!is_cmd && word[0] == '@' && le->ws_real) {
+		/* @path, a file to attach: relative to the workspace, offered with its '@' */
+		struct cands in = { STRVEC_INIT, 0 };
+		char *abs = xstrfmt("%s/%s", le->ws_real, word + 1);
+
+		le_complete_path(le, abs, &in);
+		for (k = 0; k < in.v.nr; k++)
+			strvec_pushf(&c.v, "@%s", in.v.v[k] + strlen(le->ws_real) + 1);
+		c.dropped = in.dropped;
+		strvec_clear(&in.v);
+		free(abs);
+	} else if (!is_cmd) {
 		le_complete_path(le, word, &c);
+	}
 	if (!c.v.nr)
 		goto out;
 	qsort(c.v.v, c.v.nr, sizeof(*c.v.v), le_cmp);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agents/agent.h"
@@ -26,6 +27,7 @@
 #include "pipeline/runrecord.h"
 #include "pipeline/workbench.h"
 #include "sandbox/approval.h"
+#include "tools/fs.h"
 #include "tools/registry.h"
 #include "vcs/checkpoint.h"
 #include "vcs/diff.h"
@@ -64,6 +66,12 @@ struct chat {
 	size_t olds_nr, olds_alloc;
 	struct strvec said;		/* the person's messages, for chat_request_text() */
 	char *last_answer;
+	char *first;			/* the first message of the session: /clear keeps it */
+	long long used;			/* when last used (opened, a turn): seconds since the epoch */
+	size_t turns_noted;		/* turns when the use was last noted in the user's record */
+	int created;			/* made by this chat_open(), not resumed */
+	int mine;			/* in the user's record of sessions (chat_session_mine()) */
+	int ran;			/* a /run, /plan or /go was made from it */
 	struct agent_budget prices;	/* only the prices of [budget] */
 	struct chat_conv cv;		/* a refused message, the runs to undo (chat_conv.c) */
 };
@@ -120,6 +128,7 @@ void chat_event(struct chat *c, const char *type, json_t *fields)
 
 void chat_record_run(struct chat *c, const char *action, const struct pipeline_result *res)
 {
+	c->ran = 1;
 	ledger_add(&c->rec.ledger, &res->ledger);
 	chat_event(c, "pipeline", json_pack("{s:s, s:s?, s:s, s:s?}", "action", action, "run_id",
 					    res->run_id, "outcome",
@@ -222,12 +231,38 @@ static void diff_around_call(void *data, const struct tool *t, int after)
  * State
  */
 
+/*
+ * The session is used now (opened, or a turn taken): --continue takes the
+ * session of the user's record noted last, so a use is noted again unless
+ * it is the last line already. A session that is not in the record (one
+ * that came with the folder, resumed by name) is never added to it.
+ */
+static void note_use(struct chat *c)
+{
+	struct strvec mine = STRVEC_INIT;
+
+	c->used = (long long)time(NULL);
+	if (!c->mine)
+		return;
+	runrecord_list(&mine, RUNRECORD_SESSIONS, c->cfg->workspace);
+	if (!mine.nr || strcmp(mine.v[mine.nr - 1], c->s.id))
+		runrecord_note(RUNRECORD_SESSIONS, c->cfg->workspace, c->s.id);
+	strvec_clear(&mine);
+}
+
 static int save_state(struct chat *c)
 {
 	json_t *j = json_object(), *turns = json_array(), *conv, *clean;
 	size_t i;
 	int ret;
 
+	/* a new turn is a use; the first message is kept past /clear */
+	if (c->turns_nr > c->turns_noted) {
+		c->turns_noted = c->turns_nr;
+		note_use(c);
+	}
+	if (!c->first && c->said.nr)
+		c->first = xstrdup(c->said.v[0]);
 	for (i = 0; i < c->turns_nr; i++)
 		json_array_append_new(turns, json_pack("{s:i, s:s?, s:b, s:b}", "n", c->turns[i].n,
 						       "checkpoint", c->turns[i].checkpoint,
@@ -239,6 +274,8 @@ static int save_state(struct chat *c)
 	jsonx_set(j, "model", jsonx_string(c->model));
 	jsonx_set(j, "said", jsonx_from_strvec(&c->said));
 	jsonx_set(j, "last_answer", jsonx_string(c->last_answer ? c->last_answer : ""));
+	jsonx_set(j, "first", jsonx_string(c->first ? c->first : ""));
+	jsonx_set(j, "used", json_integer((json_int_t)c->used));
 	ret = rundir_write_json(&c->s, "state.json", j);
 	json_decref(j);
 	if (ret < 0)
@@ -283,6 +320,9 @@ static int load_state(struct chat *c)
 			strvec_push(&c->said, json_string_value(t));
 	if (jsonx_str(j, "last_answer"))
 		c->last_answer = xstrdup(jsonx_str(j, "last_answer"));
+	if (jsonx_str(j, "first") && *jsonx_str(j, "first"))
+		c->first = xstrdup(jsonx_str(j, "first"));
+	c->turns_noted = c->turns_nr;
 	json_decref(j);
 	ret = rundir_read_json(&conv, c->s.dir, "conversation.json");
 	if (ret == FX_ENOTFOUND) {
@@ -322,7 +362,11 @@ int chat_session_mine(const char *workspace, const char *id)
 	return found;
 }
 
-/* The newest session of `workspace` that the user's record holds. */
+/*
+ * The session of `workspace` the user used last: the last one the user's
+ * record notes (a turn, a resume note it again; see note_use()) whose
+ * folder is there and holds a turn.
+ */
 static int last_own_session(char **out, const char *workspace)
 {
 	struct strvec all = STRVEC_INIT, mine = STRVEC_INIT;
@@ -333,15 +377,24 @@ static int last_own_session(char **out, const char *workspace)
 	if (ret < 0)
 		return ret;
 	runrecord_list(&mine, RUNRECORD_SESSIONS, workspace);
-	for (i = all.nr; i-- > 0;)
-		if (strvec_find(&mine, all.v[i]) >= 0)
+	for (i = mine.nr; i-- > 0;) {
+		struct chat_session_info si;
+		int usable;
+
+		if (strvec_find(&all, mine.v[i]) < 0)
+			continue;
+		usable = chat_session_info_read(&si, workspace, mine.v[i]) == 0 && si.turns > 0;
+		err_clear();
+		chat_session_info_release(&si);
+		if (usable)
 			break;
+	}
 	if (i != (size_t)-1)
-		*out = xstrdup(all.v[i]);
+		*out = xstrdup(mine.v[i]);
 	else if (all.nr)
 		ret = err_set(FX_ENOTFOUND, "no session you started in %s (the %zu in its "
-			      ".forgex/sessions were not started here by you: 'forgex chat --resume "
-			      "ID' takes one by name)", workspace, all.nr);
+			      ".forgex/sessions were not started here by you, or are empty: "
+			      "'forgex chat --resume ID' takes one by name)", workspace, all.nr);
 	else
 		ret = err_set(FX_ENOTFOUND, "no sessions yet in %s", workspace);
 	strvec_clear(&all);
@@ -400,7 +453,8 @@ int chat_open(struct chat **out, const struct chat_opts *o)
 			ret = rundir_resolve_kind(&id, c->cfg->workspace, RUNDIR_CHATS, o->resume);
 		if (ret < 0)
 			goto fail;
-		if (!o->force_provider && !chat_session_mine(c->cfg->workspace, id))
+		c->mine = chat_session_mine(c->cfg->workspace, id);
+		if (!o->force_provider && !c->mine)
 			log_warn("session %s was not started by you here (it came with the folder?): "
 				 "its messages go to the model as they are", id);
 		ret = rundir_open_kind(&c->s, c->cfg->workspace, RUNDIR_CHATS, id);
@@ -410,11 +464,15 @@ int chat_open(struct chat **out, const struct chat_opts *o)
 		ret = load_state(c);
 		if (ret < 0)
 			goto fail;
+		note_use(c);	/* a resume is a use: --continue takes it next */
 	} else {
 		ret = rundir_create_kind(&c->s, c->cfg->workspace, RUNDIR_CHATS, NULL);
 		if (ret < 0)
 			goto fail;
-		runrecord_note(RUNRECORD_SESSIONS, c->cfg->workspace, c->s.id);
+		/* in the user's record from its first turn on (save_state()): an empty one is not kept */
+		c->created = 1;
+		c->mine = 1;
+		c->used = (long long)time(NULL);
 	}
 	c->s.on_event = o->on_event;
 	c->s.on_event_data = o->event_data;
@@ -492,13 +550,22 @@ fail:
 	return ret;
 }
 
+int chat_kept(const struct chat *c)
+{
+	return !c->created || c->turns_nr || c->conv.messages_nr || c->ran;
+}
+
 void chat_close(struct chat *c)
 {
+	char *drop = NULL;
 	size_t i;
 
 	if (!c)
 		return;
-	if (c->s.dir && c->s.events_fd >= 0)
+	/* a session made here in which nothing was said: its folder goes once all is closed */
+	if (c->s.dir && !chat_kept(c))
+		drop = xstrdup(c->s.dir);
+	else if (c->s.dir && c->s.events_fd >= 0)
 		save_state(c);
 	c->rec.jr = NULL;
 	if (c->have_jr)
@@ -518,9 +585,13 @@ void chat_close(struct chat *c)
 	free(c->last_answer);
 	free(c->start_checkpoint);
 	free(c->model);
+	free(c->first);
 	chat_conv_release(&c->cv);
 	recorder_release(&c->rec);
 	rundir_release(&c->s);
+	if (drop && fsutil_remove_tree(drop) < 0)
+		err_clear();
+	free(drop);
 	free(c);
 }
 
@@ -920,4 +991,119 @@ void chat_request_text(const struct chat *c, struct buf *out)
 		buf_addf(out, "\n- %s\n", c->said.v[i]);
 	if (c->last_answer && *c->last_answer)
 		buf_addf(out, "\nThe assistant's last answer:\n%s\n", c->last_answer);
+}
+
+/*
+ * The person's settings
+ */
+
+int chat_set_permissions(struct chat *c, const char *mode)
+{
+	enum approval_mode m;
+
+	if (!mode || approval_mode_parse(&m, mode) < 0)
+		return err_set(FX_EINVAL, "unknown permission mode '%s' (ask, auto or safe)",
+			       mode ? mode : "");
+	if (config_set(c->cfg, "permissions.mode", approval_mode_name(m), CFG_FLAG) < 0)
+		return err_prefix(FX_EINVAL, "permissions.mode");
+	/*
+	 * Only who answers the questions changes, as policy_init_from_config()
+	 * sets it from the mode. The boundary stays the configuration's: the
+	 * sandbox's network and what it lets a command write were set when the
+	 * executor opened and are not touched.
+	 */
+	c->wb.ex.policy.mode = m;
+	c->wb.ex.policy.network_allowed = m == APPROVAL_AUTO;
+	if (c->wb.have_map_ex) {
+		c->wb.map_ex.policy.mode = m;
+		c->wb.map_ex.policy.network_allowed = m == APPROVAL_AUTO;
+	}
+	c->wb.mcp.mode = m;
+	chat_event(c, "permissions", json_pack("{s:s}", "mode", approval_mode_name(m)));
+	return 0;
+}
+
+/*
+ * @path: files the person attaches to a message
+ */
+
+/* Characters that end a sentence rather than a path: "see @a.py, then" */
+static size_t mention_len(const char *s)
+{
+	size_t n = strcspn(s, " \t\n\r");
+
+	while (n && strchr(".,;:!?)]}\"'", s[n - 1]))
+		n--;
+	return n;
+}
+
+/* Attach `path` (as typed) to `out`: read as read_file reads, or a note in `refused`. */
+static void attach_one(struct chat *c, const char *path, struct buf *out, struct strvec *seen,
+		       struct strvec *attached, struct strvec *refused)
+{
+	struct wspath_loc loc = WSPATH_LOC_INIT;
+	struct buf data = BUF_INIT, why = BUF_INIT;
+	size_t max = c->wb.tctx.limits.read_bytes;
+	int ret;
+
+	ret = fs_load_text(&data, &loc, &c->wb.tctx, path, max, 0);
+	if (ret == FX_ELIMIT) {
+		strvec_pushf(refused, "@%s: %s; ask the model to read it instead (read_file reads a "
+			     "file in parts)", path, err_last());
+		goto out;
+	}
+	if (ret < 0) {
+		strvec_pushf(refused, "@%s: %s", path, err_last());
+		goto out;
+	}
+	if (strvec_find(seen, loc.rel) >= 0)
+		goto out;	/* named twice: attached once */
+	if (fs_is_binary(data.buf, data.len, 1, &why)) {
+		strvec_pushf(refused, "@%s: it looks like a binary file (%s); not attached", path,
+			     why.buf);
+		goto out;
+	}
+	strvec_push(seen, loc.rel);
+	/* what the model is given of a file, as read_file's results are: secrets redacted */
+	redact_buf(&data);
+	buf_addf(out, "\n\n<file path=\"%s\">\n", loc.rel);
+	buf_addbuf(out, &data);
+	if (data.len && data.buf[data.len - 1] != '\n')
+		buf_addch(out, '\n');
+	buf_addstr(out, "</file>");
+	strvec_pushf(attached, "%s (%zu line%s, %zu bytes)", loc.rel,
+		     fs_count_lines(data.buf, data.len),
+		     fs_count_lines(data.buf, data.len) == 1 ? "" : "s", data.len);
+out:
+	err_clear();
+	wspath_loc_release(&loc);
+	buf_release(&data);
+	buf_release(&why);
+}
+
+void chat_attach(struct chat *c, const char *message, struct buf *out, struct strvec *attached,
+		 struct strvec *refused)
+{
+	struct strvec seen = STRVEC_INIT;
+	struct buf files = BUF_INIT;
+	const char *p;
+
+	buf_addstr(out, message);
+	for (p = message; (p = strchr(p, '@')); p++) {
+		size_t n;
+		char *path;
+
+		if (p > message && !strchr(" \t\n(", p[-1]))
+			continue;	/* me@example.org */
+		n = mention_len(p + 1);
+		if (!n || p[1] == '@')
+			continue;
+		path = xstrndup(p + 1, n);
+		attach_one(c, path, &files, &seen, attached, refused);
+		free(path);
+		p += n;
+	}
+	buf_addbuf(out, &files);
+	buf_release(&files);
+	strvec_clear(&seen);
 }

@@ -49,6 +49,7 @@
  *   "compact"      messages_before, messages_after
  *   "clear"        messages (dropped)
  *   "model"        role ("chat" or a role name), model
+ *   "permissions"  mode (/permissions: "ask", "auto", "safe")
  *   "pipeline"     action ("run", "plan", "go"), run_id, outcome, reason
  * Events that are only for display ("progress") are passed to `on_event`
  * but not recorded.
@@ -61,6 +62,7 @@
 
 #include "agents/agent.h"
 #include "base/buf.h"
+#include "base/strvec.h"
 #include "config/config.h"
 #include "pipeline/journal.h"
 #include "pipeline/ledger.h"
@@ -75,8 +77,9 @@ struct chat;
 struct chat_opts {
 	struct config *cfg;		/* required; cfg->workspace is the project (borrowed) */
 	/*
-	 * Go on with this session (an id, a prefix; "last": the newest the
-	 * user started here, see chat_session_mine()); NULL: a new one.
+	 * Go on with this session (an id, a prefix; "last": the one the user
+	 * used last here, by a turn or a resume, see chat_session_mine());
+	 * NULL: a new one.
 	 */
 	const char *resume;
 	/* Every role talks to this [providers.NAME] (a replay provider); NULL: as configured. */
@@ -114,8 +117,15 @@ struct chat_turn {
  */
 int chat_open(struct chat **out, const struct chat_opts *opts);
 
-/** End the session: everything is saved; the struct is freed. NULL is fine. */
+/**
+ * End the session: everything is saved; the struct is freed. NULL is
+ * fine. A session made by this chat_open() in which nothing happened (no
+ * turn, no message, no /run) is not kept: its folder is removed.
+ */
 void chat_close(struct chat *c);
+
+/** Whether chat_close() keeps the session (see there). */
+int chat_kept(const struct chat *c);
 
 const char *chat_id(const struct chat *c);
 const char *chat_dir(const struct chat *c);
@@ -251,6 +261,46 @@ void chat_request_text(const struct chat *c, struct buf *out);
  * folder is resumed only by name, with a warning.
  */
 int chat_session_mine(const char *workspace, const char *id);
+
+/**
+ * The approval mode of the session from now on ("ask", "auto", "safe";
+ * FX_EINVAL for another): cfg's permissions.mode (so /run uses it too),
+ * the executor's, the hooks' and the MCP tools'. A "permissions" event
+ * records it. It decides who answers the questions, never the boundary:
+ * [sandbox] network and what a command may write stay as configured.
+ */
+int chat_set_permissions(struct chat *c, const char *mode);
+
+/**
+ * `message` with the files it mentions as `@path` (a word beginning with
+ * @, relative to the workspace, sentence punctuation after it dropped)
+ * attached, into `out`: the message as typed, then each file once as
+ * `<file path="REL">` ... `</file>`. Each file is read as read_file reads
+ * one (inside the workspace, a symbolic link only if it stays inside,
+ * never in .git, at most the tools' read_bytes, not binary) and redacted
+ * as a tool's result is. Pushes "REL (N lines, N bytes)" to `attached`
+ * and "@PATH: why" to `refused` (not attached; the mention stays as text).
+ */
+void chat_attach(struct chat *c, const char *message, struct buf *out, struct strvec *attached,
+		 struct strvec *refused);
+
+/** What a list of sessions shows of one (chat_list.c). */
+struct chat_session_info {
+	char *first;		/* the first message ("" when none was said) */
+	size_t turns;
+	long long used;		/* last used (opened, a turn): seconds since the epoch; 0: unknown */
+};
+
+#define CHAT_SESSION_INFO_INIT { NULL, 0, 0 }
+
+/**
+ * Read what session `id` of `workspace` holds (its state.json; the first
+ * message from its events when an older state lost it to /clear).
+ * `out` is filled (and must be released) even on failure; FX_ENOTFOUND
+ * when the session has no state.
+ */
+int chat_session_info_read(struct chat_session_info *out, const char *workspace, const char *id);
+void chat_session_info_release(struct chat_session_info *s);
 
 /** Record an event of the session (takes the reference of `fields`, may be NULL). */
 void chat_event(struct chat *c, const char *type, json_t *fields);
