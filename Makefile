@@ -19,10 +19,11 @@ CC ?= cc
 PKG_CONFIG ?= pkg-config
 VERSION := 0.1.0
 
-PKGS := libcurl jansson libgit2 libseccomp libpcre2-8 zlib libedit
+PKGS := libcurl jansson libgit2 libseccomp libpcre2-8 zlib libedit md4c
 # What build/forgex itself links; commands needing more run in forgex-core
 # (see src/cli/main.c). libedit (the session's line editor, src/cli/lineedit.c)
-# is only in forgex-core: the session is a heavy command (see EDIT_PKGS).
+# and md4c (its Markdown, src/cli/markdown.c) are only in forgex-core: the
+# session is a heavy command (see EDIT_PKGS).
 LIGHT_PKGS := jansson libseccomp libpcre2-8
 TEST_PKGS := cmocka
 
@@ -44,9 +45,9 @@ WARNINGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DFX_VERSION='"$(VERSION)"' $(WARNINGS) \
 	-Isrc -MMD -MP $(shell $(PKG_CONFIG) --cflags $(PKGS)) $(CFLAGS)
-# libedit is linked only where the line editor is: forgex-core and the
-# unit tests of src/cli/ (not toml-decode, mockllm or the other tests).
-EDIT_PKGS := libedit
+# libedit and md4c are linked only where the session's front is: forgex-core
+# and the unit tests of src/cli/ (not toml-decode, mockllm or the other tests).
+EDIT_PKGS := libedit md4c
 LIBS := $(shell $(PKG_CONFIG) --libs $(filter-out $(EDIT_PKGS),$(PKGS))) -lm
 EDIT_LIBS := $(shell $(PKG_CONFIG) --libs $(EDIT_PKGS))
 LIGHT_LIBS := $(shell $(PKG_CONFIG) --libs $(LIGHT_PKGS)) -lm

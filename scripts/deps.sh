@@ -45,6 +45,7 @@ for g in $want_groups; do
 		need_pc libseccomp libseccomp-dev
 		need_pc libpcre2-8 libpcre2-dev
 		need_pc libedit libedit-dev
+		need_pc md4c libmd4c-dev
 		need_cmd ctags universal-ctags
 		;;
 	test)

@@ -46,13 +46,78 @@ int fsutil_later_mtime(int fd, const struct stat *old)
 	return futimens(fd, ts);
 }
 
+#define TMP_BASE_MAX 200
+
+/* A new temporary entry for `name`: a file (returned open), a symbolic link, or a hard link. */
+static int tmp_make(char tmp[FSUTIL_TMP_NAME_MAX], int dirfd, const char *name,
+		    const char *link_target, int hard, const struct fsutil_tmp_hook *hook)
+{
+	unsigned int rnd = 0;
+	int tries, fd, ret;
+
+	for (tries = 0; tries < 100; tries++) {
+		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+			rnd = (unsigned int)getpid() * 2654435761u + (unsigned int)tries;
+		snprintf(tmp, FSUTIL_TMP_NAME_MAX, ".%.*s.fx-%08x.tmp", TMP_BASE_MAX, name, rnd);
+		/* named first: a kill between the two leaves a name someone knows */
+		if (hook && hook->before_create &&
+		    (ret = hook->before_create(hook->data, hook->rel, tmp)) < 0)
+			return ret;
+		if (hard) {
+			if (!linkat(dirfd, name, dirfd, tmp, 0))
+				return 0;
+		} else if (link_target) {
+			if (!symlinkat(link_target, dirfd, tmp))
+				return 0;
+		} else {
+			fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+				    0600);
+			if (fd >= 0)
+				return fd;
+		}
+		if (errno != EEXIST)
+			return err_set_errno(FX_EOS, "cannot create a temporary file for '%s'", name);
+	}
+	return err_set(FX_EOS, "cannot create a temporary file for '%s'", name);
+}
+
+int fsutil_tmp_create(char tmp[FSUTIL_TMP_NAME_MAX], int dirfd, const char *name,
+		      const char *link_target, const struct fsutil_tmp_hook *hook)
+{
+	return tmp_make(tmp, dirfd, name, link_target, 0, hook);
+}
+
+int fsutil_tmp_hardlink(char tmp[FSUTIL_TMP_NAME_MAX], int dirfd, const char *name,
+			const struct fsutil_tmp_hook *hook)
+{
+	return tmp_make(tmp, dirfd, name, NULL, 1, hook);
+}
+
+int fsutil_tmp_is_for(const char *tmp, const char *name)
+{
+	size_t n = strnlen(name, TMP_BASE_MAX), i;
+
+	if (!*name || tmp[0] != '.' || strncmp(tmp + 1, name, n) || strncmp(tmp + 1 + n, ".fx-", 4))
+		return 0;
+	tmp += 1 + n + 4;
+	for (i = 0; i < 8; i++)
+		if (!tmp[i] || !strchr("0123456789abcdef", tmp[i]))
+			return 0;
+	return !strcmp(tmp + 8, ".tmp");
+}
+
 int fsutil_write_atomic_at(int dirfd, const char *name, const void *data, size_t len,
 			   mode_t mode)
 {
-	char tmp[NAME_MAX + 1];
+	return fsutil_write_atomic_hooked(dirfd, name, data, len, mode, NULL);
+}
+
+int fsutil_write_atomic_hooked(int dirfd, const char *name, const void *data, size_t len,
+			       mode_t mode, const struct fsutil_tmp_hook *hook)
+{
+	char tmp[FSUTIL_TMP_NAME_MAX];
 	struct stat st;
-	unsigned int rnd = 0;
-	int fd = -1, ret = 0, tries, had = 0;
+	int fd, ret = 0, had = 0;
 
 	if (strchr(name, '/') || !*name)
 		return err_set(FX_EINVAL, "'%s' is not a plain file name", name);
@@ -62,16 +127,9 @@ int fsutil_write_atomic_at(int dirfd, const char *name, const void *data, size_t
 		mode = st.st_mode & 07777;
 		had = 1;
 	}
-	for (tries = 0; tries < 100 && fd < 0; tries++) {
-		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-			rnd = (unsigned int)getpid() * 2654435761u + (unsigned int)tries;
-		snprintf(tmp, sizeof(tmp), ".%.200s.fx-%08x.tmp", name, rnd);
-		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (fd < 0 && errno != EEXIST)
-			return err_set_errno(FX_EOS, "cannot create a temporary file for '%s'", name);
-	}
+	fd = fsutil_tmp_create(tmp, dirfd, name, NULL, hook);
 	if (fd < 0)
-		return err_set(FX_EOS, "cannot create a temporary file for '%s'", name);
+		return fd;
 	ret = fsutil_write_all(fd, data, len);
 	if (ret < 0) {
 		err_prefix(ret, "cannot write '%s'", name);

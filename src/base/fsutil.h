@@ -36,6 +36,48 @@ int fsutil_later_mtime(int fd, const struct stat *old);
 int fsutil_write_atomic_at(int dirfd, const char *name, const void *data, size_t len,
 			   mode_t mode);
 
+/*
+ * Temporary files beside their target. Every file forgex writes into a
+ * tree is first written as ".NAME.fx-XXXXXXXX.tmp" (eight hex digits;
+ * NAME cut to 200 bytes) in the folder of NAME, then renamed over it. A
+ * hook is told each name before the entry is created, so a journal can
+ * name it first and the leftover of a write killed before its rename is
+ * found and removed later (pipeline/journal.h), and nothing else is.
+ */
+#define FSUTIL_TMP_NAME_MAX 256
+
+struct fsutil_tmp_hook {
+	/* told `tmp` (a name in the folder of `rel`) first; < 0 refuses: nothing is created */
+	int (*before_create)(void *data, const char *rel, const char *tmp);
+	void *data;
+	const char *rel;	/* the target, as the hook knows it (e.g. relative to the workspace) */
+};
+
+/**
+ * Create a new temporary entry for `name` in `dirfd`, its name in `tmp`:
+ * with `link_target` NULL a regular file (mode 0600, O_EXCL, no link
+ * followed), returned open for writing; else a symbolic link to
+ * `link_target` (returns 0). `hook` (may be NULL) is told each name
+ * before it is tried. A negative code when none could be made.
+ */
+int fsutil_tmp_create(char tmp[FSUTIL_TMP_NAME_MAX], int dirfd, const char *name,
+		      const char *link_target, const struct fsutil_tmp_hook *hook);
+
+/**
+ * The same name for a second (hard) link to the file `name` itself (a
+ * copy kept to undo with); 0, or a negative code (also when the file
+ * system has no hard links).
+ */
+int fsutil_tmp_hardlink(char tmp[FSUTIL_TMP_NAME_MAX], int dirfd, const char *name,
+			const struct fsutil_tmp_hook *hook);
+
+/** Whether `tmp` is a name fsutil_tmp_create() makes for `name`. */
+int fsutil_tmp_is_for(const char *tmp, const char *name);
+
+/** fsutil_write_atomic_at() with its temporary file made by fsutil_tmp_create(`hook`). */
+int fsutil_write_atomic_hooked(int dirfd, const char *name, const void *data, size_t len,
+			       mode_t mode, const struct fsutil_tmp_hook *hook);
+
 /**
  * Append the contents of `path` to `out`. Fails with FX_ELIMIT when the
  * file is larger than `max` bytes (0: no limit), FX_ENOTFOUND when it

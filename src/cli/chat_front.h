@@ -15,6 +15,7 @@
 #include "agents/agent.h"
 #include "cli/approve_tty.h"
 #include "cli/lineedit.h"
+#include "cli/markdown.h"
 #include "config/config.h"
 #include "pipeline/chat.h"
 #include "sandbox/approval.h"
@@ -40,6 +41,8 @@ struct front {
 	char held[4];
 	size_t held_len;
 	int line_open;		/* a line of text is open (no newline yet) */
+	struct markdown_stream *md;	/* with colour: the model's Markdown rendered (chat_show.c) */
+	json_t *command;	/* the "command" event of the call whose result comes next */
 	/* /plan, then /go */
 	json_t *plan;
 	char *plan_request;

@@ -13,6 +13,7 @@
 #include "cli/chat_front.h"
 #include "cli/cli.h"
 #include "cli/progress.h"
+#include "cli/textwrap.h"
 
 /* Bytes of a tool result's first line shown. */
 #define RESULT_SHOWN 160
@@ -31,6 +32,18 @@ void front_put_safe(struct front *f, const char *color, const char *s, size_t le
 /* End the model's open line before anything else is written. */
 void front_close_line(struct front *f)
 {
+	if (f->md) {
+		struct buf b = BUF_INIT;
+
+		/* the message ends: what its Markdown held is shown */
+		f->line_open = markdown_stream_finish(f->md, &b);
+		fwrite(b.buf, 1, b.len, f->out);
+		buf_release(&b);
+		markdown_stream_free(f->md);
+		f->md = NULL;
+	}
+	json_decref(f->command);
+	f->command = NULL;
 	if (f->held_len) {
 		front_put_safe(f, "", f->held, f->held_len, TERMSAFE_MULTILINE);
 		f->held_len = 0;
@@ -50,6 +63,22 @@ void front_on_text(void *data, const char *text, size_t len)
 	if (!len)
 		return;
 	progress_hold();
+	if (f->color) {
+		/* on a terminal with colour: Markdown, a block once it is complete */
+		if (!f->md)
+			f->md = markdown_stream_new();
+		markdown_stream_feed(f->md, text, len, &in);
+		fwrite(in.buf, 1, in.len, f->out);
+		fflush(f->out);
+		f->printed += len;
+		f->last = text[len - 1];
+		if (in.len)
+			f->line_open = in.buf[in.len - 1] != '\n';
+		/* as below; while a block is held the cursor is at a line's start */
+		progress_release(f->line_open ? "" : NULL);
+		buf_release(&in);
+		return;
+	}
 	buf_add(&in, f->held, f->held_len);
 	buf_add(&in, text, len);
 	keep = termsafe_partial_tail(in.buf, in.len);
@@ -146,6 +175,33 @@ static void result_line(struct buf *out, const char *name, const char *preview)
 	}
 }
 
+/*
+ * A command's last lines (the "command" event's tail), dimmed, under its
+ * call; how many came before them, and where the whole output is.
+ */
+static void show_tail(struct front *f, const json_t *cmd)
+{
+	const char *tail = jsonx_str(cmd, "tail"), *p;
+	long long lines = jsonx_int(cmd, "output_lines", 0), shown = 0;
+
+	if (!tail || !*tail)
+		return;
+	for (p = tail; *p; p++)
+		shown += *p == '\n';
+	if (lines > shown)
+		fprintf(f->out, "    %s... %lld earlier line%s: /last or Ctrl-O shows the whole output%s\n",
+			front_col(f, C_DIM), lines - shown, lines - shown == 1 ? "" : "s",
+			front_col(f, C_RESET));
+	for (p = tail; *p;) {
+		size_t n = strcspn(p, "\n");
+
+		fputs("    ", f->out);
+		front_put_safe(f, C_DIM, p, n, TERMSAFE_MULTILINE);
+		fputc('\n', f->out);
+		p += n + (p[n] == '\n');
+	}
+}
+
 static void show_diff(struct front *f, const char *diff)
 {
 	const char *p = diff;
@@ -191,11 +247,20 @@ void front_on_event(void *data, const json_t *ev)
 			     json_object_get(ev, "arguments"));
 		fprintf(f->out, "%s*%s %s\n", front_col(f, C_CYAN), front_col(f, C_RESET), b.buf);
 		label = b.buf;
+	} else if (!strcmp(type, "command")) {
+		/* its output is shown with the result that follows */
+		json_decref(f->command);
+		f->command = json_incref((json_t *)ev);
 	} else if (!strcmp(type, "tool_result")) {
 		const char *status = jsonx_str(ev, "status"), *name = jsonx_str(ev, "name");
 		const char *preview = jsonx_str(ev, "preview");
+		json_t *cmd = f->command;
 
+		f->command = NULL;
 		front_close_line(f);
+		if (cmd && name && !strcmp(name, "run_command"))
+			show_tail(f, cmd);
+		json_decref(cmd);
 		result_line(&b, name ? name : "", preview ? preview : "");
 		if (status && !strcmp(status, "refused")) {
 			fprintf(f->out, "  %sREFUSED%s ", front_col(f, C_RED C_BOLD), front_col(f, C_RESET));
@@ -231,13 +296,13 @@ void front_on_event(void *data, const json_t *ev)
 			(long long)jsonx_int(ev, "stubbed", 0), front_col(f, C_RESET));
 	} else if (!strcmp(type, "warning")) {
 		front_close_line(f);
-		cli_printf(stderr, "forgex: warning: %s\n", jsonx_str(ev, "message") ?
-			   jsonx_str(ev, "message") : "");
+		textwrap_printf(stderr, "forgex: warning: %s\n", jsonx_str(ev, "message") ?
+				jsonx_str(ev, "message") : "");
 	} else if (!strcmp(type, "hook") && json_is_true(json_object_get(ev, "blocked"))) {
 		front_close_line(f);
-		cli_printf(f->out, "  hook %s blocked: %s\n", jsonx_str(ev, "command") ?
-			   jsonx_str(ev, "command") : "", jsonx_str(ev, "reason") ?
-			   jsonx_str(ev, "reason") : "");
+		textwrap_printf(f->out, "  hook %s blocked: %s\n", jsonx_str(ev, "command") ?
+				jsonx_str(ev, "command") : "", jsonx_str(ev, "reason") ?
+				jsonx_str(ev, "reason") : "");
 	} else if (!strcmp(type, "progress") && cli_verbose) {
 		front_close_line(f);
 		cli_printf(stderr, "forgex: %s\n", jsonx_str(ev, "message"));
@@ -257,7 +322,7 @@ void front_on_wait(void *data, const char *holder)
 
 	progress_hold();
 	front_close_line(f);
-	cli_printf(stderr, "forgex: waiting for %s to finish (Ctrl-C stops waiting)\n", holder);
+	textwrap_printf(stderr, "forgex: waiting for %s to finish (Ctrl-C stops waiting)\n", holder);
 	progress_release(NULL);
 }
 

@@ -7,20 +7,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "base/fsutil.h"
 #include "base/jsonx.h"
+#include "base/termsafe.h"
 #include "cli/chat_front.h"
 #include "cli/chat_sess.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "llm/provider.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/recorder.h"
 #include "pipeline/rundir.h"
 #include "vcs/diff.h"
 
 const char *const front_slash_commands[] = {
 	"/run", "/plan", "/go", "/diff", "/undo", "/model", "/cost", "/compact", "/clear",
-	"/resume", "/permissions", "/help", "/exit", "/quit", NULL,
+	"/resume", "/permissions", "/last", "/help", "/exit", "/quit", NULL,
 };
 
 /* /run, /plan and /go: the pipeline, with its usual progress, gate and rollback. */
@@ -67,6 +71,65 @@ static void pipeline(struct front *f, const char *action, const char *request,
 	fflush(f->out);
 }
 
+/*
+ * /last (and Ctrl-O at the prompt): the whole output of the session's last
+ * command, as the recorder kept it (output/SEQ.txt of the session's folder,
+ * named by its "command" event), made safe for the terminal.
+ */
+static void cmd_last_output(struct front *f)
+{
+	json_t *events = NULL, *ev, *last = NULL;
+	struct strvec argv = STRVEC_INIT;
+	struct buf line = BUF_INIT, out = BUF_INIT;
+	const char *name;
+	size_t i;
+	int fd;
+
+	if (rundir_load_events(&events, chat_dir(f->chat)) < 0) {
+		cli_print_error();
+		return;
+	}
+	json_array_foreach(events, i, ev)
+		if (jsonx_str(ev, "type") && !strcmp(jsonx_str(ev, "type"), "command") &&
+		    !json_is_true(json_object_get(ev, "refused")))
+			last = ev;
+	if (!last) {
+		fprintf(f->out, "no command has run in this session yet\n");
+		goto out;
+	}
+	if (jsonx_to_strvec(&argv, json_object_get(last, "argv")) == 0 && argv.nr)
+		approval_format_argv(&line, (const char *const *)argv.v, argv.nr);
+	err_clear();
+	buf_addf(&line, "   (exit %lld%s", (long long)jsonx_int(last, "exit_code", 0),
+		 json_is_true(json_object_get(last, "timed_out")) ? ", timed out" : "");
+	name = jsonx_str(last, "output");
+	if (name)
+		buf_addf(&line, ", %lld line%s)", (long long)jsonx_int(last, "output_lines", 0),
+			 jsonx_int(last, "output_lines", 0) == 1 ? "" : "s");
+	else
+		buf_addstr(&line, ", no output)");
+	fprintf(f->out, "%s$ ", front_col(f, C_DIM));
+	front_put_safe(f, "", line.buf, line.len, 0);
+	fprintf(f->out, "%s\n", front_col(f, C_RESET));
+	if (!name)
+		goto out;
+	fd = recorder_output_open(chat_dir(f->chat), name);
+	if (fd < 0 || fsutil_read_fd(&out, fd, RECORDER_OUTPUT_MAX + 4096) < 0) {
+		cli_print_error();
+	} else {
+		front_put_safe(f, "", out.buf, out.len, TERMSAFE_MULTILINE);
+		if (out.len && out.buf[out.len - 1] != '\n')
+			fputc('\n', f->out);
+	}
+	if (fd >= 0)
+		close(fd);
+out:
+	strvec_clear(&argv);
+	buf_release(&line);
+	buf_release(&out);
+	json_decref(events);
+}
+
 static void cmd_help_text(struct front *f)
 {
 	fprintf(f->out,
@@ -86,10 +149,13 @@ static void cmd_help_text(struct front *f)
 		"  /resume [ID]          go on with an earlier session of this project\n"
 		"  /permissions [MODE]   ask, auto or safe: the approvals for this session\n"
 		"                        (the sandbox stays as configured)\n"
+		"  /last                 the whole output of the last command (also Ctrl-O)\n"
 		"  /help, /exit          this text; leave (also Ctrl-D)\n"
 		"Keys: arrows, Home/End, Ctrl-R searches the history, Tab completes commands\n"
-		"and paths, a trailing \\ or Alt-Enter continues on a new line. Ctrl-C stops\n"
-		"the model or the command and comes back here; twice at the prompt leaves.\n"
+		"and paths, a trailing \\ or Alt-Enter continues on a new line. Ctrl-C or Esc\n"
+		"stops the model or the command and comes back here (what you type meanwhile\n"
+		"waits for the prompt); Esc Esc at an empty prompt brings back your last\n"
+		"message; Ctrl-C twice at the prompt leaves.\n"
 		"@path in a message attaches that file of the project (Tab completes it).\n");
 }
 
@@ -392,6 +458,8 @@ void front_slash(struct front *f, const char *line)
 		cmd_resume_pick(f, arg);
 	} else if (!strcmp(cmd, "/permissions")) {
 		cmd_permissions(f, arg);
+	} else if (!strcmp(cmd, "/last")) {
+		cmd_last_output(f);
 	} else {
 		const char *const *c, *like = NULL;
 		size_t best = 1, k;

@@ -57,6 +57,13 @@ const struct cli_command *cli_find_command(const char *name);
 /** Print the usage of `name` to stdout (for --help) and return EXIT_OK. */
 int cli_help(const char *name);
 
+/**
+ * -m/--model M of a command that talks to a model: every role's model is
+ * M for this command (as -c agents.ROLE.model=M for each role would set
+ * it; applied by cli_load_config()). FX_EINVAL for an empty M.
+ */
+int cli_set_model(const char *model);
+
 /** Print "usage error" `fmt` and the usage line of `name` to stderr; return EXIT_USAGE. */
 int cli_usage_error(const char *name, const char *fmt, ...) FX_PRINTF(2, 3);
 

@@ -209,7 +209,7 @@ int cmd_ask(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+hm:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = 1;

@@ -427,7 +427,8 @@ int cmd_batch(int argc, char **argv)
 		{ "max-cost", required_argument, NULL, 'C' },
 		{ "max-cost-total", required_argument, NULL, 'A' },
 		{ "predictions", required_argument, NULL, 'p' },
-		{ "model-name", required_argument, NULL, 'm' },
+		{ "model-name", required_argument, NULL, 'W' },
+		{ "model", required_argument, NULL, 'm' },
 		{ "repo-url", required_argument, NULL, 'u' },
 		{ "mirrors", required_argument, NULL, 'M' },
 		{ "retry", required_argument, NULL, 'R' },
@@ -443,7 +444,7 @@ int cmd_batch(int argc, char **argv)
 	struct config cfg;
 	struct view v;
 	const char *out = "batch-results", *shard = NULL, *pred = NULL, *model = "forgex";
-	const char *url_tmpl = NULL;
+	const char *url_tmpl = NULL, *run_model = NULL;
 	char *out_dir = NULL, *prog = NULL;
 	long jobs = 0, shards = 0, wall = 0, grace = 30, max_tokens = 0;
 	double max_cost = 0, max_total = 0;
@@ -456,7 +457,7 @@ int cmd_batch(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "j:o:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "j:o:m:", opts, NULL)) != -1) {
 		int bad = 0;
 
 		switch (c) {
@@ -472,7 +473,8 @@ int cmd_batch(int argc, char **argv)
 		case 'C': bad = parse_double(&max_cost, optarg, "--max-cost"); break;
 		case 'A': bad = parse_double(&max_total, optarg, "--max-cost-total"); break;
 		case 'p': pred = optarg; break;
-		case 'm': model = optarg; break;
+		case 'W': model = optarg; break;
+		case 'm': run_model = optarg; break;
 		case 'u': url_tmpl = optarg; break;
 		case 'M': o.cache = optarg; break;
 		case 'R':
@@ -544,6 +546,9 @@ int cmd_batch(int argc, char **argv)
 	/* each shard in a folder of its own: they may share one volume (collect merges them) */
 	out_dir = o.shard_n ? xstrfmt("%s/shard-%u", out, o.shard_k) : xstrdup(out);
 	global_flags(&flags);
+	/* -m: every role's model in every task, as -c agents.ROLE.model=M would set it */
+	for (c = 0; run_model && *run_model && c < ROLE__COUNT; c++)
+		strvec_pushf(&flags, "agents.%s.model=%s", config_role_name(c), run_model);
 	o.tasks = &tasks;
 	o.out_dir = out_dir;
 	o.forgex = prog;

@@ -19,6 +19,9 @@
 #include "cli/commands.h"
 #include "cli/lineedit.h"
 #include "cli/progress.h"
+#include "cli/setup.h"
+#include "cli/turnkeys.h"
+#include "cli/textwrap.h"
 #include "llm/provider.h"
 #include "pipeline/chat.h"
 #include "sandbox/approval.h"
@@ -57,10 +60,31 @@ void front_catch_signals(struct sigaction *old)
  * Turns
  */
 
+/* The terminal's reader while a turn runs (turnkeys.h), or NULL. */
+static struct turnkeys *front_keys;
+
+/*
+ * The session's approval question: the turn's reader steps aside while it
+ * is asked, and Ctrl-C at it ends the turn (the command not run), as
+ * Ctrl-C anywhere else in a turn does; a `forgex run` goes on after one.
+ */
+static int front_ask(void *data, struct approval_answer *a, const struct approval_request *rq,
+		     const volatile sig_atomic_t *cancel)
+{
+	int verdict;
+
+	turnkeys_pause(front_keys);
+	verdict = approve_tty_ask(data, a, rq, cancel);
+	turnkeys_resume(front_keys);
+	if (a->interrupted)
+		front_interrupted = 1;
+	return verdict;
+}
+
 static void turn(struct front *f, const char *message)
 {
 	struct agent_result r = AGENT_RESULT_INIT;
-	struct buf sent = BUF_INIT;
+	struct buf typed = BUF_INIT, sent = BUF_INIT;
 	size_t i;
 	int ret;
 
@@ -69,6 +93,9 @@ static void turn(struct front *f, const char *message)
 	f->line_open = 0;
 	f->held_len = 0;
 	front_interrupted = 0;
+	/* Esc stops the turn; what is typed meanwhile waits for the next prompt, unechoed */
+	if (lineedit_is_tty(f->le))
+		turnkeys_start(&front_keys, 0, &front_interrupted);
 	/* a spinner while nothing else is said: on a terminal, not with -q or -v */
 	if (!cli_quiet && !cli_verbose && isatty(1))
 		progress_start(stderr);
@@ -76,12 +103,41 @@ static void turn(struct front *f, const char *message)
 	buf_release(&sent);
 	if (progress_active())
 		progress_stop();
+	turnkeys_stop(front_keys, &typed);
+	front_keys = NULL;
 	front_show_turn_end(f, &r, ret);
 	for (i = 0; i < r.warnings.nr; i++)
-		cli_printf(stderr, "forgex: warning: %s\n", r.warnings.v[i]);
+		textwrap_printf(stderr, "forgex: warning: %s\n", r.warnings.v[i]);
 	agent_result_release(&r);
 	front_interrupted = 0;
 	fflush(f->out);
+	lineedit_set_recall(f->le, message);
+	lineedit_prefill(f->le, typed.buf);
+	buf_release(&typed);
+}
+
+/*
+ * `exit`, `quit` or `clear` alone is a habit from a shell, not a message:
+ * the command it meant is named instead of the word going to the model.
+ */
+static int bare_command_word(struct front *f, const char *line)
+{
+	static const char *const words[][2] = {
+		{ "exit", "/exit" }, { "quit", "/exit" }, { "clear", "/clear" },
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(words); i++) {
+		if (strcasecmp(line, words[i][0]))
+			continue;
+		fprintf(f->out, "%s(not sent: type %s to %s; Ctrl-D also leaves)%s\n",
+			front_col(f, C_DIM), words[i][1],
+			!strcmp(words[i][1], "/exit") ? "leave" : "start a new conversation",
+			front_col(f, C_RESET));
+		fflush(f->out);
+		return 1;
+	}
+	return 0;
 }
 
 
@@ -109,7 +165,7 @@ void front_banner(struct front *f, int resumed)
 			said == 1 ? "" : "s", nr, nr == 1 ? "" : "s");
 		front_recap(f);
 	}
-	fprintf(f->out, "%s/help for commands; Ctrl-C stops a turn; Ctrl-D leaves.%s\n",
+	fprintf(f->out, "%s/help for commands; Esc or Ctrl-C stops a turn; Ctrl-D leaves.%s\n",
 		front_col(f, C_DIM), front_col(f, C_RESET));
 	fflush(f->out);
 }
@@ -145,6 +201,7 @@ int cmd_chat(int argc, char **argv)
 		{ "ask", no_argument, NULL, 'A' },
 		{ "safe", no_argument, NULL, 'S' },
 		{ "no-wait", no_argument, NULL, 'n' },
+		{ "model", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -159,10 +216,14 @@ int cmd_chat(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+hm:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'C':
 			resume = "last";
+			break;
+		case 'm':
+			if (cli_set_model(optarg) < 0)
+				return cli_usage_error("chat", "%s", err_last());
 			break;
 		case 'R':
 			resume = optarg;
@@ -199,7 +260,25 @@ int cmd_chat(int argc, char **argv)
 		buf_release(&first);
 		return EXIT_USAGE;
 	}
-	if ((ret = cli_check_providers(&cfg))) {
+	if ((ret = cli_check_providers(&cfg)) &&
+	    setup_is_first_run(&cfg, config_agent(&cfg, ROLE_BUILDER)->provider) && isatty(0) &&
+	    isatty(2)) {
+		/* a first session with nothing configured and nothing where the defaults point */
+		struct setup_opts so = SETUP_OPTS_INIT;
+
+		so.interactive = so.first_run = 1;
+		if (setup_user_config(&so) == EXIT_OK) {
+			config_release(&cfg);
+			if (cli_load_config(&cfg) != 0) {
+				buf_release(&first);
+				return EXIT_USAGE;
+			}
+			if (mode)
+				config_set(&cfg, "permissions.mode", mode, CFG_FLAG);
+			ret = cli_check_providers(&cfg);
+		}
+	}
+	if (ret) {
 		config_release(&cfg);
 		buf_release(&first);
 		return ret;
@@ -228,7 +307,7 @@ int cmd_chat(int argc, char **argv)
 	 * again. SIGTERM or SIGHUP at one is a no (Ctrl-C there is one anyway).
 	 */
 	f.tty.label = "";
-	approver_init(&f.ap, approve_tty_ask, &f.tty, &front_interrupted);
+	approver_init(&f.ap, front_ask, &f.tty, &front_interrupted);
 	f.co.approver = &f.ap;
 	ret = chat_open(&f.chat, &f.co);
 	f.co.resume = NULL;
@@ -289,7 +368,7 @@ int cmd_chat(int argc, char **argv)
 		}
 		interrupts = 0;
 		buf_trim(&line);
-		if (!line.len)
+		if (!line.len || bare_command_word(&f, line.buf))
 			continue;
 		/* a script piped in is not what the person typed */
 		if (lineedit_is_tty(f.le))

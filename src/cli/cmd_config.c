@@ -1,12 +1,14 @@
-/* forgex config show|get */
+/* forgex config show|get|init */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/jsonx.h"
 #include "base/termsafe.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/setup.h"
 
 struct show_ctx {
 	int json;
@@ -105,6 +107,56 @@ static int config_show(struct config *cfg, int json)
 	return EXIT_OK;
 }
 
+/* forgex config init --user: the user file, asked for on a terminal or from the flags (setup.h). */
+static int config_init_user(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "user", no_argument, NULL, 'u' },
+		{ "base-url", required_argument, NULL, 'b' },
+		{ "model", required_argument, NULL, 'm' },
+		{ "api-key-env", required_argument, NULL, 'k' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct setup_opts so = SETUP_OPTS_INIT;
+	int c, user = 0;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "hm:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'u':
+			user = 1;
+			break;
+		case 'b':
+			so.base_url = optarg;
+			break;
+		case 'm':
+			so.model = optarg;
+			break;
+		case 'k':
+			so.api_key_env = optarg;
+			break;
+		case 'f':
+			so.force = 1;
+			break;
+		case 'h':
+			return cli_help("config");
+		default:
+			return cli_usage_error("config", "unknown option or missing value '%s'",
+					       argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("config", "'init' takes no arguments");
+	if (!user)
+		return cli_usage_error("config", "'init' writes the user file: --user (a project's "
+				       "file is 'forgex init')");
+	so.interactive = isatty(0) && isatty(2);
+	return setup_user_config(&so);
+}
+
 int cmd_config(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -117,8 +169,10 @@ int cmd_config(int argc, char **argv)
 	int json = 0, c, ret;
 
 	if (argc < 2)
-		return cli_usage_error("config", "a subcommand is required (show, get)");
+		return cli_usage_error("config", "a subcommand is required (show, get, init)");
 	sub = argv[1];
+	if (!strcmp(sub, "init"))
+		return config_init_user(argc - 1, argv + 1);
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc - 1, argv + 1, "+h", opts, NULL)) != -1) {
@@ -133,7 +187,7 @@ int cmd_config(int argc, char **argv)
 		}
 	}
 	if (strcmp(sub, "show") && strcmp(sub, "get"))
-		return cli_usage_error("config", "unknown subcommand '%s' (show, get)", sub);
+		return cli_usage_error("config", "unknown subcommand '%s' (show, get, init)", sub);
 	if (!strcmp(sub, "show") && optind + 1 != argc)
 		return cli_usage_error("config", "'show' takes no arguments");
 	if (!strcmp(sub, "get") && optind + 2 != argc)

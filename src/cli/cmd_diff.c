@@ -148,10 +148,19 @@ int cmd_diff(int argc, char **argv)
 	ret = cli_load_config(&cfg);
 	if (ret)
 		return ret;
-	if (checkpoint_open(&cps, cfg.workspace) < 0 ||
-	    (run = is_run(&run_id, cps, cfg.workspace, id)) < 0 ||
-	    (run ? run_diff(&out, cps, cfg.workspace, run_id, flags)
-		 : vcs_diff_ext(&out, NULL, cps, id, flags)) < 0) {
+	ret = checkpoint_open(&cps, cfg.workspace);
+	if (!ret) {
+		/*
+		 * The tree now is snapshotted as a checkpoint would be: with the
+		 * same bound, or a file over the default but under the setting
+		 * would show as deleted (and one over the setting as new).
+		 */
+		checkpoint_set_max_file_bytes(cps, (uint64_t)cfg.checkpoints.max_file_bytes);
+		run = is_run(&run_id, cps, cfg.workspace, id);
+		ret = run < 0 ? run : run ? run_diff(&out, cps, cfg.workspace, run_id, flags)
+			: vcs_diff_ext(&out, NULL, cps, id, flags);
+	}
+	if (ret < 0) {
 		int code = err_last_code();
 
 		cli_print_error();

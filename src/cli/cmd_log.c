@@ -12,6 +12,7 @@
 #include "cli/chat_sess.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "pipeline/recorder.h"
 #include "pipeline/rundir.h"
 
 /* "20261130-031500-ab12" -> "2026-11-30 03:15:00" */
@@ -142,7 +143,8 @@ static int list_runs(const char *workspace, int json)
 static void detail(struct buf *b, const json_t *ev)
 {
 	const char *type = jsonx_str(ev, "type"), *k;
-	static const char *const skip[] = { "seq", "time", "elapsed_ms", "type", NULL };
+	/* a command's tail: its whole output follows the line (command_output()) */
+	static const char *const skip[] = { "seq", "time", "elapsed_ms", "type", "tail", NULL };
 	json_t *v;
 
 	(void)type;
@@ -167,6 +169,37 @@ static void detail(struct buf *b, const json_t *ev)
 	}
 }
 
+/* The output a "command" event names (output/SEQ.txt of the folder), under its line. */
+static void command_output(const char *dir, const json_t *ev)
+{
+	const char *name = jsonx_str(ev, "output");
+	struct buf out = BUF_INIT;
+	const char *p;
+	int fd;
+
+	if (!name)
+		return;
+	fd = recorder_output_open(dir, name);
+	if (fd < 0 || fsutil_read_fd(&out, fd, RECORDER_OUTPUT_MAX + 4096) < 0) {
+		/* a folder copied without it: the tail the event kept */
+		cli_printf(stdout, "       | (%s: %s)\n", name, err_last());
+		err_clear();
+		buf_reset(&out);
+		if (jsonx_str(ev, "tail"))
+			buf_addstr(&out, jsonx_str(ev, "tail"));
+	}
+	if (fd >= 0)
+		close(fd);
+	for (p = out.buf; p < out.buf + out.len;) {
+		size_t n = strcspn(p, "\n");
+
+		/* the command's words, escaped like the rest */
+		cli_printf(stdout, "       | %.*s\n", (int)n, p);
+		p += n + (p[n] == '\n');
+	}
+	buf_release(&out);
+}
+
 static int show_run(const char *workspace, const char *kind, const char *id, int json)
 {
 	char *dir = rundir_dir_kind(workspace, kind, id);
@@ -175,8 +208,8 @@ static int show_run(const char *workspace, const char *kind, const char *id, int
 	int ret;
 
 	ret = rundir_load_events(&events, dir);
-	free(dir);
 	if (ret < 0) {
+		free(dir);
 		cli_print_error();
 		return EXIT_FAIL;
 	}
@@ -196,9 +229,12 @@ static int show_run(const char *workspace, const char *kind, const char *id, int
 			printf("%s\n", b.buf);
 		else
 			cli_printf(stdout, "%s\n", b.buf);
+		if (!json && !strcmp(jsonx_str(ev, "type") ? jsonx_str(ev, "type") : "", "command"))
+			command_output(dir, ev);
 		buf_release(&b);
 	}
 	json_decref(events);
+	free(dir);
 	return EXIT_OK;
 }
 

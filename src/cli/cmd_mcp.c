@@ -10,7 +10,8 @@
  * with isError, 2 usage or configuration error, 4 not approved, 130
  * interrupted.
  *
- * forgex mcp __serve [--cwd DIR] [--writable] -- PROGRAM ARGS...
+ * forgex mcp __serve [--cwd DIR] [--writable] [--name NAME] [--allow-domain D]...
+ *     -- PROGRAM ARGS...
  *
  * Not for a person: how the stdio transport (src/mcp/stdio.c) starts a
  * server in the sandbox. Started in the workspace with the server's
@@ -18,8 +19,10 @@
  * PROGRAM through a native (or configured) executor whose profile is the
  * server's: its working folder is a private empty folder outside the
  * workspace (DIR inside it with --cwd), the workspace read-only unless
- * --writable, the network as [sandbox] says; then it waits for the server
- * and exits with its status.
+ * --writable, the network only through the egress proxy to the domains
+ * --allow-domain names (the server's allowed_domains; none: no network),
+ * each connection logged on its stderr as it happens; then it waits for
+ * the server and exits with its status.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -99,8 +102,9 @@ static int mcp_serve(int argc, char **argv)
 	struct executor ex;
 	struct sigaction sa;
 	struct strvec server_env = STRVEC_INIT;
-	const char *cwd = NULL;
-	char *private = NULL;
+	struct strvec domains = STRVEC_INIT;
+	const char *cwd = NULL, *server = "?";
+	char *private = NULL, *list_name;
 	int i, writable = 0, status;
 
 	for (i = 1; i < argc && strcmp(argv[i], "--"); i++) {
@@ -108,11 +112,19 @@ static int mcp_serve(int argc, char **argv)
 			cwd = argv[++i];
 		else if (!strcmp(argv[i], "--writable"))
 			writable = 1;
-		else
+		else if (!strcmp(argv[i], "--name") && i + 1 < argc)
+			server = argv[++i];
+		else if (!strcmp(argv[i], "--allow-domain") && i + 1 < argc)
+			strvec_push(&domains, argv[++i]);
+		else {
+			strvec_clear(&domains);
 			return cli_usage_error("mcp", "__serve: unknown option '%s'", argv[i]);
+		}
 	}
-	if (i + 1 >= argc)
+	if (i + 1 >= argc) {
+		strvec_clear(&domains);
 		return cli_usage_error("mcp", "__serve: no program after --");
+	}
 	req.argv = (const char *const *)argv + i + 1;
 	req.argc = (size_t)(argc - i - 1);
 	/* the server's environment: the one the transport built, less the launcher's own */
@@ -135,8 +147,14 @@ static int mcp_serve(int argc, char **argv)
 	}
 	if (cli_load_config(&cfg) != 0) {
 		strvec_clear(&server_env);
+		strvec_clear(&domains);
 		return EXIT_USAGE;
 	}
+	/* the server's network is its own table's, not [sandbox]'s (denied_domains still count) */
+	cfg.sandbox.network = domains.nr > 0;
+	strvec_clear(&cfg.sandbox.allowed_domains);
+	strvec_pushv(&cfg.sandbox.allowed_domains, (const char *const *)domains.v);
+	strvec_clear(&domains);
 	if (!cfg.workspace) {
 		fprintf(stderr, "forgex: the MCP server has no workspace to run for\n");
 		config_release(&cfg);
@@ -154,11 +172,14 @@ static int mcp_serve(int argc, char **argv)
 			return EXIT_FAIL;
 		}
 	}
+	list_name = xstrfmt("[mcp_servers.%s] allowed_domains", server);
 	if (executor_init(&ex, &cfg, private ? private : cfg.workspace) < 0) {
 		fprintf(stderr, "forgex: the MCP server cannot run in the sandbox: %s\n", err_last());
 		status = EXIT_DENIED;
 		goto out;
 	}
+	ex.allowed_domains_name = list_name;
+	ex.proxy_log_fd = STDERR_FILENO;	/* the transport's pipe: the server's log */
 	if (private && writable)
 		strvec_push(&ex.writable_roots, cfg.workspace);
 	else if (!private && !writable)
@@ -193,6 +214,7 @@ out:
 	}
 	config_release(&cfg);
 	strvec_clear(&server_env);
+	free(list_name);
 	return status;
 }
 

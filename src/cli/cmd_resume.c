@@ -14,6 +14,7 @@ int cmd_resume(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "no-wait", no_argument, NULL, 'n' },
+		{ "model", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -27,8 +28,12 @@ int cmd_resume(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	/* options may come before or after the RUN */
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hm:", opts, NULL)) != -1) {
 		switch (c) {
+		case 'm':
+			if (cli_set_model(optarg) < 0)
+				return cli_usage_error("resume", "%s", err_last());
+			break;
 		case 'j':
 			json = 1;
 			break;

@@ -15,6 +15,8 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "cli/setup.h"
+#include "cli/textwrap.h"
 #include "llm/provider.h"
 #include "pipeline/pipeline.h"
 #include "sandbox/approval.h"
@@ -33,10 +35,19 @@ static void on_signal(int sig)
 struct view {
 	int json;
 	int tty;
+	int color;		/* the progress (stderr) in colour: a terminal, no NO_COLOR */
+	int plan_only;		/* the result prints the plan: its event does not */
 	FILE *progress;
 	int text_open;		/* -v: a line of the model's text is being written */
 	char role[32];		/* the role whose turn it is */
 };
+
+#define C_RESET "\033[m"
+#define C_BOLD "\033[1m"
+#define C_DIM "\033[2m"
+#define C_RED "\033[31m"
+#define C_GREEN "\033[32m"
+#define C_YELLOW "\033[33m"
 
 /* failing tests named after each run of them, at most */
 #define FAILING_SHOWN 10
@@ -145,11 +156,14 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 		const char *st = jsonx_str(ev, "stage");
 		long it = (long)jsonx_int(ev, "iteration", 0);
 
+		/* the stages dimmed, as the session shows what is not the work itself */
+		fputs(v->color ? C_DIM : "", f);
 		if (it > 0 && (!strcmp(st, "verify") || !strcmp(st, "review") ||
 			       !strcmp(st, "repair")))
-			cli_printf(f, "==> %s (iteration %ld)\n", st, it);
+			cli_printf(f, "==> %s (iteration %ld)", st, it);
 		else
-			cli_printf(f, "==> %s\n", st);
+			cli_printf(f, "==> %s", st);
+		fprintf(f, "%s\n", v->color ? C_RESET : "");
 	} else if (!strcmp(type, "progress")) {
 		if (v->text_open) {
 			fputc('\n', f);
@@ -174,10 +188,19 @@ static void print_event(struct view *v, const json_t *ev, const char *type)
 		free(prefix);
 	} else if (!strcmp(type, "context_window") && jsonx_str(ev, "warning")) {
 		/* said once per provider: Ollama cutting prompts, a window too small */
-		cli_printf(f, "    warning: %s\n", jsonx_str(ev, "warning"));
+		textwrap_printf(f, "    warning: %s\n", jsonx_str(ev, "warning"));
+	} else if (!strcmp(type, "leftovers_removed")) {
+		const json_t *p;
+		size_t i;
+
+		json_array_foreach(json_object_get(ev, "paths"), i, p)
+			cli_printf(f, "    removed %s: the temporary file of a write a killed forgex "
+				   "left\n", json_string_value(p));
 	} else if (!strcmp(type, "warning")) {
-		cli_printf(f, "forgex: warning: %s\n", jsonx_str(ev, "message") ? jsonx_str(ev, "message") : "");
-	} else if (!strcmp(type, "plan")) {
+		textwrap_printf(f, "forgex: warning: %s\n", jsonx_str(ev, "message") ?
+				jsonx_str(ev, "message") : "");
+	} else if (!strcmp(type, "plan") && !v->plan_only) {
+		/* `forgex plan` and /plan: the result shows it, once */
 		print_plan(f, json_object_get(ev, "plan"));
 	} else if (!strcmp(type, "test_result")) {
 		const json_t *r = json_object_get(ev, "result");
@@ -396,9 +419,21 @@ static void print_test_changes(const json_t *t)
 		cli_printf(stdout, "  not fresh: %s\n", jsonx_str(t, "fresh_note"));
 }
 
+/* The colour of a verdict: PASS green, FAIL and ERROR red, the rest yellow. */
+static const char *verdict_color(const char *verdict)
+{
+	if (!strcmp(verdict, "PASS"))
+		return C_GREEN C_BOLD;
+	if (!strcmp(verdict, "FAIL") || !strcmp(verdict, "ERROR"))
+		return C_RED C_BOLD;
+	return C_YELLOW C_BOLD;
+}
+
 static void print_result(const struct pipeline_result *r, const char *cmd, int priced)
 {
 	const json_t *s = r->summary;
+	int color = log_color_for_fd(1);
+	const char *verdict;
 
 	if (r->outcome == PIPELINE_PLANNED) {
 		cli_printf(stdout, "Plan (run %s):\n", r->run_id);
@@ -406,18 +441,24 @@ static void print_result(const struct pipeline_result *r, const char *cmd, int p
 			struct buf b = BUF_INIT;
 
 			print_plan(stdout, r->plan);
-			jsonx_dump(&b, r->plan, JSON_INDENT(2));
-			cli_printf(stdout, "\n%s\n", b.buf);
+			/* its JSON for a program reading the output, not for a person */
+			if (!isatty(1)) {
+				jsonx_dump(&b, r->plan, JSON_INDENT(2));
+				cli_printf(stdout, "\n%s\n", b.buf);
+			}
 			buf_release(&b);
 		}
 		return;
 	}
 	if (r->outcome == PIPELINE_INTERRUPTED && r->run_id)
 		cli_printf(stdout, "(resume it with: forgex resume)\n");
-	cli_printf(stdout, "%s: %s", s && jsonx_str(s, "verdict") ? jsonx_str(s, "verdict") :
-	       r->outcome == PIPELINE_PASS ? "PASS" : r->outcome == PIPELINE_FAIL ?
-	       "FAIL" : r->outcome == PIPELINE_INTERRUPTED ? "INTERRUPTED" : "ERROR",
-	       r->run_id ? r->run_id : "");
+	verdict = s && jsonx_str(s, "verdict") ? jsonx_str(s, "verdict") :
+		  r->outcome == PIPELINE_PASS ? "PASS" : r->outcome == PIPELINE_FAIL ?
+		  "FAIL" : r->outcome == PIPELINE_INTERRUPTED ? "INTERRUPTED" : "ERROR";
+	/* "PASS: RUN-ID" in the verdict's colour, the reason after it plain */
+	fputs(color ? verdict_color(verdict) : "", stdout);
+	cli_printf(stdout, "%s: %s", verdict, r->run_id ? r->run_id : "");
+	fputs(color ? C_RESET : "", stdout);
 	if (r->reason && *r->reason)
 		cli_printf(stdout, " — %s", r->reason);
 	putchar('\n');
@@ -491,10 +532,13 @@ int cli_check_providers(const struct config *cfg)
 		if (provider_reachable(pc, PREFLIGHT_MS) == 0)
 			continue;
 		log_error("provider '%s': %s", name, err_last());
-		fprintf(stderr, "hint: is the model server running? Or point providers.%s.base_url "
-			"at one (now %s): forgex -c providers.%s.base_url=URL ..., or in "
-			"~/.config/forgex/config.toml; 'forgex doctor' checks it\n", name, pc->base_url,
-			name);
+		textwrap_printf(stderr, "hint: is the model server running? Or point "
+				"providers.%s.base_url at one (now %s): forgex -c "
+				"providers.%s.base_url=URL ..., or in ~/.config/forgex/config.toml; "
+				"'forgex doctor' checks it\n", name, pc->base_url, name);
+		if (setup_is_first_run((struct config *)cfg, name))
+			fputs("hint: no configuration yet: 'forgex config init --user' looks for the model "
+			      "servers on this machine and writes one\n", stderr);
 		err_clear();
 		ret = EXIT_PROVIDER;
 	}
@@ -544,6 +588,8 @@ int cli_pipeline_keep(const char *cmd, struct config *cfg, struct pipeline_opts 
 	memset(&v, 0, sizeof(v));
 	v.json = json;
 	v.tty = isatty(2);
+	v.color = !json && log_color_for_fd(2);
+	v.plan_only = po->plan_only;
 	v.progress = stderr;
 	interrupted = 0;
 	memset(&sa, 0, sizeof(sa));
@@ -645,6 +691,7 @@ int cli_run_request(const char *name, int plan_only, int argc, char **argv)
 		{ "ask", no_argument, NULL, 'A' },
 		{ "safe", no_argument, NULL, 'S' },
 		{ "no-wait", no_argument, NULL, 'n' },
+		{ "model", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -656,10 +703,14 @@ int cli_run_request(const char *name, int plan_only, int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+hm:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = 1;
+			break;
+		case 'm':
+			if (cli_set_model(optarg) < 0)
+				return cli_usage_error(name, "%s", err_last());
 			break;
 		case 'Y':
 			mode = "auto";

@@ -84,10 +84,12 @@ static void network_item(struct doctor *d, const struct executor *ex, int native
 	size_t i;
 
 	if (!native) {
-		doctor_item(d, DOCTOR_INFO, "network", "%s", !ex->network ? "none" :
+		/* docker refuses network = true at init: it has no route through the proxy */
+		doctor_item(d, DOCTOR_INFO, "network", "%s",
 			    !strcmp(executor_backend_name(ex), "docker") ?
-			    "docker's bridge (no egress proxy with docker)" :
-			    "the host's (backend none)");
+			    "none (docker --network none; network = true is refused with docker, "
+			    "which cannot use forgex's egress proxy)" :
+			    !ex->network ? "none" : "the host's (backend none)");
 		return;
 	}
 	if (!ex->network) {

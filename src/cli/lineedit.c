@@ -35,54 +35,8 @@
 #include "cli/lineedit.h"
 #include "pipeline/rundir.h"
 
-#define CONT_PROMPT "... "
-#define PASTE_ON "\033[?2004h"		/* xterm's bracketed paste */
-#define PASTE_OFF "\033[?2004l"
-#define HIST_DEFAULT 1000
-#define HIST_MAX_ENTRIES 100000
-#define HIST_READ_MAX (1024 * 1024)	/* bytes of a history file's end read */
-#define HIST_ENTRY_MAX (64 * 1024)	/* longer entries are not stored */
-#define COMPLETE_SCAN_MAX 20000		/* directory entries looked at per Tab */
-#define COMPLETE_LIST_MAX 200		/* candidates shown on a double Tab */
+#include "cli/lineedit_int.h"
 
-struct lineedit {
-	int in_fd, out_fd;
-	int tty;
-	int paste_mode;			/* bracketed paste asked of the terminal */
-	EditLine *el;
-	History *hist;
-	FILE *fin, *fout;
-	locale_t loc;
-
-	const char *prompt;		/* of the physical line being read */
-	int key_interrupt;		/* Ctrl-C was typed */
-	size_t key_dropped;		/* ... with this many bytes in the line */
-	int dropped;			/* the last interrupt dropped text */
-	int searching;			/* in a Ctrl-R search (as far as keys tell) */
-	int pasting;			/* inside a bracketed paste */
-	int sig_interrupt;		/* *cancel was seen */
-	volatile sig_atomic_t *cancel;
-	struct termios raw;		/* the mode libedit edits in */
-	int have_raw;
-
-	/* plain reading */
-	struct buf in;			/* bytes read, not yet returned */
-
-	/* history */
-	char *hist_path;		/* NULL: none */
-	char *hist_ws, *hist_rel;	/* beneath a workspace's .forgex/, or NULL */
-	int hist_off;			/* refused: memory only */
-	struct buf hist_problem;
-	size_t hist_max;
-	size_t file_entries;		/* as far as we know */
-	struct strvec entries;		/* the newest hist_max, oldest first */
-
-	/* completion */
-	struct strvec commands;
-	char *ws_real;			/* NULL: no path completion */
-	char *tab_line;			/* the line at the last unfruitful Tab */
-	size_t tab_cursor;
-};
 
 /* -- signals while reading ----------------------------------------------- */
 
@@ -164,7 +118,7 @@ static void le_signals_leave(struct le_sigsave *save)
 
 /* -- libedit callbacks ---------------------------------------------------- */
 
-static struct lineedit *le_of(EditLine *el)
+struct lineedit *le_of(EditLine *el)
 {
 	void *p = NULL;
 
@@ -194,6 +148,15 @@ static int le_byte(struct lineedit *le, EditLine *el, char *c, int ms)
 			le->sig_interrupt = 1;
 			errno = EINTR;
 			return -1;
+		}
+		le->from_inject = le->inject_off < le->inject.len;
+		if (le->from_inject) {
+			*c = le->inject.buf[le->inject_off++];
+			if (le->inject_off == le->inject.len) {
+				buf_reset(&le->inject);
+				le->inject_off = 0;
+			}
+			return 1;
 		}
 		if (le_winch) {
 			le_winch = 0;
@@ -274,6 +237,14 @@ static int le_search_key(struct lineedit *le, EditLine *el)
 	return 033;
 }
 
+/* Whether the ESC just read is the Esc key: nothing follows it within ESC_ALONE_MS. */
+static int le_esc_alone(struct lineedit *le)
+{
+	struct pollfd p = { .fd = le->in_fd, .events = POLLIN };
+
+	return poll(&p, 1, ESC_ALONE_MS) == 0;
+}
+
 /*
  * Read one character for libedit: poll() first (never restarted after a
  * signal, whatever SA_RESTART says), so a resize, a continue after a stop
@@ -301,6 +272,21 @@ static int le_getc(EditLine *el, wchar_t *wc)
 			if (k < 0)
 				return -1;
 			c = (char)k;
+		} else if (c == 033 && !le->pasting && n == 0 && !le->from_inject &&
+			   le_esc_alone(le)) {
+			/*
+			 * The Esc key, not the start of a sequence: once, nothing (not
+			 * libedit's meta prefix, which printed "^[" before the next
+			 * key); twice in a row, ESC_TWICE (fx-escape).
+			 */
+			if (!le->esc_alone) {
+				le->esc_alone = 1;
+				continue;
+			}
+			le->esc_alone = 0;
+			buf_addstr(&le->inject, ESC_TWICE + 1);
+		} else if (!le->from_inject) {
+			le->esc_alone = 0;
 		}
 		mb[n++] = c;
 		memset(&st, 0, sizeof(st));
@@ -353,28 +339,100 @@ static unsigned char le_key_newline(EditLine *el, int ch)
 	return CC_REFRESH;
 }
 
-static void le_paste_flush(EditLine *el, wchar_t *b, size_t *n)
+/* The lines and the characters of UTF-8 `text` (a last newline ends a line, not starts one). */
+static void le_fold_count(const char *text, size_t len, size_t *lines, size_t *chars)
 {
-	if (!*n)
+	size_t i;
+
+	*lines = 1;
+	*chars = 0;
+	for (i = 0; i < len; i++) {
+		*lines += text[i] == '\n' && i + 1 < len;
+		*chars += ((unsigned char)text[i] & 0xc0) != 0x80;
+	}
+}
+
+/* The placeholder of folded paste `i` (0-based; caller frees). */
+static char *le_fold_name(const char *text, size_t i)
+{
+	size_t lines, chars;
+
+	le_fold_count(text, strlen(text), &lines, &chars);
+	return lines > 1 ? xstrfmt("[Pasted text #%zu +%zu lines]", i + 1, lines)
+			 : xstrfmt("[Pasted text #%zu, %zu characters]", i + 1, chars);
+}
+
+/*
+ * Put `text` (UTF-8) into the line at the cursor. A long text (more than
+ * PASTE_FOLD_LINES lines or PASTE_FOLD_CHARS characters) is shown as one
+ * line, "[Pasted text #N +L lines]", and kept aside: the entry gets the
+ * whole text in its place (le_unfold()).
+ */
+static void le_insert_text(struct lineedit *le, EditLine *el, const char *text, size_t len)
+{
+	size_t lines, chars;
+	char *s;
+
+	if (!len)
 		return;
-	b[*n] = L'\0';
-	el_winsertstr(el, b);
-	*n = 0;
+	le_fold_count(text, len, &lines, &chars);
+	s = xstrndup(text, len);
+	if (lines > PASTE_FOLD_LINES || chars > PASTE_FOLD_CHARS) {
+		strvec_push(&le->pastes, s);
+		free(s);
+		s = le_fold_name(le->pastes.v[le->pastes.nr - 1], le->pastes.nr - 1);
+	}
+	el_insertstr(el, s);
+	free(s);
+}
+
+/*
+ * The entry with each folded paste's placeholder replaced by its text (a
+ * placeholder the person deleted drops its text); the pastes are
+ * forgotten. FX_ELIMIT when the whole is over LINEEDIT_MAX_ENTRY.
+ */
+static int le_unfold(struct lineedit *le, struct buf *line)
+{
+	struct buf out = BUF_INIT;
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; i < le->pastes.nr; i++) {
+		char *name = le_fold_name(le->pastes.v[i], i);
+		char *at = strstr(line->buf, name);
+
+		if (at) {
+			buf_reset(&out);
+			buf_add(&out, line->buf, (size_t)(at - line->buf));
+			buf_addstr(&out, le->pastes.v[i]);
+			buf_addstr(&out, at + strlen(name));
+			buf_reset(line);
+			buf_addbuf(line, &out);
+		}
+		free(name);
+	}
+	if (line->len > LINEEDIT_MAX_ENTRY)
+		ret = err_set(FX_ELIMIT, "an entry is longer than %d bytes", LINEEDIT_MAX_ENTRY);
+	strvec_clear(&le->pastes);
+	buf_release(&out);
+	return ret;
 }
 
 /*
  * A bracketed paste (the terminal sends ESC [ 200 ~ text ESC [ 201 ~):
  * the text goes into the line as it is, its newlines too, instead of
- * every pasted line being an Enter. Control characters but tab and
- * newline are dropped; past LINEEDIT_MAX_ENTRY the rest is read and
- * dropped. Ctrl-C ends a paste whose end never comes (and the line).
+ * every pasted line being an Enter; a long one folded (le_insert_text()).
+ * Control characters but tab and newline are dropped; past
+ * LINEEDIT_MAX_ENTRY the rest is read and dropped. Ctrl-C ends a paste
+ * whose end never comes (and the line).
  */
 static unsigned char le_key_paste(EditLine *el, int ch)
 {
 	static const wchar_t end[] = L"\033[201~";
 	struct lineedit *le = le_of(el);
-	wchar_t b[257], wc, prev = 0;
-	size_t n = 0, m = 0, total = 0, i;
+	struct buf text = BUF_INIT;
+	wchar_t wc, prev = 0;
+	size_t m = 0, i;
 
 	(void)ch;
 	le->pasting = 1;
@@ -402,6 +460,9 @@ static unsigned char le_key_paste(EditLine *el, int ch)
 			pend[np++] = wc;
 		for (i = 0; i < np; i++) {
 			wchar_t c = pend[i];
+			char mb[MB_LEN_MAX];
+			mbstate_t st;
+			size_t k;
 
 			/* CR LF (LF CR after the terminal's ICRNL and INLCR): one newline */
 			if ((c == L'\r' && prev == L'\n') || (c == L'\n' && prev == L'\r')) {
@@ -413,16 +474,30 @@ static unsigned char le_key_paste(EditLine *el, int ch)
 				c = L'\n';
 			else if (c < 0x20 && c != L'\t' && c != L'\n')
 				c = 0;
-			if (!c || total >= LINEEDIT_MAX_ENTRY)
+			if (!c || text.len >= LINEEDIT_MAX_ENTRY)
 				continue;
-			b[n++] = c;
-			total++;
-			if (n == ARRAY_SIZE(b) - 1)
-				le_paste_flush(el, b, &n);
+			memset(&st, 0, sizeof(st));
+			k = wcrtomb(mb, c, &st);
+			if (k != (size_t)-1)
+				buf_add(&text, mb, k);
 		}
 	}
-	le_paste_flush(el, b, &n);
+	le_insert_text(le, el, text.buf, text.len);
+	buf_release(&text);
 	le->pasting = 0;
+	return CC_REFRESH;
+}
+
+/* Esc Esc: at an empty line, the last message, to edit and send again; else nothing. */
+static unsigned char le_key_escape(EditLine *el, int ch)
+{
+	struct lineedit *le = le_of(el);
+	const LineInfo *li = el_line(el);
+
+	(void)ch;
+	if (!le->recall || li->lastchar != li->buffer)
+		return CC_NORM;
+	le_insert_text(le, el, le->recall, strlen(le->recall));
 	return CC_REFRESH;
 }
 
@@ -453,8 +528,6 @@ static unsigned char le_key_ignore(EditLine *el, int ch)
 	return CC_NORM;
 }
 
-static unsigned char le_key_complete(EditLine *el, int ch);
-
 /* -- text ----------------------------------------------------------------- */
 
 /*
@@ -462,7 +535,7 @@ static unsigned char le_key_complete(EditLine *el, int ch);
  * U+0080-U+009F): what a key sends that libedit did not take as a command
  * (Ctrl-V ESC, half an unknown escape sequence) never reaches the caller.
  */
-static void le_sanitize(struct buf *b)
+void le_sanitize(struct buf *b)
 {
 	size_t i, o = 0;
 
@@ -491,240 +564,6 @@ static int le_continues(const char *s, size_t len)
 	return n % 2 == 1;
 }
 
-/* -- history file --------------------------------------------------------- */
-
-static void le_hist_refuse(struct lineedit *le, const char *why)
-{
-	if (le->hist_off)
-		return;
-	le->hist_off = 1;
-	buf_reset(&le->hist_problem);
-	buf_addstr(&le->hist_problem, why);
-	log_warn("history is kept in memory only for this session: %s", why);
-}
-
-/*
- * Open the history file with `flags`: beneath its workspace without
- * following links when it is under .forgex/, else with O_NOFOLLOW; then
- * only a regular file of ours with one link is accepted. The descriptor,
- * FX_ENOTFOUND, or another FX_E* with the reason recorded.
- */
-static int le_hist_open(struct lineedit *le, int flags)
-{
-	struct stat st;
-	int fd;
-
-	if (le->hist_ws) {
-		fd = rundir_forgex_open(le->hist_ws, le->hist_rel, flags, 0600);
-		if (fd < 0)
-			return fd;
-	} else {
-		fd = open(le->hist_path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0600);
-		if (fd < 0) {
-			if (errno == ENOENT)
-				return err_set(FX_ENOTFOUND, "%s does not exist", le->hist_path);
-			if (errno == ELOOP)
-				return err_set(FX_EDENIED, "%s is a symbolic link; forgex does not "
-					       "follow it", le->hist_path);
-			return err_set_errno(FX_EOS, "cannot open %s", le->hist_path);
-		}
-	}
-	if (fstat(fd, &st) < 0) {
-		close(fd);
-		return err_set_errno(FX_EOS, "cannot open %s", le->hist_path);
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return err_set(FX_EDENIED, "%s is not a regular file; forgex does not use it",
-			       le->hist_path);
-	}
-	if (st.st_uid != geteuid()) {
-		close(fd);
-		return err_set(FX_EDENIED, "%s belongs to another user (uid %ld); forgex does not "
-			       "use it", le->hist_path, (long)st.st_uid);
-	}
-	if (st.st_nlink > 1) {
-		close(fd);
-		return err_set(FX_EDENIED, "%s has other hard links; forgex does not write "
-			       "through them", le->hist_path);
-	}
-	/* back to blocking I/O on the regular file */
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-	return fd;
-}
-
-static void le_hist_escape(struct buf *out, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '\\')
-			buf_addstr(out, "\\\\");
-		else if (*s == '\n')
-			buf_addstr(out, "\\n");
-		else
-			buf_addch(out, *s);
-	}
-	buf_addch(out, '\n');
-}
-
-static void le_hist_unescape(struct buf *out, const char *s, size_t len)
-{
-	size_t i;
-
-	buf_reset(out);
-	for (i = 0; i < len; i++) {
-		if (s[i] == '\\' && i + 1 < len && (s[i + 1] == 'n' || s[i + 1] == '\\')) {
-			buf_addch(out, s[i + 1] == 'n' ? '\n' : '\\');
-			i++;
-		} else {
-			buf_addch(out, s[i]);
-		}
-	}
-	le_sanitize(out);
-}
-
-/* Keep `entry` as the newest in memory (our list and libedit's). */
-static void le_hist_remember(struct lineedit *le, const char *entry)
-{
-	HistEvent ev;
-
-	strvec_push(&le->entries, entry);
-	if (le->entries.nr > le->hist_max) {
-		free((char *)le->entries.v[0]);
-		memmove(le->entries.v, le->entries.v + 1, (le->entries.nr - 1) * sizeof(char *));
-		le->entries.nr--;
-		le->entries.v[le->entries.nr] = NULL;
-	}
-	if (le->hist)
-		history(le->hist, &ev, H_ENTER, entry);
-}
-
-/* Rewrite the file with the entries in memory (atomically, in its folder). */
-static void le_hist_compact(struct lineedit *le)
-{
-	struct buf data = BUF_INIT;
-	char *dir, *slash;
-	const char *name;
-	int dfd, fd;
-	size_t i;
-
-	/* the file must still be one we accept before it is replaced */
-	fd = le_hist_open(le, O_RDONLY);
-	if (fd < 0) {
-		if (fd != FX_ENOTFOUND)
-			le_hist_refuse(le, err_last());
-		return;
-	}
-	close(fd);
-	for (i = 0; i < le->entries.nr; i++)
-		le_hist_escape(&data, le->entries.v[i]);
-	if (le->hist_ws) {
-		dir = xstrdup(le->hist_rel);
-		slash = strrchr(dir, '/');
-		if (slash)
-			*slash = '\0';
-		dfd = slash ? rundir_forgex_open(le->hist_ws, dir, O_DIRECTORY, 0)
-			    : rundir_forgex_open(le->hist_ws, "", O_DIRECTORY, 0);
-		name = strrchr(le->hist_rel, '/') ? strrchr(le->hist_rel, '/') + 1 : le->hist_rel;
-		free(dir);
-		if (dfd >= 0) {
-			if (fsutil_write_atomic_at(dfd, name, data.buf, data.len, 0600) == 0)
-				le->file_entries = le->entries.nr;
-			close(dfd);
-		}
-	} else if (fsutil_write_atomic(le->hist_path, data.buf, data.len, 0600) == 0) {
-		le->file_entries = le->entries.nr;
-	}
-	buf_release(&data);
-}
-
-static void le_hist_load(struct lineedit *le)
-{
-	struct buf data = BUF_INIT, entry = BUF_INIT;
-	size_t total = 0, start = 0, i;
-	struct stat st;
-	int fd, cut = 0;
-
-	fd = le_hist_open(le, O_RDONLY);
-	if (fd < 0) {
-		if (fd != FX_ENOTFOUND)
-			le_hist_refuse(le, err_last());
-		err_clear();
-		return;
-	}
-	if (fstat(fd, &st) == 0 && st.st_size > HIST_READ_MAX) {
-		/* only the newest end; the cut line is skipped below */
-		if (lseek(fd, st.st_size - HIST_READ_MAX, SEEK_SET) >= 0)
-			cut = 1;
-	}
-	if (fsutil_read_fd(&data, fd, HIST_READ_MAX) < 0) {
-		close(fd);
-		le_hist_refuse(le, err_last());
-		buf_release(&data);
-		return;
-	}
-	close(fd);
-	if (cut) {
-		char *nl = memchr(data.buf, '\n', data.len);
-
-		start = nl ? (size_t)(nl - data.buf) + 1 : data.len;
-	}
-	for (i = start; i < data.len; i = start) {
-		char *nl = memchr(data.buf + i, '\n', data.len - i);
-		size_t end = nl ? (size_t)(nl - data.buf) : data.len;
-
-		start = nl ? end + 1 : data.len;
-		total++;
-		if (end - i > HIST_ENTRY_MAX)
-			continue;
-		le_hist_unescape(&entry, data.buf + i, end - i);
-		if (!entry.len)
-			continue;
-		if (le->entries.nr && !strcmp(le->entries.v[le->entries.nr - 1], entry.buf))
-			continue;
-		le_hist_remember(le, entry.buf);
-	}
-	le->file_entries = total;
-	buf_release(&entry);
-	buf_release(&data);
-	if (cut || total > 2 * le->hist_max)
-		le_hist_compact(le);
-}
-
-void lineedit_history_add(struct lineedit *le, const char *entry)
-{
-	struct buf line = BUF_INIT;
-	int fd;
-
-	if (!le || !entry || !*entry)
-		return;
-	if (le->entries.nr && !strcmp(le->entries.v[le->entries.nr - 1], entry))
-		return;
-	le_hist_remember(le, entry);
-	if (!le->hist_path || le->hist_off || strlen(entry) > HIST_ENTRY_MAX)
-		return;
-	fd = le_hist_open(le, O_WRONLY | O_APPEND | O_CREAT);
-	if (fd < 0) {
-		le_hist_refuse(le, err_last());
-		err_clear();
-		return;
-	}
-	le_hist_escape(&line, entry);
-	/* one write: entries of two sessions do not interleave */
-	if (fsutil_write_all(fd, line.buf, line.len) < 0)
-		le_hist_refuse(le, err_last());
-	close(fd);
-	buf_release(&line);
-	le->file_entries++;
-	if (le->file_entries > 2 * le->hist_max)
-		le_hist_compact(le);
-	err_clear();
-}
-
-const char *lineedit_history_problem(const struct lineedit *le)
-{
-	return le ? le->hist_problem.buf : "";
-}
-
 int lineedit_dropped(const struct lineedit *le)
 {
 	return le && le->dropped;
@@ -733,263 +572,6 @@ int lineedit_dropped(const struct lineedit *le)
 int lineedit_is_tty(const struct lineedit *le)
 {
 	return le && le->tty;
-}
-
-/* -- completion ------------------------------------------------------------ */
-
-struct cands {
-	struct strvec v;	/* the full words (a folder ends in '/') */
-	size_t dropped;
-};
-
-/* Lexically resolve `path` (absolute) into `out`: no ".", "..", "//". */
-static void le_normalize(struct buf *out, const char *path)
-{
-	const char *p = path;
-
-	buf_reset(out);
-	while (*p) {
-		const char *e;
-		size_t n;
-
-		while (*p == '/')
-			p++;
-		e = strchrnul(p, '/');
-		n = (size_t)(e - p);
-		if (n == 0 || (n == 1 && p[0] == '.')) {
-			/* nothing */
-		} else if (n == 2 && p[0] == '.' && p[1] == '.') {
-			char *s = strrchr(out->buf, '/');
-
-			buf_setlen(out, s ? (size_t)(s - out->buf) : 0);
-		} else {
-			buf_addch(out, '/');
-			buf_add(out, p, n);
-		}
-		p = e;
-	}
-	if (!out->len)
-		buf_addch(out, '/');
-}
-
-static int le_cmp(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/*
- * Names in the folder of `word` (a path as typed, relative to the cwd)
- * that start with its last part, as `word` completed. Only inside the
- * workspace: the folder is resolved lexically, must lie in it, and is
- * opened beneath it without following a link, so neither ".." nor a link
- * leads out. Links are offered as names, never followed to see if they
- * are folders.
- */
-static void le_complete_path(struct lineedit *le, const char *word, struct cands *c)
-{
-	struct buf abs = BUF_INIT, norm = BUF_INIT;
-	const char *slash = strrchr(word, '/'), *base = slash ? slash + 1 : word;
-	size_t dirlen = slash ? (size_t)(slash - word) + 1 : 0, wslen, blen = strlen(base);
-	size_t scanned = 0;
-	char cwd[PATH_MAX];
-	const char *rel;
-	struct dirent *de;
-	DIR *d = NULL;
-	int wfd = -1, fd;
-
-	if (!le->ws_real)
-		return;
-	if (word[0] != '/') {
-		if (!getcwd(cwd, sizeof(cwd)))
-			return;
-		buf_addstr(&abs, cwd);
-		buf_addch(&abs, '/');
-	}
-	buf_add(&abs, word, dirlen);
-	le_normalize(&norm, abs.buf);
-	wslen = strlen(le->ws_real);
-	if (!strcmp(norm.buf, le->ws_real))
-		rel = ".";
-	else if (!strncmp(norm.buf, le->ws_real, wslen) &&
-		 (norm.buf[wslen] == '/' || !strcmp(le->ws_real, "/")))
-		rel = norm.buf + wslen + (norm.buf[wslen] == '/');
-	else
-		goto out;
-	wfd = open(le->ws_real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (wfd < 0)
-		goto out;
-	fd = fsutil_open_beneath(wfd, rel);
-	if (fd < 0)
-		goto out;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		goto out;
-	}
-	while ((de = readdir(d)) && scanned++ < COMPLETE_SCAN_MAX) {
-		const char *n = de->d_name;
-		int isdir = de->d_type == DT_DIR;
-		struct buf w = BUF_INIT;
-
-		if (!strcmp(n, ".") || !strcmp(n, ".."))
-			continue;
-		if (n[0] == '.' && base[0] != '.')
-			continue;
-		if (strncmp(n, base, blen) || termsafe_needed(n, strlen(n), 0))
-			continue;
-		if (de->d_type == DT_UNKNOWN) {
-			struct stat st;
-
-			isdir = !fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) && S_ISDIR(st.st_mode);
-		}
-		buf_add(&w, word, dirlen);
-		buf_addstr(&w, n);
-		if (isdir)
-			buf_addch(&w, '/');
-		strvec_push(&c->v, w.buf);
-		buf_release(&w);
-	}
-	if (de)
-		c->dropped++;
-out:
-	if (d)
-		closedir(d);
-	if (wfd >= 0)
-		close(wfd);
-	buf_release(&abs);
-	buf_release(&norm);
-}
-
-static void le_list(struct lineedit *le, const struct cands *c, size_t strip)
-{
-	int cols = 80, width = 0, per, i;
-	size_t k;
-	struct winsize ws;
-
-	if (ioctl(le->out_fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-		cols = ws.ws_col;
-	for (k = 0; k < c->v.nr && k < COMPLETE_LIST_MAX; k++) {
-		int w = (int)strlen(c->v.v[k] + strip);
-
-		if (w > width)
-			width = w;
-	}
-	width += 2;
-	per = cols / width > 0 ? cols / width : 1;
-	fputs("\n", le->fout);
-	for (k = 0, i = 0; k < c->v.nr && k < COMPLETE_LIST_MAX; k++) {
-		const char *s = c->v.v[k] + strip;
-
-		fputs_termsafe(s, le->fout, 0);
-		if (++i == per || k + 1 == c->v.nr) {
-			fputs("\n", le->fout);
-			i = 0;
-		} else {
-			fprintf(le->fout, "%*s", width - (int)strlen(s), "");
-		}
-	}
-	if (c->v.nr > COMPLETE_LIST_MAX || c->dropped)
-		fprintf(le->fout, "(%s%zu more not shown)\n", c->dropped ? "and more; " : "",
-			c->v.nr > COMPLETE_LIST_MAX ? c->v.nr - COMPLETE_LIST_MAX : 0);
-	fflush(le->fout);
-}
-
-/*
- * Tab: complete the word before the cursor. A first word starting with
- * '/' is a slash command; anything else a path. One candidate: it is
- * inserted whole, then a space (a folder keeps its '/' and no space);
- * several: their common beginning; nothing more to add: a beep, and a
- * second Tab on the same line lists them.
- */
-static unsigned char le_key_complete(EditLine *el, int ch)
-{
-	struct lineedit *le = le_of(el);
-	const LineInfo *li = el_line(el);
-	const char *start = li->cursor, *s;
-	struct cands c = { STRVEC_INIT, 0 };
-	size_t wlen, common, k, strip;
-	char *word, *line;
-	int is_cmd = 0, ret = CC_REFRESH_BEEP;
-
-	(void)ch;
-	while (start > li->buffer && start[-1] != ' ' && start[-1] != '\t' && start[-1] != '\n')
-		start--;
-	wlen = (size_t)(li->cursor - start);
-	word = xstrndup(start, wlen);
-	line = xstrndup(li->buffer, (size_t)(li->lastchar - li->buffer));
-	for (s = li->buffer; s < start && (*s == ' ' || *s == '\t'); s++)
-		;
-	if (s == start && word[0] == '/' && !strchr(word + 1, '/')) {
-		for (k = 0; k < le->commands.nr; k++)
-			if (!strncmp(le->commands.v[k], word, wlen))
-				strvec_push(&c.v, le->commands.v[k]);
-		is_cmd = c.v.nr > 0;
-	}
-	if (!is_cmd && word[0] == '@' && le->ws_real) {
-		/* @path, a file to attach: relative to the workspace, offered with its '@' */
-		struct cands in = { STRVEC_INIT, 0 };
-		char *abs = xstrfmt("%s/%s", le->ws_real, word + 1);
-
-		le_complete_path(le, abs, &in);
-		for (k = 0; k < in.v.nr; k++)
-			strvec_pushf(&c.v, "@%s", in.v.v[k] + strlen(le->ws_real) + 1);
-		c.dropped = in.dropped;
-		strvec_clear(&in.v);
-		free(abs);
-	} else if (!is_cmd) {
-		le_complete_path(le, word, &c);
-	}
-	if (!c.v.nr)
-		goto out;
-	qsort(c.v.v, c.v.nr, sizeof(*c.v.v), le_cmp);
-	common = strlen(c.v.v[0]);
-	for (k = 1; k < c.v.nr; k++) {
-		size_t n = 0;
-
-		while (n < common && c.v.v[k][n] == c.v.v[0][n])
-			n++;
-		common = n;
-	}
-	/* never half a UTF-8 character */
-	common = utf8_cut(c.v.v[0], strlen(c.v.v[0]), common);
-	if (common < wlen)
-		common = wlen;
-	if (c.v.nr == 1) {
-		const char *w = c.v.v[0];
-		size_t n = strlen(w);
-
-		if (n > wlen)
-			el_insertstr(el, w + wlen);
-		if (n && w[n - 1] != '/')
-			el_insertstr(el, " ");
-		ret = CC_REFRESH;
-	} else if (common > wlen) {
-		char *add = xstrndup(c.v.v[0] + wlen, common - wlen);
-
-		el_insertstr(el, add);
-		free(add);
-		ret = CC_REFRESH;
-	} else if (le->tab_line && !strcmp(le->tab_line, line) &&
-		   le->tab_cursor == (size_t)(li->cursor - li->buffer)) {
-		/* a second Tab: list, without the folder part typed */
-		const char *sl = is_cmd ? NULL : strrchr(word, '/');
-
-		strip = sl ? (size_t)(sl - word) + 1 : 0;
-		le_list(le, &c, strip);
-		ret = CC_REDISPLAY;
-	}
-out:
-	free(le->tab_line);
-	le->tab_line = NULL;
-	if (ret == CC_REFRESH_BEEP) {
-		le->tab_line = line;
-		le->tab_cursor = (size_t)(li->cursor - li->buffer);
-		line = NULL;
-	}
-	free(line);
-	free(word);
-	strvec_clear(&c.v);
-	return (unsigned char)ret;
 }
 
 /* -- open, read, close ------------------------------------------------------ */
@@ -1015,6 +597,19 @@ static void le_bind(EditLine *el, const char *key, const char *fn)
 	el_set(el, EL_BIND, key, fn, NULL);
 }
 
+/* Ctrl-O at an empty line: the session's /last (the last command's whole output). */
+static unsigned char le_key_last(EditLine *el, int ch)
+{
+	const LineInfo *li = el_line(el);
+
+	(void)ch;
+	if (li->lastchar != li->buffer || el_insertstr(el, "/last") < 0)
+		return CC_ERROR;
+	/* Enter, as if typed: the line is shown, then taken */
+	el_push(el, "\r");
+	return CC_REFRESH;
+}
+
 static void le_bind_keys(struct lineedit *le)
 {
 	static const char *const ignored[] = {
@@ -1035,11 +630,14 @@ static void le_bind_keys(struct lineedit *le)
 		intr[1] = (char)(t.c_cc[VINTR] + '@');
 		le_bind(el, intr, "fx-interrupt");
 	}
+	el_wset(el, EL_ADDFN, L"fx-last", L"The last command's output (Ctrl-O)", le_key_last);
+	le_bind(el, "^O", "fx-last");
 	le_bind(el, "^Z", "fx-suspend");
 	le_bind(el, "^I", "fx-complete");
 	le_bind(el, "^R", "em-inc-search-prev");
 	le_bind(el, "^S", "em-inc-search-next");
-	le_bind(el, "\033[200~", "fx-paste");
+	le_bind(el, PASTE_START, "fx-paste");
+	le_bind(el, ESC_TWICE, "fx-escape");
 	le_bind(el, "\033\r", "fx-newline");
 	le_bind(el, "\033\n", "fx-newline");
 	le_bind(el, "\033[1~", "ed-move-to-beg");
@@ -1104,6 +702,8 @@ static int le_open_editor(struct lineedit *le)
 	el_wset(le->el, EL_ADDFN, L"fx-complete", L"Complete a command or path", le_key_complete);
 	el_wset(le->el, EL_ADDFN, L"fx-ignore", L"Ignore a key", le_key_ignore);
 	el_wset(le->el, EL_ADDFN, L"fx-paste", L"Take a bracketed paste as text", le_key_paste);
+	el_wset(le->el, EL_ADDFN, L"fx-escape", L"The last message, to edit (Esc Esc)",
+		le_key_escape);
 	/* (el_wset: the narrow EL_ADDFN leaks its copies of the names) */
 	/* keys are keys while editing: Ctrl-C must not be a signal then */
 	el_set(le->el, EL_SETTY, "-d", "-isig", "-ixon", NULL);
@@ -1129,7 +729,9 @@ int lineedit_open(struct lineedit **out, const struct lineedit_opts *opts)
 	le->out_fd = opts->out_fd;
 	le->cancel = opts->cancel;
 	buf_init(&le->in, 0);
+	buf_init(&le->inject, 0);
 	buf_init(&le->hist_problem, 0);
+	strvec_init(&le->pastes);
 	strvec_init(&le->entries);
 	strvec_init(&le->commands);
 	le->hist_max = opts->history_max ? opts->history_max : HIST_DEFAULT;
@@ -1369,10 +971,46 @@ int lineedit_read(struct lineedit *le, const char *prompt, struct buf *line)
 	le->dropped = 0;
 	if (!prompt)
 		prompt = "";
+	le->esc_alone = 0;
 	ret = le->tty ? le_read_tty(le, prompt, line) : le_read_plain(le, prompt, line);
+	if (ret == LINEEDIT_LINE && le->pastes.nr && (ret = le_unfold(le, line)) < 0)
+		buf_reset(line);
+	strvec_clear(&le->pastes);
 	if (ret == LINEEDIT_LINE)
 		le_sanitize(line);
 	return ret;
+}
+
+void lineedit_prefill(struct lineedit *le, const char *text)
+{
+	const char *p = text;
+
+	if (!le->tty || !text)
+		return;
+	/* each line as a paste (a tab is text, not completion), then its Enter */
+	while (*p) {
+		size_t n = strcspn(p, "\n"), i;
+
+		if (n) {
+			buf_addstr(&le->inject, PASTE_START);
+			for (i = 0; i < n; i++)
+				if (p[i] != 033)
+					buf_addch(&le->inject, p[i]);
+			buf_addstr(&le->inject, PASTE_END);
+		}
+		p += n;
+		if (*p == '\n') {
+			if (n)
+				buf_addch(&le->inject, '\r');
+			p++;
+		}
+	}
+}
+
+void lineedit_set_recall(struct lineedit *le, const char *text)
+{
+	free(le->recall);
+	le->recall = text && *text ? xstrdup(text) : NULL;
 }
 
 void lineedit_close(struct lineedit *le)
@@ -1390,7 +1028,10 @@ void lineedit_close(struct lineedit *le)
 	if (le->loc)
 		freelocale(le->loc);
 	buf_release(&le->in);
+	buf_release(&le->inject);
 	buf_release(&le->hist_problem);
+	strvec_clear(&le->pastes);
+	free(le->recall);
 	strvec_clear(&le->entries);
 	strvec_clear(&le->commands);
 	free(le->hist_path);

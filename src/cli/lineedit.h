@@ -6,7 +6,11 @@
  * emacs keys, arrows, Home/End, Ctrl-R incremental search, history kept
  * in a file of the project, Tab completion of slash commands and of
  * paths inside the workspace, multi-line entries (a trailing unescaped
- * `\`, or Alt-Enter). When the input is not a terminal (a pipe, a file)
+ * `\`, or Alt-Enter), bracketed paste (a long paste is shown folded to
+ * one line, "[Pasted text #1 +2000 lines]", and returned whole), the Esc
+ * key (alone it does nothing; twice at an empty line it puts back the
+ * text of lineedit_set_recall()), and a line prefilled with
+ * lineedit_prefill(). When the input is not a terminal (a pipe, a file)
  * it reads plain lines instead, with the same trailing-`\` continuation.
  *
  * The caller:
@@ -121,6 +125,22 @@ const char *lineedit_history_problem(const struct lineedit *le);
  * told from "Ctrl-C clears what I typed".
  */
 int lineedit_dropped(const struct lineedit *le);
+
+/**
+ * Give the next lineedit_read()s `text` as if typed at their prompts,
+ * e.g. what was typed while a turn ran: each line that ended with Enter
+ * ('\n') is entered (one read each), and the rest is left in the line to
+ * edit. Each line goes in as a paste (a tab is text, a long line is
+ * folded); ESC bytes are dropped. Only with the editor
+ * (lineedit_is_tty()); otherwise nothing.
+ */
+void lineedit_prefill(struct lineedit *le, const char *text);
+
+/**
+ * What Esc Esc at an empty line puts in it (copied; NULL or "": nothing),
+ * e.g. the last message sent, to edit and send again.
+ */
+void lineedit_set_recall(struct lineedit *le, const char *text);
 
 /** Whether `le` edits with libedit (1) or reads plain lines (0). */
 int lineedit_is_tty(const struct lineedit *le);

@@ -16,6 +16,7 @@
 #include "base/termsafe.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "config/config.h"
 
 /*
  * Two programs are built from this file. `forgex-core` holds every
@@ -37,7 +38,7 @@ static struct strvec cli_config_flags = STRVEC_INIT;	/* "key=value" from -c */
 
 static const struct cli_command commands[] = {
 	{ "ask", HEAVY(cmd_ask), CLI_HEAVY, "Ask the configured model a question about this project",
-	  "usage: forgex ask [--json] [--provider NAME] [--model M] [--transcript FILE]\n"
+	  "usage: forgex ask [--json] [--provider NAME] [-m M] [--transcript FILE]\n"
 	  "                  QUESTION...\n"
 	  "\n"
 	  "Sends QUESTION to the model of [providers.NAME] (default: the\n"
@@ -50,7 +51,7 @@ static const struct cli_command commands[] = {
 	  "\n"
 	  "--json              print the final message and token usage as JSON\n"
 	  "--provider NAME     use [providers.NAME]\n"
-	  "--model M           use model M instead of the provider's\n"
+	  "-m, --model M       use model M instead of the provider's\n"
 	  "--transcript FILE   append the exchange to FILE (JSON Lines, redacted);\n"
 	  "                    a provider with type = \"replay\" and transcript = FILE\n"
 	  "                    answers from it offline\n"
@@ -59,8 +60,9 @@ static const struct cli_command commands[] = {
 	  "2 usage or configuration error, 3 the provider failed (or the answer\n"
 	  "was cut at the token limit), 130 interrupted.\n" },
 	{ "batch", cmd_batch, 0, "Run many tasks, each a verified run in a worktree of its own",
-	  "usage: forgex batch TASKS.jsonl [-j N] [--out DIR] [--keep] [--wall-time S]\n"
-	  "                    [--shard K/N | --shards N] [--predictions FILE] [--json]\n"
+	  "usage: forgex batch TASKS.jsonl [-j N] [-m MODEL] [--out DIR] [--keep]\n"
+	  "                    [--wall-time S] [--shard K/N | --shards N]\n"
+	  "                    [--predictions FILE] [--json]\n"
 	  "       forgex batch collect [--out DIR] [--predictions FILE] DIR...\n"
 	  "       forgex batch k8s TASKS.jsonl --image IMAGE --shards N --parallelism P\n"
 	  "                    [--configmap NAME] [--pvc NAME] [--secret NAME] [-- ARGS...]\n"
@@ -82,6 +84,7 @@ static const struct cli_command commands[] = {
 	  "                   get sandbox.memory_limit / N unless the task sets it\n"
 	  "--out DIR          results, logs and run folders (default: batch-results)\n"
 	  "--work DIR         where the worktrees are made (default: DIR/work)\n"
+	  "-m, --model MODEL  every role's model in every task (as -c agents.ROLE.model)\n"
 	  "--keep             keep each task's worktree (and its run folder in it)\n"
 	  "--wall-time S      a task still running after S seconds is stopped: TIMEOUT\n"
 	  "--grace S          after the stop, S seconds before it is killed (30)\n"
@@ -118,7 +121,8 @@ static const struct cli_command commands[] = {
 	  "(e.g. results not writable: run it again), 130 interrupted.\n" },
 	{ "chat", HEAVY(cmd_chat), CLI_HEAVY, "Talk with the model about this project and change it, turn by turn",
 	  "usage: forgex chat [--continue | --resume ID] [--yes|--ask|--safe] [--no-wait]\n"
-	  "                   [MESSAGE...]\n"
+	  "                   [-m MODEL] [MESSAGE...]\n"
+	  "       forgex \"MESSAGE\"\n"
 	  "\n"
 	  "An interactive session (also what 'forgex' alone opens on a terminal):\n"
 	  "each message is a turn of an agent with the Builder's tools, under the\n"
@@ -128,14 +132,24 @@ static const struct cli_command commands[] = {
 	  "turn that changes files is checkpointed and can be undone (/undo), as can\n"
 	  "a /run or /go made from it: /undo takes the newest and the model is told.\n"
 	  "A message too large for the model's window is not sent: it can go as a\n"
-	  "file the model reads in parts, or cut. MESSAGE, when given, is the first\n"
-	  "turn. Slash commands: /run [REQUEST],\n"
+	  "file the model reads in parts, or cut.\n"
+	  "MESSAGE, when given, is the first turn ('forgex \"MESSAGE\"' too: off a\n"
+	  "terminal that runs it as 'forgex run' does). Slash commands: /run [REQUEST],\n"
 	  "/plan [REQUEST], /go, /diff [TURN], /undo, /model [ROLE] NAME, /cost,\n"
-	  "/compact, /clear, /resume [ID], /permissions [ask|auto|safe], /help,\n"
-	  "/exit ('/help' in a session says more). @path in a message attaches that\n"
-	  "file of the project (Tab completes it). Ctrl-C stops the running turn and comes back to the prompt;\n"
-	  "twice at the prompt, or Ctrl-D, leaves. Input that is not a terminal is\n"
-	  "read line by line (a script of messages and commands).\n"
+	  "/compact, /clear, /resume [ID], /permissions [ask|auto|safe], /last\n"
+	  "(Ctrl-O: the last command's whole output), /help, /exit ('/help' in a\n"
+	  "session says more). @path in a message attaches that\n"
+	  "file of the project (Tab completes it). Ctrl-C or Esc stops the running\n"
+	  "turn and comes back to the prompt (Ctrl-C at an approval question too,\n"
+	  "the command not run); what is typed meanwhile is not echoed and waits\n"
+	  "for the next prompt. Ctrl-C twice at the prompt, or Ctrl-D, leaves; Esc\n"
+	  "twice at an empty prompt brings back the last message to edit. A paste\n"
+	  "of more than 8 lines shows as one line ([Pasted text #1 +N lines]) and\n"
+	  "is sent whole. 'exit', 'quit' or 'clear' alone is not sent: /exit and\n"
+	  "/clear are named. Input that is not a terminal is read line by line (a\n"
+	  "script of messages and commands). With no configuration and no server\n"
+	  "where the defaults point, a session on a terminal offers to write the\n"
+	  "user configuration ('forgex config init --user').\n"
 	  "\n"
 	  "Sessions are kept in .forgex/sessions/ID (events.jsonl, transcript.jsonl\n"
 	  "as for runs, and the conversation); 'forgex log' lists them. A session\n"
@@ -146,7 +160,10 @@ static const struct cli_command commands[] = {
 	  "              the approval mode for this session (permissions.mode auto,\n"
 	  "              ask or safe)\n"
 	  "--no-wait     a turn that finds the workspace busy (a run) fails instead\n"
-	  "              of waiting\n" },
+	  "              of waiting\n"
+	  "-m, --model MODEL\n"
+	  "              the model of this session (every role's, as -c\n"
+	  "              agents.ROLE.model=MODEL would set it)\n" },
 	{ "checkpoint", HEAVY(cmd_checkpoint), CLI_HEAVY, "Save, list and restore snapshots of the working tree",
 	  "usage: forgex checkpoint create [-m MESSAGE] [--json]\n"
 	  "       forgex checkpoint list [--json]\n"
@@ -174,14 +191,24 @@ static const struct cli_command commands[] = {
 	  "  forgex completion fish > ~/.config/fish/completions/forgex.fish\n"
 	  "\n"
 	  "make install puts all three where the shells look.\n" },
-	{ "config", cmd_config, 0, "Show or query the effective configuration",
+	{ "config", cmd_config, 0, "Show or query the effective configuration, or write the user's",
 	  "usage: forgex config show [--json]\n"
 	  "       forgex config get KEY\n"
+	  "       forgex config init --user [--base-url URL --model NAME]\n"
+	  "                                 [--api-key-env NAME] [--force]\n"
 	  "\n"
 	  "show   print every key, its effective value and where it came from\n"
 	  "       (default, user, project, env, flag); --json for a JSON array\n"
 	  "get    print the effective value of KEY (e.g. sandbox.backend,\n"
-	  "       providers.default.model); exit 2 for an unknown key\n" },
+	  "       providers.default.model); exit 2 for an unknown key\n"
+	  "init   write the user file ($XDG_CONFIG_HOME/forgex/config.toml, mode\n"
+	  "       0600): on a terminal, the model servers on 127.0.0.1 (Ollama\n"
+	  "       11434, llama.cpp 8080, vLLM 8000, LM Studio 1234, or the base\n"
+	  "       URLs of FORGEX_SETUP_SERVERS) are listed with their models to\n"
+	  "       pick from, or a URL, a model and the NAME of the API key's\n"
+	  "       variable are asked for (the key is never written); off a\n"
+	  "       terminal, --base-url and --model (and --api-key-env) say it.\n"
+	  "       An existing file is replaced when you say so, or with --force\n" },
 	{ "diff", HEAVY(cmd_diff), CLI_HEAVY, "Show a run's change, or what changed since a checkpoint",
 	  "usage: forgex diff [RUN|ID] [--stat] [--color[=always|never|auto]]\n"
 	  "\n"
@@ -248,7 +275,7 @@ static const struct cli_command commands[] = {
 	  "unique prefix, or 'last' for the last run): its events, numbered and\n"
 	  "timed: stages, model calls, tool calls and results, commands,\n"
 	  "checkpoints, test results, votes and verdicts; a session's messages,\n"
-	  "turns, edits and undos.\n"
+	  "turns, edits and undos. Under each command, its output as forgex kept it.\n"
 	  "--json   one JSON object per line (with \"kind\": \"run\" or \"session\")\n" },
 	{ "map", cmd_map, 0, "Show the repository map the agents are given",
 	  "usage: forgex map [--tokens N] [--focus X]... [--json] [--stats] [REQUEST...]\n"
@@ -282,11 +309,12 @@ static const struct cli_command commands[] = {
 	  "Exit status: 0 done, 1 a server did not start or the tool reported an\n"
 	  "error, 2 usage or configuration error, 4 not approved, 130 interrupted.\n" },
 	{ "plan", HEAVY(cmd_plan), CLI_HEAVY, "Ask the Architect for a plan, changing nothing",
-	  "usage: forgex plan [--json] REQUEST...\n"
+	  "usage: forgex plan [--json] [-m MODEL] REQUEST...\n"
 	  "\n"
 	  "Runs the Architect alone (read-only tools) and prints its plan. The run\n"
 	  "is recorded in .forgex/runs/ like every run (plan.json).\n"
-	  "--json   the events as JSON Lines on stdout\n" },
+	  "--json   the events as JSON Lines on stdout\n"
+	  "-m, --model MODEL  every role's model for this plan\n" },
 	{ "policy", cmd_policy, 0, "Ask the command policy about a command",
 	  "usage: forgex policy check [--json] [--] CMD [ARG...]\n"
 	  "\n"
@@ -310,14 +338,16 @@ static const struct cli_command commands[] = {
 	  "--strict  a request that differs from the recording is an error (default:\n"
 	  "          a warning, and the recorded answer is used)\n" },
 	{ "resume", HEAVY(cmd_resume), CLI_HEAVY, "Continue an interrupted run",
-	  "usage: forgex resume [--json] [--no-wait] [RUN]\n"
+	  "usage: forgex resume [--json] [--no-wait] [-m MODEL] [RUN]\n"
 	  "\n"
 	  "Continues RUN (default: the last run; interrupted, killed, crashed, or\n"
 	  "stopped by a power cut) from its last completed stage: the run's files\n"
 	  "are put back to how that stage left them (yours stay), then the\n"
-	  "pipeline goes on. Exit status as for 'forgex run'.\n" },
+	  "pipeline goes on. -m MODEL: every role's model from here on. Exit\n"
+	  "status as for 'forgex run'.\n" },
 	{ "run", HEAVY(cmd_run), CLI_HEAVY, "Turn a request into a verified change (the main job)",
-	  "usage: forgex run [--json] [--no-wait] [--yes|--ask|--safe] REQUEST...\n"
+	  "usage: forgex run [--json] [--no-wait] [--yes|--ask|--safe] [-m MODEL]\n"
+	  "                  REQUEST...\n"
 	  "\n"
 	  "Runs the tests once (baseline), takes a checkpoint, then: the Architect\n"
 	  "plans, the Builder implements, the Expert Coder reviews and fixes, the\n"
@@ -343,6 +373,9 @@ static const struct cli_command commands[] = {
 	  "--yes, --ask, --safe\n"
 	  "         the approval mode for this run only (permissions.mode auto, ask\n"
 	  "         or safe)\n"
+	  "-m, --model MODEL\n"
+	  "         every role's model for this run (as -c agents.ROLE.model=MODEL\n"
+	  "         for each role)\n"
 	  "\n"
 	  "The progress shows each stage, each tool call, every refused or failed\n"
 	  "tool call with why, the tests' counts and the failing tests by name, and\n"
@@ -408,7 +441,7 @@ static const struct cli_command commands[] = {
 
 static const char global_usage[] =
 	"usage: forgex [--version] [--help] [-C DIR] [-c KEY=VALUE] [-q] [-v]\n"
-	"              COMMAND [ARGS]\n";
+	"              COMMAND [ARGS] | \"REQUEST\"\n";
 
 const struct cli_command *cli_commands(size_t *nr)
 {
@@ -427,6 +460,18 @@ const char cli_global_options[] =
 const char *cli_global_usage(void)
 {
 	return global_usage;
+}
+
+int cli_set_model(const char *model)
+{
+	int r;
+
+	if (!model || !*model)
+		return err_set(FX_EINVAL, "--model needs a model name");
+	/* as -c agents.ROLE.model=M for every role, so config show says where it came from */
+	for (r = 0; r < ROLE__COUNT; r++)
+		strvec_pushf(&cli_config_flags, "agents.%s.model=%s", config_role_name(r), model);
+	return 0;
 }
 
 const struct cli_command *cli_find_command(const char *name)
@@ -650,7 +695,8 @@ static size_t edit_distance(const char *a, const char *b)
 	return d;
 }
 
-static int unknown_command(const char *name)
+/* The command `name` is closest to, and how close (the edit distance; a prefix counts 1). */
+static const char *similar_command(const char *name, size_t *dist)
 {
 	size_t i, best = (size_t)-1, d;
 	const char *cand = NULL;
@@ -667,10 +713,38 @@ static int unknown_command(const char *name)
 			cand = commands[i].name;
 		}
 	}
+	*dist = best;
+	return cand;
+}
+
+static int unknown_command(const char *name)
+{
+	size_t d;
+	const char *cand = similar_command(name, &d);
+
 	fprintf(stderr, "forgex: '%s' is not a forgex command. See 'forgex --help'.\n", name);
 	if (cand)
 		fprintf(stderr, "\nThe most similar command is\n\t%s\n", cand);
+	fprintf(stderr, "\nA request is a phrase: forgex \"%s ...\"\n", name);
 	return EXIT_USAGE;
+}
+
+/*
+ * Whether `forgex WORDS...` is a request rather than a mistyped command:
+ * a first word with a space in it (`forgex "fix the bug"`), or several
+ * words whose first is not one edit from a command (`forgex add tests`).
+ * A word alone is a command or a typo (`forgex cofnig`, `forgex
+ * frobnicate`): the nearest command is named.
+ */
+static int is_request(const char *word, int more)
+{
+	size_t d;
+
+	if (strpbrk(word, " \t\n"))
+		return 1;
+	if (!more || !*word || !similar_command(word, &d))
+		return 0;
+	return d > 1;
 }
 
 /* Index of the command word in argv (global options skipped), or argc. */
@@ -712,6 +786,57 @@ static int exec_core(char **argv)
 	free(core);
 	free(installed);
 	return EXIT_FAIL;
+}
+
+/*
+ * Run command `name` with the operands argv[i...] (after "--", so a word
+ * of the request is never an option), in this program or in forgex-core.
+ */
+static int run_as(int argc, char **argv, int i, const char *name)
+{
+	const struct cli_command *c = cli_find_command(name);
+	char **nargv = xcalloc((size_t)argc + 4, sizeof(*nargv));
+	int j, n = 0, ret;
+
+	if (!c->fn) {
+		/*
+		 * The global options again, but not -C DIR: we are in DIR
+		 * already, and a relative DIR would not be found twice.
+		 */
+		nargv[n++] = argv[0];
+		for (j = 1; j < i; j++) {
+			if (!strcmp(argv[j], "-C"))
+				j++;
+			else if (strcmp(argv[j], "--"))
+				nargv[n++] = argv[j];
+		}
+	}
+	nargv[n++] = (char *)name;
+	if (i < argc)
+		nargv[n++] = (char *)"--";
+	for (j = i; j < argc; j++)
+		nargv[n++] = argv[j];
+	if (!c->fn)
+		return exec_core(nargv);
+	ret = c->fn(n, nargv);
+	free(nargv);
+	strvec_clear(&cli_config_flags);
+	return ret;
+}
+
+/*
+ * `forgex "fix the bug"`: on a terminal a session with it as the first
+ * message (as `forgex` alone opens one); off a terminal, a verified run of
+ * it, as `forgex run` would, said on stderr so a script knows which.
+ */
+static int start_with_request(int argc, char **argv, int i)
+{
+	if (isatty(0) && isatty(1))
+		return run_as(argc, argv, i, "chat");
+	if (!cli_quiet)
+		fprintf(stderr, "forgex: not a terminal: running the request as 'forgex run' "
+			"does (a session needs a terminal)\n");
+	return run_as(argc, argv, i, "run");
 }
 
 int main(int argc, char **argv)
@@ -774,36 +899,14 @@ int main(int argc, char **argv)
 	log_setup(cli_quiet, cli_verbose);
 	if (i >= argc) {
 		/* `forgex` alone on a terminal: an interactive session */
-		if (isatty(0) && isatty(1)) {
-			const struct cli_command *run = cli_find_command("chat");
-			char *run_argv[] = { (char *)"chat", NULL };
-
-			if (!run->fn) {
-				char **nargv = xcalloc((size_t)argc + 2, sizeof(*nargv));
-				int j, n = 0;
-
-				/*
-				 * The global options again, but not -C DIR: we are in DIR
-				 * already, and a relative DIR would not be found twice.
-				 */
-				nargv[n++] = argv[0];
-				for (j = 1; j < i; j++) {
-					if (!strcmp(argv[j], "-C"))
-						j++;
-					else if (strcmp(argv[j], "--"))
-						nargv[n++] = argv[j];
-				}
-				nargv[n] = run_argv[0];
-				return exec_core(nargv);
-			}
-			ret = run->fn(1, run_argv);
-			strvec_clear(&cli_config_flags);
-			return ret;
-		}
+		if (isatty(0) && isatty(1))
+			return run_as(argc, argv, i, "chat");
 		print_global_help();
 		return EXIT_USAGE;
 	}
 	c = cli_find_command(argv[i]);
+	if (!c && is_request(argv[i], argc - i > 1))
+		return start_with_request(argc, argv, i);
 	if (!c)
 		return unknown_command(argv[i]);
 	if (argc - i >= 2 && (!strcmp(argv[i + 1], "--help") || !strcmp(argv[i + 1], "-h")))

@@ -138,6 +138,8 @@ const struct cfg_key cfg_schema[] = {
 	  "stdio server: working folder, relative to the workspace; empty: a private folder outside it" },
 	{ "mcp_servers", "writable", T_BOOL, M(writable), NULL, 0, NULL, NULL, 0, 0,
 	  "stdio server: the workspace is writable to it (default: read-only)" },
+	{ "mcp_servers", "allowed_domains", T_LIST, M(allowed_domains), NULL, 0, empty_list, NULL, 0, 0,
+	  "stdio server: the only domains it may reach, through forgex's egress proxy; empty: no network" },
 	{ "mcp_servers", "url", T_STR, M(url), "", 0, NULL, NULL, 0, 0,
 	  "Streamable HTTP server: its endpoint" },
 	{ "mcp_servers", "bearer_token_env", T_STR, M(bearer_token_env), "", 0, NULL, NULL, 0, 0,
@@ -300,6 +302,7 @@ struct mcp_server_config *cfg_add_mcp_server(struct config *cfg, const char *nam
 	strvec_init(&m->enabled_tools);
 	strvec_init(&m->disabled_tools);
 	strvec_init(&m->roles);
+	strvec_init(&m->allowed_domains);
 	m->name = xstrdup(name);
 	m->origin = origin;
 	cfg_scope_defaults(m, S_MCP);

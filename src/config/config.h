@@ -69,6 +69,7 @@ struct mcp_server_config {
 	struct strvec env;	/* "NAME=value", or "NAME" to pass forgex's own value on */
 	char *cwd;		/* relative to the workspace; "": a private folder outside it */
 	int writable;		/* stdio: the workspace is writable to it (else read-only) */
+	struct strvec allowed_domains;	/* stdio: its network, through the egress proxy; empty: none */
 	char *url;		/* Streamable HTTP endpoint; "" for a stdio server */
 	char *bearer_token_env;	/* the NAME of the variable holding the token */
 	int enabled;

@@ -100,6 +100,10 @@ static int validate_mcp(struct config *cfg)
 		else if (*m->url && strncmp(m->url, "http://", 7) && strncmp(m->url, "https://", 8))
 			ret = err_set(FX_EINVAL, "%s%skey '%s': expected an http:// or https:// URL",
 				      rec ? rec->where : "", rec ? ": " : "", key);
+		if (!ret && *m->url && m->allowed_domains.nr)
+			ret = err_set(FX_EINVAL, "[mcp_servers.%s] allowed_domains is for a stdio "
+				      "server (the sandbox's egress proxy); forgex itself reaches an "
+				      "HTTP server's url", m->name);
 		for (j = 0; !ret && j < m->roles.nr; j++)
 			if (config_role_from_name(m->roles.v[j]) < 0)
 				ret = err_set(FX_EINVAL, "[mcp_servers.%s] roles: unknown role '%s' "

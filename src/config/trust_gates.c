@@ -73,6 +73,8 @@ static const struct trust_gate trust_gates[] = {
 	{ "providers", "base_url", TIGHTEN_NEVER, "never taken" },
 	{ "providers", "api_key_env", TIGHTEN_NEVER, "never taken" },
 	{ "providers", "headers", TIGHTEN_NEVER, "never taken" },
+	/* a server's own network (the egress proxy's list for it): may only shrink */
+	{ "mcp_servers", "allowed_domains", TIGHTEN_SUBSET, "may only drop domains" },
 	/* a server or a hook is a program forgex would start: never from an untrusted file */
 	{ "mcp_servers", NULL, TIGHTEN_NEVER, "never taken: it would start a program or reach a server" },
 };

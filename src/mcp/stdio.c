@@ -390,6 +390,13 @@ int mcp_stdio_open(struct mcp_transport **out, const struct mcp_server_config *c
 		}
 		if (cfg->writable)
 			strvec_push(&p.argv, "--writable");
+		/* its own network: the egress proxy with only these domains (none: no network) */
+		strvec_push(&p.argv, "--name");
+		strvec_push(&p.argv, cfg->name);
+		for (i = 0; i < cfg->allowed_domains.nr; i++) {
+			strvec_push(&p.argv, "--allow-domain");
+			strvec_push(&p.argv, cfg->allowed_domains.v[i]);
+		}
 		strvec_push(&p.argv, "--");
 		/*
 		 * Where forgex's own configuration and state are, for the

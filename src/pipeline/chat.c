@@ -689,6 +689,13 @@ static int begin_turn(struct chat *c, struct ws_lock *lock)
 	}
 	c->have_jr = 1;
 	c->rec.jr = &c->jr;
+	/*
+	 * In the state from its start, as changing: a turn killed midway is
+	 * then /undo's after `chat --continue` (the turn's end says whether
+	 * it changed anything).
+	 */
+	t->changed = 1;
+	save_state(c);
 	return 0;
 fail:
 	/* no turn without a journal: nothing may change unrecorded */
@@ -807,8 +814,7 @@ end:
 	if (c->have_jr) {
 		journal_own_changes(&c->jr, &changed);
 		err_clear();
-		if (changed.nr)
-			t->changed = 1;
+		t->changed = changed.nr > 0;
 		c->rec.jr = NULL;
 		journal_release(&c->jr);
 		c->have_jr = 0;

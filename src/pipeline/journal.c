@@ -1,4 +1,5 @@
 /* The journal of a run's own changes; see journal.h. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -14,6 +15,7 @@
 #include "base/jsonx.h"
 #include "pipeline/journal.h"
 #include "pipeline/rundir.h"
+#include "pipeline/runrecord.h"
 
 #define CHANGES "changes.jsonl"
 #define MAX_SAVE ((size_t)1 << 30)	/* larger files cannot be saved: the change is refused */
@@ -36,6 +38,8 @@ void journal_outcome_release(struct journal_outcome *o)
 	strvec_clear(&o->overwritten);
 	strvec_clear(&o->failed);
 }
+
+static void current(char oid[VCS_OID_HEX], struct journal *j, const char *rel, int store);
 
 static int append(struct journal *j, json_t *rec)
 {
@@ -87,6 +91,33 @@ static int journal_path_ok(const char *rel)
 	}
 }
 
+/*
+ * Whether `tmp` names a temporary file for `rel` in rel's folder, as
+ * fsutil_tmp_create() names one ("a/.b.fx-0123abcd.tmp" for "a/b"): a
+ * record for anything else is not taken, so no journal (a planted one
+ * too) can have any other file removed.
+ */
+static int tmp_ok(const char *tmp, const char *rel)
+{
+	const char *rs, *ts;
+	size_t rd, td;
+
+	if (!journal_path_ok(rel) || !journal_path_ok(tmp))
+		return 0;
+	rs = strrchr(rel, '/');
+	ts = strrchr(tmp, '/');
+	rd = rs ? (size_t)(rs - rel) : 0;
+	td = ts ? (size_t)(ts - tmp) : 0;
+	if (rd != td || strncmp(rel, tmp, rd))
+		return 0;
+	return fsutil_tmp_is_for(ts ? ts + 1 : tmp, rs ? rs + 1 : rel);
+}
+
+static int tmp_hook(void *data, const char *rel, const char *tmp)
+{
+	return journal_before_tmp(data, rel, tmp);
+}
+
 int journal_open(struct journal *j, struct checkpoints *cps, const char *dir, int append_mode)
 {
 	struct buf b = BUF_INIT;
@@ -101,6 +132,8 @@ int journal_open(struct journal *j, struct checkpoints *cps, const char *dir, in
 	j->snap[0] = '\0';
 	j->gaps = 0;
 	j->gap_why = NULL;
+	j->tmps = json_object();
+	strvec_init(&j->removed);
 	fd = rundir_file_open(dir, CHANGES, O_RDONLY, 0);
 	if (fd >= 0) {
 		ret = fsutil_read_fd(&b, fd, 256u << 20);
@@ -131,6 +164,8 @@ int journal_open(struct journal *j, struct checkpoints *cps, const char *dir, in
 				json_object_set(e, "user_version", json_object_get(rec, "user_version"));
 			if (jsonx_str(before, "file"))
 				j->nsaved++;
+		} else if (rec && tmp_ok(jsonx_str(rec, "tmp"), jsonx_str(rec, "for"))) {
+			json_object_set(j->tmps, jsonx_str(rec, "tmp"), json_object_get(rec, "for"));
 		}
 		err_clear();
 		json_decref(rec);
@@ -143,6 +178,19 @@ int journal_open(struct journal *j, struct checkpoints *cps, const char *dir, in
 			goto out;
 		}
 		j->fd = fd;
+		/*
+		 * A process killed mid-record left a torn last line: end it, or
+		 * this process's first record would be glued to it and lost.
+		 */
+		if (b.len && b.buf[b.len - 1] != '\n' && (ret = fsutil_write_all(fd, "\n", 1)) < 0) {
+			err_prefix(ret, "cannot write %s/" CHANGES, dir);
+			close(fd);
+			j->fd = -1;
+			goto out;
+		}
+		/* the caller holds the lock: a temporary file named here is a dead write's */
+		journal_remove_tmps(j, &j->removed);
+		checkpoint_set_tmp_hook(cps, tmp_hook, j);
 	}
 out:
 	buf_release(&b);
@@ -151,13 +199,123 @@ out:
 
 void journal_release(struct journal *j)
 {
-	if (j->fd >= 0)
+	if (j->fd >= 0) {
 		close(j->fd);
+		if (j->cps)
+			checkpoint_set_tmp_hook(j->cps, NULL, NULL);
+	}
 	free(j->dir);
 	free(j->gap_why);
 	json_decref(j->paths);
+	json_decref(j->tmps);
+	strvec_clear(&j->removed);
 	memset(j, 0, sizeof(*j));
 	j->fd = -1;
+}
+
+int journal_before_tmp(struct journal *j, const char *rel, const char *tmp)
+{
+	const char *slash = strrchr(rel, '/');
+	char *path;
+	int ret;
+
+	if (!j || !j->paths)
+		return 0;
+	path = slash ? xstrfmt("%.*s/%s", (int)(slash - rel), rel, tmp) : xstrdup(tmp);
+	if (!tmp_ok(path, rel)) {
+		ret = err_set(FX_EINVAL, "'%s' is not a temporary file name for '%s'", path, rel);
+	} else {
+		ret = append(j, json_pack("{s:s, s:s}", "tmp", path, "for", rel));
+		if (!ret)
+			json_object_set_new(j->tmps, path, json_string(rel));
+	}
+	if (ret < 0)
+		err_prefix(ret, "not written, because its temporary file could not be recorded "
+			   "first");
+	free(path);
+	return ret;
+}
+
+void journal_remove_tmps(struct journal *j, struct strvec *removed)
+{
+	const char *tmp;
+	json_t *v;
+	int wfd;
+
+	if (!j->tmps || !json_object_size(j->tmps))
+		return;
+	wfd = open(checkpoint_workspace(j->cps), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (wfd < 0)
+		return;
+	json_object_foreach(j->tmps, tmp, v) {
+		const char *slash = strrchr(tmp, '/');
+		char *dir = slash ? xstrndup(tmp, (size_t)(slash - tmp)) : xstrdup("");
+		const char *name = slash ? slash + 1 : tmp;
+		/* its folder reached following no link: a link planted on the way is not taken */
+		int dfd = beneath_open(wfd, dir, O_RDONLY | O_DIRECTORY, 0);
+		struct stat st;
+
+		if (dfd >= 0) {
+			if (!fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) &&
+			    (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) && !unlinkat(dfd, name, 0) &&
+			    removed)
+				strvec_push(removed, tmp);
+			close(dfd);
+		}
+		free(dir);
+	}
+	close(wfd);
+}
+
+/* journal_remove_tmps() on the journal in `dir`, if there is one. */
+static void sweep_dir(struct checkpoints *cps, const char *dir, struct strvec *removed)
+{
+	struct journal t = JOURNAL_INIT;
+
+	if (journal_open(&t, cps, dir, 0) >= 0)
+		journal_remove_tmps(&t, removed);
+	journal_release(&t);
+	err_clear();
+}
+
+void journal_sweep(struct checkpoints *cps, const char *workspace, struct strvec *removed)
+{
+	struct strvec ids = STRVEC_INIT;
+	size_t i;
+
+	runrecord_list(&ids, RUNRECORD_RUNS, workspace);
+	for (i = 0; i < ids.nr; i++) {
+		char *dir = rundir_dir_kind(workspace, RUNDIR_RUNS, ids.v[i]);
+
+		sweep_dir(cps, dir, removed);
+		free(dir);
+	}
+	strvec_clear(&ids);
+	/* a session keeps one journal per turn, in turns/N */
+	runrecord_list(&ids, RUNRECORD_SESSIONS, workspace);
+	for (i = 0; i < ids.nr; i++) {
+		char *dir = rundir_dir_kind(workspace, RUNDIR_CHATS, ids.v[i]);
+		int fd = rundir_file_open(dir, "turns", O_RDONLY | O_DIRECTORY, 0);
+		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+		struct dirent *e;
+
+		if (fd >= 0 && !d)
+			close(fd);
+		while (d && (e = readdir(d))) {
+			char *turn;
+
+			if (!*e->d_name || strspn(e->d_name, "0123456789") != strlen(e->d_name))
+				continue;
+			turn = xstrfmt("%s/turns/%s", dir, e->d_name);
+			sweep_dir(cps, turn, removed);
+			free(turn);
+		}
+		if (d)
+			closedir(d);
+		err_clear();
+		free(dir);
+	}
+	strvec_clear(&ids);
 }
 
 /* Write `data` to the new file `name` of the run folder. */
@@ -313,6 +471,34 @@ void journal_after_change(struct journal *j, const char *rel)
 		snprintf(oid, sizeof(oid), "unknown");
 	}
 	set_left(j, rel, oid);
+}
+
+void journal_note_restored(struct journal *j, const char *tree)
+{
+	struct strvec all = STRVEC_INIT;
+	char now[VCS_OID_HEX], was[VCS_OID_HEX];
+	size_t i;
+
+	if (!j || !j->paths || !tree)
+		return;
+	journal_paths(j, &all);
+	for (i = 0; i < all.nr; i++) {
+		const char *rel = all.v[i];
+		const char *left = jsonx_str(json_object_get(j->paths, rel), "left");
+		int held = vcs_tree_entry(was, NULL, j->cps, tree, rel);
+
+		/* a path no checkpoint holds (ignored) was not put back: as it was */
+		if (held < 0) {
+			err_clear();
+			continue;
+		}
+		current(now, j, rel, 1);
+		if (!strcmp(now, "?") || !strcmp(now, "dir") || strcmp(now, was) ||
+		    (left && !strcmp(left, now)))
+			continue;
+		set_left(j, rel, now);
+	}
+	strvec_clear(&all);
 }
 
 static void gap(struct journal *j)

@@ -48,16 +48,50 @@ struct journal {
 	char snap[VCS_OID_HEX];		/* snapshot before the running command ("": none) */
 	unsigned gaps;			/* commands whose changes could not be recorded */
 	char *gap_why;			/* why the first one could not */
+	json_t *tmps;			/* temporary file -> its target, as recorded */
+	struct strvec removed;		/* leftovers removed when opened for appending */
 };
 
-#define JOURNAL_INIT { NULL, NULL, -1, NULL, 0, "", 0, NULL }
+#define JOURNAL_INIT { NULL, NULL, -1, NULL, 0, "", 0, NULL, NULL, STRVEC_INIT }
 
 /**
  * Open the journal of the run folder `dir` and read what it holds; with
- * `append`, records can be added (changes.jsonl is created).
+ * `append`, records can be added (changes.jsonl is created): then the
+ * caller holds the workspace lock, the leftovers of killed writes the
+ * journal names are removed (journal_remove_tmps(), into `removed`), and
+ * `cps` tells the journal of its temporary files until journal_release().
+ * However many processes worked on the run (a resume, an undo), it is one
+ * journal: each appends to the same file, and a path's "before" is the
+ * first one ever recorded.
  */
 int journal_open(struct journal *j, struct checkpoints *cps, const char *dir, int append);
 void journal_release(struct journal *j);
+
+/**
+ * Before the temporary file `tmp` is created in the folder of `rel`
+ * (fsutil_tmp_create()): a {"tmp": PATH, "for": REL} record, so a write
+ * killed before its rename leaves a file the journal names. FX_EOS when
+ * the record cannot be written, FX_EINVAL when `tmp` is not a name
+ * fsutil_tmp_create() makes for `rel`: the write must not be made.
+ */
+int journal_before_tmp(struct journal *j, const char *rel, const char *tmp);
+
+/**
+ * Remove every temporary file the journal names that is still there: a
+ * file or link (never a folder), named as fsutil_tmp_create() names one
+ * for the record's target, in the target's folder, reached from the
+ * workspace following no link. Each removed is pushed to `removed` (may
+ * be NULL). Nothing a journal does not name is ever removed. The caller
+ * holds the workspace lock (no write of forgex is under way).
+ */
+void journal_remove_tmps(struct journal *j, struct strvec *removed);
+
+/**
+ * journal_remove_tmps() on the journal of every run and session turn of
+ * `workspace` that the user's records hold (runrecord.h): a run's
+ * start clears what a killed forgex left, whichever run or turn it was.
+ */
+void journal_sweep(struct checkpoints *cps, const char *workspace, struct strvec *removed);
 
 /**
  * Before a tool changes `rel` (the entry `name` in the folder `dirfd`):
@@ -68,6 +102,17 @@ int journal_before_change(struct journal *j, int dirfd, const char *name, const 
 
 /** After a tool changed `rel`: record what the run left there. */
 void journal_after_change(struct journal *j, const char *rel);
+
+/**
+ * After the run itself put its paths back to the tree `tree` (a resume:
+ * journal_restore_to()): each path of the journal that is now what `tree`
+ * holds is recorded as what the run left there. Without it, the next
+ * change of such a path would take the restored bytes for the user's
+ * version and an undo would put those back instead of the bytes from
+ * before the run (issue 24). The "before" of every path stays the first
+ * one recorded, by whichever process.
+ */
+void journal_note_restored(struct journal *j, const char *tree);
 
 /** Around a command or test run: snapshot before, and record what changed after. */
 void journal_command_begin(struct journal *j);

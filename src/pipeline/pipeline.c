@@ -646,6 +646,18 @@ static int setup(struct pl *pl)
 		return ret;
 	pl->have_journal = 1;
 	pl->rec.jr = &pl->jr;
+	if (!pl->o->plan_only) {
+		/* under the lock: what a killed write of any earlier run or turn left goes */
+		struct strvec removed = STRVEC_INIT;
+
+		if (pl->jr.removed.nr)
+			strvec_pushv(&removed, (const char *const *)pl->jr.removed.v);
+		journal_sweep(pl->cps, cfg->workspace, &removed);
+		if (removed.nr)
+			pl_emit(pl, "leftovers_removed", json_pack("{s:o}", "paths",
+								   jsonx_from_strvec(&removed)));
+		strvec_clear(&removed);
+	}
 	{
 		struct workbench_opts wo = { cfg, pl->s.dir, pl->s.id, pl->o->cancel, &pl->rec,
 					     pl->o->approver };
@@ -964,6 +976,7 @@ int pipeline_run(struct pipeline_result *out, const struct pipeline_opts *opts)
 			ret = 0;
 			goto out;
 		}
+		journal_note_restored(&pl.jr, pl.tree_checkpoint);
 		pl_emit(&pl, "checkpoint", json_pack("{s:s, s:s, s:s}", "action", "restore", "id",
 						  pl.tree_checkpoint, "why", "resume"));
 	}

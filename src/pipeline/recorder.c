@@ -1,8 +1,13 @@
 /* What a run and a session write down; see recorder.h. */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/fsutil.h"
 #include "base/jsonx.h"
+#include "base/redact.h"
+#include "base/utf8.h"
 #include "pipeline/lock.h"
 #include "pipeline/recorder.h"
 #include "sandbox/permissions.h"
@@ -20,6 +25,13 @@ static int rec_before_change(void *data, const struct wspath_loc *loc)
 	}
 	return r->watch && r->watch->before_change ?
 	       r->watch->before_change(r->watch->data, loc) : 0;
+}
+
+static int rec_before_tmp(void *data, const char *rel, const char *tmp)
+{
+	struct recorder *r = data;
+
+	return r->jr ? journal_before_tmp(r->jr, rel, tmp) : 0;
 }
 
 static void rec_after_change(void *data, const char *rel)
@@ -55,6 +67,7 @@ void recorder_init(struct recorder *r, struct rundir *rd)
 	r->hooks.before_change = rec_before_change;
 	r->hooks.after_change = rec_after_change;
 	r->hooks.around_call = rec_around_call;
+	r->hooks.before_tmp = rec_before_tmp;
 	r->hooks.data = r;
 }
 
@@ -148,6 +161,79 @@ void recorder_agent_event(void *data, const char *type, json_t *fields)
 	recorder_event(r, type, fields);
 }
 
+/* The start of the last RECORDER_TAIL_LINES lines of `s` (a final newline ends the last line). */
+static size_t tail_start(const char *s, size_t len, size_t *lines)
+{
+	size_t end = len && s[len - 1] == '\n' ? len - 1 : len, i = end, n = 0, start = 0;
+
+	while (i > 0) {
+		if (s[i - 1] == '\n') {
+			if (++n == RECORDER_TAIL_LINES && !start)
+				start = i;
+		}
+		i--;
+	}
+	*lines = len ? n + 1 : 0;
+	return n >= RECORDER_TAIL_LINES ? start : 0;
+}
+
+/*
+ * A command's output for the person: stdout then stderr, redacted, in
+ * output/SEQ.txt of the folder (SEQ: the "command" event's), at most
+ * RECORDER_OUTPUT_MAX bytes (head and tail); its last lines in the event.
+ */
+static void keep_output(struct recorder *r, json_t *f, const struct exec_result *res)
+{
+	struct buf all = BUF_INIT, tail = BUF_INIT;
+	char *name;
+	size_t lines, from, i;
+	int fd;
+
+	buf_addbuf(&all, &res->out);
+	if (all.len && all.buf[all.len - 1] != '\n' && res->err.len)
+		buf_addch(&all, '\n');
+	buf_addbuf(&all, &res->err);
+	if (!all.len)
+		goto out;
+	redact_buf(&all);
+	if (all.len > RECORDER_OUTPUT_MAX) {
+		size_t h = RECORDER_OUTPUT_MAX / 2, t = all.len - RECORDER_OUTPUT_MAX / 2;
+		struct buf cut = BUF_INIT;
+
+		buf_add(&cut, all.buf, h);
+		buf_addf(&cut, "\n[... forgex: %zu bytes left out ...]\n", t - h);
+		buf_add(&cut, all.buf + t, all.len - t);
+		buf_release(&all);
+		all = cut;
+	}
+	from = tail_start(all.buf, all.len, &lines);
+	/* each tail line at most RECORDER_TAIL_WIDTH bytes: a person reads them on one row */
+	for (i = from; i < all.len;) {
+		size_t n = strcspn(all.buf + i, "\n"), k = utf8_cut(all.buf + i, n, RECORDER_TAIL_WIDTH);
+
+		buf_add(&tail, all.buf + i, k);
+		if (k < n)
+			buf_addstr(&tail, "...");
+		buf_addch(&tail, '\n');
+		i += n + 1;
+	}
+	jsonx_set(f, "output_lines", json_integer((json_int_t)lines));
+	jsonx_set(f, "output_bytes", json_integer((json_int_t)all.len));
+	jsonx_set(f, "tail", jsonx_stringn_lossy(tail.buf, tail.len));
+	name = xstrfmt("output/%lu.txt", r->rd->seq + 1);
+	fd = r->rd->dir ? rundir_file_open(r->rd->dir, name, O_WRONLY | O_CREAT | O_TRUNC, 0600) : -1;
+	if (fd >= 0 && fsutil_write_all(fd, all.buf, all.len) == 0)
+		jsonx_set(f, "output", jsonx_string(name));
+	if (fd >= 0)
+		close(fd);
+	/* the output is for the person; no reason to stop the work */
+	err_clear();
+	free(name);
+out:
+	buf_release(&all);
+	buf_release(&tail);
+}
+
 void recorder_command(void *data, const char *tool, const struct strvec *argv, int code,
 		      const struct exec_result *res)
 {
@@ -162,8 +248,20 @@ void recorder_command(void *data, const char *tool, const struct strvec *argv, i
 		jsonx_set(f, "exit_code", json_integer(res->exit_code));
 		jsonx_set(f, "timed_out", json_boolean(res->timed_out));
 		jsonx_set(f, "duration_ms", json_integer((json_int_t)res->duration_ms));
+		keep_output(data, f, res);
 	}
 	recorder_event(data, "command", f);
+}
+
+int recorder_output_open(const char *dir, const char *name)
+{
+	size_t n = 0;
+
+	if (!strncmp(name, "output/", 7))
+		n = strspn(name + 7, "0123456789");
+	if (!n || strcmp(name + 7 + n, ".txt"))
+		return err_set(FX_EINVAL, "'%s' is not a command's output file", name);
+	return rundir_file_open(dir, name, O_RDONLY, 0);
 }
 
 void recorder_hook(void *data, json_t *fields)

@@ -16,8 +16,9 @@
  *     map's focus, and every "model_call" is counted in the ledger;
  *   - the workbench's commands, hook runs and MCP servers are events
  *     (workbench_open() wires them: workbench_opts.recorder);
- *   - `hooks` are the tools' change hooks (tool_ctx.hooks): every change
- *     goes into the journal `jr` while one is open, then to `watch`;
+ *   - `hooks` are the tools' change hooks (tool_ctx.hooks): every change,
+ *     and every temporary file a tool creates beside its target, goes into
+ *     the journal `jr` while one is open, then (changes) to `watch`;
  *   - recorder_restore_start() puts the tree back as a run or a session
  *     found it (forgex replay).
  *
@@ -45,6 +46,17 @@
  */
 #define RECORDER_ARG_MAX 256
 
+/*
+ * A command's output (stdout, then stderr) kept for the person in
+ * output/SEQ.txt of the folder: at most RECORDER_OUTPUT_MAX bytes (head
+ * and tail) of what the executor kept ([terminal] max_output_bytes a
+ * stream); its last RECORDER_TAIL_LINES lines, each cut at
+ * RECORDER_TAIL_WIDTH bytes, in the "command" event's "tail".
+ */
+#define RECORDER_OUTPUT_MAX (1u << 20)
+#define RECORDER_TAIL_LINES 8
+#define RECORDER_TAIL_WIDTH 300
+
 struct recorder {
 	struct rundir *rd;		/* where events go (borrowed) */
 	struct ctx_session *map;	/* read_file's paths count in its focus (NULL: none) */
@@ -66,9 +78,22 @@ void recorder_event(struct recorder *r, const char *type, json_t *fields);
 /** An agent_opts.on_event for `data` = the recorder (see the overview). */
 void recorder_agent_event(void *data, const char *type, json_t *fields);
 
-/** A shell_tools.on_command for `data` = the recorder: a "command" event. */
+/**
+ * A shell_tools.on_command for `data` = the recorder: a "command" event
+ * (tool, argv; exit_code, timed_out, duration_ms, and for a command that
+ * wrote something output ("output/SEQ.txt", in the folder), output_bytes,
+ * output_lines and tail; or refused and error).
+ */
 void recorder_command(void *data, const char *tool, const struct strvec *argv, int code,
 		      const struct exec_result *r);
+
+/**
+ * Open (read-only) the command output a "command" event of folder `dir`
+ * names (its "output"): only "output/N.txt" is taken, so an event that was
+ * tampered with reads nothing else. Returns the descriptor, FX_EINVAL for
+ * another name, or what rundir_file_open() returns.
+ */
+int recorder_output_open(const char *dir, const char *name);
 
 /** A hooks_event_fn for `data` = the recorder: a "hook" event. */
 void recorder_hook(void *data, json_t *fields);

@@ -297,6 +297,46 @@ fail:
 	return ret;
 }
 
+/*
+ * A process killed mid-event left a torn last line (never an event:
+ * rundir_load_events() skips it while it is last). It is cut before this
+ * process appends, or its first event (run_resume) would be glued to it
+ * and the file would no longer read.
+ */
+static int cut_torn_tail(const char *dir)
+{
+	int fd = open_in_dir(dir, EVENTS, O_RDWR, 0), ret = 0;
+	struct stat st;
+	char chunk[4096];
+	off_t end;
+
+	if (fd < 0) {
+		err_clear();
+		return 0;	/* none yet: opening it for appending says why if it cannot be */
+	}
+	if (fstat(fd, &st) < 0 || !st.st_size)
+		goto out;
+	for (end = st.st_size; end > 0;) {
+		size_t n = end > (off_t)sizeof(chunk) ? sizeof(chunk) : (size_t)end;
+		off_t at = end - (off_t)n;
+		const char *nl;
+
+		if (pread(fd, chunk, n, at) != (ssize_t)n)
+			goto out;
+		nl = memrchr(chunk, '\n', n);
+		if (nl) {
+			end = at + (nl - chunk) + 1;
+			break;
+		}
+		end = at;
+	}
+	if (end != st.st_size && ftruncate(fd, end) < 0)
+		ret = err_set_errno(FX_EOS, "cannot cut the torn last line of %s/" EVENTS, dir);
+out:
+	close(fd);
+	return ret;
+}
+
 int rundir_open(struct rundir *s, const char *workspace, const char *id)
 {
 	return rundir_open_kind(s, workspace, RUNDIR_RUNS, id);
@@ -334,6 +374,9 @@ int rundir_open_kind(struct rundir *s, const char *workspace, const char *kind,
 	}
 	json_decref(events);
 	s->started = clk_mono_s();
+	ret = cut_torn_tail(s->dir);
+	if (ret < 0)
+		goto fail;
 	ret = open_events(s);
 	if (ret < 0)
 		goto fail;

@@ -140,7 +140,7 @@ int pipeline_undo(struct pipeline_undo_result *out, const char *workspace, const
 	ret = checkpoint_open(&cps, workspace);
 	if (ret < 0)
 		goto out;
-	ret = journal_open(&jr, cps, dir, 0);
+	ret = journal_open(&jr, cps, dir, 1);
 	if (ret < 0)
 		goto out;
 	have_journal = 1;

@@ -1,8 +1,7 @@
 /*
  * The "docker" backend: the seed's DockerExecutor. The command runs as
  *
- *   docker run --rm --name forgex-<8 hex> --network none|bridge
- *       (bridge: [sandbox] network = true; no egress proxy with docker)
+ *   docker run --rm --name forgex-<8 hex> --network none
  *       --cap-drop ALL --security-opt no-new-privileges
  *       [--read-only --tmpfs /tmp] [--cpus C] [--memory M]
  *       --user USER|UID:GID -v WORKSPACE:/workspace -w /workspace[/REL]
@@ -14,6 +13,15 @@
  * gets the sanitized environment plus the DOCKER_* variables that say
  * where the engine is; explicit overrides go into the container with -e,
  * never into the client.
+ *
+ * The network: `--network none`, always. Docker's bridge would give a
+ * command every address the host routes to (the host's services on its
+ * bridge address, the cloud metadata service, every domain), which is
+ * what forgex's egress proxy exists to refuse; and the proxy cannot be
+ * brought into a container without an engine that mounts its socket and
+ * a forwarder inside the image. So `[sandbox] network = true` is refused
+ * by docker_init() with the reason, and `auto` does not pick docker for
+ * it (docs/internals/executor.md, "docker").
  */
 #include <errno.h>
 #include <stdio.h>
@@ -57,6 +65,12 @@ static int docker_init(struct executor *ex)
 	if (!docker_on_path())
 		return err_set(FX_EUNSUPPORTED, "the docker backend needs a 'docker' client on "
 			       "PATH");
+	if (ex->network)
+		return err_set(FX_EUNSUPPORTED, "the docker backend cannot route the network "
+			       "through forgex's egress proxy, and docker's bridge would give "
+			       "commands the host's network: [sandbox] network = true needs the "
+			       "native backend (or set network = false to run under docker "
+			       "without network)");
 	if (!*ex->cpu_limit && !*ex->memory_limit_text)
 		ex->caps &= ~(unsigned)SB_CAP_LIMITS;	/* nothing asked of docker */
 	return 0;
@@ -87,7 +101,7 @@ static void container_name(char *out, size_t len)
  */
 static void build_docker_argv(struct strvec *out, const struct executor *ex,
 			      const char *const *user_argv, size_t argc, const char *workdir,
-			      const char *name, const char *const *env, int network)
+			      const char *name, const char *const *env)
 {
 	struct strvec vars = STRVEC_INIT;
 	struct buf w = BUF_INIT;
@@ -99,7 +113,7 @@ static void build_docker_argv(struct strvec *out, const struct executor *ex,
 	strvec_push(out, "--name");
 	strvec_push(out, name);
 	strvec_push(out, "--network");
-	strvec_push(out, network ? "bridge" : "none");
+	strvec_push(out, "none");	/* always: see the top of this file */
 	strvec_push(out, "--cap-drop");
 	strvec_push(out, "ALL");
 	strvec_push(out, "--security-opt");
@@ -156,7 +170,7 @@ static int docker_prepare(struct executor *ex, struct sb_spawn *sp)
 	container_name(sp->plan.name, sizeof(sp->plan.name));
 	strvec_clear(&sp->argv);
 	build_docker_argv(&sp->argv, ex, sp->user_argv, sp->user_argc, sp->workdir,
-			  sp->plan.name, sp->env_overrides, sp->network);
+			  sp->plan.name, sp->env_overrides);
 	/* the client: safe variables and where the engine is, no overrides */
 	strvec_clear(&sp->env);
 	proc_env_build(&sp->env, NULL);

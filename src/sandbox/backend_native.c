@@ -334,7 +334,7 @@ static int plan_proxy(struct native_state *st, struct executor *ex, struct sb_sp
 	static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
 					     "https_proxy" };
 	struct proxy_rules rules = { &ex->allowed_domains, &ex->denied_domains, ex->policy.mode,
-				     ex->approver };
+				     ex->approver, ex->allowed_domains_name, ex->proxy_log_fd };
 	char *kv;
 	size_t i;
 	int ret;

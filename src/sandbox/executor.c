@@ -202,6 +202,7 @@ int executor_init(struct executor *ex, const struct config *cfg, const char *wor
 	strvec_init(&ex->allowed_domains);
 	strvec_init(&ex->denied_domains);
 	ex->cancel_fd = -1;
+	ex->proxy_log_fd = -1;
 	ex->grace_ms = DEFAULT_GRACE_MS;
 
 	ex->workspace = realpath(workspace, NULL);
@@ -308,6 +309,7 @@ fail_ws:
 	strvec_clear(&ex->denied_domains);
 	memset(ex, 0, sizeof(*ex));
 	ex->cancel_fd = -1;
+	ex->proxy_log_fd = -1;
 	return ret;
 }
 

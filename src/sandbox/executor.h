@@ -140,6 +140,17 @@ struct executor {
 	void (*on_event)(void *data, const char *type, json_t *fields);
 	void *event_data;
 
+	/*
+	 * The egress proxy's profile, set by the caller after executor_init()
+	 * and before the first command (an MCP server's launcher: its own
+	 * allowed_domains): what refusals call the allow list (borrowed;
+	 * NULL: "[sandbox] allowed_domains"), and a descriptor that gets each
+	 * connection as a line when it happens instead of events after the
+	 * command (-1, the default: events and stderr notes after it).
+	 */
+	const char *allowed_domains_name;
+	int proxy_log_fd;
+
 	int auto_select;		/* choosing for "auto": no unconfined native */
 	int grace_ms;			/* SIGTERM -> SIGKILL delay (default 1000) */
 	int cancel_fd;			/* readable: stop the command; -1: none */

@@ -40,6 +40,8 @@ struct proxy {
 	struct strvec allowed, denied;
 	enum approval_mode mode;
 	struct approver *approver;
+	char *allowed_name;		/* "[sandbox] allowed_domains", for reasons */
+	int log_fd;
 
 	pthread_mutex_t lock;
 	pthread_cond_t idle;
@@ -162,6 +164,18 @@ static void add_event(struct proxy *p, const char *proto, const char *host, int 
 		return;
 	if (address)
 		json_object_set_new(ev, "address", json_string(address));
+	if (p->log_fd >= 0) {
+		/* one write(2) per line: lines of several threads do not mix */
+		char *line = xstrfmt("forgex: the network proxy %s %s:%d: %s%s%s%s\n",
+				     allowed ? "allowed" : "refused", host, port, reason,
+				     address ? " (" : "", address ? address : "", address ? ")" : "");
+		ssize_t n = write(p->log_fd, line, strlen(line));
+
+		(void)n;	/* a log that cannot be written loses the line, not the decision */
+		free(line);
+		json_decref(ev);
+		return;
+	}
 	pthread_mutex_lock(&p->lock);
 	json_array_append_new(p->events, ev);
 	pthread_mutex_unlock(&p->lock);
@@ -215,6 +229,7 @@ static int ask_person(struct proxy *p, const char *host, int port, struct buf *r
 	struct approval_answer a = APPROVAL_ANSWER_INIT;
 	struct approval_request rq;
 	struct buf what = BUF_INIT, shown = BUF_INIT;
+	char *reason_text;
 	int yes;
 
 	pthread_mutex_lock(&p->lock);
@@ -231,7 +246,7 @@ static int ask_person(struct proxy *p, const char *host, int port, struct buf *r
 
 	memset(&rq, 0, sizeof(rq));
 	rq.kind = APPROVAL_NETWORK_DOMAIN;
-	rq.reason = "the domain is not in [sandbox] allowed_domains";
+	rq.reason = reason_text = xstrfmt("the domain is not in %s", p->allowed_name);
 	rq.tool = host;
 	rq.what = what.buf;
 	rq.shown = shown.buf;
@@ -241,7 +256,7 @@ static int ask_person(struct proxy *p, const char *host, int port, struct buf *r
 		strvec_push(yes ? &p->yes : &p->no, host);
 	pthread_mutex_unlock(&p->lock);
 	if (!yes && (!p->approver || !p->approver->ask))
-		buf_addstr(reason, "not in [sandbox] allowed_domains, and nobody to ask");
+		buf_addf(reason, "not in %s, and nobody to ask", p->allowed_name);
 	else if (!yes && a.reason && *a.reason)
 		buf_addf(reason, "the person said no: \"%s\"", a.reason);
 	else
@@ -251,6 +266,7 @@ static int ask_person(struct proxy *p, const char *host, int port, struct buf *r
 	approval_answer_release(&a);
 	buf_release(&what);
 	buf_release(&shown);
+	free(reason_text);
 	return yes;
 }
 
@@ -264,12 +280,12 @@ static int domain_allowed(struct proxy *p, const char *host, int port, int *exac
 		return 0;
 	}
 	if (list_matches(&p->allowed, host, exact)) {
-		buf_addstr(reason, "in [sandbox] allowed_domains");
+		buf_addf(reason, "in %s", p->allowed_name);
 		return 1;
 	}
 	if (p->mode == APPROVAL_ASK)
 		return ask_person(p, host, port, reason);
-	buf_addf(reason, "not in [sandbox] allowed_domains (mode %s asks nobody)",
+	buf_addf(reason, "not in %s (mode %s asks nobody)", p->allowed_name,
 		 approval_mode_name(p->mode));
 	return 0;
 }
@@ -398,10 +414,13 @@ static int open_upstream(struct proxy *p, const char *proto, char *host, int por
 	buf_reset(&reason);
 	if (fd >= 0) {
 		*refused = 0;
-		buf_addstr(&reason, exact ? "named in [sandbox] allowed_domains" : "allowed");
+		if (exact)
+			buf_addf(&reason, "named in %s", p->allowed_name);
+		else
+			buf_addstr(&reason, "allowed");
 	} else if (why) {
 		buf_addf(&reason, "resolves to %s, a %s address, which only a domain named "
-			 "exactly in [sandbox] allowed_domains may reach", addr, why);
+			 "exactly in %s may reach", addr, why, p->allowed_name);
 	} else {
 		*refused = 0;
 		buf_addf(&reason, "cannot connect: %s", strerror(e ? e : EHOSTUNREACH));
@@ -808,6 +827,9 @@ int proxy_start(struct proxy **out, const struct proxy_rules *rules)
 		strvec_push(&p->denied, rules->denied->v[i]);
 	p->mode = rules->mode;
 	p->approver = rules->approver;
+	p->allowed_name = xstrdup(rules->allowed_name ? rules->allowed_name :
+				  "[sandbox] allowed_domains");
+	p->log_fd = rules->log_fd;
 	p->events = json_array();
 	for (i = 0; i < MAX_CONNS; i++)
 		p->fds[i] = -1;
@@ -820,6 +842,7 @@ int proxy_start(struct proxy **out, const struct proxy_rules *rules)
 		strvec_clear(&p->allowed);
 		strvec_clear(&p->denied);
 		json_decref(p->events);
+		free(p->allowed_name);
 		goto fail;
 	}
 	*out = p;
@@ -879,6 +902,7 @@ void proxy_stop(struct proxy *p)
 	strvec_clear(&p->yes);
 	strvec_clear(&p->no);
 	json_decref(p->events);
+	free(p->allowed_name);
 	free(p->path);
 	free(p->dir);
 	free(p);

@@ -29,7 +29,8 @@
  *      among them), CGNAT, multicast, broadcast or reserved - unless the
  *      host is named exactly (no wildcard) in allowed_domains.
  * Each decision is kept as an event, {domain, port, decision, reason,
- * address, protocol}, for the caller to record once the command is over.
+ * address, protocol}, for the caller to record once the command is over
+ * (or written as a line at once: proxy_rules.log_fd).
  *
  * Threads: proxy_start() starts an accept thread, which starts one thread
  * per connection. The other functions are called by the executor's
@@ -52,6 +53,16 @@ struct proxy_rules {
 	const struct strvec *denied;	/* [sandbox] denied_domains */
 	enum approval_mode mode;	/* ask: unlisted hosts are asked about */
 	struct approver *approver;	/* borrowed; NULL: nobody to ask */
+	/* what reasons call the allow list; NULL: "[sandbox] allowed_domains" */
+	const char *allowed_name;
+	/*
+	 * >= 0: each decision is written there as a line when it is made
+	 * ("forgex: the network proxy allowed|refused HOST:PORT: REASON"),
+	 * and not kept as an event: for a command that lives as long as
+	 * forgex (an MCP server), whose events would otherwise pile up until
+	 * it ends. -1: kept for proxy_take_events().
+	 */
+	int log_fd;
 };
 
 /** Make the private folder and socket and start serving. 0 or FX_EOS. */

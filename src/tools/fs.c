@@ -147,13 +147,27 @@ int fs_load_text(struct buf *out, struct wspath_loc *loc, struct tool_ctx *ctx, 
 	return 0;
 }
 
+static int fs_before_tmp(void *data, const char *rel, const char *tmp)
+{
+	return tool_ctx_before_tmp(data, rel, tmp);
+}
+
+struct fsutil_tmp_hook fs_tmp_hook(struct tool_ctx *ctx, const char *rel)
+{
+	struct fsutil_tmp_hook h = { fs_before_tmp, ctx, rel };
+
+	return h;
+}
+
 int fs_write_loc(struct tool_ctx *ctx, const struct wspath_loc *loc, const void *data, size_t len)
 {
+	/* the journal names the temporary file before it exists: a kill leaves a known name */
+	const struct fsutil_tmp_hook hook = fs_tmp_hook(ctx, loc->rel);
 	int ret = tool_ctx_before_change(ctx, loc);
 
 	if (ret < 0)
 		return err_prefix(ret, "'%s'", loc->rel);
-	ret = fsutil_write_atomic_at(loc->dirfd, loc->name, data, len, 0644);
+	ret = fsutil_write_atomic_hooked(loc->dirfd, loc->name, data, len, 0644, &hook);
 
 	if (ret < 0)
 		return err_prefix(ret, "cannot write '%s'", loc->rel);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "base/buf.h"
+#include "base/fsutil.h"
 #include "tools/registry.h"
 #include "ws/wspath.h"
 
@@ -43,10 +44,6 @@ int fs_load_text(struct buf *out, struct wspath_loc *loc, struct tool_ctx *ctx, 
 		 size_t max, unsigned flags);
 
 /**
- * Replace the file at `loc` with `len` bytes atomically (temporary file in
- * the same folder, fsync, rename) and record the change in `ctx`.
- */
-/**
  * Refuse new content that holds more "[REDACTED]" than the old: the model
  * saw the file redacted (base/redact.h), and writing what it saw would put
  * the placeholder where the user's secret was.
@@ -54,7 +51,20 @@ int fs_load_text(struct buf *out, struct wspath_loc *loc, struct tool_ctx *ctx, 
 int fs_check_placeholder(const char *old, size_t old_len, const char *new_text, size_t new_len,
 			 const char *shown);
 
+/**
+ * Replace the file at `loc` with `len` bytes atomically (temporary file in
+ * the same folder, fsync, rename) and record the change in `ctx`. The
+ * temporary file is named to `ctx`'s hooks (the run's journal) before it
+ * is created (fs_tmp_hook()).
+ */
 int fs_write_loc(struct tool_ctx *ctx, const struct wspath_loc *loc, const void *data, size_t len);
+
+/**
+ * The hook that tells `ctx`'s hooks (tool_ctx_before_tmp()) of each
+ * temporary file made beside `rel` (borrowed), for fsutil_tmp_create()
+ * and the writers built on it: every file a tool puts into the tree.
+ */
+struct fsutil_tmp_hook fs_tmp_hook(struct tool_ctx *ctx, const char *rel);
 
 /**
  * Delete the entry at `loc` (a file, or a symbolic link itself; not a

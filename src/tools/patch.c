@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -891,25 +890,21 @@ struct done {
 	size_t missing;		/* folders created for it */
 };
 
-/* Keep the entry at `loc` under a new hard link beside it; NULL when the file system cannot. */
-static char *keep_link(const struct wspath_loc *loc)
+/*
+ * Keep the entry at `loc` under a new hard link beside it (named to the
+ * journal first, as every temporary file: a kill leaves a known name);
+ * NULL when the file system cannot.
+ */
+static char *keep_link(struct tool_ctx *ctx, const struct wspath_loc *loc)
 {
-	int tries;
+	const struct fsutil_tmp_hook hook = fs_tmp_hook(ctx, loc->rel);
+	char name[FSUTIL_TMP_NAME_MAX];
 
-	for (tries = 0; tries < 100; tries++) {
-		unsigned int rnd = 0;
-		char *name;
-
-		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-			rnd = (unsigned int)getpid() * 2654435761u + (unsigned int)tries;
-		name = xstrfmt(".%.200s.fx-keep-%08x", loc->name, rnd);
-		if (!linkat(loc->dirfd, loc->name, loc->dirfd, name, 0))
-			return name;
-		free(name);
-		if (errno != EEXIST)
-			return NULL;
+	if (fsutil_tmp_hardlink(name, loc->dirfd, loc->name, &hook) < 0) {
+		err_clear();
+		return NULL;
 	}
-	return NULL;
+	return xstrdup(name);
 }
 
 static int save_bytes(struct done *d)
@@ -955,9 +950,12 @@ static void rollback(struct tool_ctx *ctx, struct done *d, size_t nr, struct buf
 
 		if (x->keep)
 			ok = !renameat(x->loc.dirfd, x->keep, x->loc.dirfd, x->loc.name);
-		else if (x->saved_ok)
-			ok = fsutil_write_atomic_at(x->loc.dirfd, x->loc.name, x->saved.buf,
-						    x->saved.len, 0644) >= 0;
+		else if (x->saved_ok) {
+			const struct fsutil_tmp_hook hook = fs_tmp_hook(ctx, x->loc.rel);
+
+			ok = fsutil_write_atomic_hooked(x->loc.dirfd, x->loc.name, x->saved.buf,
+							x->saved.len, 0644, &hook) >= 0;
+		}
 		else if (x->created)
 			ok = !unlinkat(x->loc.dirfd, x->loc.name, 0) || errno == ENOENT;
 		if (!ok)
@@ -986,9 +984,9 @@ static void done_release(struct done *d, size_t nr)
 }
 
 /* Keep what `x` names before it is replaced or deleted. */
-static int keep_old(struct done *x)
+static int keep_old(struct tool_ctx *ctx, struct done *x)
 {
-	x->keep = keep_link(&x->loc);
+	x->keep = keep_link(ctx, &x->loc);
 	if (x->keep)
 		return 0;
 	if (x->loc.type == S_IFREG && !save_bytes(x)) {
@@ -1036,7 +1034,7 @@ static int commit(struct tool_ctx *ctx, struct plan *p, struct buf *why)
 			nd++;
 			x->created = !x->loc.type;
 			x->missing = f->missing;
-			if (x->loc.type && (ret = keep_old(x)) < 0)
+			if (x->loc.type && (ret = keep_old(ctx, x)) < 0)
 				break;
 			if (pass == 0)
 				ret = fs_write_loc(ctx, &x->loc, f->now.buf, f->now.len);

@@ -465,6 +465,13 @@ int tool_ctx_before_change(struct tool_ctx *ctx, const struct wspath_loc *loc)
 	return 0;
 }
 
+int tool_ctx_before_tmp(struct tool_ctx *ctx, const char *rel, const char *tmp)
+{
+	if (ctx->hooks && ctx->hooks->before_tmp)
+		return ctx->hooks->before_tmp(ctx->hooks->data, rel, tmp);
+	return 0;
+}
+
 void *tool_ctx_data(const struct tool_ctx *ctx)
 {
 	return ctx->current ? ctx->current->data : NULL;

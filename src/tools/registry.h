@@ -157,6 +157,8 @@ struct tool_hooks {
 	void (*after_change)(void *data, const char *rel);
 	void (*around_call)(void *data, const struct tool *t, int after);
 	void *data;
+	/* before the temporary file `tmp` beside `rel` is created (< 0 refuses the write) */
+	int (*before_tmp)(void *data, const char *rel, const char *tmp);
 };
 
 /** What every handler gets: the workspace and the record of changes. */
@@ -187,6 +189,13 @@ void tool_ctx_changed(struct tool_ctx *ctx, const char *rel);
  * hook's answer (0, or a negative code refusing the change).
  */
 int tool_ctx_before_change(struct tool_ctx *ctx, const struct wspath_loc *loc);
+
+/**
+ * Before a tool creates the temporary file `tmp` in the folder of `rel`
+ * (fsutil_tmp_create()): the hook's answer (0, or a negative code refusing
+ * the write).
+ */
+int tool_ctx_before_tmp(struct tool_ctx *ctx, const char *rel, const char *tmp);
 
 /** The `data` of the tool being dispatched (NULL outside a handler). */
 void *tool_ctx_data(const struct tool_ctx *ctx);

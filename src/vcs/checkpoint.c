@@ -52,6 +52,14 @@ void checkpoint_set_max_file_bytes(struct checkpoints *cps, uint64_t max)
 	cps->max_file_bytes = max;
 }
 
+void checkpoint_set_tmp_hook(struct checkpoints *cps,
+			     int (*before_create)(void *data, const char *rel, const char *tmp),
+			     void *data)
+{
+	cps->tmp_hook.before_create = before_create;
+	cps->tmp_hook.data = data;
+}
+
 static void fill_info(struct checkpoint_info *out, const git_commit *c, size_t short_len)
 {
 	const char *msg = git_commit_message(c);

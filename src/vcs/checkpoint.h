@@ -104,6 +104,16 @@ void checkpoint_close(struct checkpoints *cps);
  */
 void checkpoint_set_max_file_bytes(struct checkpoints *cps, uint64_t max);
 
+/**
+ * Tell `before_create` (NULL: no one) the name of each temporary file
+ * vcs_put_path() and vcs_restore_paths() create in the workspace, before
+ * it exists, with the target's path relative to the workspace
+ * (base/fsutil.h: a journal names it, so a kill's leftover is found).
+ */
+void checkpoint_set_tmp_hook(struct checkpoints *cps,
+			     int (*before_create)(void *data, const char *rel, const char *tmp),
+			     void *data);
+
 /** The workspace (absolute, resolved); borrowed. */
 const char *checkpoint_workspace(const struct checkpoints *cps);
 

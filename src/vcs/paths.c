@@ -329,9 +329,9 @@ int vcs_put_path(struct checkpoints *cps, const char *rel, const void *data, siz
 		 unsigned gitmode, unsigned perm)
 {
 	const char *root = checkpoint_workspace(cps), *base;
-	char tmp[NAME_MAX + 1];
+	char tmp[FSUTIL_TMP_NAME_MAX];
 	struct stat st;
-	int dfd, ret, have, fd = -1, tries;
+	int dfd, ret, have, fd = -1;
 
 	ret = open_parent(&dfd, root, rel, gitmode != 0, &base);
 	if (ret == FX_ENOTFOUND && !gitmode)
@@ -359,38 +359,21 @@ int vcs_put_path(struct checkpoints *cps, const char *rel, const void *data, siz
 		}
 		have = 0;
 	}
-	for (tries = 0; tries < 100; tries++) {
-		unsigned rnd = 0;
+	{
+		/* the journal (when one is open) names the temporary file before it exists */
+		struct fsutil_tmp_hook hook = cps->tmp_hook;
+		char *target = gitmode == GIT_FILEMODE_LINK ? xstrndup(data, len) : NULL;
 
-		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-			rnd = (unsigned)getpid() * 2654435761u + (unsigned)tries;
-		snprintf(tmp, sizeof(tmp), ".%.200s.fx-%08x.tmp", base, rnd);
-		if (gitmode == GIT_FILEMODE_LINK) {
-			struct buf target = BUF_INIT;
-
-			buf_add(&target, data, len);
-			ret = symlinkat(target.buf, dfd, tmp);
-			buf_release(&target);
-			if (!ret)
-				break;
-		} else {
-			fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-				    0600);
-			if (fd >= 0)
-				break;
-		}
-		if (errno != EEXIST) {
-			ret = err_set_errno(FX_EOS, "cannot create a temporary file");
+		hook.rel = rel;
+		fd = fsutil_tmp_create(tmp, dfd, base, target, &hook);
+		free(target);
+		if (fd < 0) {
 			close(dfd);
-			return ret;
+			return fd;
 		}
 	}
 	ret = 0;
 	if (gitmode != GIT_FILEMODE_LINK) {
-		if (fd < 0) {
-			close(dfd);
-			return err_set(FX_EOS, "cannot create a temporary file");
-		}
 		ret = fsutil_write_all(fd, data, len);
 		if (!ret && fchmod(fd, perm ? (mode_t)(perm & 07777) :
 				   file_mode(gitmode == GIT_FILEMODE_BLOB_EXECUTABLE,

@@ -158,37 +158,23 @@ static mode_t file_perms(const struct stat *old, int exec, mode_t um)
 	return m;
 }
 
-static unsigned tmp_counter;
-
 /* Create a fresh temporary name in `dirfd` with `make` (O_EXCL semantics). */
-static int make_tmp(char *tmp, size_t size, int dirfd, const char *target, const git_blob *blob,
-		    mode_t perms, int is_link, const struct stat *old)
+static int make_tmp(char tmp[FSUTIL_TMP_NAME_MAX], int dirfd, const char *target,
+		    const git_blob *blob, mode_t perms, int is_link, const struct stat *old)
 {
 	const char *data = git_blob_rawcontent(blob);
 	size_t len = (size_t)git_blob_rawsize(blob);
-	int tries, fd = -1;
+	const char *slash = strrchr(target, '/');
+	char *link = is_link ? xstrndup(data, len) : NULL;
+	int fd;
 
-	for (tries = 0; tries < 100; tries++) {
-		snprintf(tmp, size, ".forgex-restore-%ld-%u.tmp", (long)getpid(), tmp_counter++);
-		if (is_link) {
-			char *t = xstrndup(data, len);
-			int r = symlinkat(t, dirfd, tmp);
-
-			free(t);
-			if (!r)
-				return 0;
-		} else {
-			fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-				    0600);
-			if (fd >= 0)
-				break;
-		}
-		if (errno != EEXIST)
-			return err_set_errno(FX_EOS, "cannot create a temporary file for '%s'",
-					     target);
-	}
+	/* the name every writer of forgex uses beside its target (base/fsutil.h) */
+	fd = fsutil_tmp_create(tmp, dirfd, slash ? slash + 1 : target, link, NULL);
+	free(link);
 	if (fd < 0)
-		return err_set(FX_EOS, "cannot create a temporary file for '%s'", target);
+		return err_prefix(fd, "'%s'", target);
+	if (is_link)
+		return 0;
 	/* a later mtime second than the file replaced: .pyc and make see the change */
 	if (fsutil_write_all(fd, data, len) < 0 || fchmod(fd, perms) < 0 ||
 	    (old && S_ISREG(old->st_mode) && fsutil_later_mtime(fd, old) < 0)) {
@@ -211,7 +197,7 @@ static int write_entry(git_repository *repo, int rootfd, const struct change *c,
 	git_blob *blob = NULL;
 	const char *base;
 	struct stat st, *old = NULL;
-	char tmp[96];
+	char tmp[FSUTIL_TMP_NAME_MAX];
 	int fd = -1, ret, gerr, is_link = c->mode == GIT_FILEMODE_LINK;
 
 	gerr = git_blob_lookup(&blob, repo, &c->oid);
@@ -227,7 +213,7 @@ static int write_entry(git_repository *repo, int rootfd, const struct change *c,
 			goto out;
 		}
 	}
-	ret = make_tmp(tmp, sizeof(tmp), fd, c->path, blob,
+	ret = make_tmp(tmp, fd, c->path, blob,
 		       c->perms >= 0 ? (mode_t)c->perms :
 		       file_perms(old, c->mode == GIT_FILEMODE_BLOB_EXECUTABLE, um), is_link, old);
 	if (ret < 0)

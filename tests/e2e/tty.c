@@ -736,7 +736,10 @@ static void test_tty_spinner_on_terminal_only(void **state)
 	(void)state;
 	mock_start(&m, s);
 	dir = project(&m, "auto");
+	/* no colours (e2e/chat_show tests them): every escape left is the spinner's */
+	setenv("NO_COLOR", "1", 1);
 	run_pty(&r, dir, args, NULL, 0, 0, 120);
+	unsetenv("NO_COLOR");
 	if (r.status)
 		fail_msg("run failed (%d):\n%s", r.status, r.tty.buf);
 	/* the wait for the Architect: role, turn, what it waits for, seconds */

@@ -149,6 +149,15 @@ void term_start(struct term *t, const struct sc_proj *p, const char *const *args
 	live_pid = t->pid;
 }
 
+/* Make the terminal `rows` x `cols` (the kernel sends SIGWINCH to forgex). */
+void term_resize(struct term *t, int rows, int cols)
+{
+	struct winsize ws = { (unsigned short)rows, (unsigned short)cols, 0, 0 };
+
+	if (ioctl(t->master, TIOCSWINSZ, &ws) < 0)
+		fail_msg("TIOCSWINSZ: %s", strerror(errno));
+}
+
 /* Read what is there, waiting up to `ms`; 0 once the terminal is closed by every holder. */
 int term_pump(struct term *t, int ms)
 {

@@ -56,6 +56,8 @@ char *term_between(const struct term *t, size_t from, size_t to);
  * emulator would: TERM=xterm, no NO_COLOR unless the project sets it.
  */
 void term_start(struct term *t, const struct sc_proj *p, const char *const *args);
+/* Make the terminal `rows` x `cols` (forgex gets SIGWINCH, as from a terminal emulator). */
+void term_resize(struct term *t, int rows, int cols);
 /* Read what is there, waiting up to `ms`; 0 once the terminal is closed by every holder. */
 int term_pump(struct term *t, int ms);
 /* When the byte at `off` of the output was read. */

@@ -8,7 +8,9 @@
  * list works through the proxy (a local PEP 503 index standing in for
  * the registry, named through proxy_test_hosts); network = false gives
  * no network at all in mode auto and after a yes in mode ask; in mode
- * ask an unlisted domain is asked about once per command.
+ * ask an unlisted domain is asked about once per command; an executor
+ * with a profile of its own (an MCP server's list, its name in the
+ * reasons, each decision logged as it is made) reaches only that list.
  *
  * The executor runs in a forked child (which first becomes uid 65534
  * when asked) and writes its result and events back over a pipe.
@@ -51,6 +53,9 @@ static struct config cfg;
 static pid_t server = -1;
 static int port;
 static struct strvec test_hosts = STRVEC_INIT;
+/* An MCP server's profile: its list's name and where each decision is written (NULL: none) */
+static const char *profile_name;
+static char *profile_log;
 
 /* ---- the person, in the child ----------------------------------------- */
 
@@ -116,9 +121,12 @@ static void run_as(struct outcome *o, uid_t uid, const char *mode, const char *c
 		struct buf ev = BUF_INIT;
 		struct approver ap;
 		struct executor ex;
-		int ret;
+		int ret, log_fd = -1;
 
 		close(p[0]);
+		/* the log is the test's, opened before the child gives up root */
+		if (profile_log)
+			log_fd = open(profile_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 		if (uid && (setgroups(0, NULL) < 0 || setgid(uid) < 0 || setuid(uid) < 0)) {
 			dprintf(p[1], "99 0 0 0 0 0\ncannot become %d", (int)uid);
 			_exit(0);
@@ -133,6 +141,10 @@ static void run_as(struct outcome *o, uid_t uid, const char *mode, const char *c
 		}
 		approver_init(&ap, fake_person, NULL, NULL);
 		ex.approver = &ap;
+		if (profile_log) {
+			ex.allowed_domains_name = profile_name;
+			ex.proxy_log_fd = log_fd;
+		}
 		events_out = &ev;
 		ex.on_event = on_event;
 		ret = executor_run(&r, &ex, &req);
@@ -329,6 +341,9 @@ static int teardown(void **state)
 	tu_rmtree(site);
 	proxy_test_hosts = NULL;
 	strvec_clear(&test_hosts);
+	free(profile_log);
+	profile_log = NULL;
+	profile_name = NULL;
 	return 0;
 }
 
@@ -418,6 +433,69 @@ static void test_refusals_unprivileged(void **state)
 	need_native();
 	need_root();
 	refusals(NOBODY);
+}
+
+/*
+ * ---- 1b. a profile of its own (an MCP server's: docs/internals/mcp.md) ----
+ *
+ * The executor's allowed_domains replaced by the server's list, its name
+ * in every reason, and each decision written to the server's log as it is
+ * made - not kept for events and stderr notes after the command, which
+ * for a server lasts as long as forgex.
+ */
+static void own_profile(uid_t uid)
+{
+	struct outcome o;
+	char *reg = xstrfmt("http://registry.test:%d/secret.txt", port);
+	char *other = xstrfmt("http://lo.allowed.test:%d/secret.txt", port);
+	char *log, *line;
+
+	strvec_clear(&cfg.sandbox.allowed_domains);
+	strvec_push(&cfg.sandbox.allowed_domains, "registry.test");
+	profile_name = "[mcp_servers.t] allowed_domains";
+	profile_log = xstrfmt("%s/mcp-t.stderr", site);
+	run_as(&o, uid, "auto", ARGV("curl", "-sS", "-m", "20", reg));
+	assert_int_equal(o.exit_code, 0);
+	assert_string_equal(o.out.buf, "HOST-SECRET\n");
+	outcome_release(&o);
+	/* a name [sandbox] allows (by its wildcard) is not on the server's list */
+	run_as(&o, uid, "auto", ARGV("curl", "-sS", "-m", "20", other));
+	assert_lacks(&o.out, "HOST-SECRET");
+	assert_has(&o.out, "not in [mcp_servers.t] allowed_domains (mode auto asks nobody)");
+	/* logged at once, not after the command */
+	assert_lacks(&o.err, "forgex: the network proxy refused");
+	assert_int_equal(o.events.len, 0);
+	outcome_release(&o);
+	log = tu_read(site, "mcp-t.stderr");
+	assert_non_null(log);
+	line = xstrfmt("forgex: the network proxy allowed registry.test:%d: named in "
+		       "[mcp_servers.t] allowed_domains (127.0.0.1)\n", port);
+	if (!strstr(log, line))
+		fail_msg("no '%s' in:\n%s", line, log);
+	free(line);
+	line = xstrfmt("forgex: the network proxy refused lo.allowed.test:%d: not in "
+		       "[mcp_servers.t] allowed_domains (mode auto asks nobody)\n", port);
+	if (!strstr(log, line))
+		fail_msg("no '%s' in:\n%s", line, log);
+	free(line);
+	free(log);
+	free(reg);
+	free(other);
+}
+
+static void test_own_profile_root(void **state)
+{
+	(void)state;
+	need_native();
+	own_profile(0);
+}
+
+static void test_own_profile_unprivileged(void **state)
+{
+	(void)state;
+	need_native();
+	need_root();
+	own_profile(NOBODY);
 }
 
 /* ---- 2. pip download through the proxy ------------------------------------ */
@@ -604,6 +682,8 @@ int main(void)
 		cmocka_unit_test(test_rules),
 		cmocka_unit_test_setup_teardown(test_refusals_root, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusals_unprivileged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_profile_root, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_profile_unprivileged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pip_download_root, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pip_download_unprivileged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ask_once_per_domain, setup, teardown),
