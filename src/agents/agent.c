@@ -511,63 +511,64 @@ static void end_event(struct loop *l)
 	loop_emit(l, "agent_end", f);
 }
 
-int agent_run(struct agent_result *out, const struct agent_opts *o)
+/*
+ * The loop's state and its first request (the system prompt and tools, or
+ * the conversation's, then the task), as agent_run() and agent_fit()
+ * begin. `tools` gets the role's tools (caller decrefs), `sys` the system
+ * prompt; loop_finish() releases the rest.
+ */
+static void loop_start(struct loop *l, struct agent_result *out, const struct agent_opts *o,
+		       json_t **tools_out, struct buf *sys)
 {
-	struct loop l;
-	struct buf sys = BUF_INIT, why = BUF_INIT;
-	json_t *tools = NULL, *entry;
-	long max_turns;
-	struct strvec call_errors = STRVEC_INIT;
-	int nudges = 0, ret, continued = 0;
+	json_t *tools, *entry;
+	int continued = 0;
 	size_t i;
 
-	ret = check_opts(o);
-	if (ret < 0)
-		return ret;
-	memset(&l, 0, sizeof(l));
+	memset(l, 0, sizeof(*l));
 	*out = (struct agent_result)AGENT_RESULT_INIT;
-	l.o = o;
-	l.out = out;
-	l.local_budget = (struct agent_budget)AGENT_BUDGET_INIT;
-	l.budget = o->budget ? o->budget : &l.local_budget;
-	llm_request_init(&l.req);
-	buf_init(&l.guard_key, 0);
-	buf_init(&l.guard_result, 0);
-	l.terminal = o->plain_answer ? NULL : role_terminal_tool(o->role);
-	l.granted = role_permissions(o->role);
-	l.model = o->model && *o->model ? o->model
+	l->o = o;
+	l->out = out;
+	l->local_budget = (struct agent_budget)AGENT_BUDGET_INIT;
+	l->budget = o->budget ? o->budget : &l->local_budget;
+	llm_request_init(&l->req);
+	buf_init(&l->guard_key, 0);
+	buf_init(&l->guard_result, 0);
+	l->terminal = o->plain_answer ? NULL : role_terminal_tool(o->role);
+	l->granted = role_permissions(o->role);
+	l->model = o->model && *o->model ? o->model
 		: o->provider->model ? o->provider->model : "";
-	l.text_mode = o->tool_mode == AGENT_TOOLS_TEXT;
-	l.result_max = o->tool_result_max ? o->tool_result_max : AGENT_TOOL_RESULT_MAX;
-	if (l.result_max < 256)
-		l.result_max = 256;
-	strvec_init(&l.tool_names);
-	max_turns = o->max_turns > 0 ? o->max_turns : AGENT_MAX_TURNS_DEFAULT;
+	l->text_mode = o->tool_mode == AGENT_TOOLS_TEXT;
+	l->result_max = o->tool_result_max ? o->tool_result_max : AGENT_TOOL_RESULT_MAX;
+	if (l->result_max < 256)
+		l->result_max = 256;
+	l->tok_per_byte = AGENT_TOKENS_PER_BYTE;
+	l->chat = o->conversation != NULL;
+	strvec_init(&l->tool_names);
 	out->answer = xstrdup("");
 	out->finish_reason = xstrdup("");
 
 	o->tools->role = (int)o->role;
 	{
-		unsigned edit = role_edit_tools(o->edit_tools, l.model);
+		unsigned edit = role_edit_tools(o->edit_tools, l->model);
 		const char *note = role_edit_note(edit);
 
-		tools = role_tools_json_edit(o->tools->registry, (int)o->role, l.granted, l.terminal,
-					     edit);
+		tools = role_tools_json_edit(o->tools->registry, (int)o->role, l->granted,
+					     l->terminal, edit);
 		json_array_foreach(tools, i, entry)
-			strvec_push(&l.tool_names, jsonx_str(json_object_get(entry, "function"),
-							     "name"));
-		buf_addstr(&sys, o->system_prompt ? o->system_prompt : role_prompt(o->role));
-		if (note && permissions_permit(l.granted, PERM_WRITE | PERM_DELETE))
-			buf_addstr(&sys, note);
+			strvec_push(&l->tool_names, jsonx_str(json_object_get(entry, "function"),
+							      "name"));
+		buf_addstr(sys, o->system_prompt ? o->system_prompt : role_prompt(o->role));
+		if (note && permissions_permit(l->granted, PERM_WRITE | PERM_DELETE))
+			buf_addstr(sys, note);
 	}
 	if (o->conversation && o->conversation->messages_nr) {
 		/* a conversation goes on: its system prompt and tools stay as they were */
-		l.req = *o->conversation;
+		l->req = *o->conversation;
 		*o->conversation = (struct llm_request)LLM_REQUEST_INIT;
 		continued = 1;
 	}
-	if (l.text_mode) {
-		add_text_tools(&sys, tools);
+	if (l->text_mode) {
+		add_text_tools(sys, tools);
 	} else {
 		struct buf tj = BUF_INIT;
 
@@ -575,20 +576,99 @@ int agent_run(struct agent_result *out, const struct agent_opts *o)
 			json_t *fn = json_object_get(entry, "function");
 
 			if (!continued)
-				llm_request_add_tool(&l.req, jsonx_str(fn, "name"),
+				llm_request_add_tool(&l->req, jsonx_str(fn, "name"),
 						     jsonx_str(fn, "description"),
 						     json_object_get(fn, "parameters"));
 		}
 		jsonx_dump(&tj, tools, JSON_COMPACT);
-		l.tools_chars = tj.len;
+		l->tools_chars = tj.len;
 		buf_release(&tj);
 	}
 	if (!continued)
-		llm_request_add(&l.req, LLM_SYSTEM, sys.buf);
-	llm_request_add(&l.req, LLM_USER, o->task);
-	free(l.req.model);
-	l.req.model = o->model && *o->model ? xstrdup(o->model) : NULL;
-	l.req.temperature = o->temperature;
+		llm_request_add(&l->req, LLM_SYSTEM, sys->buf);
+	llm_request_add(&l->req, LLM_USER, o->task);
+	l->person = l->req.messages_nr - 1;
+	l->fresh = !continued;
+	free(l->req.model);
+	l->req.model = o->model && *o->model ? xstrdup(o->model) : NULL;
+	l->req.temperature = o->temperature;
+	*tools_out = tools;
+}
+
+/* Free what loop_start() made but the request and the result. */
+static void loop_finish(struct loop *l)
+{
+	buf_release(&l->guard_key);
+	buf_release(&l->guard_result);
+	strvec_clear(&l->tool_names);
+	agent_budget_release(&l->local_budget);
+}
+
+/*
+ * The person's message, which no request could carry, goes out of the
+ * conversation again: nothing of it was sent.
+ */
+static void take_back(struct loop *l)
+{
+	struct llm_message *m;
+
+	if (!l->chat || l->out->turns || l->out->error_code != FX_ELIMIT ||
+	    l->person != l->req.messages_nr - 1)
+		return;
+	m = &l->req.messages[l->person];
+	free(m->content);
+	free(m->name);
+	l->req.messages_nr--;
+	l->out->refused = 1;
+	/* a conversation this message was to begin is none yet */
+	if (l->fresh) {
+		llm_request_release(&l->req);
+		llm_request_init(&l->req);
+	}
+}
+
+int agent_fit(struct agent_fit *fit, const struct agent_opts *o)
+{
+	struct agent_result scratch;
+	struct loop l;
+	struct buf sys = BUF_INIT;
+	json_t *tools = NULL;
+	int ret = check_opts(o);
+
+	if (ret < 0)
+		return ret;
+	loop_start(&l, &scratch, o, &tools, &sys);
+	compact_measure(&l, fit);
+	/* the conversation as it was: without the message, or none */
+	l.out->turns = 0;
+	l.out->error_code = FX_ELIMIT;
+	take_back(&l);
+	if (o->conversation) {
+		*o->conversation = l.req;
+	} else {
+		llm_request_release(&l.req);
+	}
+	json_decref(tools);
+	buf_release(&sys);
+	loop_finish(&l);
+	agent_result_release(&scratch);
+	return fit->least <= fit->limit;
+}
+
+int agent_run(struct agent_result *out, const struct agent_opts *o)
+{
+	struct loop l;
+	struct buf sys = BUF_INIT, why = BUF_INIT;
+	json_t *tools = NULL;
+	long max_turns;
+	struct strvec call_errors = STRVEC_INIT;
+	int nudges = 0, ret;
+
+	ret = check_opts(o);
+	if (ret < 0)
+		return ret;
+	loop_start(&l, out, o, &tools, &sys);
+	max_turns = o->max_turns > 0 ? o->max_turns : AGENT_MAX_TURNS_DEFAULT;
 	start_event(&l, tools, max_turns);
 	compact_window_setup(&l);
 
@@ -733,6 +813,7 @@ int agent_run(struct agent_result *out, const struct agent_opts *o)
 	}
 	if (out->status != AGENT_DONE && out->status != AGENT_ANSWERED && !out->error)
 		out->error = xstrdup(agent_status_name(out->status));
+	take_back(&l);
 	end_event(&l);
 	json_decref(tools);
 	if (o->conversation)
@@ -741,11 +822,8 @@ int agent_run(struct agent_result *out, const struct agent_opts *o)
 		llm_request_release(&l.req);
 	buf_release(&sys);
 	buf_release(&why);
-	buf_release(&l.guard_key);
-	buf_release(&l.guard_result);
-	strvec_clear(&l.tool_names);
 	strvec_clear(&call_errors);
-	agent_budget_release(&l.local_budget);
+	loop_finish(&l);
 	return 0;
 }
 

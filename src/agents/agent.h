@@ -43,6 +43,19 @@
  * prompt, the task and the latest turn stay. A request that cannot fit
  * even so is never sent (AGENT_PROVIDER_ERROR, FX_ELIMIT).
  *
+ * A conversation with a person (`conversation` set) is compacted as a
+ * conversation, not as a task: the person's latest message stays whole
+ * (it is the request being worked on), and what came before it is
+ * shortened (old tool results become stubs, a message too large for any
+ * request keeps its head and tail) and then, from the oldest exchange on,
+ * summed up by the model as what happened earlier in this conversation;
+ * the summary ends the system prompt, under "# Earlier in this
+ * conversation" (a later compaction sums up the old summary with the
+ * rest). When the person's message cannot be sent even so, before the
+ * first model call of the call to agent_run(), it is taken out of the
+ * conversation again (`refused` in the result; agent_fit() says so before
+ * the call).
+ *
  * tool_mode AGENT_TOOLS_TEXT serves models without function calling: no
  * `tools` are sent; the tools are described in the system prompt, and the
  * model calls one by answering with a fenced block
@@ -294,10 +307,16 @@ struct agent_result {
 	struct strvec warnings;	/* for the person, from the provider (lenient replay) */
 	long trimmed;		/* messages shortened or summarised by compaction */
 	int compactions;	/* compaction steps */
+	/*
+	 * A conversation: the person's message could not fit the window, even
+	 * with the conversation compacted; nothing was sent and the message is
+	 * not in the conversation (AGENT_PROVIDER_ERROR, FX_ELIMIT).
+	 */
+	int refused;
 };
 
 #define AGENT_RESULT_INIT { AGENT_DONE, NULL, NULL, NULL, { 0, 0, 0, 0 }, 0.0, 0, 0, NULL, 0, \
-			    NULL, NULL, STRVEC_INIT, 0, 0 }
+			    NULL, NULL, STRVEC_INIT, 0, 0, 0 }
 
 /**
  * Run the loop described in the overview for `opts->role`. Blocks until it
@@ -307,10 +326,35 @@ struct agent_result {
  */
 int agent_run(struct agent_result *out, const struct agent_opts *opts);
 
+/** What a request with a person's message takes of the model's window (agent_fit()). */
+struct agent_fit {
+	long window;		/* tokens */
+	const char *window_source;	/* static: "config", "llama.cpp /props", ... */
+	long limit;		/* tokens a request may take: the window less the reply's reserve */
+	long request;		/* tokens of the request: the conversation and the message */
+	long least;		/* tokens of the least request with it: system prompt, tools, message */
+	long message;		/* tokens of the message alone */
+};
+
 /**
- * Compact `opts->conversation` at once (/compact): every message after the
- * first user message is replaced by a summary the model writes (the plain
- * list of what was done when it cannot), appended to that message. Uses
+ * Whether `opts->task` can be sent on `opts->conversation` (or as a first
+ * message): 1 when the least request holding it fits the window less the
+ * reply's reserve (the rest of the conversation is then compacted as
+ * needed), 0 when it cannot fit however the conversation is compacted.
+ * Fills `fit` (estimates: AGENT_TOKENS_PER_BYTE). The conversation is left
+ * as it was; nothing is sent but, the first time, the provider's question
+ * of the server's window (provider_context_window()). FX_EINVAL as
+ * agent_run() for unusable options.
+ */
+int agent_fit(struct agent_fit *fit, const struct agent_opts *opts);
+
+/**
+ * Compact `opts->conversation` at once (/compact): every message before
+ * the person's latest message is summed up by the model (the plain list
+ * of what was done when it cannot) at the end of the system prompt, as
+ * "earlier in this conversation"; that message and what followed it stay,
+ * their tool results as stubs and a message too large for the window
+ * shortened to its head and tail. Uses
  * `provider`, `model`, `budget`, `tool_mode`, `context_window` and
  * `on_event` of `opts` (a "model_call" for the summary, then
  * "context_compact"). Fills `out` (usage; `trimmed`: messages replaced).

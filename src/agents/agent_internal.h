@@ -41,6 +41,16 @@ struct loop {
 	size_t sent_bytes;		/* size of the last request */
 	int malformed;			/* replies in a row whose calls could not be read */
 
+	/*
+	 * A conversation with a person (agent_opts.conversation): compaction
+	 * keeps the person's latest message, at `person`, whole, and sums up
+	 * what came before it as earlier in the conversation (a run's keeps
+	 * its task, messages[1], instead).
+	 */
+	int chat;
+	size_t person;			/* index of the person's latest message (chat) */
+	int fresh;			/* the conversation began with this call */
+
 	/* loop guard: the last failing call */
 	struct buf guard_key, guard_result;
 	int guard_status, guard_repeats;
@@ -78,6 +88,17 @@ void compact_window_setup(struct loop *l);
  * loop_end(AGENT_PROVIDER_ERROR) when it cannot fit even so.
  */
 int compact_fit(struct loop *l);
+
+/**
+ * Fill `fit` for the request as it stands in `l` (built, not sent): the
+ * window, and the tokens the request, the person's latest message and the
+ * least request holding it (the system prompt, the tools, that message)
+ * take. No event is sent.
+ */
+void compact_measure(const struct loop *l, struct agent_fit *fit);
+
+/** The index of the person's latest message in `l->req` (chat), or messages_nr when none. */
+size_t compact_person(const struct loop *l);
 
 /** Learn the tokens per request byte from the server's count in `resp` (never lowered). */
 void compact_calibrate(struct loop *l, const struct llm_response *resp);

@@ -3,8 +3,12 @@
  * the window, the reply's reserve and the result cap of a run, the
  * estimate of a request's tokens, and the steps that make a conversation
  * fit (stubs for old results, then old texts and arguments, then a
- * summary of the oldest turns). agent_compact() runs the summary step on
- * a session's conversation at the person's request.
+ * summary of the oldest turns). A conversation with a person is
+ * compacted as a conversation: the person's latest message stays whole
+ * and the summary says what happened earlier in it (fit_chat()).
+ * agent_compact() runs the summary step on a session's conversation at
+ * the person's request; agent_fit() (agent.c) measures with
+ * compact_measure() whether a message can be sent at all.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +24,15 @@
 #define ARGS_STUB_MIN 512
 /* Bytes a summary of old turns is expected to take, when choosing what it replaces. */
 #define SUMMARY_ROOM 2500
+/* Bytes of a conversation's summary kept (it stays in every request after it). */
+#define SUMMARY_MAX 6000
+/* Where a conversation's summary begins in its system prompt. */
+#define EARLIER_MARK "\n\n# Earlier in this conversation\n\n"
 
-/* The exact size of the request body as it stands. */
-static size_t request_bytes(const struct loop *l)
+/* The exact size of a request body. */
+static size_t req_bytes(const struct llm_request *req, const char *model, int stream)
 {
-	json_t *j = llm_request_to_json(&l->req, l->model, l->o->stream);
+	json_t *j = llm_request_to_json(req, model, stream);
 	struct buf b = BUF_INIT;
 	size_t n;
 
@@ -33,6 +41,18 @@ static size_t request_bytes(const struct loop *l)
 	buf_release(&b);
 	json_decref(j);
 	return n;
+}
+
+/* The exact size of the request body as it stands. */
+static size_t request_bytes(const struct loop *l)
+{
+	return req_bytes(&l->req, l->model, l->o->stream);
+}
+
+/* Tokens of window `w` kept free for the reply. */
+static long reserve_of(long w)
+{
+	return w / 8 < 256 ? 256 : w / 8 > 8192 ? 8192 : w / 8;
 }
 
 static long est_tokens(const struct loop *l, size_t bytes)
@@ -66,6 +86,30 @@ static int is_tool_result(const struct loop *l, size_t i)
 		return 1;
 	return l->text_mode && m->role == LLM_USER && m->content &&
 	       !strncmp(m->content, "Result of ", 10);
+}
+
+/*
+ * Whether message `i` is one the person wrote: a user message that is no
+ * tool result and none of the loop's own notes to the model (a call that
+ * could not be read, a nudge).
+ */
+static int is_person(const struct loop *l, size_t i)
+{
+	const struct llm_message *m = &l->req.messages[i];
+
+	return m->role == LLM_USER && m->content && !is_tool_result(l, i) &&
+	       strncmp(m->content, "Your tool call", 14) &&
+	       strncmp(m->content, "You answered without calling a tool", 35);
+}
+
+size_t compact_person(const struct loop *l)
+{
+	size_t i;
+
+	for (i = l->req.messages_nr; i-- > 1;)
+		if (is_person(l, i))
+			return i;
+	return l->req.messages_nr;
 }
 
 /* The index of the last assistant message (the latest turn starts there), or nr. */
@@ -162,19 +206,20 @@ static long stub_assistant(struct loop *l, size_t to, long goal, size_t *bytes)
 
 /*
  * One message too large for any request (a 200,000-character answer, a
- * pasted log): every message but the system prompt, the latest turn's
- * too, longer than a quarter of the goal is cut to its head (three
- * quarters) and tail (one quarter), as tool results are, with a note
- * where the rest was; the conversation then goes on.
+ * pasted log): every message of [from, to) longer than a quarter of the
+ * goal is cut to its head (three quarters) and tail (one quarter), as
+ * tool results are, with a note where the rest was; the conversation then
+ * goes on. A run passes every message but the system prompt, the latest
+ * turn's too; a conversation never the person's latest message.
  */
-static long shorten_huge(struct loop *l, long goal, size_t *bytes)
+static long shorten_huge(struct loop *l, size_t from, size_t to, long goal, size_t *bytes)
 {
 	size_t max = (size_t)((double)goal / 4 / l->tok_per_byte), i;
 	long n = 0;
 
 	if (max < 4 * STUB_MIN)
 		max = 4 * STUB_MIN;
-	for (i = 1; i < l->req.messages_nr && est_tokens(l, *bytes) > goal; i++) {
+	for (i = from; i < to && i < l->req.messages_nr && est_tokens(l, *bytes) > goal; i++) {
 		struct llm_message *m = &l->req.messages[i];
 		const char *s = m->content;
 		size_t len = s ? strlen(s) : 0, h, t;
@@ -215,18 +260,21 @@ static void list_turns(const struct loop *l, size_t from, size_t to, struct buf 
 				json_decref(a);
 			}
 		} else if (m->role == LLM_USER && !is_tool_result(l, i) && m->content) {
-			buf_addf(out, "- you were told: %.*s\n", (int)utf8_cut(m->content,
-				 strlen(m->content), 300), m->content);
+			buf_addf(out, "- %s: %.*s\n", l->chat && is_person(l, i) ? "the person said"
+				 : "you were told", (int)utf8_cut(m->content, strlen(m->content), 300),
+				 m->content);
 		}
 	}
 }
 
 /*
- * Ask the model for a summary of messages [from, to). The request holds
- * only what it needs and is cut to half the window. Returns 0 with the
- * text in `out`.
+ * Ask the model for a summary of messages [from, to): of a run's work on
+ * its task, or of a conversation (`earlier`: the summary of what came
+ * before them, or NULL). The request holds only what it needs and is cut
+ * to half the window. Returns 0 with the text in `out`.
  */
-static int model_summary(struct loop *l, size_t from, size_t to, struct buf *out)
+static int model_summary(struct loop *l, size_t from, size_t to, const char *earlier,
+			 struct buf *out)
 {
 	struct llm_request sr = LLM_REQUEST_INIT;
 	struct llm_response resp = LLM_RESPONSE_INIT;
@@ -234,8 +282,14 @@ static int model_summary(struct loop *l, size_t from, size_t to, struct buf *out
 	size_t i, max = (size_t)((double)(l->window / 2) / l->tok_per_byte);
 	int ret, saved;
 
-	buf_addf(&text, "The task:\n%s\n\nThe work so far, oldest first:\n",
-		 l->req.messages[1].content ? l->req.messages[1].content : "");
+	if (!l->chat)
+		buf_addf(&text, "The task:\n%s\n\nThe work so far, oldest first:\n",
+			 l->req.messages[1].content ? l->req.messages[1].content : "");
+	else if (earlier)
+		buf_addf(&text, "What happened before, as summed up then:\n%s\n\nThe conversation "
+			 "after that, oldest first:\n", earlier);
+	else
+		buf_addstr(&text, "The conversation so far, oldest first:\n");
 	for (i = from; i < to && text.len < max; i++) {
 		const struct llm_message *m = &l->req.messages[i];
 		size_t k;
@@ -251,11 +305,19 @@ static int model_summary(struct loop *l, size_t from, size_t to, struct buf *out
 	}
 	if (text.len > max)
 		buf_setlen(&text, utf8_cut(text.buf, text.len, max));
-	llm_request_add(&sr, LLM_SYSTEM, "You compress the record of a coding agent's work so it "
-			"can go on within a smaller context. Write a short summary (at most 300 "
-			"words) of what was learnt and done: files read and what matters in them, "
-			"changes made, commands run and their outcome, what is left to do. Facts "
-			"only; no tool calls.");
+	if (l->chat)
+		llm_request_add(&sr, LLM_SYSTEM, "You compress the earlier part of a conversation "
+				"between a person and a coding assistant so it can go on within a "
+				"smaller context. Write a short summary (at most 300 words) of it: "
+				"what the person asked for and decided, what was learnt and done (files "
+				"read and what matters in them, changes made, commands run and their "
+				"outcome), what was left open. Facts only; no tool calls.");
+	else
+		llm_request_add(&sr, LLM_SYSTEM, "You compress the record of a coding agent's work "
+				"so it can go on within a smaller context. Write a short summary (at "
+				"most 300 words) of what was learnt and done: files read and what "
+				"matters in them, changes made, commands run and their outcome, what is "
+				"left to do. Facts only; no tool calls.");
 	llm_request_add(&sr, LLM_USER, text.buf);
 	if (l->req.model)
 		sr.model = xstrdup(l->req.model);
@@ -267,7 +329,11 @@ static int model_summary(struct loop *l, size_t from, size_t to, struct buf *out
 	l->o->provider->stream = saved;
 	if (ret == 0) {
 		loop_account(l, &resp, text.len);
-		if (*resp.content && !resp.tool_calls_nr)
+		if (*resp.content && !resp.tool_calls_nr && l->chat &&
+		    strlen(resp.content) > SUMMARY_MAX)
+			buf_addf(out, "%.*s [...]", (int)utf8_cut(resp.content, strlen(resp.content),
+							       SUMMARY_MAX), resp.content);
+		else if (*resp.content && !resp.tool_calls_nr)
 			buf_addstr(out, resp.content);
 		else
 			ret = -1;
@@ -278,28 +344,12 @@ static int model_summary(struct loop *l, size_t from, size_t to, struct buf *out
 	return ret;
 }
 
-/*
- * Replace messages [2, to) by a summary appended to the task message, so
- * the conversation goes on with the assistant turn at `to`. Returns the
- * messages removed.
- */
-static long summarise(struct loop *l, size_t to, const char **how)
+/* Free messages [from, to) and close the gap. */
+static void drop_messages(struct loop *l, size_t from, size_t to)
 {
-	struct buf sum = BUF_INIT, task = BUF_INIT;
-	size_t i, k, n = to - 2;
+	size_t i, k;
 
-	if (model_summary(l, 2, to, &sum) == 0) {
-		*how = "model";
-	} else {
-		buf_reset(&sum);
-		list_turns(l, 2, to, &sum, 4000);
-		*how = "list";
-	}
-	buf_addf(&task, "%s\n\n[forgex: the first %zu messages of this conversation were replaced "
-		 "by this summary to save context]\n%s", l->req.messages[1].content, n, sum.buf);
-	free(l->req.messages[1].content);
-	l->req.messages[1].content = buf_detach(&task, NULL);
-	for (i = 2; i < to; i++) {
+	for (i = from; i < to; i++) {
 		struct llm_message *m = &l->req.messages[i];
 
 		free(m->content);
@@ -312,11 +362,128 @@ static long summarise(struct loop *l, size_t to, const char **how)
 		free(m->tool_call_id);
 		free(m->name);
 	}
-	memmove(l->req.messages + 2, l->req.messages + to,
+	memmove(l->req.messages + from, l->req.messages + to,
 		(l->req.messages_nr - to) * sizeof(*l->req.messages));
-	l->req.messages_nr -= n;
+	l->req.messages_nr -= to - from;
+}
+
+/*
+ * Replace messages [2, to) by a summary appended to the task message, so
+ * the conversation goes on with the assistant turn at `to`. Returns the
+ * messages removed.
+ */
+static long summarise(struct loop *l, size_t to, const char **how)
+{
+	struct buf sum = BUF_INIT, task = BUF_INIT;
+	size_t n = to - 2;
+
+	if (model_summary(l, 2, to, NULL, &sum) == 0) {
+		*how = "model";
+	} else {
+		buf_reset(&sum);
+		list_turns(l, 2, to, &sum, 4000);
+		*how = "list";
+	}
+	buf_addf(&task, "%s\n\n[forgex: the first %zu messages of this conversation were replaced "
+		 "by this summary to save context]\n%s", l->req.messages[1].content, n, sum.buf);
+	free(l->req.messages[1].content);
+	l->req.messages[1].content = buf_detach(&task, NULL);
+	drop_messages(l, 2, to);
 	buf_release(&sum);
 	return (long)n;
+}
+
+/*
+ * A conversation: replace messages [1, to) (`to` the person's message
+ * that then comes first) by a summary at the end of the system prompt,
+ * which sums up an earlier summary there too. Returns the messages
+ * removed.
+ */
+static long summarise_chat(struct loop *l, size_t to, const char **how)
+{
+	struct llm_message *sys = &l->req.messages[0];
+	struct buf sum = BUF_INIT, prompt = BUF_INIT;
+	const char *mark, *earlier = NULL;
+	size_t n = to - 1;
+
+	if (sys->role != LLM_SYSTEM || !sys->content || to < 2)
+		return 0;
+	mark = strstr(sys->content, EARLIER_MARK);
+	if (mark) {
+		/* the old summary, after its note line */
+		earlier = strchr(mark + strlen(EARLIER_MARK), '\n');
+		earlier = earlier ? earlier + 1 : mark + strlen(EARLIER_MARK);
+	}
+	if (model_summary(l, 1, to, earlier, &sum) == 0) {
+		*how = "model";
+	} else {
+		buf_reset(&sum);
+		if (earlier)
+			buf_addf(&sum, "%.*s\n", (int)utf8_cut(earlier, strlen(earlier), 2000),
+				 earlier);
+		list_turns(l, 1, to, &sum, 4000);
+		*how = "list";
+	}
+	buf_add(&prompt, sys->content, mark ? (size_t)(mark - sys->content) : strlen(sys->content));
+	buf_addf(&prompt, EARLIER_MARK "[forgex: what was said and done earlier in this "
+		 "conversation (%zu messages), summed up to save context; the messages that follow "
+		 "are its latest, the person's latest message whole]\n%s", n, sum.buf);
+	free(sys->content);
+	sys->content = buf_detach(&prompt, NULL);
+	drop_messages(l, 1, to);
+	l->person = l->person >= to ? l->person - n : 1;
+	buf_release(&sum);
+	return (long)n;
+}
+
+/* What message `m` takes of a request, about (for choosing a cut). */
+static size_t message_bytes(const struct llm_message *m)
+{
+	size_t n = json_len(m->content) + 64, k;
+
+	for (k = 0; k < m->tool_calls_nr; k++)
+		n += json_len(m->tool_calls[k].arguments) + strlen(m->tool_calls[k].name) + 64;
+	return n;
+}
+
+/*
+ * A conversation over the limit: old results become stubs, then messages
+ * too large for any request are shortened, then the oldest exchanges are
+ * summed up, up to the person's latest message at most; that message is
+ * never changed, and the results of the turn it began become stubs last.
+ */
+static void fit_chat(struct loop *l, size_t *bytes, long goal, long limit, long *stubbed,
+		     long *summarised, const char **how)
+{
+	*stubbed += stub_results(l, 1, l->person, goal, bytes);
+	if (est_tokens(l, *bytes) > goal)
+		*stubbed += shorten_huge(l, 1, l->person, goal, bytes);
+	*bytes = request_bytes(l);
+	if (est_tokens(l, *bytes) > goal && l->person > 1 && l->person < l->req.messages_nr) {
+		/* the cut: the first of the person's messages from which on what stays fits */
+		size_t cut = l->person, i, removed = 0;
+
+		for (i = 1; i < l->person; i++) {
+			if (i > 1 && is_person(l, i) &&
+			    est_tokens(l, *bytes - removed + SUMMARY_ROOM) <= goal) {
+				cut = i;
+				break;
+			}
+			removed += message_bytes(&l->req.messages[i]);
+			if (removed > *bytes)
+				removed = *bytes;
+		}
+		*summarised = summarise_chat(l, cut, how);
+		*bytes = request_bytes(l);
+	}
+	if (est_tokens(l, *bytes) > limit) {
+		*stubbed += stub_results(l, l->person + 1, l->req.messages_nr, goal, bytes);
+		*bytes = request_bytes(l);
+	}
+	if (est_tokens(l, *bytes) > limit) {
+		*stubbed += shorten_huge(l, l->person + 1, l->req.messages_nr, goal, bytes);
+		*bytes = request_bytes(l);
+	}
 }
 
 /*
@@ -335,6 +502,10 @@ int compact_fit(struct loop *l)
 	l->sent_bytes = bytes;
 	if (est_tokens(l, bytes) <= limit)
 		return 0;
+	if (l->chat) {
+		fit_chat(l, &bytes, goal, limit, &stubbed, &summarised, &how);
+		goto done;
+	}
 	last = latest_turn(l);
 	stubbed += stub_results(l, 2, last, goal, &bytes);
 	if (est_tokens(l, bytes) > goal)
@@ -375,9 +546,10 @@ int compact_fit(struct loop *l)
 		bytes = request_bytes(l);
 	}
 	if (est_tokens(l, bytes) > limit) {
-		stubbed += shorten_huge(l, goal, &bytes);
+		stubbed += shorten_huge(l, 1, l->req.messages_nr, goal, &bytes);
 		bytes = request_bytes(l);
 	}
+done:
 	l->sent_bytes = bytes;
 	l->out->trimmed += stubbed + summarised;
 	l->out->compactions++;
@@ -415,7 +587,7 @@ void compact_window_setup(struct loop *l)
 	}
 	l->window = w;
 	l->window_source = source;
-	l->reserve = w / 8 < 256 ? 256 : w / 8 > 8192 ? 8192 : w / 8;
+	l->reserve = reserve_of(w);
 	l->tok_per_byte = AGENT_TOKENS_PER_BYTE;
 	cap = (size_t)((double)(w / 8) / l->tok_per_byte);
 	if (cap < 1024)
@@ -436,12 +608,37 @@ void compact_window_setup(struct loop *l)
 	loop_emit(l, "context_window", f);
 }
 
+void compact_measure(const struct loop *l, struct agent_fit *fit)
+{
+	const char *source = NULL, *warning = NULL;
+	long w = provider_context_window(l->o->provider, &source, &warning);
+	const struct llm_message *last = &l->req.messages[l->req.messages_nr - 1];
+	struct llm_request least = l->req;
+	struct llm_message two[2];
+
+	if (l->o->context_window > 0) {
+		w = l->o->context_window;
+		source = "agent options";
+	}
+	fit->window = w;
+	fit->window_source = source;
+	fit->limit = w - reserve_of(w);
+	fit->request = est_tokens(l, request_bytes(l));
+	/* the system prompt, the tools and the message: what no compaction makes smaller */
+	two[0] = l->req.messages[0];
+	two[1] = *last;
+	least.messages = two;
+	least.messages_nr = least.messages_alloc = 2;
+	fit->least = est_tokens(l, req_bytes(&least, l->model, l->o->stream));
+	fit->message = est_tokens(l, json_len(last->content) + 32);
+}
+
 int agent_compact(struct agent_result *out, const struct agent_opts *o)
 {
 	struct loop l;
 	const char *how = NULL;
-	size_t before;
-	long n = 0;
+	size_t before, bytes;
+	long n = 0, stubbed = 0;
 	json_t *f;
 
 	if (!o || !o->provider || !o->conversation)
@@ -458,6 +655,7 @@ int agent_compact(struct agent_result *out, const struct agent_opts *o)
 		: o->provider->model ? o->provider->model : "";
 	l.text_mode = o->tool_mode == AGENT_TOOLS_TEXT;
 	l.result_max = AGENT_TOOL_RESULT_MAX;
+	l.chat = 1;
 	strvec_init(&l.tool_names);
 	buf_init(&l.guard_key, 0);
 	buf_init(&l.guard_result, 0);
@@ -466,18 +664,24 @@ int agent_compact(struct agent_result *out, const struct agent_opts *o)
 	free(l.req.model);
 	l.req.model = o->model && *o->model ? xstrdup(o->model) : NULL;
 	compact_window_setup(&l);
-	if (l.req.messages_nr > 2) {
-		before = request_bytes(&l);
-		n = summarise(&l, l.req.messages_nr, &how);
-		out->trimmed = n;
+	l.person = compact_person(&l);
+	if (l.req.messages_nr > 2 && l.person < l.req.messages_nr) {
+		before = bytes = request_bytes(&l);
+		if (l.person > 1)
+			n = summarise_chat(&l, l.person, &how);
+		/* the latest exchange stays; its results are stubs, a huge message cut */
+		bytes = request_bytes(&l);
+		stubbed = stub_results(&l, 1, l.req.messages_nr, l.window / 4, &bytes);
+		stubbed += shorten_huge(&l, 1, l.req.messages_nr, l.window / 2, &bytes);
+		out->trimmed = n + stubbed;
 		out->compactions = 1;
 		f = json_object();
-		jsonx_set(f, "stubbed", json_integer(0));
+		jsonx_set(f, "stubbed", json_integer(stubbed));
 		jsonx_set(f, "summarised", json_integer(n));
 		jsonx_set(f, "tokens_before", json_integer(est_tokens(&l, before)));
 		jsonx_set(f, "tokens_after", json_integer(est_tokens(&l, request_bytes(&l))));
 		jsonx_set(f, "window", json_integer(l.window));
-		jsonx_set(f, "summary", jsonx_string(how));
+		jsonx_set(f, "summary", how ? jsonx_string(how) : json_null());
 		loop_emit(&l, "context_compact", f);
 	}
 	out->status = AGENT_ANSWERED;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/jsonx.h"
 #include "base/termsafe.h"
@@ -326,6 +327,77 @@ void front_on_wait(void *data, const char *holder)
 }
 
 
+/* A turn on `message` in place of a refused one, as the loop runs one. */
+static void send_instead(struct front *f, const char *message)
+{
+	struct agent_result r = AGENT_RESULT_INIT;
+	size_t i;
+	int ret;
+
+	f->printed = 0;
+	f->line_open = 0;
+	f->held_len = 0;
+	front_interrupted = 0;
+	if (!cli_quiet && !cli_verbose && isatty(1))
+		progress_start(stderr);
+	ret = chat_turn(f->chat, message, &r);
+	if (progress_active())
+		progress_stop();
+	front_show_turn_end(f, &r, ret);
+	for (i = 0; i < r.warnings.nr; i++)
+		cli_printf(stderr, "forgex: warning: %s\n", r.warnings.v[i]);
+	agent_result_release(&r);
+}
+
+/*
+ * A message that cannot fit the model's window was not sent (nor kept):
+ * what it can be instead, the person's choice.
+ */
+static void offer_way_out(struct front *f)
+{
+	struct agent_fit fit;
+	struct buf line = BUF_INIT, instead = BUF_INIT;
+	const char *msg;
+	size_t left = 0;
+	int ret;
+
+	msg = chat_refused(f->chat, &fit);
+	if (!msg)
+		return;
+	fprintf(f->out, "%sThe message was not sent%s (about %ld tokens; a request to this model "
+		"may take %ld of its %ld). Send it another way:\n", front_col(f, C_YELLOW),
+		front_col(f, C_RESET), fit.message, fit.limit, fit.window);
+	fprintf(f->out, "  a  attach it as a file the model reads in parts\n"
+		"  c  cut it to fit: its beginning and its end\n");
+	fprintf(f->out, "  Enter: neither; nothing is sent (Up brings the message back to edit).\n"
+		"/compact and /clear make room only for what the conversation takes, not for a "
+		"message this large.\n");
+	fflush(f->out);
+	ret = lineedit_read(f->le, "a or c? ", &line);
+	buf_trim(&line);
+	if (ret != LINEEDIT_LINE || !line.len) {
+		fprintf(f->out, "nothing sent\n");
+	} else if (!strcmp(line.buf, "a")) {
+		if (chat_attach_refused(f->chat, &instead) < 0)
+			cli_print_error();
+		else
+			send_instead(f, instead.buf);
+	} else if (!strcmp(line.buf, "c")) {
+		if (chat_cut_refused(f->chat, &instead, &left) < 0) {
+			cli_print_error();
+		} else {
+			fprintf(f->out, "%s(sending it with %zu of its %zu bytes left out in the "
+				"middle)%s\n", front_col(f, C_DIM), left, strlen(msg),
+				front_col(f, C_RESET));
+			send_instead(f, instead.buf);
+		}
+	} else {
+		cli_printf(f->out, "'%s' is none of them: nothing sent\n", line.buf);
+	}
+	buf_release(&line);
+	buf_release(&instead);
+}
+
 void front_show_turn_end(struct front *f, const struct agent_result *r, int ret)
 {
 	size_t nr;
@@ -337,6 +409,8 @@ void front_show_turn_end(struct front *f, const struct agent_result *r, int ret)
 			fprintf(f->out, "%s(interrupted)%s\n", front_col(f, C_YELLOW), front_col(f, C_RESET));
 		else
 			cli_print_error();
+		if (ret == FX_ELIMIT)
+			offer_way_out(f);
 		return;
 	}
 	if (!f->printed && r->answer && *r->answer) {
@@ -358,7 +432,15 @@ void front_show_turn_end(struct front *f, const struct agent_result *r, int ret)
 		cli_printf(f->out, "the turn ended: %s", r->error ? r->error
 							   : agent_status_name(r->status));
 		fprintf(f->out, "%s\n", front_col(f, C_RESET));
+		/* the window: the way out, every time it happens */
+		if (r->error_code == FX_ELIMIT && !r->refused)
+			fprintf(f->out, "/compact sums up the conversation so far to make room; /clear "
+				"starts it afresh (the files and /undo stay)\n");
 		break;
+	}
+	if (r->refused) {
+		offer_way_out(f);
+		return;
 	}
 	if (nr && t[nr - 1].changed && r->status != AGENT_INTERRUPTED)
 		fprintf(f->out, "%s(turn %d changed files: /diff %d shows them, /undo reverts them)%s\n",

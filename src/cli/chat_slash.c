@@ -43,7 +43,13 @@ static void pipeline(struct front *f, const char *action, const char *request,
 	po.approver = &f->ap;	/* the session's `a` answers hold in its runs */
 	if (plan_only)
 		f->cfg->pipeline.baseline = 0;
-	cli_pipeline_keep(plan_only ? "plan" : "run", f->cfg, &po, 0, &res);
+	/* "/run", "/plan", "/go": the ending names the session's /undo, not forgex undo */
+	{
+		char *cmd = xstrfmt("/%s", action);
+
+		cli_pipeline_keep(cmd, f->cfg, &po, 0, &res);
+		free(cmd);
+	}
 	/* cli_pipeline() put back the handlers it found: ours */
 	front_catch_signals(NULL);
 	front_interrupted = 0;
@@ -155,38 +161,49 @@ static void cmd_help_text(struct front *f)
 
 static void cmd_undo_turn(struct front *f)
 {
-	struct journal_outcome o;
+	struct chat_undone u;
 	size_t i;
-	int t = 0, ret;
+	int ret;
 
-	journal_outcome_init(&o);
-	ret = chat_undo(f->chat, &t, &o);
+	chat_undone_init(&u);
+	ret = chat_undo_last(f->chat, &u);
 	if (ret == FX_ENOTFOUND) {
-		fprintf(f->out, "nothing to undo: no turn of this session changed files (that is not "
-			"undone yet)\n");
+		fprintf(f->out, "nothing to undo: no turn or run of this session changed files (that "
+			"is not undone yet)\n");
 	} else if (ret < 0) {
 		cli_print_error();
+		for (i = 0; i < u.conflicts.nr; i++)
+			cli_printf(f->out, "  changed since the run ended: %s\n", u.conflicts.v[i]);
+		if (u.conflicts.nr)
+			cli_printf(f->out, "'forgex undo %s --force' reverts them anyway, saving your "
+				   "versions\n", u.run_id);
 	} else {
-		fprintf(f->out, "undid turn %d: %zu path%s put back\n", t, o.reverted.nr,
-			o.reverted.nr == 1 ? "" : "s");
-		for (i = 0; i < o.reverted.nr; i++)
-			cli_printf(f->out, "  %s\n", o.reverted.v[i]);
-		for (i = 0; i < o.kept.nr; i++) {
-			/* the journal's words are a run's; here it was a turn */
-			const char *run = strstr(o.kept.v[i], "(the run's version: ");
+		if (u.run_id)
+			cli_printf(f->out, "undid run %s: %zu path%s put back as before the run\n",
+				   u.run_id, u.o.reverted.nr, u.o.reverted.nr == 1 ? "" : "s");
+		else
+			fprintf(f->out, "undid turn %d: %zu path%s put back\n", u.turn,
+				u.o.reverted.nr, u.o.reverted.nr == 1 ? "" : "s");
+		for (i = 0; i < u.o.reverted.nr; i++)
+			cli_printf(f->out, "  %s\n", u.o.reverted.v[i]);
+		for (i = 0; i < u.o.kept.nr; i++) {
+			/* the journal's words are a run's; for a turn it was the turn */
+			const char *run = strstr(u.o.kept.v[i], "(the run's version: ");
 
-			if (run)
+			if (run && !u.run_id)
 				cli_printf(f->out, "  kept, changed since: %.*s(the turn's version: %s\n",
-					   (int)(run - o.kept.v[i]), o.kept.v[i], run + 20);
+					   (int)(run - u.o.kept.v[i]), u.o.kept.v[i], run + 20);
 			else
-				cli_printf(f->out, "  kept, changed since: %s\n", o.kept.v[i]);
+				cli_printf(f->out, "  kept, changed since: %s\n", u.o.kept.v[i]);
 		}
-		for (i = 0; i < o.failed.nr; i++) {
+		for (i = 0; i < u.o.failed.nr; i++) {
 			fprintf(f->out, "  %sFAILED%s ", front_col(f, C_RED), front_col(f, C_RESET));
-			cli_printf(f->out, "%s\n", o.failed.v[i]);
+			cli_printf(f->out, "%s\n", u.o.failed.v[i]);
 		}
+		fprintf(f->out, "%s(the model is told what was undone with your next message)%s\n",
+			front_col(f, C_DIM), front_col(f, C_RESET));
 	}
-	journal_outcome_release(&o);
+	chat_undone_release(&u);
 }
 
 static void cmd_diff_turn(struct front *f, const char *arg)
@@ -430,7 +447,8 @@ void front_slash(struct front *f, const char *line)
 		if (chat_compact(f->chat, &r) < 0)
 			cli_print_error();
 		else
-			fprintf(f->out, "compacted: %zu messages, now %zu\n", before,
+			fprintf(f->out, "compacted: %zu messages, now %zu (your latest message kept "
+				"whole, what came before it summed up)\n", before,
 				chat_messages(f->chat));
 		agent_result_release(&r);
 	} else if (!strcmp(cmd, "/clear")) {

@@ -493,10 +493,11 @@ static void print_result(const struct pipeline_result *r, const char *cmd, int p
 			cli_printf(stdout, "  %s\n", r->failed_paths.v[i]);
 		for (i = 0; i < r->kept_paths.nr; i++)
 			cli_printf(stdout, "  kept as you left it: %s\n", r->kept_paths.v[i]);
-		cli_printf(stdout, "Try again with: forgex undo %s\n", r->run_id);
+		cli_printf(stdout, "Try again with: %s%s\n", *cmd == '/' ? "/undo" : "forgex undo ",
+		       *cmd == '/' ? "" : r->run_id);
 	} else if (r->kept)
-		cli_printf(stdout, "The last attempt was kept in the tree; undo it with: forgex undo %s\n",
-		       r->run_id);
+		cli_printf(stdout, "The last attempt was kept in the tree; undo it with: %s%s\n",
+		       *cmd == '/' ? "/undo" : "forgex undo ", *cmd == '/' ? "" : r->run_id);
 	else if (r->committed)
 		cli_printf(stdout, "The change was committed on the current branch.\n");
 	if (!r->rolled_back && !r->failed_paths.nr && r->kept_paths.nr) {
@@ -506,9 +507,8 @@ static void print_result(const struct pipeline_result *r, const char *cmd, int p
 			cli_printf(stdout, "  %s\n", r->kept_paths.v[i]);
 	}
 	else if (r->outcome == PIPELINE_PASS)
-		cli_printf(stdout, "The change is in the working tree; undo it with: forgex undo %s\n",
-		       r->run_id);
-	(void)cmd;
+		cli_printf(stdout, "The change is in the working tree; undo it with: %s%s\n",
+		       *cmd == '/' ? "/undo" : "forgex undo ", *cmd == '/' ? "" : r->run_id);
 }
 
 /*

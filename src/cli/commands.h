@@ -42,7 +42,11 @@ int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, 
  * session): 0, or EXIT_PROVIDER with the error and a hint printed.
  */
 int cli_check_providers(const struct config *cfg);
-/** As cli_pipeline(), and the result is moved to `keep` (the caller releases it). */
+/**
+ * As cli_pipeline(), and the result is moved to `keep` (the caller
+ * releases it). A session's `cmd` ("/run", "/plan", "/go") makes the
+ * ending name the session's /undo rather than `forgex undo RUN`.
+ */
 int cli_pipeline_keep(const char *cmd, struct config *cfg, struct pipeline_opts *po, int json,
 		      struct pipeline_result *keep);
 

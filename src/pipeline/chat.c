@@ -19,6 +19,7 @@
 #include "llm/provider.h"
 #include "llm/transcript.h"
 #include "pipeline/chat.h"
+#include "pipeline/chat_int.h"
 #include "pipeline/hooks.h"
 #include "pipeline/journal.h"
 #include "pipeline/lock.h"
@@ -72,6 +73,7 @@ struct chat {
 	int mine;			/* in the user's record of sessions (chat_session_mine()) */
 	int ran;			/* a /run, /plan or /go was made from it */
 	struct agent_budget prices;	/* only the prices of [budget] */
+	struct chat_conv cv;		/* a refused message, the runs to undo (chat_conv.c) */
 };
 
 const char *chat_id(const struct chat *c)
@@ -105,6 +107,16 @@ const struct chat_turn *chat_turns(const struct chat *c, size_t *nr)
 	return c->turns;
 }
 
+struct chat_conv *chat_conv_of(struct chat *c)
+{
+	return &c->cv;
+}
+
+const struct chat_opts *chat_options(const struct chat *c)
+{
+	return c->o;
+}
+
 /*
  * Events
  */
@@ -122,6 +134,7 @@ void chat_record_run(struct chat *c, const char *action, const struct pipeline_r
 					    res->run_id, "outcome",
 					    pipeline_outcome_name(res->outcome), "reason",
 					    res->reason));
+	chat_conv_record_run(c, res);
 }
 
 /*
@@ -573,6 +586,7 @@ void chat_close(struct chat *c)
 	free(c->start_checkpoint);
 	free(c->model);
 	free(c->first);
+	chat_conv_release(&c->cv);
 	recorder_release(&c->rec);
 	rundir_release(&c->s);
 	if (drop && fsutil_remove_tree(drop) < 0)
@@ -698,8 +712,9 @@ int chat_turn(struct chat *c, const char *message, struct agent_result *res)
 	struct agent_opts ao = AGENT_OPTS_INIT;
 	struct agent_budget budget = AGENT_BUDGET_INIT;
 	struct ws_lock lock = WS_LOCK_INIT;
-	struct buf prompt = BUF_INIT, extra = BUF_INIT, clean = BUF_INIT;
+	struct buf prompt = BUF_INIT, extra = BUF_INIT, clean = BUF_INIT, task = BUF_INIT;
 	struct strvec changed = STRVEC_INIT;
+	struct agent_fit fit;
 	struct chat_turn *t;
 	json_t *in, *ch;
 	size_t i;
@@ -708,30 +723,11 @@ int chat_turn(struct chat *c, const char *message, struct agent_result *res)
 	*res = (struct agent_result)AGENT_RESULT_INIT;
 	if (!message || !*message)
 		return err_set(FX_EINVAL, "nothing to say");
-	redact_text(&clean, message, strlen(message), NULL);
-	in = json_pack("{s:s, s:s}", "request", message, "session", c->s.id);
-	{
-		struct buf why = BUF_INIT;
-		int blocked = hooks_fire(&c->wb.uhooks, "user_prompt", NULL, in, &why, NULL);
-
-		json_decref(in);
-		if (blocked) {
-			ret = err_set(FX_EDENIED, "a user_prompt hook blocked the message: %s",
-				      why.len ? why.buf : "(it gave no reason)");
-			buf_release(&why);
-			buf_release(&clean);
-			return ret;
-		}
-		buf_release(&why);
-	}
-	ret = begin_turn(c, &lock);
-	if (ret < 0)
-		goto out;
-	t = &c->turns[c->turns_nr - 1];
-	chat_event(c, "user", json_pack("{s:i, s:s}", "turn", t->n, "text", clean.buf));
-	chat_event(c, "turn_start", json_pack("{s:i, s:s}", "turn", t->n, "checkpoint",
-					      t->checkpoint));
-	strvec_push(&c->said, clean.buf);
+	free(c->cv.refused);
+	c->cv.refused = NULL;
+	/* what the model is told of an /undo since, then the person's words as typed */
+	chat_conv_notes(c, &task);
+	buf_addstr(&task, message);
 
 	if (!c->conv.messages_nr) {
 		workbench_instructions(&c->wb, &extra);
@@ -749,7 +745,7 @@ int chat_turn(struct chat *c, const char *message, struct agent_result *res)
 	ao.role = ROLE_BUILDER;
 	ao.plain_answer = 1;
 	ao.system_prompt = prompt.len ? prompt.buf : role_chat_prompt();
-	ao.task = message;
+	ao.task = task.buf;
 	ao.provider = c->prov;
 	ao.model = *c->model ? c->model : NULL;
 	ao.temperature = ac->temperature;
@@ -766,10 +762,51 @@ int chat_turn(struct chat *c, const char *message, struct agent_result *res)
 	ao.on_text = c->o->on_text;
 	ao.text_data = c->o->text_data;
 	ao.conversation = &c->conv;
+	/* a message no request can hold is refused before anything happens */
+	ret = agent_fit(&fit, &ao);
+	if (ret == 0) {
+		chat_conv_refuse(c, message, &fit);
+		ret = err_set(FX_ELIMIT, "the message (%zu bytes, about %ld tokens) cannot fit the "
+			      "model's context window: %ld tokens (from %s), of which a request may "
+			      "take %ld, and the system prompt and tools take %ld; nothing was sent",
+			      strlen(message), fit.message, fit.window,
+			      fit.window_source ? fit.window_source : "default", fit.limit,
+			      fit.least - fit.message);
+		goto out;
+	}
+	if (ret < 0)
+		goto out;
+	redact_text(&clean, message, strlen(message), NULL);
+	in = json_pack("{s:s, s:s}", "request", message, "session", c->s.id);
+	{
+		struct buf why = BUF_INIT;
+		int blocked = hooks_fire(&c->wb.uhooks, "user_prompt", NULL, in, &why, NULL);
+
+		json_decref(in);
+		if (blocked) {
+			ret = err_set(FX_EDENIED, "a user_prompt hook blocked the message: %s",
+				      why.len ? why.buf : "(it gave no reason)");
+			buf_release(&why);
+			goto out;
+		}
+		buf_release(&why);
+	}
+	ret = begin_turn(c, &lock);
+	if (ret < 0)
+		goto out;
+	t = &c->turns[c->turns_nr - 1];
+	chat_event(c, "user", json_pack("{s:i, s:s}", "turn", t->n, "text", clean.buf));
+	chat_event(c, "turn_start", json_pack("{s:i, s:s}", "turn", t->n, "checkpoint",
+					      t->checkpoint));
+	strvec_push(&c->said, clean.buf);
 	ret = agent_run(res, &ao);
 	answer_dangling_calls(c);
 	if (ret < 0)
 		goto end;
+	if (res->refused)
+		chat_conv_refuse(c, message, &fit);
+	else
+		chat_conv_notes_sent(c);
 	free(c->last_answer);
 	c->last_answer = xstrdup(res->answer);
 
@@ -804,6 +841,7 @@ out:
 	buf_release(&prompt);
 	buf_release(&extra);
 	buf_release(&clean);
+	buf_release(&task);
 	strvec_clear(&changed);
 	return ret;
 }
@@ -836,6 +874,12 @@ int chat_undo(struct chat *c, int *turn, struct journal_outcome *o)
 		goto out;
 	ret = journal_revert(&jr, 0, o);
 	if (ret >= 0) {
+		struct buf note = BUF_INIT;
+
+		buf_addf(&note, "the person undid turn %d with /undo", c->turns[i].n);
+		chat_undo_note(&note, o);
+		chat_conv_note(c, note.buf);
+		buf_release(&note);
 		c->turns[i].undone = 1;
 		chat_event(c, "undo", json_pack("{s:i, s:o, s:o, s:o}", "turn", c->turns[i].n,
 						"reverted", jsonx_from_strvec(&o->reverted),

@@ -26,7 +26,11 @@
  * The session folder `.forgex/sessions/<id>/` holds events.jsonl and
  * transcript.jsonl in the formats of a run (pipeline/rundir.h,
  * llm/transcript.h), so `forgex log` and `forgex replay` read both, plus
- * conversation.json (the messages, redacted), state.json and turns/.
+ * conversation.json (the messages, redacted), state.json and turns/,
+ * and as needed runs.json (the runs made from the session that changed
+ * files, for /undo), notes.txt (what the model is told with the next
+ * message: what /undo reverted) and attachments/ (messages too large for
+ * the model's window, which it reads in parts).
  *
  * Events of a session, beside the agent's (agents/agent.h) and "command",
  * "checkpoint", "hook", "warning" as in a run:
@@ -38,6 +42,10 @@
  *   "turn_end"     turn, status (agent_status_name()), changed [paths],
  *                  answer, error
  *   "undo"         turn, reverted [paths], kept [paths], failed [paths]
+ *   "undo_run"     run_id, reverted [paths], kept [paths], failed [paths]
+ *   "refused"      bytes, tokens (the message's), window, limit, least
+ *                  (see agent_fit()): a message that cannot fit, not sent
+ *   "attach"       path, bytes, lines: a refused message saved as a file
  *   "compact"      messages_before, messages_after
  *   "clear"        messages (dropped)
  *   "model"        role ("chat" or a role name), model
@@ -135,16 +143,73 @@ const struct chat_turn *chat_turns(const struct chat *c, size_t *nr);
  * agent's status; AGENT_INTERRUPTED when cancelled), or a negative code
  * when the turn could not start (the lock, a checkpoint) with `res` as
  * AGENT_RESULT_INIT.
+ *
+ * What the model is told of an /undo since the last turn (notes.txt)
+ * comes first in the message it is sent, the person's text after it as
+ * typed. A message that cannot fit the model's window however the
+ * conversation is compacted (agent_fit()) is refused before anything
+ * else: FX_ELIMIT, no turn, nothing sent or kept; a message that could
+ * not be sent because the conversation could not be made small enough
+ * ends its turn AGENT_PROVIDER_ERROR with `res->refused`, also not kept.
+ * Either way chat_refused() then has it.
  */
 int chat_turn(struct chat *c, const char *message, struct agent_result *res);
+
+/**
+ * The message the last chat_turn() refused, or NULL (borrowed, until the
+ * next turn); `fit` (may be NULL) gets its measure. Compacting would not
+ * make room for it: the turn compacted the conversation as far as it goes
+ * before refusing; only a shorter form fits (chat_attach_refused(),
+ * chat_cut_refused()).
+ */
+const char *chat_refused(const struct chat *c, struct agent_fit *fit);
+
+/**
+ * The refused message as a file of the session, attachments/N.txt, and in
+ * `out` the message that tells the model where it is (its path in the
+ * workspace, which read_file reads) and how to read it in parts with
+ * read_file's start_line and end_line. FX_ENOTFOUND without a refused
+ * message.
+ */
+int chat_attach_refused(struct chat *c, struct buf *out);
+
+/**
+ * The refused message cut to fit: its head (three quarters) and tail (one
+ * quarter) with a note of how much was left out between, at most about
+ * half the window with the system prompt and tools. `*left_out` gets the
+ * bytes left out. FX_ENOTFOUND without a refused message.
+ */
+int chat_cut_refused(struct chat *c, struct buf *out, size_t *left_out);
 
 /**
  * Undo the newest turn that changed files and is not undone yet: its
  * paths go back to what they were before it (journal_revert()); a path
  * changed since by someone else is kept (`o->kept`). `*turn` is the turn
- * undone. FX_ENOTFOUND when no turn is left to undo.
+ * undone. The model is told which paths went back with the next message.
+ * FX_ENOTFOUND when no turn is left to undo.
  */
 int chat_undo(struct chat *c, int *turn, struct journal_outcome *o);
+
+/** What chat_undo_last() undid. */
+struct chat_undone {
+	int turn;			/* the turn undone, or 0 */
+	char *run_id;			/* else the run (/run, /go) undone */
+	struct journal_outcome o;	/* reverted, kept, failed */
+	struct strvec conflicts;	/* a run's paths changed since it ended: nothing done */
+};
+
+void chat_undone_init(struct chat_undone *u);
+void chat_undone_release(struct chat_undone *u);
+
+/**
+ * /undo: undo the newest of the session's turns and runs (/run, /go that
+ * left changes) not undone yet: a turn as chat_undo(), a run with the
+ * run's own undo (pipeline_undo(), without force: FX_EDENIED with
+ * `u->conflicts` when a path of the run changed since). The model is told
+ * which paths went back with the next message. FX_ENOTFOUND when nothing
+ * is left to undo.
+ */
+int chat_undo_last(struct chat *c, struct chat_undone *u);
 
 /**
  * The diff from the start of the session (`since_turn` 0) or from before
@@ -170,7 +235,9 @@ int chat_set_model(struct chat *c, const char *role, const char *model);
  * A pipeline run made from the session (/run, /plan, /go: `action`
  * "run", "plan", "go") in this process has ended with `res`: its model
  * calls (res->ledger) count in the session's costs, and a "pipeline"
- * event records its id, outcome and reason.
+ * event records its id, outcome and reason. A run that left changes in
+ * the tree (not rolled back) goes on the session's undo stack
+ * (chat_undo_last()).
  */
 void chat_record_run(struct chat *c, const char *action, const struct pipeline_result *res);
 

@@ -1073,8 +1073,9 @@ static void test_agent_ask_binary_reads_project(void **state)
 /*
  * A conversation that goes on (the interactive session): the second call
  * sends the first call's messages unchanged, its system prompt and tools
- * too, then the new message; /compact then leaves the first message with
- * the summary; the conversation survives its JSON form.
+ * too, then the new message; /compact then sums up what came before the
+ * latest message in the system prompt and keeps that message whole; the
+ * conversation survives its JSON form.
  */
 static void test_agent_conversation_goes_on(void **state)
 {
@@ -1122,11 +1123,16 @@ static void test_agent_conversation_goes_on(void **state)
 	json_decref(reqs);
 	agent_result_release(&f.r);
 
-	/* /compact: the first message carries the summary, nothing else stays */
+	/*
+	 * /compact: what came before the person's latest message is summed up
+	 * at the end of the system prompt; that message and its answer stay
+	 */
 	assert_int_equal(agent_compact(&f.r, &f.o), 0);
-	assert_int_equal(conv.messages_nr, 2);
-	assert_non_null(strstr(conv.messages[1].content, "What is in a.txt?"));
-	assert_non_null(strstr(conv.messages[1].content, "SUMMARY-XYZ"));
+	assert_int_equal(conv.messages_nr, 3);
+	assert_non_null(strstr(conv.messages[0].content, "FIRST SYSTEM PROMPT"));
+	assert_non_null(strstr(conv.messages[0].content, "SUMMARY-XYZ"));
+	assert_string_equal(conv.messages[1].content, "And before that?");
+	assert_string_equal(conv.messages[2].content, "You asked about a.txt before.");
 	assert_non_null(event(&f, "context_compact", 0));
 
 	/* what a session saves and reads back is the same conversation */

@@ -1094,25 +1094,31 @@ static void test_chat_compact_summarises(void **state)
 	fx_say(&f, "tell me about BANANA");
 	from = fx_say(&f, "/compact");
 	text = term_between(&f.t, from, f.t.mark);
-	assert_non_null(strstr(text, "compacted: 5 messages, now 2\n"));
+	assert_non_null(strstr(text, "compacted: 5 messages, now 3"));
 	free(text);
 	fx_say(&f, "and now?");
 	reqs = fx_requests(&f);
 	assert_int_equal(json_array_size(reqs), 4);
-	/* the summary was asked for with what was said */
+	/* the summary was asked for with what was said before the latest message */
 	jsonx_dump(&b, json_array_get(reqs, 2), 0);
-	assert_non_null(strstr(b.buf, "tell me about BANANA"));
-	assert_non_null(strstr(b.buf, "Bananas are yellow."));
+	assert_non_null(strstr(b.buf, "The conversation so far"));
+	assert_non_null(strstr(b.buf, "[user] first message"));
+	assert_null(strstr(b.buf, "The task"));
+	assert_null(strstr(b.buf, "tell me about BANANA"));
 	buf_release(&b);
-	/* the next request: the system prompt, the first message with the summary, the new one */
+	/*
+	 * the next request: the system prompt with the summary of what came
+	 * earlier, the latest message whole and its answer, the new one
+	 */
 	msgs = json_object_get(json_array_get(reqs, 3), "messages");
-	assert_int_equal(json_array_size(msgs), 3);
-	body = xstrdup(jsonx_str(json_array_get(msgs, 1), "content"));
-	assert_non_null(strstr(body, "first message"));
+	assert_int_equal(json_array_size(msgs), 4);
+	body = xstrdup(jsonx_str(json_array_get(msgs, 0), "content"));
+	assert_non_null(strstr(body, "# Earlier in this conversation"));
 	assert_non_null(strstr(body, "They talked about fruit."));
-	assert_null(strstr(body, "BANANA"));
+	assert_null(strstr(body, "first message"));
 	free(body);
-	assert_string_equal(jsonx_str(json_array_get(msgs, 2), "content"), "and now?");
+	assert_string_equal(jsonx_str(json_array_get(msgs, 1), "content"), "tell me about BANANA");
+	assert_string_equal(jsonx_str(json_array_get(msgs, 3), "content"), "and now?");
 	json_decref(reqs);
 	term_send(&f.t, "\004");
 	assert_int_equal(term_wait(&f.t), 0);

@@ -303,22 +303,25 @@ static void test_chat_compact_keeps_the_request_order(void **state)
 	assert_int_equal(chat_messages(f->c), 5);
 	assert_int_equal(chat_compact(f->c, &r), 0);
 	agent_result_release(&r);
-	assert_int_equal(chat_messages(f->c), 2);
+	/* the system prompt with the summary, the latest message whole, its answer */
+	assert_int_equal(chat_messages(f->c), 3);
 	turn(f, "and now?");
 	reqs = mock_requests(&f->m);
 	assert_int_equal(json_array_size(reqs), 4);
 	first = messages_of(reqs, 0);
 	last = messages_of(reqs, 3);
-	/* the system prompt first, as it was; the first message with the summary; the new one */
-	assert_int_equal(json_array_size(last), 3);
+	assert_int_equal(json_array_size(last), 4);
 	assert_string_equal(jsonx_str(json_array_get(last, 0), "role"), "system");
-	assert_string_equal(jsonx_str(json_array_get(last, 0), "content"),
-			    jsonx_str(json_array_get(first, 0), "content"));
-	body = jsonx_str(json_array_get(last, 1), "content");
-	assert_non_null(strstr(body, "first message"));
+	body = jsonx_str(json_array_get(last, 0), "content");
+	/* the system prompt as it was, then what came earlier, summed up */
+	assert_memory_equal(body, jsonx_str(json_array_get(first, 0), "content"),
+			    strlen(jsonx_str(json_array_get(first, 0), "content")));
+	assert_non_null(strstr(body, "# Earlier in this conversation"));
 	assert_non_null(strstr(body, "They talked about fruit."));
-	assert_null(strstr(body, "BANANA"));
-	assert_string_equal(jsonx_str(json_array_get(last, 2), "content"), "and now?");
+	assert_null(strstr(body, "first message"));
+	assert_string_equal(jsonx_str(json_array_get(last, 1), "content"), "tell me about BANANA");
+	assert_string_equal(jsonx_str(json_array_get(last, 2), "content"), "Bananas are yellow.");
+	assert_string_equal(jsonx_str(json_array_get(last, 3), "content"), "and now?");
 	json_decref(reqs);
 	text = tu_read(chat_dir(f->c), "events.jsonl");
 	assert_non_null(strstr(text, "\"messages_before\":5"));
