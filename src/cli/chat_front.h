@@ -86,6 +86,12 @@ void front_slash(struct front *f, const char *line);
 
 /* cmd_chat.c */
 
+/*
+ * A turn of the conversation with `message` as it is (no @path): the
+ * model streams, Esc or Ctrl-C stops it, what is typed meanwhile waits
+ * for the next prompt.
+ */
+void front_send(struct front *f, const char *message);
 /* The banner of a new (or `resumed`) session. */
 void front_banner(struct front *f, int resumed);
 /* Go on with session `id` in place of the current one; < 0 (said) when it cannot be opened. */

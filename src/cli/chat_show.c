@@ -327,27 +327,6 @@ void front_on_wait(void *data, const char *holder)
 }
 
 
-/* A turn on `message` in place of a refused one, as the loop runs one. */
-static void send_instead(struct front *f, const char *message)
-{
-	struct agent_result r = AGENT_RESULT_INIT;
-	size_t i;
-	int ret;
-
-	f->printed = 0;
-	f->line_open = 0;
-	f->held_len = 0;
-	front_interrupted = 0;
-	if (!cli_quiet && !cli_verbose && isatty(1))
-		progress_start(stderr);
-	ret = chat_turn(f->chat, message, &r);
-	if (progress_active())
-		progress_stop();
-	front_show_turn_end(f, &r, ret);
-	for (i = 0; i < r.warnings.nr; i++)
-		cli_printf(stderr, "forgex: warning: %s\n", r.warnings.v[i]);
-	agent_result_release(&r);
-}
 
 /*
  * A message that cannot fit the model's window was not sent (nor kept):
@@ -381,7 +360,7 @@ static void offer_way_out(struct front *f)
 		if (chat_attach_refused(f->chat, &instead) < 0)
 			cli_print_error();
 		else
-			send_instead(f, instead.buf);
+			front_send(f, instead.buf);
 	} else if (!strcmp(line.buf, "c")) {
 		if (chat_cut_refused(f->chat, &instead, &left) < 0) {
 			cli_print_error();
@@ -389,7 +368,7 @@ static void offer_way_out(struct front *f)
 			fprintf(f->out, "%s(sending it with %zu of its %zu bytes left out in the "
 				"middle)%s\n", front_col(f, C_DIM), left, strlen(msg),
 				front_col(f, C_RESET));
-			send_instead(f, instead.buf);
+			front_send(f, instead.buf);
 		}
 	} else {
 		cli_printf(f->out, "'%s' is none of them: nothing sent\n", line.buf);

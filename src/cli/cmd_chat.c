@@ -81,14 +81,13 @@ static int front_ask(void *data, struct approval_answer *a, const struct approva
 	return verdict;
 }
 
-static void turn(struct front *f, const char *message)
+void front_send(struct front *f, const char *message)
 {
 	struct agent_result r = AGENT_RESULT_INIT;
-	struct buf typed = BUF_INIT, sent = BUF_INIT;
+	struct buf typed = BUF_INIT;
 	size_t i;
 	int ret;
 
-	front_attach(f, message, &sent);
 	f->printed = 0;
 	f->line_open = 0;
 	f->held_len = 0;
@@ -99,8 +98,7 @@ static void turn(struct front *f, const char *message)
 	/* a spinner while nothing else is said: on a terminal, not with -q or -v */
 	if (!cli_quiet && !cli_verbose && isatty(1))
 		progress_start(stderr);
-	ret = chat_turn(f->chat, sent.buf, &r);
-	buf_release(&sent);
+	ret = chat_turn(f->chat, message, &r);
 	if (progress_active())
 		progress_stop();
 	turnkeys_stop(front_keys, &typed);
@@ -111,9 +109,18 @@ static void turn(struct front *f, const char *message)
 	agent_result_release(&r);
 	front_interrupted = 0;
 	fflush(f->out);
-	lineedit_set_recall(f->le, message);
 	lineedit_prefill(f->le, typed.buf);
 	buf_release(&typed);
+}
+
+static void turn(struct front *f, const char *message)
+{
+	struct buf sent = BUF_INIT;
+
+	front_attach(f, message, &sent);
+	front_send(f, sent.buf);
+	buf_release(&sent);
+	lineedit_set_recall(f->le, message);
 }
 
 /*
