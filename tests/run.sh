@@ -77,7 +77,7 @@ times="$top/$BUILD/test-times"
 
 weight_of() {	# $1: key (name, or name#k/n)
 	w=
-	[ -f "$times" ] && w=$(sed -n "s|^$1 \([0-9][0-9]*\)\$|\1|p" "$times" | head -n 1)
+	[ -f "$times" ] && w=$(awk -v k="$1" '$1 == k && $2 ~ /^[0-9]+$/ { print $2; exit }' "$times")
 	if [ -z "$w" ]; then
 		# not timed yet: a known-slow suite as a long one, in the list's order
 		w=0 r=100
@@ -242,7 +242,14 @@ while read -r job suite shard; do
 			TEST_SHARD=$shard "$prog" >"$out" 2>&1 3>&-
 		fi
 		echo $? >"$work/$job.rc"
-		echo $(($(date +%s) - begin)) >"$work/$job.time"
+		# wall seconds, then the CPU seconds (user + system) of the
+		# program and every child it waited for, from the shell's `times`
+		# (a builtin's redirection runs it in this shell, not a child)
+		times >"$work/$job.cpu"
+		echo "$(($(date +%s) - begin)) $(awk 'NR == 2 {
+			n = split($0, f, /[ms ]+/); c = 0
+			for (i = 1; i + 1 <= n; i += 2) c += f[i] * 60 + f[i + 1]
+			printf "%.1f", c }' "$work/$job.cpu")" >"$work/$job.time"
 		echo "$job" >&3
 	) &
 	started=$((started + 1))
