@@ -26,9 +26,11 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 
 # The suites known to be long, longest first (used when $BUILD/test-times
 # is missing), and those split into shards (name:count).
-SLOW="e2e/pipeline e2e/chat e2e/agent e2e/tty e2e/runners e2e/mcp e2e/ask e2e/gate
-e2e/checkpoint e2e/friction unit/sandbox/native_attacks"
-SHARDS="e2e/pipeline:3 e2e/chat:2 e2e/tty:2"
+SLOW="e2e/batch e2e/runners e2e/pipeline e2e/mcp e2e/tty e2e/checkpoint e2e/hooks
+e2e/chat unit/vcs/checkpoint unit/sandbox/backend_native e2e/gate e2e/attacks
+unit/context/index e2e/map unit/tools/fs unit/sandbox/native_network
+unit/sandbox/native_attacks e2e/rollback"
+SHARDS="e2e/pipeline:6 e2e/batch:2 e2e/runners:3 e2e/tty:3 e2e/chat:2 e2e/mcp:2 e2e/hooks:2"
 
 jobs=${TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
 case $jobs in '' | *[!0-9]* | 0) jobs=1 ;; esac

@@ -931,5 +931,5 @@ int main(void)
 		cmocka_unit_test(test_runners_cargo),
 	};
 
-	return cmocka_run_group_tests_name("e2e/runners", tests, setup, teardown);
+	return tu_run_group("e2e/runners", tests, sizeof(tests) / sizeof(tests[0]), setup, teardown);
 }
