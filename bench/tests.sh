@@ -29,7 +29,9 @@ rc=$?
 wall=$(($(date +%s) - start))
 after=$(load)
 tail -n 1 "$log"
-[ "$rc" -eq 0 ] || { grep -E '^FAIL' "$log"; echo "(make test failed: status $rc)"; }
+# what failed, with the part of its output run.sh shows
+[ "$rc" -eq 0 ] || { awk '/^FAIL/ { p = 1; print; next } /^    / && p { print; next } { p = 0 }' \
+	"$log" | head -n 200; echo "(make test failed: status $rc)"; }
 rm -f "$log"
 
 echo "wall clock:    ${wall} s  (TEST_JOBS=${TEST_JOBS:-default}; load average $before before, $after after)"
