@@ -10,8 +10,8 @@
 # against $BUILD/toml-decode and its cases are counted too. The last line is
 # "N passed, N failed"; the exit status is non-zero when anything failed.
 #
-# Suites run in parallel, TEST_JOBS at a time (default: the number of
-# cores). Each one's output goes to a file of its own and the report is
+# Suites run in parallel, TEST_JOBS at a time (default: twice the number
+# of cores). Each one's output goes to a file of its own and the report is
 # printed in the order the suites were given, each as soon as it and those
 # before it are done, so the log reads as if they had run one by one. The
 # longest start first: how long each took is kept in $BUILD/test-times for
@@ -26,11 +26,15 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 
 # The suites known to be long, longest first (used when $BUILD/test-times
 # is missing), and those split into shards (name:count).
-SLOW="e2e/pipeline e2e/chat e2e/agent e2e/tty e2e/runners e2e/mcp e2e/ask e2e/gate
-e2e/checkpoint e2e/friction unit/sandbox/native_attacks"
-SHARDS="e2e/pipeline:3 e2e/chat:2 e2e/tty:2"
+SLOW="e2e/batch e2e/runners e2e/pipeline e2e/mcp e2e/tty e2e/checkpoint e2e/hooks
+e2e/chat unit/vcs/checkpoint unit/sandbox/backend_native e2e/gate e2e/attacks
+unit/context/index e2e/map unit/tools/fs unit/sandbox/native_network
+unit/sandbox/native_attacks e2e/rollback"
+SHARDS="e2e/pipeline:6 e2e/runners:3 e2e/tty:3 e2e/chat:2 e2e/mcp:2 e2e/hooks:2"
 
-jobs=${TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
+# Most suites spend their time waiting (on the mock, child processes,
+# timeouts), so twice as many as there are cores keep the cores busy.
+jobs=${TEST_JOBS:-$((2 * $(nproc 2>/dev/null || echo 1)))}
 case $jobs in '' | *[!0-9]* | 0) jobs=1 ;; esac
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/forgex-tests.XXXXXX") || exit 2
@@ -77,7 +81,7 @@ times="$top/$BUILD/test-times"
 
 weight_of() {	# $1: key (name, or name#k/n)
 	w=
-	[ -f "$times" ] && w=$(sed -n "s|^$1 \([0-9][0-9]*\)\$|\1|p" "$times" | head -n 1)
+	[ -f "$times" ] && w=$(awk -v k="$1" '$1 == k && $2 ~ /^[0-9]+$/ { print $2; exit }' "$times")
 	if [ -z "$w" ]; then
 		# not timed yet: a known-slow suite as a long one, in the list's order
 		w=0 r=100
@@ -242,7 +246,14 @@ while read -r job suite shard; do
 			TEST_SHARD=$shard "$prog" >"$out" 2>&1 3>&-
 		fi
 		echo $? >"$work/$job.rc"
-		echo $(($(date +%s) - begin)) >"$work/$job.time"
+		# wall seconds, then the CPU seconds (user + system) of the
+		# program and every child it waited for, from the shell's `times`
+		# (a builtin's redirection runs it in this shell, not a child)
+		times >"$work/$job.cpu"
+		echo "$(($(date +%s) - begin)) $(awk 'NR == 2 {
+			n = split($0, f, /[ms ]+/); c = 0
+			for (i = 1; i + 1 <= n; i += 2) c += f[i] * 60 + f[i + 1]
+			printf "%.1f", c }' "$work/$job.cpu")" >"$work/$job.time"
 		echo "$job" >&3
 	) &
 	started=$((started + 1))

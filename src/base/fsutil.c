@@ -303,6 +303,11 @@ int fsutil_remove_tree(const char *path)
 	return remove_at(AT_FDCWD, path);
 }
 
+int fsutil_remove_tree_at(int dirfd, const char *name)
+{
+	return remove_at(dirfd, name);
+}
+
 int fsutil_open_beneath(int dirfd, const char *rel)
 {
 	return beneath_open(dirfd, rel, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);

@@ -101,6 +101,12 @@ int fsutil_is_dir(const char *path);
 int fsutil_remove_tree(const char *path);
 
 /**
+ * fsutil_remove_tree() of `name` in the folder `dirfd`: a link is removed,
+ * never followed, there and beneath it.
+ */
+int fsutil_remove_tree_at(int dirfd, const char *name);
+
+/**
  * Open `rel` beneath the folder `dirfd` for reading, following no symbolic
  * link on the way: beneath_open() (base/beneath.h) with O_RDONLY |
  * O_NONBLOCK, so a FIFO is not waited on: check the type. -1 with errno

@@ -4,10 +4,14 @@
  * verify_cache_dir() (see docs/internals/verify.md). It sits here, above
  * both services, so that verify/ never includes sandbox/.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/beneath.h"
 #include "base/err.h"
 #include "base/fsutil.h"
 #include "base/path.h"
@@ -16,9 +20,10 @@
 
 /*
  * The environment of a test run: every toolchain cache in `dir` (see
- * docs/internals/verify.md). Python's bytecode goes to a prefix that is
- * emptied before each run, so a same-size edit within the second of the
- * last run can never be answered from an old .pyc.
+ * docs/internals/verify.md). Python's bytecode goes to a prefix whose
+ * part for the workspace is emptied before each run, so a same-size edit
+ * within the second of the last run can never be answered from an old
+ * .pyc.
  */
 static void cache_env(struct strvec *env, const char *dir)
 {
@@ -30,6 +35,44 @@ static void cache_env(struct strvec *env, const char *dir)
 	strvec_pushf(env, "npm_config_cache=%s/npm", dir);
 	strvec_push(env, "npm_config_update_notifier=false");
 	strvec_pushf(env, "XDG_CACHE_HOME=%s/xdg", dir);
+}
+
+/*
+ * Empty the part of the bytecode prefix `prefix` that mirrors `workspace`
+ * (Python keeps a source's .pyc under the prefix joined with the source's
+ * absolute path). The rest is the bytecode of the standard library and of
+ * packages outside the workspace, which no run edits: kept, Python does
+ * not compile them again on every run (a third of a second of CPU or more
+ * each time). Test commands can write the prefix, so the way down follows
+ * no link; < 0 when it is not a plain folder path (the caller then empties
+ * the whole prefix).
+ */
+static int clear_workspace_bytecode(const char *prefix, const char *workspace)
+{
+	struct buf parent = BUF_INIT;
+	const char *rel = workspace, *last;
+	int top, dfd, ret;
+
+	while (*rel == '/')
+		rel++;
+	last = strrchr(rel, '/');
+	if (!*rel || (last && !last[1]))
+		return -1;
+	top = open(prefix, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (top < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (last)
+		buf_add(&parent, rel, (size_t)(last - rel));
+	dfd = beneath_open(top, parent.len ? parent.buf : ".", O_RDONLY | O_DIRECTORY, 0);
+	buf_release(&parent);
+	if (dfd < 0) {
+		ret = errno == ENOENT ? 0 : -1;
+	} else {
+		ret = fsutil_remove_tree_at(dfd, last ? last + 1 : rel);
+		close(dfd);
+	}
+	close(top);
+	return ret;
 }
 
 int verify_executor_run(struct verify_capture *out, const struct verify_request *req,
@@ -65,10 +108,13 @@ int verify_executor_run(struct verify_capture *out, const struct verify_request 
 		struct buf py = BUF_INIT;
 
 		buf_addf(&py, "%s/pycache", dir.buf);
-		if (fsutil_remove_tree(py.buf) < 0) {
-			/* never read what may be stale: no bytecode this time */
+		if (clear_workspace_bytecode(py.buf, ex->workspace) < 0) {
 			err_clear();
-			strvec_push(&env, "PYTHONDONTWRITEBYTECODE=1");
+			if (fsutil_remove_tree(py.buf) < 0) {
+				/* never read what may be stale: no bytecode this time */
+				err_clear();
+				strvec_push(&env, "PYTHONDONTWRITEBYTECODE=1");
+			}
 		}
 		buf_release(&py);
 		cache_env(&env, dir.buf);

@@ -10,7 +10,7 @@
  *           list refuses it), finishes, and the Supervisor says FAIL;
  *   hang    the model never answers: the task passes its wall time.
  * The batch runs with -j 4, is killed with SIGKILL midway and run again;
- * then the same tasks run as 4 shard processes (JOB_COMPLETION_INDEX 0..3,
+ * then the same tasks run as 4 shard processes of -j 2 (JOB_COMPLETION_INDEX 0..3,
  * as an Indexed Job's pods would) and are merged with `batch collect`.
  */
 #include <stdarg.h>
@@ -498,7 +498,7 @@ static void test_batch_shards_and_collect(void **state)
 		skip();
 	fsutil_mkdir_p(mirrors, 0755);
 	for (i = 0; i < 4; i++) {
-		const char *args[] = { "batch", "tasks.jsonl", "--shards", "4", "-j", "1", "--out",
+		const char *args[] = { "batch", "tasks.jsonl", "--shards", "4", "-j", "2", "--out",
 				       "shards", "--wall-time", WALL, "--grace", "5", "--mirrors",
 				       mirrors, NULL };
 

@@ -343,5 +343,5 @@ int main(void)
 	};
 
 	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return tu_run_group_tests(tests, NULL, NULL);
 }

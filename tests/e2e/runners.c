@@ -297,6 +297,96 @@ static void test_runners_python_no_stale_bytecode(void **state)
 	tu_rmtree(ws);
 }
 
+/* The one line `cmd` prints (sh -c, $0 = arg), or fail. */
+static char *sh_line(const char *cmd, const char *arg)
+{
+	const char *argv[] = { "sh", "-c", cmd, arg, NULL };
+	struct tu_result r;
+	char *nl, *out;
+
+	tu_run(&r, argv, NULL, NULL, NULL);
+	nl = strchr(r.out.buf, '\n');
+	if (r.status || !nl || nl == r.out.buf)
+		fail_msg("%s: status %d, printed '%s'%s", cmd, r.status, r.out.buf, r.err.buf);
+	*nl = '\0';
+	out = xstrdup(r.out.buf);
+	tu_result_release(&r);
+	return out;
+}
+
+/*
+ * Only the workspace's part of the bytecode prefix is emptied before a run:
+ * the standard library's .pyc from the first run is read, not written
+ * again, by the second. A link planted in the prefix (test commands can
+ * write it) is removed, not followed: what it points at stays.
+ */
+static void test_runners_python_bytecode_kept_outside_the_workspace(void **state)
+{
+	char *ws = tu_mkdtemp(), *real, *prefix, *lib, *first, *link, *outside, *kept, *p;
+	const char *rest;
+	struct stat before, after;
+	json_t *j;
+
+	(void)state;
+	NEED("python3");
+	tu_write(ws, "calc.py", "def add(a, b):\n    return a + b\n");
+	tu_write(ws, "test_calc.py", "import unittest\n\nfrom calc import add\n\n\n"
+		 "class CalcTest(unittest.TestCase):\n"
+		 "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n");
+	real = realpath(ws, NULL);
+	assert_non_null(real);
+	j = verify_json(ws, 0, "-c", "pipeline.test_command=[\"python3\", \"-m\", \"unittest\"]",
+			NULL);
+	assert_counts(j, 1, 0, 0, 0);
+	json_decref(j);
+	p = xstrfmt("%s/forgex/tests/%s-", cache_home, strrchr(real, '/') + 1);
+	prefix = sh_line("ls -d \"$0\"*/pycache", p);
+	free(p);
+	/* the project's bytecode under the workspace's path, unittest's elsewhere */
+	p = xstrfmt("%s%s", prefix, real);
+	free(sh_line("find \"$0\" -name 'calc*.pyc'", p));
+	free(p);
+	lib = sh_line("find \"$0\" -path '*/unittest/*' -name 'case*.pyc' | head -n 1", prefix);
+	assert_null(strstr(lib, real));
+	assert_int_equal(stat(lib, &before), 0);
+	j = verify_json(ws, 0, "-c", "pipeline.test_command=[\"python3\", \"-m\", \"unittest\"]",
+			NULL);
+	assert_counts(j, 1, 0, 0, 0);
+	json_decref(j);
+	assert_int_equal(stat(lib, &after), 0);
+	assert_int_equal(before.st_ino, after.st_ino);
+	assert_true(before.st_mtim.tv_sec == after.st_mtim.tv_sec &&
+		    before.st_mtim.tv_nsec == after.st_mtim.tv_nsec);
+
+	/* the first folder of the workspace's path in the prefix made a link */
+	rest = strchr(real + 1, '/');
+	assert_non_null(rest);
+	first = xstrndup(real + 1, (size_t)(rest - real - 1));
+	link = xstrfmt("%s/%s", prefix, first);
+	tu_rmtree(xstrdup(link));
+	outside = tu_mkdtemp();
+	p = xstrfmt("%s%s", outside, rest);
+	tu_write(p, "keep.pyc", "kept\n");
+	free(p);
+	assert_int_equal(symlink(outside, link), 0);
+	j = verify_json(ws, 0, "-c", "pipeline.test_command=[\"python3\", \"-m\", \"unittest\"]",
+			NULL);
+	assert_counts(j, 1, 0, 0, 0);
+	json_decref(j);
+	kept = xstrfmt("%s%s/keep.pyc", outside, rest);
+	assert_int_equal(access(kept, F_OK), 0);
+	assert_int_equal(lstat(link, &after), 0);
+	assert_true(S_ISDIR(after.st_mode));	/* the link went; Python made the folder anew */
+	free(kept);
+	tu_rmtree(outside);
+	free(link);
+	free(first);
+	free(lib);
+	free(prefix);
+	free(real);
+	tu_rmtree(ws);
+}
+
 /* unittest -v with docstrings: the docstring line follows the name line. */
 static void test_runners_unittest_docstrings(void **state)
 {
@@ -825,6 +915,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_runners_python_no_stale_bytecode),
+		cmocka_unit_test(test_runners_python_bytecode_kept_outside_the_workspace),
 		cmocka_unit_test(test_runners_unittest_docstrings),
 		cmocka_unit_test(test_runners_pytest_without_v),
 		cmocka_unit_test(test_runners_mocha),
@@ -840,5 +931,5 @@ int main(void)
 		cmocka_unit_test(test_runners_cargo),
 	};
 
-	return cmocka_run_group_tests_name("e2e/runners", tests, setup, teardown);
+	return tu_run_group("e2e/runners", tests, sizeof(tests) / sizeof(tests[0]), setup, teardown);
 }
