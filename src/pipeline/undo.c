@@ -3,9 +3,11 @@
  * the rollback of a failed or interrupted run, and forgex undo of one that
  * ended.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/jsonx.h"
 #include "pipeline/pipeline_int.h"
@@ -14,6 +16,7 @@
 
 int pl_roll_back(struct pl *pl, struct journal_outcome *o, const char *why)
 {
+	/* the tree first: nothing is written before it (a full disk, a read-only folder) */
 	int failed = journal_revert(&pl->jr, 0, o);
 
 	if (failed < 0) {
@@ -33,6 +36,99 @@ int pl_roll_back(struct pl *pl, struct journal_outcome *o, const char *why)
 				       "kept", jsonx_from_strvec(&o->kept),
 				       "failed", jsonx_from_strvec(&o->failed)));
 	return failed;
+}
+
+#define RESTORE_FILE "restore.json"
+
+/* Whether this forgex kept the run's journal (an older one did not). */
+static int journal_recorded(const char *dir)
+{
+	int fd = rundir_file_open(dir, "changes.jsonl", O_RDONLY, 0);
+
+	if (fd < 0) {
+		err_clear();
+		return 0;
+	}
+	close(fd);
+	return 1;
+}
+
+void pl_note_restore(const char *dir, const char *id, const struct strvec *failed)
+{
+	if (failed && failed->nr) {
+		json_t *j = json_pack("{s:b, s:o, s:s}", "finished", 0, "failed",
+				      jsonx_from_strvec(failed), "finish_with", "forgex undo");
+		struct rundir s;
+
+		/* a bare struct for the write: only its folder is used */
+		memset(&s, 0, sizeof(s));
+		s.dir = (char *)dir;
+		s.id = (char *)id;
+		if (rundir_write_json(&s, RESTORE_FILE, j) < 0)
+			err_clear();	/* the read-only folder: forgex log works it out again */
+		json_decref(j);
+	} else {
+		int dfd = rundir_file_open(dir, NULL, O_RDONLY | O_DIRECTORY, 0);
+
+		if (dfd >= 0) {
+			unlinkat(dfd, RESTORE_FILE, 0);
+			close(dfd);
+		}
+		err_clear();
+	}
+}
+
+int pipeline_restore_pending(struct strvec *left, const char *workspace, const char *id)
+{
+	struct checkpoints *cps = NULL;
+	struct journal jr = JOURNAL_INIT;
+	struct strvec paths = STRVEC_INIT;
+	char *dir = rundir_dir(workspace, id);
+	json_t *note = NULL, *sum = NULL;
+	const char *why = NULL;
+	size_t i;
+	int ret;
+
+	if (rundir_read_json(&note, dir, RESTORE_FILE) < 0)
+		err_clear();
+	if (rundir_read_json(&sum, dir, "summary.json") < 0)
+		err_clear();
+	if (note && !jsonx_bool(note, "finished", 1))
+		why = "not put back";
+	else if (!sum)
+		why = "the run did not end (killed, or its records could not be written)";
+	ret = 0;
+	if (!why)
+		goto out;
+	ret = checkpoint_open(&cps, workspace);
+	if (!ret)
+		ret = journal_open(&jr, cps, dir, 0);
+	if (ret < 0)
+		goto out;
+	ret = journal_unrestored(&jr, &paths);
+	for (i = 0; ret >= 0 && i < paths.nr; i++) {
+		const char *said = NULL;
+		size_t k, n = strlen(paths.v[i]);
+		json_t *v;
+
+		/* the reason the rollback or undo gave, when it could write it down */
+		json_array_foreach(json_object_get(note, "failed"), k, v)
+			if (json_is_string(v) && !strncmp(json_string_value(v), paths.v[i], n) &&
+			    json_string_value(v)[n] == ':')
+				said = json_string_value(v);
+		if (said)
+			strvec_push(left, said);
+		else
+			strvec_pushf(left, "%s: %s", paths.v[i], why);
+	}
+	journal_release(&jr);
+out:
+	strvec_clear(&paths);
+	checkpoint_close(cps);
+	json_decref(note);
+	json_decref(sum);
+	free(dir);
+	return ret < 0 ? ret : (int)left->nr;
 }
 
 void pipeline_undo_result_init(struct pipeline_undo_result *r)
@@ -154,7 +250,7 @@ int pipeline_undo(struct pipeline_undo_result *out, const char *workspace, const
 			ret = err_set(FX_ENOTFOUND, "run %s changed nothing", id);
 			goto out;
 		}
-		if (json_object_get(st, "interrupted")) {
+		if (json_object_get(st, "interrupted") || journal_recorded(dir)) {
 			/* this forgex recorded the run: it changed no file */
 			ret = err_set(FX_ENOTFOUND, "run %s changed no file: nothing to undo", id);
 			goto out;
@@ -173,6 +269,20 @@ int pipeline_undo(struct pipeline_undo_result *out, const char *workspace, const
 		checkpoint_restore_result_release(&res);
 		out->legacy = 1;
 		goto out;
+	}
+	{
+		/* a rollback (or an undo) put everything back already: nothing to do */
+		struct strvec left = STRVEC_INIT;
+
+		ret = journal_unrestored(&jr, &left);
+		if (!ret && !left.nr && !jsonx_str(sum, "commit")) {
+			strvec_copy(&out->reverted, &paths);
+			out->already = 1;
+			pl_note_restore(dir, id, NULL);
+		}
+		strvec_clear(&left);
+		if (ret < 0 || out->already)
+			goto out;
 	}
 	ret = journal_conflicts(&jr, &out->conflicts);
 	if (ret < 0)
@@ -204,6 +314,8 @@ int pipeline_undo(struct pipeline_undo_result *out, const char *workspace, const
 	strvec_copy(&out->kept, &jo.kept);
 	strvec_copy(&out->overwritten, &jo.overwritten);
 	strvec_copy(&out->failed, &jo.failed);
+	/* what is left for a later undo, in the run folder when it can be written */
+	pl_note_restore(dir, id, &jo.failed);
 	if (ret > 0) {
 		ret = err_set(FX_ERROR, "%d file%s of run %s could not be put back", ret,
 			      ret == 1 ? "" : "s", id);
