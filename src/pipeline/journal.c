@@ -558,7 +558,7 @@ static int rename_back(struct journal *j, const char *rel, const char *file, uns
 	}
 	/* the mode from before the run, never a set-id or sticky bit */
 	if (fchmod(fd, (mode_t)(mode & 0777)) < 0) {
-		ret = err_set_errno(FX_EOS, "cannot set the mode of its saved copy");
+		ret = err_set_errno(FX_EOS, "cannot put its saved copy back");
 		close(fd);
 		goto out;
 	}

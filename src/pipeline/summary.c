@@ -286,9 +286,9 @@ void pl_finish(struct pl *pl, int code, int pass, const char *reason)
 			size_t i;
 
 			/* every path, whole: the list is what the user has to finish */
-			buf_addf(&r, "%s; and the tree could not be fully restored (%zu path%s left "
-				 "changed; once the cause is fixed, 'forgex undo %s' finishes it): ",
-				 out->reason, jo.failed.nr, jo.failed.nr == 1 ? "" : "s", pl->s.id);
+			buf_addf(&r, "%s; and the tree could not be fully restored (%zu not put "
+				 "back; once the cause is fixed, 'forgex undo %s' finishes it): ",
+				 out->reason, jo.failed.nr, pl->s.id);
 			for (i = 0; i < jo.failed.nr; i++)
 				buf_addf(&r, "%s%s", i ? "; " : "", jo.failed.v[i]);
 			free(out->reason);
