@@ -121,8 +121,8 @@ int pipeline_restore_pending(struct strvec *left, const char *workspace, const c
 		else
 			strvec_pushf(left, "%s: %s", paths.v[i], why);
 	}
-	journal_release(&jr);
 out:
+	journal_release(&jr);
 	strvec_clear(&paths);
 	checkpoint_close(cps);
 	json_decref(note);
@@ -219,7 +219,7 @@ int pipeline_undo(struct pipeline_undo_result *out, const char *workspace, const
 	struct strvec paths = STRVEC_INIT;
 	char *dir = rundir_dir(workspace, id), *what;
 	json_t *st = NULL, *sum = NULL;
-	int ret, have_journal = 0;
+	int ret;
 
 	journal_outcome_init(&jo);
 	memset(&info, 0, sizeof(info));
@@ -236,10 +236,15 @@ int pipeline_undo(struct pipeline_undo_result *out, const char *workspace, const
 	ret = checkpoint_open(&cps, workspace);
 	if (ret < 0)
 		goto out;
-	ret = journal_open(&jr, cps, dir, 0);
+	/* appending, so what the undo put back is noted; read-only when the folder is */
+	ret = journal_open(&jr, cps, dir, 1);
+	if (ret < 0) {
+		journal_release(&jr);
+		err_clear();
+		ret = journal_open(&jr, cps, dir, 0);
+	}
 	if (ret < 0)
 		goto out;
-	have_journal = 1;
 	journal_paths(&jr, &paths);
 	if (!paths.nr) {
 		/* a run from before the journal: its pre-run checkpoint, whole */
@@ -337,8 +342,7 @@ int pipeline_undo(struct pipeline_undo_result *out, const char *workspace, const
 	}
 	ret = 0;
 out:
-	if (have_journal)
-		journal_release(&jr);
+	journal_release(&jr);	/* also a half-opened one (JOURNAL_INIT otherwise) */
 	journal_outcome_release(&jo);
 	checkpoint_info_release(&info);
 	strvec_clear(&paths);

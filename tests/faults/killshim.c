@@ -148,10 +148,18 @@ static int in_root(const char *p)
 	return root_len && !strncmp(p, root, root_len) && (p[root_len] == '/' || !p[root_len]);
 }
 
+static int ends_with(const char *p, const char *tail)
+{
+	size_t n = strlen(p), t = strlen(tail);
+
+	return n >= t && !strcmp(p + n - t, tail);
+}
+
 static int counted(const char *p)
 {
 	return !strstr(p, "/.forgex/checkpoints/") && !strstr(p, "/.forgex/map/") &&
-	       !strstr(p, "/events.jsonl") && !strstr(p, "/transcript.jsonl");
+	       !ends_with(p, "/.forgex/map") && !strstr(p, "/events.jsonl") &&
+	       !strstr(p, "/transcript.jsonl");
 }
 
 /*
@@ -358,17 +366,27 @@ int rmdir(const char *p)
 	return real(p);
 }
 
+/* A folder that is there already: mkdir changes nothing, so it is no step. */
+static int exists_at(int dirfd, const char *p)
+{
+	struct stat st;
+
+	return fstatat(dirfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 int mkdir(const char *p, mode_t m)
 {
 	REAL(int, "mkdir", const char *, mode_t);
-	FAIL_IF(path_step("mkdir", AT_FDCWD, p, 1));
+	if (!exists_at(AT_FDCWD, p))
+		FAIL_IF(path_step("mkdir", AT_FDCWD, p, 1));
 	return real(p, m);
 }
 
 int mkdirat(int dirfd, const char *p, mode_t m)
 {
 	REAL(int, "mkdirat", int, const char *, mode_t);
-	FAIL_IF(path_step("mkdir", dirfd, p, 1));
+	if (!exists_at(dirfd, p))
+		FAIL_IF(path_step("mkdir", dirfd, p, 1));
 	return real(dirfd, p, m);
 }
 

@@ -89,6 +89,44 @@ static int strcmp_ptr(const void *a, const void *b)
  * Every entry under `dirfd` but .git and .forgex: type, mode, bytes, link
  * target, and the folders themselves (empty ones too).
  */
+static int is_tmp(const char *n)
+{
+	size_t len = strlen(n);
+
+	return *n == '.' && strstr(n, ".fx-") && len > 4 && !strcmp(n + len - 4, ".tmp");
+}
+
+/* Whether the folder `fd` holds at least one forgex temporary file and nothing else but folders of them. */
+static int only_tmps(int fd)
+{
+	DIR *d = fdopendir(dup(fd));
+	struct dirent *e;
+	int some = 0, other = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)) && !other) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (is_tmp(e->d_name)) {
+			some = 1;
+		} else if (e->d_type == DT_DIR) {
+			int sub = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+			if (sub >= 0 && only_tmps(sub))
+				some = 1;
+			else
+				other = 1;
+			if (sub >= 0)
+				close(sub);
+		} else {
+			other = 1;
+		}
+	}
+	closedir(d);
+	return some && !other;
+}
+
 static void snap_at(struct buf *out, int dirfd, const char *rel, int skip_tmp)
 {
 	DIR *d = fdopendir(dup(dirfd));
@@ -109,20 +147,27 @@ static void snap_at(struct buf *out, int dirfd, const char *rel, int skip_tmp)
 		struct stat st;
 
 		if (!strcmp(sub, ".git") || !strcmp(sub, ".forgex") ||
-		    (skip_tmp && *n == '.' && strstr(n, ".fx-") && strlen(n) > 4 &&
-		     !strcmp(n + strlen(n) - 4, ".tmp")) ||
+		    (skip_tmp && is_tmp(n)) ||
 		    fstatat(dirfd, n, &st, AT_SYMLINK_NOFOLLOW)) {
 			free(sub);
 			continue;
 		}
-		buf_addf(out, "== %s %o\n", sub, (unsigned)st.st_mode);
 		if (S_ISDIR(st.st_mode)) {
 			int fd = openat(dirfd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			struct buf inner = BUF_INIT;
 
 			assert_true(fd >= 0);
-			snap_at(out, fd, sub, skip_tmp);
+			snap_at(&inner, fd, sub, skip_tmp);
+			/* with skip_tmp, a folder that holds only such files is left out too */
+			if (!skip_tmp || inner.len || !only_tmps(fd))
+				buf_addf(out, "== %s %o\n%s", sub, (unsigned)st.st_mode, inner.buf);
+			buf_release(&inner);
 			close(fd);
-		} else if (S_ISREG(st.st_mode)) {
+			free(sub);
+			continue;
+		}
+		buf_addf(out, "== %s %o\n", sub, (unsigned)st.st_mode);
+		if (S_ISREG(st.st_mode)) {
 			int fd = openat(dirfd, n, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 
 			assert_true(fd >= 0);
