@@ -45,15 +45,21 @@
 static int have_ns;
 static char self[4096];		/* this program, for the unprivileged trampoline */
 
-/* The Builder changes three paths, then takes 1.5 s to finish: the fault comes then. */
-static char *script(void)
+/*
+ * The Builder changes an ignored file and a tracked one (and, with `made`,
+ * makes a new one), then takes 1.5 s to finish: the fault comes then.
+ * Without a new file the rollback frees no space before it puts the
+ * others back: a copy would find the disk as full as the run left it.
+ */
+static char *script(int made)
 {
 	json_t *steps = json_array();
 
 	sc_call(steps, "submit_plan", PLAN);
 	sc_call(steps, "write_file", "{\"path\": \".env\", \"content\": \"BROKEN=1\\n\"}");
 	sc_call(steps, "edit_file", FIX_ADD);
-	sc_call(steps, "write_file", "{\"path\": \"sub/new.txt\", \"content\": \"new\\n\"}");
+	if (made)
+		sc_call(steps, "write_file", "{\"path\": \"sub/new.txt\", \"content\": \"new\\n\"}");
 	json_array_append_new(steps, json_pack("{s:i, s:[{s:s, s:s, s:{s:s}}]}", "delay_ms", 1500,
 					       "tool_calls", "id", "slow", "name", "finish",
 					       "arguments", "summary", "done"));
@@ -63,8 +69,8 @@ static char *script(void)
 	return sc_script(steps);
 }
 
-/* In a child: once the Builder's last change is made, run `cmd` in `dir` (sh -c). */
-static pid_t when_changed(const char *dir, const char *cmd)
+/* In a child: once `rel` of `dir` holds `needle`, run `cmd` in `dir` (sh -c). */
+static pid_t when_changed(const char *dir, const char *rel, const char *needle, const char *cmd)
 {
 	pid_t pid = fork();
 	int i;
@@ -73,8 +79,8 @@ static pid_t when_changed(const char *dir, const char *cmd)
 	if (pid)
 		return pid;
 	for (i = 0; i < 3000; i++) {
-		char *c = tu_read(dir, "sub/new.txt");
-		int seen = c && strstr(c, "new");
+		char *c = tu_read(dir, rel);
+		int seen = c && strstr(c, needle);
 
 		free(c);
 		if (seen)
@@ -129,7 +135,7 @@ static void test_full_disk_mid_run_restores_without_room(void **state)
 	struct mock m;
 	struct tu_result r;
 	const char *run[] = { "run", "fix add", NULL }, *undo[] = { "undo", NULL };
-	char *s = script(), *base, *before, *after, *id, *cmd;
+	char *s = script(0), *base, *before, *after, *id, *cmd;
 	const char *log_cmd[4] = { NULL };
 	pid_t filler;
 	int ws;
@@ -145,7 +151,7 @@ static void test_full_disk_mid_run_restores_without_room(void **state)
 	before = ff_snapshot(p.dir);
 	/* another program fills the disk: a file beside the workspace, on its file system */
 	cmd = xstrfmt("cat /dev/zero > '%s/fill' 2>/dev/null; exit 0", base);
-	filler = when_changed(p.dir, cmd);
+	filler = when_changed(p.dir, "calc.py", "a + b", cmd);
 	forgex(&r, &p, 0, run);
 	waitpid(filler, &ws, 0);
 	if (getenv("FX_TEST_SHOW"))
@@ -194,7 +200,7 @@ static void test_read_only_mid_run_names_every_path_and_the_way_back(void **stat
 	struct tu_result r;
 	const char *run[] = { "run", "fix add", NULL };
 	const char *args[4] = { NULL };
-	char *s = script(), *base = tu_mkdtemp(), *before, *after, *id, *cmd, *line;
+	char *s = script(1), *base = tu_mkdtemp(), *before, *after, *id, *cmd, *line;
 	pid_t locker;
 	size_t i;
 	int ws;
@@ -206,7 +212,7 @@ static void test_read_only_mid_run_names_every_path_and_the_way_back(void **stat
 	/* every folder of the workspace read-only, their modes kept to set them back */
 	cmd = xstrfmt("find . -type d -printf '%%m %%p\\n' > '%s/modes' && "
 		      "find . -type d -exec chmod a-w {} +", base);
-	locker = when_changed(p.dir, cmd);
+	locker = when_changed(p.dir, "sub/new.txt", "new", cmd);
 	forgex(&r, &p, 1, run);
 	waitpid(locker, &ws, 0);
 	assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
