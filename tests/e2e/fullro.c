@@ -169,7 +169,9 @@ static void test_full_disk_mid_run_restores_without_room(void **state)
 	tu_result_release(&r);
 	free(after);
 	/* room again: nothing left to undo, and nothing changes */
-	unlink(xstrfmt("%s/fill", base));
+	free(cmd);
+	cmd = xstrfmt("%s/fill", base);
+	unlink(cmd);
 	forgex(&r, &p, 0, undo);
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out.buf, "is already undone"));
