@@ -340,12 +340,22 @@ int pipeline_undo(struct pipeline_undo_result *out, const char *workspace, const
 
 		ret = journal_unrestored(&jr, &left);
 		if (!ret && !left.nr && !jsonx_str(sum, "commit")) {
-			strvec_copy(&out->reverted, &paths);
-			out->already = 1;
+			const char *pre = jsonx_str(st, "pre_checkpoint");
+			struct strvec dirs = STRVEC_INIT;
+
+			/* a folder the rollback could not sweep (a full disk then) goes now */
+			if (pre && *pre && vcs_remove_new_empty_dirs(cps, pre, &dirs) < 0)
+				err_clear();
+			strvec_copy(&out->reverted, dirs.nr ? &dirs : &paths);
+			out->already = !dirs.nr;
+			strvec_clear(&dirs);
 			pl_note_restore(dir, id, NULL);
+			out->backup[0] = '\0';
+			strvec_clear(&left);
+			goto out;
 		}
 		strvec_clear(&left);
-		if (ret < 0 || out->already)
+		if (ret < 0)
 			goto out;
 	}
 	ret = journal_conflicts(&jr, &out->conflicts);
