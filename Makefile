@@ -4,6 +4,8 @@
 #   make test     build and run every test, suites in parallel (TEST_JOBS;
 #                 see tests/README.md); ends with "N passed, N failed"
 #   make san      the same under AddressSanitizer + UBSan (in build/san/)
+#   make faults   the fault-injection suite with every step (kill -9, a full
+#                 disk, a read-only folder at each; `make test` runs a few)
 #   make fuzz     build the libFuzzer targets with clang (in build/fuzz/)
 #   make demo     run the pipeline offline on examples/demo (replayed model)
 #   make bench    run the benchmarks in bench/
@@ -82,7 +84,7 @@ FUZZ_BIN := $(FUZZ_SRC:tests/%.c=$(BUILD)/tests/%)
 MOCK_BIN := $(if $(MOCK_SRC),$(BUILD)/mockllm)
 PROGRAMS := $(BUILD)/forgex $(BUILD)/forgex-core $(BUILD)/toml-decode
 
-.PHONY: all test san fuzz bench clean lint-banned demo install
+.PHONY: all test san fuzz bench clean lint-banned demo install faults
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -151,12 +153,25 @@ lint-banned:
 		$$(find src -name '*.c' -o -name '*.h' | grep -v banned.h); then \
 		echo "error: banned function used (see src/base/banned.h)" >&2; exit 1; fi
 
+# The fault shim of tests/e2e/faults.c (tests/faults/killshim.c): preloaded
+# into forgex-core by that suite only; never linked into a program, and
+# built without the sanitizers (the suite lets ASan run it second).
+SHIM := $(BUILD)/tests/faults/killshim.so
+$(SHIM): tests/faults/killshim.c
+	@mkdir -p $(@D)
+	@echo '  CC      $@'
+	@$(CC) -std=c11 -D_GNU_SOURCE $(WARNINGS) -O1 -g -fPIC -shared -o $@ $< -ldl
+
 # The suites run in parallel, TEST_JOBS at a time (default: the cores);
 # see tests/README.md. tests/selfcontained.sh and tests/layers.sh check the
 # tree itself (no machine paths; the layer order of every include).
-test: $(PROGRAMS) $(MOCK_BIN) $(UNIT_BIN) $(E2E_BIN) $(FUZZ_BIN)
+test: $(PROGRAMS) $(MOCK_BIN) $(UNIT_BIN) $(E2E_BIN) $(FUZZ_BIN) $(SHIM)
 	@BUILD=$(BUILD) sh tests/run.sh $(UNIT_BIN) $(E2E_BIN) $(FUZZ_BIN) tests/selfcontained.sh \
 		tests/layers.sh
+
+# Every step of the scripted run, each fault (see tests/e2e/faults.c).
+faults: $(PROGRAMS) $(MOCK_BIN) $(BUILD)/tests/e2e/faults $(SHIM)
+	@FX_FAULTS=all BUILD=$(BUILD) sh tests/run.sh $(BUILD)/tests/e2e/faults
 
 san:
 	@$(MAKE) --no-print-directory BUILD=build/san SAN=1 CFLAGS='-O1 -g' test

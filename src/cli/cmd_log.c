@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "pipeline/recorder.h"
+#include "pipeline/pipeline.h"
 #include "pipeline/rundir.h"
 
 /* "20261130-031500-ab12" -> "2026-11-30 03:15:00" */
@@ -200,6 +201,33 @@ static void command_output(const char *dir, const json_t *ev)
 	buf_release(&out);
 }
 
+/* A rollback or undo that could not finish: every path left, why, and the way to finish. */
+static void show_restore_pending(const char *workspace, const char *id, int json)
+{
+	struct strvec left = STRVEC_INIT;
+	size_t i;
+
+	if (pipeline_restore_pending(&left, workspace, id) < 0)
+		err_clear();
+	if (left.nr && json) {
+		json_t *j = json_pack("{s:s, s:o, s:s+}", "type", "restore_pending", "left",
+				      jsonx_from_strvec(&left), "finish_with", "forgex undo ", id);
+		struct buf b = BUF_INIT;
+
+		jsonx_dump(&b, j, JSON_COMPACT);
+		printf("%s\n", b.buf);
+		buf_release(&b);
+		json_decref(j);
+	} else if (left.nr) {
+		cli_printf(stdout, "The tree is not fully restored: %zu path%s left changed by run %s:\n",
+			   left.nr, left.nr == 1 ? "" : "s", id);
+		for (i = 0; i < left.nr; i++)
+			cli_printf(stdout, "  %s\n", left.v[i]);
+		cli_printf(stdout, "Finish it with: forgex undo %s\n", id);
+	}
+	strvec_clear(&left);
+}
+
 static int show_run(const char *workspace, const char *kind, const char *id, int json)
 {
 	char *dir = rundir_dir_kind(workspace, kind, id);
@@ -234,6 +262,8 @@ static int show_run(const char *workspace, const char *kind, const char *id, int
 		buf_release(&b);
 	}
 	json_decref(events);
+	if (!strcmp(kind, RUNDIR_RUNS))
+		show_restore_pending(workspace, id, json);
 	free(dir);
 	return EXIT_OK;
 }

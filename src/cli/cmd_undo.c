@@ -105,10 +105,20 @@ int cmd_undo(int argc, char **argv)
 				".forgex/runs/%s/user-versions/\n", id, id, id);
 		}
 		list("not put back:", &res.failed);
+		if (res.failed.nr)
+			fprintf(stderr, "once the cause is fixed, run 'forgex undo %s' again to finish "
+				"(forgex log %s shows what is left)\n", id, id);
 		if (*res.backup)
 			fprintf(stderr, "the tree as it was before this undo is checkpoint %.12s\n",
 				res.backup);
 		status = ret == FX_ENOTFOUND ? EXIT_USAGE : EXIT_FAIL;
+		goto out;
+	}
+	if (res.already) {
+		/* a rollback put the tree back (its saved copies renamed into place) */
+		printf("Run %s is already undone: its %zu path%s %s as before the run. Nothing to "
+		       "undo.\n", id, res.reverted.nr, res.reverted.nr == 1 ? "" : "s",
+		       res.reverted.nr == 1 ? "is" : "are");
 		goto out;
 	}
 	if (res.legacy)

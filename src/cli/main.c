@@ -276,6 +276,9 @@ static const struct cli_command commands[] = {
 	  "timed: stages, model calls, tool calls and results, commands,\n"
 	  "checkpoints, test results, votes and verdicts; a session's messages,\n"
 	  "turns, edits and undos. Under each command, its output as forgex kept it.\n"
+	  "A run whose tree is not fully restored (its\n"
+	  "rollback or undo could not finish, or it never ended) ends with each\n"
+	  "path still changed, why, and the command that finishes it.\n"
 	  "--json   one JSON object per line (with \"kind\": \"run\" or \"session\")\n" },
 	{ "map", cmd_map, 0, "Show the repository map the agents are given",
 	  "usage: forgex map [--tokens N] [--focus X]... [--json] [--stats] [REQUEST...]\n"
@@ -411,7 +414,10 @@ static const struct cli_command commands[] = {
 	  "a file of RUN changed since it ended, listing them; --force reverts them\n"
 	  "anyway, saving your versions in the run folder. A commit the run made is\n"
 	  "reverted by a new commit while it is HEAD. The tree before the undo is\n"
-	  "saved as a checkpoint, and the undo prints the command that redoes it.\n" },
+	  "saved as a checkpoint, and the undo prints the command that redoes it.\n"
+	  "A run already undone (rolled back) has nothing to undo: exit 0. Paths\n"
+	  "that cannot be put back (a read-only folder) are listed with why; run\n"
+	  "the undo again once the cause is gone.\n" },
 	{ "verify", cmd_verify, 0, "Run the project's tests and report what failed",
 	  "usage: forgex verify [--json]\n"
 	  "\n"

@@ -589,6 +589,26 @@ static void current(char oid[VCS_OID_HEX], struct journal *j, const char *rel, i
 	}
 }
 
+/* What a rollback puts back at a path: the user's version when one was saved, else the "before". */
+static const json_t *target_of(const json_t *e)
+{
+	const json_t *uv = json_object_get(e, "user_version");
+
+	return uv ? uv : json_object_get(e, "before");
+}
+
+/*
+ * Whether the run left `e` as it was before (a rollback put it back, or
+ * the run wrote the same bytes again): nothing of the run's is there, so
+ * whatever is there now is someone else's.
+ */
+static int left_as_before(const json_t *e)
+{
+	const char *left = jsonx_str(e, "left"), *was = jsonx_str(target_of(e), "oid");
+
+	return left && was && !strcmp(left, was);
+}
+
 int journal_conflicts(struct journal *j, struct strvec *out)
 {
 	struct strvec all = STRVEC_INIT;
@@ -601,6 +621,8 @@ int journal_conflicts(struct journal *j, struct strvec *out)
 		const char *was = jsonx_str(json_object_get(e, "before"), "oid");
 		char now[VCS_OID_HEX];
 
+		if (left_as_before(e))
+			continue;	/* a rollback put it back: a change since is not the run's */
 		current(now, j, all.v[i], 0);
 		/* never left (killed mid-change) counts as left as it is */
 		if (left && strcmp(now, left) && (!was || strcmp(now, was)))
@@ -664,11 +686,174 @@ static void before_where(struct buf *out, const struct journal *j, const json_t 
 		buf_addf(out, "the checkpoint snapshot %.12s", jsonx_str(before, "tree"));
 	else if (kind && !strcmp(kind, "link"))
 		buf_addf(out, "a link to '%s'", jsonx_str(before, "target"));
+	else if (kind && !strcmp(kind, "dir"))
+		buf_addstr(out, "a folder");
 	else
 		buf_addstr(out, "nothing: it did not exist");
 }
 
-static int put_before(struct journal *j, const char *rel, const json_t *before)
+/* A saved copy's name checked to be in the run folder: "saved/N" or "user-versions/P". */
+static const char *saved_file(const json_t *before)
+{
+	const char *file = jsonx_str(before, "file");
+
+	if (!file || (strncmp(file, "saved/", 6) && strncmp(file, "user-versions/", 14)) ||
+	    !journal_path_ok(file))
+		return NULL;
+	return file;
+}
+
+/* The folder of the run-folder file `file` opened, and its last name in `*base`. */
+static int open_saved_dir(struct journal *j, const char *file, const char **base)
+{
+	const char *slash = strrchr(file, '/');
+	char *sub = xstrndup(file, (size_t)(slash - file));
+	int fd = rundir_file_open(j->dir, sub, O_RDONLY | O_DIRECTORY, 0);
+
+	free(sub);
+	*base = slash + 1;
+	return fd;
+}
+
+/*
+ * Put the saved copy `file` back at `rel` by renaming it into place: no
+ * new space is needed, the bytes are on the disk already (a rollback must
+ * work on a full disk). Returns 1 when done; 0 when it cannot be done so
+ * (the copy is gone, or on another file system, or a folder on the way is
+ * missing): the caller copies instead; < 0 with the reason.
+ * The copy is consumed: journal_revert() makes it again when there is room.
+ */
+static int rename_back(struct journal *j, const char *rel, const char *file, unsigned mode)
+{
+	const char *sbase, *slash = strrchr(rel, '/'), *base = slash ? slash + 1 : rel;
+	char *pdir = slash ? xstrndup(rel, (size_t)(slash - rel)) : xstrdup("");
+	int sfd, wfd = -1, pfd = -1, fd, ret = 0;
+	struct stat st;
+
+	sfd = open_saved_dir(j, file, &sbase);
+	if (sfd < 0) {
+		err_clear();
+		goto out;
+	}
+	fd = openat(sfd, sbase, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		goto out;	/* gone (consumed by an earlier rollback): copied otherwise */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		goto out;
+	}
+	/* the mode from before the run, never a set-id or sticky bit */
+	if (fchmod(fd, (mode_t)(mode & 0777)) < 0) {
+		ret = err_set_errno(FX_EOS, "cannot put its saved copy back");
+		close(fd);
+		goto out;
+	}
+	close(fd);
+	wfd = open(checkpoint_workspace(j->cps), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (wfd < 0) {
+		ret = err_set_errno(FX_EOS, "cannot open the workspace");
+		goto out;
+	}
+	pfd = beneath_open(wfd, pdir, O_RDONLY | O_DIRECTORY, 0);
+	if (pfd < 0) {
+		if (errno == ELOOP || errno == EXDEV)
+			ret = err_set(FX_EDENIED, "cannot put it back: a symbolic link is on its way "
+				      "(not followed)");
+		else if (errno != ENOENT)
+			ret = err_set_errno(FX_EOS, "cannot open its folder");
+		goto out;
+	}
+	if (!fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) && S_ISDIR(st.st_mode) &&
+	    unlinkat(pfd, base, AT_REMOVEDIR) < 0) {
+		ret = err_set(FX_EEXISTS, "a folder that is not empty is there now");
+		goto out;
+	}
+	if (renameat(sfd, sbase, pfd, base) < 0) {
+		if (errno != EXDEV)
+			ret = err_set_errno(FX_EOS, "cannot rename its saved copy back into place");
+		goto out;
+	}
+	/* what a crash may not lose; a failure here loses nothing already done */
+	if (fsync(pfd) < 0 || fsync(sfd) < 0)
+		errno = 0;
+	ret = 1;
+out:
+	if (pfd >= 0)
+		close(pfd);
+	if (wfd >= 0)
+		close(wfd);
+	if (sfd >= 0)
+		close(sfd);
+	free(pdir);
+	return ret;
+}
+
+/*
+ * Make the saved copy `file` again from what is at `rel` now (after a
+ * rollback renamed it back): written beside it and renamed, so a copy is
+ * never half there. Fails on a full disk; then the copy stays consumed,
+ * which later undos handle (see journal_revert()).
+ */
+static int restock(struct journal *j, const char *rel, const char *file)
+{
+	struct buf data = BUF_INIT;
+	const char *sbase;
+	char *tmp = xstrfmt("%s.new", file);
+	int wfd, fd, sfd = -1, ret;
+
+	wfd = open(checkpoint_workspace(j->cps), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = wfd < 0 ? -1 : beneath_open(wfd, rel, O_RDONLY | O_NONBLOCK, 0);
+	if (wfd >= 0)
+		close(wfd);
+	if (fd < 0) {
+		ret = err_set_errno(FX_EOS, "cannot read '%s'", rel);
+		goto out;
+	}
+	ret = fsutil_read_fd(&data, fd, MAX_SAVE);
+	close(fd);
+	if (!ret)
+		ret = save_file(j, tmp, data.buf, data.len, 0600);
+	if (!ret) {
+		sfd = open_saved_dir(j, file, &sbase);
+		if (sfd < 0)
+			ret = sfd;
+		else if (renameat(sfd, strrchr(tmp, '/') + 1, sfd, sbase) < 0)
+			ret = err_set_errno(FX_EOS, "cannot rename %s into place", tmp);
+	}
+	if (ret < 0 && sfd >= 0)
+		unlinkat(sfd, strrchr(tmp, '/') + 1, 0);
+	if (sfd >= 0)
+		close(sfd);
+out:
+	free(tmp);
+	buf_release(&data);
+	return ret;
+}
+
+/* Whether the saved copy `before` names is missing from the run folder. */
+static int consumed(struct journal *j, const json_t *before)
+{
+	const char *file = saved_file(before), *sbase;
+	struct stat st;
+	int sfd, gone;
+
+	if (!file || strcmp(jsonx_str(before, "kind") ? jsonx_str(before, "kind") : "", "saved"))
+		return 0;
+	sfd = open_saved_dir(j, file, &sbase);
+	if (sfd < 0) {
+		err_clear();
+		return 1;
+	}
+	gone = fstatat(sfd, sbase, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
+	close(sfd);
+	return gone;
+}
+
+/*
+ * Put `before` back at `rel`. With `renamed` (may be NULL) a saved copy
+ * is renamed into place where it can be (*renamed set to 1), else copied.
+ */
+static int put_before(struct journal *j, const char *rel, const json_t *before, int *renamed)
 {
 	const char *kind = jsonx_str(before, "kind");
 	int ret = 0;
@@ -683,21 +868,36 @@ static int put_before(struct journal *j, const char *rel, const json_t *before)
 		ret = vcs_put_path(j->cps, rel, t, strlen(t), GITMODE_LINK, 0);
 	} else if (!strcmp(kind, "saved")) {
 		struct buf data = BUF_INIT;
-		const char *file = jsonx_str(before, "file");
+		const char *file = saved_file(before), *oid = jsonx_str(before, "oid");
 		/* never a set-id or sticky bit: the journal may not be forgex's own */
 		unsigned mode = (unsigned)jsonx_int(before, "mode", 0100644) & 0777;
 		int fd;
 
 		/* the saved bytes are in the run folder, nowhere else */
-		if (!file || (strncmp(file, "saved/", 6) && strncmp(file, "user-versions/", 14)) ||
-		    !journal_path_ok(file))
+		if (!file)
 			return err_set(FX_EPARSE, "the journal names no saved copy inside the run "
 				       "folder");
+		if (renamed) {
+			ret = rename_back(j, rel, file, mode);
+			if (ret != 0) {
+				*renamed = ret > 0;
+				return ret < 0 ? ret : 0;
+			}
+		}
 		fd = rundir_file_open(j->dir, file, O_RDONLY, 0);
-		if (fd < 0)
-			return fd;
-		ret = fsutil_read_fd(&data, fd, MAX_SAVE);
-		close(fd);
+		if (fd >= 0) {
+			ret = fsutil_read_fd(&data, fd, MAX_SAVE);
+			close(fd);
+		} else if (fd == FX_ENOTFOUND && oid && *oid) {
+			/* renamed back by an earlier rollback: the checkpoints may hold the bytes */
+			err_clear();
+			ret = vcs_blob_read(&data, j->cps, oid);
+			if (ret < 0)
+				ret = err_set(FX_ENOTFOUND, "its saved copy %s was used up by an earlier "
+					      "rollback and no checkpoint holds its bytes", file);
+		} else {
+			ret = fd;
+		}
 		if (!ret)
 			ret = vcs_put_path(j->cps, rel, data.buf, data.len,
 					   mode & 0111 ? GITMODE_EXEC : GITMODE_FILE, mode);
@@ -743,103 +943,187 @@ static int cmp_rev(const void *a, const void *b)
 	return strcmp(*(const char *const *)b, *(const char *const *)a);
 }
 
-int journal_revert(struct journal *j, int force, struct journal_outcome *o)
+int journal_unrestored(struct journal *j, struct strvec *out)
 {
 	struct strvec all = STRVEC_INIT;
 	size_t i;
-	int pass, nfailed = 0;
+
+	journal_paths(j, &all);
+	for (i = 0; i < all.nr; i++) {
+		json_t *e = json_object_get(j->paths, all.v[i]);
+		const char *was = jsonx_str(target_of(e), "oid");
+		char now[VCS_OID_HEX];
+
+		if (left_as_before(e))
+			continue;
+		current(now, j, all.v[i], 0);
+		if (!was || strcmp(now, was))
+			strvec_push(out, all.v[i]);
+	}
+	strvec_clear(&all);
+	return 0;
+}
+
+/*
+ * Restore one path (see journal_revert()). Returns 1 when it is as it was
+ * before the run, 0 when kept or failed (said in `o`).
+ */
+static int revert_one(struct journal *j, const char *rel, int force, struct journal_outcome *o,
+		      struct strvec *renamed)
+{
+	json_t *e = json_object_get(j->paths, rel);
+	const json_t *before = target_of(e);
+	const char *was = jsonx_str(before, "oid"), *left = jsonx_str(e, "left");
+	char now[VCS_OID_HEX];
+	struct buf where = BUF_INIT;
+	int ok = 0, moved = 0;
+
+	/* hashed only: storing the blob would need space a full disk has not */
+	current(now, j, rel, 0);
+	if (was && !strcmp(now, was)) {
+		strvec_push(&o->reverted, rel);
+		return 1;
+	}
+	if (left_as_before(e))
+		return 0;	/* the run left it as it was; what is there now is someone else's */
+	if (left && strcmp(now, left)) {
+		if (!force) {
+			/* both changed it: the user's version stays */
+			if (save_version(j, &where, "run-versions", rel, left) < 0) {
+				strvec_pushf(&o->kept, "%s (the run's version: not kept: %s)", rel,
+					     err_last());
+				err_clear();
+			} else {
+				strvec_pushf(&o->kept, "%s (the run's version: %s)", rel, where.buf);
+			}
+			buf_release(&where);
+			return 0;
+		}
+		current(now, j, rel, 1);
+		if (strcmp(now, "") && save_version(j, &where, "user-versions", rel, now) < 0) {
+			struct buf w = BUF_INIT;
+
+			before_where(&w, j, before);
+			strvec_pushf(&o->failed, "%s: changed since the run and its current version "
+				     "could not be saved (%s); left as it is; what it was before the "
+				     "run: %s", rel, err_last(), w.buf);
+			buf_release(&w);
+			err_clear();
+			buf_release(&where);
+			return 0;
+		}
+		if (where.len)
+			strvec_pushf(&o->overwritten, "%s (your version: %s)", rel, where.buf);
+		buf_reset(&where);
+	}
+	if (put_before(j, rel, before, &moved) < 0) {
+		before_where(&where, j, before);
+		strvec_pushf(&o->failed, "%s: %s; what it was before the run: %s", rel, err_last(),
+			     where.buf);
+		err_clear();
+	} else {
+		if (moved)
+			strvec_push(renamed, rel);
+		current(now, j, rel, 0);
+		if (was && strcmp(now, was) && strcmp(was, "dir")) {
+			before_where(&where, j, before);
+			strvec_pushf(&o->failed, "%s: still differs after it was put back; what it "
+				     "was before the run: %s", rel, where.buf);
+		} else {
+			strvec_push(&o->reverted, rel);
+			ok = 1;
+		}
+	}
+	buf_release(&where);
+	return ok;
+}
+
+int journal_revert(struct journal *j, int force, struct journal_outcome *o)
+{
+	struct strvec all = STRVEC_INIT, renamed = STRVEC_INIT, back = STRVEC_INIT;
+	size_t i, failed0 = o->failed.nr;
+	int pass;
 
 	journal_paths(j, &all);
 	/* deepest first, so a folder the run made is empty when its turn comes */
 	if (all.nr)
 		qsort(all.v, all.nr, sizeof(*all.v), cmp_rev);
-	/* pass 0 removes what the run made, pass 1 puts back the rest */
+	/*
+	 * Pass 0 removes what the run made (which frees space), pass 1 puts
+	 * back the rest, saved copies renamed into place: nothing is written
+	 * before the tree is back, so neither a full disk nor a records file
+	 * that cannot be written stops a restore.
+	 */
 	for (pass = 0; pass < 2; pass++) {
 		for (i = 0; i < all.nr; i++) {
 			const char *rel = all.v[pass ? all.nr - 1 - i : i];
-			json_t *e = json_object_get(j->paths, rel);
-			const json_t *before = json_object_get(e, "user_version") ?
-					       json_object_get(e, "user_version") :
-					       json_object_get(e, "before");
-			const char *was = jsonx_str(before, "oid"), *left = jsonx_str(e, "left");
-			int absent = !was || !*was;
-			char now[VCS_OID_HEX];
-			struct buf where = BUF_INIT;
+			const char *was = jsonx_str(target_of(json_object_get(j->paths, rel)), "oid");
 
-			if (absent != !pass)
+			if ((!was || !*was) != !pass)
 				continue;
-			current(now, j, rel, 1);
-			if (was && !strcmp(now, was)) {
-				strvec_push(&o->reverted, rel);
-				continue;
-			}
-			if (left && strcmp(now, left)) {
-				if (!force) {
-					/* both changed it: the user's version stays */
-					if (save_version(j, &where, "run-versions", rel, left) < 0) {
-						strvec_pushf(&o->kept, "%s (the run's version: not kept: %s)",
-							     rel, err_last());
-						err_clear();
-					} else {
-						strvec_pushf(&o->kept, "%s (the run's version: %s)", rel,
-							     where.buf);
-					}
-					buf_release(&where);
-					continue;
-				}
-				if (strcmp(now, "") && save_version(j, &where, "user-versions", rel,
-								    now) < 0) {
-					struct buf w = BUF_INIT;
-
-					before_where(&w, j, before);
-					strvec_pushf(&o->failed, "%s: changed since the run and its "
-						     "current version could not be saved (%s); left as it is; "
-						     "what it was before the run: %s", rel, err_last(), w.buf);
-					buf_release(&w);
-					err_clear();
-					nfailed++;
-					buf_release(&where);
-					continue;
-				}
-				if (where.len)
-					strvec_pushf(&o->overwritten, "%s (your version: %s)", rel, where.buf);
-				buf_reset(&where);
-			}
-			if (put_before(j, rel, before) < 0) {
-				before_where(&where, j, before);
-				strvec_pushf(&o->failed, "%s: %s; what it was before the run: %s", rel,
-					     err_last(), where.buf);
-				err_clear();
-				nfailed++;
-			} else {
-				current(now, j, rel, 0);
-				if (was && strcmp(now, was) && strcmp(was, "dir")) {
-					before_where(&where, j, before);
-					strvec_pushf(&o->failed, "%s: still differs after it was put back; "
-						     "what it was before the run: %s", rel, where.buf);
-					nfailed++;
-				} else {
-					strvec_push(&o->reverted, rel);
-				}
-			}
-			buf_release(&where);
+			if (revert_one(j, rel, force, o, &renamed))
+				strvec_push(&back, rel);
 		}
 	}
+	/*
+	 * Then what can wait: the saved copies used up are made again (when
+	 * there is room), and the journal notes that the run left each path
+	 * as it was, so a later undo knows it is back without them.
+	 */
+	for (i = 0; i < renamed.nr; i++) {
+		const char *file = saved_file(target_of(json_object_get(j->paths, renamed.v[i])));
+
+		if (file && restock(j, renamed.v[i], file) < 0)
+			err_clear();
+	}
+	for (i = 0; i < back.nr; i++) {
+		const char *was = jsonx_str(target_of(json_object_get(j->paths, back.v[i])), "oid");
+		json_t *e = json_object_get(j->paths, back.v[i]);
+
+		if (was && !left_as_before(e))
+			set_left(j, back.v[i], was);
+	}
 	strvec_clear(&all);
-	return nfailed;
+	strvec_clear(&renamed);
+	strvec_clear(&back);
+	return (int)(o->failed.nr - failed0);
 }
 
 int journal_restore_to(struct journal *j, const char *tree, struct strvec *failed)
 {
-	struct strvec all = STRVEC_INIT, held = STRVEC_INIT;
+	struct strvec all = STRVEC_INIT, held = STRVEC_INIT, ids = STRVEC_INIT;
 	char snap[VCS_OID_HEX], a[VCS_OID_HEX], b[VCS_OID_HEX];
-	size_t i;
+	size_t i, nfailed;
 	int ret;
 
+	journal_paths(j, &all);
+	/*
+	 * A saved copy an earlier rollback renamed back is made again first:
+	 * the run goes on and may change the path again, and a rollback then
+	 * needs those bytes. Without room for it the run does not go on.
+	 */
+	for (i = 0; i < all.nr; i++) {
+		json_t *e = json_object_get(j->paths, all.v[i]);
+		const json_t *before = target_of(e);
+		const char *was = jsonx_str(before, "oid");
+		char now[VCS_OID_HEX];
+
+		if (!consumed(j, before))
+			continue;
+		current(now, j, all.v[i], 0);
+		/* changed by someone since: the journal saves that version before the next change */
+		if (!was || strcmp(now, was))
+			continue;
+		ret = restock(j, all.v[i], saved_file(before));
+		if (ret < 0) {
+			err_prefix(ret, "cannot save '%s' again (a rollback used up its saved copy)",
+				   all.v[i]);
+			goto out;
+		}
+	}
 	ret = vcs_snapshot(snap, j->cps);
 	if (ret < 0)
-		return ret;
-	journal_paths(j, &all);
+		goto out;
 	for (i = 0; i < all.nr; i++) {
 		/* a path neither tree holds is ignored (or absent in both): not a checkpoint's */
 		int in_now = vcs_tree_entry(a, NULL, j->cps, snap, all.v[i]);
@@ -849,11 +1133,27 @@ int journal_restore_to(struct journal *j, const char *tree, struct strvec *faile
 			err_clear();
 		if (in_now > 0 && in_tree > 0 && !strcmp(a, b))
 			continue;
-		if (in_now > 0 || in_tree > 0)
+		if (in_now > 0 || in_tree > 0) {
 			strvec_push(&held, all.v[i]);
+			strvec_push(&ids, in_tree > 0 ? b : "");
+		}
 	}
+	nfailed = failed->nr;
 	ret = held.nr ? vcs_restore_paths(j->cps, tree, &held, failed) : 0;
+	/* what the run left there now is that tree's version (not someone else's change) */
+	for (i = 0; ret >= 0 && i < held.nr; i++) {
+		size_t k;
+		int bad = 0;
+
+		for (k = nfailed; k < failed->nr && !bad; k++)
+			bad = !strncmp(failed->v[k], held.v[i], strlen(held.v[i])) &&
+			      failed->v[k][strlen(held.v[i])] == ':';
+		if (!bad && strcmp(ids.v[i], "dir"))
+			set_left(j, held.v[i], ids.v[i]);
+	}
+out:
 	strvec_clear(&all);
 	strvec_clear(&held);
+	strvec_clear(&ids);
 	return ret;
 }

@@ -141,6 +141,13 @@ int journal_conflicts(struct journal *j, struct strvec *out);
  */
 int journal_own_changes(struct journal *j, struct strvec *out);
 
+/**
+ * The run's paths that are not what they were before the run (the user's
+ * version, when the journal saved one) and that the run did not leave so:
+ * what an undo would still change. Empty after a complete rollback.
+ */
+int journal_unrestored(struct journal *j, struct strvec *out);
+
 /** Every path of the journal, sorted. */
 void journal_paths(const struct journal *j, struct strvec *out);
 
@@ -148,6 +155,16 @@ void journal_paths(const struct journal *j, struct strvec *out);
  * Put every path of the run back as it was before the run. A path that
  * is no longer what the run left is kept as it is (its run's version
  * saved) unless `force`, which saves the current version and reverts it.
+ * A path the run left as it was before (a rollback put it back: a "left"
+ * record with the id from before) is not the run's any more and is not
+ * touched.
+ *
+ * Needs no new disk space for a file the journal saved: its copy in the
+ * run folder is renamed into place (same file system; a copy otherwise),
+ * and nothing is written before the tree is back. Only then are the used
+ * copies made again (when there is room) and "left" records appended; a
+ * copy that could not be made again is taken from the checkpoints by a
+ * later revert, and a resume makes it again first (journal_restore_to()).
  * Returns the number of paths that failed (see `o->failed`), or a
  * negative code.
  */
@@ -155,7 +172,10 @@ int journal_revert(struct journal *j, int force, struct journal_outcome *o);
 
 /**
  * Make the run's paths that a checkpoint can hold what they are in the
- * tree `tree` (for resume: the tree of the last completed stage).
+ * tree `tree` (for resume: the tree of the last completed stage), and
+ * note that the run left them so. A saved copy a rollback used up is
+ * made again first (the run may change that path again); FX_EOS when it
+ * cannot be.
  */
 int journal_restore_to(struct journal *j, const char *tree, struct strvec *failed);
 

@@ -159,6 +159,7 @@ struct pipeline_undo_result {
 	char revert_commit[41];		/* the commit that reverts the run's commit */
 	char *commit_note;		/* why the run's commit was not reverted (or NULL) */
 	int legacy;			/* an old run without a journal: whole-tree restore */
+	int already;			/* nothing to undo: every path is as before the run */
 };
 
 void pipeline_undo_result_init(struct pipeline_undo_result *r);
@@ -176,5 +177,15 @@ void pipeline_undo_result_release(struct pipeline_undo_result *r);
 int pipeline_undo(struct pipeline_undo_result *out, const char *workspace, const char *id,
 		  int force, int no_wait, void (*on_wait)(void *data, const char *holder),
 		  void *data, const volatile sig_atomic_t *cancel);
+
+/**
+ * Whether run `id` of `workspace` left its tree not put back: when its
+ * rollback or undo could not finish (restore.json in the run folder says
+ * so), or it never ended (killed, or its records could not be written),
+ * each of its paths that an undo would still change is appended to `left`
+ * as "PATH: why" (the reason recorded, when it could be). Returns how
+ * many, or a negative code. Finish it with `forgex undo ID`.
+ */
+int pipeline_restore_pending(struct strvec *left, const char *workspace, const char *id);
 
 #endif

@@ -112,4 +112,12 @@ void pl_finish(struct pl *pl, int code, int pass, const char *reason);
  */
 int pl_roll_back(struct pl *pl, struct journal_outcome *o, const char *why);
 
+/*
+ * Note in run folder `dir` what a rollback or undo of run `id` could not
+ * put back (restore.json, for forgex log and the next undo), or that
+ * nothing is left (`failed` NULL or empty: the note goes). A folder that
+ * cannot be written is not an error.
+ */
+void pl_note_restore(const char *dir, const char *id, const struct strvec *failed);
+
 #endif

@@ -279,11 +279,16 @@ void pl_finish(struct pl *pl, int code, int pass, const char *reason)
 				     pl->jr.gaps == 1 ? "" : "s", pl->jr.gap_why, pl->s.id);
 			failed++;
 		}
+		/* for forgex log and the next undo, when the run folder can be written */
+		pl_note_restore(pl->s.dir, pl->s.id, &jo.failed);
 		if (failed) {
 			struct buf r = BUF_INIT;
 			size_t i;
 
-			buf_addf(&r, "%s; and the tree could not be fully restored: ", out->reason);
+			/* every path, whole: the list is what the user has to finish */
+			buf_addf(&r, "%s; and the tree could not be fully restored (%zu not put "
+				 "back; once the cause is fixed, 'forgex undo %s' finishes it): ",
+				 out->reason, jo.failed.nr, pl->s.id);
 			for (i = 0; i < jo.failed.nr; i++)
 				buf_addf(&r, "%s%s", i ? "; " : "", jo.failed.v[i]);
 			free(out->reason);

@@ -215,7 +215,9 @@ static void test_session_turn_killed_then_undone(void **state)
  * the instant is exact) when it is about to rename a temporary file
  * whose name holds $FX_KILL_AT_RENAME into place: after the journal
  * named the file and its bytes were written, before the rename, as a
- * kill -9 at the worst moment of a write would.
+ * kill -9 at the worst moment of a write would. With
+ * $FX_KILL_AT_RENAME_TO, at any rename onto that name (an undo putting a
+ * saved copy back by rename).
  */
 static const char shim_c[] =
 	"#define _GNU_SOURCE\n"
@@ -224,7 +226,9 @@ static const char shim_c[] =
 	"int renameat(int od, const char *o, int nd, const char *n)\n{\n"
 	"\tstatic int (*real)(int, const char *, int, const char *);\n"
 	"\tconst char *k = getenv(\"FX_KILL_AT_RENAME\");\n\n"
-	"\tif (k && *k && strstr(o, k))\n\t\tkill(getpid(), SIGKILL);\n"
+	"\tconst char *t = getenv(\"FX_KILL_AT_RENAME_TO\");\n\n"
+	"\tif ((k && *k && strstr(o, k)) || (t && *t && !strcmp(n, t)))\n"
+	"\t\tkill(getpid(), SIGKILL);\n"
 	"\tif (!real)\n\t\treal = (int (*)(int, const char *, int, const char *))"
 	"dlsym(RTLD_NEXT, \"renameat\");\n"
 	"\treturn real(od, o, nd, n);\n}\n";
@@ -341,7 +345,8 @@ static char *kill_at_rename(const struct sc_proj *p, const char *const *args, co
 	if (!name)
 		fail_msg("the killed write left no temporary file");
 	text = tu_read(p->dir, name);
-	assert_non_null(strstr(text, has));
+	if (!text || !strstr(text, has))
+		fail_msg("the leftover %s does not hold '%s':\n%s", name, has, text ? text : "(unreadable)");
 	free(text);
 	j = journals(p->dir);
 	rec = xstrfmt("{\"tmp\":\"%s\",\"for\":\"calc.py\"}", name);
@@ -500,18 +505,21 @@ static void test_killed_write_removed_by_next_run(void **state)
 }
 
 /*
- * The undo's own write killed before its rename (vcs_put_path(), told by
- * the journal's hook on the checkpoints): the next undo removes it and
- * finishes.
+ * An undo killed as it puts calc.py back: the undo renames the saved
+ * copy from before the run into place (no temporary file, no new space);
+ * killed right before that rename, the next undo finishes it and the tree
+ * is as before the run, with nothing of forgex's left in it.
  */
-static void test_killed_undo_write_removed_by_undo(void **state)
+static void test_killed_undo_finished_by_the_next_undo(void **state)
 {
 	json_t *steps = json_array();
 	struct sc_proj p;
 	struct mock m;
 	struct tu_result r;
 	const char *undo[] = { "undo", "last", NULL };
-	char *s, *before, *name, *now;
+	const char *env[] = { shim_env, "FX_KILL_AT_RENAME_TO=calc.py",
+			      "ASAN_OPTIONS=verify_asan_link_order=0", NULL };
+	char *s, *before, *now, *left;
 
 	(void)state;
 	sc_call(steps, "submit_plan", PLAN);
@@ -526,17 +534,21 @@ static void test_killed_undo_write_removed_by_undo(void **state)
 	if (r.status != 0)
 		fail_msg("run (status %d):\n%s%s", r.status, r.out.buf, r.err.buf);
 	tu_result_release(&r);
-	/* the undo writes calc.py's bytes from before the run back: killed at that rename */
-	name = kill_at_rename(&p, undo, "return a + b");
+	run_env(&r, &p, undo, NULL, env);
+	if (r.status != 128 + SIGKILL)
+		fail_msg("the undo was not killed at calc.py's rename (status %d):\n%s%s", r.status,
+			 r.out.buf, r.err.buf);
+	tu_result_release(&r);
 	SC_FORGEX(&r, &p, "undo", "last");
 	if (r.status != 0)
 		fail_msg("second undo (status %d):\n%s%s", r.status, r.out.buf, r.err.buf);
 	tu_result_release(&r);
-	assert_null(tu_read(p.dir, name));
+	left = leftover(p.dir);
+	if (left)
+		fail_msg("left in the tree: %s", left);
 	now = tu_tree(p.dir);
 	assert_string_equal(now, before);
 	free(now);
-	free(name);
 	free(before);
 	mock_release(&m);
 	sc_proj_release(&p);
@@ -677,7 +689,7 @@ int main(void)
 		cmocka_unit_test(test_killed_write_removed_by_resume),
 		cmocka_unit_test(test_killed_write_removed_by_undo),
 		cmocka_unit_test(test_killed_write_removed_by_next_run),
-		cmocka_unit_test(test_killed_undo_write_removed_by_undo),
+		cmocka_unit_test(test_killed_undo_finished_by_the_next_undo),
 		cmocka_unit_test(test_killed_patch_removed_by_undo),
 		cmocka_unit_test_teardown(test_killed_turn_write_removed_by_next_run, term_teardown),
 	};

@@ -1970,7 +1970,7 @@ static void test_resume_after_ctrl_c_during_baseline(void **state)
 	resume_after_slow_step("==> baseline", 99, "a - b");
 }
 
-/* In a child: once calc.py holds the fix, fill the disk of `dir` (the file `fill`). */
+/* In a child: once calc.py holds the fix, fill the disk of `dir` (the file `fill` beside it). */
 static pid_t fill_disk_when_fixed(const char *dir)
 {
 	pid_t pid = fork();
@@ -1988,7 +1988,7 @@ static pid_t fill_disk_when_fixed(const char *dir)
 		usleep(10000);
 	}
 	{
-		char *p = xstrfmt("%s/fill", dir), block[65536];
+		char *p = xstrfmt("%s/../fill", dir), block[65536];
 		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
 		memset(block, 'f', sizeof(block));
@@ -2074,7 +2074,7 @@ static void test_full_disk_restores(void **state)
 			assert_non_null(strstr(r.out.buf, "what it was before the run: "));
 	}
 	/* room again: at most one undo */
-	unlink(xstrfmt_tmp("%s/fill", dir));
+	unlink(xstrfmt_tmp("%s/../fill", dir));
 	if (strcmp(after, before)) {
 		tu_result_release(&r);
 		FORGEX(&r, dir, "undo");
