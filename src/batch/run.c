@@ -15,6 +15,7 @@
 #include "base/err.h"
 #include "base/fsutil.h"
 #include "base/jsonx.h"
+#include "batch/mustpass.h"
 #include "batch/proc.h"
 #include "batch/results.h"
 #include "batch/run.h"
@@ -261,6 +262,8 @@ static int finish(struct sched *s, struct slot *sl, int code)
 	jsonx_set(line, "exit_code", json_integer(code));
 	jsonx_set(line, "seconds", json_real(ended - sl->started));
 	jsonx_set(line, "refused", json_integer(count_refused(sl->log)));
+	if (sl->t->must_pass.nr)
+		jsonx_set(line, "must_pass", batch_must_pass(sl->t, sl->log));
 	if (dir) {
 		sum_path = xstrfmt("%s/summary.json", dir);
 		if (jsonx_load_file(&sum, sum_path, 1 << 24) < 0)
@@ -402,6 +405,15 @@ static int start(struct sched *s, struct slot *sl, const struct batch_task *t)
 
 		add_flag(&argv, "pipeline.test_command", tc);
 		free(tc);
+	}
+	if (t->must_pass.nr) {
+		json_t *ids = jsonx_from_strvec(&t->must_pass);
+		char *text = batch_config_text(ids);
+
+		/* the run's gate narrows its tests to these and requires every one to pass */
+		add_flag(&argv, "pipeline.must_pass", text);
+		free(text);
+		json_decref(ids);
 	}
 	if (t->config) {
 		const char *k;

@@ -140,6 +140,12 @@ static int add_tests(struct strvec *out, const json_t *v, const char *what)
 			ret = err_set(FX_EPARSE, "%s: expected a list of test names", what);
 			goto out;
 		}
+		if (!*json_string_value(t) || *json_string_value(t) == '-' ||
+		    strchr(json_string_value(t), '\n')) {
+			ret = err_set(FX_EPARSE, "%s: '%s' is not a test id", what,
+				      json_string_value(t));
+			goto out;
+		}
 		strvec_push(out, json_string_value(t));
 	}
 out:
@@ -193,8 +199,10 @@ static int parse_line(struct batch_task *t, const json_t *o, const char *base_di
 	t->repo = xstrdup(repo);
 	t->commit = xstrdup(commit);
 	if (t->swebench) {
-		if (add_tests(&t->must_pass, json_object_get(o, "FAIL_TO_PASS"), "FAIL_TO_PASS") < 0 ||
-		    add_tests(&t->must_pass, json_object_get(o, "PASS_TO_PASS"), "PASS_TO_PASS") < 0)
+		if (add_tests(&t->must_pass, json_object_get(o, "FAIL_TO_PASS"), "FAIL_TO_PASS") < 0)
+			return err_prefix(FX_EPARSE, "task %s", id);
+		t->fail_to_pass = t->must_pass.nr;
+		if (add_tests(&t->must_pass, json_object_get(o, "PASS_TO_PASS"), "PASS_TO_PASS") < 0)
 			return err_prefix(FX_EPARSE, "task %s", id);
 		t->url = swebench_url(tmpl, repo);
 	} else if (is_url(repo)) {

@@ -15,7 +15,9 @@
  * "owner/name" (made a URL with the template, "{repo}" replaced),
  * `base_commit`, `problem_statement`, and FAIL_TO_PASS / PASS_TO_PASS (an
  * array, or a string holding one, as the published data sets have them),
- * which become the task's must-pass tests.
+ * which become the task's must-pass tests: its run gets them as
+ * `pipeline.must_pass`, so that its verify gate runs just those tests and
+ * passes the change only when every one of them passes.
  *
  * Blank lines and lines starting with '#' are skipped. Nothing here runs
  * git or reads a repository.
@@ -38,6 +40,7 @@ struct batch_task {
 	json_t *test_command;	/* array of strings, or NULL */
 	json_t *config;		/* object "section.key" -> value, or NULL */
 	struct strvec must_pass;	/* FAIL_TO_PASS then PASS_TO_PASS */
+	size_t fail_to_pass;		/* how many of must_pass are FAIL_TO_PASS */
 	int swebench;
 	size_t line;		/* 1-based line in the file */
 };

@@ -167,6 +167,8 @@ const struct cfg_key cfg_schema[] = {
 	  "rollback (restore the tree) or keep (leave the last attempt)" },
 	{ "pipeline", "commit", T_BOOL, R(pipeline.commit), NULL, 0, NULL, NULL, 0, 0,
 	  "commit the passing change on the current branch" },
+	{ "pipeline", "must_pass", T_LIST, R(pipeline.must_pass), NULL, 0, empty_list, NULL, 0, 0,
+	  "tests that must pass after the change (pytest node ids, \"test (module.Class)\", dotted); the tests run are narrowed to them" },
 
 	{ "review", "voters", T_LIST, R(review.voters), NULL, 0, empty_list, NULL, 0, 0,
 	  "extra \"provider:model\" reviewers" },
@@ -189,6 +191,23 @@ const struct cfg_key cfg_schema[] = {
 	  "0: unlimited; per run" },
 	{ "budget", "prices", T_LIST, R(budget.prices), NULL, 0, empty_list, NULL, 0, 0,
 	  "model prices for max_cost_usd: \"MODEL=PROMPT/COMPLETION\" in USD per million tokens; MODEL * for any other" },
+
+	{ "batch", "jobs", T_INT, R(batch.jobs), NULL, 0, NULL, NULL, 0, 1024,
+	  "forgex batch: tasks at once; 0: the number of cores (-j)" },
+	{ "batch", "wall_seconds", T_INT, R(batch.wall_seconds), NULL, 0, NULL, NULL, 0, BIG,
+	  "per task: stopped after this long (TIMEOUT); 0: no limit (--wall-time)" },
+	{ "batch", "grace_seconds", T_INT, R(batch.grace_seconds), NULL, 30, NULL, NULL, 0, 86400,
+	  "per task: SIGKILL this long after the SIGTERM of its wall time (--grace)" },
+	{ "batch", "max_tokens", T_INT, R(batch.max_tokens), NULL, 0, NULL, NULL, 0, BIG,
+	  "per task: its run's budget.max_tokens; 0: the run's own (--max-tokens)" },
+	{ "batch", "max_cost_usd", T_FLOAT, R(batch.max_cost_usd), NULL, 0, NULL, NULL, 0, BIG,
+	  "per task: its run's budget.max_cost_usd; 0: the run's own (--max-cost)" },
+	{ "batch", "max_cost_total_usd", T_FLOAT, R(batch.max_cost_total_usd), NULL, 0, NULL, NULL, 0, BIG,
+	  "the whole batch: no task starts once this is spent (SKIPPED); 0: no limit (--max-cost-total)" },
+	{ "batch", "url_template", T_STR, R(batch.url_template), "https://github.com/{repo}.git", 0, NULL, NULL, 0, 0,
+	  "SWE-bench tasks: the clone URL of \"owner/name\", which replaces {repo} (--repo-url)" },
+	{ "batch", "keep", T_BOOL, R(batch.keep), NULL, 0, NULL, NULL, 0, 0,
+	  "keep each task's worktree and run folder after it ends (--keep)" },
 };
 
 const size_t cfg_schema_nr = ARRAY_SIZE(cfg_schema);
@@ -323,6 +342,7 @@ void config_init(struct config *cfg)
 	strvec_init(&cfg->sandbox.allowed_domains);
 	strvec_init(&cfg->sandbox.denied_domains);
 	strvec_init(&cfg->pipeline.test_command);
+	strvec_init(&cfg->pipeline.must_pass);
 	strvec_init(&cfg->review.voters);
 	strvec_init(&cfg->context.instructions);
 	strvec_init(&cfg->budget.prices);

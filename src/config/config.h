@@ -163,6 +163,7 @@ struct config {
 		int baseline;
 		char *on_failure;	/* "rollback" | "keep" */
 		int commit;
+		struct strvec must_pass;	/* test ids the gate requires to pass */
 	} pipeline;
 	struct {
 		struct strvec voters;
@@ -181,6 +182,15 @@ struct config {
 		long max_wall_seconds;
 		struct strvec prices;	/* "MODEL=PROMPT/COMPLETION" USD per million tokens */
 	} budget;
+	struct {		/* forgex batch; its flags override these */
+		long jobs;	/* 0: the cores */
+		long wall_seconds, grace_seconds;	/* per task */
+		long max_tokens;	/* per task */
+		double max_cost_usd;	/* per task */
+		double max_cost_total_usd;	/* the whole batch */
+		char *url_template;	/* holds "{repo}" */
+		int keep;
+	} batch;
 
 	/* Where things are. All absolute; NULL when unknown. */
 	char *workspace;	/* the project root */

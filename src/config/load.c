@@ -122,6 +122,13 @@ static int validate(struct config *cfg)
 
 	if (validate_mcp(cfg) < 0)
 		return FX_EINVAL;
+	if (!strstr(cfg->batch.url_template, "{repo}")) {
+		const struct cfg_set_record *rec = cfg_find_record(cfg, "batch.url_template");
+
+		return err_set(FX_EINVAL, "%s%skey 'batch.url_template': \"%s\" has no {repo} (where "
+			       "a task's \"owner/name\" goes)", rec ? rec->where : "", rec ? ": " : "",
+			       cfg->batch.url_template);
+	}
 
 	for (r = 0; r < ROLE__COUNT; r++) {
 		const char *p = cfg->agents[r].provider;

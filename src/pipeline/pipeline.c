@@ -578,6 +578,9 @@ static int stage_review(struct pl *pl)
 	}
 	if (pl->have_cmd)
 		blocked = pipeline_gate(&gate, pl->last_ran, &pl->last, &pl->cmp);
+	if (verify_must_pass_gate(&gate, pl->have_cmd && pl->last_ran ? &pl->last : NULL,
+				  &pl->cfg->pipeline.must_pass))
+		blocked = 1;
 	{
 		json_t *f = json_object();
 
@@ -686,6 +689,9 @@ static int setup(struct pl *pl)
 		ret = 0;
 	} else if (ret == 0) {
 		pl->have_cmd = 1;
+		/* must-pass tests given: those are the tests that run */
+		if (verify_select(&pl->cmd, &cfg->pipeline.must_pass) < 0)
+			return err_prefix(FX_EINVAL, "pipeline.must_pass");
 	}
 	return ret;
 }

@@ -302,4 +302,39 @@ int verify_result_from_json(struct verify_result *out, const json_t *j);
 /** A new JSON object with the change counts, run numbers and entries of `c`. */
 json_t *verify_comparison_to_json(const struct verify_comparison *c);
 
+/*
+ * Must-pass tests: test ids a task says must pass after the change
+ * (SWE-bench's FAIL_TO_PASS and PASS_TO_PASS), as the runner names them:
+ * pytest node ids ("tests/test_x.py::TestA::test_b"), dotted unittest
+ * names ("mod.Class.test_b"), or the "test_b (mod.Class)" form of Django
+ * and of unittest before Python 3.11.
+ */
+
+/** The name verify's parsers give the test `id` ("test_b (mod.Class)" -> "mod.Class.test_b"); caller frees. */
+char *verify_test_key(const char *id);
+
+/** The outcome (enum verify_outcome) of the test `id` in `r`, or -1 when `r` does not name it. */
+int verify_outcome_of(const struct verify_result *r, const char *id);
+
+/**
+ * Narrow `cmd` to the tests `ids` (none: nothing changes), in a way that
+ * names every selected test with its outcome: pytest gets -rA and the node
+ * ids; unittest -v and one -k per test (which also works with discover);
+ * Django's runtests.py or `manage.py test` --verbosity=2 and the dotted
+ * labels. Returns 1 when narrowed (`cmd->reason` says so), 0 for a runner
+ * forgex cannot narrow (it runs whole; the ids are still looked for in
+ * its output), FX_EINVAL for an id that is empty, several lines, or
+ * starts with '-' (it would be an option).
+ */
+int verify_select(struct verify_command *cmd, const struct strvec *ids);
+
+/**
+ * The must-pass gate: 1 when some test of `ids` did not pass in `r`
+ * (NULL: the tests did not run), with the tests and why ("fail", "not in
+ * the output") appended to `why` (after "; " when it holds something);
+ * 0 when every one passed or `ids` is empty.
+ */
+int verify_must_pass_gate(struct buf *why, const struct verify_result *r,
+			  const struct strvec *ids);
+
 #endif
