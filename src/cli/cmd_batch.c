@@ -419,6 +419,7 @@ int cmd_batch(int argc, char **argv)
 		{ "out", required_argument, NULL, 'o' },
 		{ "work", required_argument, NULL, 'w' },
 		{ "keep", no_argument, NULL, 'k' },
+		{ "no-keep", no_argument, NULL, 'K' },
 		{ "shard", required_argument, NULL, 'S' },
 		{ "shards", required_argument, NULL, 'N' },
 		{ "wall-time", required_argument, NULL, 't' },
@@ -446,9 +447,10 @@ int cmd_batch(int argc, char **argv)
 	const char *out = "batch-results", *shard = NULL, *pred = NULL, *model = "forgex";
 	const char *url_tmpl = NULL, *run_model = NULL;
 	char *out_dir = NULL, *prog = NULL;
-	long jobs = 0, shards = 0, wall = 0, grace = 30, max_tokens = 0;
-	double max_cost = 0, max_total = 0;
-	int c, json = 0, status, ret;
+	/* -1: not on the command line, [batch] in the configuration says */
+	long jobs = -1, shards = 0, wall = -1, grace = -1, max_tokens = -1;
+	double max_cost = -1, max_total = -1;
+	int c, json = 0, keep = -1, status, ret;
 
 	if (argc >= 2 && !strcmp(argv[1], "collect"))
 		return batch_collect_cmd(argc - 1, argv + 1);
@@ -464,7 +466,8 @@ int cmd_batch(int argc, char **argv)
 		case 'j': bad = parse_long(&jobs, optarg, "-j"); break;
 		case 'o': out = optarg; break;
 		case 'w': o.work_dir = optarg; break;
-		case 'k': o.keep = 1; break;
+		case 'k': keep = 1; break;
+		case 'K': keep = 0; break;
 		case 'S': shard = optarg; break;
 		case 'N': bad = parse_long(&shards, optarg, "--shards"); break;
 		case 't': bad = parse_long(&wall, optarg, "--wall-time"); break;
@@ -496,13 +499,16 @@ int cmd_batch(int argc, char **argv)
 		}
 	}
 	o.retry = &retry;
-	if (optind + 1 != argc || jobs > 1024 || (shard && shards)) {
+	if (optind + 1 != argc || jobs > 1024 || (shard && shards) ||
+	    (url_tmpl && !strstr(url_tmpl, "{repo}"))) {
 		strvec_clear(&retry);
 		return cli_usage_error("batch", optind + 1 != argc ? "name one tasks file (TASKS.jsonl)"
 				       : jobs > 1024 ? "-j: at most 1024"
+				       : url_tmpl && !strstr(url_tmpl, "{repo}")
+				       ? "--repo-url: the template has no {repo} (where a task's "
+					 "\"owner/name\" goes)"
 				       : "--shard K/N and --shards N: one or the other");
 	}
-	o.jobs = jobs ? (unsigned)jobs : cores();
 	if (shard && batch_shard_parse(&o.shard_k, &o.shard_n, shard) < 0) {
 		cli_print_error();
 		strvec_clear(&retry);
@@ -524,14 +530,33 @@ int cmd_batch(int argc, char **argv)
 		o.shard_k = (unsigned)k;
 		o.shard_n = (unsigned)shards;
 	}
-	if (batch_tasks_load(&tasks, argv[optind], url_tmpl) < 0) {
-		cli_print_error();
-		batch_tasks_release(&tasks);
+	if (cli_load_config(&cfg) != 0) {
 		strvec_clear(&retry);
 		return EXIT_USAGE;
 	}
-	if (cli_load_config(&cfg) != 0) {
+	/* what the command line does not say, [batch] does */
+	if (jobs < 0)
+		jobs = cfg.batch.jobs;
+	if (wall < 0)
+		wall = cfg.batch.wall_seconds;
+	if (grace < 0)
+		grace = cfg.batch.grace_seconds;
+	if (max_tokens < 0)
+		max_tokens = cfg.batch.max_tokens;
+	if (max_cost < 0)
+		max_cost = cfg.batch.max_cost_usd;
+	if (max_total < 0)
+		max_total = cfg.batch.max_cost_total_usd;
+	if (keep < 0)
+		keep = cfg.batch.keep;
+	if (!url_tmpl)
+		url_tmpl = cfg.batch.url_template;
+	o.keep = keep;
+	o.jobs = jobs ? (unsigned)jobs : cores();
+	if (batch_tasks_load(&tasks, argv[optind], url_tmpl) < 0) {
+		cli_print_error();
 		batch_tasks_release(&tasks);
+		config_release(&cfg);
 		strvec_clear(&retry);
 		return EXIT_USAGE;
 	}

@@ -222,7 +222,8 @@ static void template_section(struct buf *out, const char *header, enum cfg_scope
 void config_write_template(struct buf *out)
 {
 	static const char *const sections[] = { "permissions", "terminal", "sandbox" };
-	static const char *const later[] = { "pipeline", "review", "context", "checkpoints", "budget" };
+	static const char *const later[] = { "pipeline", "review", "context", "checkpoints", "budget",
+						"batch" };
 	size_t i;
 	int r;
 

@@ -70,6 +70,10 @@ static const struct trust_gate trust_gates[] = {
 	/* a lower bound would leave files a rollback cannot put back */
 	{ "checkpoints", "max_file_bytes", TIGHTEN_RAISE, "may only go up" },
 	{ "checkpoints", NULL, TIGHTEN_NEVER, "never taken" },
+	/* the gate's must-pass tests narrow what it runs: a repository must not choose them */
+	{ "pipeline", "must_pass", TIGHTEN_NEVER, "never taken: it narrows the tests the gate runs" },
+	/* where a batch clones from is where the code it runs comes from */
+	{ "batch", "url_template", TIGHTEN_NEVER, "never taken: it chooses where repositories are cloned from" },
 	{ "providers", "base_url", TIGHTEN_NEVER, "never taken" },
 	{ "providers", "api_key_env", TIGHTEN_NEVER, "never taken" },
 	{ "providers", "headers", TIGHTEN_NEVER, "never taken" },
