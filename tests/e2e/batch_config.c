@@ -102,14 +102,14 @@ static int setup(void **state)
 	free(sh_out(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
 		    "commit -qm one"));
 	commit = sh_out(dir, "git rev-parse HEAD");
-	tu_write(root, "tasks.jsonl", fmt(
+	tu_write(root, "pass.jsonl", fmt(
 		"{\"instance_id\": \"acme__calc-1\", \"repo\": \"acme/calc\", \"base_commit\": \"%s\", "
 		"\"problem_statement\": \"add() subtracts\", \"FAIL_TO_PASS\": [\"test_add (test_calc.T)\"], "
-		"\"config\": {\"providers.default.base_url\": \"%s\"}}\n"
+		"\"config\": {\"providers.default.base_url\": \"%s\"}}\n", commit, pass_mock.base_url));
+	tu_write(root, "hang.jsonl", fmt(
 		"{\"instance_id\": \"acme__calc-2\", \"repo\": \"acme/calc\", \"base_commit\": \"%s\", "
 		"\"problem_statement\": \"add() subtracts\", "
-		"\"config\": {\"providers.default.base_url\": \"%s\"}}\n",
-		commit, pass_mock.base_url, commit, hang_mock.base_url));
+		"\"config\": {\"providers.default.base_url\": \"%s\"}}\n", commit, hang_mock.base_url));
 	free(commit);
 	return 0;
 }
@@ -166,68 +166,118 @@ static json_t *result_of(const char *out_dir, const char *id)
 	return found;
 }
 
+static void check_status(const char *out_dir, const char *id, const char *status)
+{
+	json_t *l = result_of(out_dir, id);
+
+	if (strcmp(jsonx_str(l, "status"), status))
+		fail_msg("%s: %s, expected %s (%s)", id, jsonx_str(l, "status"), status,
+			 jsonx_str(l, "error") ? jsonx_str(l, "error") : "");
+	json_decref(l);
+}
+
+/* The task that hangs ended at the wall time of `wall` seconds. */
 static void check_timeout(const char *out_dir, const char *wall)
 {
 	json_t *l = result_of(out_dir, "acme__calc-2");
 
 	assert_string_equal(jsonx_str(l, "status"), "TIMEOUT");
-	assert_non_null(strstr(jsonx_str(l, "error"), fmt("wall time of %ss", wall)));
+	if (!strstr(jsonx_str(l, "error"), fmt("wall time of %ss", wall)))
+		fail_msg("not the wall time of %ss: %s", wall, jsonx_str(l, "error"));
 	json_decref(l);
-	l = result_of(out_dir, "acme__calc-1");
-	if (strcmp(jsonx_str(l, "status"), "PASS"))
-		fail_msg("acme__calc-1: %s (%s)", jsonx_str(l, "status"),
-			 jsonx_str(l, "error") ? jsonx_str(l, "error") : "");
-	json_decref(l);
+}
+
+/* forgex batch TASKS --json --out ROOT/OUT (mirrors in ROOT) and `more`; its exit status must be `want`. */
+static void batch(struct tu_result *r, const char *tasks, const char *out, int want,
+		  const char *const *more)
+{
+	const char *argv[24];
+	size_t n = 0;
+
+	argv[n++] = "batch";
+	argv[n++] = fmt("%s/%s", root, tasks);
+	argv[n++] = "--json";
+	argv[n++] = "--out";
+	argv[n++] = fmt("%s/%s", root, out);
+	argv[n++] = "--mirrors";
+	argv[n++] = fmt("%s/mirrors", root);
+	while (more && *more && n < 23)
+		argv[n++] = *more++;
+	argv[n] = NULL;
+	sc_forgex(r, &proj, argv);
+	if (r->status != want)
+		fail_msg("%s: status %d, expected %d:\n%s\n%s", tasks, r->status, want, r->out.buf,
+			 r->err.buf);
 }
 
 static void test_batch_section_applies(void **state)
 {
 	struct tu_result r;
-	char *out = fmt("%s/from-config", root);
+	const char *local = fmt("url_template = \"%s/repos/{repo}\"\n", root);
 
 	(void)state;
-	user_config(fmt("jobs = 3\nwall_seconds = 4\ngrace_seconds = 3\nkeep = true\n"
-			"url_template = \"%s/repos/{repo}\"\n", root));
-	SC_FORGEX(&r, &proj, "batch", fmt("%s/tasks.jsonl", root), "--json", "--out", out,
-		  "--mirrors", fmt("%s/mirrors", root));
-	if (r.status != 1)
-		fail_msg("status %d:\n%s\n%s", r.status, r.out.buf, r.err.buf);
+	user_config(fmt("jobs = 3\nwall_seconds = 600\nkeep = true\n%s", local));
+	batch(&r, "pass.jsonl", "cfg-pass", 0, NULL);
 	assert_int_equal(jobs_of(r.out.buf), 3);
 	/* the template made "acme/calc" the local repository: the task ran and passed */
-	check_timeout(out, "4");
-	/* keep = true: the worktrees stay */
-	assert_true(fsutil_is_dir(fmt("%s/work/acme__calc-1", out)));
-	assert_true(fsutil_is_dir(fmt("%s/work/acme__calc-2", out)));
+	check_status(fmt("%s/cfg-pass", root), "acme__calc-1", "PASS");
+	/* keep = true: the worktree stays */
+	assert_true(fsutil_is_dir(fmt("%s/cfg-pass/work/acme__calc-1", root)));
+	tu_result_release(&r);
+
+	user_config(fmt("wall_seconds = 2\ngrace_seconds = 3\n%s", local));
+	batch(&r, "hang.jsonl", "cfg-hang", 1, NULL);
+	check_timeout(fmt("%s/cfg-hang", root), "2");
+	/* keep's default: nothing left */
+	assert_false(fsutil_is_dir(fmt("%s/cfg-hang/work/acme__calc-2", root)));
 	tu_result_release(&r);
 }
 
 static void test_command_line_overrides(void **state)
 {
 	struct tu_result r;
-	char *out = fmt("%s/from-flags", root);
+	const char *repo_url = fmt("%s/repos/{repo}", root);
 
 	(void)state;
-	/* the configured template leads nowhere: only --repo-url lets the tasks run */
-	user_config(fmt("jobs = 3\nwall_seconds = 60\ngrace_seconds = 30\nkeep = true\n"
+	/* the configured template leads nowhere: only --repo-url lets the task run */
+	user_config(fmt("jobs = 3\nwall_seconds = 600\nkeep = true\n"
 			"url_template = \"%s/nowhere/{repo}\"\n", root));
-	SC_FORGEX(&r, &proj, "batch", fmt("%s/tasks.jsonl", root), "--json", "--out", out,
-		  "--mirrors", fmt("%s/mirrors", root), "-j", "2", "--wall-time", "3", "--grace", "2",
-		  "--no-keep", "--repo-url", fmt("%s/repos/{repo}", root));
+	{
+		const char *more[] = { "-j", "2", "--no-keep", "--repo-url", repo_url, NULL };
+
+		batch(&r, "pass.jsonl", "flag-pass", 0, more);
+	}
+	assert_int_equal(jobs_of(r.out.buf), 2);
+	check_status(fmt("%s/flag-pass", root), "acme__calc-1", "PASS");
+	/* --no-keep over keep = true */
+	assert_false(fsutil_is_dir(fmt("%s/flag-pass/work/acme__calc-1", root)));
+	tu_result_release(&r);
+
+	/* --wall-time over wall_seconds = 600: stopped after 2 seconds */
+	{
+		const char *more[] = { "--wall-time", "2", "--grace", "2", "--repo-url", repo_url,
+				       NULL };
+
+		batch(&r, "hang.jsonl", "flag-hang", 1, more);
+	}
+	check_timeout(fmt("%s/flag-hang", root), "2");
+	tu_result_release(&r);
+
+	/* -c batch.KEY=VALUE before `batch` is a command-line flag too */
+	user_config("jobs = 3\n");
+	{
+		const char *argv[] = { "-c", "batch.jobs=1", "-c", fmt("batch.url_template=%s", repo_url),
+				       "-c", "batch.wall_seconds=1", "-c", "batch.grace_seconds=2",
+				       "batch", fmt("%s/hang.jsonl", root), "--json", "--out",
+				       fmt("%s/c-hang", root), "--mirrors", fmt("%s/mirrors", root),
+				       NULL };
+
+		sc_forgex(&r, &proj, argv);
+	}
 	if (r.status != 1)
 		fail_msg("status %d:\n%s\n%s", r.status, r.out.buf, r.err.buf);
-	assert_int_equal(jobs_of(r.out.buf), 2);
-	check_timeout(out, "3");
-	/* --no-keep over keep = true: nothing left in the work folder */
-	assert_false(fsutil_is_dir(fmt("%s/work/acme__calc-1", out)));
-	assert_false(fsutil_is_dir(fmt("%s/work/acme__calc-2", out)));
-	tu_result_release(&r);
-	/* -c batch.KEY=VALUE is a command-line flag too */
-	user_config("jobs = 3\n");
-	SC_FORGEX(&r, &proj, "-c", "batch.jobs=1", "batch", fmt("%s/tasks.jsonl", root), "--json",
-		  "--out", fmt("%s/from-c", root), "--wall-time", "3", "--grace", "2",
-		  "--repo-url", fmt("%s/repos/{repo}", root), "--mirrors", fmt("%s/mirrors", root));
-	assert_int_equal(r.status, 1);
 	assert_int_equal(jobs_of(r.out.buf), 1);
+	check_timeout(fmt("%s/c-hang", root), "1");
 	tu_result_release(&r);
 }
 
@@ -255,7 +305,7 @@ static void test_bad_batch_section(void **state)
 
 	(void)state;
 	user_config("jobs = 4\nurl_template = \"https://example.org/calc.git\"\n");
-	SC_FORGEX(&r, &proj, "batch", fmt("%s/tasks.jsonl", root), "--out", fmt("%s/bad", root));
+	SC_FORGEX(&r, &proj, "batch", fmt("%s/pass.jsonl", root), "--out", fmt("%s/bad", root));
 	assert_int_equal(r.status, 2);
 	want = fmt("config.toml:%d: key 'batch.url_template'", line_of("url_template"));
 	if (!strstr(r.err.buf, want))
@@ -266,7 +316,7 @@ static void test_bad_batch_section(void **state)
 	tu_result_release(&r);
 
 	user_config("jobs = \"many\"\n");
-	SC_FORGEX(&r, &proj, "batch", fmt("%s/tasks.jsonl", root), "--out", fmt("%s/bad", root));
+	SC_FORGEX(&r, &proj, "batch", fmt("%s/pass.jsonl", root), "--out", fmt("%s/bad", root));
 	assert_int_equal(r.status, 2);
 	want = fmt("config.toml:%d: key 'batch.jobs': expected an integer", line_of("jobs ="));
 	if (!strstr(r.err.buf, want))
@@ -275,7 +325,7 @@ static void test_bad_batch_section(void **state)
 	tu_result_release(&r);
 
 	user_config("wall_seconds = 5\n");
-	SC_FORGEX(&r, &proj, "batch", fmt("%s/tasks.jsonl", root), "--repo-url",
+	SC_FORGEX(&r, &proj, "batch", fmt("%s/pass.jsonl", root), "--repo-url",
 		  "https://example.org/x.git", "--out", fmt("%s/bad", root));
 	assert_int_equal(r.status, 2);
 	assert_non_null(strstr(r.err.buf, "--repo-url: the template has no {repo}"));
