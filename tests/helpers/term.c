@@ -284,6 +284,8 @@ void term_type(struct term *t, const char *keys)
 				;
 			if (keys[n])
 				n++;
+		} else if (keys[0] == '\033' && keys[1] == 'O' && keys[2]) {
+			n = 3;	/* SS3 (Home, End, F1-F4): one write, as a terminal sends it */
 		}
 		memcpy(one, keys, n);
 		one[n] = '\0';
