@@ -93,6 +93,12 @@ int vcs_remove_new_empty_dirs(struct checkpoints *cps, const char *since, struct
 int vcs_hash_buffer(char oid[VCS_OID_HEX], const void *data, size_t len);
 
 /**
+ * The blob id git gives the content of the regular file open as `fd`
+ * (read from its start in 64 KiB pieces: memory does not grow with it).
+ */
+int vcs_hash_fd(char oid[VCS_OID_HEX], int fd);
+
+/**
  * The unified diff (or, with VCS_DIFF_STAT of vcs/diff.h, the diffstat)
  * from tree `a` to tree `b`, restricted to `paths` when not NULL.
  * `*changed` (may be NULL) gets the number of paths that differ.
