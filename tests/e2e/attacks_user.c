@@ -270,18 +270,23 @@ static int exists(const char *dir, const char *rel)
 #define RSS_BOUND_KIB (64 * 1024)
 #endif
 
-/* `forgex -q checkpoint create` as the user: its peak RSS (KiB) and how long it took. */
-static void create_measured(const struct uproj *u, long *maxrss_kb, long *ms)
+/*
+ * forgex ARGS as the user: its peak RSS (KiB), how long it took, and its
+ * standard output in `out` (may be NULL: thrown away). Returns its exit
+ * status.
+ */
+static int run_measured(const struct uproj *u, const char *const *args, struct buf *out,
+			long *maxrss_kb, long *ms)
 {
 	struct strvec argv = STRVEC_INIT, env = STRVEC_INIT;
 	struct rusage ru;
 	struct timespec a, b;
+	char *outfile = xstrfmt("%s/measured.out", u->p.home);
 	int status;
 	size_t i;
 	pid_t pid;
 
-	argv_as(&argv, u, (const char *const[]){ "-q", "checkpoint", "create", "-m", "sparse",
-						 NULL });
+	argv_as(&argv, u, args);
 	for (i = 0; environ[i]; i++)
 		if (strncmp(environ[i], "HOME=", 5) && strncmp(environ[i], "XDG_", 4))
 			strvec_push(&env, environ[i]);
@@ -290,21 +295,39 @@ static void create_measured(const struct uproj *u, long *maxrss_kb, long *ms)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
+		int fd = open(out ? outfile : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
-		if (chdir(u->p.dir) < 0)
+		if (chdir(u->p.dir) < 0 || fd < 0)
 			_exit(126);
-		dup2(null, 1);
+		dup2(fd, 1);
 		execvpe(argv.v[0], (char *const *)argv.v, (char *const *)env.v);
 		_exit(127);
 	}
 	assert_int_equal(wait4(pid, &status, 0, &ru), pid);
 	clock_gettime(CLOCK_MONOTONIC, &b);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_true(WIFEXITED(status));
 	*maxrss_kb = ru.ru_maxrss;
 	*ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+	if (out) {
+		char *got = tu_read(u->p.home, "measured.out");
+
+		buf_init(out, 0);
+		buf_addstr(out, got ? got : "");
+		free(got);
+		unlink(outfile);
+	}
+	free(outfile);
 	strvec_clear(&argv);
 	strvec_clear(&env);
+	return WEXITSTATUS(status);
+}
+
+/* `forgex -q checkpoint create` as the user: its peak RSS (KiB) and how long it took. */
+static void create_measured(const struct uproj *u, long *maxrss_kb, long *ms)
+{
+	assert_int_equal(run_measured(u, (const char *const[]){ "-q", "checkpoint", "create",
+							       "-m", "sparse", NULL },
+				      NULL, maxrss_kb, ms), 0);
 }
 
 static void test_attack_sparse_file_unprivileged(void **state)
@@ -402,6 +425,80 @@ static void test_diff_honours_max_file_bytes_unprivileged(void **state)
 	if (!as_nobody_or_skip())
 		skip();
 	diff_honours_max_file_bytes(NOBODY);
+}
+
+/*
+ * A file a checkpoint holds grows past [checkpoints] max_file_bytes (a
+ * sandboxed `truncate -s 2G`): `forgex diff` names it with its size and
+ * the bound, in bounded memory, and shows none of the content the
+ * checkpoint held (before, the capture kept its stale entry: no change
+ * was shown at all), and the next checkpoint's tree has no entry for it
+ * (before, it kept the stale blob, which a restore would have taken for
+ * the file).
+ */
+static void diff_names_a_file_grown_too_large(uid_t uid)
+{
+	struct uproj u;
+	struct tu_result r;
+	struct buf out;
+	char *cmd;
+	long rss, ms;
+
+	uproj_init(&u, uid, NULL, "auto", NULL);
+	tu_write(u.p.dir, "data.bin", "the content the checkpoint holds\n");
+	give(&u);
+	FX_AS(&r, &u, "-q", "checkpoint", "create", "-m", "small");
+	if (r.status)
+		fail_msg("checkpoint create: %d %s", r.status, r.err.buf);
+	tu_result_release(&r);
+	FX_AS(&r, &u, "-q", "exec", "--", "truncate", "-s", "2G", "data.bin");
+	if (r.status)
+		fail_msg("sandboxed truncate as uid %d: %d %s", (int)uid, r.status, r.err.buf);
+	tu_result_release(&r);
+
+	assert_int_equal(run_measured(&u, (const char *const[]){ "diff", NULL }, &out, &rss, &ms),
+			 0);
+	fprintf(stderr, "uid %d: diff with a file grown to 2 GiB: %ld KiB peak RSS, %ld ms\n",
+		(int)uid, rss, ms);
+	assert_true(rss < RSS_BOUND_KIB);
+	if (strcmp(out.buf, "not compared: 'data.bin' is 2147483648 bytes, larger than "
+		   "[checkpoints] max_file_bytes (268435456)\n"))
+		fail_msg("diff as uid %d:\n%s", (int)uid, out.buf);
+	buf_release(&out);
+	assert_int_equal(run_measured(&u, (const char *const[]){ "diff", "--stat", NULL }, &out,
+				      &rss, &ms), 0);
+	assert_null(strstr(out.buf, "data.bin |"));
+	assert_non_null(strstr(out.buf, "not compared: 'data.bin' is 2147483648 bytes"));
+	buf_release(&out);
+
+	/* the next checkpoint lists it and holds no entry for it */
+	FX_AS(&r, &u, "-q", "checkpoint", "create", "-m", "grown");
+	if (r.status)
+		fail_msg("checkpoint create: %d %s", r.status, r.err.buf);
+	tu_result_release(&r);
+	cmd = xstrfmt("git --git-dir='%s/.forgex/checkpoints' ls-tree -r --name-only "
+		      "refs/forgex/checkpoints", u.p.dir);
+	tu_run(&r, (const char *const[]){ "sh", "-c", cmd, NULL }, u.p.dir, NULL, NULL);
+	assert_int_equal(r.status, 0);
+	if (strstr(r.out.buf, "data.bin"))
+		fail_msg("the checkpoint of the grown file still holds it:\n%s", r.out.buf);
+	tu_result_release(&r);
+	free(cmd);
+	uproj_release(&u);
+}
+
+static void test_diff_names_a_file_grown_too_large(void **state)
+{
+	(void)state;
+	diff_names_a_file_grown_too_large(geteuid());
+}
+
+static void test_diff_names_a_file_grown_too_large_unprivileged(void **state)
+{
+	(void)state;
+	if (!as_nobody_or_skip())
+		skip();
+	diff_names_a_file_grown_too_large(NOBODY);
 }
 
 /* ---- 6. a planted run ------------------------------------------------------------ */
@@ -692,6 +789,8 @@ int main(void)
 		cmocka_unit_test(test_attack_sparse_file_unprivileged),
 		cmocka_unit_test(test_diff_honours_max_file_bytes),
 		cmocka_unit_test(test_diff_honours_max_file_bytes_unprivileged),
+		cmocka_unit_test(test_diff_names_a_file_grown_too_large),
+		cmocka_unit_test(test_diff_names_a_file_grown_too_large_unprivileged),
 		cmocka_unit_test(test_attack_planted_run_unprivileged),
 		cmocka_unit_test(test_attack_printers_unprivileged),
 		cmocka_unit_test(test_attack_always_shape_unprivileged),
