@@ -2,8 +2,9 @@
  * The copy a journal saves before a tool writes over a file is made in
  * bounded memory whatever the file's size (a command controls it: a
  * sparse file costs it nothing), and a file larger than [checkpoints]
- * max_file_bytes is not changed, saying so. Each save runs in a child
- * whose peak resident size (wait4's ru_maxrss) is asserted.
+ * max_file_bytes is not changed, saying so; the journal's look at what a
+ * path is now (vcs_hash_path()) streams too. Each runs in a child whose
+ * peak resident size (wait4's ru_maxrss) is asserted.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -230,11 +231,89 @@ static void test_journal_refuses_a_file_over_the_bound(void **state)
 	fx_close(&f);
 }
 
+/* vcs_hash_path() of `rel` in a child: its peak RSS (KiB); the id in `oid`. Returns its code. */
+static int hash_in_child(struct fx *f, const char *rel, int store, long *rss,
+			 char oid[VCS_OID_HEX])
+{
+	struct rusage ru;
+	int pipefd[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	assert_int_equal(pipe(pipefd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		char got[VCS_OID_HEX] = "";
+		int ret = vcs_hash_path(got, NULL, f->cps, rel, store);
+
+		close(pipefd[0]);
+		if (write(pipefd[1], got, strlen(got)) < 0)
+			_exit(120);
+		_exit(ret < 0 ? -ret : 0);
+	}
+	close(pipefd[1]);
+	n = read(pipefd[0], oid, VCS_OID_HEX - 1);
+	oid[n > 0 ? n : 0] = '\0';
+	close(pipefd[0]);
+	assert_int_equal(wait4(pid, &status, 0, &ru), pid);
+	assert_true(WIFEXITED(status));
+	*rss = ru.ru_maxrss;
+	return -WEXITSTATUS(status);
+}
+
+/*
+ * What a journal asks of a path a command may have grown (undo's conflict
+ * check, the run's own version kept): its blob id, hashed and stored as
+ * it is read; before, the file was read whole (up to 1 GiB). Over 1 GiB
+ * (a 2 GiB sparse file) it is refused without a read.
+ */
+static void test_hash_path_streams(void **state)
+{
+	struct fx f;
+	struct tu_result r;
+	char want[VCS_OID_HEX], got[VCS_OID_HEX];
+	char *big, *cmd;
+	long rss;
+	int fd;
+
+	(void)state;
+	fx_open(&f);
+	make_sparse(f.ws, "big.bin", 160 * MIB);
+	big = xstrfmt("%s/big.bin", f.ws);
+	fd = open(big, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(vcs_hash_fd(want, fd), 0);
+	close(fd);
+	assert_int_equal(hash_in_child(&f, "big.bin", 0, &rss, got), 0);
+	fprintf(stderr, "hash of a 160 MiB sparse file: %ld KiB peak RSS\n", rss);
+	assert_true(rss < RSS_BOUND_KIB);
+	assert_string_equal(got, want);
+	assert_int_equal(hash_in_child(&f, "big.bin", 1, &rss, got), 0);
+	fprintf(stderr, "hash and store of a 160 MiB sparse file: %ld KiB peak RSS\n", rss);
+	assert_true(rss < RSS_BOUND_KIB);
+	assert_string_equal(got, want);
+	/* stored: the shadow holds that blob, of that size */
+	cmd = xstrfmt("git --git-dir='%s/.forgex/checkpoints' cat-file -s %s", f.ws, want);
+	tu_run(&r, (const char *const[]){ "sh", "-c", cmd, NULL }, f.ws, NULL, NULL);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out.buf, "167772160\n");
+	tu_result_release(&r);
+
+	tu_sh(f.ws, "truncate -s 2G big.bin");
+	assert_int_equal(hash_in_child(&f, "big.bin", 0, &rss, got), FX_ELIMIT);
+	assert_true(rss < RSS_BOUND_KIB);
+	free(cmd);
+	free(big);
+	fx_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_journal_saves_a_large_file_in_bounded_memory),
 		cmocka_unit_test(test_journal_refuses_a_file_over_the_bound),
+		cmocka_unit_test(test_hash_path_streams),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
