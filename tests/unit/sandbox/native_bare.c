@@ -33,7 +33,8 @@
 
 #define NOBODY 65534
 #define ARGV(...) ((const char *const[]){ __VA_ARGS__, NULL })
-#define skip_msg(...) do { print_message("SKIP: " __VA_ARGS__); print_message("\n"); skip(); } while (0)
+#define skip_msg(...) \
+	do { print_message("SKIP: " __VA_ARGS__); print_message("\n"); skip(); } while (0)
 
 static char *ws, *marker_dir;
 static struct config cfg;
@@ -138,7 +139,7 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* The user's `git branch` in `dir` of the workspace, on a terminal (so the pager runs), as `uid`. */
+/* The user's `git branch` in `dir` of the workspace, on a terminal (the pager runs), as `uid`. */
 static void host_git_branch(uid_t uid, const char *dir)
 {
 	struct tu_result t;
