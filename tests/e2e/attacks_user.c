@@ -7,7 +7,9 @@
  *   5. a sandboxed `truncate -s 2G` makes a sparse file: the next
  *      checkpoint stays under 64 MiB of memory, lists it as too large,
  *      and its restore says so; `forgex diff` snapshots with the same
- *      [checkpoints] max_file_bytes as a checkpoint (as root too);
+ *      [checkpoints] max_file_bytes as a checkpoint, and names a file
+ *      grown past it instead of showing what a checkpoint held; the
+ *      backups of undo and replay keep the same bound (as root too);
  *   6. a run folder shipped with the repository (a journal named to sort
  *      last, a link beside it): undo, resume and replay pass over it and
  *      name it, and nothing is made through the link;
@@ -556,6 +558,74 @@ static char *one_run(struct uproj *u, const char *file)
 	return id;
 }
 
+/*
+ * `forgex undo` and `forgex replay` take their backup checkpoint with the
+ * configured [checkpoints] max_file_bytes (1 MiB here), as `checkpoint
+ * create` does: a 2 MiB file of the user's is listed in the backup as too
+ * large, so its restore (with the default bound) says so. Before, both
+ * opened the checkpoints with the default bound and stored it.
+ */
+static void backups_honour_max_file_bytes(uid_t uid)
+{
+	static const char *const limit[] = { "FORGEX_CHECKPOINTS_MAX_FILE_BYTES=1048576", NULL };
+	static const char *const said = "not restored: 'big.txt' (2097152 bytes) was too large to "
+					"record (over [checkpoints] max_file_bytes); left as it is";
+	const char *const *cmds[] = { (const char *const[]){ "undo", NULL },
+				      (const char *const[]){ "replay", NULL, NULL } };
+	struct uproj u;
+	struct tu_result r;
+	char *blob = xmalloc(((size_t)2 << 20) + 1), *run, *backup;
+	size_t i;
+	json_t *j;
+
+	memset(blob, 'x', (size_t)2 << 20);
+	blob[(size_t)2 << 20] = '\0';
+	for (i = 0; i < 2; i++) {
+		uproj_init(&u, uid, NULL, "auto", NULL);
+		run = one_run(&u, "NOTE.txt");
+		tu_write(u.p.dir, "big.txt", blob);
+		give(&u);
+		if (i == 1)
+			((const char **)cmds[1])[1] = run;
+		forgex_as(&r, &u, limit, cmds[i]);
+		/* (replay reaches for the provider once it has replayed: none runs here) */
+		if (i == 0 ? r.status != 0 : !strstr(r.out.buf, "Same outcome as run"))
+			fail_msg("%s as uid %d: %d\n%s%s", cmds[i][0], (int)uid, r.status, r.out.buf,
+				 r.err.buf);
+		tu_result_release(&r);
+		/* the newest checkpoint: the backup taken before the tree was changed */
+		FX_AS(&r, &u, "checkpoint", "list", "--json");
+		assert_int_equal(r.status, 0);
+		assert_int_equal(jsonx_parse(&j, r.out.buf, r.out.len, "list"), 0);
+		backup = xstrdup(json_string_value(json_object_get(json_array_get(j, 0), "short_id")));
+		json_decref(j);
+		tu_result_release(&r);
+		FX_AS(&r, &u, "checkpoint", "restore", backup);
+		if (r.status || !strstr(r.out.buf, said))
+			fail_msg("restore of the backup of %s as uid %d: %d\n%s%s", cmds[i][0],
+				 (int)uid, r.status, r.out.buf, r.err.buf);
+		tu_result_release(&r);
+		free(backup);
+		free(run);
+		uproj_release(&u);
+	}
+	free(blob);
+}
+
+static void test_backups_honour_max_file_bytes(void **state)
+{
+	(void)state;
+	backups_honour_max_file_bytes(geteuid());
+}
+
+static void test_backups_honour_max_file_bytes_unprivileged(void **state)
+{
+	(void)state;
+	if (!as_nobody_or_skip())
+		skip();
+	backups_honour_max_file_bytes(NOBODY);
+}
+
 static void test_attack_planted_run_unprivileged(void **state)
 {
 	struct uproj author, victim;
@@ -796,6 +866,8 @@ int main(void)
 		cmocka_unit_test(test_diff_honours_max_file_bytes_unprivileged),
 		cmocka_unit_test(test_diff_names_a_file_grown_too_large),
 		cmocka_unit_test(test_diff_names_a_file_grown_too_large_unprivileged),
+		cmocka_unit_test(test_backups_honour_max_file_bytes),
+		cmocka_unit_test(test_backups_honour_max_file_bytes_unprivileged),
 		cmocka_unit_test(test_attack_planted_run_unprivileged),
 		cmocka_unit_test(test_attack_printers_unprivileged),
 		cmocka_unit_test(test_attack_always_shape_unprivileged),
