@@ -308,6 +308,11 @@ int vcs_hash_path(char oid[VCS_OID_HEX], unsigned *mode, struct checkpoints *cps
 			ret = err_set_errno(FX_EOS, "cannot look at '%s'", rel);
 		else if (!S_ISREG(st.st_mode) || (size_t)st.st_size > MAX_HASH_BYTES)
 			ret = err_set(FX_ELIMIT, "'%s' changed while it was looked at", rel);
+		else if (store && (uint64_t)st.st_size > cps->max_file_bytes)
+			/* what no checkpoint may hold (a restore reads a blob whole) */
+			ret = err_set(FX_ELIMIT, "'%s' is %lld bytes, larger than [checkpoints] "
+				      "max_file_bytes (%llu): not stored", rel, (long long)st.st_size,
+				      (unsigned long long)cps->max_file_bytes);
 		else
 			ret = hash_streamed(&id, cps, fd, st.st_size, store, rel);
 		close(fd);

@@ -300,6 +300,12 @@ static void test_hash_path_streams(void **state)
 	assert_string_equal(r.out.buf, "167772160\n");
 	tu_result_release(&r);
 
+	/* with the bound at 128 MiB it is not stored, and says so */
+	checkpoint_set_max_file_bytes(f.cps, (uint64_t)128 << 20);
+	assert_int_equal(hash_in_child(&f, "big.bin", 1, &rss, got), FX_ELIMIT);
+	assert_true(rss < RSS_BOUND_KIB);
+	checkpoint_set_max_file_bytes(f.cps, CHECKPOINT_MAX_FILE_BYTES);
+
 	tu_sh(f.ws, "truncate -s 2G big.bin");
 	assert_int_equal(hash_in_child(&f, "big.bin", 0, &rss, got), FX_ELIMIT);
 	assert_true(rss < RSS_BOUND_KIB);
