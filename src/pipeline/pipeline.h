@@ -179,7 +179,8 @@ void pipeline_undo_result_release(struct pipeline_undo_result *r);
  */
 int pipeline_undo(struct pipeline_undo_result *out, const char *workspace,
 		  uint64_t max_file_bytes, const char *id, int force, int no_wait,
-		  void (*on_wait)(void *data, const char *holder), void *data, const volatile sig_atomic_t *cancel);
+		  void (*on_wait)(void *data, const char *holder), void *data,
+		  const volatile sig_atomic_t *cancel);
 
 /**
  * Whether run `id` of `workspace` left its tree not put back: when its

@@ -268,7 +268,8 @@ out:
 
 int pipeline_undo(struct pipeline_undo_result *out, const char *workspace,
 		  uint64_t max_file_bytes, const char *id, int force, int no_wait,
-		  void (*on_wait)(void *data, const char *holder), void *data, const volatile sig_atomic_t *cancel)
+		  void (*on_wait)(void *data, const char *holder), void *data,
+		  const volatile sig_atomic_t *cancel)
 {
 	struct ws_lock lock = WS_LOCK_INIT;
 	struct checkpoints *cps = NULL;
