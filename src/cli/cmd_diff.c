@@ -24,7 +24,7 @@ static int run_diff(struct buf *out, struct checkpoints *cps, const char *worksp
 {
 	char *dir = rundir_dir(workspace, id);
 	struct journal jr = JOURNAL_INIT;
-	struct strvec paths = STRVEC_INIT;
+	struct strvec paths = STRVEC_INIT, compared = STRVEC_INIT;
 	json_t *st = NULL, *sum = NULL;
 	char now[VCS_OID_HEX];
 	const char *pre, *end;
@@ -47,15 +47,31 @@ static int run_diff(struct buf *out, struct checkpoints *cps, const char *worksp
 	journal_release(&jr);
 	end = jsonx_str(sum, "end_tree");
 	if (!end) {
+		const struct strvec *large;
+		size_t i, k;
+
 		ret = vcs_snapshot(now, cps);
 		if (ret < 0)
 			goto out;
 		end = now;
+		/* too large now: named, never compared (it is in no tree: it would show deleted) */
+		large = checkpoint_too_large(cps);
+		vcs_diff_note_too_large(out, cps);
+		for (k = 0; k < paths.nr; k++) {
+			for (i = 0; i < large->nr; i++)
+				if (!strcmp(paths.v[k], strchr(large->v[i], ' ') + 1))
+					break;
+			if (i == large->nr)
+				strvec_push(&compared, paths.v[k]);
+		}
+	} else {
+		strvec_copy(&compared, &paths);
 	}
 	/* a run from an older forgex has no journal: everything since it started */
 	ret = vcs_diff_trees(out, NULL, cps, pre, end,
-			     paths.nr || json_object_get(st, "interrupted") ? &paths : NULL, flags);
+			     paths.nr || json_object_get(st, "interrupted") ? &compared : NULL, flags);
 out:
+	strvec_clear(&compared);
 	strvec_clear(&paths);
 	json_decref(st);
 	json_decref(sum);

@@ -93,7 +93,8 @@ static int replay_session(struct config *cfg, const char *id, int json)
 	json_array_foreach(events, i, ev)
 		if (!strcmp(jsonx_str(ev, "type") ? jsonx_str(ev, "type") : "", "turn_end"))
 			json_array_append(ends, ev);
-	ret = recorder_restore_start(NULL, cfg->workspace, RUNDIR_CHATS, id);
+	ret = recorder_restore_start(NULL, cfg->workspace,
+				     (uint64_t)cfg->checkpoints.max_file_bytes, RUNDIR_CHATS, id);
 	if (ret < 0 && ret != FX_ENOTFOUND)
 		goto fail;
 	err_clear();
@@ -286,7 +287,8 @@ int cmd_replay(int argc, char **argv)
 		goto out;
 	}
 	/* the run starts from the tree it started from */
-	if (recorder_restore_start(NULL, cfg.workspace, RUNDIR_RUNS, id) < 0) {
+	if (recorder_restore_start(NULL, cfg.workspace,
+				   (uint64_t)cfg.checkpoints.max_file_bytes, RUNDIR_RUNS, id) < 0) {
 		if (err_last_code() != FX_ENOTFOUND)
 			goto fail;
 		err_clear();

@@ -88,7 +88,8 @@ int cmd_undo(int argc, char **argv)
 		goto out;
 	}
 	say_planted(&planted);
-	ret = pipeline_undo(&res, cfg.workspace, id, force, no_wait, on_wait, NULL, NULL);
+	ret = pipeline_undo(&res, cfg.workspace, (uint64_t)cfg.checkpoints.max_file_bytes, id, force,
+			    no_wait, on_wait, NULL, NULL);
 	if (ret < 0) {
 		cli_print_error();
 		if (res.conflicts.nr) {

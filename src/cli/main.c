@@ -223,7 +223,9 @@ static const struct cli_command commands[] = {
 	  "files only. With a checkpoint ID (4+ hex digits; the default when there\n"
 	  "are no runs: the newest): from it to the working tree, with the files a\n"
 	  "checkpoint records: new files as added, deleted ones as removed, mode\n"
-	  "changes, binary files noted. Options may follow the id.\n"
+	  "changes, binary files noted; a file over [checkpoints] max_file_bytes\n"
+	  "is not compared but named, with its size, on a line before the patch.\n"
+	  "Options may follow the id.\n"
 	  "--stat        a summary per file instead of the patch\n"
 	  "--color=WHEN  colour the output: always, never, or auto (default: when\n"
 	  "              standard output is a terminal and NO_COLOR is unset)\n" },

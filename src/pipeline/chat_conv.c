@@ -357,7 +357,8 @@ static int undo_run(struct chat *c, struct chat_run *r, struct chat_undone *u)
 
 	pipeline_undo_result_init(&pr);
 	u->run_id = xstrdup(r->id);
-	ret = pipeline_undo(&pr, o->cfg->workspace, r->id, 0, o->no_wait, o->on_wait,
+	ret = pipeline_undo(&pr, o->cfg->workspace,
+			    (uint64_t)o->cfg->checkpoints.max_file_bytes, r->id, 0, o->no_wait, o->on_wait,
 			    o->event_data, o->cancel);
 	copy_all(&u->conflicts, &pr.conflicts);
 	if (ret < 0)

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,7 +20,8 @@
 #include "pipeline/runrecord.h"
 
 #define CHANGES "changes.jsonl"
-#define MAX_SAVE ((size_t)1 << 30)	/* larger files cannot be saved: the change is refused */
+#define MAX_SAVE ((size_t)1 << 30)	/* a rollback reads a saved copy up to this */
+#define SAVE_CHUNK ((size_t)64 << 10)	/* what a copy saved before a change holds in memory */
 #define GITMODE_FILE 0100644u
 #define GITMODE_EXEC 0100755u
 #define GITMODE_LINK 0120000u
@@ -338,35 +341,154 @@ static int save_file(struct journal *j, const char *name, const void *data, size
 	return ret;
 }
 
+/* Write the `len` bytes of `data` at `off` of `fd`. */
+static int pwrite_all(int fd, const char *data, size_t len, off_t off)
+{
+	while (len) {
+		ssize_t n = pwrite(fd, data, len, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return err_set_errno(FX_EOS, "cannot write");
+		data += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+/*
+ * Copy the file open as `src` (its stat data `st`) to `dst`: a clone of
+ * its blocks where the file system can make one (FICLONE: no byte moves),
+ * else SAVE_CHUNK bytes at a time, each hole (SEEK_DATA/SEEK_HOLE) left a
+ * hole. Memory stays SAVE_CHUNK whatever the size, and a sparse file takes
+ * no more disk as a copy than it does in the workspace.
+ */
+static int copy_blocks(int dst, int src, const struct stat *st)
+{
+	off_t off = 0, size = st->st_size, data, hole;
+	char *chunk;
+	int ret = 0;
+
+	if (!ioctl(dst, FICLONE, src))
+		return 0;
+	chunk = xmalloc(SAVE_CHUNK);
+	while (!ret && off < size) {
+		data = lseek(src, off, SEEK_DATA);
+		if (data < 0)
+			data = errno == ENXIO ? size : off;	/* a hole to the end; or no SEEK_DATA */
+		off = data < size ? data : size;
+		hole = off < size ? lseek(src, off, SEEK_HOLE) : size;
+		if (hole <= off || hole > size)
+			hole = size;
+		while (!ret && off < hole) {
+			size_t want = (size_t)(hole - off) < SAVE_CHUNK ? (size_t)(hole - off) : SAVE_CHUNK;
+			ssize_t n = pread(src, chunk, want, off);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				ret = err_set_errno(FX_EOS, "cannot read it");
+			} else if (!n) {
+				size = off;	/* shorter than it was: what there is */
+				hole = off;
+			} else if (!(ret = pwrite_all(dst, chunk, (size_t)n, off))) {
+				off += n;
+			}
+		}
+	}
+	free(chunk);
+	if (!ret && ftruncate(dst, size) < 0)
+		ret = err_set_errno(FX_EOS, "cannot set the size");
+	return ret;
+}
+
+/*
+ * Save the regular file open as `src` (`st`) as the new file `name` of
+ * the run folder (copy_blocks(): bounded memory), with its mode's read and
+ * write bits for the owner only, and hash the copy into `oid`.
+ */
+static int save_copy(struct journal *j, const char *name, int src, const struct stat *st,
+		     char oid[VCS_OID_HEX])
+{
+	int fd = rundir_file_open(j->dir, name, O_RDWR | O_CREAT | O_TRUNC, 0600), ret;
+
+	if (fd < 0)
+		return fd;
+	ret = copy_blocks(fd, src, st);
+	if (!ret && fchmod(fd, st->st_mode & 0777 ? st->st_mode & 0600 : 0600) < 0)
+		ret = err_set_errno(FX_EOS, "cannot set the mode");
+	if (!ret && fsync(fd) < 0)
+		ret = err_set_errno(FX_EOS, "cannot flush it to disk");
+	if (!ret)
+		ret = vcs_hash_fd(oid, fd);
+	if (close(fd) < 0 && !ret)
+		ret = err_set_errno(FX_EOS, "cannot close it");
+	if (ret < 0)
+		err_prefix(ret, "cannot save %s/%s", j->dir, name);
+	return ret;
+}
+
+/* Remove the file `name` of the run folder (a copy not needed after all). */
+static void drop_copy(struct journal *j, const char *name)
+{
+	const char *slash = strrchr(name, '/');
+	char *dir = slash ? xstrndup(name, (size_t)(slash - name)) : NULL;
+	int dfd = rundir_file_open(j->dir, dir, O_RDONLY | O_DIRECTORY, 0);
+
+	if (dfd >= 0) {
+		unlinkat(dfd, slash ? slash + 1 : name, 0);
+		close(dfd);
+	}
+	err_clear();
+	free(dir);
+}
+
+/* The refusal for a file the bound of the checkpoints does not let be saved. */
+static int too_large(struct journal *j, const char *rel, const struct stat *st, const char *what)
+{
+	return err_set(FX_ELIMIT, "'%s' is %lld bytes, larger than [checkpoints] max_file_bytes "
+		       "(%llu): %s", rel, (long long)st->st_size,
+		       (unsigned long long)checkpoint_max_file_bytes(j->cps), what);
+}
+
 /*
  * The run changes `rel` again. If someone else changed it since the run
  * last did (the user, between two of the run's writes), their version is
- * copied to user-versions/PATH first, so it is not lost.
+ * copied to user-versions/PATH first, so it is not lost. Bounded memory
+ * (save_copy()); a file over [checkpoints] max_file_bytes is not changed,
+ * since whoever made it so cannot have their version kept.
  */
 static int keep_user_version(struct journal *j, int dirfd, const char *name, const char *rel)
 {
 	const char *left = jsonx_str(json_object_get(j->paths, rel), "left");
-	struct buf data = BUF_INIT;
 	struct stat st;
 	char oid[VCS_OID_HEX];
 	char *file;
 	int fd, ret;
 
-	if (!left || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
-	    (size_t)st.st_size > MAX_SAVE)
+	if (!left)
 		return 0;
 	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ret = fsutil_read_fd(&data, fd, MAX_SAVE);
-	close(fd);
-	if (ret < 0 || vcs_hash_buffer(oid, data.buf, data.len) < 0 || !strcmp(oid, left)) {
-		err_clear();
-		buf_release(&data);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		if (fd >= 0)
+			close(fd);
 		return 0;
 	}
+	if ((uint64_t)st.st_size > checkpoint_max_file_bytes(j->cps)) {
+		close(fd);
+		return too_large(j, rel, &st, "not changed, since a version someone else made "
+				 "since the run changed it could not be saved first");
+	}
 	file = xstrfmt("user-versions/%s", rel);
-	ret = save_file(j, file, data.buf, data.len, st.st_mode);
+	ret = save_copy(j, file, fd, &st, oid);
+	close(fd);
+	if (!ret && !strcmp(oid, left)) {
+		drop_copy(j, file);	/* the run's own version: nothing to keep */
+		free(file);
+		return 0;
+	}
 	if (!ret) {
 		/* a rollback puts the user's version back, not the one from before the run */
 		json_t *uv = json_pack("{s:s, s:s, s:i, s:s}", "kind", "saved", "file", file,
@@ -381,14 +503,12 @@ static int keep_user_version(struct journal *j, int dirfd, const char *name, con
 		err_prefix(ret, "not changed: it was changed by someone else since the run changed "
 			   "it, and that version could not be saved first");
 	free(file);
-	buf_release(&data);
 	return ret;
 }
 
 int journal_before_change(struct journal *j, int dirfd, const char *name, const char *rel)
 {
 	struct stat st;
-	struct buf data = BUF_INIT;
 	char oid[VCS_OID_HEX];
 	json_t *before;
 	int ret = 0;
@@ -416,23 +536,26 @@ int journal_before_change(struct journal *j, int dirfd, const char *name, const 
 		char *file;
 		int fd;
 
-		if ((size_t)st.st_size > MAX_SAVE)
-			return err_set(FX_ELIMIT, "'%s' is %lld bytes: too large to save a copy before "
-				       "changing it, so it is not changed", rel, (long long)st.st_size);
 		fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-		if (fd < 0)
-			return err_set_errno(FX_EOS, "cannot read '%s' before changing it", rel);
-		ret = fsutil_read_fd(&data, fd, MAX_SAVE);
-		close(fd);
-		if (ret < 0)
+		if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			ret = err_set_errno(FX_EOS, "cannot read '%s' before changing it", rel);
+			if (fd >= 0)
+				close(fd);
 			goto out;
+		}
+		/* the bound of the checkpoints: what no checkpoint could hold is not taken away */
+		if ((uint64_t)st.st_size > checkpoint_max_file_bytes(j->cps)) {
+			close(fd);
+			return too_large(j, rel, &st, "too large to save a copy before changing it, "
+					 "so it is not changed");
+		}
 		file = xstrfmt("saved/%lu", ++j->nsaved);
-		ret = save_file(j, file, data.buf, data.len, st.st_mode);
+		ret = save_copy(j, file, fd, &st, oid);
+		close(fd);
 		if (ret < 0) {
 			free(file);
 			goto out;
 		}
-		vcs_hash_buffer(oid, data.buf, data.len);
 		before = json_pack("{s:s, s:s, s:i, s:s}", "kind", "saved", "file", file,
 				   "mode", (int)st.st_mode, "oid", oid);
 		free(file);
@@ -448,7 +571,6 @@ int journal_before_change(struct journal *j, int dirfd, const char *name, const 
 out:
 	if (ret < 0)
 		err_prefix(ret, "not changed, because what is there could not be saved first");
-	buf_release(&data);
 	return ret;
 }
 

@@ -38,6 +38,7 @@
 
 #include <jansson.h>
 #include <signal.h>
+#include <stdint.h>
 
 #include "base/buf.h"
 #include "config/config.h"
@@ -172,11 +173,14 @@ void pipeline_undo_result_release(struct pipeline_undo_result *r);
  * (the current versions are then saved in the run folder). A run that
  * committed (commit = true) has its commit reverted by a new commit when
  * HEAD is still that commit, else `commit_note` says why not. Takes the
- * workspace lock (see pipeline_opts.no_wait / on_wait).
+ * workspace lock (see pipeline_opts.no_wait / on_wait). Its backup
+ * checkpoint and the copies it saves before writing over a path keep
+ * [checkpoints] max_file_bytes = `max_file_bytes`.
  */
-int pipeline_undo(struct pipeline_undo_result *out, const char *workspace, const char *id,
-		  int force, int no_wait, void (*on_wait)(void *data, const char *holder),
-		  void *data, const volatile sig_atomic_t *cancel);
+int pipeline_undo(struct pipeline_undo_result *out, const char *workspace,
+		  uint64_t max_file_bytes, const char *id, int force, int no_wait,
+		  void (*on_wait)(void *data, const char *holder), void *data,
+		  const volatile sig_atomic_t *cancel);
 
 /**
  * Whether run `id` of `workspace` left its tree not put back: when its

@@ -269,8 +269,8 @@ void recorder_hook(void *data, json_t *fields)
 	recorder_event(data, "hook", fields);
 }
 
-int recorder_restore_start(char **checkpoint, const char *workspace, const char *kind,
-			   const char *id)
+int recorder_restore_start(char **checkpoint, const char *workspace, uint64_t max_file_bytes,
+			   const char *kind, const char *id)
 {
 	struct ws_lock lock = WS_LOCK_INIT;
 	struct checkpoints *cps = NULL;
@@ -298,6 +298,7 @@ int recorder_restore_start(char **checkpoint, const char *workspace, const char 
 	ret = checkpoint_open(&cps, workspace);
 	if (ret < 0)
 		goto out;
+	checkpoint_set_max_file_bytes(cps, max_file_bytes);
 	ret = checkpoint_restore(&res, cps, start);
 	if (ret < 0)
 		goto out;

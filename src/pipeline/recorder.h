@@ -32,6 +32,7 @@
  */
 
 #include <jansson.h>
+#include <stdint.h>
 
 #include "context/context.h"
 #include "pipeline/journal.h"
@@ -101,11 +102,12 @@ void recorder_hook(void *data, json_t *fields);
 /**
  * Restore the whole checkpoint that run (`kind` RUNDIR_RUNS: its
  * pre-run checkpoint) or session (RUNDIR_CHATS: its first checkpoint)
- * `id` of `workspace` started from, under the workspace lock. `*checkpoint`
- * (may be NULL) receives its id (caller frees). FX_ENOTFOUND when it
- * recorded none.
+ * `id` of `workspace` started from, under the workspace lock, with
+ * [checkpoints] max_file_bytes = `max_file_bytes` (the backup it takes
+ * first holds what a checkpoint would). `*checkpoint` (may be NULL)
+ * receives its id (caller frees). FX_ENOTFOUND when it recorded none.
  */
-int recorder_restore_start(char **checkpoint, const char *workspace, const char *kind,
-			   const char *id);
+int recorder_restore_start(char **checkpoint, const char *workspace, uint64_t max_file_bytes,
+			   const char *kind, const char *id);
 
 #endif

@@ -266,9 +266,10 @@ out:
 	strvec_clear(&paths);
 }
 
-int pipeline_undo(struct pipeline_undo_result *out, const char *workspace, const char *id,
-		  int force, int no_wait, void (*on_wait)(void *data, const char *holder),
-		  void *data, const volatile sig_atomic_t *cancel)
+int pipeline_undo(struct pipeline_undo_result *out, const char *workspace,
+		  uint64_t max_file_bytes, const char *id, int force, int no_wait,
+		  void (*on_wait)(void *data, const char *holder), void *data,
+		  const volatile sig_atomic_t *cancel)
 {
 	struct ws_lock lock = WS_LOCK_INIT;
 	struct checkpoints *cps = NULL;
@@ -295,6 +296,7 @@ int pipeline_undo(struct pipeline_undo_result *out, const char *workspace, const
 	ret = checkpoint_open(&cps, workspace);
 	if (ret < 0)
 		goto out;
+	checkpoint_set_max_file_bytes(cps, max_file_bytes);
 	/* appending, so what the undo put back is noted; read-only when the folder is */
 	ret = journal_open(&jr, cps, dir, 1);
 	if (ret < 0) {

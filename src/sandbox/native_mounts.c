@@ -159,6 +159,23 @@ static void plan_hidden(struct native_state *st, struct executor *ex)
 	strvec_clear(&seen);
 }
 
+/*
+ * Whether the folder open as `dfd` has the shape git takes for a
+ * repository of its own (setup.c's is_git_directory(): HEAD, objects/,
+ * refs): git run inside it reads its config with no .git anywhere (`git
+ * log` there runs its core.pager on the host). Such a folder is guarded
+ * as a nested .git is.
+ */
+static int looks_like_git_dir(int dfd)
+{
+	struct stat sb;
+
+	return fstatat(dfd, "HEAD", &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       (S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode)) &&
+	       fstatat(dfd, "objects", &sb, 0) == 0 && S_ISDIR(sb.st_mode) &&
+	       fstatat(dfd, "refs", &sb, 0) == 0;
+}
+
 struct link_scan {
 	struct native_state *st;
 	size_t entries;
@@ -235,7 +252,18 @@ static void scan_links(struct link_scan *ls, int dfd, const char *path, int dept
 		if (fd < 0)
 			continue;
 		sub = xstrfmt("%s/%s", path, de->d_name);
-		scan_links(ls, fd, sub, depth + 1, 0);
+		if (!looks_like_git_dir(fd)) {
+			scan_links(ls, fd, sub, depth + 1, 0);
+		} else if (ls->mounts < HARDLINK_MOUNTS_MAX) {
+			/* a repository without .git (bare): read-only as a whole, as a .git */
+			close(fd);
+			add_op(ls->st, SB_MNT_RO_BIND, SB_MNTF_OPTIONAL, 0, keep_path(ls->st, sub),
+			       NULL);
+			ls->mounts++;
+		} else {
+			close(fd);
+			ls->truncated = 1;
+		}
 		free(sub);
 	}
 	closedir(d);
@@ -526,6 +554,30 @@ static void quarantine_one(struct sb_spawn *sp, const char *p, const char *what)
 }
 
 /*
+ * A folder git takes for a repository (looks_like_git_dir()) that the
+ * command made or changed: renamed, it would still be one, so its HEAD is
+ * moved aside instead and git no longer takes it for a repository; the
+ * rest stays for the person to look at.
+ */
+static void quarantine_git_dir(struct sb_spawn *sp, const char *p)
+{
+	char *head = xstrfmt("%s/HEAD", p);
+	char *to = xstrfmt("%s-quarantined-by-forgex-%ld-%lu", head, (long)getpid(),
+			   __atomic_add_fetch(&native_name_seq, 1, __ATOMIC_RELAXED));
+
+	if (rename(head, to) == 0)
+		strvec_pushf(&sp->notes, "forgex: the command created or changed '%s', a folder "
+			     "git takes for a repository (HEAD, objects, refs), which would steer "
+			     "git outside the sandbox; its HEAD was moved to '%s'", p, to);
+	else
+		strvec_pushf(&sp->notes, "forgex: the command created or changed '%s', a folder "
+			     "git takes for a repository, and forgex could not move its HEAD away "
+			     "(%s): check it before you run git there", p, strerror(errno));
+	free(head);
+	free(to);
+}
+
+/*
  * Whether the plan binds `path` read-only: the command cannot have changed
  * it, and a change seen there is the user's own (git refreshing the index
  * of a nested repository while the command ran).
@@ -599,7 +651,22 @@ static void scan_git(struct git_scan *gs, int dfd, const char *path, int depth)
 		if (fd < 0)
 			continue;
 		sub = xstrfmt("%s/%s", path, de->d_name);
-		scan_git(gs, fd, sub, depth + 1);
+		if (looks_like_git_dir(fd)) {
+			/* a repository without .git: made or changed, it goes as a .git would */
+			size_t budget = GIT_INSIDE_MAX;
+			int changed = 0;
+
+			if (bound_read_only(gs->st, sub))
+				close(fd);
+			else if (!(changed = changed_since(&sb, gs->since)))
+				changed = git_dir_changed(fd, gs->since, &budget, 0);	/* takes fd */
+			else
+				close(fd);
+			if (changed)
+				quarantine_git_dir(gs->sp, sub);
+		} else {
+			scan_git(gs, fd, sub, depth + 1);
+		}
 		free(sub);
 	}
 	closedir(d);

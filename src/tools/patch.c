@@ -907,16 +907,29 @@ static char *keep_link(struct tool_ctx *ctx, const struct wspath_loc *loc)
 	return xstrdup(name);
 }
 
-static int save_bytes(struct done *d)
+/* Its bytes in memory, at most `max` (a command may have made it of any size). */
+static int save_bytes(struct done *d, size_t max)
 {
 	int fd = openat(d->loc.dirfd, d->loc.name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
 	int ret;
 
 	if (fd < 0)
-		return -1;
-	ret = fsutil_read_fd(&d->saved, fd, 0);
+		return err_set_errno(FX_EOS, "cannot keep a copy of '%s' to undo the patch with",
+				     d->loc.rel);
+	if (fstat(fd, &st) == 0 && (size_t)st.st_size > max) {
+		close(fd);
+		return err_set(FX_ELIMIT, "'%s' is %lld bytes: it cannot be linked to keep a copy "
+			       "to undo the patch with, and a copy in memory is limited to the %zu "
+			       "bytes the tools load", d->loc.rel,
+			       (long long)st.st_size, max);
+	}
+	ret = fsutil_read_fd(&d->saved, fd, max);
 	close(fd);
-	return ret < 0 ? -1 : 0;
+	if (ret < 0)
+		return err_prefix(ret, "cannot keep a copy of '%s' to undo the patch with",
+				  d->loc.rel);
+	return 0;
 }
 
 /* Remove the `n` innermost folders of `rel`'s parents, when empty. */
@@ -989,12 +1002,13 @@ static int keep_old(struct tool_ctx *ctx, struct done *x)
 	x->keep = keep_link(ctx, &x->loc);
 	if (x->keep)
 		return 0;
-	if (x->loc.type == S_IFREG && !save_bytes(x)) {
-		x->saved_ok = 1;
-		return 0;
-	}
-	return err_set_errno(FX_EOS, "cannot keep a copy of '%s' to undo the patch with",
-			     x->loc.rel);
+	if (x->loc.type != S_IFREG)
+		return err_set_errno(FX_EOS, "cannot keep a copy of '%s' to undo the patch with",
+				     x->loc.rel);
+	if (save_bytes(x, ctx->limits.file_bytes) < 0)
+		return err_last_code();
+	x->saved_ok = 1;
+	return 0;
 }
 
 static int changed(const struct vfile *f)

@@ -239,16 +239,27 @@ static int search_buffer(struct worker *w, const char *rel, const char *d, size_
 	return 0;
 }
 
-/* Read all of `fd` (a regular file of about `size` bytes) into `b`, replacing its contents. */
+#define READ_CHUNK ((size_t)1 << 20)
+
+/*
+ * Read `fd` (a regular file of about `size` bytes) into `b`, replacing its
+ * contents, READ_CHUNK at a time, up to the end or the first read that
+ * brings a NUL byte: rg_searched() gives the same answer on what is read
+ * as on the whole (nothing past the fill holding the first NUL is
+ * searched), so a sparse file (a command makes one for nothing) costs one
+ * chunk, not its size.
+ */
 static int read_whole(struct buf *b, int fd, size_t size)
 {
 	buf_reset(b);
 	for (;;) {
-		size_t want;
+		size_t want = size > b->len ? size - b->len : 0;
 		ssize_t n;
 
-		buf_grow(b, (size > b->len ? size - b->len : 0) + 1);
+		buf_grow(b, (want < READ_CHUNK ? want : READ_CHUNK) + 1);
 		want = b->alloc - b->len - 1;
+		if (want > READ_CHUNK)
+			want = READ_CHUNK;
 		n = read(fd, b->buf + b->len, want);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -257,7 +268,7 @@ static int read_whole(struct buf *b, int fd, size_t size)
 		}
 		buf_setlen(b, b->len + (size_t)n);
 		/* A short read of a regular file is its end. */
-		if (!n || (size_t)n < want)
+		if (!n || (size_t)n < want || memchr(b->buf + b->len - n, '\0', (size_t)n))
 			return 0;
 		if (b->len > FILE_MAX)
 			return FX_ELIMIT;

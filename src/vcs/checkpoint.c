@@ -52,6 +52,16 @@ void checkpoint_set_max_file_bytes(struct checkpoints *cps, uint64_t max)
 	cps->max_file_bytes = max;
 }
 
+uint64_t checkpoint_max_file_bytes(const struct checkpoints *cps)
+{
+	return cps->max_file_bytes;
+}
+
+const struct strvec *checkpoint_too_large(const struct checkpoints *cps)
+{
+	return &cps->too_large;
+}
+
 void checkpoint_set_tmp_hook(struct checkpoints *cps,
 			     int (*before_create)(void *data, const char *rel, const char *tmp),
 			     void *data)

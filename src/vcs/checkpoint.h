@@ -104,6 +104,17 @@ void checkpoint_close(struct checkpoints *cps);
  */
 void checkpoint_set_max_file_bytes(struct checkpoints *cps, uint64_t max);
 
+/** That bound (CHECKPOINT_MAX_FILE_BYTES unless set). */
+uint64_t checkpoint_max_file_bytes(const struct checkpoints *cps);
+
+/**
+ * The files over that bound ("SIZE PATH") the last look at the tree that
+ * made no checkpoint found (vcs_snapshot(), vcs_diff_ext()): they are in
+ * no tree it made, and a diff shows them only as such, never with the
+ * content an older checkpoint held.
+ */
+const struct strvec *checkpoint_too_large(const struct checkpoints *cps);
+
 /**
  * Tell `before_create` (NULL: no one) the name of each temporary file
  * vcs_put_path() and vcs_restore_paths() create in the workspace, before

@@ -86,6 +86,46 @@ static int print_cb(const git_diff_delta *delta, const git_diff_hunk *hunk,
 	return 0;
 }
 
+/* The path of a "SIZE PATH" line of a too-large list. */
+static const char *too_large_path(const char *line)
+{
+	const char *sp = strchr(line, ' ');
+
+	return sp ? sp + 1 : line;
+}
+
+/* git_diff_options.notify_cb: a file over max_file_bytes now is not compared (> 0 skips it). */
+static int skip_too_large(const git_diff *diff, const git_diff_delta *delta,
+			  const char *matched_pathspec, void *payload)
+{
+	const struct strvec *large = payload;
+	size_t i;
+
+	(void)diff;
+	(void)matched_pathspec;
+	for (i = 0; i < large->nr; i++)
+		if (!strcmp(delta->old_file.path, too_large_path(large->v[i])) ||
+		    !strcmp(delta->new_file.path, too_large_path(large->v[i])))
+			return 1;
+	return 0;
+}
+
+void vcs_diff_note_too_large(struct buf *out, const struct checkpoints *cps)
+{
+	const struct strvec *large = checkpoint_too_large(cps);
+	size_t i;
+
+	for (i = 0; i < large->nr; i++) {
+		const char *path = too_large_path(large->v[i]);
+
+		buf_addstr(out, "not compared: '");
+		buf_add_termsafe(out, path, strlen(path), 0);
+		buf_addf(out, "' is %.*s bytes, larger than [checkpoints] max_file_bytes (%llu)\n",
+			 (int)(path - 1 - large->v[i]), large->v[i],
+			 (unsigned long long)checkpoint_max_file_bytes(cps));
+	}
+}
+
 int vcs_diff_ext(struct buf *out, size_t *changed, struct checkpoints *cps, const char *id,
 		 unsigned flags)
 {
@@ -114,12 +154,16 @@ int vcs_diff_ext(struct buf *out, size_t *changed, struct checkpoints *cps, cons
 		/* a file that became a link (or back) shows as removed and added */
 		opts.flags = GIT_DIFF_NORMAL;
 		opts.context_lines = 3;
+		opts.notify_cb = skip_too_large;
+		opts.payload = (void *)checkpoint_too_large(cps);
 		gerr = git_diff_tree_to_tree(&diff, repo, old_tree, new_tree, &opts);
 	}
 	if (gerr < 0) {
 		ret = vcs_git_error(gerr, "cannot compare the tree with the checkpoint");
 		goto out;
 	}
+	/* before the patch, where `git apply` passes over text */
+	vcs_diff_note_too_large(out, cps);
 	if (changed)
 		*changed = git_diff_num_deltas(diff);
 	if (!git_diff_num_deltas(diff))

@@ -10,7 +10,12 @@
  * so the diff shows exactly what a restore of that checkpoint would undo:
  * new files as added, deleted ones as removed, changed modes as "old
  * mode / new mode", links by their targets, and binary files as "Binary
- * files ... differ". Reading the tree refreshes the checkpoint index and
+ * files ... differ". A file larger than [checkpoints] max_file_bytes is
+ * in no tree the capture makes: it is not compared at all (neither shown
+ * deleted nor with content an older capture held) but named, with its
+ * size and the bound, on a line "not compared: 'PATH' is N bytes, larger
+ * than [checkpoints] max_file_bytes (M)" before the patch (where
+ * `git apply` passes over text). Reading the tree refreshes the checkpoint index and
  * may store the contents of changed files in the shadow repository; it
  * never touches the tree or the user's repository.
  *
@@ -42,6 +47,12 @@ int vcs_diff(struct buf *out, struct checkpoints *cps, const char *id, int color
  */
 int vcs_diff_ext(struct buf *out, size_t *changed, struct checkpoints *cps, const char *id,
 		 unsigned flags);
+
+/**
+ * Append the "not compared" line of each file the last capture without a
+ * checkpoint found too large (checkpoint_too_large()), names escaped.
+ */
+void vcs_diff_note_too_large(struct buf *out, const struct checkpoints *cps);
 
 /**
  * Append the unified diff of two versions of `path` (NULL: absent, a new

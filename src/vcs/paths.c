@@ -12,6 +12,7 @@
 #include "base/err.h"
 #include "base/fsutil.h"
 #include "vcs/diff.h"
+#include "vcs/odb.h"
 #include "vcs/paths.h"
 #include "vcs/shadow.h"
 #include "vcs/snapshot.h"
@@ -202,6 +203,58 @@ static int open_parent(int *out, const char *root, const char *rel, int create,
 	return 0;
 }
 
+#define HASH_CHUNK ((size_t)64 << 10)
+
+/*
+ * The blob id of the regular file open as `fd` (`size` bytes), read
+ * HASH_CHUNK at a time: with `store` written into the shadow as it is read
+ * (a streamed write of its own object store, as a snapshot's), else only
+ * hashed. Memory does not grow with the file (a command controls its size).
+ */
+static int hash_streamed(git_oid *id, struct checkpoints *cps, int fd, off_t size, int store,
+			 const char *rel)
+{
+	git_odb *odb = NULL;
+	git_odb_stream *s = NULL;
+	char *chunk, name[40];
+	off_t off = 0;
+	int gerr, ret = 0;
+
+	if (!store) {
+		snprintf(name, sizeof(name), "/proc/self/fd/%d", fd);
+		gerr = git_odb_hashfile(id, name, GIT_OBJECT_BLOB);
+		return gerr < 0 ? vcs_git_error(gerr, "cannot hash '%s'", rel) : 0;
+	}
+	if (!cps->loose)
+		return err_set(FX_ERROR, "cannot store '%s': no object store", rel);
+	if ((gerr = git_repository_odb(&odb, checkpoint__repo(cps))) < 0)
+		return vcs_git_error(gerr, "cannot open the checkpoint objects");
+	vcs_loose_allow_stream(cps->loose, 1);
+	gerr = git_odb_open_wstream(&s, odb, (git_object_size_t)size, GIT_OBJECT_BLOB);
+	vcs_loose_allow_stream(cps->loose, 0);
+	chunk = xmalloc(HASH_CHUNK);
+	while (!gerr && !ret && off < size) {
+		size_t want = (size_t)(size - off) < HASH_CHUNK ? (size_t)(size - off) : HASH_CHUNK;
+		ssize_t n = pread(fd, chunk, want, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			ret = n ? err_set_errno(FX_EOS, "cannot read '%s'", rel)
+				: err_set(FX_EOS, "'%s' changed while it was read", rel);
+		else if (!(gerr = git_odb_stream_write(s, chunk, (size_t)n)))
+			off += n;
+	}
+	if (!gerr && !ret)
+		gerr = git_odb_stream_finalize_write(id, s);
+	if (gerr < 0 && !ret)
+		ret = vcs_git_error(gerr, "cannot store '%s'", rel);
+	git_odb_stream_free(s);
+	git_odb_free(odb);
+	free(chunk);
+	return ret;
+}
+
 int vcs_hash_path(char oid[VCS_OID_HEX], unsigned *mode, struct checkpoints *cps,
 		  const char *rel, int store)
 {
@@ -251,12 +304,23 @@ int vcs_hash_path(char oid[VCS_OID_HEX], unsigned *mode, struct checkpoints *cps
 			ret = err_set_errno(FX_EOS, "cannot open '%s'", rel);
 			goto out;
 		}
-		ret = fsutil_read_fd(&data, fd, MAX_HASH_BYTES);
+		if (fstat(fd, &st) < 0)
+			ret = err_set_errno(FX_EOS, "cannot look at '%s'", rel);
+		else if (!S_ISREG(st.st_mode) || (size_t)st.st_size > MAX_HASH_BYTES)
+			ret = err_set(FX_ELIMIT, "'%s' changed while it was looked at", rel);
+		else if (store && (uint64_t)st.st_size > cps->max_file_bytes)
+			/* what no checkpoint may hold (a restore reads a blob whole) */
+			ret = err_set(FX_ELIMIT, "'%s' is %lld bytes, larger than [checkpoints] "
+				      "max_file_bytes (%llu): not stored", rel, (long long)st.st_size,
+				      (unsigned long long)cps->max_file_bytes);
+		else
+			ret = hash_streamed(&id, cps, fd, st.st_size, store, rel);
 		close(fd);
-		if (ret < 0) {
-			err_prefix(ret, "cannot read '%s'", rel);
+		if (ret < 0)
 			goto out;
-		}
+		git_oid_tostr(oid, VCS_OID_HEX, &id);
+		ret = 1;
+		goto out;
 	} else {
 		snprintf(oid, VCS_OID_HEX, "special");
 		goto out;
@@ -534,6 +598,21 @@ int vcs_hash_buffer(char oid[VCS_OID_HEX], const void *data, size_t len)
 	git_oid id;
 	int gerr = git_odb_hash(&id, data, len, GIT_OBJECT_BLOB);
 
+	if (gerr < 0)
+		return vcs_git_error(gerr, "cannot hash");
+	git_oid_tostr(oid, VCS_OID_HEX, &id);
+	return 0;
+}
+
+int vcs_hash_fd(char oid[VCS_OID_HEX], int fd)
+{
+	/* libgit2 hashes a file as it reads it only by name: this very file's */
+	char name[40];
+	git_oid id;
+	int gerr;
+
+	snprintf(name, sizeof(name), "/proc/self/fd/%d", fd);
+	gerr = git_odb_hashfile(&id, name, GIT_OBJECT_BLOB);
 	if (gerr < 0)
 		return vcs_git_error(gerr, "cannot hash");
 	git_oid_tostr(oid, VCS_OID_HEX, &id);

@@ -51,7 +51,10 @@ int vcs_tree_entry(char oid[VCS_OID_HEX], unsigned *mode, struct checkpoints *cp
  * the blob id of a regular file's content or of a link's target, "" when
  * nothing is there, "dir" for a folder. With `store` the blob is also
  * written into the shadow (so vcs_blob_save() can copy it out later).
- * Never follows a link. `*mode` (may be NULL) receives the st_mode.
+ * Never follows a link. `*mode` (may be NULL) receives the st_mode. A
+ * file is read 64 KiB at a time, never held whole: FX_ELIMIT over 1 GiB,
+ * and with `store` over [checkpoints] max_file_bytes (no blob larger
+ * than that is ever stored, so what reads one whole stays bounded).
  */
 int vcs_hash_path(char oid[VCS_OID_HEX], unsigned *mode, struct checkpoints *cps,
 		  const char *rel, int store);
@@ -91,6 +94,12 @@ int vcs_remove_new_empty_dirs(struct checkpoints *cps, const char *since, struct
 
 /** The blob id git gives `data`. */
 int vcs_hash_buffer(char oid[VCS_OID_HEX], const void *data, size_t len);
+
+/**
+ * The blob id git gives the content of the regular file open as `fd`
+ * (read from its start in 64 KiB pieces: memory does not grow with it).
+ */
+int vcs_hash_fd(char oid[VCS_OID_HEX], int fd);
 
 /**
  * The unified diff (or, with VCS_DIFF_STAT of vcs/diff.h, the diffstat)

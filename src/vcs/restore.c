@@ -508,6 +508,24 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 		goto out;
 	}
 
+	/*
+	 * A file over max_file_bytes now is in no backup: the checkpoint's
+	 * version is not written over it; it is left as it is, and said so.
+	 */
+	for (i = 0; i < now.too_large.nr; i++) {
+		const char *path = strchr(now.too_large.v[i], ' ') + 1;
+		size_t k;
+
+		for (k = 0; k < want.nr && strcmp(want.v[k].path, path); k++)
+			;
+		if (k == want.nr)
+			continue;
+		free(want.v[k].path);
+		memmove(&want.v[k], &want.v[k + 1], (want.nr - k - 1) * sizeof(*want.v));
+		want.nr--;
+		strvec_push(&res.too_large, now.too_large.v[i]);
+	}
+
 	/* 2. Plan every change and refuse before touching anything. */
 	if ((ret = restore_make_plan(&plan, idx, &now, &want, &want_perms, &want_dirs)) < 0 ||
 	    (ret = restore_check_objects(cps, &plan, full)) < 0)

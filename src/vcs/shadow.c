@@ -961,6 +961,7 @@ int checkpoint_open(struct checkpoints **out, const char *workspace)
 	if ((ret = vcs_init()) < 0)
 		return ret;
 	cps = xcalloc(1, sizeof(*cps));
+	strvec_init(&cps->too_large);
 	cps->lock_fd = cps->root_fd = cps->shadow_fd = -1;
 	cps->max_file_bytes = CHECKPOINT_MAX_FILE_BYTES;
 	cps->workspace = realpath(workspace, NULL);
@@ -1037,5 +1038,6 @@ void checkpoint_close(struct checkpoints *cps)
 	free(cps->shadow);
 	free(cps->user_prefix);
 	free(cps->excludes_file);
+	strvec_clear(&cps->too_large);
 	free(cps);
 }

@@ -55,6 +55,7 @@ struct checkpoints {
 	int chain_base_set;
 	int index_written;	/* the stat cache was saved in this batch (it needs a flush) */
 	uint64_t max_file_bytes;	/* a bigger file is not stored ([checkpoints] max_file_bytes) */
+	struct strvec too_large;	/* "SIZE PATH": over it in the last capture without a snapshot */
 	struct fsutil_tmp_hook tmp_hook;	/* told of vcs_put_path()'s temporary files */
 };
 

@@ -33,6 +33,7 @@ struct walk {
 	size_t *counts;			/* per depth: files, links and folders recorded below */
 	size_t acounts;
 	struct snapshot *snap;
+	struct strvec *too_large;	/* where a file over max_file_bytes is listed (NULL: nowhere) */
 	unsigned char *seen;	/* by position in idx when the walk began */
 	size_t nold;
 	git_index_entry *adds;	/* new or changed entries; paths owned */
@@ -257,16 +258,19 @@ static int record_file(struct walk *w, int dfd, const char *name, const char *re
 	size_t pos;
 	int ret, gerr;
 
+	/*
+	 * Too large before it is marked seen: an entry of the cache from when
+	 * it was smaller leaves the tree, so no stale content stands for it.
+	 */
+	if (S_ISREG(st->st_mode) && (uint64_t)st->st_size > w->cps->max_file_bytes) {
+		if (w->too_large)
+			strvec_pushf(w->too_large, "%llu %s", (unsigned long long)st->st_size, rel);
+		return 1;
+	}
 	if (!git_index_find(&pos, w->idx, rel)) {
 		e = git_index_get_byindex(w->idx, pos);
 		if (pos < w->nold)
 			w->seen[pos] = 1;
-	}
-	if (S_ISREG(st->st_mode) && (uint64_t)st->st_size > w->cps->max_file_bytes) {
-		if (w->snap)
-			strvec_pushf(&w->snap->too_large, "%llu %s", (unsigned long long)st->st_size,
-				     rel);
-		return 1;
 	}
 	mode = S_ISLNK(st->st_mode) ? GIT_FILEMODE_LINK :
 	       (st->st_mode & 0100) ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
@@ -509,6 +513,9 @@ int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cp
 	w.cps = cps;
 	w.idx = idx;
 	w.snap = snap;
+	w.too_large = snap ? &snap->too_large : &cps->too_large;
+	if (!snap)
+		strvec_clear(&cps->too_large);
 	w.uprefix = cps->user_prefix ? cps->user_prefix : "";
 	clock_gettime(CLOCK_REALTIME_COARSE, &w.start);
 	strict_checks(0);
@@ -637,6 +644,7 @@ int snapshot_add_path(struct snapshot *snap, struct checkpoints *cps, git_index 
 	w.cps = cps;
 	w.idx = idx;
 	w.snap = snap;
+	w.too_large = snap ? &snap->too_large : NULL;
 	clock_gettime(CLOCK_REALTIME_COARSE, &w.start);
 	if ((gerr = git_repository_odb(&w.odb, cps->repo)) < 0)
 		return vcs_git_error(gerr, "cannot open the checkpoint objects");

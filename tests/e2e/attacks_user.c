@@ -7,7 +7,9 @@
  *   5. a sandboxed `truncate -s 2G` makes a sparse file: the next
  *      checkpoint stays under 64 MiB of memory, lists it as too large,
  *      and its restore says so; `forgex diff` snapshots with the same
- *      [checkpoints] max_file_bytes as a checkpoint (as root too);
+ *      [checkpoints] max_file_bytes as a checkpoint, and names a file
+ *      grown past it instead of showing what a checkpoint held; the
+ *      backups of undo and replay keep the same bound (as root too);
  *   6. a run folder shipped with the repository (a journal named to sort
  *      last, a link beside it): undo, resume and replay pass over it and
  *      name it, and nothing is made through the link;
@@ -270,18 +272,23 @@ static int exists(const char *dir, const char *rel)
 #define RSS_BOUND_KIB (64 * 1024)
 #endif
 
-/* `forgex -q checkpoint create` as the user: its peak RSS (KiB) and how long it took. */
-static void create_measured(const struct uproj *u, long *maxrss_kb, long *ms)
+/*
+ * forgex ARGS as the user: its peak RSS (KiB), how long it took, and its
+ * standard output in `out` (may be NULL: thrown away). Returns its exit
+ * status.
+ */
+static int run_measured(const struct uproj *u, const char *const *args, struct buf *out,
+			long *maxrss_kb, long *ms)
 {
 	struct strvec argv = STRVEC_INIT, env = STRVEC_INIT;
 	struct rusage ru;
 	struct timespec a, b;
+	char *outfile = xstrfmt("%s/measured.out", u->p.home);
 	int status;
 	size_t i;
 	pid_t pid;
 
-	argv_as(&argv, u, (const char *const[]){ "-q", "checkpoint", "create", "-m", "sparse",
-						 NULL });
+	argv_as(&argv, u, args);
 	for (i = 0; environ[i]; i++)
 		if (strncmp(environ[i], "HOME=", 5) && strncmp(environ[i], "XDG_", 4))
 			strvec_push(&env, environ[i]);
@@ -290,21 +297,39 @@ static void create_measured(const struct uproj *u, long *maxrss_kb, long *ms)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
+		int fd = open(out ? outfile : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
-		if (chdir(u->p.dir) < 0)
+		if (chdir(u->p.dir) < 0 || fd < 0)
 			_exit(126);
-		dup2(null, 1);
+		dup2(fd, 1);
 		execvpe(argv.v[0], (char *const *)argv.v, (char *const *)env.v);
 		_exit(127);
 	}
 	assert_int_equal(wait4(pid, &status, 0, &ru), pid);
 	clock_gettime(CLOCK_MONOTONIC, &b);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_true(WIFEXITED(status));
 	*maxrss_kb = ru.ru_maxrss;
 	*ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+	if (out) {
+		char *got = tu_read(u->p.home, "measured.out");
+
+		buf_init(out, 0);
+		buf_addstr(out, got ? got : "");
+		free(got);
+		unlink(outfile);
+	}
+	free(outfile);
 	strvec_clear(&argv);
 	strvec_clear(&env);
+	return WEXITSTATUS(status);
+}
+
+/* `forgex -q checkpoint create` as the user: its peak RSS (KiB) and how long it took. */
+static void create_measured(const struct uproj *u, long *maxrss_kb, long *ms)
+{
+	assert_int_equal(run_measured(u, (const char *const[]){ "-q", "checkpoint", "create",
+							       "-m", "sparse", NULL },
+				      NULL, maxrss_kb, ms), 0);
 }
 
 static void test_attack_sparse_file_unprivileged(void **state)
@@ -360,10 +385,13 @@ static void test_attack_sparse_file_unprivileged(void **state)
  * `forgex diff` against a checkpoint made with [checkpoints] max_file_bytes
  * = 1 MiB: the tree now is snapshotted with the same bound, so a 2 MiB
  * file that no checkpoint holds is not shown as new (it was, with the
- * default bound), while a real change is.
+ * default bound) but named as too large, while a real change is shown.
  */
 static void diff_honours_max_file_bytes(uid_t uid)
 {
+#define NOTE "not compared: 'big.txt' is 2097151 bytes, larger than [checkpoints] " \
+	"max_file_bytes (1048576)\n"
+
 	static const char *const limit[] = { "FORGEX_CHECKPOINTS_MAX_FILE_BYTES=1048576", NULL };
 	struct uproj u;
 	struct tu_result r;
@@ -383,11 +411,13 @@ static void diff_honours_max_file_bytes(uid_t uid)
 	tu_result_release(&r);
 	tu_write(u.p.dir, "calc.py", "def add(a, b):\n    return b + a\n");
 	forgex_as(&r, &u, limit, (const char *const[]){ "diff", "--stat", NULL });
-	if (r.status || !strstr(r.out.buf, "calc.py") || strstr(r.out.buf, "big.txt"))
+	if (r.status || !strstr(r.out.buf, "calc.py") || strstr(r.out.buf, "big.txt |") ||
+	    strncmp(r.out.buf, NOTE, strlen(NOTE)))
 		fail_msg("diff as uid %d:\n%s%s", (int)uid, r.out.buf, r.err.buf);
 	tu_result_release(&r);
 	free(blob);
 	uproj_release(&u);
+#undef NOTE
 }
 
 static void test_diff_honours_max_file_bytes(void **state)
@@ -402,6 +432,80 @@ static void test_diff_honours_max_file_bytes_unprivileged(void **state)
 	if (!as_nobody_or_skip())
 		skip();
 	diff_honours_max_file_bytes(NOBODY);
+}
+
+/*
+ * A file a checkpoint holds grows past [checkpoints] max_file_bytes (a
+ * sandboxed `truncate -s 2G`): `forgex diff` names it with its size and
+ * the bound, in bounded memory, and shows none of the content the
+ * checkpoint held (before, the capture kept its stale entry: no change
+ * was shown at all), and the next checkpoint's tree has no entry for it
+ * (before, it kept the stale blob, which a restore would have taken for
+ * the file).
+ */
+static void diff_names_a_file_grown_too_large(uid_t uid)
+{
+	struct uproj u;
+	struct tu_result r;
+	struct buf out;
+	char *cmd;
+	long rss, ms;
+
+	uproj_init(&u, uid, NULL, "auto", NULL);
+	tu_write(u.p.dir, "data.bin", "the content the checkpoint holds\n");
+	give(&u);
+	FX_AS(&r, &u, "-q", "checkpoint", "create", "-m", "small");
+	if (r.status)
+		fail_msg("checkpoint create: %d %s", r.status, r.err.buf);
+	tu_result_release(&r);
+	FX_AS(&r, &u, "-q", "exec", "--", "truncate", "-s", "2G", "data.bin");
+	if (r.status)
+		fail_msg("sandboxed truncate as uid %d: %d %s", (int)uid, r.status, r.err.buf);
+	tu_result_release(&r);
+
+	assert_int_equal(run_measured(&u, (const char *const[]){ "diff", NULL }, &out, &rss, &ms),
+			 0);
+	fprintf(stderr, "uid %d: diff with a file grown to 2 GiB: %ld KiB peak RSS, %ld ms\n",
+		(int)uid, rss, ms);
+	assert_true(rss < RSS_BOUND_KIB);
+	if (strcmp(out.buf, "not compared: 'data.bin' is 2147483648 bytes, larger than "
+		   "[checkpoints] max_file_bytes (268435456)\n"))
+		fail_msg("diff as uid %d:\n%s", (int)uid, out.buf);
+	buf_release(&out);
+	assert_int_equal(run_measured(&u, (const char *const[]){ "diff", "--stat", NULL }, &out,
+				      &rss, &ms), 0);
+	assert_null(strstr(out.buf, "data.bin |"));
+	assert_non_null(strstr(out.buf, "not compared: 'data.bin' is 2147483648 bytes"));
+	buf_release(&out);
+
+	/* the next checkpoint lists it and holds no entry for it */
+	FX_AS(&r, &u, "-q", "checkpoint", "create", "-m", "grown");
+	if (r.status)
+		fail_msg("checkpoint create: %d %s", r.status, r.err.buf);
+	tu_result_release(&r);
+	cmd = xstrfmt("git --git-dir='%s/.forgex/checkpoints' ls-tree -r --name-only "
+		      "refs/forgex/checkpoints", u.p.dir);
+	tu_run(&r, (const char *const[]){ "sh", "-c", cmd, NULL }, u.p.dir, NULL, NULL);
+	assert_int_equal(r.status, 0);
+	if (strstr(r.out.buf, "data.bin"))
+		fail_msg("the checkpoint of the grown file still holds it:\n%s", r.out.buf);
+	tu_result_release(&r);
+	free(cmd);
+	uproj_release(&u);
+}
+
+static void test_diff_names_a_file_grown_too_large(void **state)
+{
+	(void)state;
+	diff_names_a_file_grown_too_large(geteuid());
+}
+
+static void test_diff_names_a_file_grown_too_large_unprivileged(void **state)
+{
+	(void)state;
+	if (!as_nobody_or_skip())
+		skip();
+	diff_names_a_file_grown_too_large(NOBODY);
 }
 
 /* ---- 6. a planted run ------------------------------------------------------------ */
@@ -452,6 +556,74 @@ static char *one_run(struct uproj *u, const char *file)
 	free(s);
 	free(args);
 	return id;
+}
+
+/*
+ * `forgex undo` and `forgex replay` take their backup checkpoint with the
+ * configured [checkpoints] max_file_bytes (1 MiB here), as `checkpoint
+ * create` does: a 2 MiB file of the user's is listed in the backup as too
+ * large, so its restore (with the default bound) says so. Before, both
+ * opened the checkpoints with the default bound and stored it.
+ */
+static void backups_honour_max_file_bytes(uid_t uid)
+{
+	static const char *const limit[] = { "FORGEX_CHECKPOINTS_MAX_FILE_BYTES=1048576", NULL };
+	static const char *const said = "not restored: 'big.txt' (2097152 bytes) was too large to "
+					"record (over [checkpoints] max_file_bytes); left as it is";
+	const char *const *cmds[] = { (const char *const[]){ "undo", NULL },
+				      (const char *const[]){ "replay", NULL, NULL } };
+	struct uproj u;
+	struct tu_result r;
+	char *blob = xmalloc(((size_t)2 << 20) + 1), *run, *backup;
+	size_t i;
+	json_t *j;
+
+	memset(blob, 'x', (size_t)2 << 20);
+	blob[(size_t)2 << 20] = '\0';
+	for (i = 0; i < 2; i++) {
+		uproj_init(&u, uid, NULL, "auto", NULL);
+		run = one_run(&u, "NOTE.txt");
+		tu_write(u.p.dir, "big.txt", blob);
+		give(&u);
+		if (i == 1)
+			((const char **)cmds[1])[1] = run;
+		forgex_as(&r, &u, limit, cmds[i]);
+		/* (replay reaches for the provider once it has replayed: none runs here) */
+		if (i == 0 ? r.status != 0 : !strstr(r.out.buf, "Same outcome as run"))
+			fail_msg("%s as uid %d: %d\n%s%s", cmds[i][0], (int)uid, r.status, r.out.buf,
+				 r.err.buf);
+		tu_result_release(&r);
+		/* the newest checkpoint: the backup taken before the tree was changed */
+		FX_AS(&r, &u, "checkpoint", "list", "--json");
+		assert_int_equal(r.status, 0);
+		assert_int_equal(jsonx_parse(&j, r.out.buf, r.out.len, "list"), 0);
+		backup = xstrdup(json_string_value(json_object_get(json_array_get(j, 0), "short_id")));
+		json_decref(j);
+		tu_result_release(&r);
+		FX_AS(&r, &u, "checkpoint", "restore", backup);
+		if (r.status || !strstr(r.out.buf, said))
+			fail_msg("restore of the backup of %s as uid %d: %d\n%s%s", cmds[i][0],
+				 (int)uid, r.status, r.out.buf, r.err.buf);
+		tu_result_release(&r);
+		free(backup);
+		free(run);
+		uproj_release(&u);
+	}
+	free(blob);
+}
+
+static void test_backups_honour_max_file_bytes(void **state)
+{
+	(void)state;
+	backups_honour_max_file_bytes(geteuid());
+}
+
+static void test_backups_honour_max_file_bytes_unprivileged(void **state)
+{
+	(void)state;
+	if (!as_nobody_or_skip())
+		skip();
+	backups_honour_max_file_bytes(NOBODY);
 }
 
 static void test_attack_planted_run_unprivileged(void **state)
@@ -692,6 +864,10 @@ int main(void)
 		cmocka_unit_test(test_attack_sparse_file_unprivileged),
 		cmocka_unit_test(test_diff_honours_max_file_bytes),
 		cmocka_unit_test(test_diff_honours_max_file_bytes_unprivileged),
+		cmocka_unit_test(test_diff_names_a_file_grown_too_large),
+		cmocka_unit_test(test_diff_names_a_file_grown_too_large_unprivileged),
+		cmocka_unit_test(test_backups_honour_max_file_bytes),
+		cmocka_unit_test(test_backups_honour_max_file_bytes_unprivileged),
 		cmocka_unit_test(test_attack_planted_run_unprivileged),
 		cmocka_unit_test(test_attack_printers_unprivileged),
 		cmocka_unit_test(test_attack_always_shape_unprivileged),
