@@ -892,6 +892,13 @@ static void scan_deepseek(struct scan *sc)
 		if (ce != (size_t)-1)
 			last = ce + ml;
 		tc_add_span(sc, first, last);
+	} else if ((first = ds_find(sc, 0, sc->len, "tool calls begin", &ml)) != (size_t)-1) {
+		/* the section opened, but no call in it begins: a call written half right */
+		size_t ce = ds_find(sc, first + ml, sc->len, "tool calls end", &used);
+
+		tc_call_error(sc, "deepseek", NULL, "<｜tool▁calls▁begin｜> holds no "
+			      "<｜tool▁call▁begin｜> marker");
+		tc_add_span(sc, first, ce != (size_t)-1 ? ce + used : sc->len);
 	}
 }
 
