@@ -216,6 +216,12 @@ int textcalls_repair_json(struct buf *out, struct buf *notes, struct buf *why, c
 	}
 	while (out->len > start && memchr(" \t\n\r", out->buf[out->len - 1], 4))
 		buf_setlen(out, out->len - 1);	/* JSON's own whitespace only */
+	if (depth > 1 && (out->buf[out->len - 1] == '{' || out->buf[out->len - 1] == '[')) {
+		/* `"arguments": {` and nothing after: what it was to hold is lost, not empty */
+		buf_addf(why, "the text ends right after the '%c' that opens a value: the call was "
+			 "cut off", out->buf[out->len - 1]);
+		goto fail;
+	}
 	note(notes, depth == 1 ? "added a missing closing bracket at the end"
 			       : "added missing closing brackets at the end");
 	while (depth)
