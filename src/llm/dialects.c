@@ -61,6 +61,7 @@ static const struct form {
 	  "\"parameters\": {...}}]<|END_ACTION|>", 1 },
 	{ "apertus", "<|tools_prefix|>[{\"TOOL\": {...}}]<|tools_suffix|>", 1 },
 	{ "phi4", "functools[{\"name\": \"TOOL\", \"arguments\": {...}}]", 1 },
+	{ "gigachat3", "function call{\"name\": \"TOOL\", \"arguments\": {...}}", 1 },
 	{ "fenced", "```json\n{\"tool\": \"TOOL\", \"arguments\": {...}}\n```", 1 },
 };
 
@@ -571,6 +572,7 @@ static const struct {
 	{ "<|START_ACTION|>", "<|END_ACTION|>", "command-r7b", 0 },
 	{ "<|tools_prefix|>", "<|tools_suffix|>", "apertus", 0 },
 	{ "functools", NULL, "phi4", 1 },		/* Phi-4-mini, FireFunction v2 */
+	{ "function call", NULL, "gigachat3", 1 },	/* GigaChat 3: the words, then the JSON */
 };
 
 void tc_scan_tagged_json(struct scan *sc)
