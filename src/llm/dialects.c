@@ -62,6 +62,10 @@ static const struct form {
 	{ "apertus", "<|tools_prefix|>[{\"TOOL\": {...}}]<|tools_suffix|>", 1 },
 	{ "phi4", "functools[{\"name\": \"TOOL\", \"arguments\": {...}}]", 1 },
 	{ "gigachat3", "function call{\"name\": \"TOOL\", \"arguments\": {...}}", 1 },
+	{ "kimi-k3", "<|open|>tools<|sep|><|open|>call tool=\"TOOL\" index=\"1\"<|sep|>"
+	  "<|open|>argument key=\"KEY\" type=\"string\"<|sep|>VALUE<|close|>argument<|sep|>"
+	  "<|close|>call<|sep|><|close|>tools<|sep|>", 0 },
+	{ "functionary-v3.2", ">>>TOOL\n{...}", 1 },
 	{ "fenced", "```json\n{\"tool\": \"TOOL\", \"arguments\": {...}}\n```", 1 },
 };
 
@@ -132,6 +136,7 @@ static const struct {
 	{ "<|START_THINKING|>", "<|END_THINKING|>" },	/* Command A, R7B */
 	{ "\xe2\x97\x81think\xe2\x96\xb7", "\xe2\x97\x81/think\xe2\x96\xb7" },	/* Kimi: ◁think▷ */
 	{ "<|channel>thought", "<channel|>" },		/* Gemma 4 */
+	{ "<|open|>think<|sep|>", "<|close|>think<|sep|>" },	/* Kimi K3 */
 };
 
 static void blank(char *t, size_t a, size_t b)

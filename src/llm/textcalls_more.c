@@ -1,0 +1,312 @@
+/*
+ * Two families without JSON-ish markers of the kinds the other files
+ * share: Kimi K3's tag language ("xtml": <|open|>WORD ATTRS<|sep|> ...
+ * <|close|>WORD<|sep|>), and Functionary v3.2's recipients (>>>NAME then
+ * the content for it). See textcalls.h for what a call must be.
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/jsonx.h"
+#include "llm/textcalls_int.h"
+
+#define K3_OPEN "<|open|>"
+#define K3_CLOSE "<|close|>"
+#define K3_SEP "<|sep|>"
+
+/* ---- Kimi K3 ---- */
+
+struct k3tag {
+	size_t at, end;		/* the marker: [at, end) */
+	const char *word;	/* into the text, `wlen` bytes */
+	size_t wlen;
+	size_t attrs, attrs_end;	/* its attributes (open markers) */
+};
+
+/*
+ * The marker at `p`: `lead` (K3_OPEN or K3_CLOSE), blanks, a word, for an
+ * open marker attributes, then K3_SEP. Blanks around the word are allowed
+ * (the tokens are sometimes decoded with spaces between them). 0 when
+ * there is none.
+ */
+static int k3_tag(const struct scan *sc, size_t p, const char *lead, struct k3tag *tg)
+{
+	size_t q = p + strlen(lead), w, sep;
+
+	if (!tc_starts(sc, p, sc->len, lead))
+		return 0;
+	while (q < sc->len && sc->text[q] == ' ')
+		q++;
+	for (w = q; q < sc->len && islower((unsigned char)sc->text[q]); q++)
+		;
+	if (q == w)
+		return 0;
+	sep = tc_find_at(sc->text, q, sc->len, K3_SEP);
+	if (sep == (size_t)-1 || tc_find_at(sc->text, q, sep, "<|") != (size_t)-1)
+		return 0;
+	tg->at = p;
+	tg->end = sep + strlen(K3_SEP);
+	tg->word = sc->text + w;
+	tg->wlen = q - w;
+	tg->attrs = q;
+	tg->attrs_end = sep;
+	return 1;
+}
+
+static int k3_is(const struct k3tag *tg, const char *word)
+{
+	return tg->wlen == strlen(word) && !memcmp(tg->word, word, tg->wlen);
+}
+
+/* The next `lead` marker named `word` at or after `from`; its tag in *tg. */
+static int k3_next(const struct scan *sc, size_t from, const char *lead, const char *word,
+		   struct k3tag *tg)
+{
+	size_t p = from;
+
+	while ((p = tc_find_at(sc->text, p, sc->len, lead)) != (size_t)-1) {
+		if (k3_tag(sc, p, lead, tg) && k3_is(tg, word))
+			return 1;
+		p++;
+	}
+	return 0;
+}
+
+/* Attribute `key`'s value (quotes removed, &amp; &quot; &lt; &gt; &apos; undone), or NULL. */
+static char *k3_attr(const struct scan *sc, const struct k3tag *tg, const char *key)
+{
+	size_t p = tg->attrs, kl = strlen(key);
+	struct buf v = BUF_INIT;
+	static const struct {
+		const char *ent, *ch;
+	} ents[] = { { "&amp;", "&" }, { "&quot;", "\"" }, { "&lt;", "<" }, { "&gt;", ">" },
+		     { "&apos;", "'" } };
+
+	while (p < tg->attrs_end) {
+		const char *t = sc->text;
+		size_t q, e, i;
+
+		while (p < tg->attrs_end && t[p] == ' ')
+			p++;
+		q = p;
+		while (q < tg->attrs_end && t[q] != '=' && t[q] != ' ')
+			q++;
+		if (q >= tg->attrs_end || t[q] != '=' || q + 1 >= tg->attrs_end || t[q + 1] != '"')
+			return NULL;
+		e = q + 2;
+		while (e < tg->attrs_end && t[e] != '"')
+			e++;
+		if (e >= tg->attrs_end)
+			return NULL;
+		if (q - p == kl && !memcmp(t + p, key, kl)) {
+			for (i = q + 2; i < e;) {
+				size_t k;
+
+				for (k = 0; k < ARRAY_SIZE(ents); k++)
+					if (tc_starts(sc, i, e, ents[k].ent))
+						break;
+				if (k < ARRAY_SIZE(ents)) {
+					buf_addstr(&v, ents[k].ch);
+					i += strlen(ents[k].ent);
+				} else {
+					buf_addch(&v, t[i++]);
+				}
+			}
+			return buf_detach(&v, NULL);
+		}
+		p = e + 1;
+	}
+	return NULL;
+}
+
+/* An argument's value by its declared type; NULL (with *why) when it is not of that type. */
+static json_t *k3_value(const char *s, size_t n, const char *type, const char **why)
+{
+	json_t *j;
+
+	if (!type || !strcmp(type, "string"))
+		return jsonx_stringn_lossy(s, n);
+	j = json_loadb(s, n, JSON_DECODE_ANY, NULL);
+	if ((!strcmp(type, "number") && json_is_number(j)) ||
+	    (!strcmp(type, "integer") && json_is_integer(j)) ||
+	    (!strcmp(type, "boolean") && json_is_boolean(j)) ||
+	    (!strcmp(type, "null") && json_is_null(j)) ||
+	    (!strcmp(type, "object") && json_is_object(j)) ||
+	    (!strcmp(type, "array") && json_is_array(j)))
+		return j;
+	if (strcmp(type, "number") && strcmp(type, "integer") && strcmp(type, "boolean") &&
+	    strcmp(type, "null") && strcmp(type, "object") && strcmp(type, "array")) {
+		json_decref(j);
+		return jsonx_stringn_lossy(s, n);	/* a type of its own: the text */
+	}
+	json_decref(j);
+	*why = type;
+	return NULL;
+}
+
+/* One call: [body, end) between its open marker `tg` and <|close|>call<|sep|>. */
+static void k3_call(struct scan *sc, const struct k3tag *tg, size_t body, size_t end, int closed)
+{
+	char *name = k3_attr(sc, tg, "tool");
+	json_t *args = json_object();
+	struct k3tag a, ac;
+	size_t p = body;
+	const char *bad = NULL;
+	char *key = NULL;
+
+	if (!name || !*name) {
+		tc_call_error(sc, "kimi-k3", NULL, "the call has no tool=\"NAME\" attribute");
+		goto out;
+	}
+	if (!tc_known(sc, name)) {
+		tc_unknown_error(sc, "kimi-k3", name);
+		goto out;
+	}
+	if (!closed) {
+		tc_call_error(sc, "kimi-k3", name, "the call ends before its %s%s",
+			      K3_CLOSE "call", K3_SEP);
+		goto out;
+	}
+	while (k3_next(sc, p, K3_OPEN, "argument", &a) && a.at < end) {
+		char *type;
+		json_t *v;
+
+		free(key);
+		key = k3_attr(sc, &a, "key");
+		if (!key || !k3_next(sc, a.end, K3_CLOSE, "argument", &ac) || ac.at > end) {
+			tc_call_error(sc, "kimi-k3", name, "an argument has no key=\"KEY\" or is not "
+				      "closed with %sargument%s", K3_CLOSE, K3_SEP);
+			goto out;
+		}
+		type = k3_attr(sc, &a, "type");
+		v = k3_value(sc->text + a.end, ac.at - a.end, type, &bad);
+		free(type);
+		if (!v) {
+			tc_call_error(sc, "kimi-k3", name, "argument \"%s\" is declared %s but its "
+				      "value is not one", key, bad);
+			goto out;
+		}
+		json_object_set_new(args, key, v);
+		p = ac.end;
+	}
+	tc_push_call(sc, name, args, "kimi-k3", NULL);
+out:
+	free(key);
+	free(name);
+	json_decref(args);
+}
+
+void tc_scan_kimi3(struct scan *sc)
+{
+	struct k3tag tg, cl;
+	size_t p = 0, first = (size_t)-1, last = 0;
+
+	while (k3_next(sc, p, K3_OPEN, "call", &tg)) {
+		int closed = k3_next(sc, tg.end, K3_CLOSE, "call", &cl);
+		struct k3tag nx;
+		size_t end;
+
+		/* a call cut off runs to the next call, or to the end */
+		if (closed && k3_next(sc, tg.end, K3_OPEN, "call", &nx) && nx.at < cl.at)
+			closed = 0;
+		end = closed ? cl.at : (k3_next(sc, tg.end, K3_OPEN, "call", &nx) ? nx.at : sc->len);
+		if (first == (size_t)-1)
+			first = tg.at;
+		k3_call(sc, &tg, tg.end, end, closed);
+		p = last = closed ? cl.end : end;
+	}
+	if (first == (size_t)-1) {
+		size_t t = tc_find_at(sc->text, 0, sc->len, K3_OPEN "tools" K3_SEP);
+
+		/* the section opened but no whole call marker in it: the reply was cut */
+		if (t != (size_t)-1) {
+			tc_call_error(sc, "kimi-k3", NULL, "the tools section holds no whole call "
+				      "(the reply ends inside it)");
+			tc_add_span(sc, t, sc->len);
+		}
+		return;
+	}
+	/* the tools section around the calls, and the response markers, are no prose */
+	if (k3_next(sc, 0, K3_OPEN, "tools", &tg) && tg.at < first)
+		first = tg.at;
+	if (k3_next(sc, last, K3_CLOSE, "tools", &tg))
+		last = tg.end;
+	tc_add_span(sc, first, last);
+	for (p = 0; k3_next(sc, p, K3_OPEN, "response", &tg); p = tg.end)
+		tc_add_span(sc, tg.at, tg.end);
+	for (p = 0; k3_next(sc, p, K3_CLOSE, "response", &tg); p = tg.end)
+		tc_add_span(sc, tg.at, tg.end);
+}
+
+/* ---- Functionary v3.2: >>>RECIPIENT\nCONTENT ---- */
+
+/*
+ * The reply is a sequence of messages, each to a recipient: ">>>all\n"
+ * (or "all\n" when the prompt's own ">>>" came first) for text to the
+ * user, ">>>NAME\n{...}" for a call. A recipient counts only when it is a
+ * known tool and its JSON object follows on the next line, so a Python
+ * prompt (">>> print(x)") or a quoted reply is never one. The first
+ * message may lack the ">>>" (the template ends the prompt with it).
+ */
+static size_t rc_name(const struct scan *sc, size_t p, size_t *name_end)
+{
+	size_t q = p;
+
+	while (q < sc->len && tc_name_char((unsigned char)sc->text[q]))
+		q++;
+	*name_end = q;
+	if (q == p || q >= sc->len || sc->text[q] != '\n')
+		return 0;
+	return q + 1;
+}
+
+void tc_scan_recipient(struct scan *sc)
+{
+	size_t p = 0, from, body, ne, at;
+	int first = 1;
+
+	for (;;) {
+		char *name;
+
+		if (first) {
+			at = from = tc_skip_ws(sc, 0, sc->len);
+			if (tc_starts(sc, from, sc->len, ">>>"))
+				from += 3;
+			first = 0;
+		} else {
+			at = tc_find_at(sc->text, p, sc->len, ">>>");
+			if (at == (size_t)-1)
+				break;
+			from = at + 3;
+		}
+		p = from;
+		if (!(body = rc_name(sc, from, &ne)))
+			continue;
+		p = body;
+		name = xstrndup(sc->text + from, ne - from);
+		if (strcmp(name, "all")) {
+			size_t q = tc_skip_ws(sc, body, sc->len), used = 0;
+
+			if (q < sc->len && sc->text[q] == '{' && !tc_known(sc, name)) {
+				tc_unknown_error(sc, "functionary-v3.2", name);
+				tc_add_span(sc, at, q);
+			} else if (q < sc->len && sc->text[q] == '{') {
+				struct buf notes = BUF_INIT;
+				json_t *j = tc_take_json(sc, q, sc->len, "functionary-v3.2", 1, name,
+							 &used, &notes);
+
+				if (json_is_object(j))
+					tc_push_call(sc, name, j, "functionary-v3.2", notes.buf);
+				else if (j)
+					tc_call_error(sc, "functionary-v3.2", name, "its arguments are "
+						      "not a JSON object");
+				json_decref(j);
+				buf_release(&notes);
+				tc_add_span(sc, at, q + used);
+				p = q + used;
+			}
+		}
+		free(name);
+	}
+}
