@@ -137,6 +137,7 @@ static const struct {
 	{ "\xe2\x97\x81think\xe2\x96\xb7", "\xe2\x97\x81/think\xe2\x96\xb7" },	/* Kimi: ◁think▷ */
 	{ "<|channel>thought", "<channel|>" },		/* Gemma 4 */
 	{ "<|open|>think<|sep|>", "<|close|>think<|sep|>" },	/* Kimi K3 */
+	{ "<|inner_prefix|>", "<|inner_suffix|>" },	/* Apertus */
 };
 
 static void blank(char *t, size_t a, size_t b)
