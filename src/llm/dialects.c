@@ -66,6 +66,7 @@ static const struct form {
 	  "<|open|>argument key=\"KEY\" type=\"string\"<|sep|>VALUE<|close|>argument<|sep|>"
 	  "<|close|>call<|sep|><|close|>tools<|sep|>", 0 },
 	{ "functionary-v3.2", ">>>TOOL\n{...}", 1 },
+	{ "minicpm5", "<function name=\"TOOL\"><param name=\"KEY\">VALUE</param></function>", 0 },
 	{ "fenced", "```json\n{\"tool\": \"TOOL\", \"arguments\": {...}}\n```", 1 },
 };
 

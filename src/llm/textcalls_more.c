@@ -1,8 +1,8 @@
 /*
- * Two families without JSON-ish markers of the kinds the other files
- * share: Kimi K3's tag language ("xtml": <|open|>WORD ATTRS<|sep|> ...
- * <|close|>WORD<|sep|>), and Functionary v3.2's recipients (>>>NAME then
- * the content for it). See textcalls.h for what a call must be.
+ * Families without markers of the kinds the other files share: Kimi K3's
+ * tag language ("xtml": <|open|>WORD ATTRS<|sep|> ... <|close|>WORD<|sep|>),
+ * Functionary v3.2's recipients (>>>NAME then the content for it), and
+ * MiniCPM 5's <function name="..."><param name="...">. See textcalls.h for what a call must be.
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -309,4 +309,97 @@ void tc_scan_recipient(struct scan *sc)
 		}
 		free(name);
 	}
+}
+
+/* ---- MiniCPM 5: <function name="NAME"><param name="KEY">VALUE</param></function> ---- */
+
+#define MC_OPEN "<function name=\""
+#define MC_POPEN "<param name=\""
+#define MC_PCLOSE "</param>"
+#define MC_CLOSE "</function>"
+#define MC_CDATA "<![CDATA["
+
+/* One call at `lt`; returns where it ends. A value may be CDATA, so that it can hold "</param>". */
+static size_t mc_call(struct scan *sc, size_t lt)
+{
+	size_t n0 = lt + strlen(MC_OPEN), n1, gt, c, end, p, ret;
+	json_t *args = NULL;
+	char *name = NULL;
+
+	n1 = tc_find_at(sc->text, n0, sc->len, "\"");
+	gt = n1 == (size_t)-1 ? (size_t)-1 : tc_find_at(sc->text, n1, sc->len, ">");
+	if (gt == (size_t)-1) {
+		tc_call_error(sc, "minicpm5", NULL, "<function name=\"NAME\"> is not closed");
+		tc_add_span(sc, lt, sc->len);
+		return sc->len;
+	}
+	for (p = n0, c = 0; p < n1 && tc_name_char((unsigned char)sc->text[p]); p++)
+		c += isalnum((unsigned char)sc->text[p]) != 0;
+	if (!c || p < n1)
+		return n1;	/* `<function name="...">` in prose names no tool: no call */
+	name = xstrndup(sc->text + n0, n1 - n0);
+	args = json_object();
+	p = gt + 1;
+	for (;;) {
+		size_t q = tc_skip_ws(sc, p, sc->len), k1, pgt, v0, v1;
+
+		if (!tc_starts(sc, q, sc->len, MC_POPEN))
+			break;
+		k1 = tc_find_at(sc->text, q + strlen(MC_POPEN), sc->len, "\"");
+		pgt = k1 == (size_t)-1 ? (size_t)-1 : tc_find_at(sc->text, k1, sc->len, ">");
+		if (pgt == (size_t)-1)
+			break;
+		v0 = pgt + 1;
+		if (tc_starts(sc, v0, sc->len, MC_CDATA)) {
+			size_t ce = tc_find_at(sc->text, v0, sc->len, "]]>");
+
+			if (ce == (size_t)-1 || !tc_starts(sc, ce + 3, sc->len, MC_PCLOSE))
+				break;
+			v1 = ce + 3;
+			{
+				char *key = xstrndup(sc->text + q + strlen(MC_POPEN),
+						     k1 - q - strlen(MC_POPEN));
+
+				jsonx_set(args, key, jsonx_stringn_lossy(sc->text + v0 +
+					  strlen(MC_CDATA), ce - v0 - strlen(MC_CDATA)));
+				free(key);
+			}
+			p = v1 + strlen(MC_PCLOSE);
+			continue;
+		}
+		v1 = tc_find_at(sc->text, v0, sc->len, MC_PCLOSE);
+		if (v1 == (size_t)-1)
+			break;
+		{
+			char *key = xstrndup(sc->text + q + strlen(MC_POPEN),
+					     k1 - q - strlen(MC_POPEN));
+
+			jsonx_set(args, key, tc_xml_value(sc->text + v0, v1 - v0));
+			free(key);
+		}
+		p = v1 + strlen(MC_PCLOSE);
+	}
+	p = tc_skip_ws(sc, p, sc->len);
+	c = tc_starts(sc, p, sc->len, MC_CLOSE) ? p : (size_t)-1;
+	end = c == (size_t)-1 ? tc_find_at(sc->text, p, sc->len, MC_CLOSE) : c;
+	ret = end == (size_t)-1 ? sc->len : end + strlen(MC_CLOSE);
+	if (!tc_known(sc, name))
+		tc_unknown_error(sc, "minicpm5", name);
+	else if (c == (size_t)-1)
+		tc_call_error(sc, "minicpm5", name, "a <param name=\"KEY\">VALUE</param> is not "
+			      "whole, or the call is not closed with </function>");
+	else
+		tc_push_call(sc, name, args, "minicpm5", NULL);
+	tc_add_span(sc, lt, ret);
+	json_decref(args);
+	free(name);
+	return ret;
+}
+
+void tc_scan_minicpm5(struct scan *sc)
+{
+	size_t p = 0, lt;
+
+	while ((lt = tc_find_at(sc->text, p, sc->len, MC_OPEN)) != (size_t)-1)
+		p = mc_call(sc, lt);
 }
