@@ -955,6 +955,23 @@ static int starts_call_object(const struct scan *sc, size_t p)
 	return 0;
 }
 
+/*
+ * Command R's action item ({"tool_name": ..., "parameters": ...}) stands
+ * bare only in its list ([{...}, ...]); one alone in prose is an example
+ * shown to the reader, not a call. (Llama 3's bare {"name": ...} is its
+ * call form, and is read wherever it is.)
+ */
+static int lone_action_item(const struct scan *sc, size_t a)
+{
+	size_t p = tc_skip_ws(sc, a + 1, sc->len), b = a;
+
+	if (sc->len - p < 11 || memcmp(sc->text + p, "\"tool_name\"", 11))
+		return 0;
+	while (b > 0 && isspace((unsigned char)sc->text[b - 1]))
+		b--;
+	return !b || (sc->text[b - 1] != '[' && sc->text[b - 1] != ',');
+}
+
 static void scan_bare(struct scan *sc)
 {
 	size_t p = 0, used, tries = 0;
@@ -966,7 +983,7 @@ static void scan_bare(struct scan *sc)
 		size_t a = (size_t)(o - sc->text);
 
 		p = a + 1;
-		if (!starts_call_object(sc, a))
+		if (!starts_call_object(sc, a) || lone_action_item(sc, a))
 			continue;
 		tries++;
 		if (tc_take_calls_at(sc, a, sc->len, "bare", 2, &used) && used) {
