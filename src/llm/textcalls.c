@@ -210,9 +210,9 @@ int textcalls_repair_json(struct buf *out, struct buf *notes, struct buf *why, c
 		goto fail;
 	}
 	if (comma != (size_t)-1) {
-		memmove(out->buf + comma, out->buf + comma + 1, out->len - comma - 1);
-		buf_setlen(out, out->len - 1);
-		note(notes, "removed a trailing comma");
+		/* `{"a": 1,` at the end: the next value was cut off, not a slip */
+		buf_addstr(why, "the text ends after a ',': what was to follow it was cut off");
+		goto fail;
 	}
 	while (out->len > start && memchr(" \t\n\r", out->buf[out->len - 1], 4))
 		buf_setlen(out, out->len - 1);	/* JSON's own whitespace only */
@@ -470,6 +470,12 @@ int tc_take_call_obj(struct scan *sc, const json_t *obj, const char *dialect, in
 	args = call_args(obj, &present);
 	if (!present && how == 2 && !tool) {
 		json_decref(args);
+		if (notes && *notes) {
+			/* its brackets had to be closed: a call cut off before its arguments */
+			tc_call_error(sc, dialect, name, "the call ends before its arguments: the "
+				      "reply was cut off");
+			return 1;
+		}
 		return 0;	/* {"name": "read_file"} alone in prose */
 	}
 	if (!args) {
