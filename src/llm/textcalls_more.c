@@ -338,8 +338,29 @@ static size_t mc_call(struct scan *sc, size_t lt)
 	if (!c || p < n1)
 		return n1;	/* `<function name="...">` in prose names no tool: no call */
 	name = xstrndup(sc->text + n0, n1 - n0);
+	p = tc_skip_ws(sc, gt + 1, sc->len);
+	if (p < sc->len && sc->text[p] == '{') {
+		/* <function name="NAME">{JSON}</function>, as Hermes 2 Pro also writes it */
+		size_t used = 0;
+		struct buf notes = BUF_INIT;
+
+		c = tc_find_at(sc->text, p, sc->len, MC_CLOSE);
+		args = tc_take_json(sc, p, c == (size_t)-1 ? sc->len : c, "functionary", 1, name,
+				    &used, &notes);
+		ret = c == (size_t)-1 ? sc->len : c + strlen(MC_CLOSE);
+		if (!tc_known(sc, name))
+			tc_unknown_error(sc, "functionary", name);
+		else if (json_is_object(args))
+			tc_push_call(sc, name, args, "functionary", notes.buf);
+		else if (args)
+			tc_call_error(sc, "functionary", name, "its arguments are not a JSON object");
+		buf_release(&notes);
+		tc_add_span(sc, lt, ret);
+		json_decref(args);
+		free(name);
+		return ret;
+	}
 	args = json_object();
-	p = gt + 1;
 	for (;;) {
 		size_t q = tc_skip_ws(sc, p, sc->len), k1, pgt, v0, v1;
 
