@@ -168,6 +168,26 @@ static void k3_call(struct scan *sc, const struct k3tag *tg, size_t body, size_t
 			      K3_CLOSE "call", K3_SEP);
 		goto out;
 	}
+	/* the arguments as one raw JSON block: <|open|>json type="object"<|sep|>{...}<|close|>json<|sep|> */
+	if (k3_next(sc, p, K3_OPEN, "json", &a) && a.at < end &&
+	    (!k3_next(sc, p, K3_OPEN, "argument", &ac) || ac.at > a.at)) {
+		json_t *j;
+
+		if (!k3_next(sc, a.end, K3_CLOSE, "json", &ac) || ac.at > end) {
+			tc_call_error(sc, "kimi-k3", name, "the json block is not closed with "
+				      "%sjson%s", K3_CLOSE, K3_SEP);
+			goto out;
+		}
+		j = json_loadb(sc->text + a.end, ac.at - a.end, 0, NULL);
+		if (!json_is_object(j)) {
+			json_decref(j);
+			tc_call_error(sc, "kimi-k3", name, "the json block is not a JSON object");
+			goto out;
+		}
+		json_decref(args);
+		args = j;
+		p = ac.end;
+	}
 	while (k3_next(sc, p, K3_OPEN, "argument", &a) && a.at < end) {
 		char *type;
 		json_t *v;
