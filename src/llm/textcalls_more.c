@@ -201,12 +201,12 @@ static void k3_call(struct scan *sc, const struct k3tag *tg, size_t body, size_t
 		}
 		type = k3_attr(sc, &a, "type");
 		v = k3_value(sc->text + a.end, ac.at - a.end, type, &bad);
-		free(type);
-		if (!v) {
+		if (!v)
 			tc_call_error(sc, "kimi-k3", name, "argument \"%s\" is declared %s but its "
 				      "value is not one", key, bad);
+		free(type);
+		if (!v)
 			goto out;
-		}
 		json_object_set_new(args, key, v);
 		p = ac.end;
 	}
