@@ -454,6 +454,9 @@ int tc_take_call_obj(struct scan *sc, const json_t *obj, const char *dialect, in
 	}
 	if (!name)
 		name = tool;
+	if (name && !tc_known(sc, name) &&
+	    (!strcmp(name, "directly-answer") || !strcmp(name, "directly_answer")))
+		return 1;	/* Command R's "no tool: I answer" pseudo-call: no call, no message */
 	if (!name) {
 		if (how == 0)
 			tc_call_error(sc, dialect, NULL, "the object has no \"name\" member");
