@@ -381,6 +381,8 @@ static size_t mc_call(struct scan *sc, size_t lt)
 		return ret;
 	}
 	args = json_object();
+	if (tc_starts(sc, p, sc->len, "<arguments>"))
+		p += strlen("<arguments>");	/* the params may come wrapped (Ollama's tests) */
 	for (;;) {
 		size_t q = tc_skip_ws(sc, p, sc->len), k1, pgt, v0, v1;
 
@@ -421,6 +423,8 @@ static size_t mc_call(struct scan *sc, size_t lt)
 		p = v1 + strlen(MC_PCLOSE);
 	}
 	p = tc_skip_ws(sc, p, sc->len);
+	if (tc_starts(sc, p, sc->len, "</arguments>"))
+		p = tc_skip_ws(sc, p + strlen("</arguments>"), sc->len);
 	c = tc_starts(sc, p, sc->len, MC_CLOSE) ? p : (size_t)-1;
 	end = c == (size_t)-1 ? tc_find_at(sc->text, p, sc->len, MC_CLOSE) : c;
 	ret = end == (size_t)-1 ? sc->len : end + strlen(MC_CLOSE);
