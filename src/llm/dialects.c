@@ -61,6 +61,12 @@ static const struct form {
 	  "\"parameters\": {...}}]<|END_ACTION|>", 1 },
 	{ "apertus", "<|tools_prefix|>[{\"TOOL\": {...}}]<|tools_suffix|>", 1 },
 	{ "phi4", "functools[{\"name\": \"TOOL\", \"arguments\": {...}}]", 1 },
+	{ "gigachat3", "function call{\"name\": \"TOOL\", \"arguments\": {...}}", 1 },
+	{ "kimi-k3", "<|open|>tools<|sep|><|open|>call tool=\"TOOL\" index=\"1\"<|sep|>"
+	  "<|open|>argument key=\"KEY\" type=\"string\"<|sep|>VALUE<|close|>argument<|sep|>"
+	  "<|close|>call<|sep|><|close|>tools<|sep|>", 0 },
+	{ "functionary-v3.2", ">>>TOOL\n{...}", 1 },
+	{ "minicpm5", "<function name=\"TOOL\"><param name=\"KEY\">VALUE</param></function>", 0 },
 	{ "fenced", "```json\n{\"tool\": \"TOOL\", \"arguments\": {...}}\n```", 1 },
 };
 
@@ -131,6 +137,8 @@ static const struct {
 	{ "<|START_THINKING|>", "<|END_THINKING|>" },	/* Command A, R7B */
 	{ "\xe2\x97\x81think\xe2\x96\xb7", "\xe2\x97\x81/think\xe2\x96\xb7" },	/* Kimi: ◁think▷ */
 	{ "<|channel>thought", "<channel|>" },		/* Gemma 4 */
+	{ "<|open|>think<|sep|>", "<|close|>think<|sep|>" },	/* Kimi K3 */
+	{ "<|inner_prefix|>", "<|inner_suffix|>" },	/* Apertus */
 };
 
 static void blank(char *t, size_t a, size_t b)
@@ -443,18 +451,15 @@ fail:
 	free(name);
 }
 
-/* ---- the <invoke name="..."> family: MiniMax-M2, DeepSeek V3.2 DSML, Step-3 ---- */
+/* ---- the <invoke name="..."> family: MiniMax-M2, DeepSeek V3.2 and V4 DSML, Step-3 ---- */
 
+/* A parameter's value; NULL when it is declared string="false" (JSON) and is not JSON. */
 static json_t *invoke_value(const char *attrs, size_t alen, const char *s, size_t n)
 {
 	if (memmem(attrs, alen, "string=\"true\"", 13))
 		return jsonx_stringn_lossy(s, n);
-	if (memmem(attrs, alen, "string=\"false\"", 14)) {
-		json_t *j = json_loadb(s, n, JSON_DECODE_ANY, NULL);
-
-		if (j)
-			return j;
-	}
+	if (memmem(attrs, alen, "string=\"false\"", 14))
+		return json_loadb(s, n, JSON_DECODE_ANY, NULL);
 	return tc_xml_value(s, n);
 }
 
@@ -504,10 +509,17 @@ static size_t take_invoke(struct scan *sc, size_t lt, size_t pre0, size_t pre1)
 		}
 		{
 			json_t *k = jsonx_stringn_lossy(sc->text + k0, k1 - k0);
+			json_t *v = invoke_value(sc->text + k1, pgt - k1, sc->text + pgt + 1,
+						 pc - pgt - 1);
 
-			jsonx_set(args, json_string_value(k),
-				  invoke_value(sc->text + k1, pgt - k1, sc->text + pgt + 1,
-					       pc - pgt - 1));
+			if (!v) {
+				tc_call_error(sc, "invoke", name, "parameter \"%s\" is declared "
+					      "string=\"false\" but its value is not JSON",
+					      json_string_value(k));
+				json_decref(k);
+				goto out;
+			}
+			jsonx_set(args, json_string_value(k), v);
 			json_decref(k);
 		}
 		p = pc + strlen(pclose);
@@ -530,6 +542,8 @@ void tc_scan_invoke(struct scan *sc)
 		"<minimax:tool_call>", "</minimax:tool_call>", "<function_calls>", "</function_calls>",
 		"<\xef\xbd\x9c" "DSML\xef\xbd\x9c" "function_calls>",
 		"</\xef\xbd\x9c" "DSML\xef\xbd\x9c" "function_calls>",
+		"<\xef\xbd\x9c" "DSML\xef\xbd\x9c" "tool_calls>",	/* DeepSeek V4 */
+		"</\xef\xbd\x9c" "DSML\xef\xbd\x9c" "tool_calls>",
 		"<\xef\xbd\x9ctool_calls_begin\xef\xbd\x9c>", "<\xef\xbd\x9ctool_calls_end\xef\xbd\x9c>",
 		"<\xef\xbd\x9ctool_call_begin\xef\xbd\x9c>", "<\xef\xbd\x9ctool_call_end\xef\xbd\x9c>",
 		"function<\xef\xbd\x9ctool_sep\xef\xbd\x9c>",
@@ -571,6 +585,7 @@ static const struct {
 	{ "<|START_ACTION|>", "<|END_ACTION|>", "command-r7b", 0 },
 	{ "<|tools_prefix|>", "<|tools_suffix|>", "apertus", 0 },
 	{ "functools", NULL, "phi4", 1 },		/* Phi-4-mini, FireFunction v2 */
+	{ "function call", NULL, "gigachat3", 1 },	/* GigaChat 3: the words, then the JSON */
 };
 
 void tc_scan_tagged_json(struct scan *sc)

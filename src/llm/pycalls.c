@@ -413,14 +413,44 @@ static int pythonic_whole(struct scan *sc, size_t p, size_t *stop)
 }
 
 /*
+ * The whole reply is one call without its list, NAME(k=v) (Gemma 4 through
+ * LiteRT-LM writes them so): read when it names a known tool and nothing
+ * but blanks follows. Returns 1 when it was taken.
+ */
+static int lone_call(struct scan *sc, size_t p)
+{
+	struct py y = { sc->text, p, sc->len, BUF_INIT };
+	char *name = NULL;
+	json_t *args = NULL;
+	int ok;
+
+	if (!looks_pythonic(sc, p, sc->len, 0))
+		return 0;
+	ok = py_call(&y, &name, &args, 0) == 0 && tc_known(sc, name) &&
+	     tc_skip_ws(sc, y.p, sc->len) == sc->len;
+	if (ok) {
+		tc_push_call(sc, name, args, "pythonic", NULL);
+		tc_add_span(sc, p, sc->len);
+	}
+	free(name);
+	json_decref(args);
+	buf_release(&y.why);
+	return ok;
+}
+
+/*
  * A list of calls, [NAME(k=v), ...], is a call where a model writes it:
  * the whole reply (or its start), after <|python_start|>, or ending the
- * reply after some prose. In the middle of prose it is only a mention.
+ * reply after some prose. In the middle of prose it is only a mention. So
+ * is one call without its list, unless it is the whole reply (lone_call()).
  */
 void tc_scan_pythonic(struct scan *sc)
 {
 	size_t p = tc_skip_ws(sc, 0, sc->len), a = p, end = sc->len, used, q, stop, tries = 0;
 	size_t tag = tc_find_at(sc->text, 0, sc->len, "<|python_start|>");
+
+	if (lone_call(sc, p))
+		return;
 
 	if (tag != (size_t)-1 && looks_pythonic(sc, tag + 16, end, 1)) {
 		a = tag;

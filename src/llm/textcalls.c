@@ -210,12 +210,18 @@ int textcalls_repair_json(struct buf *out, struct buf *notes, struct buf *why, c
 		goto fail;
 	}
 	if (comma != (size_t)-1) {
-		memmove(out->buf + comma, out->buf + comma + 1, out->len - comma - 1);
-		buf_setlen(out, out->len - 1);
-		note(notes, "removed a trailing comma");
+		/* `{"a": 1,` at the end: the next value was cut off, not a slip */
+		buf_addstr(why, "the text ends after a ',': what was to follow it was cut off");
+		goto fail;
 	}
 	while (out->len > start && memchr(" \t\n\r", out->buf[out->len - 1], 4))
 		buf_setlen(out, out->len - 1);	/* JSON's own whitespace only */
+	if (depth > 1 && (out->buf[out->len - 1] == '{' || out->buf[out->len - 1] == '[')) {
+		/* `"arguments": {` and nothing after: what it was to hold is lost, not empty */
+		buf_addf(why, "the text ends right after the '%c' that opens a value: the call was "
+			 "cut off", out->buf[out->len - 1]);
+		goto fail;
+	}
 	note(notes, depth == 1 ? "added a missing closing bracket at the end"
 			       : "added missing closing brackets at the end");
 	while (depth)
@@ -448,6 +454,9 @@ int tc_take_call_obj(struct scan *sc, const json_t *obj, const char *dialect, in
 	}
 	if (!name)
 		name = tool;
+	if (name && !tc_known(sc, name) &&
+	    (!strcmp(name, "directly-answer") || !strcmp(name, "directly_answer")))
+		return 1;	/* Command R's "no tool: I answer" pseudo-call: no call, no message */
 	if (!name) {
 		if (how == 0)
 			tc_call_error(sc, dialect, NULL, "the object has no \"name\" member");
@@ -464,6 +473,12 @@ int tc_take_call_obj(struct scan *sc, const json_t *obj, const char *dialect, in
 	args = call_args(obj, &present);
 	if (!present && how == 2 && !tool) {
 		json_decref(args);
+		if (notes && *notes) {
+			/* its brackets had to be closed: a call cut off before its arguments */
+			tc_call_error(sc, dialect, name, "the call ends before its arguments: the "
+				      "reply was cut off");
+			return 1;
+		}
 		return 0;	/* {"name": "read_file"} alone in prose */
 	}
 	if (!args) {
@@ -892,6 +907,13 @@ static void scan_deepseek(struct scan *sc)
 		if (ce != (size_t)-1)
 			last = ce + ml;
 		tc_add_span(sc, first, last);
+	} else if ((first = ds_find(sc, 0, sc->len, "tool calls begin", &ml)) != (size_t)-1) {
+		/* the section opened, but no call in it begins: a call written half right */
+		size_t ce = ds_find(sc, first + ml, sc->len, "tool calls end", &used);
+
+		tc_call_error(sc, "deepseek", NULL, "<｜tool▁calls▁begin｜> holds no "
+			      "<｜tool▁call▁begin｜> marker");
+		tc_add_span(sc, first, ce != (size_t)-1 ? ce + used : sc->len);
 	}
 }
 
@@ -942,6 +964,23 @@ static int starts_call_object(const struct scan *sc, size_t p)
 	return 0;
 }
 
+/*
+ * Command R's action item ({"tool_name": ..., "parameters": ...}) stands
+ * bare only in its list ([{...}, ...]); one alone in prose is an example
+ * shown to the reader, not a call. (Llama 3's bare {"name": ...} is its
+ * call form, and is read wherever it is.)
+ */
+static int lone_action_item(const struct scan *sc, size_t a)
+{
+	size_t p = tc_skip_ws(sc, a + 1, sc->len), b = a;
+
+	if (sc->len - p < 11 || memcmp(sc->text + p, "\"tool_name\"", 11))
+		return 0;
+	while (b > 0 && isspace((unsigned char)sc->text[b - 1]))
+		b--;
+	return !b || (sc->text[b - 1] != '[' && sc->text[b - 1] != ',');
+}
+
 static void scan_bare(struct scan *sc)
 {
 	size_t p = 0, used, tries = 0;
@@ -953,7 +992,7 @@ static void scan_bare(struct scan *sc)
 		size_t a = (size_t)(o - sc->text);
 
 		p = a + 1;
-		if (!starts_call_object(sc, a))
+		if (!starts_call_object(sc, a) || lone_action_item(sc, a))
 			continue;
 		tries++;
 		if (tc_take_calls_at(sc, a, sc->len, "bare", 2, &used) && used) {
@@ -980,10 +1019,11 @@ size_t textcalls_parse(struct text_calls *out, const char *text, size_t len,
 	 * and JSON without markers last.
 	 */
 	static void (*const passes[])(struct scan *) = {
-		tc_scan_harmony, tc_scan_kimi, tc_scan_seed, scan_hermes, tc_scan_function_gemma,
-		tc_scan_lfm2, tc_scan_invoke, tc_scan_tagged_json, tc_scan_function_tag,
-		scan_llama3, scan_mistral, scan_deepseek, tc_scan_olmo3, tc_scan_pythonic,
-		scan_fenced, scan_bare,
+		tc_scan_harmony, tc_scan_kimi, tc_scan_kimi3, tc_scan_seed, scan_hermes,
+		tc_scan_function_gemma, tc_scan_lfm2, tc_scan_invoke, tc_scan_minicpm5,
+		tc_scan_tagged_json,
+		tc_scan_function_tag, scan_llama3, scan_mistral, scan_deepseek, tc_scan_olmo3,
+		tc_scan_recipient, tc_scan_pythonic, scan_fenced, scan_bare,
 	};
 	size_t k, i, pos = 0;
 	char *masked;

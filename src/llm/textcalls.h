@@ -47,8 +47,11 @@
  * JSON repair (textcalls_repair_json()): trailing commas, closing braces
  * and brackets missing at the end, and raw control characters (line
  * breaks, tabs) inside strings are fixed. Nothing else is: a string that
- * never closes, a key without a value, single quotes, Python literals are
- * refused with a message saying what to fix. A repair never adds a key or
+ * never closes, a key without a value, a value cut right after its '{' or
+ * '[' (`"arguments": {` at the end: what it held is lost, it is not empty)
+ * or after a ',' (the next value lost),
+ * single quotes, Python literals are refused with a message saying what to
+ * fix. A repair never adds a key or
  * a value.
  */
 

@@ -6,7 +6,8 @@
  * dialects share. textcalls.c holds the JSON families and the dispatcher,
  * dialects.c the token-marked and XML-ish ones and the reasoning mask,
  * pycalls.c those written as function calls (pythonic, OLMo 3, LFM2,
- * Gemma). Nothing outside src/llm/ includes this.
+ * Gemma), textcalls_more.c Kimi K3's tag language, Functionary v3.2's
+ * recipients and MiniCPM 5's XML. Nothing outside src/llm/ includes this.
  */
 
 #include <stddef.h>
@@ -90,5 +91,11 @@ void tc_scan_function_gemma(struct scan *sc);
 void tc_scan_lfm2(struct scan *sc);
 void tc_scan_olmo3(struct scan *sc);
 void tc_scan_pythonic(struct scan *sc);
+
+/* ---- textcalls_more.c ---- */
+
+void tc_scan_kimi3(struct scan *sc);
+void tc_scan_recipient(struct scan *sc);
+void tc_scan_minicpm5(struct scan *sc);
 
 #endif

@@ -6,9 +6,9 @@
  * A server is taken for one kind only by the shape of its own answer (a
  * proxy that answers 200 to everything is none of them). Only servers on
  * this machine are asked unless probe_window says otherwise, and what an
- * "openai" provider's probe found is kept a day in the user's cache
- * (forgex/windows.json), per base URL and model, so the next run asks
- * nothing.
+ * "openai" provider's probe found, or what /api/show said to a provider of
+ * type "ollama", is kept a day in the user's cache (forgex/windows.json),
+ * per base URL and model, so the next run asks nothing.
  */
 #include <time.h>
 #include <ctype.h>
@@ -232,16 +232,30 @@ static long ollama_loaded_ctx(struct provider *p, const char *root)
 	return n;
 }
 
-/* type "ollama": decide the num_ctx every request carries. */
+static int ollama_cache_get(const struct provider *p, long *ctxlen, long *modelfile);
+static void ollama_cache_put(const struct provider *p, long ctxlen, long modelfile);
+
+/*
+ * type "ollama": decide the num_ctx every request carries. What /api/show
+ * said of this model (its own window, the Modelfile's num_ctx) is kept a
+ * day in the same cache as the probe's, so a second run asks nothing;
+ * the decision itself is made again each run, since context_window may
+ * have changed in the configuration.
+ */
 static void decide_ollama(struct provider *p, const char *root)
 {
 	int unreachable = 0;
-	json_t *j = show(p, root, &unreachable);
+	json_t *j;
 	long ctxlen = 0, modelfile = 0, n;
 
-	if (j)
-		ollama_show(j, &ctxlen, &modelfile);
-	json_decref(j);
+	if (!ollama_cache_get(p, &ctxlen, &modelfile)) {
+		j = show(p, root, &unreachable);
+		if (j) {
+			ollama_show(j, &ctxlen, &modelfile);
+			ollama_cache_put(p, ctxlen, modelfile);
+		}
+		json_decref(j);
+	}
 	if (p->config_window) {
 		n = p->config_window;
 		if (ctxlen && n > ctxlen) {
@@ -288,11 +302,26 @@ static json_t *cache_load(const char *path)
 	return j;
 }
 
-static int cache_entry_is(const json_t *e, const struct provider *p)
+/*
+ * Entries are of two kinds: a window an "openai" provider's probe found
+ * (no "kind"), and what Ollama's /api/show said of a model for a provider
+ * of type "ollama" ("kind": "ollama-show"). Each is keyed by base URL and
+ * model, and one never stands for the other.
+ */
+static int cache_entry_is(const json_t *e, const struct provider *p, const char *kind)
 {
-	const char *u = jsonx_str(e, "base_url"), *m = jsonx_str(e, "model");
+	const char *u = jsonx_str(e, "base_url"), *m = jsonx_str(e, "model"),
+		   *k = jsonx_str(e, "kind");
 
-	return u && m && !strcmp(u, p->base_url ? p->base_url : "") && !strcmp(m, p->model);
+	return u && m && !strcmp(u, p->base_url ? p->base_url : "") && !strcmp(m, p->model) &&
+	       (kind ? k && !strcmp(k, kind) : !k);
+}
+
+static int cache_fresh(const json_t *e, long long now)
+{
+	json_int_t at = json_integer_value(json_object_get(e, "time"));
+
+	return at <= now && now - at < CACHE_SECONDS;
 }
 
 /* A window this server told a run of the last day, for this model. */
@@ -305,11 +334,10 @@ static int cache_get(struct provider *p)
 	int found = 0;
 
 	json_array_foreach(all, i, e) {
-		json_int_t at = json_integer_value(json_object_get(e, "time"));
 		long n = positive(json_object_get(e, "window"));
 		const char *src = jsonx_str(e, "source"), *w = jsonx_str(e, "warning");
 
-		if (!cache_entry_is(e, p) || !n || !src || at > now || now - at >= CACHE_SECONDS)
+		if (!cache_entry_is(e, p, NULL) || !n || !src || !cache_fresh(e, now))
 			continue;
 		set_window(p, n, src);
 		if (w)
@@ -322,7 +350,8 @@ static int cache_get(struct provider *p)
 	return found;
 }
 
-static void cache_put(const struct provider *p)
+/* Store `entry` (taken; its key, kind and time set here) in place of this server's old one. */
+static void cache_store(const struct provider *p, const char *kind, json_t *entry)
 {
 	char *path = cache_path(), *slash;
 	json_t *all, *keep = json_array(), *e;
@@ -332,23 +361,22 @@ static void cache_put(const struct provider *p)
 
 	if (!path) {
 		json_decref(keep);
+		json_decref(entry);
 		return;
 	}
 	all = cache_load(path);
 	json_array_foreach(all, i, e) {
-		json_int_t at = json_integer_value(json_object_get(e, "time"));
-
 		/* drop this server's old answer, stale ones, and the oldest beyond the cap */
-		if (!cache_entry_is(e, p) && at <= now && now - at < CACHE_SECONDS &&
+		if (!cache_entry_is(e, p, kind) && cache_fresh(e, now) &&
 		    json_array_size(all) - i < CACHE_MAX_ENTRIES)
 			json_array_append(keep, e);
 	}
-	e = json_pack("{s:s, s:s, s:I, s:s, s:I}", "base_url", p->base_url ? p->base_url : "",
-		      "model", p->model, "window", (json_int_t)p->context_window, "source",
-		      p->window_source, "time", (json_int_t)now);
-	if (p->window_warning)
-		jsonx_set(e, "warning", jsonx_string(p->window_warning));
-	json_array_append_new(keep, e);
+	jsonx_set(entry, "base_url", jsonx_string(p->base_url ? p->base_url : ""));
+	jsonx_set(entry, "model", jsonx_string(p->model));
+	if (kind)
+		jsonx_set(entry, "kind", jsonx_string(kind));
+	jsonx_set(entry, "time", json_integer((json_int_t)now));
+	json_array_append_new(keep, entry);
 	jsonx_dump(&b, keep, JSON_COMPACT);
 	buf_addch(&b, '\n');
 	if ((slash = strrchr(path, '/'))) {
@@ -363,6 +391,47 @@ static void cache_put(const struct provider *p)
 	json_decref(keep);
 	json_decref(all);
 	free(path);
+}
+
+static void cache_put(const struct provider *p)
+{
+	json_t *e = json_pack("{s:I, s:s}", "window", (json_int_t)p->context_window, "source",
+			      p->window_source);
+
+	if (p->window_warning)
+		jsonx_set(e, "warning", jsonx_string(p->window_warning));
+	cache_store(p, NULL, e);
+}
+
+/* What /api/show told a run of the last day of this model: 1 and the two numbers, or 0. */
+static int ollama_cache_get(const struct provider *p, long *ctxlen, long *modelfile)
+{
+	char *path = cache_path();
+	json_t *all = cache_load(path), *e;
+	long long now = (long long)time(NULL);
+	size_t i;
+	int found = 0;
+
+	json_array_foreach(all, i, e) {
+		json_t *c = json_object_get(e, "context_length"), *n = json_object_get(e, "num_ctx");
+
+		if (!cache_entry_is(e, p, "ollama-show") || !cache_fresh(e, now) ||
+		    !json_is_integer(c) || !json_is_integer(n))
+			continue;
+		*ctxlen = positive(c);
+		*modelfile = positive(n);
+		found = 1;
+		break;
+	}
+	json_decref(all);
+	free(path);
+	return found;
+}
+
+static void ollama_cache_put(const struct provider *p, long ctxlen, long modelfile)
+{
+	cache_store(p, "ollama-show", json_pack("{s:I, s:I}", "context_length", (json_int_t)ctxlen,
+						"num_ctx", (json_int_t)modelfile));
 }
 
 /* Does probe_window let forgex ask this server? */

@@ -90,17 +90,22 @@ static int tool_edit_file(struct tool_ctx *ctx, const json_t *args, struct buf *
 	if (res.count > MATCH_MAX_LINES_NOTED)
 		buf_addstr(result, ", ...");
 	if (res.pass == MATCH_NEAR)
-		buf_addf(result, " (old_string is not in the file as written; the passage at line "
-			 "%zu, %d%% alike, was the only close one and was replaced: %zu line%s of "
-			 "old_string differ%s from it beyond whitespace. Check the lines below)",
-			 res.lines[0], res.similar, res.differ, res.differ == 1 ? "" : "s",
-			 res.differ == 1 ? "s" : "");
+		buf_addf(result, " (old_string is not in the file as written; the %s at line%s "
+			 "%zu%s, %d%% alike, %s replaced: %zu line%s of old_string differ%s from "
+			 "%s beyond whitespace. Check the lines below)",
+			 res.count > 1 ? "passages" : "passage", res.count > 1 ? "s" : "",
+			 res.lines[0], res.count > 1 ? " and the others listed" : "", res.similar,
+			 res.count > 1 ? "equally close, were each" : res.by_line
+			 ? "the one start_line holds, was" : "was the only close one and was",
+			 res.differ, res.differ == 1 ? "" : "s", res.differ == 1 ? "s" : "",
+			 res.count > 1 ? "each" : "it");
 	else if (!exact)
 		buf_addf(result, " (old_string matched %s%s%s%s)", match_pass_name(res.pass),
 			 res.pass != res.level && res.level != MATCH_EXACT ? ", then " : "",
 			 res.pass != res.level && res.level != MATCH_EXACT
 			 ? match_pass_name(res.level) : "",
-			 res.level >= MATCH_INDENT ? "; new_string was re-indented to the file" : "");
+			 res.level >= MATCH_INDENT && res.level != MATCH_NOSPACE
+			 ? "; new_string was re-indented to the file" : "");
 	if (res.blank_edges)
 		buf_addf(result, " (the blank %s at the start or end of old_string are not in the "
 			 "file and were left out)", res.blank_edges == 1 ? "lines" : "spaces");

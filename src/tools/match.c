@@ -4,13 +4,13 @@
  * a match was found (unchanged lines and indentation) is match_place.c;
  * what the two share is in match_internal.h.
  *
- * The file is long (about 1,600 lines): every pass of the chain, the
- * near-miss matcher, the line-number stripping and the placeholder check
- * work on the same line tables (struct lines), normal forms and candidate
- * ranking, and the chain's order is easiest to check in one place. The
- * near-miss matcher with the similarity ranking (about 380 lines) is the
- * next seam to cut once the chain settles.
+ * The matchers that find a passage only approximately (near miss, no
+ * whitespace) are match_near.c; every exact and normalising pass, the
+ * line-number stripping and the placeholder check stay here with the line
+ * tables and normal forms they share (match_internal.h), so that the
+ * chain's order can be checked in one place (match_apply_at()).
  */
+#include <ctype.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,20 +24,8 @@
 #define SHOW_LINE_BYTES 300	/* a line shown in an explanation is cut here */
 #define SHOW_LINES 20		/* lines shown per passage */
 #define SCORE_BUDGET 4000000	/* line comparisons spent on finding similar passages */
-#define LEV_MAX 256		/* bytes of a line the edit distance looks at */
 
-struct line {
-	size_t start;		/* first byte */
-	size_t end;		/* end of the content: before "\n" or "\r\n" */
-	size_t next;		/* start of the next line (len at the end) */
-};
-
-struct lines {
-	struct line *v;
-	size_t nr, alloc;
-};
-
-static void split_lines(struct lines *out, const char *s, size_t len)
+void match_split_lines(struct lines *out, const char *s, size_t len)
 {
 	size_t pos = 0;
 
@@ -68,7 +56,7 @@ int match_is_blank(char c)
 }
 
 /* The content of a line without leading and trailing blanks. */
-static void trimmed(const char *s, const struct line *l, size_t *a, size_t *b)
+void match_trimmed(const char *s, const struct line *l, size_t *a, size_t *b)
 {
 	size_t x = l->start, y = l->end;
 
@@ -84,13 +72,13 @@ static int same_trimmed(const char *s, const struct line *l, const char *t, cons
 {
 	size_t a, b, c, d;
 
-	trimmed(s, l, &a, &b);
-	trimmed(t, m, &c, &d);
+	match_trimmed(s, l, &a, &b);
+	match_trimmed(t, m, &c, &d);
 	return b - a == d - c && !memcmp(s + a, t + c, b - a);
 }
 
 /* 1-based line of byte `off`. */
-static size_t line_of(const char *s, size_t off)
+size_t match_line_of(const char *s, size_t off)
 {
 	size_t n = 1;
 	const char *p = s, *end = s + off;
@@ -103,7 +91,7 @@ static size_t line_of(const char *s, size_t off)
 }
 
 /* Show lines [from, to) of `text` (0-based indexes into `ls`) numbered. */
-static void show_lines(struct buf *why, const char *text, const struct lines *ls, size_t from,
+void match_show_passage(struct buf *why, const char *text, const struct lines *ls, size_t from,
 		       size_t to)
 {
 	size_t i;
@@ -144,7 +132,7 @@ static void make_bigrams(struct bigrams *bg, const char *s, const struct line *l
 {
 	size_t a, b, i;
 
-	trimmed(s, l, &a, &b);
+	match_trimmed(s, l, &a, &b);
 	bg->nr = b - a > 1 ? b - a - 1 : 0;
 	bg->v = bg->nr ? xmalloc(bg->nr * sizeof(*bg->v)) : NULL;
 	for (i = 0; i < bg->nr; i++)
@@ -175,15 +163,15 @@ static double dice(const struct bigrams *x, const struct bigrams *y, const char 
 	return 2.0 * (double)common / (double)(x->nr + y->nr);
 }
 
-/* Levenshtein distance of two byte strings (each cut at LEV_MAX). */
-static size_t levenshtein(const char *a, size_t n, const char *b, size_t m)
+/* Levenshtein distance of two byte strings (each cut at MATCH_LEV_MAX). */
+size_t match_levenshtein(const char *a, size_t n, const char *b, size_t m)
 {
-	size_t row[LEV_MAX + 1], i, j;
+	size_t row[MATCH_LEV_MAX + 1], i, j;
 
-	if (n > LEV_MAX)
-		n = LEV_MAX;
-	if (m > LEV_MAX)
-		m = LEV_MAX;
+	if (n > MATCH_LEV_MAX)
+		n = MATCH_LEV_MAX;
+	if (m > MATCH_LEV_MAX)
+		m = MATCH_LEV_MAX;
 	for (j = 0; j <= m; j++)
 		row[j] = j;
 	for (i = 1; i <= n; i++) {
@@ -213,25 +201,20 @@ static double lev_similarity(const char *text, const struct lines *fl, size_t s,
 	for (i = 0; i < ol->nr; i++) {
 		size_t a, b, c = 0, d = 0, n, m;
 
-		trimmed(old, &ol->v[i], &a, &b);
+		match_trimmed(old, &ol->v[i], &a, &b);
 		if (s + i < fl->nr)
-			trimmed(text, &fl->v[s + i], &c, &d);
-		n = b - a < LEV_MAX ? b - a : LEV_MAX;
-		m = d - c < LEV_MAX ? d - c : LEV_MAX;
-		dist += levenshtein(old + a, n, text + c, m);
+			match_trimmed(text, &fl->v[s + i], &c, &d);
+		n = b - a < MATCH_LEV_MAX ? b - a : MATCH_LEV_MAX;
+		m = d - c < MATCH_LEV_MAX ? d - c : MATCH_LEV_MAX;
+		dist += match_levenshtein(old + a, n, text + c, m);
 		size += n > m ? n : m;
 	}
 	return size ? 1.0 - (double)dist / (double)size : 1.0;
 }
 
-struct cand {
-	size_t start;
-	double score;
-};
-
 static int cmp_cand(const void *a, const void *b)
 {
-	const struct cand *x = a, *y = b;
+	const struct match_cand *x = a, *y = b;
 
 	if (x->score != y->score)
 		return x->score < y->score ? 1 : -1;
@@ -243,11 +226,11 @@ static int cmp_cand(const void *a, const void *b)
  * it by the Dice coefficient of their lines' byte pairs and do not overlap,
  * best first, into `top`; their count.
  */
-static size_t rank_windows(struct cand *top, size_t max, const char *text,
+size_t match_rank_windows(struct match_cand *top, size_t max, const char *text,
 			   const struct lines *fl, const char *old, const struct lines *ol)
 {
 	struct bigrams *fb, *ob;
-	struct cand *c;
+	struct match_cand *c;
 	size_t windows, k = ol->nr, i, s, ntop = 0, step = 1, used;
 
 	if (!fl->nr)
@@ -301,7 +284,7 @@ static size_t rank_windows(struct cand *top, size_t max, const char *text,
 static void closest(struct buf *why, const char *text, const struct lines *fl, const char *old,
 		    const struct lines *ol, size_t *best)
 {
-	struct cand top[10];
+	struct match_cand top[10];
 	size_t k = ol->nr, i, ntop, shown = 0;
 
 	if (!fl->nr) {
@@ -309,7 +292,7 @@ static void closest(struct buf *why, const char *text, const struct lines *fl, c
 		return;
 	}
 	/* The ten best that do not overlap, ranked again by edit distance. */
-	ntop = rank_windows(top, ARRAY_SIZE(top), text, fl, old, ol);
+	ntop = match_rank_windows(top, ARRAY_SIZE(top), text, fl, old, ol);
 	for (i = 0; i < ntop; i++)
 		top[i].score = lev_similarity(text, fl, top[i].start, old, ol);
 	qsort(top, ntop, sizeof(*top), cmp_cand);
@@ -324,7 +307,7 @@ static void closest(struct buf *why, const char *text, const struct lines *fl, c
 		}
 		buf_addf(why, "--- lines %zu-%zu (%d%% similar):\n", from + 1, to,
 			 (int)(top[i].score * 100.0 + 0.5));
-		show_lines(why, text, fl, from, to);
+		match_show_passage(why, text, fl, from, to);
 		shown++;
 	}
 	if (!shown)
@@ -349,7 +332,7 @@ const char *match_eol_of(const char *text, size_t len)
 }
 
 /* Append `s` with every line end (LF or CRLF) written as `eol`. */
-static void add_with_eol(struct buf *out, const char *s, size_t n, const char *eol)
+void match_add_with_eol(struct buf *out, const char *s, size_t n, const char *eol)
 {
 	size_t i = 0;
 
@@ -401,6 +384,9 @@ const char *match_pass_name(enum match_pass pass)
 	case MATCH_LINENO: return "after removing the line numbers copied from a read "
 				  "(\"N<tab>\" or \"N | \")";
 	case MATCH_NEAR: return "approximately";
+	case MATCH_CASE: return "ignoring letter case (new_string was written as sent)";
+	case MATCH_NOSPACE: return "with all whitespace and line breaks left out (new_string "
+				   "was written as sent, in place of the matched text)";
 	}
 	return "?";
 }
@@ -443,7 +429,7 @@ static const char *fold_char(const unsigned char *s, size_t n, size_t *used)
 void match_norm_line(struct buf *out, const char *s, size_t n, enum match_pass level)
 {
 	struct buf tmp = BUF_INIT;
-	size_t a = 0, b, i;
+	size_t a = 0, b, i, start = out->len;
 
 	if (level >= MATCH_UNICODE) {
 		for (i = 0; i < n;) {
@@ -481,6 +467,9 @@ void match_norm_line(struct buf *out, const char *s, size_t n, enum match_pass l
 	} else {
 		buf_add(out, s + a, b - a);
 	}
+	if (level == MATCH_CASE)
+		for (i = start; i < out->len; i++)
+			out->buf[i] = (char)tolower((unsigned char)out->buf[i]);
 	buf_release(&tmp);
 }
 
@@ -692,8 +681,8 @@ void match_explain_missing(struct buf *why, const char *text, size_t len, const 
 {
 	struct lines fl, ol;
 
-	split_lines(&fl, text, len);
-	split_lines(&ol, old, old_len);
+	match_split_lines(&fl, text, len);
+	match_split_lines(&ol, old, old_len);
 	explain_missing(why, text, &fl, old, &ol);
 	free(fl.v);
 	free(ol.v);
@@ -756,14 +745,14 @@ static void explain_exact_ambiguity(struct buf *why, const char *text, const str
 
 	buf_addf(why, "old_string occurs %zu times in %s, at lines", nhits, name);
 	for (i = 0; i < nhits && i < 10; i++)
-		buf_addf(why, "%s %zu", i ? "," : "", line_of(text, hits[i]));
+		buf_addf(why, "%s %zu", i ? "," : "", match_line_of(text, hits[i]));
 	buf_addf(why, "%s. Include more of the surrounding lines to make it unique, or set "
 		 "replace_all to change every occurrence. ", nhits > 10 ? ", ..." : "");
 	hint_start_line(why, start_line);
 	buf_addch(why, '\n');
 	for (i = 0; i < nhits && i < 3; i++) {
-		size_t a = line_of(text, hits[i]) - 1;
-		size_t b = line_of(text, hits[i] + old_len - 1);
+		size_t a = match_line_of(text, hits[i]) - 1;
+		size_t b = match_line_of(text, hits[i] + old_len - 1);
 
 		if (a + 1 == b)
 			buf_addf(why, "--- occurrence %zu (line %zu, with one line around it):\n",
@@ -771,7 +760,7 @@ static void explain_exact_ambiguity(struct buf *why, const char *text, const str
 		else
 			buf_addf(why, "--- occurrence %zu (lines %zu-%zu, with one line around "
 				 "it):\n", i + 1, a + 1, b);
-		show_lines(why, text, fl, a ? a - 1 : 0, b + 1);
+		match_show_passage(why, text, fl, a ? a - 1 : 0, b + 1);
 	}
 }
 
@@ -780,7 +769,7 @@ static void explain_exact_ambiguity(struct buf *why, const char *text, const str
  * holds line `sl` (1-based): the one starting there, else the only one
  * that covers it. -1 when there is no hint, or none or several cover it.
  */
-static long pick_by_line(const size_t *first, size_t n, size_t span, size_t sl)
+long match_pick_by_line(const size_t *first, size_t n, size_t span, size_t sl)
 {
 	size_t i, covering = 0;
 	long hit = -1;
@@ -827,7 +816,7 @@ static void replace_hits(struct match_result *out, const char *text, size_t len,
 /* 1-based line of the end of out->text, where the next line placed starts. */
 static size_t next_line(const struct match_result *out)
 {
-	return line_of(out->text.buf ? out->text.buf : "", out->text.len);
+	return match_line_of(out->text.buf ? out->text.buf : "", out->text.len);
 }
 
 /*
@@ -835,7 +824,7 @@ static size_t next_line(const struct match_result *out)
  * `ol.nr` lines each) with the lines of `new_text`, placed by
  * match_place_lines().
  */
-static int place_all(struct match_result *out, const char *text, size_t len,
+int match_place_all(struct match_result *out, const char *text, size_t len,
 		     const struct lines *fl, const size_t *places, size_t n, const char *old,
 		     const struct lines *ol, const char *new_text, const struct lines *nl,
 		     const char *eol, const char *name, struct buf *why)
@@ -885,10 +874,12 @@ static int try_passes(struct match_result *out, const char *text, size_t len,
 
 	if (!old_len)
 		return FX_ENOTFOUND;	/* what a matcher left of old: nothing to find */
-	add_with_eol(&conv_new, new_text, new_len, eol);
+	match_add_with_eol(&conv_new, new_text, new_len, eol);
+	if (wrap == MATCH_CASE)
+		goto lines;	/* the exact forms were tried already */
 	nhits = find_exact(&hits, &ahits, text, len, old, old_len);
 	if (!nhits) {
-		add_with_eol(&conv_old, old, old_len, eol);
+		match_add_with_eol(&conv_old, old, old_len, eol);
 		if (conv_old.len != old_len || memcmp(conv_old.buf, old, old_len)) {
 			nhits = find_exact(&hits, &ahits, text, len, conv_old.buf, conv_old.len);
 			mlen = conv_old.len;
@@ -898,10 +889,10 @@ static int try_passes(struct match_result *out, const char *text, size_t len,
 		size_t *first = xmalloc(nhits * sizeof(*first)), i, span = 1;
 
 		for (i = 0; i < nhits; i++)
-			first[i] = line_of(text, hits[i]) - 1;
+			first[i] = match_line_of(text, hits[i]) - 1;
 		for (i = 0; i + 1 < mlen; i++)
 			span += (conv_old.len ? conv_old.buf : old)[i] == '\n';
-		pick = pick_by_line(first, nhits, span, start_line);
+		pick = match_pick_by_line(first, nhits, span, start_line);
 		free(first);
 		if (pick >= 0) {
 			hits[0] = hits[pick];
@@ -921,9 +912,11 @@ static int try_passes(struct match_result *out, const char *text, size_t len,
 		ret = FX_EINVAL;
 		goto out;
 	}
-	split_lines(&ol, old, old_len);
-	split_lines(&nl, new_text, new_len);
-	for (level = MATCH_TRAILING; level <= MATCH_UNICODE; level++) {
+lines:
+	match_split_lines(&ol, old, old_len);
+	match_split_lines(&nl, new_text, new_len);
+	for (level = wrap == MATCH_CASE ? MATCH_CASE : MATCH_TRAILING;
+	     level <= (wrap == MATCH_CASE ? MATCH_CASE : MATCH_UNICODE); level++) {
 		struct normed fn, on;
 		size_t found, i;
 
@@ -937,7 +930,7 @@ static int try_passes(struct match_result *out, const char *text, size_t len,
 		normed_release(&fn);
 		normed_release(&on);
 		if (found > 1 && !replace_all) {
-			pick = pick_by_line(places, found, ol.nr, start_line);
+			pick = match_pick_by_line(places, found, ol.nr, start_line);
 			if (pick >= 0) {
 				places[0] = places[pick];
 				found = 1;
@@ -945,7 +938,7 @@ static int try_passes(struct match_result *out, const char *text, size_t len,
 			}
 		}
 		if (found == 1 || (found && replace_all)) {
-			ret = place_all(out, text, len, fl, places, found, old, &ol, new_text, &nl, eol,
+			ret = match_place_all(out, text, len, fl, places, found, old, &ol, new_text, &nl, eol,
 					name, why);
 			out->pass = wrap ? wrap : level;
 			out->level = level;
@@ -963,7 +956,7 @@ static int try_passes(struct match_result *out, const char *text, size_t len,
 			for (i = 0; i < found && i < 3; i++) {
 				buf_addf(why, "--- place %zu (lines %zu-%zu):\n", i + 1, places[i] + 1,
 					 places[i] + ol.nr);
-				show_lines(why, text, fl, places[i], places[i] + ol.nr);
+				match_show_passage(why, text, fl, places[i], places[i] + ol.nr);
 			}
 			ret = FX_EINVAL;
 			goto out;
@@ -1040,421 +1033,6 @@ static int unescape(struct buf *out, const char *s, size_t n)
 	return changed;
 }
 
-/* ---- line numbers copied from a read ---- */
-
-enum lineno_style { LN_NONE, LN_TAB, LN_BAR, LN_ARROW };
-
-/*
- * The line-number prefix at the start of `s` (`n` bytes): read_file's and
- * cat -n's "   12<tab>", Roo's and Cline's "12 | ", the "12→" of other
- * agents' reads. Its length (0 for none), its style and number.
- */
-static size_t lineno_prefix(const char *s, size_t n, enum lineno_style *style,
-			    unsigned long *num)
-{
-	size_t i = 0, d, j;
-
-	while (i < n && s[i] == ' ')
-		i++;
-	d = i;
-	*num = 0;
-	while (i < n && s[i] >= '0' && s[i] <= '9' && i - d < 9)
-		*num = *num * 10 + (unsigned long)(s[i++] - '0');
-	if (i == d || (i < n && s[i] >= '0' && s[i] <= '9'))
-		return 0;
-	if (i < n && s[i] == '\t') {
-		*style = LN_TAB;
-		return i + 1;
-	}
-	if (n - i >= 3 && !memcmp(s + i, "\xe2\x86\x92", 3)) {
-		*style = LN_ARROW;
-		return i + 3;
-	}
-	for (j = i; j < n && s[j] == ' '; j++)
-		;
-	if (j < n && s[j] == '|' && !(j + 1 < n && s[j + 1] == '|')) {
-		*style = LN_BAR;
-		return j + 1 + (j + 1 < n && s[j + 1] == ' ');
-	}
-	return 0;
-}
-
-/*
- * `s` without the line-number prefixes of its lines, into `out`, when
- * every line has one of one style (`*style` set by the first, or given),
- * numbered one after the other when `consecutive`. Returns the number of
- * lines holding one (0: not every line does), the first number in *first.
- */
-static size_t strip_linenos(struct buf *out, const char *s, size_t n, enum lineno_style *style,
-			    int consecutive, unsigned long *first)
-{
-	size_t pos = 0, lines = 0;
-	unsigned long prev = 0;
-
-	while (pos < n) {
-		const char *nl = memchr(s + pos, '\n', n - pos);
-		size_t end = nl ? (size_t)(nl - s) + 1 : n, p;
-		enum lineno_style st = LN_NONE;
-		unsigned long num;
-
-		p = lineno_prefix(s + pos, end - pos, &st, &num);
-		if (!p || (*style != LN_NONE && st != *style) ||
-		    (consecutive && lines && num != prev + 1))
-			return 0;
-		*style = st;
-		if (!lines)
-			*first = num;
-		prev = num;
-		buf_add(out, s + pos + p, end - pos - p);
-		lines++;
-		pos = end;
-	}
-	return lines;
-}
-
-/* Whether `s` holds nothing but blanks and line ends (or nothing). */
-static int only_blanks(const char *s, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (!match_is_blank(s[i]) && s[i] != '\n')
-			return 0;
-	return 1;
-}
-
-/* Whether some line of `s` starts with a line-number prefix. */
-static int any_lineno(const char *s, size_t n)
-{
-	size_t pos = 0;
-
-	while (pos < n) {
-		const char *nl = memchr(s + pos, '\n', n - pos);
-		size_t end = nl ? (size_t)(nl - s) + 1 : n;
-		enum lineno_style st = LN_NONE;
-		unsigned long num;
-
-		if (lineno_prefix(s + pos, end - pos, &st, &num))
-			return 1;
-		pos = end;
-	}
-	return 0;
-}
-
-/* ---- near misses ---- */
-
-/* The line in the form the near-miss matcher compares: punctuation folded, no blanks at all. */
-static void squeezed(struct buf *out, const char *s, size_t n)
-{
-	struct buf t = BUF_INIT;
-	size_t i;
-
-	match_norm_line(&t, s, n, MATCH_UNICODE);
-	for (i = 0; i < t.len; i++)
-		if (!match_is_blank(t.buf[i]))
-			buf_addch(out, t.buf[i]);
-	buf_release(&t);
-}
-
-struct near {
-	double score;		/* 1 - edit distance / size, over the squeezed lines */
-	size_t differ;		/* lines that differ beyond whitespace */
-	double worst;		/* the similarity of the least similar of them */
-	int typos;		/* they differ only in commas and semicolons */
-};
-
-/* Whether two squeezed lines are the same but for commas and semicolons. */
-static int same_but_typos(const struct buf *a, const struct buf *b)
-{
-	size_t i = 0, j = 0;
-
-	for (;;) {
-		while (i < a->len && (a->buf[i] == ',' || a->buf[i] == ';'))
-			i++;
-		while (j < b->len && (b->buf[j] == ',' || b->buf[j] == ';'))
-			j++;
-		if (i == a->len || j == b->len)
-			return i == a->len && j == b->len;
-		if (a->buf[i++] != b->buf[j++])
-			return 0;
-	}
-}
-
-static void near_score(struct near *nr, const char *text, const struct lines *fl, size_t s,
-		       const char *old, const struct lines *ol)
-{
-	struct buf a = BUF_INIT, b = BUF_INIT;
-	size_t i, dist = 0, size = 0;
-
-	nr->differ = 0;
-	nr->worst = 1.0;
-	nr->typos = 1;
-	for (i = 0; i < ol->nr && s + i < fl->nr; i++) {
-		const struct line *o = &ol->v[i], *f = &fl->v[s + i];
-		size_t d, big;
-
-		buf_reset(&a);
-		buf_reset(&b);
-		squeezed(&a, old + o->start, o->end - o->start);
-		squeezed(&b, text + f->start, f->end - f->start);
-		big = a.len > b.len ? a.len : b.len;
-		if (big > LEV_MAX) {
-			/* past what the distance looks at: the same, or wholly different */
-			big = LEV_MAX;
-			d = a.len == b.len && !memcmp(a.buf, b.buf, a.len) ? 0 : big;
-		} else {
-			d = levenshtein(a.buf ? a.buf : "", a.len, b.buf ? b.buf : "", b.len);
-		}
-		dist += d;
-		size += big;
-		if (d) {
-			nr->differ++;
-			if (!same_but_typos(&a, &b))
-				nr->typos = 0;
-			if (1.0 - (double)d / (double)big < nr->worst)
-				nr->worst = 1.0 - (double)d / (double)big;
-		}
-	}
-	if (i < ol->nr) {
-		nr->differ += ol->nr - i;
-		nr->worst = 0;
-	}
-	nr->score = size ? 1.0 - (double)dist / (double)size : 0;
-	buf_release(&a);
-	buf_release(&b);
-}
-
-/* Lines of `ls` in `s` that hold something else than blanks. */
-static size_t nonblank_lines(const char *s, const struct lines *ls)
-{
-	size_t i, n = 0, a, b;
-
-	for (i = 0; i < ls->nr; i++) {
-		trimmed(s, &ls->v[i], &a, &b);
-		n += b > a;
-	}
-	return n;
-}
-
-/*
- * The near-miss matcher: the passage most like `old`, when it is within
- * MATCH_NEAR_MIN and clearly closer (MATCH_NEAR_MARGIN) than any other, and
- * its differences are few: whitespace anywhere; beyond whitespace at most
- * one line in four (one, in a short old), each still 75% alike, with at
- * least one line the same. Under four lines, a line may differ beyond
- * whitespace only by a missing or added comma or semicolon (and a single
- * line only when it has 24 characters or more): a differing value, name or
- * operator in a short passage is another text, not a slip.
- * FX_ENOTFOUND when there is none (with a note in `why` when two were
- * about as close).
- */
-static int try_near(struct match_result *out, const char *text, size_t len,
-		    const struct lines *fl, const char *old, size_t old_len,
-		    const char *new_text, size_t new_len, const char *name, struct buf *why)
-{
-	struct lines ol = { NULL, 0, 0 }, nl = { NULL, 0, 0 };
-	struct cand top[10];
-	struct near best = { 0, 0, 0, 0 }, nr;
-	size_t ntop, i, nb, at = SIZE_MAX, second = SIZE_MAX, start = why->len;
-	double second_score = 0;
-	int ret = FX_ENOTFOUND;
-
-	split_lines(&ol, old, old_len);
-	nb = nonblank_lines(old, &ol);
-	if (!nb || ol.nr > fl->nr)
-		goto out;
-	ntop = rank_windows(top, ARRAY_SIZE(top), text, fl, old, &ol);
-	for (i = 0; i < ntop; i++) {
-		near_score(&nr, text, fl, top[i].start, old, &ol);
-		if (at == SIZE_MAX || nr.score > best.score) {
-			if (at != SIZE_MAX) {
-				second = at;
-				second_score = best.score;
-			}
-			best = nr;
-			at = top[i].start;
-		} else if (second == SIZE_MAX || nr.score > second_score) {
-			second = top[i].start;
-			second_score = nr.score;
-		}
-	}
-	if (at == SIZE_MAX || best.score < MATCH_NEAR_MIN)
-		goto out;
-	if (second != SIZE_MAX && second_score > best.score - MATCH_NEAR_MARGIN) {
-		buf_addf(why, "Lines %zu-%zu (%d%% alike) and lines %zu-%zu (%d%%) are about as close "
-			 "to old_string, so which one it means cannot be told.\n", at + 1,
-			 at + ol.nr, (int)(best.score * 100), second + 1, second + ol.nr,
-			 (int)(second_score * 100));
-		goto out;
-	}
-	if (best.differ) {
-		struct buf sq = BUF_INIT;
-		size_t limit = nb >= 4 ? nb / 4 : 1;
-
-		if (nb == 1)
-			squeezed(&sq, old, old_len);
-		if (best.differ > limit || best.differ >= nb || best.worst < 0.75 ||
-		    (nb < 4 && !best.typos) || (nb == 1 && sq.len < 24)) {
-			buf_release(&sq);
-			goto out;
-		}
-		buf_release(&sq);
-	}
-	split_lines(&nl, new_text, new_len);
-	buf_addf(why, "old_string is not in %s as written; lines %zu-%zu, %d%% alike, are the only "
-		 "close passage, but: ", name, at + 1, at + ol.nr, (int)(best.score * 100));
-	ret = place_all(out, text, len, fl, &at, 1, old, &ol, new_text, &nl,
-			match_eol_of(text, len), name, why);
-	if (!ret)
-		buf_setlen(why, start);
-	out->pass = MATCH_NEAR;
-	out->level = MATCH_UNICODE;
-	out->similar = (int)(best.score * 100);
-	out->differ = best.differ;
-out:
-	free(ol.v);
-	free(nl.v);
-	return ret;
-}
-
-/* ---- lazy placeholders ---- */
-
-/* Words a placeholder is made of; the first group names what was left out. */
-static const char *const ph_trigger[] = {
-	"rest", "remaining", "existing", "unchanged", "omitted", "previous", "other",
-};
-static const char *const ph_words[] = {
-	"of", "the", "code", "method", "methods", "function", "functions", "file", "class",
-	"classes", "implementation", "here", "same", "as", "before", "keep", "kept", "line",
-	"lines", "content", "contents", "remains", "remain", "stays", "stay", "is", "are", "for",
-	"brevity", "and", "imports", "tests", "properties", "fields", "cases", "logic", "body",
-	"etc", "from", "exactly", "unchanged", "omitted", "component", "components", "file's",
-	"props", "styles", "config", "configuration", "definitions", "helpers", "handlers",
-	"routes", "code's", "members", "elements", "items", "entries", "sections", "section",
-};
-
-static int in_list(const char *w, const char *const *list, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (!strcmp(w, list[i]))
-			return 1;
-	return 0;
-}
-
-/*
- * The normal form of a placeholder line (lower case words, into `out`),
- * or 0 when the line is none: after a comment leader or inside
- * parentheses or brackets, only words of the lists above, naming what was
- * left out, with an ellipsis or a word saying it is unchanged.
- */
-static int placeholder_form(struct buf *out, const char *s, size_t n)
-{
-	size_t a = 0, b = n, i;
-	int framed = 0, dots = 0, trigger = 0, says = 0, words = 0;
-	char w[32];
-	size_t wl = 0;
-
-	while (a < b && match_is_blank(s[a]))
-		a++;
-	while (b > a && match_is_blank(s[b - 1]))
-		b--;
-	if (b - a >= 4 && !memcmp(s + a, "<!--", 4)) {
-		a += 4;
-		framed = 1;
-		if (b - a >= 3 && !memcmp(s + b - 3, "-->", 3))
-			b -= 3;
-	} else if (b - a >= 2 && (!memcmp(s + a, "//", 2) || !memcmp(s + a, "--", 2) ||
-				  !memcmp(s + a, "/*", 2))) {
-		a += 2;
-		framed = 1;
-		if (b - a >= 2 && !memcmp(s + b - 2, "*/", 2))
-			b -= 2;
-	} else if (b > a && (s[a] == '#' || s[a] == ';' || s[a] == '%')) {
-		a++;
-		framed = 1;
-	}
-	while (a < b && (match_is_blank(s[a]) || s[a] == '(' || s[a] == '[' || s[a] == '{'))
-		framed |= s[a++] != ' ' && s[a - 1] != '\t';
-	while (b > a && (match_is_blank(s[b - 1]) || s[b - 1] == ')' || s[b - 1] == ']' ||
-			 s[b - 1] == '}'))
-		b--;
-	if (a < b && (s[a] == '.' || !memcmp(s + a, "\xe2\x80\xa6", b - a >= 3 ? 3 : 0)))
-		framed = 1;
-	if (!framed || a >= b)
-		return 0;
-	buf_reset(out);
-	for (i = a; i <= b; i++) {
-		unsigned char c = i < b ? (unsigned char)s[i] : ' ';
-
-		if (i + 3 <= b && !memcmp(s + i, "\xe2\x80\xa6", 3)) {
-			dots = 1;
-			i += 2;
-			c = ' ';
-		} else if (c == '.' && i + 2 < b && s[i + 1] == '.' && s[i + 2] == '.') {
-			dots = 1;
-		}
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		    c == '\'' || c == '_' || c == '-') {
-			if (wl + 1 < sizeof(w))
-				w[wl++] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
-			else
-				return 0;
-			continue;
-		}
-		if (c != '.' && c != ' ' && c != '\t' && c != ',' && c != ':')
-			return 0;
-		if (!wl)
-			continue;
-		w[wl] = 0;
-		wl = 0;
-		words++;
-		if (in_list(w, ph_trigger, ARRAY_SIZE(ph_trigger)))
-			trigger = 1;
-		else if (!in_list(w, ph_words, ARRAY_SIZE(ph_words)) && !(w[0] >= '0' && w[0] <= '9'))
-			return 0;
-		if (!strcmp(w, "unchanged") || !strcmp(w, "omitted") || !strcmp(w, "same") ||
-		    !strcmp(w, "remains") || !strcmp(w, "remain"))
-			says = 1;
-		buf_addstr(out, w);
-		buf_addch(out, ' ');
-	}
-	return trigger && (dots || says) && words <= 10;
-}
-
-size_t match_find_placeholder(const char *old, size_t old_len, const char *new_text,
-			      size_t new_len, struct buf *what)
-{
-	struct lines ol, nl;
-	struct buf f = BUF_INIT, g = BUF_INIT;
-	size_t i, j, found = 0;
-
-	split_lines(&ol, old, old_len);
-	split_lines(&nl, new_text, new_len);
-	for (i = 0; i < nl.nr && !found; i++) {
-		const struct line *l = &nl.v[i];
-		size_t a, b;
-
-		if (!placeholder_form(&f, new_text + l->start, l->end - l->start))
-			continue;
-		for (j = 0; j < ol.nr; j++)
-			if (placeholder_form(&g, old + ol.v[j].start, ol.v[j].end - ol.v[j].start) &&
-			    f.len == g.len && !memcmp(f.buf, g.buf, f.len))
-				break;
-		if (j < ol.nr)
-			continue;
-		trimmed(new_text, l, &a, &b);
-		buf_add(what, new_text + a, b - a);
-		found = i + 1;
-	}
-	buf_release(&f);
-	buf_release(&g);
-	free(ol.v);
-	free(nl.v);
-	return found;
-}
-
 /* ---- the chain ---- */
 
 int match_apply(struct match_result *out, const char *text, size_t len, const char *old,
@@ -1481,7 +1059,7 @@ int match_apply_at(struct match_result *out, const char *text, size_t len, const
 	}
 	if (replace_all)
 		start_line = 0;
-	split_lines(&fl, text, len);
+	match_split_lines(&fl, text, len);
 	ret = try_passes(out, text, len, &fl, old, old_len, new_text, new_len, replace_all,
 			 start_line, MATCH_EXACT, name, why);
 	if (ret == FX_ENOTFOUND) {
@@ -1526,19 +1104,19 @@ int match_apply_at(struct match_result *out, const char *text, size_t len, const
 				 start_line, MATCH_ESCAPES, name, why);
 	}
 	if (ret == FX_ENOTFOUND) {
-		enum lineno_style st = LN_NONE, nst;
+		enum match_lineno_style st = LN_NONE, nst;
 		unsigned long first = 0, nfirst;
 		size_t sl;
 
 		buf_reset(&uo);
 		buf_reset(&un);
-		if (strip_linenos(&uo, old, old_len, &st, 1, &first) && !only_blanks(uo.buf, uo.len)) {
+		if (match_strip_linenos(&uo, old, old_len, &st, 1, &first) && !match_only_blanks(uo.buf, uo.len)) {
 			/* new_string with its numbers removed too, or as it is when it has none */
 			nst = st;
 			sl = start_line ? start_line : first;
-			if (new_len && !strip_linenos(&un, new_text, new_len, &nst, 0, &nfirst)) {
+			if (new_len && !match_strip_linenos(&un, new_text, new_len, &nst, 0, &nfirst)) {
 				buf_reset(&un);
-				if (any_lineno(new_text, new_len))
+				if (match_any_lineno(new_text, new_len))
 					ret = FX_EINVAL;
 				else
 					buf_add(&un, new_text, new_len);
@@ -1554,11 +1132,17 @@ int match_apply_at(struct match_result *out, const char *text, size_t len, const
 						 MATCH_LINENO, name, why);
 		}
 	}
-	if (ret == FX_ENOTFOUND && !replace_all) {
-		ret = try_near(out, text, len, &fl, old, old_len, new_text, new_len, name, &near_why);
+	if (ret == FX_ENOTFOUND) {
+		ret = match_try_near(out, text, len, &fl, old, old_len, new_text, new_len,
+				     replace_all, start_line, name, &near_why);
 		if (ret == FX_EINVAL)
-			buf_addbuf(why, &near_why);	/* found, but the lines cannot be placed */
+			buf_addbuf(why, &near_why);	/* found, but several or not placeable */
 	}
+	if (ret == FX_ENOTFOUND && !replace_all)
+		ret = try_passes(out, text, len, &fl, old, old_len, new_text, new_len, 0, start_line,
+				 MATCH_CASE, name, why);
+	if (ret == FX_ENOTFOUND && !replace_all)
+		ret = match_try_nospace(out, text, len, old, old_len, new_text, new_len, &near_why);
 	if (!ret) {
 		keep_final_newline(&out->text, text, len, match_eol_of(text, len));
 		if (out->text.len == len && !memcmp(out->text.buf, text, len)) {
@@ -1572,12 +1156,12 @@ int match_apply_at(struct match_result *out, const char *text, size_t len, const
 	if (ret != FX_ENOTFOUND)
 		goto out;
 	/* nothing: say what is closest, and what differs */
-	split_lines(&ol, old, old_len);
+	match_split_lines(&ol, old, old_len);
 	buf_addf(why, "old_string was not found in %s%s.\n", name,
-		 replace_all ? " (replace_all matches exactly or with whitespace and typographic "
-			       "punctuation ignored, never approximately)"
-			     : ", not even ignoring whitespace, typographic punctuation and "
-			       "doubled escapes");
+		 replace_all ? " (replace_all matches exactly, with whitespace and typographic "
+			       "punctuation ignored, or approximately, never ignoring letter case)"
+			     : ", not even ignoring whitespace, letter case, typographic "
+			       "punctuation and doubled escapes, nor approximately");
 	buf_addbuf(why, &near_why);
 	explain_missing(why, text, &fl, old, &ol);
 	buf_addstr(why, "Copy the text exactly as the file has it (without the line numbers and "
@@ -1597,7 +1181,7 @@ void match_show_lines(struct buf *out, const char *text, size_t len, size_t from
 {
 	struct lines ls = { NULL, 0, 0 };
 
-	split_lines(&ls, text, len);
-	show_lines(out, text, &ls, from, to);
+	match_split_lines(&ls, text, len);
+	match_show_passage(out, text, &ls, from, to);
 	free(ls.v);
 }

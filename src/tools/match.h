@@ -32,9 +32,23 @@
  *      1-5 again without them (and without new's, when every line of new
  *      has one), the first number as the start_line hint;
  *   9. near miss: the one passage within MATCH_NEAR_MIN of `old` and
- *      MATCH_NEAR_MARGIN better than any other, differing only by slips
- *      (not with replace_all).
- * Never case-insensitive. replace_all runs 1-8 on every occurrence.
+ *      MATCH_NEAR_MARGIN better than any other, with at most half of its
+ *      lines differing (each MATCH_NEAR_LINE alike) and one at least the
+ *      same, or differing only by slips (commas, semicolons, one quote for
+ *      another); several equally close
+ *      are several occurrences (replace_all replaces each, start_line
+ *      chooses);
+ *  10. letter case: as 5, with ASCII letters compared in either case
+ *      (`MYVARIABLE` for `myVariable`), one place only (not with
+ *      replace_all); `new` is written as sent;
+ *  11. no whitespace: `old` and the file compared with every blank and
+ *      line break left out (but words kept apart), one place only, at
+ *      least 12 characters (not with replace_all): the bytes from the
+ *      first to the last character matched are replaced by `new` as sent
+ *      (Continue's one-line `function test(){return true;}` for a
+ *      three-line function).
+ * replace_all runs 1-9 on every occurrence. Each of 9-11 is named in the
+ * result, so the model (and the user) can check the lines it changed.
  *
  * What is written, on every pass: the file's line ends (a CRLF file stays
  * CRLF, whatever `new` used), and the file's final-newline state (a file
@@ -74,11 +88,16 @@ enum match_pass {
 	MATCH_ESCAPES,		/* doubled escapes undone, then all the above */
 	MATCH_LINENO,		/* line numbers copied from a read removed, then 1-5 */
 	MATCH_NEAR,		/* one passage clearly closest, within the similarity bound */
+	MATCH_CASE,		/* as MATCH_UNICODE, and ASCII letters of either case */
+	MATCH_NOSPACE,		/* all whitespace left out, line breaks too */
 };
 
 /* The near-miss matcher: how similar the passage must be, and how much better than the next. */
 #define MATCH_NEAR_MIN 0.90
 #define MATCH_NEAR_MARGIN 0.10
+/* How alike each line that differs must be, in a passage of four lines or more, and under four. */
+#define MATCH_NEAR_LINE 0.75
+#define MATCH_NEAR_LINE_SHORT 0.80
 
 /** What the result tells the model about a pass ("ignoring trailing whitespace"). */
 const char *match_pass_name(enum match_pass pass);

@@ -463,6 +463,36 @@ static int already_placed(const struct match_slice *file, const struct match_sli
 	return told > 0;
 }
 
+/*
+ * A line of new equal to a line of old is the model keeping that line,
+ * written as the file has it, only when the file's line is the model's
+ * but for whitespace and typographic punctuation. Where an approximate
+ * match found a line that differs beyond that (`foo(a, b)` in the file,
+ * `foo(a, c)` in old and kept in new), the model's line is what it
+ * means: writing the file's would mix the two versions (`foo(a, b)` above
+ * a body using `c`). Such a line is placed as a changed line instead, as
+ * every peer writes it.
+ */
+static void unkeep_differing(long *map, size_t m, const struct match_slice *file,
+			     const struct match_slice *old)
+{
+	struct buf a = BUF_INIT, b = BUF_INIT;
+	size_t j;
+
+	for (j = 0; j < m; j++) {
+		if (map[j] < 0)
+			continue;
+		buf_reset(&a);
+		buf_reset(&b);
+		match_norm_line(&a, file[map[j]].s, file[map[j]].n, MATCH_UNICODE);
+		match_norm_line(&b, old[map[j]].s, old[map[j]].n, MATCH_UNICODE);
+		if (a.len != b.len || memcmp(a.buf, b.buf, a.len))
+			map[j] = -1;
+	}
+	buf_release(&a);
+	buf_release(&b);
+}
+
 int match_place_lines(struct buf *out, const struct match_slice *file, const struct match_slice *old,
 		     size_t k, const struct match_slice *nw, size_t m, const char *eol,
 		     const char *name, size_t first_line, struct buf *why)
@@ -492,6 +522,7 @@ int match_place_lines(struct buf *out, const struct match_slice *file, const str
 	 * it goes in as it is, never shifted a second time.
 	 */
 	match_lcs_map(map, old, k, nw, m);
+	unkeep_differing(map, m, file, old);
 	if (global && (!uniform || global->n) && already_placed(file, old, k, nw, m, map)) {
 		for (j = 0; j < m; j++) {
 			if (map[j] >= 0)

@@ -252,7 +252,8 @@ static void test_textcalls_repair_json(void **state)
 		{ "{\"a\": [1, 2,], }", "{\"a\": [1, 2] }" },
 		{ "{\"a\": {\"b\": \"x\"", "{\"a\": {\"b\": \"x\"}}" },
 		{ "{\"a\": [1, 2", "{\"a\": [1, 2]}" },
-		{ "{\"a\": 1,", "{\"a\": 1}" },
+		{ "{\"a\": 1,", NULL },	/* cut after a comma: the next value is lost */
+		{ "{\"a\": {", NULL },	/* cut right after a value opens: not an empty one */
 		{ "{\"s\": \"l1\nl2\"}", "{\"s\": \"l1\\nl2\"}" },
 		{ "{\"a\": 1} trailing text", "{\"a\": 1}" },
 		{ "{\"a\":", NULL },

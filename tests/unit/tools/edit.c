@@ -187,7 +187,7 @@ static void test_edit_refusals(void **state)
 	assert_int_equal(edit(&t, "b.bin", "ab", "xy", 0), TOOL_FAILED);
 	assert_contains(t.out.buf, "binary");
 	assert_int_equal(edit(&t, "a.txt", "nowhere", "x", 1), TOOL_FAILED);
-	assert_contains(t.out.buf, "replace_all matches exactly or with whitespace");
+	assert_contains(t.out.buf, "replace_all matches exactly, with whitespace");
 	assert_int_equal(t.ctx.changed.nr, 0);
 	tt_teardown(&t);
 }

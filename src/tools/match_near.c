@@ -1,0 +1,352 @@
+/*
+ * The matchers that find a passage only approximately, tried after every
+ * exact and normalising pass of match.c found nothing (see match.h, 9-11):
+ * the near-miss matcher (the passage clearly most like `old`, differing by
+ * slips), and the one that compares the text with all whitespace left out.
+ * The letter-case pass is a normal form of match.c's line passes.
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "tools/match.h"
+#include "tools/match_internal.h"
+
+/* The line in the form the near-miss matcher compares: punctuation folded, no blanks at all. */
+static void squeezed(struct buf *out, const char *s, size_t n)
+{
+	struct buf t = BUF_INIT;
+	size_t i;
+
+	match_norm_line(&t, s, n, MATCH_UNICODE);
+	for (i = 0; i < t.len; i++)
+		if (!match_is_blank(t.buf[i]))
+			buf_addch(out, t.buf[i]);
+	buf_release(&t);
+}
+
+struct near {
+	double score;		/* 1 - edit distance / size, over the squeezed lines */
+	size_t differ;		/* lines that differ beyond whitespace */
+	double worst;		/* the similarity of the least similar of them */
+	int typos;		/* they differ only in commas and semicolons */
+};
+
+static int is_quote(char c)
+{
+	return c == '\'' || c == '"' || c == '`';
+}
+
+/*
+ * Whether two squeezed lines are the same but for slips: a comma or
+ * semicolon missing or added, or one kind of quote written for another
+ * ('hello' for "hello").
+ */
+static int same_but_typos(const struct buf *a, const struct buf *b)
+{
+	size_t i = 0, j = 0;
+
+	for (;;) {
+		while (i < a->len && (a->buf[i] == ',' || a->buf[i] == ';'))
+			i++;
+		while (j < b->len && (b->buf[j] == ',' || b->buf[j] == ';'))
+			j++;
+		if (i == a->len || j == b->len)
+			return i == a->len && j == b->len;
+		if (a->buf[i] != b->buf[j] && !(is_quote(a->buf[i]) && is_quote(b->buf[j])))
+			return 0;
+		i++;
+		j++;
+	}
+}
+
+static void near_score(struct near *nr, const char *text, const struct lines *fl, size_t s,
+		       const char *old, const struct lines *ol)
+{
+	struct buf a = BUF_INIT, b = BUF_INIT;
+	size_t i, dist = 0, size = 0;
+
+	nr->differ = 0;
+	nr->worst = 1.0;
+	nr->typos = 1;
+	for (i = 0; i < ol->nr && s + i < fl->nr; i++) {
+		const struct line *o = &ol->v[i], *f = &fl->v[s + i];
+		size_t d, big;
+
+		buf_reset(&a);
+		buf_reset(&b);
+		squeezed(&a, old + o->start, o->end - o->start);
+		squeezed(&b, text + f->start, f->end - f->start);
+		big = a.len > b.len ? a.len : b.len;
+		if (big > MATCH_LEV_MAX) {
+			/* past what the distance looks at: the same, or wholly different */
+			big = MATCH_LEV_MAX;
+			d = a.len == b.len && !memcmp(a.buf, b.buf, a.len) ? 0 : big;
+		} else {
+			d = match_levenshtein(a.buf ? a.buf : "", a.len, b.buf ? b.buf : "", b.len);
+		}
+		dist += d;
+		size += big;
+		if (d) {
+			nr->differ++;
+			if (!same_but_typos(&a, &b))
+				nr->typos = 0;
+			if (1.0 - (double)d / (double)big < nr->worst)
+				nr->worst = 1.0 - (double)d / (double)big;
+		}
+	}
+	if (i < ol->nr) {
+		nr->differ += ol->nr - i;
+		nr->worst = 0;
+	}
+	nr->score = size ? 1.0 - (double)dist / (double)size : 0;
+	buf_release(&a);
+	buf_release(&b);
+}
+
+/* Lines of `ls` in `s` that hold something else than blanks. */
+static size_t nonblank_lines(const char *s, const struct lines *ls)
+{
+	size_t i, n = 0, a, b;
+
+	for (i = 0; i < ls->nr; i++) {
+		match_trimmed(s, &ls->v[i], &a, &b);
+		n += b > a;
+	}
+	return n;
+}
+
+
+/* Whether the differences of a passage scored `nr` are slips only (see match_try_near). */
+static int only_slips(const struct near *nr, const char *old, size_t old_len, size_t nb)
+{
+	struct buf sq = BUF_INIT;
+	int ok;
+
+	if (!nr->differ)
+		return nr->score >= MATCH_NEAR_MIN;
+	/*
+	 * Below MATCH_NEAR_MIN over the whole passage only when one line alone
+	 * differs and is still MATCH_NEAR_LINE_SHORT alike: a short passage
+	 * with one slip of a name or type (`-> u32` for `-> usize`), which
+	 * weighs more in a short passage than in a long one.
+	 */
+	if (nr->score < MATCH_NEAR_MIN &&
+	    (nb < 2 || nr->differ != 1 || nr->worst < MATCH_NEAR_LINE_SHORT))
+		return 0;
+	if (nb == 1) {
+		/* one line: only slips, and only in a line long enough to be told apart */
+		squeezed(&sq, old, old_len);
+		ok = nr->typos && sq.len >= 24;
+		buf_release(&sq);
+		return ok;
+	}
+	/* at least one line the same, at most half of them differing beyond whitespace */
+	if (nr->differ >= nb || (nb >= 4 && nr->differ > nb / 2))
+		return 0;
+	return nr->typos || nr->worst >= (nb < 4 ? MATCH_NEAR_LINE_SHORT : MATCH_NEAR_LINE);
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The near-miss matcher: the passage most like `old`, when it is within
+ * MATCH_NEAR_MIN (or has one differing line only, see only_slips()) and
+ * its differences are few: whitespace anywhere; beyond
+ * whitespace at most half of the lines (and never all: one line at least
+ * is the same), each still MATCH_NEAR_LINE alike (MATCH_NEAR_LINE_SHORT
+ * under four lines, as Zed's matcher asks of every line), unless they
+ * differ only by slips (a missing or added comma or semicolon, one quote
+ * for another). A single line may differ only by slips, and only when it
+ * has 24 characters or more: `count -= 10` for `count += 10` is another
+ * text.
+ *
+ * Which passage: the one that qualifies and is clearly closer
+ * (MATCH_NEAR_MARGIN) than any other. Several that qualify and are as
+ * close (the same block twice, with the same slip) are several readings:
+ * replace_all replaces each, start_line chooses the one holding it, and
+ * otherwise the refusal lists them.
+ */
+int match_try_near(struct match_result *out, const char *text, size_t len,
+		   const struct lines *fl, const char *old, size_t old_len,
+		   const char *new_text, size_t new_len, int replace_all, size_t start_line,
+		   const char *name, struct buf *why)
+{
+	struct lines ol = { NULL, 0, 0 }, nl = { NULL, 0, 0 };
+	struct match_cand top[10];
+	struct near nr[10], *best = NULL;
+	size_t ntop, i, nb, at = SIZE_MAX, start = why->len, places[10], nq = 0;
+	double second_score = -1;
+	int ret = FX_ENOTFOUND;
+	long pick;
+
+	match_split_lines(&ol, old, old_len);
+	nb = nonblank_lines(old, &ol);
+	if (!nb || ol.nr > fl->nr)
+		goto out;
+	ntop = match_rank_windows(top, ARRAY_SIZE(top), text, fl, old, &ol);
+	for (i = 0; i < ntop; i++) {
+		near_score(&nr[i], text, fl, top[i].start, old, &ol);
+		if (!best || nr[i].score > best->score) {
+			if (best)
+				second_score = best->score;
+			best = &nr[i];
+			at = top[i].start;
+		} else if (nr[i].score > second_score) {
+			second_score = nr[i].score;
+		}
+	}
+	if (!best || !only_slips(best, old, old_len, nb))
+		goto out;
+	/* the passages as close as the best that qualify too */
+	for (i = 0; i < ntop; i++)
+		if (nr[i].score >= best->score - 1e-9 && only_slips(&nr[i], old, old_len, nb))
+			places[nq++] = top[i].start;
+	if (nq == 1 && second_score > best->score - MATCH_NEAR_MARGIN) {
+		buf_addf(why, "Lines %zu-%zu (%d%% alike) are the closest to old_string, but another "
+			 "passage (%d%%) is about as close, so which one it means cannot be told.\n",
+			 at + 1, at + ol.nr, (int)(best->score * 100), (int)(second_score * 100));
+		goto out;
+	}
+	qsort(places, nq, sizeof(*places), cmp_size);
+	if (nq > 1 && !replace_all) {
+		pick = match_pick_by_line(places, nq, ol.nr, start_line);
+		if (pick < 0) {
+			buf_addf(why, "old_string is not in %s as written, and %zu passages are "
+				 "equally close to it (%d%% alike), at lines", name, nq,
+				 (int)(best->score * 100));
+			for (i = 0; i < nq; i++)
+				buf_addf(why, "%s %zu", i ? "," : "", places[i] + 1);
+			buf_addstr(why, ". Include more of the surrounding lines to make it unique, "
+				   "or set replace_all to change each of them. ");
+			if (start_line)
+				buf_addf(why, "start_line %zu is not within exactly one of them. ",
+					 start_line);
+			else
+				buf_addstr(why, "Or give start_line, the line where the one you mean "
+					   "starts. ");
+			buf_addch(why, '\n');
+			for (i = 0; i < nq && i < 3; i++) {
+				buf_addf(why, "--- place %zu (lines %zu-%zu):\n", i + 1, places[i] + 1,
+					 places[i] + ol.nr);
+				match_show_passage(why, text, fl, places[i], places[i] + ol.nr);
+			}
+			ret = FX_EINVAL;
+			goto out;
+		}
+		places[0] = places[pick];
+		nq = 1;
+		out->by_line = start_line;
+	}
+	match_split_lines(&nl, new_text, new_len);
+	buf_addf(why, "old_string is not in %s as written; lines %zu-%zu, %d%% alike, are the only "
+		 "close passage, but: ", name, places[0] + 1, places[0] + ol.nr,
+		 (int)(best->score * 100));
+	ret = match_place_all(out, text, len, fl, places, nq, old, &ol, new_text, &nl,
+			      match_eol_of(text, len), name, why);
+	if (!ret)
+		buf_setlen(why, start);
+	out->pass = MATCH_NEAR;
+	out->level = MATCH_UNICODE;
+	out->similar = (int)(best->score * 100);
+	out->differ = best->differ;
+out:
+	free(ol.v);
+	free(nl.v);
+	return ret;
+}
+
+/* ---- whitespace left out altogether ---- */
+
+static int wordy(char c)
+{
+	return isalnum((unsigned char)c) || c == '_' || (unsigned char)c >= 0x80;
+}
+
+/*
+ * `s` without whitespace (line breaks too), a space kept only between two
+ * word characters that had whitespace between them; `at[i]` is the byte of
+ * `s` that out[i] came from.
+ */
+static void squeeze_all(struct buf *out, size_t **at, const char *s, size_t n)
+{
+	size_t i, alloc = 0, nr = 0;
+	int gap = 0;
+
+	*at = NULL;
+	for (i = 0; i < n; i++) {
+		if (match_is_blank(s[i]) || s[i] == '\n') {
+			gap = 1;
+			continue;
+		}
+		if (gap && out->len && wordy(out->buf[out->len - 1]) && wordy(s[i])) {
+			ALLOC_GROW(*at, nr + 1, alloc);
+			(*at)[nr++] = i;
+			buf_addch(out, ' ');
+		}
+		gap = 0;
+		ALLOC_GROW(*at, nr + 1, alloc);
+		(*at)[nr++] = i;
+		buf_addch(out, s[i]);
+	}
+}
+
+int match_try_nospace(struct match_result *out, const char *text, size_t len,
+		      const char *old, size_t old_len, const char *new_text, size_t new_len,
+		      struct buf *why)
+{
+	struct buf sf = BUF_INIT, so = BUF_INIT;
+	size_t *fat = NULL, *oat = NULL, found = 0, first = 0, pos = 0, a, b, i, nl = 0;
+	int ret = FX_ENOTFOUND;
+	const char *p;
+
+	squeeze_all(&sf, &fat, text, len);
+	squeeze_all(&so, &oat, old, old_len);
+	/* a text this short without its spaces could be anywhere */
+	if (so.len < 12 || !sf.len)
+		goto out;
+	while (pos + so.len <= sf.len && (p = memmem(sf.buf + pos, sf.len - pos, so.buf, so.len))) {
+		size_t at = (size_t)(p - sf.buf);
+
+		/* a match must not cut a word in two */
+		if ((at && wordy(sf.buf[at - 1]) && wordy(so.buf[0])) ||
+		    (at + so.len < sf.len && wordy(sf.buf[at + so.len]) && wordy(so.buf[so.len - 1]))) {
+			pos = at + 1;
+			continue;
+		}
+		if (!found++)
+			first = at;
+		pos = at + so.len;
+	}
+	if (found != 1) {
+		if (found > 1)
+			buf_addf(why, "With all whitespace left out, old_string occurs %zu times, so "
+				 "that does not tell which is meant either.\n", found);
+		goto out;
+	}
+	a = fat[first];
+	b = fat[first + so.len - 1] + 1;
+	buf_add(&out->text, text, a);
+	match_add_with_eol(&out->text, new_text, new_len, match_eol_of(text, len));
+	buf_add(&out->text, text + b, len - b);
+	out->count = 1;
+	out->lines[0] = match_line_of(text, a);
+	for (i = 0; i < new_len; i++)
+		nl += new_text[i] == '\n';
+	out->span = nl + (new_len && new_text[new_len - 1] != '\n');
+	out->pass = MATCH_NOSPACE;
+	out->level = MATCH_NOSPACE;
+	ret = 0;
+out:
+	free(fat);
+	free(oat);
+	buf_release(&sf);
+	buf_release(&so);
+	return ret;
+}
