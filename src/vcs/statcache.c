@@ -1,4 +1,6 @@
 /* The stat cache; see statcache.h. */
+#include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,4 +151,41 @@ void statcache_fill(git_index_entry *e, const struct stat *st, const struct time
 		e->mtime.seconds = e->mtime.nanoseconds = 0;
 		e->ctime.seconds = e->ctime.nanoseconds = 0;
 	}
+}
+
+/* ------------------------------------------------------------ stamps */
+
+void sc_stamp_fill(struct sc_stamp *s, const struct stat *st, const struct timespec *start)
+{
+	memset(s, 0, sizeof(*s));
+	s->trusted = 1;
+	if (!st)
+		return;
+	s->mtime_sec = (int64_t)st->st_mtim.tv_sec;
+	s->ctime_sec = (int64_t)st->st_ctim.tv_sec;
+	s->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
+	s->ctime_nsec = (uint32_t)st->st_ctim.tv_nsec;
+	s->ino = (uint64_t)st->st_ino;
+	s->dev = (uint64_t)st->st_dev;
+	s->size = (uint64_t)st->st_size;
+	s->mode = (uint32_t)st->st_mode;
+	s->uid = (uint32_t)st->st_uid;
+	s->gid = (uint32_t)st->st_gid;
+	/* the racy rule of statcache_fill(): a change in this clock tick could follow the look */
+	s->trusted = !not_before((int64_t)st->st_mtim.tv_sec, st->st_mtim.tv_nsec, start) &&
+		     !not_before((int64_t)st->st_ctim.tv_sec, st->st_ctim.tv_nsec, start);
+}
+
+int sc_stamp_same(const struct sc_stamp *cached, const struct sc_stamp *now)
+{
+	return cached->trusted && !memcmp(cached, now, offsetof(struct sc_stamp, trusted));
+}
+
+void sc_stamp_at(struct sc_stamp *s, int dirfd, const char *name, int follow,
+		 const struct timespec *start)
+{
+	struct stat st;
+
+	sc_stamp_fill(s, fstatat(dirfd, name, &st, follow ? 0 : AT_SYMLINK_NOFOLLOW) < 0 ? NULL :
+		      &st, start);
 }
