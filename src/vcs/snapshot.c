@@ -585,6 +585,8 @@ int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cp
 			ret = vcs_git_error(gerr, "cannot read the git index of %s", cps->workspace);
 			goto out;
 		}
+		if (w.build)
+			statcache_tracked(build.tracked, w.uidx, w.uprefix);
 		if ((ret = statcache_seed(idx, w.uidx, w.uprefix)) < 0)
 			goto out;
 		dirty |= ret > 0;

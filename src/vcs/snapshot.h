@@ -93,6 +93,7 @@ struct sc_build {
 	size_t *at_depth;		/* the folder being read at each depth */
 	size_t adepth;
 	struct sc_stamp inputs[3];
+	unsigned char tracked[GIT_OID_RAWSZ];	/* statcache_tracked() of the user's index */
 	char *key;
 };
 

@@ -242,6 +242,31 @@ static int read_changed(struct fast *f, git_odb *odb, git_tree_update **ups, siz
 	return ret;
 }
 
+/*
+ * Whether the user's index (whose stamp is now `st`) tracks what it did
+ * when `sc` was made. Read as snapshot_capture() reads it: never a FIFO
+ * or device.
+ */
+static int tracks_the_same(const struct statcache *sc, struct checkpoints *cps,
+			   const struct sc_stamp *st)
+{
+	unsigned char now[GIT_OID_RAWSZ];
+	git_index *uidx = NULL;
+	int same;
+
+	if (!cps->user || !S_ISREG(st->mode) || git_repository_index(&uidx, cps->user) < 0)
+		return 0;
+	/* the repository keeps the index it read first: read it again if the file changed */
+	if (git_index_read(uidx, 0) < 0) {
+		git_index_free(uidx);
+		return 0;
+	}
+	statcache_tracked(now, uidx, cps->user_prefix ? cps->user_prefix : "");
+	same = !memcmp(now, sc->tracked, sizeof(now));
+	git_index_free(uidx);
+	return same;
+}
+
 /* 0: `out` and `snap` are the snapshot; 1: only the long way can take it. */
 static int capture_fast(git_oid *out, struct snapshot *snap, struct checkpoints *cps)
 {
@@ -253,7 +278,7 @@ static int capture_fast(git_oid *out, struct snapshot *snap, struct checkpoints 
 	git_oid root;
 	char *key = NULL;
 	size_t i, nups = 0;
-	int ret = 1;
+	int ret = 1, inputs_changed = 0;
 
 	memset(&f, 0, sizeof(f));
 	buf_init(&f.sc.names, 0);
@@ -265,9 +290,16 @@ static int capture_fast(git_oid *out, struct snapshot *snap, struct checkpoints 
 	stamp_inputs(inputs, &key, cps, &f.start);
 	if (!f.sc.key || strcmp(key, f.sc.key) || !f.sc.ndirs)
 		goto out;
-	for (i = 0; i < 3; i++)
+	for (i = 1; i < 3; i++)
 		if (!sc_stamp_same(&f.sc.inputs[i], &inputs[i]))
 			goto out;
+	if (!sc_stamp_same(&f.sc.inputs[0], &inputs[0])) {
+		/* the user's index was written (`git status` does): does it track the same paths? */
+		if (!tracks_the_same(&f.sc, cps, &inputs[0]))
+			goto out;
+		f.sc.inputs[0] = inputs[0];
+		inputs_changed = 1;
+	}
 	for (i = 0; i < f.sc.ndirs; i++)
 		if (check_dir(&f, i))
 			goto out;
@@ -285,7 +317,7 @@ static int capture_fast(git_oid *out, struct snapshot *snap, struct checkpoints 
 	} else if (!git_odb_exists(odb, &root)) {
 		goto out;
 	}
-	if (f.nchanged) {
+	if (f.nchanged || inputs_changed) {
 		/* only what changed is written: its records and the new tree, appended */
 		if (statcache_append(&f.sc, cps->shadow_fd, f.changed, f.nchanged) < 0) {
 			unlinkat(cps->shadow_fd, STATCACHE_FILE, 0);
@@ -506,6 +538,7 @@ void sc_build_finish(struct sc_build *b, struct checkpoints *cps, git_index *idx
 		sc.namep = sc.names.buf;
 		memcpy(sc.root, tree->id, GIT_OID_RAWSZ);
 		memcpy(sc.inputs, b->inputs, sizeof(sc.inputs));
+		memcpy(sc.tracked, b->tracked, sizeof(sc.tracked));
 		sc.key = b->key;
 		b->key = NULL;
 		sc.perms = xstrdup(snap->perms_header);

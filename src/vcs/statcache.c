@@ -102,6 +102,26 @@ int statcache_open(git_index **out, struct checkpoints *cps)
 }
 
 
+void statcache_tracked(unsigned char out[GIT_OID_RAWSZ], git_index *uidx, const char *prefix)
+{
+	struct buf b = BUF_INIT;
+	size_t i, n = git_index_entrycount(uidx), plen = strlen(prefix);
+	git_oid oid;
+
+	for (i = 0; i < n; i++) {
+		const git_index_entry *e = git_index_get_byindex(uidx, i);
+
+		if (strncmp(e->path, prefix, plen))
+			continue;
+		buf_addf(&b, "%o %d ", (unsigned)e->mode, GIT_INDEX_ENTRY_STAGE(e));
+		buf_add(&b, e->path + plen, strlen(e->path + plen) + 1);
+	}
+	memset(out, 0, GIT_OID_RAWSZ);
+	if (!git_odb_hash(&oid, b.buf ? b.buf : "", b.len, GIT_OBJECT_BLOB))
+		memcpy(out, oid.id, GIT_OID_RAWSZ);
+	buf_release(&b);
+}
+
 int statcache_never(const char *rel)
 {
 	return !strcmp(rel, ".forgex") || !strncmp(rel, ".forgex/", 8);

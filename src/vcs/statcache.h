@@ -122,6 +122,7 @@ struct sc_dir {
 struct statcache {
 	unsigned char root[GIT_OID_RAWSZ];	/* the tree */
 	struct sc_stamp inputs[3];	/* the user's index, info/exclude, core.excludesFile */
+	unsigned char tracked[GIT_OID_RAWSZ];	/* what the user's index tracks (statcache_tracked()) */
 	char *key;			/* the rest the rules depend on (statcache_key()) */
 	char *perms;			/* the permission bits header's value */
 	struct strvec empty_dirs, too_large;	/* as struct snapshot has them */
@@ -136,7 +137,7 @@ struct statcache {
 	void *raw;			/* the file as read (dirs and files point into it) */
 };
 
-#define STATCACHE_INIT { { 0 }, { { 0 } }, NULL, NULL, STRVEC_INIT, STRVEC_INIT, 0, NULL, 0, 0, \
+#define STATCACHE_INIT { { 0 }, { { 0 } }, { 0 }, NULL, NULL, STRVEC_INIT, STRVEC_INIT, 0, NULL, 0, 0, \
 			 NULL, 0, 0, BUF_INIT, NULL, 0, NULL }
 
 void statcache_release(struct statcache *sc);
@@ -150,6 +151,14 @@ int sc_stamp_same(const struct sc_stamp *cached, const struct sc_stamp *now);
 /** The stamp of `name` in `dirfd` (lstat, or stat with `follow`); absent when missing. */
 void sc_stamp_at(struct sc_stamp *s, int dirfd, const char *name, int follow,
 		 const struct timespec *start);
+
+/**
+ * The digest of what the user's index `uidx` tracks below `prefix` (path,
+ * mode and stage of each entry; not its stat data, which `git status`
+ * rewrites): when the index file's stamp changed but this did not, what a
+ * capture records did not either.
+ */
+void statcache_tracked(unsigned char out[GIT_OID_RAWSZ], git_index *uidx, const char *prefix);
 
 /** The key of what else a capture of `cps` depends on (caller frees). */
 char *statcache_key(struct checkpoints *cps, const char *uindex, const char *exclude);
@@ -165,9 +174,9 @@ int statcache_load(struct statcache *sc, int shadow_fd);
 int statcache_save(struct statcache *sc, int shadow_fd);
 
 /**
- * Append the files `idx[0 .. n)` of `sc` (their new stamps and ids) and
- * the tree `sc->root` as one group; with too many records behind the base
- * already, write it whole instead.
+ * Append the files `idx[0 .. n)` of `sc` (their new stamps and ids), the
+ * inputs' stamps and the tree `sc->root` as one group; with too many
+ * records behind the base already, write it whole instead.
  */
 int statcache_append(struct statcache *sc, int shadow_fd, const uint32_t *idx, size_t n);
 

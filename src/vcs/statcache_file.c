@@ -25,6 +25,7 @@
 #define SC_VERSION (1u | (uint32_t)sizeof(struct sc_file) << 8 | (uint32_t)sizeof(struct sc_dir) << 20)
 #define REC_FILE 0x52454346u
 #define REC_TREE 0x52454354u
+#define REC_INPUT 0x52454349u
 #define SC_TMP STATCACHE_FILE ".tmp"
 #define SC_MAX ((size_t)1 << 31)
 
@@ -33,11 +34,15 @@ struct sc_head {
 	uint64_t ndirs, nfiles, names_len, strings_len, recorded, nempty, nlarge;
 	struct sc_stamp inputs[3];
 	unsigned char root[GIT_OID_RAWSZ];
+	unsigned char tracked[GIT_OID_RAWSZ];
 	uint32_t crc;		/* of everything after the head up to base_len, then the head */
 	uint64_t base_len;
 };
 
-/* One appended record: a file's new stamp and id, or (REC_TREE) the tree ending a group. */
+/*
+ * One appended record: a file's new stamp and id, an input's stamp
+ * (REC_INPUT, `index` 0-2), or (REC_TREE) the tree ending a group.
+ */
 struct sc_rec {
 	uint32_t magic, index, gitmode, pad;
 	struct sc_stamp st;
@@ -114,20 +119,26 @@ static size_t apply_records(struct statcache *sc, const char *p, const char *end
 
 	while (end - p >= (ptrdiff_t)sizeof(r)) {
 		memcpy(&r, p, sizeof(r));
-		if (rec_crc(&r) != r.crc || (r.magic != REC_FILE && r.magic != REC_TREE) ||
-		    (r.magic == REC_FILE && r.index >= sc->nfiles))
+		if (rec_crc(&r) != r.crc ||
+		    (r.magic != REC_FILE && r.magic != REC_TREE && r.magic != REC_INPUT) ||
+		    (r.magic == REC_FILE && r.index >= sc->nfiles) ||
+		    (r.magic == REC_INPUT && r.index >= ARRAY_SIZE(sc->inputs)))
 			return SIZE_MAX;
 		p += sizeof(r);
-		if (r.magic == REC_FILE) {
+		if (r.magic != REC_TREE) {
 			pending++;
 			continue;
 		}
-		/* the group is whole: its files (contiguous from `group`), then its tree */
+		/* the group is whole: its files and inputs (contiguous from `group`), then its tree */
 		for (i = 0; i < pending; i++) {
 			struct sc_rec f;
 			struct sc_file *sf;
 
 			memcpy(&f, group + i * sizeof(f), sizeof(f));
+			if (f.magic == REC_INPUT) {
+				sc->inputs[f.index] = f.st;
+				continue;
+			}
 			sf = &sc->files[f.index];
 			sf->st = f.st;
 			sf->gitmode = f.gitmode;
@@ -216,6 +227,7 @@ int statcache_load(struct statcache *sc, int shadow_fd)
 		strvec_push(i < h.nempty ? &sc->empty_dirs : &sc->too_large, s);
 	}
 	memcpy(sc->root, h.root, sizeof(sc->root));
+	memcpy(sc->tracked, h.tracked, sizeof(sc->tracked));
 	memcpy(sc->inputs, h.inputs, sizeof(sc->inputs));
 	sc->recorded = h.recorded;
 	sc->records = apply_records(sc, raw.buf + h.base_len, raw.buf + raw.len);
@@ -279,6 +291,7 @@ int statcache_save(struct statcache *sc, int shadow_fd)
 	h.nlarge = sc->too_large.nr;
 	memcpy(h.inputs, sc->inputs, sizeof(h.inputs));
 	memcpy(h.root, sc->root, sizeof(h.root));
+	memcpy(h.tracked, sc->tracked, sizeof(h.tracked));
 	h.base_len = sizeof(h) + sc->ndirs * sizeof(struct sc_dir) +
 		     sc->nfiles * sizeof(struct sc_file) + names_len + strings.len;
 	buf_grow(&out, h.base_len);
@@ -314,9 +327,9 @@ int statcache_append(struct statcache *sc, int shadow_fd, const uint32_t *idx, s
 	int fd, ret = 0;
 
 	/* many records already (or a bad tail): one base is cheaper to read than a long log */
-	if (sc->records == SIZE_MAX || sc->records + n + 1 > sc->nfiles / 8 + 64)
+	if (sc->records == SIZE_MAX || sc->records + n + 4 > sc->nfiles / 8 + 64)
 		return statcache_save(sc, shadow_fd);
-	for (i = 0; i <= n; i++) {
+	for (i = 0; i < n + ARRAY_SIZE(sc->inputs) + 1; i++) {
 		memset(&r, 0, sizeof(r));
 		if (i < n) {
 			const struct sc_file *f = &sc->files[idx[i]];
@@ -326,6 +339,10 @@ int statcache_append(struct statcache *sc, int shadow_fd, const uint32_t *idx, s
 			r.gitmode = f->gitmode;
 			r.st = f->st;
 			memcpy(r.oid, f->oid, sizeof(r.oid));
+		} else if (i < n + ARRAY_SIZE(sc->inputs)) {
+			r.magic = REC_INPUT;
+			r.index = (uint32_t)(i - n);
+			r.st = sc->inputs[i - n];
 		} else {
 			r.magic = REC_TREE;
 			memcpy(r.oid, sc->root, sizeof(r.oid));
@@ -338,7 +355,7 @@ int statcache_append(struct statcache *sc, int shadow_fd, const uint32_t *idx, s
 	if (fd < 0 || write_all(fd, out.buf, out.len) < 0)
 		ret = err_set_errno(FX_EOS, "cannot save the checkpoint stat cache");
 	else
-		sc->records += n + 1;
+		sc->records += n + ARRAY_SIZE(sc->inputs) + 1;
 	if (fd >= 0)
 		close(fd);
 	buf_release(&out);

@@ -60,15 +60,20 @@ static struct checkpoints *open_ok(const char *ws)
 static void create_ok(struct buf *paths, struct checkpoints *cps, const char *ws)
 {
 	struct checkpoint_info info;
-	char *gd = xstrfmt("--git-dir=%s/.forgex/checkpoints", ws);
+	char *gd = xstrfmt("--git-dir=%s/.forgex/checkpoints", ws), *alt;
 	int ret = checkpoint_create(&info, cps, "test");
 
 	if (ret < 0)
 		fprintf(stderr, "checkpoint_create: %s\n", err_last());
 	assert_int_equal(ret, 0);
 	buf_reset(paths);
+	/* trees the user's repository holds too are borrowed from it, not written again */
+	alt = xstrfmt("%s/.git/objects", ws);
+	setenv("GIT_ALTERNATE_OBJECT_DIRECTORIES", alt, 1);
 	vt_git_capture(paths, ws, gd, "ls-tree", "-r", "--name-only", info.id);
+	unsetenv("GIT_ALTERNATE_OBJECT_DIRECTORIES");
 	checkpoint_info_release(&info);
+	free(alt);
 	free(gd);
 }
 
@@ -323,13 +328,15 @@ static void test_statcache_file_created_then_removed(void **state)
 }
 
 /*
- * In a git repository: an ignored file the user starts tracking (`git add
- * -f`, no folder changes) is recorded; a nested repository that loses its
- * .git has its files recorded.
+ * In a git repository: `git status` rewriting the index (new stat data,
+ * the same paths) keeps the short way; an ignored file the user starts
+ * tracking (`git add -f`, no folder changes) is recorded; a nested
+ * repository that loses its .git has its files recorded.
  */
 static void test_statcache_user_index_and_nested_repository(void **state)
 {
-	char *ws = tu_mkdtemp(), *gd;
+	char *ws = tu_mkdtemp(), *gd, *index;
+	struct stat before, after;
 	struct checkpoints *cps;
 	struct buf paths = BUF_INIT;
 
@@ -338,21 +345,41 @@ static void test_statcache_user_index_and_nested_repository(void **state)
 	tu_write(ws, ".gitignore", "*.log\n");
 	tu_write(ws, "a/keep.log", "ignored\n");
 	tu_write(ws, "nested/inner.txt", "inner\n");
-	vt_git(ws, "add", ".gitignore");
+	tu_write(ws, "t/tracked.txt", "tracked\n");
+	vt_git(ws, "add", ".gitignore", "t/tracked.txt");
 	vt_git(ws, "commit", "-q", "-m", "first");
 	vt_git(ws, "-C", "nested", "init", "-q");
 	cps = warm_tree(ws, &paths);
 	assert_null(strstr(paths.buf, "a/keep.log"));
 	assert_null(strstr(paths.buf, "nested/inner.txt"));
+
+	/* `git status` rewrites the index with new stat data only: still the short way */
+	index = xstrfmt("%s/.git/index", ws);
+	assert_int_equal(stat(index, &before), 0);
+	rewrite_in_place(ws, "t/tracked.txt", "tracked, changed\n");
+	settle();
+	vt_git(ws, "status", "--porcelain");
+	assert_int_equal(stat(index, &after), 0);
+	assert_true(before.st_ino != after.st_ino || before.st_mtim.tv_nsec != after.st_mtim.tv_nsec);
+	settle();
+	create_ok(&paths, cps, ws);
+	assert_int_equal(cps->dirs_listed, 0);
+	assert_int_equal(checkpoint_files_read(cps), 1);
+	create_ok(&paths, cps, ws);
+	assert_int_equal(cps->dirs_listed, 0);
+	assert_int_equal(checkpoint_files_read(cps), 0);
+
+	/* ... but a path it starts tracking is recorded */
 	vt_git(ws, "add", "-f", "a/keep.log");
 	create_ok(&paths, cps, ws);
 	assert_non_null(strstr(paths.buf, "a/keep.log\n"));
 	gd = xstrfmt("%s/nested/.git", ws);
-	tu_rmtree(gd);
+	tu_rmtree(gd);	/* frees gd */
 	create_ok(&paths, cps, ws);
 	assert_non_null(strstr(paths.buf, "nested/inner.txt\n"));
 	checkpoint_close(cps);
 	buf_release(&paths);
+	free(index);
 	free(ws);
 }
 
