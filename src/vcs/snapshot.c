@@ -356,6 +356,8 @@ static int snapshot_visit(void *arg, const struct ws_entry *e)
 	struct stat st;
 	int ret;
 
+	if (w->build)
+		sc_build_entry(w->build, e->depth, e->name, e->type);
 	if (u && u->mode == GIT_FILEMODE_COMMIT)
 		return WS_WALK_CONTINUE;
 	if (e->type == DT_DIR) {

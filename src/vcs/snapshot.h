@@ -81,6 +81,7 @@ struct sc_build {
 	struct sc_bdir {
 		char *path;
 		struct sc_stamp st, ign;
+		struct buf names;	/* its entries, "T NAME\0" each (statcache_names()) */
 		int entered;
 	} *dirs;
 	size_t ndirs, adirs;
@@ -102,6 +103,8 @@ void sc_build_begin(struct sc_build *b, struct checkpoints *cps, const struct ti
 /** A folder about to be read (entered from `dirfd` as `name`), `depth` its entries' depth. */
 void sc_build_dir(struct sc_build *b, int dirfd, const char *name, const char *path,
 		  const struct stat *st, unsigned depth, const struct timespec *start);
+/** An entry the walk showed (any kind, ignored or not) at `depth`: `type` DT_REG, DT_DIR or DT_LNK. */
+void sc_build_entry(struct sc_build *b, unsigned depth, const char *name, unsigned char type);
 /** The folder whose entries were at `depth` was read. */
 void sc_build_left(struct sc_build *b, unsigned depth);
 /** A file or link recorded (`too_large`: listed, not stored), `st` as read. */

@@ -18,6 +18,7 @@
  * grown too large, a tree deeper than FAST_DEPTH) sends the capture the
  * long way, which then writes the record afresh.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -75,6 +76,8 @@ struct fast {
 	uint32_t *changed;	/* files whose stamp changed, in folder order */
 	uint32_t *changed_dir;
 	size_t nchanged, achanged, adir;
+	uint32_t *relisted;	/* folders listed again: a new stamp, the same entries */
+	size_t nrelisted, arelisted;
 	int fd[FAST_DEPTH + 1];
 	size_t dir[FAST_DEPTH + 1];
 	size_t top;
@@ -100,12 +103,70 @@ static void pop_to(struct fast *f, size_t level)
 }
 
 /*
- * Check folder `i` and stamp its files: 0 when it is as recorded (its
- * changed files noted), 1 when only the long way can tell.
+ * Whether the entries of folder `fd` (the top when `top`) are those of
+ * `d`: listed as the long way's walk sees them (no ".", "..", ".git" nor
+ * ".forgex" at the top; files, folders and links only). A ".git" below the
+ * top makes it a nested repository: not the same.
  */
-static int check_dir(struct fast *f, size_t i)
+static int same_entries(int fd, const struct sc_dir *d, int top)
 {
-	const struct sc_dir *d = &f->sc.dirs[i];
+	struct buf list = BUF_INIT;
+	unsigned char now[GIT_OID_RAWSZ];
+	struct dirent *de;
+	DIR *dir;
+	int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), same = 1;
+
+	if (dfd < 0)
+		return 0;
+	if (!(dir = fdopendir(dfd))) {
+		close(dfd);
+		return 0;
+	}
+	while ((de = readdir(dir))) {
+		const char *n = de->d_name;
+		unsigned char t = de->d_type;
+		struct stat st;
+
+		if (n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2])))
+			continue;
+		if (!strcmp(n, ".git")) {
+			if (top)
+				continue;
+			same = 0;
+			break;
+		}
+		if (top && !strcmp(n, ".forgex"))
+			continue;
+		if (t == DT_UNKNOWN) {
+			if (fstatat(fd, n, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				continue;
+			t = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG :
+			    S_ISLNK(st.st_mode) ? DT_LNK : DT_UNKNOWN;
+		}
+		if (t != DT_REG && t != DT_DIR && t != DT_LNK)
+			continue;
+		buf_addch(&list, t == DT_REG ? 'f' : t == DT_DIR ? 'd' : 'l');
+		buf_addch(&list, ' ');
+		buf_add(&list, n, strlen(n) + 1);
+	}
+	closedir(dir);
+	if (same) {
+		statcache_names(now, list.buf ? list.buf : "", list.len);
+		same = !memcmp(now, d->names, sizeof(now));
+	}
+	buf_release(&list);
+	return same;
+}
+
+/*
+ * Check folder `i`: in the first pass that it holds what was recorded (its
+ * stamp, or else the same entries, and its .gitignore's stamp), in the
+ * second which of its files changed (noted). 0 when it is as recorded, 1
+ * when only the long way can tell.
+ */
+static int check_dir(struct fast *f, size_t i, int pass)
+{
+	struct sc_dir *d = &f->sc.dirs[i];
 	const char *path = dir_path(&f->sc, d), *slash = strrchr(path, '/'), *base;
 	size_t plen = slash ? (size_t)(slash - path) : 0, k;
 	struct sc_stamp now;
@@ -136,6 +197,8 @@ static int check_dir(struct fast *f, size_t i)
 		base = slash ? slash + 1 : path;
 		if (d->flags & SC_DIR_NESTED) {
 			/* a nested repository: left alone while it stays one (its .git shows in its stamp) */
+			if (pass == 2)
+				return 0;
 			sc_stamp_at(&now, pfd, base, 0, &f->start);
 			return !sc_stamp_same(&d->st, &now);
 		}
@@ -145,17 +208,33 @@ static int check_dir(struct fast *f, size_t i)
 		f->fd[f->top] = fd;
 		f->dir[f->top] = i;
 		f->top++;
-		if (fstat(fd, &st) < 0)
+		if (pass == 1 && fstat(fd, &st) < 0)
 			return 1;
 	}
-	sc_stamp_fill(&now, &st, &f->start);
-	if (!sc_stamp_same(&d->st, &now))
-		return 1;
-	if (d->ign.mode) {
-		/* a .gitignore that was there: its rules are those read (a new one shows in the folder's stamp) */
-		sc_stamp_at(&now, fd, ".gitignore", 0, &f->start);
-		if (!sc_stamp_same(&d->ign, &now))
-			return 1;
+	if (pass == 1) {
+		sc_stamp_fill(&now, &st, &f->start);
+		if (!sc_stamp_same(&d->st, &now)) {
+			/*
+			 * Something was added, removed or renamed in it since: when
+			 * its entries are still the same ones (a file replaced by a
+			 * rename, as editors and forgex write; one made and removed)
+			 * nothing else needs reading. Its new stamp, taken before the
+			 * listing, is kept.
+			 */
+			if (!same_entries(fd, d, !d->path_len))
+				return 1;
+			d->st = now;
+			ALLOC_GROW(f->relisted, f->nrelisted + 1, f->arelisted);
+			f->relisted[f->nrelisted++] = (uint32_t)i;
+			f->cps->dirs_listed++;
+		}
+		if (d->ign.mode) {
+			/* a .gitignore that was there: its rules are those read (a new one changes the entries) */
+			sc_stamp_at(&now, fd, ".gitignore", 0, &f->start);
+			if (!sc_stamp_same(&d->ign, &now))
+				return 1;
+		}
+		return 0;
 	}
 	for (k = d->first; k < (size_t)d->first + d->nfiles; k++) {
 		const struct sc_file *sf = &f->sc.files[k];
@@ -300,8 +379,14 @@ static int capture_fast(git_oid *out, struct snapshot *snap, struct checkpoints 
 		f.sc.inputs[0] = inputs[0];
 		inputs_changed = 1;
 	}
+	/* every folder first (a changed one sends all the long way before any file is looked at) */
+	cps->dirs_listed = 0;
 	for (i = 0; i < f.sc.ndirs; i++)
-		if (check_dir(&f, i))
+		if (check_dir(&f, i, 1))
+			goto out;
+	pop_to(&f, 0);
+	for (i = 0; i < f.sc.ndirs; i++)
+		if (check_dir(&f, i, 2))
 			goto out;
 	pop_to(&f, 0);
 	git_oid_fromraw(&root, f.sc.root);
@@ -317,9 +402,10 @@ static int capture_fast(git_oid *out, struct snapshot *snap, struct checkpoints 
 	} else if (!git_odb_exists(odb, &root)) {
 		goto out;
 	}
-	if (f.nchanged || inputs_changed) {
+	if (f.nchanged || f.nrelisted || inputs_changed) {
 		/* only what changed is written: its records and the new tree, appended */
-		if (statcache_append(&f.sc, cps->shadow_fd, f.changed, f.nchanged) < 0) {
+		if (statcache_append(&f.sc, cps->shadow_fd, f.changed, f.nchanged, f.relisted,
+				     f.nrelisted) < 0) {
 			unlinkat(cps->shadow_fd, STATCACHE_FILE, 0);
 			err_clear();
 		}
@@ -334,7 +420,6 @@ static int capture_fast(git_oid *out, struct snapshot *snap, struct checkpoints 
 			strvec_push(&snap->too_large, f.sc.too_large.v[i]);
 		snap->files = f.sc.recorded;
 	}
-	cps->dirs_listed = 0;
 	ret = 0;
 out:
 	pop_to(&f, 0);
@@ -347,6 +432,7 @@ out:
 	free(ups);
 	free(f.changed);
 	free(f.changed_dir);
+	free(f.relisted);
 	free(key);
 	git_tree_free(base);
 	git_odb_free(odb);
@@ -394,6 +480,7 @@ void sc_build_dir(struct sc_build *b, int dirfd, const char *name, const char *p
 	ALLOC_GROW(b->dirs, b->ndirs + 1, b->adirs);
 	d = &b->dirs[b->ndirs];
 	d->path = xstrdup(path);
+	buf_init(&d->names, 0);
 	d->entered = 0;
 	sc_stamp_fill(&d->st, st, start);
 	sc_stamp_at(&d->ign, dirfd, ign, 0, start);
@@ -402,6 +489,18 @@ void sc_build_dir(struct sc_build *b, int dirfd, const char *name, const char *p
 	free(ign);
 	ALLOC_GROW(b->at_depth, depth + 1, b->adepth);
 	b->at_depth[depth] = b->ndirs++;
+}
+
+void sc_build_entry(struct sc_build *b, unsigned depth, const char *name, unsigned char type)
+{
+	struct buf *names;
+
+	if (!b->key || depth >= b->adepth)
+		return;
+	names = &b->dirs[b->at_depth[depth]].names;
+	buf_addch(names, type == DT_REG ? 'f' : type == DT_DIR ? 'd' : 'l');
+	buf_addch(names, ' ');
+	buf_add(names, name, strlen(name) + 1);
 }
 
 void sc_build_left(struct sc_build *b, unsigned depth)
@@ -427,8 +526,10 @@ void sc_build_release(struct sc_build *b)
 {
 	size_t i;
 
-	for (i = 0; i < b->ndirs; i++)
+	for (i = 0; i < b->ndirs; i++) {
 		free(b->dirs[i].path);
+		buf_release(&b->dirs[i].names);
+	}
 	for (i = 0; i < b->nfiles; i++)
 		free(b->files[i].path);
 	free(b->dirs);
@@ -503,6 +604,8 @@ void sc_build_finish(struct sc_build *b, struct checkpoints *cps, git_index *idx
 		d->st = b->dirs[i].st;
 		d->ign = b->dirs[i].ign;
 		d->flags = b->dirs[i].entered ? 0 : SC_DIR_NESTED;
+		statcache_names(d->names, b->dirs[i].names.buf ? b->dirs[i].names.buf : "",
+				b->dirs[i].names.len);
 		d->path = add_name(&sc, path, plen);
 		d->path_len = (uint32_t)plen;
 		d->first = (uint32_t)j;

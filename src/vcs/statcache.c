@@ -122,6 +122,29 @@ void statcache_tracked(unsigned char out[GIT_OID_RAWSZ], git_index *uidx, const 
 	buf_release(&b);
 }
 
+void statcache_names(unsigned char out[GIT_OID_RAWSZ], const char *list, size_t len)
+{
+	const char **v = NULL;
+	struct buf b = BUF_INIT;
+	size_t n = 0, alloc = 0, i;
+	const char *p;
+	git_oid oid;
+
+	for (p = list; p < list + len; p += strlen(p) + 1) {
+		ALLOC_GROW(v, n + 1, alloc);
+		v[n++] = p;
+	}
+	if (n > 1)
+		qsort(v, n, sizeof(*v), vcs_strcmp_ptr);
+	for (i = 0; i < n; i++)
+		buf_add(&b, v[i], strlen(v[i]) + 1);
+	memset(out, 0, GIT_OID_RAWSZ);
+	if (!git_odb_hash(&oid, b.buf ? b.buf : "", b.len, GIT_OBJECT_BLOB))
+		memcpy(out, oid.id, GIT_OID_RAWSZ);
+	free(v);
+	buf_release(&b);
+}
+
 int statcache_never(const char *rel)
 {
 	return !strcmp(rel, ".forgex") || !strncmp(rel, ".forgex/", 8);

@@ -116,7 +116,7 @@ struct sc_dir {
 	uint32_t path_len;
 	uint32_t first, nfiles;		/* its files: files[first .. first + nfiles) */
 	uint32_t flags;			/* SC_DIR_* */
-	uint32_t pad;
+	unsigned char names[GIT_OID_RAWSZ];	/* statcache_names() of its entries */
 };
 
 struct statcache {
@@ -160,6 +160,14 @@ void sc_stamp_at(struct sc_stamp *s, int dirfd, const char *name, int follow,
  */
 void statcache_tracked(unsigned char out[GIT_OID_RAWSZ], git_index *uidx, const char *prefix);
 
+/**
+ * The digest of a folder's entries, `list` holding one "T NAME\0" per
+ * entry (T: f, d or l) in any order: a folder whose stamp changed (a file
+ * in it replaced by a rename, one made and removed) but whose entries are
+ * these same ones is not read any further.
+ */
+void statcache_names(unsigned char out[GIT_OID_RAWSZ], const char *list, size_t len);
+
 /** The key of what else a capture of `cps` depends on (caller frees). */
 char *statcache_key(struct checkpoints *cps, const char *uindex, const char *exclude);
 
@@ -175,9 +183,11 @@ int statcache_save(struct statcache *sc, int shadow_fd);
 
 /**
  * Append the files `idx[0 .. n)` of `sc` (their new stamps and ids), the
- * inputs' stamps and the tree `sc->root` as one group; with too many
- * records behind the base already, write it whole instead.
+ * folders `dirs[0 .. ndirs)` (their new stamps), the inputs' stamps and
+ * the tree `sc->root` as one group; with too many records behind the
+ * base already, write it whole instead.
  */
-int statcache_append(struct statcache *sc, int shadow_fd, const uint32_t *idx, size_t n);
+int statcache_append(struct statcache *sc, int shadow_fd, const uint32_t *idx, size_t n,
+		     const uint32_t *dirs, size_t ndirs);
 
 #endif

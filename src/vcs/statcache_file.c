@@ -26,6 +26,7 @@
 #define REC_FILE 0x52454346u
 #define REC_TREE 0x52454354u
 #define REC_INPUT 0x52454349u
+#define REC_DIR 0x52454344u
 #define SC_TMP STATCACHE_FILE ".tmp"
 #define SC_MAX ((size_t)1 << 31)
 
@@ -40,8 +41,9 @@ struct sc_head {
 };
 
 /*
- * One appended record: a file's new stamp and id, an input's stamp
- * (REC_INPUT, `index` 0-2), or (REC_TREE) the tree ending a group.
+ * One appended record: a file's new stamp and id, a folder's new stamp
+ * (REC_DIR), an input's stamp (REC_INPUT, `index` 0-2), or (REC_TREE) the
+ * tree ending a group.
  */
 struct sc_rec {
 	uint32_t magic, index, gitmode, pad;
@@ -52,7 +54,7 @@ struct sc_rec {
 
 _Static_assert(sizeof(struct sc_stamp) == 64, "stamp has no padding");
 _Static_assert(sizeof(struct sc_file) == 96, "file has no padding");
-_Static_assert(sizeof(struct sc_dir) == 152, "folder has no padding");
+_Static_assert(sizeof(struct sc_dir) == 168, "folder has no padding");
 _Static_assert(sizeof(struct sc_rec) == 104, "record has no padding");
 _Static_assert(sizeof(struct sc_head) % 8 == 0, "head keeps alignment");
 
@@ -120,8 +122,10 @@ static size_t apply_records(struct statcache *sc, const char *p, const char *end
 	while (end - p >= (ptrdiff_t)sizeof(r)) {
 		memcpy(&r, p, sizeof(r));
 		if (rec_crc(&r) != r.crc ||
-		    (r.magic != REC_FILE && r.magic != REC_TREE && r.magic != REC_INPUT) ||
+		    (r.magic != REC_FILE && r.magic != REC_TREE && r.magic != REC_INPUT &&
+		     r.magic != REC_DIR) ||
 		    (r.magic == REC_FILE && r.index >= sc->nfiles) ||
+		    (r.magic == REC_DIR && r.index >= sc->ndirs) ||
 		    (r.magic == REC_INPUT && r.index >= ARRAY_SIZE(sc->inputs)))
 			return SIZE_MAX;
 		p += sizeof(r);
@@ -137,6 +141,10 @@ static size_t apply_records(struct statcache *sc, const char *p, const char *end
 			memcpy(&f, group + i * sizeof(f), sizeof(f));
 			if (f.magic == REC_INPUT) {
 				sc->inputs[f.index] = f.st;
+				continue;
+			}
+			if (f.magic == REC_DIR) {
+				sc->dirs[f.index].st = f.st;
 				continue;
 			}
 			sf = &sc->files[f.index];
@@ -319,7 +327,8 @@ int statcache_save(struct statcache *sc, int shadow_fd)
 	return ret;
 }
 
-int statcache_append(struct statcache *sc, int shadow_fd, const uint32_t *idx, size_t n)
+int statcache_append(struct statcache *sc, int shadow_fd, const uint32_t *idx, size_t n,
+		     const uint32_t *dirs, size_t ndirs)
 {
 	struct buf out = BUF_INIT;
 	struct sc_rec r;
@@ -327,8 +336,16 @@ int statcache_append(struct statcache *sc, int shadow_fd, const uint32_t *idx, s
 	int fd, ret = 0;
 
 	/* many records already (or a bad tail): one base is cheaper to read than a long log */
-	if (sc->records == SIZE_MAX || sc->records + n + 4 > sc->nfiles / 8 + 64)
+	if (sc->records == SIZE_MAX || sc->records + n + ndirs + 4 > sc->nfiles / 8 + 64)
 		return statcache_save(sc, shadow_fd);
+	for (i = 0; i < ndirs; i++) {
+		memset(&r, 0, sizeof(r));
+		r.magic = REC_DIR;
+		r.index = dirs[i];
+		r.st = sc->dirs[dirs[i]].st;
+		r.crc = rec_crc(&r);
+		buf_add(&out, &r, sizeof(r));
+	}
 	for (i = 0; i < n + ARRAY_SIZE(sc->inputs) + 1; i++) {
 		memset(&r, 0, sizeof(r));
 		if (i < n) {
@@ -355,7 +372,7 @@ int statcache_append(struct statcache *sc, int shadow_fd, const uint32_t *idx, s
 	if (fd < 0 || write_all(fd, out.buf, out.len) < 0)
 		ret = err_set_errno(FX_EOS, "cannot save the checkpoint stat cache");
 	else
-		sc->records += n + ARRAY_SIZE(sc->inputs) + 1;
+		sc->records += ndirs + n + ARRAY_SIZE(sc->inputs) + 1;
 	if (fd >= 0)
 		close(fd);
 	buf_release(&out);

@@ -2,11 +2,13 @@
  * The record of the last capture (src/vcs/statcache.h, snapshot_fast.c):
  * a checkpoint taken the short way (no folder listed) must be the one the
  * long way takes. Each test changes the tree in a way that leaves most
- * stamps alone and checks that the change is caught: a stamp taken in the
- * tick of a change (racy), files created while captures run, a folder replaced by a
- * link, a .gitignore rewritten in place, a file created then removed, a
- * file the user starts tracking with `git add -f`, a nested repository
- * that stops being one, a damaged or cut-short record.
+ * stamps alone and checks that the change is caught (and that a folder
+ * whose entries stayed the same is not read further): a stamp taken in the
+ * tick of a change (racy), files created while captures run, a file
+ * replaced by a rename, a folder replaced by a link, a .gitignore
+ * rewritten in place, a file created then removed, `git status` and `git
+ * add -f` rewriting the user's index, a nested repository that stops being
+ * one, a damaged or cut-short record.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -236,6 +238,45 @@ static void test_statcache_files_created_during_a_capture(void **state)
 	free(ws);
 }
 
+/*
+ * A file replaced by a rename (as editors and forgex write): its folder's
+ * stamp moves, its entries do not; that one folder is listed again, the
+ * new bytes recorded, and the next checkpoint lists nothing.
+ */
+static void test_statcache_file_replaced_by_rename(void **state)
+{
+	char *ws = tu_mkdtemp(), *tmp, *dst, *gd;
+	struct checkpoints *cps;
+	struct buf paths = BUF_INIT, before = BUF_INIT, shown = BUF_INIT;
+
+	(void)state;
+	cps = warm_tree(ws, &paths);
+	buf_addstr(&before, paths.buf);
+	tu_write(ws, "b/c/.three.tmp", "three, renamed over\n");
+	tmp = xstrfmt("%s/b/c/.three.tmp", ws);
+	dst = xstrfmt("%s/b/c/three.txt", ws);
+	assert_int_equal(rename(tmp, dst), 0);
+	settle();
+	create_ok(&paths, cps, ws);
+	assert_int_equal(cps->dirs_listed, 1);
+	assert_int_equal(checkpoint_files_read(cps), 1);
+	assert_string_equal(paths.buf, before.buf);
+	gd = xstrfmt("--git-dir=%s/.forgex/checkpoints", ws);
+	vt_git_capture(&shown, ws, gd, "show", "HEAD:b/c/three.txt");
+	assert_string_equal(shown.buf, "three, renamed over\n");
+	create_ok(&paths, cps, ws);
+	assert_int_equal(cps->dirs_listed, 0);
+	assert_int_equal(checkpoint_files_read(cps), 0);
+	checkpoint_close(cps);
+	buf_release(&paths);
+	buf_release(&before);
+	buf_release(&shown);
+	free(tmp);
+	free(dst);
+	free(gd);
+	free(ws);
+}
+
 /* A folder replaced by a link: the link is recorded, not the folder's files. */
 static void test_statcache_folder_replaced_by_link(void **state)
 {
@@ -438,6 +479,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_statcache_racy_stamp_not_trusted),
 		cmocka_unit_test(test_statcache_files_created_during_a_capture),
+		cmocka_unit_test(test_statcache_file_replaced_by_rename),
 		cmocka_unit_test(test_statcache_folder_replaced_by_link),
 		cmocka_unit_test(test_statcache_gitignore_rewritten_in_place),
 		cmocka_unit_test(test_statcache_file_created_then_removed),
