@@ -375,7 +375,7 @@ static int snapshot_visit(void *arg, const struct ws_entry *e)
 	st = *e->st;
 	ret = record_file(w, e->dirfd, e->name, e->path, &st);
 	if (ret >= 0 && w->build)
-		sc_build_file(w->build, e->path, &st, ret > 0);
+		sc_build_file(w->build, e->depth, e->path, &st, ret > 0);
 	if (ret > 0)
 		ret = 0;	/* too large: listed, and its folder is not empty */
 	if (ret == FX_ENOTFOUND) {

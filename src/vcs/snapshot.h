@@ -87,6 +87,8 @@ struct sc_build {
 	size_t ndirs, adirs;
 	struct sc_bfile {
 		char *path;
+		uint32_t dir;		/* its folder (in dirs) */
+		uint32_t name;		/* where its name starts in path */
 		struct stat st;
 		int too_large;
 	} *files;
@@ -107,8 +109,9 @@ void sc_build_dir(struct sc_build *b, int dirfd, const char *name, const char *p
 void sc_build_entry(struct sc_build *b, unsigned depth, const char *name, unsigned char type);
 /** The folder whose entries were at `depth` was read. */
 void sc_build_left(struct sc_build *b, unsigned depth);
-/** A file or link recorded (`too_large`: listed, not stored), `st` as read. */
-void sc_build_file(struct sc_build *b, const char *path, const struct stat *st, int too_large);
+/** A file or link recorded at `depth` (`too_large`: listed, not stored), `st` as read. */
+void sc_build_file(struct sc_build *b, unsigned depth, const char *path, const struct stat *st,
+		   int too_large);
 /**
  * Write the record of a capture that gave `tree` from `idx` and `snap`
  * (whose perms_header is set). A failure only removes the record.

@@ -509,15 +509,19 @@ void sc_build_left(struct sc_build *b, unsigned depth)
 		b->dirs[b->at_depth[depth]].entered = 1;
 }
 
-void sc_build_file(struct sc_build *b, const char *path, const struct stat *st, int too_large)
+void sc_build_file(struct sc_build *b, unsigned depth, const char *path, const struct stat *st,
+		   int too_large)
 {
 	struct sc_bfile *f;
+	const char *slash = strrchr(path, '/');
 
-	if (!b->key)
+	if (!b->key || depth >= b->adepth)
 		return;
 	ALLOC_GROW(b->files, b->nfiles + 1, b->afiles);
 	f = &b->files[b->nfiles++];
 	f->path = xstrdup(path);
+	f->dir = (uint32_t)b->at_depth[depth];
+	f->name = slash ? (uint32_t)(slash + 1 - path) : 0;
 	f->st = *st;
 	f->too_large = too_large;
 }
@@ -541,27 +545,18 @@ void sc_build_release(struct sc_build *b)
 
 static int bdir_cmp(const void *a, const void *b)
 {
-	return strcmp(((const struct sc_bdir *)a)->path, ((const struct sc_bdir *)b)->path);
+	return strcmp((*(struct sc_bdir *const *)a)->path, (*(struct sc_bdir *const *)b)->path);
 }
 
-/* Files by folder, then name: each folder's files come together, folders in path order. */
-static int bfile_cmp(const void *a, const void *b)
+/* Files by folder (in path order: `rank`), then name. */
+static int bfile_cmp(const void *a, const void *b, void *rank)
 {
-	const char *p = ((const struct sc_bfile *)a)->path, *q = ((const struct sc_bfile *)b)->path;
-	const char *ps = strrchr(p, '/'), *qs = strrchr(q, '/');
-	size_t pl = ps ? (size_t)(ps - p) : 0, ql = qs ? (size_t)(qs - q) : 0;
-	int c = memcmp(p, q, pl < ql ? pl : ql);
+	const struct sc_bfile *p = a, *q = b;
+	const size_t *r = rank;
 
-	if (c)
-		return c;
-	if (pl != ql) {
-		/* the shorter folder name is a prefix of the longer: "a" before "a/b", "a-b" */
-		unsigned char pc = pl < ql ? '\0' : (unsigned char)p[ql];
-		unsigned char qc = pl < ql ? (unsigned char)q[pl] : '\0';
-
-		return pc < qc ? -1 : 1;
-	}
-	return strcmp(ps ? ps + 1 : p, qs ? qs + 1 : q);
+	if (r[p->dir] != r[q->dir])
+		return r[p->dir] < r[q->dir] ? -1 : 1;
+	return strcmp(p->path + p->name, q->path + q->name);
 }
 
 static uint32_t add_name(struct statcache *sc, const char *s, size_t n)
@@ -588,9 +583,26 @@ void sc_build_finish(struct sc_build *b, struct checkpoints *cps, git_index *idx
 		ok = k < FAST_DEPTH - 1;
 	}
 	if (ok) {
-		qsort(b->dirs, b->ndirs, sizeof(*b->dirs), bdir_cmp);
+		/* folders in path order (a folder before what it holds), each one's files together */
+		struct sc_bdir **order = xcalloc(b->ndirs, sizeof(*order)), *sorted;
+		size_t *rank = xcalloc(b->ndirs, sizeof(*rank));
+
+		for (i = 0; i < b->ndirs; i++)
+			order[i] = &b->dirs[i];
+		qsort(order, b->ndirs, sizeof(*order), bdir_cmp);
+		sorted = xcalloc(b->ndirs, sizeof(*sorted));
+		for (i = 0; i < b->ndirs; i++) {
+			rank[order[i] - b->dirs] = i;
+			sorted[i] = *order[i];
+		}
 		if (b->nfiles)
-			qsort(b->files, b->nfiles, sizeof(*b->files), bfile_cmp);
+			qsort_r(b->files, b->nfiles, sizeof(*b->files), bfile_cmp, rank);
+		for (i = 0; i < b->nfiles; i++)
+			b->files[i].dir = (uint32_t)rank[b->files[i].dir];
+		free(b->dirs);
+		b->dirs = sorted;
+		free(order);
+		free(rank);
 		sc.dirs = xcalloc(b->ndirs, sizeof(*sc.dirs));
 		sc.adirs = sc.ndirs = b->ndirs;
 		sc.files = xcalloc(b->nfiles ? b->nfiles : 1, sizeof(*sc.files));
@@ -609,15 +621,12 @@ void sc_build_finish(struct sc_build *b, struct checkpoints *cps, git_index *idx
 		d->path = add_name(&sc, path, plen);
 		d->path_len = (uint32_t)plen;
 		d->first = (uint32_t)j;
-		for (; j < b->nfiles; j++) {
+		for (; j < b->nfiles && b->files[j].dir == i; j++) {
 			const struct sc_bfile *bf = &b->files[j];
-			const char *slash = strrchr(bf->path, '/'), *name = slash ? slash + 1 : bf->path;
-			size_t dl = slash ? (size_t)(slash - bf->path) : 0;
+			const char *name = bf->path + bf->name;
 			struct sc_file *f = &sc.files[j];
 			const git_index_entry *e;
 
-			if (dl != plen || memcmp(bf->path, path, plen))
-				break;
 			sc_stamp_fill(&f->st, &bf->st, start);
 			f->name = add_name(&sc, name, strlen(name));
 			f->name_len = (uint32_t)strlen(name);
