@@ -474,6 +474,103 @@ static void test_statcache_damaged_record(void **state)
 	free(ws);
 }
 
+/* The commit of the newest checkpoint without its parent, dates and message: tree and headers. */
+static void newest_commit(struct buf *out, const char *ws)
+{
+	char *gd = xstrfmt("--git-dir=%s/.forgex/checkpoints", ws);
+	struct buf raw = BUF_INIT;
+	const char *p;
+
+	vt_git_capture(&raw, ws, gd, "cat-file", "commit", "HEAD");
+	buf_reset(out);
+	/* the header lines, up to the blank line before the message */
+	for (p = raw.buf; *p && *p != '\n';) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) + 1 : strlen(p);
+
+		if (strncmp(p, "parent ", 7) && strncmp(p, "author ", 7) && strncmp(p, "committer ", 10))
+			buf_add(out, p, n);
+		p += n;
+	}
+	buf_release(&raw);
+	free(gd);
+}
+
+/*
+ * The short way gives the commit the long way gives: the same tree and
+ * headers (permission bits, empty folders, too-large files) on a tree
+ * with an executable, a 0600 file, links, an empty folder, a file over
+ * max_file_bytes and a changed file.
+ */
+static void test_statcache_short_way_is_the_long_way(void **state)
+{
+	char *ws = tu_mkdtemp(), *rec;
+	struct checkpoints *cps;
+	struct buf paths = BUF_INIT, fast = BUF_INIT, slow = BUF_INIT;
+
+	(void)state;
+	vt_write_bytes(ws, "bin/run.sh", "#!/bin/sh\n", 10, 0755);
+	vt_write_bytes(ws, "secret.txt", "secret\n", 7, 0600);
+	vt_symlink(ws, "link", "secret.txt");
+	vt_symlink(ws, "bin/dangling", "../nowhere");
+	tu_write(ws, "empty/.keep-not", "x");
+	vt_rm(ws, "empty/.keep-not");
+	tu_write(ws, "big.txt", "0123456789012345678901234567890123456789012345678901234567890123456789\n");
+	tu_write(ws, "a/one.txt", "one\n");
+	settle();
+	cps = open_ok(ws);
+	checkpoint_set_max_file_bytes(cps, 64);
+	create_ok(&paths, cps, ws);
+	settle();
+	create_ok(&paths, cps, ws);
+	assert_int_equal(cps->dirs_listed, 0);
+	rec = xstrfmt("%s/.forgex/checkpoints/" STATCACHE_FILE, ws);
+	rewrite_in_place(ws, "a/one.txt", "one, changed\n");
+	settle();
+	create_ok(&paths, cps, ws);
+	assert_int_equal(cps->dirs_listed, 0);
+	newest_commit(&fast, ws);
+	assert_non_null(strstr(fast.buf, "forgex-perms 1 644 755 755\n 600 secret.txt"));
+	assert_non_null(strstr(fast.buf, "forgex-empty-dirs 1\n empty"));
+	assert_non_null(strstr(fast.buf, "forgex-too-large 1\n 71 big.txt"));
+	assert_int_equal(unlink(rec), 0);
+	create_ok(&paths, cps, ws);
+	assert_true(cps->dirs_listed > 0);
+	newest_commit(&slow, ws);
+	assert_string_equal(fast.buf, slow.buf);
+	checkpoint_close(cps);
+	buf_release(&paths);
+	buf_release(&fast);
+	buf_release(&slow);
+	free(rec);
+	free(ws);
+}
+
+/* A batch cut short (its marker left) drops the record with the index: the long way next. */
+static void test_statcache_dropped_after_a_cut_batch(void **state)
+{
+	char *ws = tu_mkdtemp(), *rec;
+	struct checkpoints *cps;
+	struct buf paths = BUF_INIT;
+	struct stat st;
+
+	(void)state;
+	cps = warm_tree(ws, &paths);
+	checkpoint_close(cps);
+	rec = xstrfmt("%s/.forgex/checkpoints/" STATCACHE_FILE, ws);
+	assert_int_equal(stat(rec, &st), 0);
+	tu_write(ws, ".forgex/checkpoints/forgex-writing", "");
+	cps = open_ok(ws);
+	assert_int_equal(stat(rec, &st), -1);
+	create_ok(&paths, cps, ws);
+	assert_true(cps->dirs_listed > 0);
+	assert_int_equal(stat(rec, &st), 0);
+	checkpoint_close(cps);
+	buf_release(&paths);
+	free(rec);
+	free(ws);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -485,6 +582,8 @@ int main(void)
 		cmocka_unit_test(test_statcache_file_created_then_removed),
 		cmocka_unit_test(test_statcache_user_index_and_nested_repository),
 		cmocka_unit_test(test_statcache_damaged_record),
+		cmocka_unit_test(test_statcache_short_way_is_the_long_way),
+		cmocka_unit_test(test_statcache_dropped_after_a_cut_batch),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
