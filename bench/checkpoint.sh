@@ -11,8 +11,11 @@
 #   warm, not git          create again               | add -A && write-tree there, warm
 #   diff, a few changed    forgex diff                | git diff HEAD
 #
-# Each row prints the median ms of each forgex build, git's, and the ratio
-# to git (issue 26's targets: within 1.5x). FORGEX takes several builds,
+# Each row prints, for each forgex build and for git, the median wall time
+# and the median CPU time (user + system, of the command and its children)
+# in ms, then each build's ratios to git, wall and CPU (issue 26's targets:
+# within 1.5x of git in both, so that they hold on a quiet machine too). The
+# load average is printed before and after. FORGEX takes several builds,
 # separated by spaces, to compare them in the same run on the same trees
 # (each build gets its own copy of them):
 #
@@ -30,12 +33,6 @@ for b in ${FORGEX:-$top/build/forgex}; do
 	[ -x "$b" ] || { echo "not a forgex binary: $b (build first: make)" >&2; exit 1; }
 	bins="$bins $b"
 done
-timer="$top/build/bench/medtime"
-mkdir -p "$top/build/bench"
-if [ ! -x "$timer" ] || [ "$top/bench/medtime.c" -nt "$timer" ]; then
-	cc -O2 -std=c11 -D_GNU_SOURCE -o "$timer" "$top/bench/medtime.c"
-fi
-
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/forgex-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 # git and libgit2 see neither the user's config nor a global ignore file
@@ -75,86 +72,96 @@ cp -a "$tmp/repo" "$tmp/grepo"
 # clean page cache so no run pays for writing back this script's set-up
 sync
 
-# ms of one run of "$@", output discarded
-ms() {
-	a=$(date +%s%N)
-	"$@" >/dev/null 2>&1
-	b=$(date +%s%N)
-	echo $(( (b - a) / 1000000 ))
+# "WALL CPU": the medians in ms of running "$@" N times (output discarded),
+# each run after the shell command RESET (not timed) when it is not empty;
+# CPU is the user + system time of the command and all its children
+# (wait4's rusage, in microseconds).
+measure() {
+	n=$1 reset=$2
+	shift 2
+	python3 - "$n" "$reset" "$@" <<'EOF'
+import os, subprocess, sys, time
+n, reset, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+walls, cpus = [], []
+null = os.open(os.devnull, os.O_WRONLY)
+for _ in range(n):
+    if reset:
+        subprocess.run(["sh", "-c", reset], check=True)
+    t = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        try:
+            os.execvp(argv[0], argv)
+        finally:
+            os._exit(127)
+    _, status, ru = os.wait4(pid, 0)
+    walls.append((time.monotonic() - t) * 1000)
+    cpus.append((ru.ru_utime + ru.ru_stime) * 1000)
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit("failed: " + " ".join(argv))
+walls.sort()
+cpus.sort()
+print("%d %d" % (round(walls[(n - 1) // 2]), round(cpus[(n - 1) // 2])))
+EOF
 }
 
-# median ms of COLD_RUNS runs of "$@", each after `reset` (a shell command)
-cold_median() {
-	reset=$1
-	shift
-	i=0
-	: > "$tmp/times"
-	while [ $i -lt "$COLD_RUNS" ]; do
-		sh -c "$reset"
-		ms "$@" >> "$tmp/times"
-		i=$((i + 1))
-	done
-	sort -n "$tmp/times" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
-}
-
-# median ms of RUNS runs of "$@"
-warm_median() {
-	"$timer" "$RUNS" "$@" | awk '{ printf "%d", $(NF-1) }'
-}
-
-# The figures go to $tmp/rows as "ROW<TAB>COLUMN<TAB>MS".
+# The figures go to $tmp/rows as "ROW<TAB>COLUMN<TAB>WALL CPU".
 put() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >> "$tmp/rows"; }
 : > "$tmp/rows"
 
 touch_all='find pkg* -type f -exec touch {} +'
 edit='echo "/* $(date +%N) */" >> pkg05/mod05/file00055.c'
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # git, once
 cd "$tmp/grepo"
-put cold git "$(cold_median "rm -f .git/index" sh -c 'git add -A && git write-tree')"
+put cold git "$(measure "$COLD_RUNS" "rm -f .git/index" sh -c 'git add -A && git write-tree')"
 git add -A && git write-tree >/dev/null
-put warm git "$(warm_median sh -c 'git add -A && git write-tree')"
-put one git "$(warm_median sh -c "$edit"' && git add -A && git write-tree')"
+put warm git "$(measure "$RUNS" "" sh -c 'git add -A && git write-tree')"
+put one git "$(measure "$RUNS" "" sh -c "$edit"' && git add -A && git write-tree')"
 sh -c "$touch_all"
 sleep 1
-put touched1 git "$(ms sh -c 'git add -A && git write-tree')"
-put touched2 git "$(ms sh -c 'git add -A && git write-tree')"
+put touched1 git "$(measure 1 "" sh -c 'git add -A && git write-tree')"
+put touched2 git "$(measure 1 "" sh -c 'git add -A && git write-tree')"
 for f in pkg00/mod00/file00000.c pkg03/mod04/file00043.c; do echo "/* edit */" >> "$f"; done
-put diff git "$(warm_median git diff HEAD)"
+put diff git "$(measure "$RUNS" "" git diff HEAD)"
 cp -a "$tmp/plain" "$tmp/gplain"
 cd "$tmp/gplain"
-put plaincold git "$(cold_median "rm -rf .git" sh -c 'git init -q && git add -A && git write-tree')"
-put plainwarm git "$(warm_median sh -c 'git add -A && git write-tree')"
+put plaincold git "$(measure "$COLD_RUNS" "rm -rf .git" sh -c 'git init -q && git add -A && git write-tree')"
+put plainwarm git "$(measure "$RUNS" "" sh -c 'git add -A && git write-tree')"
 
 # each forgex build, on its own copies
 n=0
 for b in $bins; do
 	n=$((n + 1))
 	cd "$tmp/repo$n"
-	put cold "$n" "$(cold_median "rm -rf .forgex" "$b" checkpoint create -m cold)"
+	put cold "$n" "$(measure "$COLD_RUNS" "rm -rf .forgex" "$b" checkpoint create -m cold)"
 	"$b" checkpoint create -m prime >/dev/null
-	put warm "$n" "$(warm_median "$b" checkpoint create -m warm)"
-	put one "$n" "$(warm_median sh -c "$edit"' && "$0" checkpoint create -m edit' "$b")"
+	put warm "$n" "$(measure "$RUNS" "" "$b" checkpoint create -m warm)"
+	put one "$n" "$(measure "$RUNS" "" sh -c "$edit"' && "$0" checkpoint create -m edit' "$b")"
 	sh -c "$touch_all"
 	sleep 1
-	put touched1 "$n" "$(ms "$b" checkpoint create -m touched1)"
-	put touched2 "$n" "$(ms "$b" checkpoint create -m touched2)"
+	put touched1 "$n" "$(measure 1 "" "$b" checkpoint create -m touched1)"
+	put touched2 "$n" "$(measure 1 "" "$b" checkpoint create -m touched2)"
 	for f in pkg00/mod00/file00000.c pkg03/mod04/file00043.c; do echo "/* edit */" >> "$f"; done
-	put diff "$n" "$(warm_median "$b" diff)"
+	put diff "$n" "$(measure "$RUNS" "" "$b" diff)"
 	cd "$tmp/plain$n"
-	put plaincold "$n" "$(cold_median "rm -rf .forgex" "$b" checkpoint create -m cold)"
+	put plaincold "$n" "$(measure "$COLD_RUNS" "rm -rf .forgex" "$b" checkpoint create -m cold)"
 	"$b" checkpoint create -m prime >/dev/null
-	put plainwarm "$n" "$(warm_median "$b" checkpoint create -m warm)"
+	put plainwarm "$n" "$(measure "$RUNS" "" "$b" checkpoint create -m warm)"
 done
 
-echo "$FILES files; warm: median of $RUNS runs, cold: median of $COLD_RUNS runs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "$FILES files; warm: median of $RUNS runs, cold: median of $COLD_RUNS runs; load average $load_before before, $(cut -d' ' -f1-3 /proc/loadavg) after"
 n=0
 for b in $bins; do
 	n=$((n + 1))
 	echo "forgex $n: $b"
 done
 awk -F'\t' -v nb="$n" '
-	{ v[$1, $2] = $3 }
+	{ split($3, f, " "); wall[$1, $2] = f[1]; cpu[$1, $2] = f[2] }
+	function ratio(a, b) { return b > 0 ? sprintf("%.2fx", a / b) : "-" }
 	END {
 		split("cold warm one touched1 touched2 plaincold plainwarm diff", rows, " ")
 		name["cold"] = "cold, git repository"
@@ -165,19 +172,20 @@ awk -F'\t' -v nb="$n" '
 		name["plaincold"] = "cold, not a git repository"
 		name["plainwarm"] = "warm, not a git repository"
 		name["diff"] = "diff, 2 files changed"
-		printf "%-28s", "row (median ms)"
-		for (i = 1; i <= nb; i++) printf " %10s", "forgex " i
-		printf " %10s", "git"
-		for (i = 1; i <= nb; i++) printf " %9s", "ratio " i
+		printf "%-28s", "row (median ms, wall/cpu)"
+		for (i = 1; i <= nb; i++) printf " %13s", "forgex " i
+		printf " %13s", "git"
+		for (i = 1; i <= nb; i++) printf " %15s", "ratio " i " w/c"
 		printf "\n"
 		for (r = 1; r <= 8; r++) {
 			k = rows[r]
 			printf "%-28s", name[k]
-			for (i = 1; i <= nb; i++) printf " %10d", v[k, i]
-			printf " %10d", v[k, "git"]
+			for (i = 1; i <= nb; i++) printf " %13s", wall[k, i] "/" cpu[k, i]
+			printf " %13s", wall[k, "git"] "/" cpu[k, "git"]
 			for (i = 1; i <= nb; i++)
-				printf " %8.2fx", (v[k, "git"] > 0 ? v[k, i] / v[k, "git"] : 0)
+				printf " %15s", ratio(wall[k, i], wall[k, "git"]) "/" \
+					ratio(cpu[k, i], cpu[k, "git"])
 			printf "\n"
 		}
 	}' "$tmp/rows"
-echo "targets (issue 26): cold, warm, 1 file changed and not-git cold within 1.5x of git"
+echo "targets (issue 26): cold, warm, 1 file changed and not-git cold within 1.5x of git, wall and CPU"

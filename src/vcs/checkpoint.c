@@ -322,7 +322,9 @@ int checkpoint__write_commit(git_oid *out, struct checkpoints *cps, const git_oi
 {
 	git_buf content = GIT_BUF_INIT;
 	struct buf full = BUF_INIT;
-	char *perms = perm_map_format(&snap->perms, idx), *dirs = snapshot_format_dirs(&snap->empty_dirs);
+	char *perms = snap->perms_header ? xstrdup(snap->perms_header) :
+		      perm_map_format(&snap->perms, idx);
+	char *dirs = snapshot_format_dirs(&snap->empty_dirs);
 	char *large = snapshot_format_dirs(&snap->too_large);
 	git_signature *sig = NULL;
 	git_tree *tree = NULL;
@@ -435,9 +437,9 @@ int checkpoint_create(struct checkpoint_info *out, struct checkpoints *cps, cons
 
 	if ((ret = checkpoint__lock(cps)) < 0)
 		return ret;
-	if ((ret = statcache_open(&idx, cps)) < 0 || (ret = shadow_batch_begin(cps)) < 0)
+	if ((ret = shadow_batch_begin(cps)) < 0)
 		goto out;
-	ret = snapshot_capture(&tree, &snap, cps, idx);
+	ret = snapshot_take(&tree, &snap, cps, &idx);
 	if (!ret)
 		ret = checkpoint__write_commit(&commit, cps, &tree, message, &snap, idx);
 	/* everything the ref will point at reaches the disk first */

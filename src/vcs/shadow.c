@@ -26,6 +26,7 @@
 #include "vcs/checkpoint.h"
 #include "vcs/odb.h"
 #include "vcs/shadow.h"
+#include "vcs/statcache.h"
 #include "vcs/vcs_internal.h"
 
 #define LOCK_WAIT_MS 10000
@@ -439,11 +440,19 @@ int shadow_batch_end(struct checkpoints *cps)
 	if (r < 0)
 		return r;
 	if (!r && cps->index_written) {
-		fd = openat(cps->shadow_fd, "index", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-		if ((fd >= 0 && fsync(fd) < 0) || fsync(cps->shadow_fd) < 0)
+		static const char *const caches[] = { "index", STATCACHE_FILE };
+		size_t i;
+
+		for (i = 0; i < ARRAY_SIZE(caches) && !r; i++) {
+			fd = openat(cps->shadow_fd, caches[i],
+				    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+			if (fd >= 0 && fsync(fd) < 0)
+				r = -1;
+			if (fd >= 0)
+				close(fd);
+		}
+		if (!r && fsync(cps->shadow_fd) < 0)
 			r = -1;
-		if (fd >= 0)
-			close(fd);
 	}
 	if (r) {
 		if (syncfs(cps->shadow_fd) < 0)
@@ -512,6 +521,7 @@ static int batch_recover(struct checkpoints *cps)
 	err_clear();
 	/* the index may name what was just removed, or be damaged itself: rebuild it */
 	unlinkat(cps->shadow_fd, "index", 0);
+	unlinkat(cps->shadow_fd, STATCACHE_FILE, 0);
 	unlinkat(cps->shadow_fd, IGNORE_STAMP, 0);
 	if (unlinkat(cps->shadow_fd, BATCH_MARKER, 0) < 0 && errno != ENOENT)
 		return err_set_errno(FX_EOS, "cannot remove %s/%s", cps->shadow, BATCH_MARKER);

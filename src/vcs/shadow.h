@@ -51,6 +51,7 @@ struct checkpoints {
 	int lock_fd;
 	int lock_depth;
 	size_t files_read;	/* files and links whose content the last capture read */
+	size_t dirs_listed;	/* folders whose entries the last capture listed (0: the short way) */
 	git_oid chain_base;	/* the damaged newest checkpoint a new chain replaces */
 	int chain_base_set;
 	int index_written;	/* the stat cache was saved in this batch (it needs a flush) */

@@ -41,6 +41,8 @@ struct walk {
 	struct timespec start;
 	struct buf scratch;
 	size_t files_read;
+	size_t dirs_entered;
+	struct sc_build *build;	/* the record being made (snapshot_fast.c), or NULL */
 };
 
 void snapshot_release(struct snapshot *s)
@@ -48,6 +50,8 @@ void snapshot_release(struct snapshot *s)
 	perm_map_release(&s->perms);
 	strvec_clear(&s->empty_dirs);
 	strvec_clear(&s->too_large);
+	free(s->perms_header);
+	s->perms_header = NULL;
 	s->files = 0;
 }
 
@@ -238,6 +242,29 @@ static int store_streamed(git_oid *oid, struct walk *w, struct stat *st, int dfd
 	return err_set(FX_ERROR, "'%s' kept changing while it was recorded", rel);
 }
 
+int snapshot_store(git_oid *oid, struct checkpoints *cps, git_odb *odb, struct stat *st, int dfd,
+		   const char *name, const char *rel, const git_oid *known)
+{
+	struct buf content = BUF_INIT;
+	struct walk w;
+	int ret, gerr;
+
+	memset(&w, 0, sizeof(w));
+	w.cps = cps;
+	w.odb = odb;
+	if (S_ISREG(st->st_mode) && st->st_size > STREAM_AT)
+		return store_streamed(oid, &w, st, dfd, name, rel);
+	if ((ret = read_content(&content, st, dfd, name, rel)) < 0) {
+		buf_release(&content);
+		return ret;
+	}
+	gerr = git_odb_hash(oid, content.buf, content.len, GIT_OBJECT_BLOB);
+	if (!gerr && !(known && git_oid_equal(known, oid)))
+		gerr = git_odb_write(oid, odb, content.buf, content.len, GIT_OBJECT_BLOB);
+	buf_release(&content);
+	return gerr < 0 ? vcs_git_error(gerr, "cannot store '%s'", rel) : 0;
+}
+
 static void add_perms(struct walk *w, const char *key, const struct stat *st)
 {
 	if (w->snap)
@@ -333,6 +360,8 @@ static int snapshot_visit(void *arg, const struct ws_entry *e)
 	struct stat st;
 	int ret;
 
+	if (w->build)
+		sc_build_entry(w->build, e->depth, e->name, e->type);
 	if (u && u->mode == GIT_FILEMODE_COMMIT)
 		return WS_WALK_CONTINUE;
 	if (e->type == DT_DIR) {
@@ -340,12 +369,17 @@ static int snapshot_visit(void *arg, const struct ws_entry *e)
 			return WS_WALK_CONTINUE;
 		ALLOC_GROW(w->counts, e->depth + 2, w->acounts);
 		w->counts[e->depth + 1] = 0;
+		if (w->build)
+			sc_build_dir(w->build, e->dirfd, e->name, e->path, e->st, e->depth + 1,
+				     &w->start);
 		return WS_WALK_ENTER;
 	}
 	if (!u && e->ignored)
 		return WS_WALK_CONTINUE;
 	st = *e->st;
 	ret = record_file(w, e->dirfd, e->name, e->path, &st);
+	if (ret >= 0 && w->build)
+		sc_build_file(w->build, e->depth, e->path, &st, ret > 0);
 	if (ret > 0)
 		ret = 0;	/* too large: listed, and its folder is not empty */
 	if (ret == FX_ENOTFOUND) {
@@ -365,6 +399,9 @@ static int snapshot_leave(void *arg, const struct ws_entry *e)
 	struct walk *w = arg;
 	size_t c = w->counts[e->depth + 1];
 
+	w->dirs_entered++;
+	if (w->build)
+		sc_build_left(w->build, e->depth + 1);
 	if (c) {
 		char *key = xstrfmt("%s/", e->path);
 
@@ -503,6 +540,7 @@ static int index_entry_cmp(const void *a, const void *b)
 int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cps, git_index *idx)
 {
 	struct walk w;
+	struct sc_build build;
 	struct strvec gone = STRVEC_INIT;
 	struct ws_walk walk = WS_WALK_INIT;
 	size_t i;
@@ -518,6 +556,12 @@ int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cp
 		strvec_clear(&cps->too_large);
 	w.uprefix = cps->user_prefix ? cps->user_prefix : "";
 	clock_gettime(CLOCK_REALTIME_COARSE, &w.start);
+	memset(&build, 0, sizeof(build));
+	if (snap) {
+		/* the stamps of what the rules are read from, before they are read */
+		sc_build_begin(&build, cps, &w.start);
+		w.build = &build;
+	}
 	strict_checks(0);
 	if (git_index_read(idx, 0) < 0) {
 		/* a damaged cache: start again from nothing */
@@ -550,6 +594,8 @@ int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cp
 			ret = vcs_git_error(gerr, "cannot read the git index of %s", cps->workspace);
 			goto out;
 		}
+		if (w.build)
+			statcache_tracked(build.tracked, w.uidx, w.uprefix);
 		if ((ret = statcache_seed(idx, w.uidx, w.uprefix)) < 0)
 			goto out;
 		dirty |= ret > 0;
@@ -607,6 +653,7 @@ int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cp
 		goto out;
 	cps->index_written |= dirty;
 	cps->files_read = w.files_read;
+	cps->dirs_listed = w.dirs_entered + 1;
 	if (snap) {
 		snap->files = git_index_entrycount(idx);
 		perm_map_sort(&snap->perms);
@@ -614,8 +661,12 @@ int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cp
 		if (snap->empty_dirs.nr)
 			qsort(snap->empty_dirs.v, snap->empty_dirs.nr, sizeof(char *),
 			      vcs_strcmp_ptr);
+		free(snap->perms_header);
+		snap->perms_header = perm_map_format(&snap->perms, idx);
+		sc_build_finish(&build, cps, idx, snap, out, &w.start);
 	}
 out:
+	sc_build_release(&build);
 	free(w.counts);
 	for (i = 0; i < w.adds_nr; i++)
 		free((char *)w.adds[i].path);
@@ -679,8 +730,11 @@ int snapshot_add_path(struct snapshot *snap, struct checkpoints *cps, git_index 
 	if (w.adds_nr && (gerr = git_index_add(idx, &w.adds[0])) < 0)
 		ret = vcs_git_error(gerr, "cannot record '%s'", path);
 	strict_checks(1);
-	if (snap)
+	if (snap) {
 		perm_map_sort(&snap->perms);
+		free(snap->perms_header);	/* the map has a new entry */
+		snap->perms_header = NULL;
+	}
 out:
 	if (dfd >= 0)
 		close(dfd);
@@ -694,19 +748,18 @@ out:
 
 int checkpoint__capture_tree(git_oid *out, size_t *files, struct checkpoints *cps)
 {
+	struct snapshot snap = SNAPSHOT_INIT;
 	git_index *idx = NULL;
 	int ret;
 
-	if ((ret = statcache_open(&idx, cps)) < 0)
-		return ret;
 	if ((ret = shadow_batch_begin(cps)) < 0)
-		goto out;
-	ret = snapshot_capture(out, NULL, cps, idx);
+		return ret;
+	ret = snapshot_take(out, &snap, cps, &idx);
 	if (shadow_batch_end(cps) < 0 && !ret)
 		ret = err_last_code();
 	if (!ret && files)
-		*files = git_index_entrycount(idx);
-out:
+		*files = snap.files;
+	snapshot_release(&snap);
 	git_index_free(idx);
 	return ret;
 }

@@ -38,19 +38,87 @@
 #include "base/strvec.h"
 #include "vcs/perms.h"
 #include "vcs/shadow.h"
+#include "vcs/statcache.h"
 
 struct snapshot {
 	struct perm_map perms;	/* full: every recorded file, every folder holding one, empty folders */
 	struct strvec empty_dirs;	/* sorted, "a/b" (no trailing slash) */
 	struct strvec too_large;	/* "SIZE PATH": files over cps->max_file_bytes, not stored */
 	size_t files;		/* files and links recorded */
+	char *perms_header;	/* the permission bits header's value, when known (else from perms) */
 };
 
-#define SNAPSHOT_INIT { PERM_MAP_INIT, STRVEC_INIT, STRVEC_INIT, 0 }
+#define SNAPSHOT_INIT { PERM_MAP_INIT, STRVEC_INIT, STRVEC_INIT, 0, NULL }
 
 void snapshot_release(struct snapshot *s);
 
 int snapshot_capture(git_oid *out, struct snapshot *snap, struct checkpoints *cps, git_index *idx);
+
+/**
+ * A snapshot as snapshot_capture() takes it, the short way when the
+ * record of the last capture (statcache.h) says no folder's entries and
+ * no ignore rule can have changed: no index is read, no folder listed;
+ * each recorded file is lstat'ed and only those whose stamp changed are
+ * read, their trees rebuilt (git_tree_create_updated()) and their records
+ * appended. `snap->perms` stays empty (`snap->perms_header` holds the
+ * header) and `*idx` NULL. Otherwise (or when the short way fails in any
+ * way) the stat cache is opened into `*idx` (the caller frees it) and
+ * snapshot_capture() runs, writing the record afresh.
+ */
+int snapshot_take(git_oid *out, struct snapshot *snap, struct checkpoints *cps, git_index **idx);
+
+/*
+ * For snapshot_fast.c: store the file or link `name` of `dfd` (`rel`, as
+ * `*st` says; `*st` becomes what was read) as a blob in `odb`, not
+ * written again when its id is `known` (may be NULL). FX_ENOTFOUND: it is
+ * no longer a file or link.
+ */
+int snapshot_store(git_oid *oid, struct checkpoints *cps, git_odb *odb, struct stat *st, int dfd,
+		   const char *name, const char *rel, const git_oid *known);
+
+/* What a capture the long way collects for the record (snapshot_fast.c). */
+struct sc_build {
+	struct sc_bdir {
+		char *path;
+		struct sc_stamp st, ign;
+		struct buf names;	/* its entries, "T NAME\0" each (statcache_names()) */
+		int entered;
+	} *dirs;
+	size_t ndirs, adirs;
+	struct sc_bfile {
+		char *path;
+		uint32_t dir;		/* its folder (in dirs) */
+		uint32_t name;		/* where its name starts in path */
+		struct stat st;
+		int too_large;
+	} *files;
+	size_t nfiles, afiles;
+	size_t *at_depth;		/* the folder being read at each depth */
+	size_t adepth;
+	struct sc_stamp inputs[3];
+	unsigned char tracked[GIT_OID_RAWSZ];	/* statcache_tracked() of the user's index */
+	char *key;
+};
+
+/** Start collecting: the inputs' stamps (before they are read) and the top folder. */
+void sc_build_begin(struct sc_build *b, struct checkpoints *cps, const struct timespec *start);
+/** A folder about to be read (entered from `dirfd` as `name`), `depth` its entries' depth. */
+void sc_build_dir(struct sc_build *b, int dirfd, const char *name, const char *path,
+		  const struct stat *st, unsigned depth, const struct timespec *start);
+/** An entry the walk showed (any kind, ignored or not) at `depth`: `type` DT_REG, DT_DIR or DT_LNK. */
+void sc_build_entry(struct sc_build *b, unsigned depth, const char *name, unsigned char type);
+/** The folder whose entries were at `depth` was read. */
+void sc_build_left(struct sc_build *b, unsigned depth);
+/** A file or link recorded at `depth` (`too_large`: listed, not stored), `st` as read. */
+void sc_build_file(struct sc_build *b, unsigned depth, const char *path, const struct stat *st,
+		   int too_large);
+/**
+ * Write the record of a capture that gave `tree` from `idx` and `snap`
+ * (whose perms_header is set). A failure only removes the record.
+ */
+void sc_build_finish(struct sc_build *b, struct checkpoints *cps, git_index *idx,
+		     const struct snapshot *snap, const git_oid *tree, const struct timespec *start);
+void sc_build_release(struct sc_build *b);
 
 /**
  * Record the one file or link `path` (an ignored one the restore is about

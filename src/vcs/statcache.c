@@ -1,4 +1,6 @@
 /* The stat cache; see statcache.h. */
+#include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +102,49 @@ int statcache_open(git_index **out, struct checkpoints *cps)
 }
 
 
+void statcache_tracked(unsigned char out[GIT_OID_RAWSZ], git_index *uidx, const char *prefix)
+{
+	struct buf b = BUF_INIT;
+	size_t i, n = git_index_entrycount(uidx), plen = strlen(prefix);
+	git_oid oid;
+
+	for (i = 0; i < n; i++) {
+		const git_index_entry *e = git_index_get_byindex(uidx, i);
+
+		if (strncmp(e->path, prefix, plen))
+			continue;
+		buf_addf(&b, "%o %d ", (unsigned)e->mode, GIT_INDEX_ENTRY_STAGE(e));
+		buf_add(&b, e->path + plen, strlen(e->path + plen) + 1);
+	}
+	memset(out, 0, GIT_OID_RAWSZ);
+	if (!git_odb_hash(&oid, b.buf ? b.buf : "", b.len, GIT_OBJECT_BLOB))
+		memcpy(out, oid.id, GIT_OID_RAWSZ);
+	buf_release(&b);
+}
+
+void statcache_names(unsigned char out[GIT_OID_RAWSZ], const char *list, size_t len)
+{
+	const char **v = NULL;
+	struct buf b = BUF_INIT;
+	size_t n = 0, alloc = 0, i;
+	const char *p;
+	git_oid oid;
+
+	for (p = list; p < list + len; p += strlen(p) + 1) {
+		ALLOC_GROW(v, n + 1, alloc);
+		v[n++] = p;
+	}
+	if (n > 1)
+		qsort(v, n, sizeof(*v), vcs_strcmp_ptr);
+	for (i = 0; i < n; i++)
+		buf_add(&b, v[i], strlen(v[i]) + 1);
+	memset(out, 0, GIT_OID_RAWSZ);
+	if (!git_odb_hash(&oid, b.buf ? b.buf : "", b.len, GIT_OBJECT_BLOB))
+		memcpy(out, oid.id, GIT_OID_RAWSZ);
+	free(v);
+	buf_release(&b);
+}
+
 int statcache_never(const char *rel)
 {
 	return !strcmp(rel, ".forgex") || !strncmp(rel, ".forgex/", 8);
@@ -149,4 +194,41 @@ void statcache_fill(git_index_entry *e, const struct stat *st, const struct time
 		e->mtime.seconds = e->mtime.nanoseconds = 0;
 		e->ctime.seconds = e->ctime.nanoseconds = 0;
 	}
+}
+
+/* ------------------------------------------------------------ stamps */
+
+void sc_stamp_fill(struct sc_stamp *s, const struct stat *st, const struct timespec *start)
+{
+	memset(s, 0, sizeof(*s));
+	s->trusted = 1;
+	if (!st)
+		return;
+	s->mtime_sec = (int64_t)st->st_mtim.tv_sec;
+	s->ctime_sec = (int64_t)st->st_ctim.tv_sec;
+	s->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
+	s->ctime_nsec = (uint32_t)st->st_ctim.tv_nsec;
+	s->ino = (uint64_t)st->st_ino;
+	s->dev = (uint64_t)st->st_dev;
+	s->size = (uint64_t)st->st_size;
+	s->mode = (uint32_t)st->st_mode;
+	s->uid = (uint32_t)st->st_uid;
+	s->gid = (uint32_t)st->st_gid;
+	/* the racy rule of statcache_fill(): a change in this clock tick could follow the look */
+	s->trusted = !not_before((int64_t)st->st_mtim.tv_sec, st->st_mtim.tv_nsec, start) &&
+		     !not_before((int64_t)st->st_ctim.tv_sec, st->st_ctim.tv_nsec, start);
+}
+
+int sc_stamp_same(const struct sc_stamp *cached, const struct sc_stamp *now)
+{
+	return cached->trusted && !memcmp(cached, now, offsetof(struct sc_stamp, trusted));
+}
+
+void sc_stamp_at(struct sc_stamp *s, int dirfd, const char *name, int follow,
+		 const struct timespec *start)
+{
+	struct stat st;
+
+	sc_stamp_fill(s, fstatat(dirfd, name, &st, follow ? 0 : AT_SYMLINK_NOFOLLOW) < 0 ? NULL :
+		      &st, start);
 }

@@ -443,10 +443,10 @@ static void count_objects(const char *ws, size_t *n)
 
 static void test_snapshot_unchanged_writes_only_the_commit(void **state)
 {
-	char *ws = tu_mkdtemp(), *index;
+	char *ws = tu_mkdtemp(), *index, *cache;
 	struct checkpoints *cps;
 	struct checkpoint_info a, b;
-	struct stat s1, s2;
+	struct stat s1, s2, c1, c2;
 	size_t n1, n2;
 
 	(void)state;
@@ -458,7 +458,9 @@ static void test_snapshot_unchanged_writes_only_the_commit(void **state)
 	settle();
 	create_ok(&a, cps, "second");	/* the racy entries of the first get their stat data */
 	index = xstrfmt("%s/.forgex/checkpoints/index", ws);
+	cache = xstrfmt("%s/.forgex/checkpoints/forgex-statcache", ws);
 	assert_int_equal(stat(index, &s1), 0);
+	assert_int_equal(stat(cache, &c1), 0);
 	count_objects(ws, &n1);
 	create_ok(&b, cps, "third, unchanged");
 	assert_int_equal(checkpoint_files_read(cps), 0);
@@ -466,22 +468,38 @@ static void test_snapshot_unchanged_writes_only_the_commit(void **state)
 	assert_int_equal(s1.st_ino, s2.st_ino);
 	assert_int_equal(s1.st_mtim.tv_sec, s2.st_mtim.tv_sec);
 	assert_int_equal(s1.st_mtim.tv_nsec, s2.st_mtim.tv_nsec);
+	assert_int_equal(stat(cache, &c2), 0);
+	assert_int_equal(c1.st_ino, c2.st_ino);
+	assert_int_equal(c1.st_size, c2.st_size);
+	assert_int_equal(c1.st_mtim.tv_nsec, c2.st_mtim.tv_nsec);
 	count_objects(ws, &n2);
 	assert_int_equal(n2, n1 + 1);	/* the commit */
 	assert_string_not_equal(a.id, b.id);
 	checkpoint_info_release(&a);
 	checkpoint_info_release(&b);
 
+	/*
+	 * One file changed in place: its blob, the trees above it and the
+	 * commit are written, and the stat cache gets records appended (the
+	 * same file, a little longer), not a new copy of every entry.
+	 */
 	tu_write(ws, "d1/f01.txt", "changed\n");
 	settle();
+	count_objects(ws, &n1);
 	create_ok(&a, cps, "fourth");
 	assert_int_equal(checkpoint_files_read(cps), 1);
+	count_objects(ws, &n2);
+	assert_int_equal(n2, n1 + 4);	/* blob, d1/, the top tree, the commit */
 	assert_int_equal(stat(index, &s2), 0);
-	assert_true(s1.st_ino != s2.st_ino || s1.st_mtim.tv_nsec != s2.st_mtim.tv_nsec ||
-		    s1.st_mtim.tv_sec != s2.st_mtim.tv_sec);
+	assert_int_equal(s1.st_ino, s2.st_ino);
+	assert_int_equal(s1.st_mtim.tv_nsec, s2.st_mtim.tv_nsec);
+	assert_int_equal(stat(cache, &c2), 0);
+	assert_int_equal(c1.st_ino, c2.st_ino);
+	assert_true(c2.st_size > c1.st_size && c2.st_size < c1.st_size + 1024);
 	checkpoint_info_release(&a);
 	checkpoint_close(cps);
 	free(index);
+	free(cache);
 	free(ws);
 }
 
