@@ -82,14 +82,6 @@ static void recorded(struct buf *out, const char *ws, const char *id)
 	free(gd);
 }
 
-/* Let the coarse clock move past the files just written (no racy entries). */
-static void settle(void)
-{
-	struct timespec ts = { 0, 30 * 1000 * 1000 };
-
-	nanosleep(&ts, NULL);
-}
-
 /*
  * The project config is committed (the documented place for it): a
  * checkpoint must not record it, and a restore must leave the user's
@@ -451,11 +443,11 @@ static void test_snapshot_unchanged_writes_only_the_commit(void **state)
 
 	(void)state;
 	make_files(ws);
-	settle();
+	vt_settle();
 	cps = open_ok(ws);
 	create_ok(&a, cps, "first");
 	checkpoint_info_release(&a);
-	settle();
+	vt_settle();
 	create_ok(&a, cps, "second");	/* the racy entries of the first get their stat data */
 	index = xstrfmt("%s/.forgex/checkpoints/index", ws);
 	cache = xstrfmt("%s/.forgex/checkpoints/forgex-statcache", ws);
@@ -484,7 +476,7 @@ static void test_snapshot_unchanged_writes_only_the_commit(void **state)
 	 * same file, a little longer), not a new copy of every entry.
 	 */
 	tu_write(ws, "d1/f01.txt", "changed\n");
-	settle();
+	vt_settle();
 	count_objects(ws, &n1);
 	create_ok(&a, cps, "fourth");
 	assert_int_equal(checkpoint_files_read(cps), 1);
@@ -520,7 +512,7 @@ static void test_snapshot_stat_cache_refreshed(void **state)
 
 	(void)state;
 	make_files(ws);
-	settle();
+	vt_settle();
 	cps = open_ok(ws);
 	assert_int_equal(create_reads(cps), NFILES);
 	assert_int_equal(create_reads(cps), 0);
@@ -532,7 +524,7 @@ static void test_snapshot_stat_cache_refreshed(void **state)
 	tu_run(&r, argv, ws, NULL, NULL);
 	assert_int_equal(r.status, 0);
 	tu_result_release(&r);
-	settle();
+	vt_settle();
 	assert_int_equal(create_reads(cps), NFILES);
 	assert_int_equal(create_reads(cps), 0);
 	checkpoint_close(cps);
@@ -545,13 +537,13 @@ static void test_snapshot_stat_cache_refreshed(void **state)
 	tu_run(&r, argv, NULL, NULL, NULL);
 	assert_int_equal(r.status, 0);
 	tu_result_release(&r);
-	settle();
+	vt_settle();
 	cps = open_ok(dst);
 	assert_int_equal(create_reads(cps), NFILES);
 	assert_int_equal(create_reads(cps), 0);
 	/* a real change is still seen: one file read */
 	tu_write(dst, "d1/f01.txt", "changed\n");
-	settle();
+	vt_settle();
 	assert_int_equal(create_reads(cps), 1);
 	checkpoint_close(cps);
 	free(dst);
@@ -584,13 +576,13 @@ static void test_snapshot_stat_cache_after_branch_switch(void **state)
 	}
 	vt_git(ws, "commit", "-q", "-am", "other");
 	vt_git(ws, "checkout", "-q", "main");
-	settle();
+	vt_settle();
 	cps = open_ok(ws);
 	create_reads(cps);
 	assert_int_equal(create_reads(cps), 0);
 	vt_git(ws, "checkout", "-q", "other");
 	vt_git(ws, "checkout", "-q", "main");
-	settle();
+	vt_settle();
 	assert_int_equal(create_reads(cps), NFILES / 4);
 	assert_int_equal(create_reads(cps), 0);
 	checkpoint_close(cps);
@@ -609,7 +601,7 @@ static void test_snapshot_racy_file_read_again(void **state)
 	/* written in the same clock tick as the capture starts: kept without stat data */
 	tu_write(ws, "d0/f00.txt", "same size\n");
 	assert_true(create_reads(cps) >= 1);
-	settle();
+	vt_settle();
 	tu_write(ws, "d0/f00.txt", "SAME SIZE\n");
 	assert_true(create_reads(cps) >= 1);
 	checkpoint_close(cps);

@@ -79,14 +79,6 @@ static void create_ok(struct buf *paths, struct checkpoints *cps, const char *ws
 	free(gd);
 }
 
-/* Let the coarse clock move past what was just written (no racy stamps). */
-static void settle(void)
-{
-	struct timespec ts = { 0, 30 * 1000 * 1000 };
-
-	nanosleep(&ts, NULL);
-}
-
 /* Rewrite `rel` in place (same inode: its folder's stamp does not change). */
 static void rewrite_in_place(const char *ws, const char *rel, const char *content)
 {
@@ -108,11 +100,11 @@ static struct checkpoints *warm_tree(const char *ws, struct buf *paths)
 	tu_write(ws, "a/two.txt", "two\n");
 	tu_write(ws, "b/c/three.txt", "three\n");
 	tu_write(ws, "top.txt", "top\n");
-	settle();
-	cps = open_ok(ws);
+	cps = open_ok(ws);	/* it makes .forgex: the top folder changes */
+	vt_settle();
 	create_ok(paths, cps, ws);
 	assert_true(cps->dirs_listed > 0);
-	settle();
+	vt_settle();
 	create_ok(paths, cps, ws);
 	assert_int_equal(cps->dirs_listed, 0);
 	assert_int_equal(checkpoint_files_read(cps), 0);
@@ -161,7 +153,7 @@ static void test_statcache_racy_stamp_not_trusted(void **state)
 	times[0].tv_sec += 3600;
 	times[1] = times[0];
 	assert_int_equal(utimensat(AT_FDCWD, dir, times, 0), 0);
-	settle();
+	vt_settle();
 	create_ok(&paths, cps, ws);
 	assert_true(cps->dirs_listed > 0);
 	create_ok(&paths, cps, ws);
@@ -256,7 +248,7 @@ static void test_statcache_file_replaced_by_rename(void **state)
 	tmp = xstrfmt("%s/b/c/.three.tmp", ws);
 	dst = xstrfmt("%s/b/c/three.txt", ws);
 	assert_int_equal(rename(tmp, dst), 0);
-	settle();
+	vt_settle();
 	create_ok(&paths, cps, ws);
 	assert_int_equal(cps->dirs_listed, 1);
 	assert_int_equal(checkpoint_files_read(cps), 1);
@@ -317,11 +309,11 @@ static void test_statcache_gitignore_rewritten_in_place(void **state)
 	create_ok(&paths, cps, ws);
 	assert_null(strstr(paths.buf, "a/two.txt"));
 	assert_non_null(strstr(paths.buf, "a/one.txt\n"));
-	settle();
+	vt_settle();
 	tu_write(ws, ".gitignore", "b/\n");	/* a new top-level .gitignore: a new entry */
 	create_ok(&paths, cps, ws);
 	assert_null(strstr(paths.buf, "b/c/three.txt"));
-	settle();
+	vt_settle();
 	rewrite_in_place(ws, "a/.gitignore", "*.o\n");
 	create_ok(&paths, cps, ws);
 	assert_non_null(strstr(paths.buf, "a/two.txt\n"));
@@ -346,18 +338,18 @@ static void test_statcache_file_created_then_removed(void **state)
 	buf_addstr(&before, paths.buf);
 	tu_write(ws, "a/tmp.txt", "temporary\n");
 	vt_rm(ws, "a/tmp.txt");
-	settle();
+	vt_settle();
 	create_ok(&paths, cps, ws);
 	assert_true(cps->dirs_listed > 0);
 	assert_string_equal(paths.buf, before.buf);
-	settle();
+	vt_settle();
 	create_ok(&paths, cps, ws);
 	assert_int_equal(cps->dirs_listed, 0);
 
 	tu_write(ws, "b/c/kept.txt", "for a while\n");
 	create_ok(&paths, cps, ws);
 	assert_non_null(strstr(paths.buf, "b/c/kept.txt\n"));
-	settle();
+	vt_settle();
 	vt_rm(ws, "b/c/kept.txt");
 	create_ok(&paths, cps, ws);
 	assert_null(strstr(paths.buf, "b/c/kept.txt"));
@@ -398,11 +390,11 @@ static void test_statcache_user_index_and_nested_repository(void **state)
 	index = xstrfmt("%s/.git/index", ws);
 	assert_int_equal(stat(index, &before), 0);
 	rewrite_in_place(ws, "t/tracked.txt", "tracked, changed\n");
-	settle();
+	vt_settle();
 	vt_git(ws, "status", "--porcelain");
 	assert_int_equal(stat(index, &after), 0);
 	assert_true(before.st_ino != after.st_ino || before.st_mtim.tv_nsec != after.st_mtim.tv_nsec);
-	settle();
+	vt_settle();
 	create_ok(&paths, cps, ws);
 	assert_int_equal(cps->dirs_listed, 0);
 	assert_int_equal(checkpoint_files_read(cps), 1);
@@ -442,12 +434,12 @@ static void test_statcache_damaged_record(void **state)
 
 	/* a record cut short at its end: the group is ignored, the next write starts afresh */
 	tu_write(ws, "a/one.txt", "one, longer\n");
-	settle();
+	vt_settle();
 	create_ok(&paths, cps, ws);
 	assert_int_equal(checkpoint_files_read(cps), 1);
 	assert_int_equal(fsutil_read_file(&raw, rec, 0), 0);
 	assert_int_equal(truncate(rec, (off_t)raw.len - 3), 0);
-	settle();
+	vt_settle();
 	create_ok(&paths, cps, ws);
 	assert_int_equal(checkpoint_files_read(cps), 1);	/* its cached stamp was the old one */
 	assert_string_equal(paths.buf, before.buf);
@@ -463,7 +455,7 @@ static void test_statcache_damaged_record(void **state)
 	create_ok(&paths, cps, ws);
 	assert_true(cps->dirs_listed > 0);
 	assert_string_equal(paths.buf, before.buf);
-	settle();
+	vt_settle();
 	create_ok(&paths, cps, ws);
 	assert_int_equal(cps->dirs_listed, 0);
 	checkpoint_close(cps);
@@ -517,16 +509,16 @@ static void test_statcache_short_way_is_the_long_way(void **state)
 	vt_rm(ws, "empty/.keep-not");
 	tu_write(ws, "big.txt", "0123456789012345678901234567890123456789012345678901234567890123456789\n");
 	tu_write(ws, "a/one.txt", "one\n");
-	settle();
-	cps = open_ok(ws);
+	cps = open_ok(ws);	/* it makes .forgex: the top folder changes */
 	checkpoint_set_max_file_bytes(cps, 64);
+	vt_settle();
 	create_ok(&paths, cps, ws);
-	settle();
+	vt_settle();
 	create_ok(&paths, cps, ws);
 	assert_int_equal(cps->dirs_listed, 0);
 	rec = xstrfmt("%s/.forgex/checkpoints/" STATCACHE_FILE, ws);
 	rewrite_in_place(ws, "a/one.txt", "one, changed\n");
-	settle();
+	vt_settle();
 	create_ok(&paths, cps, ws);
 	assert_int_equal(cps->dirs_listed, 0);
 	newest_commit(&fast, ws);

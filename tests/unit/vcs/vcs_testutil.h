@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -91,6 +92,26 @@ static VT_UNUSED void vt_git_out(struct buf *out, const char *dir, ...)
 #define vt_git_capture(out, dir, ...) vt_git_out(out, dir, __VA_ARGS__, (const char *)NULL)
 
 /* Write `len` bytes to `dir`/`rel` (parents created) and set `mode`. */
+/*
+ * Let the coarse clock, which file stamps and a capture's start are taken
+ * from, move past what was just written, so that no stamp is racy. Its
+ * tick is the kernel's (4 ms at HZ=250, 40 ms at HZ=25): a fixed sleep
+ * shorter than the tick left stamps racy, and the short way not taken.
+ */
+static VT_UNUSED void vt_settle(void)
+{
+	struct timespec res = { 0, 4 * 1000 * 1000 }, ts;
+
+	clock_getres(CLOCK_REALTIME_COARSE, &res);
+	ts.tv_sec = res.tv_sec;
+	ts.tv_nsec = res.tv_nsec + 5 * 1000 * 1000;
+	if (ts.tv_nsec >= 1000 * 1000 * 1000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000 * 1000 * 1000;
+	}
+	nanosleep(&ts, NULL);
+}
+
 static VT_UNUSED void vt_write_bytes(const char *dir, const char *rel, const void *data, size_t len,
 				     mode_t mode)
 {
