@@ -113,6 +113,28 @@ static int tmp_ok(const char *tmp, const char *rel)
 	return fsutil_tmp_is_for(ts ? ts + 1 : tmp, rs ? rs + 1 : rel);
 }
 
+/*
+ * A write of `rel` is under way: its temporary file is recorded and what
+ * the run leaves there is not yet. Until that "left" record, the bytes
+ * at `rel` may be the write's own (a process killed between its rename
+ * and the record: the worst moment of a second change), so what the run
+ * left there counts as unknown, as for a path whose first change was
+ * killed: whatever is there is the run's (journal_conflicts()).
+ */
+static void writing(struct journal *j, const char *rel)
+{
+	json_t *e = json_object_get(j->paths, rel);
+
+	if (e)
+		json_object_set_new(e, "writing", json_true());
+}
+
+/* The "left" of `e`, or NULL when not known (never recorded, or a write of it in flight). */
+static const char *left_of(const json_t *e)
+{
+	return json_object_get(e, "writing") ? NULL : jsonx_str(e, "left");
+}
+
 static int tmp_hook(void *data, const char *rel, const char *tmp)
 {
 	return journal_before_tmp(data, rel, tmp);
@@ -158,14 +180,17 @@ int journal_open(struct journal *j, struct checkpoints *cps, const char *dir, in
 
 			if (json_is_object(before) && !json_object_get(e, "before"))
 				json_object_set(e, "before", before);
-			if (jsonx_str(rec, "left"))
+			if (jsonx_str(rec, "left")) {
 				json_object_set(e, "left", json_object_get(rec, "left"));
+				json_object_del(e, "writing");
+			}
 			if (json_is_object(json_object_get(rec, "user_version")))
 				json_object_set(e, "user_version", json_object_get(rec, "user_version"));
 			if (jsonx_str(before, "file"))
 				j->nsaved++;
 		} else if (rec && tmp_ok(jsonx_str(rec, "tmp"), jsonx_str(rec, "for"))) {
 			json_object_set(j->tmps, jsonx_str(rec, "tmp"), json_object_get(rec, "for"));
+			writing(j, jsonx_str(rec, "for"));
 		}
 		err_clear();
 		json_decref(rec);
@@ -190,6 +215,7 @@ int journal_open(struct journal *j, struct checkpoints *cps, const char *dir, in
 		}
 		/* the caller holds the lock: a temporary file named here is a dead write's */
 		journal_remove_tmps(j, &j->removed);
+		journal_sweep_rundir(dir);
 		checkpoint_set_tmp_hook(cps, tmp_hook, j);
 	}
 out:
@@ -226,8 +252,10 @@ int journal_before_tmp(struct journal *j, const char *rel, const char *tmp)
 		ret = err_set(FX_EINVAL, "'%s' is not a temporary file name for '%s'", path, rel);
 	} else {
 		ret = append(j, json_pack("{s:s, s:s}", "tmp", path, "for", rel));
-		if (!ret)
+		if (!ret) {
 			json_object_set_new(j->tmps, path, json_string(rel));
+			writing(j, rel);
+		}
 	}
 	if (ret < 0)
 		err_prefix(ret, "not written, because its temporary file could not be recorded "
@@ -267,57 +295,6 @@ void journal_remove_tmps(struct journal *j, struct strvec *removed)
 	close(wfd);
 }
 
-/* journal_remove_tmps() on the journal in `dir`, if there is one. */
-static void sweep_dir(struct checkpoints *cps, const char *dir, struct strvec *removed)
-{
-	struct journal t = JOURNAL_INIT;
-
-	if (journal_open(&t, cps, dir, 0) >= 0)
-		journal_remove_tmps(&t, removed);
-	journal_release(&t);
-	err_clear();
-}
-
-void journal_sweep(struct checkpoints *cps, const char *workspace, struct strvec *removed)
-{
-	struct strvec ids = STRVEC_INIT;
-	size_t i;
-
-	runrecord_list(&ids, RUNRECORD_RUNS, workspace);
-	for (i = 0; i < ids.nr; i++) {
-		char *dir = rundir_dir_kind(workspace, RUNDIR_RUNS, ids.v[i]);
-
-		sweep_dir(cps, dir, removed);
-		free(dir);
-	}
-	strvec_clear(&ids);
-	/* a session keeps one journal per turn, in turns/N */
-	runrecord_list(&ids, RUNRECORD_SESSIONS, workspace);
-	for (i = 0; i < ids.nr; i++) {
-		char *dir = rundir_dir_kind(workspace, RUNDIR_CHATS, ids.v[i]);
-		int fd = rundir_file_open(dir, "turns", O_RDONLY | O_DIRECTORY, 0);
-		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-		struct dirent *e;
-
-		if (fd >= 0 && !d)
-			close(fd);
-		while (d && (e = readdir(d))) {
-			char *turn;
-
-			if (!*e->d_name || strspn(e->d_name, "0123456789") != strlen(e->d_name))
-				continue;
-			turn = xstrfmt("%s/turns/%s", dir, e->d_name);
-			sweep_dir(cps, turn, removed);
-			free(turn);
-		}
-		if (d)
-			closedir(d);
-		err_clear();
-		free(dir);
-	}
-	strvec_clear(&ids);
-}
-
 /* Write `data` to the new file `name` of the run folder. */
 static int save_file(struct journal *j, const char *name, const void *data, size_t len,
 		     mode_t mode)
@@ -345,7 +322,7 @@ static int save_file(struct journal *j, const char *name, const void *data, size
  */
 static int keep_user_version(struct journal *j, int dirfd, const char *name, const char *rel)
 {
-	const char *left = jsonx_str(json_object_get(j->paths, rel), "left");
+	const char *left = left_of(json_object_get(j->paths, rel));
 	struct buf data = BUF_INIT;
 	struct stat st;
 	char oid[VCS_OID_HEX];
@@ -455,6 +432,7 @@ out:
 static void set_left(struct journal *j, const char *rel, const char *oid)
 {
 	json_object_set_new(entry(j, rel), "left", json_string(oid));
+	json_object_del(entry(j, rel), "writing");
 	if (append(j, json_pack("{s:s, s:s}", "path", rel, "left", oid)) < 0)
 		err_clear();	/* the "before" is recorded: undo still works, only less exactly */
 }
@@ -465,10 +443,18 @@ void journal_after_change(struct journal *j, const char *rel)
 
 	if (!j || !j->paths)
 		return;
-	/* stored in the shadow: the run's version can be copied out later */
+	/*
+	 * Stored in the shadow: the run's version can be copied out later.
+	 * Where it cannot be stored (a full disk), hashed only: a "left" of
+	 * "unknown" would make every later look at the path take it for
+	 * someone else's change, and the rollback keep it.
+	 */
 	if (vcs_hash_path(oid, NULL, j->cps, rel, 1) < 0) {
 		err_clear();
-		snprintf(oid, sizeof(oid), "unknown");
+		if (vcs_hash_path(oid, NULL, j->cps, rel, 0) < 0) {
+			err_clear();
+			snprintf(oid, sizeof(oid), "unknown");
+		}
 	}
 	set_left(j, rel, oid);
 }
@@ -484,7 +470,7 @@ void journal_note_restored(struct journal *j, const char *tree)
 	journal_paths(j, &all);
 	for (i = 0; i < all.nr; i++) {
 		const char *rel = all.v[i];
-		const char *left = jsonx_str(json_object_get(j->paths, rel), "left");
+		const char *left = left_of(json_object_get(j->paths, rel));
 		int held = vcs_tree_entry(was, NULL, j->cps, tree, rel);
 
 		/* a path no checkpoint holds (ignored) was not put back: as it was */
@@ -604,7 +590,7 @@ static const json_t *target_of(const json_t *e)
  */
 static int left_as_before(const json_t *e)
 {
-	const char *left = jsonx_str(e, "left"), *was = jsonx_str(target_of(e), "oid");
+	const char *left = left_of(e), *was = jsonx_str(target_of(e), "oid");
 
 	return left && was && !strcmp(left, was);
 }
@@ -617,7 +603,7 @@ int journal_conflicts(struct journal *j, struct strvec *out)
 	journal_paths(j, &all);
 	for (i = 0; i < all.nr; i++) {
 		json_t *e = json_object_get(j->paths, all.v[i]);
-		const char *left = jsonx_str(e, "left");
+		const char *left = left_of(e);
 		const char *was = jsonx_str(json_object_get(e, "before"), "oid");
 		char now[VCS_OID_HEX];
 
@@ -640,7 +626,7 @@ int journal_own_changes(struct journal *j, struct strvec *out)
 	journal_paths(j, &all);
 	for (i = 0; i < all.nr; i++) {
 		json_t *e = json_object_get(j->paths, all.v[i]);
-		const char *left = jsonx_str(e, "left");
+		const char *left = left_of(e);
 		const char *was = jsonx_str(json_object_get(e, "before"), "oid");
 		char now[VCS_OID_HEX];
 
@@ -973,7 +959,7 @@ static int revert_one(struct journal *j, const char *rel, int force, struct jour
 {
 	json_t *e = json_object_get(j->paths, rel);
 	const json_t *before = target_of(e);
-	const char *was = jsonx_str(before, "oid"), *left = jsonx_str(e, "left");
+	const char *was = jsonx_str(before, "oid"), *left = left_of(e);
 	char now[VCS_OID_HEX];
 	struct buf where = BUF_INIT;
 	int ok = 0, moved = 0;
