@@ -98,6 +98,8 @@ void journal_sweep(struct checkpoints *cps, const char *workspace, struct strvec
 	struct strvec ids = STRVEC_INIT;
 	size_t i;
 
+	/* a killed checkpoint restore's (it has no journal) */
+	checkpoint_sweep_tmps(cps);
 	runrecord_list(&ids, RUNRECORD_RUNS, workspace);
 	for (i = 0; i < ids.nr; i++) {
 		char *dir = rundir_dir_kind(workspace, RUNDIR_RUNS, ids.v[i]);

@@ -299,7 +299,7 @@ static void one_case(struct outcome *o, const struct fcase *c)
 	leftovers = not_passed_over(ff_forgex_leftovers(p.dir), u.err.buf);
 	o->cases++;
 	if (getenv("FX_FAULTS_SHOW"))
-		print_message("case: %s (%s before step %ld: %s)\n%s", c->name, c->kind, c->step,
+		print_message("case: %s (%s before step %ld: %s)\n%s\n", c->name, c->kind, c->step,
 			      c->what, said.buf);
 	/*
 	 * The tree as before, nothing of forgex's left (in .forgex neither:
@@ -404,6 +404,21 @@ static void reduced(struct fcase **v, size_t *nr, const struct strvec *steps)
 	add_case(v, nr, "rofs", steps->v[r], 0);
 	add_case(v, nr, "kill", steps->v[undo], 1);
 	add_case(v, nr, "rofs", steps->v[b], 1);
+	/* the classes of failure make faults found, one case each (docs/internals/journal.md) */
+	{
+		long again = find_step(steps, " rename calc.py", (size_t)b + 3);
+		long state = find_step(steps, "/.state.json.fx-", 0);
+		long stock = find_step(steps, "/saved/1.new", (size_t)r);
+
+		if (again < 0 || state < 0 || stock < 0)
+			fail_msg("the scripted run's steps are not as expected (see FX_FAULTS_SHOW=1)");
+		/* a second change killed between its rename and its "left" record */
+		add_case(v, nr, "kill", steps->v[again + 1], 0);
+		/* a record's temporary file in the run folder, before state.json exists */
+		add_case(v, nr, "kill", steps->v[state + 1], 0);
+		/* the rollback's saved copy half made again (saved/1.new) */
+		add_case(v, nr, "kill", steps->v[stock + 1], 0);
+	}
 }
 
 /*
@@ -590,6 +605,111 @@ static void test_part2(void **state) { (void)state; run_part(2); }
 static void test_part3(void **state) { (void)state; run_part(3); }
 static void test_part4(void **state) { (void)state; run_part(4); }
 
+/* Whether the tree `dir` holds a temporary file of forgex's (outside .git and .forgex). */
+static int has_tmp(const char *dir)
+{
+	char *all = ff_snapshot(dir), *clean = ff_snapshot_ex(dir, 1);
+	int yes = strcmp(all, clean) != 0;
+
+	free(all);
+	free(clean);
+	return yes;
+}
+
+/*
+ * `forgex checkpoint restore` killed between making a temporary file and
+ * renaming it into place (it has no journal: it names its temporary files
+ * in .forgex/checkpoints/restore-tmps first): the restore run again, and
+ * the next run's start, each remove the leftover, and the restore again
+ * gives back the checkpoint's tree byte for byte.
+ */
+static void test_restore_killed(void **state)
+{
+	struct sc_proj p;
+	struct mock m;
+	struct tu_result r;
+	struct strvec steps = STRVEC_INIT;
+	json_t *steps_json = json_array(), *j = NULL;
+	const char *create[] = { "checkpoint", "create", "-m", "before", "--json", NULL };
+	const char *run[] = { "run", "fix add", NULL };
+	char *s, *base, *log, *text, *id, *at_cp, *now;
+	const char *restore[] = { "checkpoint", "restore", NULL, NULL };
+	long kill_at;
+	int round;
+
+	(void)state;
+	if (!have_ns)
+		skip();
+	/* the model answers nothing: the run ends at its first call, after its start's sweep */
+	json_array_append_new(steps_json, json_pack("{s:i, s:i}", "status", 500, "repeat", -1));
+	s = sc_script(steps_json);
+	base = ff_small_fs(64);
+	mock_start(&m, s);
+	ff_project(&p, base, &m, CONFIG);
+	forgex(&r, &p, create, NULL, 0, NULL, NULL);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(jsonx_parse(&j, r.out.buf, r.out.len, "create"), 0);
+	id = xstrdup(jsonx_str(j, "short_id"));
+	json_decref(j);
+	tu_result_release(&r);
+	restore[2] = id;
+	at_cp = ff_snapshot(p.dir);
+	log = xstrfmt("%s/steps.log", base);
+	for (round = 0; round < 3; round++) {
+		tu_write(p.dir, "calc.py", "changed\n");
+		tu_write(p.dir, "olddir/keep.txt", "changed too\n");
+		if (!round) {
+			/* the steps of a restore, to kill it at the rename of calc.py's temporary file */
+			forgex(&r, &p, restore, "count", 0, log, NULL);
+			assert_int_equal(r.status, 0);
+			tu_result_release(&r);
+			text = tu_read(base, "steps.log");
+			assert_non_null(text);
+			ff_split_lines(&steps, text);
+			free(text);
+			kill_at = find_step(&steps, " rename calc.py", 0);
+			if (kill_at < 0)
+				fail_msg("the restore renames no calc.py into place: %s", log);
+			kill_at = atol(steps.v[kill_at]);
+			continue;
+		}
+		forgex(&r, &p, restore, "kill", kill_at, log, NULL);
+		assert_int_equal(r.status, 128 + SIGKILL);
+		tu_result_release(&r);
+		assert_true(has_tmp(p.dir));
+		if (round == 1) {
+			/* the restore again removes it and finishes */
+			forgex(&r, &p, restore, NULL, 0, NULL, NULL);
+			assert_int_equal(r.status, 0);
+			tu_result_release(&r);
+			now = ff_snapshot(p.dir);
+			assert_string_equal(now, at_cp);
+			free(now);
+		} else {
+			/* the next run's start removes it (the run then fails on the model) */
+			char *clean = ff_snapshot_ex(p.dir, 1);
+
+			forgex(&r, &p, run, NULL, 0, NULL, NULL);
+			tu_result_release(&r);
+			now = ff_snapshot(p.dir);
+			assert_string_equal(now, clean);
+			free(now);
+			free(clean);
+		}
+		text = ff_forgex_leftovers(p.dir);
+		assert_string_equal(text, "");
+		free(text);
+	}
+	strvec_clear(&steps);
+	free(at_cp);
+	free(log);
+	free(id);
+	mock_release(&m);
+	free(s);
+	sc_proj_release(&p);
+	ff_small_release(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -597,6 +717,7 @@ int main(void)
 		cmocka_unit_test(test_part2),
 		cmocka_unit_test(test_part3),
 		cmocka_unit_test(test_part4),
+		cmocka_unit_test(test_restore_killed),
 	};
 
 	have_ns = ff_enter_namespace();
