@@ -188,6 +188,12 @@ int journal_open(struct journal *j, struct checkpoints *cps, const char *dir, in
 				json_object_set(e, "user_version", json_object_get(rec, "user_version"));
 			if (jsonx_str(before, "file"))
 				j->nsaved++;
+		} else if (rec && jsonx_str(rec, "command") &&
+			   strlen(jsonx_str(rec, "command")) < sizeof(j->snap)) {
+			/* a command began: until its end, what it changed is not recorded */
+			snprintf(j->snap, sizeof(j->snap), "%s", jsonx_str(rec, "command"));
+		} else if (rec && jsonx_str(rec, "command_end")) {
+			j->snap[0] = '\0';
 		} else if (rec && tmp_ok(jsonx_str(rec, "tmp"), jsonx_str(rec, "for"))) {
 			json_object_set(j->tmps, jsonx_str(rec, "tmp"), json_object_get(rec, "for"));
 			writing(j, jsonx_str(rec, "for"));
@@ -216,9 +222,18 @@ int journal_open(struct journal *j, struct checkpoints *cps, const char *dir, in
 		/* the caller holds the lock: a temporary file named here is a dead write's */
 		journal_remove_tmps(j, &j->removed);
 		journal_sweep_rundir(dir);
+		/*
+		 * A process killed while a command ran (or before it recorded
+		 * what the command changed): what differs from the snapshot
+		 * before the command is recorded now, as its end would have.
+		 */
+		if (j->snap[0])
+			journal_command_end(j);
 		checkpoint_set_tmp_hook(cps, tmp_hook, j);
 	}
 out:
+	if (!append_mode)
+		j->snap[0] = '\0';
 	buf_release(&b);
 	return ret;
 }
@@ -502,7 +517,11 @@ void journal_command_begin(struct journal *j)
 	if (vcs_snapshot(j->snap, j->cps) < 0) {
 		gap(j);
 		j->snap[0] = '\0';
+		return;
 	}
+	/* so that a process killed before the command's end can still have its changes found */
+	if (append(j, json_pack("{s:s}", "command", j->snap)) < 0)
+		err_clear();
 }
 
 void journal_command_end(struct journal *j)
@@ -538,6 +557,8 @@ void journal_command_end(struct journal *j)
 		}
 		set_left(j, rel, oid);
 	}
+	if (append(j, json_pack("{s:s}", "command_end", j->snap)) < 0)
+		err_clear();
 out:
 	j->snap[0] = '\0';
 	strvec_clear(&changed);

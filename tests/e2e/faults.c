@@ -410,8 +410,19 @@ static void reduced(struct fcase **v, size_t *nr, const struct strvec *steps)
 		long state = find_step(steps, "/.state.json.fx-", 0);
 		long stock = find_step(steps, "/saved/1.new", (size_t)r);
 
-		if (again < 0 || state < 0 || stock < 0)
+		/*
+		 * The repair's command: its "command" record, then (six records
+		 * of what it changed, "command_end", the tmp record of the edit)
+		 * before the edit's temporary file: killed right after it ran.
+		 */
+		long edit = find_step(steps, " create .calc.py.fx-", (size_t)b + 3), cmd = edit - 9;
+
+		if (again < 0 || state < 0 || stock < 0 || cmd < 1 ||
+		    !strstr(steps->v[cmd], "changes.jsonl") || !strstr(steps->v[cmd - 1], " rename ") ||
+		    !strstr(steps->v[cmd + 1], "changes.jsonl"))
 			fail_msg("the scripted run's steps are not as expected (see FX_FAULTS_SHOW=1)");
+		/* a command's changes not recorded yet */
+		add_case(v, nr, "kill", steps->v[cmd + 1], 0);
 		/* a second change killed between its rename and its "left" record */
 		add_case(v, nr, "kill", steps->v[again + 1], 0);
 		/* a record's temporary file in the run folder, before state.json exists */
