@@ -1,5 +1,4 @@
 /* The journal of a run's own changes; see journal.h. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -15,7 +14,6 @@
 #include "base/jsonx.h"
 #include "pipeline/journal.h"
 #include "pipeline/rundir.h"
-#include "pipeline/runrecord.h"
 
 #define CHANGES "changes.jsonl"
 #define MAX_SAVE ((size_t)1 << 30)	/* larger files cannot be saved: the change is refused */
