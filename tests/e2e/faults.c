@@ -416,6 +416,7 @@ static void reduced(struct fcase **v, size_t *nr, const struct strvec *steps)
 		 * before the edit's temporary file: killed right after it ran.
 		 */
 		long edit = find_step(steps, " create .calc.py.fx-", (size_t)b + 3), cmd = edit - 9;
+		long newtxt;
 
 		if (again < 0 || state < 0 || stock < 0 || cmd < 1 ||
 		    !strstr(steps->v[cmd], "changes.jsonl") || !strstr(steps->v[cmd - 1], " rename ") ||
@@ -423,6 +424,10 @@ static void reduced(struct fcase **v, size_t *nr, const struct strvec *steps)
 			fail_msg("the scripted run's steps are not as expected (see FX_FAULTS_SHOW=1)");
 		/* a command's changes not recorded yet */
 		add_case(v, nr, "kill", steps->v[cmd + 1], 0);
+		/* a full disk before a rename: what the run left cannot be stored, only hashed */
+		if ((newtxt = find_step(steps, " rename sub/new.txt", 0)) < 0)
+			fail_msg("the scripted run's steps are not as expected (see FX_FAULTS_SHOW=1)");
+		add_case(v, nr, "full", steps->v[newtxt], 0);
 		/* a second change killed between its rename and its "left" record */
 		add_case(v, nr, "kill", steps->v[again + 1], 0);
 		/* a record's temporary file in the run folder, before state.json exists */
