@@ -30,7 +30,7 @@ SLOW="e2e/batch e2e/runners e2e/pipeline e2e/mcp e2e/tty e2e/checkpoint e2e/hook
 e2e/chat unit/vcs/checkpoint unit/sandbox/backend_native e2e/gate e2e/attacks
 unit/context/index e2e/map unit/tools/fs unit/sandbox/native_network
 unit/sandbox/native_attacks e2e/rollback"
-SHARDS="e2e/pipeline:6 e2e/runners:3 e2e/tty:3 e2e/chat:2 e2e/mcp:2 e2e/hooks:2"
+SHARDS="e2e/pipeline:6 e2e/runners:3 e2e/tty:3 e2e/chat:2 e2e/mcp:2 e2e/hooks:2 e2e/faults:4"
 
 # Most suites spend their time waiting (on the mock, child processes,
 # timeouts), so twice as many as there are cores keep the cores busy.

@@ -1,5 +1,4 @@
 /* The journal of a run's own changes; see journal.h. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,7 +16,6 @@
 #include "base/jsonx.h"
 #include "pipeline/journal.h"
 #include "pipeline/rundir.h"
-#include "pipeline/runrecord.h"
 
 #define CHANGES "changes.jsonl"
 #define MAX_SAVE ((size_t)1 << 30)	/* a rollback reads a saved copy up to this */
@@ -116,6 +114,28 @@ static int tmp_ok(const char *tmp, const char *rel)
 	return fsutil_tmp_is_for(ts ? ts + 1 : tmp, rs ? rs + 1 : rel);
 }
 
+/*
+ * A write of `rel` is under way: its temporary file is recorded and what
+ * the run leaves there is not yet. Until that "left" record, the bytes
+ * at `rel` may be the write's own (a process killed between its rename
+ * and the record: the worst moment of a second change), so what the run
+ * left there counts as unknown, as for a path whose first change was
+ * killed: whatever is there is the run's (journal_conflicts()).
+ */
+static void writing(struct journal *j, const char *rel)
+{
+	json_t *e = json_object_get(j->paths, rel);
+
+	if (e)
+		json_object_set_new(e, "writing", json_true());
+}
+
+/* The "left" of `e`, or NULL when not known (never recorded, or a write of it in flight). */
+static const char *left_of(const json_t *e)
+{
+	return json_object_get(e, "writing") ? NULL : jsonx_str(e, "left");
+}
+
 static int tmp_hook(void *data, const char *rel, const char *tmp)
 {
 	return journal_before_tmp(data, rel, tmp);
@@ -161,14 +181,23 @@ int journal_open(struct journal *j, struct checkpoints *cps, const char *dir, in
 
 			if (json_is_object(before) && !json_object_get(e, "before"))
 				json_object_set(e, "before", before);
-			if (jsonx_str(rec, "left"))
+			if (jsonx_str(rec, "left")) {
 				json_object_set(e, "left", json_object_get(rec, "left"));
+				json_object_del(e, "writing");
+			}
 			if (json_is_object(json_object_get(rec, "user_version")))
 				json_object_set(e, "user_version", json_object_get(rec, "user_version"));
 			if (jsonx_str(before, "file"))
 				j->nsaved++;
+		} else if (rec && jsonx_str(rec, "command") &&
+			   strlen(jsonx_str(rec, "command")) < sizeof(j->snap)) {
+			/* a command began: until its end, what it changed is not recorded */
+			snprintf(j->snap, sizeof(j->snap), "%s", jsonx_str(rec, "command"));
+		} else if (rec && jsonx_str(rec, "command_end")) {
+			j->snap[0] = '\0';
 		} else if (rec && tmp_ok(jsonx_str(rec, "tmp"), jsonx_str(rec, "for"))) {
 			json_object_set(j->tmps, jsonx_str(rec, "tmp"), json_object_get(rec, "for"));
+			writing(j, jsonx_str(rec, "for"));
 		}
 		err_clear();
 		json_decref(rec);
@@ -193,9 +222,19 @@ int journal_open(struct journal *j, struct checkpoints *cps, const char *dir, in
 		}
 		/* the caller holds the lock: a temporary file named here is a dead write's */
 		journal_remove_tmps(j, &j->removed);
+		journal_sweep_rundir(dir);
+		/*
+		 * A process killed while a command ran (or before it recorded
+		 * what the command changed): what differs from the snapshot
+		 * before the command is recorded now, as its end would have.
+		 */
+		if (j->snap[0])
+			journal_command_end(j);
 		checkpoint_set_tmp_hook(cps, tmp_hook, j);
 	}
 out:
+	if (!append_mode)
+		j->snap[0] = '\0';
 	buf_release(&b);
 	return ret;
 }
@@ -229,8 +268,10 @@ int journal_before_tmp(struct journal *j, const char *rel, const char *tmp)
 		ret = err_set(FX_EINVAL, "'%s' is not a temporary file name for '%s'", path, rel);
 	} else {
 		ret = append(j, json_pack("{s:s, s:s}", "tmp", path, "for", rel));
-		if (!ret)
+		if (!ret) {
 			json_object_set_new(j->tmps, path, json_string(rel));
+			writing(j, rel);
+		}
 	}
 	if (ret < 0)
 		err_prefix(ret, "not written, because its temporary file could not be recorded "
@@ -268,57 +309,6 @@ void journal_remove_tmps(struct journal *j, struct strvec *removed)
 		free(dir);
 	}
 	close(wfd);
-}
-
-/* journal_remove_tmps() on the journal in `dir`, if there is one. */
-static void sweep_dir(struct checkpoints *cps, const char *dir, struct strvec *removed)
-{
-	struct journal t = JOURNAL_INIT;
-
-	if (journal_open(&t, cps, dir, 0) >= 0)
-		journal_remove_tmps(&t, removed);
-	journal_release(&t);
-	err_clear();
-}
-
-void journal_sweep(struct checkpoints *cps, const char *workspace, struct strvec *removed)
-{
-	struct strvec ids = STRVEC_INIT;
-	size_t i;
-
-	runrecord_list(&ids, RUNRECORD_RUNS, workspace);
-	for (i = 0; i < ids.nr; i++) {
-		char *dir = rundir_dir_kind(workspace, RUNDIR_RUNS, ids.v[i]);
-
-		sweep_dir(cps, dir, removed);
-		free(dir);
-	}
-	strvec_clear(&ids);
-	/* a session keeps one journal per turn, in turns/N */
-	runrecord_list(&ids, RUNRECORD_SESSIONS, workspace);
-	for (i = 0; i < ids.nr; i++) {
-		char *dir = rundir_dir_kind(workspace, RUNDIR_CHATS, ids.v[i]);
-		int fd = rundir_file_open(dir, "turns", O_RDONLY | O_DIRECTORY, 0);
-		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-		struct dirent *e;
-
-		if (fd >= 0 && !d)
-			close(fd);
-		while (d && (e = readdir(d))) {
-			char *turn;
-
-			if (!*e->d_name || strspn(e->d_name, "0123456789") != strlen(e->d_name))
-				continue;
-			turn = xstrfmt("%s/turns/%s", dir, e->d_name);
-			sweep_dir(cps, turn, removed);
-			free(turn);
-		}
-		if (d)
-			closedir(d);
-		err_clear();
-		free(dir);
-	}
-	strvec_clear(&ids);
 }
 
 /* Write `data` to the new file `name` of the run folder. */
@@ -462,7 +452,7 @@ static int too_large(struct journal *j, const char *rel, const struct stat *st, 
  */
 static int keep_user_version(struct journal *j, int dirfd, const char *name, const char *rel)
 {
-	const char *left = jsonx_str(json_object_get(j->paths, rel), "left");
+	const char *left = left_of(json_object_get(j->paths, rel));
 	struct stat st;
 	char oid[VCS_OID_HEX];
 	char *file;
@@ -577,6 +567,7 @@ out:
 static void set_left(struct journal *j, const char *rel, const char *oid)
 {
 	json_object_set_new(entry(j, rel), "left", json_string(oid));
+	json_object_del(entry(j, rel), "writing");
 	if (append(j, json_pack("{s:s, s:s}", "path", rel, "left", oid)) < 0)
 		err_clear();	/* the "before" is recorded: undo still works, only less exactly */
 }
@@ -587,10 +578,18 @@ void journal_after_change(struct journal *j, const char *rel)
 
 	if (!j || !j->paths)
 		return;
-	/* stored in the shadow: the run's version can be copied out later */
+	/*
+	 * Stored in the shadow: the run's version can be copied out later.
+	 * Where it cannot be stored (a full disk), hashed only: a "left" of
+	 * "unknown" would make every later look at the path take it for
+	 * someone else's change, and the rollback keep it.
+	 */
 	if (vcs_hash_path(oid, NULL, j->cps, rel, 1) < 0) {
 		err_clear();
-		snprintf(oid, sizeof(oid), "unknown");
+		if (vcs_hash_path(oid, NULL, j->cps, rel, 0) < 0) {
+			err_clear();
+			snprintf(oid, sizeof(oid), "unknown");
+		}
 	}
 	set_left(j, rel, oid);
 }
@@ -606,7 +605,7 @@ void journal_note_restored(struct journal *j, const char *tree)
 	journal_paths(j, &all);
 	for (i = 0; i < all.nr; i++) {
 		const char *rel = all.v[i];
-		const char *left = jsonx_str(json_object_get(j->paths, rel), "left");
+		const char *left = left_of(json_object_get(j->paths, rel));
 		int held = vcs_tree_entry(was, NULL, j->cps, tree, rel);
 
 		/* a path no checkpoint holds (ignored) was not put back: as it was */
@@ -638,7 +637,11 @@ void journal_command_begin(struct journal *j)
 	if (vcs_snapshot(j->snap, j->cps) < 0) {
 		gap(j);
 		j->snap[0] = '\0';
+		return;
 	}
+	/* so that a process killed before the command's end can still have its changes found */
+	if (append(j, json_pack("{s:s}", "command", j->snap)) < 0)
+		err_clear();
 }
 
 void journal_command_end(struct journal *j)
@@ -674,6 +677,8 @@ void journal_command_end(struct journal *j)
 		}
 		set_left(j, rel, oid);
 	}
+	if (append(j, json_pack("{s:s}", "command_end", j->snap)) < 0)
+		err_clear();
 out:
 	j->snap[0] = '\0';
 	strvec_clear(&changed);
@@ -726,7 +731,7 @@ static const json_t *target_of(const json_t *e)
  */
 static int left_as_before(const json_t *e)
 {
-	const char *left = jsonx_str(e, "left"), *was = jsonx_str(target_of(e), "oid");
+	const char *left = left_of(e), *was = jsonx_str(target_of(e), "oid");
 
 	return left && was && !strcmp(left, was);
 }
@@ -739,7 +744,7 @@ int journal_conflicts(struct journal *j, struct strvec *out)
 	journal_paths(j, &all);
 	for (i = 0; i < all.nr; i++) {
 		json_t *e = json_object_get(j->paths, all.v[i]);
-		const char *left = jsonx_str(e, "left");
+		const char *left = left_of(e);
 		const char *was = jsonx_str(json_object_get(e, "before"), "oid");
 		char now[VCS_OID_HEX];
 
@@ -762,7 +767,7 @@ int journal_own_changes(struct journal *j, struct strvec *out)
 	journal_paths(j, &all);
 	for (i = 0; i < all.nr; i++) {
 		json_t *e = json_object_get(j->paths, all.v[i]);
-		const char *left = jsonx_str(e, "left");
+		const char *left = left_of(e);
 		const char *was = jsonx_str(json_object_get(e, "before"), "oid");
 		char now[VCS_OID_HEX];
 
@@ -1095,7 +1100,7 @@ static int revert_one(struct journal *j, const char *rel, int force, struct jour
 {
 	json_t *e = json_object_get(j->paths, rel);
 	const json_t *before = target_of(e);
-	const char *was = jsonx_str(before, "oid"), *left = jsonx_str(e, "left");
+	const char *was = jsonx_str(before, "oid"), *left = left_of(e);
 	char now[VCS_OID_HEX];
 	struct buf where = BUF_INIT;
 	int ok = 0, moved = 0;

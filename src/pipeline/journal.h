@@ -94,6 +94,16 @@ void journal_remove_tmps(struct journal *j, struct strvec *removed);
 void journal_sweep(struct checkpoints *cps, const char *workspace, struct strvec *removed);
 
 /**
+ * What a killed forgex left in the run (or turn) folder `dir` itself: the
+ * temporary files of its records (".state.json.fx-XXXXXXXX.tmp") and a
+ * saved copy half made again by a rollback ("saved/N.new"). Only files
+ * (or links) so named go, never a folder; not said (not the user's tree).
+ * The caller holds the workspace lock: no write of forgex is under way.
+ * journal_open(append = 1) and journal_sweep() call it.
+ */
+void journal_sweep_rundir(const char *dir);
+
+/**
  * Before a tool changes `rel` (the entry `name` in the folder `dirfd`):
  * the first time, save what is there. FX_EOS (with the reason) when it
  * cannot be saved: the change must not be made.

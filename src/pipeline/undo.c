@@ -288,7 +288,15 @@ int pipeline_undo(struct pipeline_undo_result *out, const char *workspace,
 	free(what);
 	if (ret < 0)
 		goto out;
+	/* a run killed before its state.json was written is swept too */
+	journal_sweep_rundir(dir);
 	ret = rundir_read_json(&st, dir, "state.json");
+	if (ret == FX_ENOTFOUND) {
+		/* killed before it wrote its state: its journal says what it changed */
+		err_clear();
+		st = json_object();
+		ret = 0;
+	}
 	if (ret < 0)
 		goto out;
 	if (rundir_read_json(&sum, dir, "summary.json") < 0)

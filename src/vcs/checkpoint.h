@@ -125,6 +125,16 @@ void checkpoint_set_tmp_hook(struct checkpoints *cps,
 			     int (*before_create)(void *data, const char *rel, const char *tmp),
 			     void *data);
 
+/**
+ * Remove the temporary files a killed checkpoint_restore() left in the
+ * workspace: each restore names its own in .forgex/checkpoints/restore-tmps
+ * before it makes them (it has no journal). Only files (or links) named
+ * there, reached beneath the workspace following no link, go. Takes the
+ * checkpoints' lock (so no restore is under way); checkpoint_restore()
+ * runs it first, and a run's start (journal_sweep()).
+ */
+void checkpoint_sweep_tmps(struct checkpoints *cps);
+
 /** The workspace (absolute, resolved); borrowed. */
 const char *checkpoint_workspace(const struct checkpoints *cps);
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -160,7 +161,8 @@ static mode_t file_perms(const struct stat *old, int exec, mode_t um)
 
 /* Create a fresh temporary name in `dirfd` with `make` (O_EXCL semantics). */
 static int make_tmp(char tmp[FSUTIL_TMP_NAME_MAX], int dirfd, const char *target,
-		    const git_blob *blob, mode_t perms, int is_link, const struct stat *old)
+		    const git_blob *blob, mode_t perms, int is_link, const struct stat *old,
+		    const struct fsutil_tmp_hook *hook)
 {
 	const char *data = git_blob_rawcontent(blob);
 	size_t len = (size_t)git_blob_rawsize(blob);
@@ -169,7 +171,7 @@ static int make_tmp(char tmp[FSUTIL_TMP_NAME_MAX], int dirfd, const char *target
 	int fd;
 
 	/* the name every writer of forgex uses beside its target (base/fsutil.h) */
-	fd = fsutil_tmp_create(tmp, dirfd, slash ? slash + 1 : target, link, NULL);
+	fd = fsutil_tmp_create(tmp, dirfd, slash ? slash + 1 : target, link, hook);
 	free(link);
 	if (fd < 0)
 		return err_prefix(fd, "'%s'", target);
@@ -192,8 +194,10 @@ static int make_tmp(char tmp[FSUTIL_TMP_NAME_MAX], int dirfd, const char *target
 }
 
 /* Write the checkpoint's version of `c->path`, replacing whatever is there. */
-static int write_entry(git_repository *repo, int rootfd, const struct change *c, mode_t um)
+static int write_entry(git_repository *repo, int rootfd, const struct change *c, mode_t um,
+		       const struct fsutil_tmp_hook *log)
 {
+	struct fsutil_tmp_hook hook = { NULL, NULL, c->path };
 	git_blob *blob = NULL;
 	const char *base;
 	struct stat st, *old = NULL;
@@ -213,9 +217,14 @@ static int write_entry(git_repository *repo, int rootfd, const struct change *c,
 			goto out;
 		}
 	}
+	if (log) {
+		hook.before_create = log->before_create;
+		hook.data = log->data;
+	}
 	ret = make_tmp(tmp, fd, c->path, blob,
 		       c->perms >= 0 ? (mode_t)c->perms :
-		       file_perms(old, c->mode == GIT_FILEMODE_BLOB_EXECUTABLE, um), is_link, old);
+		       file_perms(old, c->mode == GIT_FILEMODE_BLOB_EXECUTABLE, um), is_link, old,
+		       &hook);
 	if (ret < 0)
 		goto out;
 	if (renameat(fd, tmp, fd, base) < 0) {
@@ -230,7 +239,8 @@ out:
 }
 
 /* Flip the executable bit of a file whose bytes are already right. */
-static int chmod_entry(git_repository *repo, int rootfd, const struct change *c, mode_t um)
+static int chmod_entry(git_repository *repo, int rootfd, const struct change *c, mode_t um,
+		       const struct fsutil_tmp_hook *log)
 {
 	const char *base;
 	struct stat st;
@@ -244,7 +254,7 @@ static int chmod_entry(git_repository *repo, int rootfd, const struct change *c,
 		if (fd >= 0)
 			close(fd);
 		close(dfd);
-		return write_entry(repo, rootfd, c, um);
+		return write_entry(repo, rootfd, c, um, log);
 	}
 	if (fchmod(fd, c->perms >= 0 ? (mode_t)c->perms :
 		   file_perms(&st, c->mode == GIT_FILEMODE_BLOB_EXECUTABLE, um)) < 0)
@@ -452,9 +462,111 @@ out:
 	return ret;
 }
 
+/*
+ * The temporary files of a restore. A restore has no journal of its own,
+ * so it names each temporary file in RESTORE_TMPS, in the shadow, before
+ * the file exists (fsutil_tmp_create()'s hook): a restore killed between
+ * making one and renaming it into place leaves a file that the next
+ * restore, or the next run's start (checkpoint_sweep_tmps()), removes.
+ * Every restore that returns has renamed or removed each of its own, and
+ * removes the list.
+ */
+#define RESTORE_TMPS "restore-tmps"
+
+static int log_tmp(void *data, const char *rel, const char *tmp)
+{
+	const int *fd = data;
+	const char *slash = strrchr(rel, '/');
+	char *line = slash ? xstrfmt("%.*s/%s\n", (int)(slash - rel), rel, tmp) :
+			     xstrfmt("%s\n", tmp);
+	int ret = fsutil_write_all(*fd, line, strlen(line));
+
+	free(line);
+	if (ret < 0)
+		return err_prefix(ret, "cannot name the temporary file of '%s' in %s/" RESTORE_TMPS
+				  " first; not written", rel, ".forgex/checkpoints");
+	return 0;
+}
+
+/* Whether `rel` is a clean relative path outside .git and .forgex, ending in a temporary file's name. */
+static int tmp_path_ok(const char *rel)
+{
+	const char *p = rel, *name = strrchr(rel, '/');
+	size_t n;
+	char *target;
+	int ok;
+
+	if (!*rel || *rel == '/')
+		return 0;
+	for (;;) {
+		n = strcspn(p, "/");
+		if (!n || (n == 1 && *p == '.') || (n == 2 && !strncmp(p, "..", 2)) ||
+		    (n == 4 && !strncasecmp(p, ".git", 4)) || (n == 7 && !strncasecmp(p, ".forgex", 7)))
+			return 0;
+		if (!p[n])
+			break;
+		p += n + 1;
+	}
+	name = name ? name + 1 : rel;
+	n = strlen(name);
+	/* ".NAME.fx-XXXXXXXX.tmp": NAME is what is between */
+	if (n < 18)
+		return 0;
+	target = xstrndup(name + 1, n - 17);
+	ok = fsutil_tmp_is_for(name, target);
+	free(target);
+	return ok;
+}
+
+void checkpoint_sweep_tmps(struct checkpoints *cps)
+{
+	struct buf list = BUF_INIT;
+	const char *p;
+	int fd;
+
+	if (checkpoint__lock(cps) < 0) {
+		err_clear();
+		return;
+	}
+	fd = openat(cps->shadow_fd, RESTORE_TMPS, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		goto out;
+	if (fsutil_read_fd(&list, fd, 16u << 20) < 0)
+		err_clear();
+	close(fd);
+	for (p = list.buf ? list.buf : ""; *p;) {
+		size_t n = strcspn(p, "\n");
+		char *rel = xstrndup(p, n);
+		const char *slash = strrchr(rel, '/');
+		char *dir = xstrndup(rel, slash ? (size_t)(slash - rel) : 0);
+		/* beneath the workspace, following no link: only the file it names goes */
+		int dfd = tmp_path_ok(rel) ? beneath_open(cps->root_fd, dir, O_RDONLY | O_DIRECTORY, 0)
+					   : -1;
+		struct stat st;
+
+		if (dfd >= 0) {
+			const char *name = slash ? slash + 1 : rel;
+
+			if (!fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) &&
+			    (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)))
+				unlinkat(dfd, name, 0);
+			close(dfd);
+		}
+		free(dir);
+		free(rel);
+		p += n + (p[n] == '\n');
+	}
+	unlinkat(cps->shadow_fd, RESTORE_TMPS, 0);
+out:
+	buf_release(&list);
+	checkpoint__unlock(cps);
+}
+
 int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints *cps,
 		       const char *id)
 {
+	int log_fd = -1;
+	const struct fsutil_tmp_hook log = { log_tmp, &log_fd, NULL };
 	struct checkpoint_restore_result res;
 	struct plan plan = { NULL, 0, 0 };
 	struct tree_list want = { NULL, 0, 0 };
@@ -473,6 +585,8 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 	memset(&res, 0, sizeof(res));
 	if ((ret = checkpoint__lock(cps)) < 0)
 		return ret;
+	/* what a killed restore left first */
+	checkpoint_sweep_tmps(cps);
 	if ((ret = checkpoint__lookup(&target, cps, id)) < 0)
 		goto out;
 	git_oid_tostr(full, sizeof(full), git_commit_id(target));
@@ -565,6 +679,13 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 		goto out;
 
 	/* 3. Deletions first (they make room), then folders, modes, contents. */
+	log_fd = openat(cps->shadow_fd, RESTORE_TMPS,
+			O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (log_fd < 0) {
+		ret = err_set_errno(FX_EOS, "cannot create .forgex/checkpoints/" RESTORE_TMPS
+				    " (nothing was changed)");
+		goto out;
+	}
 	applying = 1;
 	for (i = 0; i < plan.nr; i++) {
 		if (plan.items[i].kind != CHANGE_DELETE)
@@ -588,11 +709,11 @@ int checkpoint_restore(struct checkpoint_restore_result *out, struct checkpoints
 				goto out;
 			res.written++;
 		} else if (c->kind == CHANGE_CHMOD) {
-			if ((ret = chmod_entry(cps->repo, rootfd, c, um)) < 0)
+			if ((ret = chmod_entry(cps->repo, rootfd, c, um, &log)) < 0)
 				goto out;
 			res.chmodded++;
 		} else if (c->kind == CHANGE_WRITE) {
-			if ((ret = write_entry(cps->repo, rootfd, c, um)) < 0)
+			if ((ret = write_entry(cps->repo, rootfd, c, um, &log)) < 0)
 				goto out;
 			res.written++;
 		}
@@ -619,6 +740,11 @@ out:
 			   res.backup.short_id);
 	if (in_batch && shadow_batch_end(cps) < 0 && !ret)
 		ret = err_last_code();
+	if (log_fd >= 0) {
+		/* each temporary file is renamed into place or removed by now */
+		close(log_fd);
+		unlinkat(cps->shadow_fd, RESTORE_TMPS, 0);
+	}
 	strvec_clear(&overwrite);
 	strvec_clear(&want_dirs);
 	if (rootfd >= 0)

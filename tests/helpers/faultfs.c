@@ -200,6 +200,60 @@ char *ff_snapshot_ex(const char *dir, int skip_tmp)
 	return buf_detach(&b, NULL);
 }
 
+/* Every entry under `dirfd` (`rel`) named as a leftover of forgex's (see ff_forgex_leftovers()). */
+static void leftovers_at(struct buf *out, int dirfd, const char *rel)
+{
+	DIR *d = fdopendir(dup(dirfd));
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		const char *n = e->d_name;
+		size_t len = strlen(n);
+		char *sub;
+		struct stat st;
+
+		if (!strcmp(n, ".") || !strcmp(n, "..") ||
+		    fstatat(dirfd, n, &st, AT_SYMLINK_NOFOLLOW))
+			continue;
+		sub = *rel ? xstrfmt("%s/%s", rel, n) : xstrdup(n);
+		if (S_ISDIR(st.st_mode)) {
+			int fd = openat(dirfd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+			if (fd >= 0) {
+				leftovers_at(out, fd, sub);
+				close(fd);
+			}
+		} else if (is_tmp(n) || (len > 4 && !strcmp(n + len - 4, ".new") &&
+					 strstr(sub, "/saved/"))) {
+			buf_addf(out, "%s%s", out->len ? " " : "", sub);
+		}
+		free(sub);
+	}
+	closedir(d);
+}
+
+char *ff_forgex_leftovers(const char *dir)
+{
+	static const char *const where[] = { ".forgex" };
+	struct buf b = BUF_INIT;
+	size_t i;
+
+	for (i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+		char *p = xstrfmt("%s/%s", dir, where[i]);
+		int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (fd >= 0) {
+			leftovers_at(&b, fd, where[i]);
+			close(fd);
+		}
+		free(p);
+	}
+	buf_addstr(&b, "");
+	return buf_detach(&b, NULL);
+}
+
 /* Append the lines of `text` to `out`. */
 void ff_split_lines(struct strvec *out, const char *text)
 {

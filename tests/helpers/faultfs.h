@@ -29,6 +29,14 @@ char *ff_snapshot(const char *dir);
 /** The same; with `skip_tmp`, without the ".NAME.fx-XXXXXXXX.tmp" files of forgex's writes. */
 char *ff_snapshot_ex(const char *dir, int skip_tmp);
 
+/**
+ * What forgex left of its own under `dir`/.forgex: its
+ * temporary files (".NAME.fx-XXXXXXXX.tmp") and a rollback's half-made
+ * saved copies ("saved/N.new"), relative paths separated by spaces; ""
+ * when none.
+ */
+char *ff_forgex_leftovers(const char *dir);
+
 /** The lines of `want` missing from `got` and the extra ones, for a message. */
 char *ff_difference(const char *want, const char *got);
 
