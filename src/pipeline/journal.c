@@ -471,11 +471,17 @@ static int keep_user_version(struct journal *j, int dirfd, const char *name, con
 		return too_large(j, rel, &st, "not changed, since a version someone else made "
 				 "since the run changed it could not be saved first");
 	}
+	/* the run's own version (the common case: the run changes its file again): nothing to keep */
+	if (vcs_hash_fd(oid, fd) == 0 && !strcmp(oid, left)) {
+		close(fd);
+		return 0;
+	}
+	err_clear();
 	file = xstrfmt("user-versions/%s", rel);
 	ret = save_copy(j, file, fd, &st, oid);
 	close(fd);
 	if (!ret && !strcmp(oid, left)) {
-		drop_copy(j, file);	/* the run's own version: nothing to keep */
+		drop_copy(j, file);	/* changed back to the run's between the two reads */
 		free(file);
 		return 0;
 	}

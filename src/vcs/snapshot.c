@@ -750,6 +750,7 @@ int checkpoint__capture_tree(git_oid *out, size_t *files, struct checkpoints *cp
 {
 	struct snapshot snap = SNAPSHOT_INIT;
 	git_index *idx = NULL;
+	size_t i;
 	int ret;
 
 	if ((ret = shadow_batch_begin(cps)) < 0)
@@ -759,6 +760,10 @@ int checkpoint__capture_tree(git_oid *out, size_t *files, struct checkpoints *cp
 		ret = err_last_code();
 	if (!ret && files)
 		*files = snap.files;
+	/* what was left out for its size, for checkpoint_too_large() (forgex diff names them) */
+	strvec_clear(&cps->too_large);
+	for (i = 0; !ret && i < snap.too_large.nr; i++)
+		strvec_push(&cps->too_large, snap.too_large.v[i]);
 	snapshot_release(&snap);
 	git_index_free(idx);
 	return ret;
