@@ -70,6 +70,28 @@ for v in $(env | sed -n 's/^\(FORGEX_[A-Z0-9_]*\)=.*/\1/p'); do
 	case $v in FORGEX_BIN|FORGEX_MOCKLLM|FORGEX_TOP|FORGEX_TEST_RUNNERS) ;; *) unset "$v" ;; esac
 done
 
+# Python's standard library compiled once for all the suites, as Python
+# leaves it in a bytecode prefix: tu_seed_bytecode() (tests/helpers/
+# testutil.h) copies it into the cache of each project a test makes, as a
+# user's earlier test run would have left it (some 160 projects would each
+# compile unittest again: a third of the suite's CPU). The scratch
+# project's own part is taken out again.
+seed_bytecode() {
+	d="$work/py-seed"
+	mkdir -p "$d/src" || return 0
+	printf 'import unittest\n\n\nclass T(unittest.TestCase):\n    def test_one(self):\n        self.assertEqual(1, 1)\n' \
+		>"$d/src/test_seed.py"
+	(unset PYTHONDONTWRITEBYTECODE; cd "$d/src" &&
+		PYTHONPYCACHEPREFIX="$d/pycache" python3 -m unittest -q) >/dev/null 2>&1 || return 0
+	p=$(cd "$d/src" && pwd -P) || return 0
+	rm -rf "$d/pycache$p"
+	p=${p%/*}
+	while [ -n "$p" ] && rmdir "$d/pycache$p" 2>/dev/null; do p=${p%/*}; done
+	[ -d "$d/pycache" ] && FORGEX_TEST_PYCACHE="$d/pycache" && export FORGEX_TEST_PYCACHE
+	return 0
+}
+command -v python3 >/dev/null 2>&1 && seed_bytecode
+
 corpus="$top/../shared/testdata/toml-test"
 runner="$top/../shared/tools/toml-test-run"
 times="$top/$BUILD/test-times"

@@ -15,8 +15,10 @@
 #include <unistd.h>
 
 #include "base/fsutil.h"
+#include "base/err.h"
 #include "base/path.h"
 #include "helpers/testutil.h"
+#include "verify/verify.h"
 
 extern char **environ;
 
@@ -266,6 +268,37 @@ void tu_git_init(const char *dir)
 {
 	tu_sh(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
 	      "commit -qm init");
+	tu_seed_bytecode(dir);
+}
+
+void tu_seed_bytecode(const char *workspace)
+{
+	const char *seed = getenv("FORGEX_TEST_PYCACHE");
+	struct buf dir = BUF_INIT;
+	char *real;
+
+	if (!seed || !*seed || !fsutil_is_dir(seed))
+		return;
+	real = realpath(workspace, NULL);
+	/* where forgex could not make the folder either, its runs say so themselves */
+	if (!real || verify_cache_dir(&dir, real) < 0) {
+		err_clear();
+		free(real);
+		buf_release(&dir);
+		return;
+	}
+	buf_addstr(&dir, "/pycache");
+	if (!fsutil_exists(dir.buf)) {
+		const char *argv[] = { "cp", "-R", seed, dir.buf, NULL };
+		struct tu_result r;
+
+		tu_run(&r, argv, NULL, NULL, NULL);
+		if (r.status)
+			fail_msg("cp -R %s %s: %s", seed, dir.buf, r.err.buf);
+		tu_result_release(&r);
+	}
+	buf_release(&dir);
+	free(real);
 }
 
 int tu_run_group(const char *name, const struct CMUnitTest *tests, size_t nr,
