@@ -87,6 +87,8 @@ seed_bytecode() {
 	rm -rf "$d/pycache$p"
 	p=${p%/*}
 	while [ -n "$p" ] && rmdir "$d/pycache$p" 2>/dev/null; do p=${p%/*}; done
+	# tu_seed_bytecode() links these files into many caches: none may change
+	find "$d/pycache" -type f -exec chmod a-w {} + 2>/dev/null
 	[ -d "$d/pycache" ] && FORGEX_TEST_PYCACHE="$d/pycache" && export FORGEX_TEST_PYCACHE
 	return 0
 }

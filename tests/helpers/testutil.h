@@ -84,11 +84,14 @@ void tu_git_init(const char *dir);
  * ($FORGEX_TEST_PYCACHE: Python's bytecode prefix after one `python3 -m
  * unittest` elsewhere) into that workspace's cache folder (verify_cache_dir(),
  * as forgex finds it with this process's XDG_CACHE_HOME), unless it holds
- * a prefix already. Without it each new workspace's first Python test run
+ * a prefix already: hard links where it can (the seed's files are
+ * read-only; Python replaces a .pyc by rename, never writes one in place). Without it each new workspace's first Python test run
  * compiles unittest and what it imports again, a quarter of a second of
  * CPU, some 160 times per `make test`. Nothing of the workspace's own is
  * in the seed, so what a run reads of the project is compiled as before;
  * a test of the prefix itself does not call this. No seed: nothing done.
+ * A `workspace` that does not exist yet is taken as the absolute, resolved
+ * path forgex will have (a batch's worktrees).
  */
 void tu_seed_bytecode(const char *workspace);
 
