@@ -146,7 +146,7 @@ awk -v slow="$SLOW" '
 			if (s[i] != "" && !(s[i] in rank))
 				rank[s[i]] = 100 - i
 	}
-	FNR == NR { if ($2 ~ /^[0-9]+$/ && !($1 in w)) w[$1] = $2; next }
+	FILENAME == ARGV[1] { if ($2 ~ /^[0-9]+$/ && !($1 in w)) w[$1] = $2; next }
 	{
 		if ($1 in w)
 			x = w[$1]
