@@ -162,7 +162,7 @@ $(SHIM): tests/faults/killshim.c
 	@echo '  CC      $@'
 	@$(CC) -std=c11 -D_GNU_SOURCE $(WARNINGS) -O1 -g -fPIC -shared -o $@ $< -ldl
 
-# The suites run in parallel, TEST_JOBS at a time (default: the cores);
+# The suites run in parallel, TEST_JOBS at a time (default: twice the cores);
 # see tests/README.md. tests/selfcontained.sh and tests/layers.sh check the
 # tree itself (no machine paths; the layer order of every include).
 test: $(PROGRAMS) $(MOCK_BIN) $(UNIT_BIN) $(E2E_BIN) $(FUZZ_BIN) $(SHIM)

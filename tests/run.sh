@@ -70,32 +70,45 @@ for v in $(env | sed -n 's/^\(FORGEX_[A-Z0-9_]*\)=.*/\1/p'); do
 	case $v in FORGEX_BIN|FORGEX_MOCKLLM|FORGEX_TOP|FORGEX_TEST_RUNNERS) ;; *) unset "$v" ;; esac
 done
 
+# Python's standard library compiled once for all the suites, as Python
+# leaves it in a bytecode prefix: tu_seed_bytecode() (tests/helpers/
+# testutil.h) copies it into the cache of each project a test makes, as a
+# user's earlier test run would have left it (some 160 projects would each
+# compile unittest again: a third of the suite's CPU). The scratch
+# project's own part is taken out again.
+seed_bytecode() {
+	d="$work/py-seed"
+	mkdir -p "$d/src" || return 0
+	printf 'import unittest\n\n\nclass T(unittest.TestCase):\n    def test_one(self):\n        self.assertEqual(1, 1)\n' \
+		>"$d/src/test_seed.py"
+	(unset PYTHONDONTWRITEBYTECODE; cd "$d/src" &&
+		PYTHONPYCACHEPREFIX="$d/pycache" python3 -m unittest -q) >/dev/null 2>&1 || return 0
+	p=$(cd "$d/src" && pwd -P) || return 0
+	rm -rf "$d/pycache$p"
+	p=${p%/*}
+	while [ -n "$p" ] && rmdir "$d/pycache$p" 2>/dev/null; do p=${p%/*}; done
+	# tu_seed_bytecode() links these files into many caches: none may change
+	find "$d/pycache" -type f -exec chmod a-w {} + 2>/dev/null
+	[ -d "$d/pycache" ] && FORGEX_TEST_PYCACHE="$d/pycache" && export FORGEX_TEST_PYCACHE
+	return 0
+}
+command -v python3 >/dev/null 2>&1 && seed_bytecode
+
 corpus="$top/../shared/testdata/toml-test"
 runner="$top/../shared/tools/toml-test-run"
 times="$top/$BUILD/test-times"
 
 # ------------------------------------------------------------ the jobs
-# Suite i (1..nsuites) has name_i, path_i ("toml" for the TOML corpus)
-# and left_i (its jobs not yet done); job j has the line "weight j i shard"
-# in $work/jobs, where shard is k/n or "-".
-
-weight_of() {	# $1: key (name, or name#k/n)
-	w=
-	[ -f "$times" ] && w=$(awk -v k="$1" '$1 == k && $2 ~ /^[0-9]+$/ { print $2; exit }' "$times")
-	if [ -z "$w" ]; then
-		# not timed yet: a known-slow suite as a long one, in the list's order
-		w=0 r=100
-		for s in $SLOW; do
-			r=$((r - 1))
-			[ "${1%%#*}" = "$s" ] && w=$r
-		done
-	fi
-	echo "$w"
-}
+# Suite i (1..nsuites) has name_i, path_i ("toml" for the TOML corpus),
+# left_i (its jobs not yet done) and jobs_i (its jobs in shard order, as
+# "j:shard" words); job j has suite_j and the line "weight j i shard" in
+# $work/jobs, where shard is k/n or "-". The shell keeps this itself: a
+# helper process or two per job and a dozen per suite cost a second or
+# two of CPU per run and held up the start of the next suite.
 
 nsuites=0
 njobs=0
-: >"$work/jobs"
+: >"$work/keys"
 for t in "$@"; do
 	nsuites=$((nsuites + 1))
 	name=${t#"$BUILD"/tests/}
@@ -104,12 +117,13 @@ for t in "$@"; do
 	for s in $SHARDS; do
 		[ "${s%:*}" = "$name" ] && n=${s#*:}
 	done
-	eval "left_$nsuites=$n"
+	eval "left_$nsuites=$n jobs_$nsuites="
 	k=1
 	while [ "$k" -le "$n" ]; do
 		njobs=$((njobs + 1))
 		if [ "$n" -gt 1 ]; then sh="$k/$n" key="$name#$k/$n"; else sh=- key=$name; fi
-		echo "$(weight_of "$key") $njobs $nsuites $sh" >>"$work/jobs"
+		echo "$key $njobs $nsuites $sh" >>"$work/keys"
+		eval "suite_$njobs=$nsuites jobs_$nsuites=\"\$jobs_$nsuites $njobs:$sh\""
 		k=$((k + 1))
 	done
 done
@@ -118,19 +132,36 @@ if [ -d "$corpus" ] && [ -x "$runner" ]; then
 	nsuites=$((nsuites + 1))
 	njobs=$((njobs + 1))
 	toml_suite=$nsuites
-	eval "name_$nsuites=toml-test path_$nsuites=toml left_$nsuites=1"
-	echo "$(weight_of toml-test) $njobs $nsuites -" >>"$work/jobs"
+	eval "name_$nsuites=toml-test path_$nsuites=toml left_$nsuites=1 jobs_$nsuites=$njobs:-"
+	eval "suite_$njobs=$nsuites"
+	echo "toml-test $njobs $nsuites -" >>"$work/keys"
 fi
+# The weight of each job: its seconds in $BUILD/test-times, else (not
+# timed yet) a known-slow suite as a long one, in the SLOW list's order.
+[ -f "$times" ] && old_times=$times || { old_times="$work/no-times" && : >"$old_times"; }
+awk -v slow="$SLOW" '
+	BEGIN {
+		n = split(slow, s, /[ \t\n]+/)
+		for (i = 1; i <= n; i++)
+			if (s[i] != "" && !(s[i] in rank))
+				rank[s[i]] = 100 - i
+	}
+	FILENAME == ARGV[1] { if ($2 ~ /^[0-9]+$/ && !($1 in w)) w[$1] = $2; next }
+	{
+		if ($1 in w)
+			x = w[$1]
+		else {
+			b = $1
+			sub(/#.*/, "", b)
+			x = (b in rank) ? rank[b] : 0
+		}
+		print x, $2, $3, $4
+	}' "$old_times" "$work/keys" >"$work/jobs"
 
 # ---------------------------------------------------------- reporting
 passed=0
 failed=0
 failures=""
-
-# The jobs of suite $1, in shard order: "j shard" lines.
-jobs_of() {
-	awk -v i="$1" '$3 == i { print $2, $4 }' "$work/jobs" | sort -n
-}
 
 report_toml() {
 	log="$work/$1.out"
@@ -151,23 +182,27 @@ report_toml() {
 	failed=$((failed + f))
 }
 
+# The TAP of one job counted: "passed failed skipped plans". cmocka prints
+# a skipped test as "not ok N # SKIP": neither passed nor failed.
+count_tap() {
+	awk '/# SKIP/ { if (/^(not )?ok [0-9]+.*# SKIP/) s++ }
+	     !/# SKIP/ && /^ok / { p++ }
+	     !/# SKIP/ && /^not ok / { f++ }
+	     /^1\.\.[0-9]/ { n++ }
+	     END { print p + 0, f + 0, s + 0, n + 0 }' "$1"
+}
+
 report_suite() {	# $1: suite index
-	eval "name=\$name_$1"
+	eval "name=\$name_$1 js_all=\$jobs_$1"
 	all="$work/s$1.log"
-	: >"$all"
 	p=0 f=0 s=0 crashed=0
-	for js in $(jobs_of "$1" | tr ' ' ':'); do
+	for js in $js_all; do
 		j=${js%%:*} sh=${js#*:}
 		log="$work/$j.out"
-		rc=$(cat "$work/$j.rc")
-		cat "$log" >>"$all"
-		# cmocka prints a skipped test as "not ok N # SKIP": neither passed nor failed
-		s=$((s + $(grep -c -E '^(not )?ok [0-9]+.*# SKIP' "$log")))
-		p=$((p + $(grep -v -E '# SKIP' "$log" | grep -c '^ok ')))
-		jf=$(grep -v -E '# SKIP' "$log" | grep -c '^not ok ')
-		f=$((f + jf))
-		plan=$(grep -c '^1\.\.[0-9]' "$log")
-		if [ "$plan" -eq 0 ] || { [ "$rc" -ne 0 ] && [ "$jf" -eq 0 ]; }; then
+		read -r rc <"$work/$j.rc"
+		set -- $(count_tap "$log")
+		p=$((p + $1)) f=$((f + $2)) s=$((s + $3))
+		if [ "$4" -eq 0 ] || { [ "$rc" -ne 0 ] && [ "$2" -eq 0 ]; }; then
 			crashed=$((crashed + 1))
 			if [ "$sh" = - ]; then
 				echo "FAIL $name: exited with status $rc"
@@ -177,6 +212,12 @@ report_suite() {	# $1: suite index
 			tail -n 30 "$log" | sed 's/^/    /'
 		fi
 	done
+	if [ "$f" -gt 0 ] || [ "$s" -gt 0 ]; then
+		: >"$all"
+		for js in $js_all; do
+			cat "$work/${js%%:*}.out" >>"$all"
+		done
+	fi
 	if [ "$crashed" -gt 0 ]; then
 		f=$((f + crashed))
 		failures="$failures $name"
@@ -200,7 +241,8 @@ flush() {	# report every suite from $next on that is done
 		eval "l=\$left_$next"
 		[ "$l" -eq 0 ] || break
 		if [ "$next" -eq "$toml_suite" ]; then
-			report_toml "$(jobs_of "$next" | cut -d' ' -f1)"
+			eval "tj=\$jobs_$next"
+			report_toml "${tj%%:*}"
 		else
 			report_suite "$next"
 		fi
@@ -211,7 +253,8 @@ flush() {	# report every suite from $next on that is done
 # ------------------------------------------------------------- running
 # A FIFO holds one token per free slot: "start" at first, then the number
 # of each job as it ends. Taking a token before starting a job keeps at
-# most $jobs running, and says which one finished.
+# most $jobs running, and says which one finished; the next job starts
+# before the finished one's suite is reported.
 mkfifo "$work/slots" || exit 2
 exec 3<>"$work/slots"
 k=0
@@ -222,10 +265,9 @@ done
 
 done_one() {	# $1: the token read
 	[ "$1" = start ] && return
-	di=$(awk -v j="$1" '$2 == j { print $3 }' "$work/jobs")
+	eval "di=\$suite_$1"
 	eval "left_$di=\$((left_$di - 1))"
 	finished=$((finished + 1))
-	flush
 }
 
 started=0
@@ -257,10 +299,12 @@ while read -r job suite shard; do
 		echo "$job" >&3
 	) &
 	started=$((started + 1))
+	flush
 done <"$work/order"
 while [ "$finished" -lt "$started" ]; do
 	read -r tok <&3
 	done_one "$tok"
+	flush
 done
 wait
 exec 3>&-

@@ -10,8 +10,12 @@
  *           list refuses it), finishes, and the Supervisor says FAIL;
  *   hang    the model never answers: the task passes its wall time.
  * The batch runs with -j 4, is killed with SIGKILL midway and run again;
- * then the same tasks run as 4 shard processes of -j 2 (JOB_COMPLETION_INDEX 0..3,
- * as an Indexed Job's pods would) and are merged with `batch collect`.
+ * meanwhile the same tasks run as 4 shard processes of -j 2
+ * (JOB_COMPLETION_INDEX 0..3, as an Indexed Job's pods would), which are
+ * merged with `batch collect` and compared with the one batch's results.
+ * The shards start with the one batch rather than after it: each has a
+ * hang task that waits out its wall time, and one after the other the
+ * two waits made this the longest suite of `make test`.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,6 +37,7 @@
 #include "base/fsutil.h"
 #include "base/jsonx.h"
 #include "base/strvec.h"
+#include "batch/task.h"
 #include "helpers/scripted.h"
 #include "helpers/testutil.h"
 #include "mockllm/mockctl.h"
@@ -78,6 +83,8 @@ static struct mock mocks[K__N];
 static struct sc_proj proj;		/* the user's configuration (HOME) */
 static char *root;			/* repositories, tasks, results */
 static char *commits[NREPOS][2];
+
+static void shards_stop(void);
 
 static char *fmt(const char *f, ...) FX_PRINTF(1, 2);
 static char *fmt(const char *f, ...)
@@ -157,6 +164,19 @@ static void write_tasks(void)
 	buf_release(&b);
 }
 
+/* The worktree of each task, in one batch and in the shard that takes it, has the seed. */
+static void seed_worktrees(void)
+{
+	int i;
+
+	for (i = 0; i < NTASKS; i++) {
+		const char *id = fmt("t%02d-%s", i, kind_names[kind_of(i)]);
+
+		tu_seed_bytecode(fmt("%s/one/work/%s", root, id));
+		tu_seed_bytecode(fmt("%s/shards/shard-%u/work/%s", root, batch_shard_of(id, 4), id));
+	}
+}
+
 static int setup(void **state)
 {
 	int k;
@@ -168,6 +188,7 @@ static int setup(void **state)
 	root = tu_mkdtemp();
 	make_repos();
 	write_tasks();
+	seed_worktrees();
 	return 0;
 }
 
@@ -176,6 +197,7 @@ static int teardown(void **state)
 	int k, r;
 
 	(void)state;
+	shards_stop();
 	for (k = 0; k < K__N; k++)
 		mock_release(&mocks[k]);
 	sc_proj_release(&proj);
@@ -392,6 +414,44 @@ static size_t mirror_worktrees(const char *mirrors)
 
 static json_t *one_run[NTASKS];
 static json_t *one_res;
+static pid_t shard_pids[4];
+static char *shard_envs[4];
+static char *shard_mirrors;
+
+/* The 4 shard processes of test_batch_shards_and_collect, not waited for. */
+static void shards_start(void)
+{
+	size_t i;
+
+	shard_mirrors = xstrfmt("%s/mirrors", root);
+	fsutil_mkdir_p(shard_mirrors, 0755);
+	for (i = 0; i < 4; i++) {
+		const char *args[] = { "batch", "tasks.jsonl", "--shards", "4", "-j", "2", "--out",
+				       "shards", "--wall-time", WALL, "--grace", "5", "--mirrors",
+				       shard_mirrors, NULL };
+
+		shard_envs[i] = xstrfmt("JOB_COMPLETION_INDEX=%zu", i);
+		shard_pids[i] = start_forgex(args, shard_envs[i], fmt("%s/shard-%zu.log", root, i));
+	}
+}
+
+/* Those still running killed (a test that failed midway), all reaped. */
+static void shards_stop(void)
+{
+	size_t i;
+
+	for (i = 0; i < 4; i++) {
+		if (shard_pids[i] > 0) {
+			kill(shard_pids[i], SIGKILL);
+			wait_status(shard_pids[i]);
+			shard_pids[i] = 0;
+		}
+		free(shard_envs[i]);
+		shard_envs[i] = NULL;
+	}
+	free(shard_mirrors);
+	shard_mirrors = NULL;
+}
 
 static void test_batch_killed_and_resumed(void **state)
 {
@@ -406,6 +466,7 @@ static void test_batch_killed_and_resumed(void **state)
 	int status;
 
 	(void)state;
+	shards_start();
 	pid = start_forgex(args, NULL, log);
 	/* kill it once some tasks are done and others run */
 	for (i = 0; i < 6000 && count_lines(results) < 5; i++) {
@@ -485,38 +546,30 @@ static void test_batch_killed_and_resumed(void **state)
 
 static void test_batch_shards_and_collect(void **state)
 {
-	pid_t pids[4];
-	char *envs[4];
 	json_t *merged, *by[NTASKS];
 	size_t i, total = 0;
-	char *mirrors = fmt("%s/mirrors", root);
 	const char *margs[] = { "batch", "collect", "--out", "merged", "shards", NULL };
 	struct tu_result r;
 
 	(void)state;
-	if (!one_res)
+	if (!one_res || !shard_mirrors) {
+		shards_stop();
 		skip();
-	fsutil_mkdir_p(mirrors, 0755);
-	for (i = 0; i < 4; i++) {
-		const char *args[] = { "batch", "tasks.jsonl", "--shards", "4", "-j", "2", "--out",
-				       "shards", "--wall-time", WALL, "--grace", "5", "--mirrors",
-				       mirrors, NULL };
-
-		envs[i] = xstrfmt("JOB_COMPLETION_INDEX=%zu", i);
-		pids[i] = start_forgex(args, envs[i], fmt("%s/shard-%zu.log", root, i));
 	}
 	for (i = 0; i < 4; i++) {
-		int st = wait_status(pids[i]);
+		int st = wait_status(shard_pids[i]);
 		char *dir = fmt("%s/shards/shard-%zu", root, i);
 
-		assert_true(st == 0 || st == 1);
+		shard_pids[i] = 0;
+		if (st != 0 && st != 1)
+			fail_msg("shard %zu: status %d:\n%s", i, st,
+				 tu_read("/", fmt("%s/shard-%zu.log", root, i) + 1));
 		total += count_lines(fmt("%s/results.jsonl", dir));
 		/* nothing left behind: no worktree, in the folder or in the mirror */
 		assert_int_equal(entries(fmt("%s/work", dir)), 0);
-		free(envs[i]);
 	}
 	assert_int_equal(total, NTASKS);	/* each task in exactly one shard */
-	assert_int_equal(mirror_worktrees(mirrors), 0);
+	assert_int_equal(mirror_worktrees(shard_mirrors), 0);
 	assert_no_stale_cgroups();
 
 	{

@@ -15,8 +15,10 @@
 #include <unistd.h>
 
 #include "base/fsutil.h"
+#include "base/err.h"
 #include "base/path.h"
 #include "helpers/testutil.h"
+#include "verify/verify.h"
 
 extern char **environ;
 
@@ -266,6 +268,42 @@ void tu_git_init(const char *dir)
 {
 	tu_sh(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
 	      "commit -qm init");
+	tu_seed_bytecode(dir);
+}
+
+void tu_seed_bytecode(const char *workspace)
+{
+	const char *seed = getenv("FORGEX_TEST_PYCACHE");
+	struct buf dir = BUF_INIT;
+	char *real;
+
+	if (!seed || !*seed || !fsutil_is_dir(seed))
+		return;
+	/* a folder forgex will make (a batch's worktree) is named as it will be */
+	real = realpath(workspace, NULL);
+	if (!real && errno == ENOENT && *workspace == '/')
+		real = xstrdup(workspace);
+	/* where forgex could not make the folder either, its runs say so themselves */
+	if (!real || verify_cache_dir(&dir, real) < 0) {
+		err_clear();
+		free(real);
+		buf_release(&dir);
+		return;
+	}
+	buf_addstr(&dir, "/pycache");
+	if (!fsutil_exists(dir.buf)) {
+		/* links, not copies (a tenth of the cost): Python replaces a .pyc, never rewrites it */
+		const char *argv[] = { "sh", "-c", "cp -R -l \"$0\" \"$1\" 2>/dev/null || "
+				       "{ rm -rf \"$1\" && cp -R \"$0\" \"$1\"; }", seed, dir.buf, NULL };
+		struct tu_result r;
+
+		tu_run(&r, argv, NULL, NULL, NULL);
+		if (r.status)
+			fail_msg("copying %s to %s: %s", seed, dir.buf, r.err.buf);
+		tu_result_release(&r);
+	}
+	buf_release(&dir);
+	free(real);
 }
 
 int tu_run_group(const char *name, const struct CMUnitTest *tests, size_t nr,

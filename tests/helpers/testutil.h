@@ -73,8 +73,27 @@ double tu_now(void);
 
 /** Run `sh -c cmd` in `dir` (as tu_run); the test fails when it fails. */
 void tu_sh(const char *dir, const char *cmd);
-/** Make `dir` a git repository with everything in it committed (as user "t"). */
+/**
+ * Make `dir` a git repository with everything in it committed (as user
+ * "t"), its test runs' bytecode cache seeded (tu_seed_bytecode()).
+ */
 void tu_git_init(const char *dir);
+/**
+ * Give the test runs forgex makes in `workspace` the compiled standard
+ * library a user's second run finds: copy tests/run.sh's seed
+ * ($FORGEX_TEST_PYCACHE: Python's bytecode prefix after one `python3 -m
+ * unittest` elsewhere) into that workspace's cache folder (verify_cache_dir(),
+ * as forgex finds it with this process's XDG_CACHE_HOME), unless it holds
+ * a prefix already: hard links where it can (the seed's files are
+ * read-only; Python replaces a .pyc by rename, never writes one in place). Without it each new workspace's first Python test run
+ * compiles unittest and what it imports again, a quarter of a second of
+ * CPU, some 160 times per `make test`. Nothing of the workspace's own is
+ * in the seed, so what a run reads of the project is compiled as before;
+ * a test of the prefix itself does not call this. No seed: nothing done.
+ * A `workspace` that does not exist yet is taken as the absolute, resolved
+ * path forgex will have (a batch's worktrees).
+ */
+void tu_seed_bytecode(const char *workspace);
 
 /** The isolated home (NULL with TU_KEEP_HOME=1). */
 const char *tu_home(void);
