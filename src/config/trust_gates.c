@@ -28,7 +28,6 @@ enum tighten {
 	TIGHTEN_OFF,		/* a boolean that may only be turned off */
 	TIGHTEN_ON,		/* a boolean that may only be turned on */
 	TIGHTEN_LOWER,		/* a number that may only go down */
-	TIGHTEN_RAISE,		/* a number that may only go up */
 	TIGHTEN_SIZE,		/* a size ("2g"; "" unlimited) that may only go down */
 	TIGHTEN_SUBSET,		/* a list that may only lose entries */
 	TIGHTEN_SUPERSET,	/* a list that may only gain entries */
@@ -67,8 +66,13 @@ static const struct trust_gate trust_gates[] = {
 	{ "sandbox", "read_only", TIGHTEN_ON, "may only turn it on" },
 	{ "sandbox", "allow_unconfined", TIGHTEN_OFF, "may only turn it off" },
 	{ "sandbox", NULL, TIGHTEN_NEVER, "never taken" },
-	/* a lower bound would leave files a rollback cannot put back */
-	{ "checkpoints", "max_file_bytes", TIGHTEN_RAISE, "may only go up" },
+	/*
+	 * Neither way: a lower bound would leave files a rollback cannot put
+	 * back, a higher one raises the memory a restore takes (it holds a
+	 * blob whole) to what a cloned repository chooses
+	 */
+	{ "checkpoints", "max_file_bytes", TIGHTEN_NEVER,
+	  "never taken: it bounds what a rollback can put back and the memory a restore takes" },
 	{ "checkpoints", NULL, TIGHTEN_NEVER, "never taken" },
 	/* the gate's must-pass tests narrow what it runs: a repository must not choose them */
 	{ "pipeline", "must_pass", TIGHTEN_NEVER, "never taken: it narrows the tests the gate runs" },
@@ -220,11 +224,6 @@ int cfg_tightens(const struct trust_gate *g, const void *base, const struct cfg_
 		if (v->num <= (double)*(const long *)f)
 			return 1;
 		buf_addf(why, "%.0f is more than %ld", v->num, *(const long *)f);
-		return 0;
-	case TIGHTEN_RAISE:
-		if (v->num >= (double)*(const long *)f)
-			return 1;
-		buf_addf(why, "%.0f is less than %ld", v->num, *(const long *)f);
 		return 0;
 	case TIGHTEN_SIZE:
 		if (!*cur_s && *v->s && size_bytes(v->s) >= 0)

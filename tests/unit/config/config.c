@@ -243,10 +243,17 @@ static void test_config_untrusted_project_only_tightens(void **state)
 		{ "", "[mcp_servers.x]\ncommand = \"evil\"\n", "mcp_servers.x.command", NULL, 1 },
 		{ "", "[sandbox]\nmax_processes = 4096\n", "sandbox.max_processes", "512", 1 },
 		{ "", "[sandbox]\nmax_processes = 64\n", "sandbox.max_processes", "64", 0 },
-		/* a lower bound on what a checkpoint stores would leave files no rollback restores */
+		/*
+		 * a lower bound on what a checkpoint stores would leave files no
+		 * rollback restores, a higher one the memory of a restore to the
+		 * repository's choice: neither is taken
+		 */
 		{ "", "[checkpoints]\nmax_file_bytes = 1\n", "checkpoints.max_file_bytes", "268435456", 1 },
-		{ "", "[checkpoints]\nmax_file_bytes = 1073741824\n", "checkpoints.max_file_bytes",
-		  "1073741824", 0 },
+		{ "", "[checkpoints]\nmax_file_bytes = 68719476736\n", "checkpoints.max_file_bytes",
+		  "268435456", 1 },
+		{ "[checkpoints]\nmax_file_bytes = 1073741824\n",
+		  "[checkpoints]\nmax_file_bytes = 4294967296\n", "checkpoints.max_file_bytes",
+		  "1073741824", 1 },
 		{ "", "[sandbox]\nmemory_limit = \"2g\"\n", "sandbox.memory_limit", "\"2g\"", 0 },
 		{ "[sandbox]\nmemory_limit = \"1g\"\n", "[sandbox]\nmemory_limit = \"4g\"\n",
 		  "sandbox.memory_limit", "\"1g\"", 1 },
