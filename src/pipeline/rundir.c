@@ -654,6 +654,36 @@ static char *git_dir_of(const char *dir)
 	return ret;
 }
 
+/*
+ * Remove what a write of info/exclude killed before its rename left in
+ * info/ (".exclude.fx-XXXXXXXX.tmp", fsutil_tmp_create()'s name, so only
+ * forgex's own). Only one a minute old: runs of a batch share the common
+ * git folder, and another's write may be under way.
+ */
+static void sweep_exclude_tmps(int ifd)
+{
+	int dfd = dup(ifd);
+	DIR *dir = dfd < 0 ? NULL : fdopendir(dfd);
+	struct dirent *de;
+	time_t now = time(NULL);
+
+	if (!dir) {
+		if (dfd >= 0)
+			close(dfd);
+		return;
+	}
+	while ((de = readdir(dir))) {
+		struct stat st;
+
+		if (!fsutil_tmp_is_for(de->d_name, "exclude") ||
+		    fstatat(ifd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) || st.st_mtime > now - 60)
+			continue;
+		unlinkat(ifd, de->d_name, 0);
+	}
+	closedir(dir);
+}
+
 int rundir_exclude(const char *workspace, int *added)
 {
 	static const char *const excluded[] = { ".forgex/runs/", ".forgex/checkpoints/",
@@ -697,6 +727,7 @@ int rundir_exclude(const char *workspace, int *added)
 				    "not writing the exclude file through it", common.buf);
 		goto out;
 	}
+	sweep_exclude_tmps(ifd);
 	xfd = openat(ifd, "exclude", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (xfd >= 0) {
 		struct stat st;

@@ -98,7 +98,9 @@ int rundir_read_json(json_t **out, const char *dir, const char *name);
  * ".forgex/history" to the info/exclude file
  * of the git repository at `workspace` (the common one for a linked
  * worktree), each once. Nothing happens when `workspace` is not the top of
- * a git work tree. `*added` (may be NULL) receives the lines added.
+ * a git work tree. `*added` (may be NULL) receives the lines added. A
+ * temporary file a killed write of it left in info/ (a minute old or
+ * more) is removed first.
  */
 int rundir_exclude(const char *workspace, int *added);
 

@@ -3,9 +3,11 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -147,6 +149,59 @@ static void test_rundir_exclude_once(void **state)
 	tu_rmtree(ws);
 }
 
+/* Whether `rel` of `ws` exists (a link not followed). */
+static int exists(const char *ws, const char *rel)
+{
+	char *p = xstrfmt("%s/%s", ws, rel);
+	struct stat st;
+	int ret = lstat(p, &st) == 0;
+
+	free(p);
+	return ret;
+}
+
+/* Age `rel` of `ws` by `secs` (its mtime and atime). */
+static void age(const char *ws, const char *rel, time_t secs)
+{
+	char *p = xstrfmt("%s/%s", ws, rel);
+	struct timespec t[2];
+
+	clock_gettime(CLOCK_REALTIME, &t[0]);
+	t[0].tv_sec -= secs;
+	t[1] = t[0];
+	assert_int_equal(utimensat(AT_FDCWD, p, t, AT_SYMLINK_NOFOLLOW), 0);
+	free(p);
+}
+
+/*
+ * A write of info/exclude killed before its rename left its temporary
+ * file: the next rundir_exclude() removes it when it is a minute old, and
+ * nothing else (a fresh one may be another run's write under way; names
+ * forgex does not make are the user's).
+ */
+static void test_rundir_exclude_sweeps_killed_write(void **state)
+{
+	char *ws = tu_mkdtemp();
+	int added = -1;
+
+	(void)state;
+	tu_write(ws, ".git/info/exclude", "*.o\n");
+	tu_write(ws, ".git/info/.exclude.fx-0e578946.tmp", "half");
+	tu_write(ws, ".git/info/.exclude.fx-1a2b3c4d.tmp", "under way");
+	tu_write(ws, ".git/info/.exclude.bak", "the user's");
+	tu_write(ws, ".git/info/.attributes.fx-0e578946.tmp", "not exclude's");
+	age(ws, ".git/info/.exclude.fx-0e578946.tmp", 120);
+	age(ws, ".git/info/.exclude.bak", 120);
+	age(ws, ".git/info/.attributes.fx-0e578946.tmp", 120);
+	assert_int_equal(rundir_exclude(ws, &added), 0);
+	assert_int_equal(added, 5);
+	assert_false(exists(ws, ".git/info/.exclude.fx-0e578946.tmp"));
+	assert_true(exists(ws, ".git/info/.exclude.fx-1a2b3c4d.tmp"));
+	assert_true(exists(ws, ".git/info/.exclude.bak"));
+	assert_true(exists(ws, ".git/info/.attributes.fx-0e578946.tmp"));
+	tu_rmtree(ws);
+}
+
 /* A link planted as .git/info or .git/info/exclude is an error naming it, never a write elsewhere. */
 static void test_rundir_exclude_refuses_links(void **state)
 {
@@ -232,6 +287,7 @@ int main(void)
 		cmocka_unit_test(test_rundir_ids_sort_and_resolve),
 		cmocka_unit_test(test_rundir_exclude_once),
 		cmocka_unit_test(test_rundir_exclude_refuses_links),
+		cmocka_unit_test(test_rundir_exclude_sweeps_killed_write),
 		cmocka_unit_test(test_rundir_concurrent_lines_whole),
 	};
 
