@@ -351,13 +351,28 @@ static int check_readonly(const struct executor *ex, const char *named, const ch
 	for (i = 0; !ret && i < places.nr; i++) {
 		char *h = realpath(places.v[i], NULL);
 
-		if (h && (path_is_within(real, h) || path_is_within(h, real)))
+		int in = h && (path_is_within(real, h) || path_is_within(named, h));
+
+		if (h && (in || path_is_within(h, real)))
 			ret = err_set(FX_EDENIED, "read-only path '%s': %s the hidden place '%s'",
-				      named, path_is_within(real, h) ? "it lies in" : "it holds", h);
+				      named, in ? "it lies in" : "it holds", h);
 		free(h);
 	}
 	strvec_clear(&places);
 	return ret;
+}
+
+/* Whether a root put back (sorted_roots()) shows `path` already. */
+static int shown_by_root(const struct executor *ex, const char *path)
+{
+	size_t i;
+
+	if (path_is_within(path, ex->workspace))
+		return 1;
+	for (i = 0; !ex->workspace_read_only && i < ex->writable_roots.nr; i++)
+		if (path_is_within(path, ex->writable_roots.v[i]))
+			return 1;
+	return 0;
 }
 
 /*
@@ -390,7 +405,7 @@ static int plan_readonly_take(struct native_state *st, struct executor *ex, stru
 		where[0] = real;
 		where[1] = strcmp(named, real) ? named : NULL;
 		for (k = 0; k < 2; k++) {
-			if (!where[k] || !in_replaced_place(where[k]) || in_writable_root(ex, where[k]))
+			if (!where[k] || !in_replaced_place(where[k]) || shown_by_root(ex, where[k]))
 				continue;
 			if (*slot >= SB_MAX_TREES) {
 				free(real);

@@ -175,7 +175,7 @@ static void test_program_on_path_under_tmp(void **state)
 	free(lnk);
 }
 
-/* A named path in a hidden place or in a .git: refused, the message names it */
+/* A named path in a hidden place, holding one, or in a .git: refused, the message names it */
 static void test_hidden_and_git_refused(void **state)
 {
 	struct sc_proj p;
@@ -186,12 +186,15 @@ static void test_hidden_and_git_refused(void **state)
 	make_server(d);
 	tu_write(d, "vault/key.txt", "a key\n");
 	tu_write(d, "repo/.git/config", "[core]\n");
+	tu_write(d, "conf/keys/id", "a key\n");
 	sc_proj_init(&p, NULL, "auto", "");
-	srv = xstrfmt("[sandbox]\nhidden = [\"%s/vault\"]\n"
+	srv = xstrfmt("[sandbox]\nhidden = [\"%s/vault\", \"%s/conf/keys\"]\n"
 		      "[mcp_servers.h]\ncommand = \"python3\"\n"
 		      "args = [\"%s/server.py\", \"%s/vault/key.txt\"]\n"
 		      "[mcp_servers.g]\ncommand = \"python3\"\n"
-		      "args = [\"%s/server.py\", \"%s/repo/.git/config\"]\n", d, d, d, d, d);
+		      "args = [\"%s/server.py\", \"%s/repo/.git/config\"]\n"
+		      "[mcp_servers.f]\ncommand = \"python3\"\n"
+		      "args = [\"%s/server.py\", \"%s/conf\"]\n", d, d, d, d, d, d, d, d);
 	sc_proj_config(&p, NULL, "auto", srv);
 	SC_FORGEX(&r, &p, "mcp", "list");
 	assert_int_equal(r.status, 1);
@@ -201,6 +204,10 @@ static void test_hidden_and_git_refused(void **state)
 	free(want);
 	want = xstrfmt("read-only path '%s/repo/.git/config': it lies in a .git or .forgex "
 		       "folder", d);
+	assert_non_null(strstr(r.out.buf, want));
+	free(want);
+	/* a folder holding a hidden place would show it: refused too */
+	want = xstrfmt("read-only path '%s/conf': it holds the hidden place '%s/conf/keys'", d, d);
 	assert_non_null(strstr(r.out.buf, want));
 	free(want);
 	assert_null(strstr(r.out.buf, "ready"));
