@@ -31,10 +31,12 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/jsonx.h"
 #include "base/log.h"
+#include "base/path.h"
 #include "cli/approve_tty.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -92,6 +94,78 @@ static void on_serve_signal(int sig)
 }
 
 extern char **environ;
+
+/* The places the sandbox replaces with fresh empty ones (native backend). */
+static int in_replaced_place(const char *path)
+{
+	static const char *const places[] = { "/tmp", "/run", "/dev/shm" };
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(places); i++)
+		if (path_is_within(path, places[i]))
+			return strcmp(path, places[i]) != 0;	/* the place itself: never */
+	return 0;
+}
+
+/*
+ * `name` (absolute, or relative to `base`) when it exists and it or the
+ * place it resolves to lies in /tmp, /run or /dev/shm: pushed to `out`.
+ */
+static void add_if_replaced(struct strvec *out, const char *name, const char *base)
+{
+	struct buf abs = BUF_INIT;
+	struct stat sb;
+	char *real;
+
+	if (name[0] == '/')
+		buf_addstr(&abs, name);
+	else
+		path_join(&abs, base, name);
+	real = stat(abs.buf, &sb) == 0 ? realpath(abs.buf, NULL) : NULL;
+	if (real && (in_replaced_place(abs.buf) || in_replaced_place(real)) &&
+	    strvec_find(out, abs.buf) < 0)
+		strvec_push(out, abs.buf);
+	free(real);
+	buf_release(&abs);
+}
+
+/*
+ * What the server must read that the sandbox would cover: its program
+ * (found on the server's PATH as exec does) and every argument naming an
+ * existing file or folder, absolute or relative to its working folder
+ * `base`. A path inside a whole argument only ("--config=/tmp/x") is
+ * not looked at.
+ */
+static void collect_readonly(struct strvec *out, const char *const *argv, size_t argc,
+			     const char *base, const struct strvec *env)
+{
+	const char *path = getenv("PATH");
+	size_t i;
+
+	for (i = 0; i < env->nr; i++)
+		if (!strncmp(env->v[i], "PATH=", 5))
+			path = env->v[i] + 5;
+	if (strchr(argv[0], '/'))
+		add_if_replaced(out, argv[0], base);
+	else if (path) {
+		char *dirs = xstrdup(path), *save = NULL, *d;
+
+		for (d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+			char *cand = xstrfmt("%s/%s", d, argv[0]);
+			int found = d[0] == '/' && access(cand, X_OK) == 0;
+
+			if (found)
+				add_if_replaced(out, cand, base);
+			free(cand);
+			if (found)
+				break;
+		}
+		free(dirs);
+	}
+	for (i = 1; i < argc; i++)
+		if (argv[i][0])
+			add_if_replaced(out, argv[i], base);
+}
 
 static int mcp_serve(int argc, char **argv)
 {
@@ -184,6 +258,16 @@ static int mcp_serve(int argc, char **argv)
 		strvec_push(&ex.writable_roots, cfg.workspace);
 	else if (!private && !writable)
 		ex.workspace_read_only = 1;
+	{
+		char *base = private ? xstrdup(private) : NULL;
+
+		if (!base && cwd[0] == '/')
+			base = xstrdup(cwd);
+		else if (!base)
+			base = xstrfmt("%s/%s", cfg.workspace, cwd);
+		collect_readonly(&ex.readonly_paths, req.argv, req.argc, base, &server_env);
+		free(base);
+	}
 	/* the person configured it: approved by the configuration, as a test_command is */
 	ex.policy.mode = APPROVAL_AUTO;
 	memset(&sa, 0, sizeof(sa));

@@ -167,6 +167,14 @@ static int docker_prepare(struct executor *ex, struct sb_spawn *sp)
 {
 	size_t i;
 
+	/*
+	 * The container has a file system of its own (the workspace at
+	 * /workspace): a host path named for the command is not carried in.
+	 */
+	if (ex->readonly_paths.nr)
+		return err_set(FX_EUNSUPPORTED, "the docker backend does not carry host paths "
+			       "into the container ('%s' is needed read-only); use the native "
+			       "backend", ex->readonly_paths.v[0]);
 	container_name(sp->plan.name, sizeof(sp->plan.name));
 	strvec_clear(&sp->argv);
 	build_docker_argv(&sp->argv, ex, sp->user_argv, sp->user_argc, sp->workdir,

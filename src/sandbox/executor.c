@@ -197,6 +197,7 @@ int executor_init(struct executor *ex, const struct config *cfg, const char *wor
 
 	memset(ex, 0, sizeof(*ex));
 	strvec_init(&ex->writable_roots);
+	strvec_init(&ex->readonly_paths);
 	strvec_init(&ex->warnings);
 	strvec_init(&ex->hidden);
 	strvec_init(&ex->allowed_domains);
@@ -304,6 +305,7 @@ fail_ws:
 	free(ex->memory_limit_text);
 	free(ex->max_write_text);
 	strvec_clear(&ex->writable_roots);
+	strvec_clear(&ex->readonly_paths);
 	strvec_clear(&ex->hidden);
 	strvec_clear(&ex->allowed_domains);
 	strvec_clear(&ex->denied_domains);
@@ -325,6 +327,7 @@ void executor_release(struct executor *ex)
 	free(ex->memory_limit_text);
 	free(ex->max_write_text);
 	strvec_clear(&ex->writable_roots);
+	strvec_clear(&ex->readonly_paths);
 	strvec_clear(&ex->hidden);
 	strvec_clear(&ex->allowed_domains);
 	strvec_clear(&ex->denied_domains);

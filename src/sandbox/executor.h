@@ -119,6 +119,22 @@ struct executor {
 	 * writable. Not enforced by backend "none".
 	 */
 	int workspace_read_only;
+	/*
+	 * Paths (absolute) the commands must be able to read, set by the
+	 * caller after executor_init() and before the first command: an MCP
+	 * server's program and the files its arguments name. Never made
+	 * writable, never wider than the path itself. Native: one that lies
+	 * in /tmp, /run or /dev/shm (replaced by fresh ones in the sandbox)
+	 * is bound read-only at the same place (at its resolved place and,
+	 * when a link leads there, at the place as named), unless a writable
+	 * root already shows it; elsewhere it is visible already. A path that
+	 * lies in a hidden place or holds one, or lies in a .git or .forgex,
+	 * is refused (executor_run(): FX_EDENIED naming it); a missing one
+	 * is FX_ENOTFOUND. Docker: not supported (the container has a file
+	 * system of its own): FX_EUNSUPPORTED naming the path. Backend
+	 * "none" shows the host as it is.
+	 */
+	struct strvec readonly_paths;
 	char *user;
 	int allow_unconfined;
 

@@ -119,9 +119,10 @@ static void plan_hide(struct native_state *st, struct executor *ex, struct strve
 	free(real);
 }
 
-static void plan_hidden(struct native_state *st, struct executor *ex)
+/* Every place to hide, as named (plan_hide() resolves each). */
+static void hidden_places(struct strvec *out, const struct executor *ex)
 {
-	struct strvec homes = STRVEC_INIT, seen = STRVEC_INIT;
+	struct strvec homes = STRVEC_INIT;
 	const char *home = getenv("HOME"), *v;
 	struct passwd *pw = getpwuid(geteuid());
 	size_t h, i;
@@ -131,31 +132,32 @@ static void plan_hidden(struct native_state *st, struct executor *ex)
 	if (pw && pw->pw_dir && pw->pw_dir[0] == '/' && (!home || strcmp(home, pw->pw_dir)))
 		strvec_push(&homes, pw->pw_dir);
 	for (h = 0; h < homes.nr; h++)
-		for (i = 0; i < ARRAY_SIZE(hidden_in_home); i++) {
-			char *p = xstrfmt("%s/%s", homes.v[h], hidden_in_home[i]);
-
-			plan_hide(st, ex, &seen, p);
-			free(p);
-		}
-	if ((v = getenv("XDG_CONFIG_HOME")) && *v == '/') {
-		char *p = xstrfmt("%s/forgex", v);
-
-		plan_hide(st, ex, &seen, p);
-		free(p);
-	}
-	if ((v = getenv("XDG_CACHE_HOME")) && *v == '/') {
-		char *p = xstrfmt("%s/git/credential", v);
-
-		plan_hide(st, ex, &seen, p);
-		free(p);
-	}
+		for (i = 0; i < ARRAY_SIZE(hidden_in_home); i++)
+			strvec_pushf(out, "%s/%s", homes.v[h], hidden_in_home[i]);
+	if ((v = getenv("XDG_CONFIG_HOME")) && *v == '/')
+		strvec_pushf(out, "%s/forgex", v);
+	if ((v = getenv("XDG_CACHE_HOME")) && *v == '/')
+		strvec_pushf(out, "%s/git/credential", v);
 	/* the agents' sockets, wherever they are (under /tmp and /run: replaced anyway) */
-	plan_hide(st, ex, &seen, getenv("XDG_RUNTIME_DIR"));
-	plan_hide(st, ex, &seen, getenv("SSH_AUTH_SOCK"));
-	plan_hide(st, ex, &seen, "/var/run/docker.sock");
+	if ((v = getenv("XDG_RUNTIME_DIR")) && *v == '/')
+		strvec_push(out, v);
+	if ((v = getenv("SSH_AUTH_SOCK")) && *v == '/')
+		strvec_push(out, v);
+	strvec_push(out, "/var/run/docker.sock");
 	for (i = 0; i < ex->hidden.nr; i++)
-		plan_hide(st, ex, &seen, ex->hidden.v[i]);
+		strvec_push(out, ex->hidden.v[i]);
 	strvec_clear(&homes);
+}
+
+static void plan_hidden(struct native_state *st, struct executor *ex)
+{
+	struct strvec places = STRVEC_INIT, seen = STRVEC_INIT;
+	size_t i;
+
+	hidden_places(&places, ex);
+	for (i = 0; i < places.nr; i++)
+		plan_hide(st, ex, &seen, places.v[i]);
+	strvec_clear(&places);
 	strvec_clear(&seen);
 }
 
@@ -311,6 +313,128 @@ static void plan_links(struct native_state *st, struct executor *ex, const char 
 			     root, HARDLINK_SCAN_MAX, HARDLINK_MOUNTS_MAX);
 }
 
+static int in_replaced_place(const char *path)
+{
+	return path_is_within(path, "/tmp") || path_is_within(path, "/run") ||
+	       path_is_within(path, "/dev/shm");
+}
+
+/* Whether `path` has a component named .git or .forgex. */
+static int in_guarded_dir(const char *path)
+{
+	static const char *const names[] = { "/.git", "/.forgex" };
+	size_t k, n;
+	const char *p;
+
+	for (k = 0; k < ARRAY_SIZE(names); k++)
+		for (n = strlen(names[k]), p = path; (p = strstr(p, names[k])); p += n)
+			if (p[n] == '/' || p[n] == '\0')
+				return 1;
+	return 0;
+}
+
+/*
+ * Refuse a read-only path (ex->readonly_paths) that lies in a hidden
+ * place or holds one, or lies in a .git or .forgex: binding it would
+ * show what the sandbox hides. `real` is the path resolved.
+ */
+static int check_readonly(const struct executor *ex, const char *named, const char *real)
+{
+	struct strvec places = STRVEC_INIT;
+	size_t i;
+	int ret = 0;
+
+	if (in_guarded_dir(real) || in_guarded_dir(named))
+		return err_set(FX_EDENIED, "read-only path '%s': it lies in a .git or .forgex "
+			       "folder, which the sandbox guards", named);
+	hidden_places(&places, ex);
+	for (i = 0; !ret && i < places.nr; i++) {
+		char *h = realpath(places.v[i], NULL);
+
+		int in = h && (path_is_within(real, h) || path_is_within(named, h));
+
+		if (h && (in || path_is_within(h, real)))
+			ret = err_set(FX_EDENIED, "read-only path '%s': %s the hidden place '%s'",
+				      named, in ? "it lies in" : "it holds", h);
+		free(h);
+	}
+	strvec_clear(&places);
+	return ret;
+}
+
+/* Whether a root put back (sorted_roots()) shows `path` already. */
+static int shown_by_root(const struct executor *ex, const char *path)
+{
+	size_t i;
+
+	if (path_is_within(path, ex->workspace))
+		return 1;
+	for (i = 0; !ex->workspace_read_only && i < ex->writable_roots.nr; i++)
+		if (path_is_within(path, ex->writable_roots.v[i]))
+			return 1;
+	return 0;
+}
+
+/*
+ * The read-only paths that the fresh /tmp, /run or /dev/shm would cover:
+ * each is taken (a copy of the mount tree at its resolved place, slot
+ * `*slot` on) before they are mounted. `at` gets the places to put them
+ * back: the resolved place and, when it differs, the place as named (a
+ * program reached through a link in /tmp). Paths elsewhere are visible
+ * already (read-only, or in a writable root), and so is one inside a
+ * writable root.
+ */
+static int plan_readonly_take(struct native_state *st, struct executor *ex, struct strvec *at,
+			      int *slot)
+{
+	size_t i, k;
+	int ret;
+
+	for (i = 0; i < ex->readonly_paths.nr; i++) {
+		const char *named = ex->readonly_paths.v[i];
+		const char *where[2];
+		char *real = named[0] == '/' ? realpath(named, NULL) : NULL;
+
+		if (!real)
+			return err_set_errno(FX_ENOTFOUND, "read-only path '%s': cannot resolve it",
+					     named);
+		if ((ret = check_readonly(ex, named, real)) < 0) {
+			free(real);
+			return ret;
+		}
+		where[0] = real;
+		where[1] = strcmp(named, real) ? named : NULL;
+		for (k = 0; k < 2; k++) {
+			if (!where[k] || !in_replaced_place(where[k]) || shown_by_root(ex, where[k]))
+				continue;
+			if (*slot >= SB_MAX_TREES) {
+				free(real);
+				return err_set(FX_EINVAL, "read-only paths: too many (at most %d "
+					       "places with the writable roots)", SB_MAX_TREES);
+			}
+			add_op(st, SB_MNT_CLONE, 0, (*slot)++, keep_path(st, real), NULL);
+			strvec_push(at, where[k]);
+		}
+		free(real);
+	}
+	return 0;
+}
+
+/* Put the read-only paths back, each bound read-only (slots from `slot`). */
+static void plan_readonly_place(struct native_state *st, const struct strvec *at, int slot)
+{
+	size_t i;
+
+	for (i = 0; i < at->nr; i++) {
+		struct stat sb;
+		const char *p = keep_path(st, at->v[i]);
+
+		add_op(st, SB_MNT_PLACE, stat(p, &sb) == 0 && !S_ISDIR(sb.st_mode) ?
+		       SB_MNTF_FILE : 0, slot + (int)i, p, NULL);
+		add_op(st, SB_MNT_RO_BIND, 0, 0, p, NULL);
+	}
+}
+
 /* The writable roots, shortest first (a root inside another goes on top of it). */
 static void sorted_roots(struct strvec *out, const struct executor *ex)
 {
@@ -332,19 +456,21 @@ static void sorted_roots(struct strvec *out, const struct executor *ex)
 /*
  * The mount plan, in the order the supervisor applies it (see
  * docs/internals/executor.md, "Mount namespace"):
- *   1. "/" private; detached copies of each writable root (and of the
- *      resolver configuration when it lives under /run), taken before
+ *   1. "/" private; detached copies of each writable root (of the
+ *      resolver configuration when it lives under /run, and of each
+ *      read-only path in /tmp, /run or /dev/shm), taken before
  *      anything covers them;
  *   2. every mount read-only and nosuid;
  *   3. fresh tmpfs on /tmp, /dev/shm and /run, fresh /proc and mqueue;
- *   4. the writable roots put back, read-write (nosuid);
+ *   4. the read-only paths those covered put back, read-only; the
+ *      writable roots put back, read-write (nosuid);
  *   5. .git and .forgex in each writable root read-only; files with
  *      several links read-only;
  *   6. the hidden places covered.
  */
 int native_mounts_plan(struct native_state *st, struct executor *ex)
 {
-	struct strvec roots = STRVEC_INIT;
+	struct strvec roots = STRVEC_INIT, ro_at = STRVEC_INIT;
 	static const char *const devices[] = {
 		"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
 	};
@@ -352,7 +478,7 @@ int native_mounts_plan(struct native_state *st, struct executor *ex)
 	int dev_slot[ARRAY_SIZE(devices)];
 	char *real;
 	size_t i, k;
-	int resolv_slot = -1;
+	int resolv_slot = -1, ro_slot, slot, ret;
 
 	sorted_roots(&roots, ex);
 	if (roots.nr + 1 + ARRAY_SIZE(devices) > SB_MAX_TREES) {
@@ -384,6 +510,12 @@ int native_mounts_plan(struct native_state *st, struct executor *ex)
 		dev_slot[k] = (int)roots.nr + 1 + (int)k;
 		add_op(st, SB_MNT_CLONE, 0, dev_slot[k], devices[k], NULL);
 	}
+	slot = ro_slot = (int)roots.nr + 1 + (int)ARRAY_SIZE(devices);
+	if ((ret = plan_readonly_take(st, ex, &ro_at, &slot)) < 0) {
+		strvec_clear(&roots);
+		strvec_clear(&ro_at);
+		return ret;
+	}
 	add_op(st, SB_MNT_ROOT_RO, 0, 0, "/", NULL);
 	add_op(st, SB_MNT_TMPFS, SB_MNTF_LANDLOCK, 0, "/tmp", st->tmpfs_opts);
 	add_op(st, SB_MNT_TMPFS, SB_MNTF_LANDLOCK | SB_MNTF_OPTIONAL, 0, "/run",
@@ -414,6 +546,9 @@ int native_mounts_plan(struct native_state *st, struct executor *ex)
 	add_op(st, SB_MNT_SYMLINK, 0, 0, "/dev/stdout", "/proc/self/fd/1");
 	add_op(st, SB_MNT_SYMLINK, 0, 0, "/dev/stderr", "/proc/self/fd/2");
 	add_op(st, SB_MNT_READ_ONLY, 0, 0, "/dev", NULL);
+	/* before the writable roots: a root inside a read-only folder goes on top */
+	plan_readonly_place(st, &ro_at, ro_slot);
+	strvec_clear(&ro_at);
 	for (i = 0; i < roots.nr; i++) {
 		if (!strcmp(roots.v[i], "/"))
 			continue;
@@ -831,7 +966,7 @@ static int apply_one_mount(const struct sb_plan *plan, const struct sb_mount_op 
 		set_stage("mount: read-only ", op->path);
 		return set_attr(AT_FDCWD, op->path, 0, MOUNT_ATTR_RDONLY, 0);
 	case SB_MNT_PLACE:
-		set_stage("mount: put back the writable root ", op->path);
+		set_stage("mount: put back ", op->path);
 		if (stat(op->path, &sb) < 0 && make_mountpoint(op->path, op->flags & SB_MNTF_FILE) < 0)
 			return -1;
 		if (move_mount(trees[op->slot], "", AT_FDCWD, op->path,
