@@ -86,37 +86,6 @@ static char *commits[NREPOS][2];
 
 static void shards_stop(void);
 
-static char *fmt(const char *f, ...) FX_PRINTF(1, 2);
-static char *fmt(const char *f, ...)
-{
-	static char *ring[32];
-	static unsigned n;
-	va_list ap;
-	char *p;
-
-	va_start(ap, f);
-	p = xstrvfmt(f, ap);
-	va_end(ap);
-	free(ring[n % 32]);
-	ring[n++ % 32] = p;
-	return p;
-}
-
-static char *sh_out(const char *dir, const char *cmd)
-{
-	const char *argv[] = { "sh", "-c", cmd, NULL };
-	struct tu_result r;
-	char *out;
-
-	tu_run(&r, argv, dir, NULL, NULL);
-	if (r.status)
-		fail_msg("%s: %s%s", cmd, r.out.buf, r.err.buf);
-	buf_rtrim(&r.out);
-	out = xstrdup(r.out.buf);
-	tu_result_release(&r);
-	return out;
-}
-
 static enum kind kind_of(int i)
 {
 	return i == 7 ? K_HANG : i == 12 ? K_REFUSE : i % 2 ? K_FAIL : K_PASS;
@@ -128,7 +97,7 @@ static void make_repos(void)
 	int r;
 
 	for (r = 0; r < NREPOS; r++) {
-		char *dir = fmt("%s/repo%d", root, r);
+		char *dir = tu_fmt("%s/repo%d", root, r);
 
 		fsutil_mkdir_p(dir, 0755);
 		tu_write(dir, "calc.py", "def add(a, b):\n    return a - b\n");
@@ -136,12 +105,12 @@ static void make_repos(void)
 			 "class T(unittest.TestCase):\n    def test_add(self):\n"
 			 "        self.assertEqual(add(2, 3), 5)\n");
 		tu_write(dir, ".gitignore", "__pycache__/\n");
-		free(sh_out(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
+		free(tu_sh_out(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
 			    "commit -qm one"));
-		commits[r][0] = sh_out(dir, "git rev-parse HEAD");
-		tu_write(dir, fmt("notes-%d.txt", r), "a second commit\n");
-		free(sh_out(dir, "git add -A && git -c user.name=t -c user.email=t@e commit -qm two"));
-		commits[r][1] = sh_out(dir, "git rev-parse HEAD");
+		commits[r][0] = tu_sh_out(dir, "git rev-parse HEAD");
+		tu_write(dir, tu_fmt("notes-%d.txt", r), "a second commit\n");
+		free(tu_sh_out(dir, "git add -A && git -c user.name=t -c user.email=t@e commit -qm two"));
+		commits[r][1] = tu_sh_out(dir, "git rev-parse HEAD");
 	}
 }
 
@@ -170,10 +139,10 @@ static void seed_worktrees(void)
 	int i;
 
 	for (i = 0; i < NTASKS; i++) {
-		const char *id = fmt("t%02d-%s", i, kind_names[kind_of(i)]);
+		const char *id = tu_fmt("t%02d-%s", i, kind_names[kind_of(i)]);
 
-		tu_seed_bytecode(fmt("%s/one/work/%s", root, id));
-		tu_seed_bytecode(fmt("%s/shards/shard-%u/work/%s", root, batch_shard_of(id, 4), id));
+		tu_seed_bytecode(tu_fmt("%s/one/work/%s", root, id));
+		tu_seed_bytecode(tu_fmt("%s/shards/shard-%u/work/%s", root, batch_shard_of(id, 4), id));
 	}
 }
 
@@ -300,7 +269,7 @@ static void check_results(json_t *res, json_t **by_task)
 		assert_null(by_task[t]);	/* exactly once */
 		by_task[t] = l;
 		k = kind_of(t);
-		assert_string_equal(jsonx_str(l, "id"), fmt("t%02d-%s", t, kind_names[k]));
+		assert_string_equal(jsonx_str(l, "id"), tu_fmt("t%02d-%s", t, kind_names[k]));
 		if (strcmp(jsonx_str(l, "status"), kind_status[k]))
 			fail_msg("%s: %s, expected %s (%s)", jsonx_str(l, "id"), jsonx_str(l, "status"),
 				 kind_status[k], jsonx_str(l, "error") ? jsonx_str(l, "error") : "");
@@ -319,8 +288,8 @@ static void check_results(json_t *res, json_t **by_task)
 /* The tree at `wt` is `commit` exactly: HEAD there, nothing changed, added or removed. */
 static void assert_pristine(const char *wt, const char *commit)
 {
-	char *head = sh_out(wt, "git rev-parse HEAD");
-	char *st = sh_out(wt, "git status --porcelain --untracked-files=all");
+	char *head = tu_sh_out(wt, "git rev-parse HEAD");
+	char *st = tu_sh_out(wt, "git status --porcelain --untracked-files=all");
 	char *calc = tu_read(wt, "calc.py");
 
 	assert_string_equal(head, commit);
@@ -335,7 +304,7 @@ static void assert_pristine(const char *wt, const char *commit)
 /* The run's workspace lock is free (nobody holds .forgex/runs/.lock). */
 static void assert_unlocked(const char *wt)
 {
-	char *p = fmt("%s/.forgex/runs/.lock", wt);
+	char *p = tu_fmt("%s/.forgex/runs/.lock", wt);
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
@@ -402,7 +371,7 @@ static size_t mirror_worktrees(const char *mirrors)
 
 		if (e->d_name[0] == '.')
 			continue;
-		list = sh_out(mirrors, fmt("git -C '%s' worktree list --porcelain", e->d_name));
+		list = tu_sh_out(mirrors, tu_fmt("git -C '%s' worktree list --porcelain", e->d_name));
 		for (p = list; (p = strstr(p, "worktree ")); p++)
 			n++;
 		free(list);
@@ -431,7 +400,7 @@ static void shards_start(void)
 				       shard_mirrors, NULL };
 
 		shard_envs[i] = xstrfmt("JOB_COMPLETION_INDEX=%zu", i);
-		shard_pids[i] = start_forgex(args, shard_envs[i], fmt("%s/shard-%zu.log", root, i));
+		shard_pids[i] = start_forgex(args, shard_envs[i], tu_fmt("%s/shard-%zu.log", root, i));
 	}
 }
 
@@ -487,7 +456,7 @@ static void test_batch_killed_and_resumed(void **state)
 		nanosleep(&ts, NULL);
 	}
 	for (i = 0; i < NTASKS; i++)
-		assert_unlocked(fmt("%s/one/work/t%02d-%s", root, (int)i, kind_names[kind_of((int)i)]));
+		assert_unlocked(tu_fmt("%s/one/work/t%02d-%s", root, (int)i, kind_names[kind_of((int)i)]));
 
 	pid = start_forgex(args, NULL, log2);
 	status = wait_status(pid);
@@ -496,7 +465,7 @@ static void test_batch_killed_and_resumed(void **state)
 		fail_msg("resumed batch: status %d:\n%s", status, out);	/* every task has its result, some did not pass */
 	/* the worktrees of the tasks the kill cut short were removed, and those tasks run again */
 	assert_non_null(strstr(out, "a stopped batch left behind"));
-	assert_non_null(strstr(out, fmt("%zu of 20 tasks finished", (size_t)NTASKS)));
+	assert_non_null(strstr(out, tu_fmt("%zu of 20 tasks finished", (size_t)NTASKS)));
 	free(out);
 
 	one_res = read_results(results);
@@ -506,7 +475,7 @@ static void test_batch_killed_and_resumed(void **state)
 		assert_true(json_array_get(one_res, i) != NULL);
 	for (i = 0; i < NTASKS; i++) {
 		enum kind k = kind_of((int)i);
-		char *wt = fmt("%s/one/work/t%02d-%s", root, (int)i, kind_names[k]);
+		char *wt = tu_fmt("%s/one/work/t%02d-%s", root, (int)i, kind_names[k]);
 
 		assert_unlocked(wt);
 		if (k != K_PASS)
@@ -521,7 +490,7 @@ static void test_batch_killed_and_resumed(void **state)
 	}
 	assert_no_stale_cgroups();
 	/* SWE-bench predictions: one per task, the passing ones with their patch */
-	assert_int_equal(jsonx_load_file(&pred, fmt("%s/one/pred.json", root), 1 << 20), 0);
+	assert_int_equal(jsonx_load_file(&pred, tu_fmt("%s/one/pred.json", root), 1 << 20), 0);
 	assert_int_equal(json_array_size(pred), NTASKS);
 	json_array_foreach(pred, i, p) {
 		const char *id = jsonx_str(p, "instance_id");
@@ -558,15 +527,15 @@ static void test_batch_shards_and_collect(void **state)
 	}
 	for (i = 0; i < 4; i++) {
 		int st = wait_status(shard_pids[i]);
-		char *dir = fmt("%s/shards/shard-%zu", root, i);
+		char *dir = tu_fmt("%s/shards/shard-%zu", root, i);
 
 		shard_pids[i] = 0;
 		if (st != 0 && st != 1)
 			fail_msg("shard %zu: status %d:\n%s", i, st,
-				 tu_read("/", fmt("%s/shard-%zu.log", root, i) + 1));
-		total += count_lines(fmt("%s/results.jsonl", dir));
+				 tu_read("/", tu_fmt("%s/shard-%zu.log", root, i) + 1));
+		total += count_lines(tu_fmt("%s/results.jsonl", dir));
 		/* nothing left behind: no worktree, in the folder or in the mirror */
-		assert_int_equal(entries(fmt("%s/work", dir)), 0);
+		assert_int_equal(entries(tu_fmt("%s/work", dir)), 0);
 	}
 	assert_int_equal(total, NTASKS);	/* each task in exactly one shard */
 	assert_int_equal(mirror_worktrees(shard_mirrors), 0);
@@ -585,7 +554,7 @@ static void test_batch_shards_and_collect(void **state)
 	assert_int_equal(r.status, 1);
 	assert_non_null(strstr(r.out.buf, "20 of 20 tasks finished"));
 	tu_result_release(&r);
-	merged = read_results(fmt("%s/merged/results.jsonl", root));
+	merged = read_results(tu_fmt("%s/merged/results.jsonl", root));
 	check_results(merged, by);
 	/* the same results as one process: status, tests, files, refusals, patch */
 	for (i = 0; i < NTASKS; i++) {
@@ -615,12 +584,12 @@ static void test_batch_bad_task_file(void **state)
 	tu_write(root, "bad.jsonl", "{\"id\": \"a\", \"repo\": \"repo0\", \"commit\": \"HEAD\", "
 		 "\"request\": \"x\"}\n{\"id\": \"a\", \"repo\": \"repo0\", \"commit\": \"HEAD\", "
 		 "\"request\": \"y\"}\n");
-	SC_FORGEX(&r, &proj, "batch", fmt("%s/bad.jsonl", root), "--out", fmt("%s/bad", root));
+	SC_FORGEX(&r, &proj, "batch", tu_fmt("%s/bad.jsonl", root), "--out", tu_fmt("%s/bad", root));
 	assert_int_equal(r.status, 2);
 	assert_non_null(strstr(r.err.buf, "bad.jsonl:2"));
 	assert_non_null(strstr(r.err.buf, "repeats line 1"));
 	tu_result_release(&r);
-	SC_FORGEX(&r, &proj, "batch", fmt("%s/tasks.jsonl", root), "--shards", "4");
+	SC_FORGEX(&r, &proj, "batch", tu_fmt("%s/tasks.jsonl", root), "--shards", "4");
 	assert_int_equal(r.status, 2);
 	assert_non_null(strstr(r.err.buf, "JOB_COMPLETION_INDEX"));
 	tu_result_release(&r);
@@ -651,7 +620,7 @@ static void test_batch_k8s_manifest(void **state)
 	int saw_secret = 0;
 
 	(void)state;
-	SC_FORGEX(&r, &proj, "batch", "k8s", fmt("%s/tasks.jsonl", root), "--image",
+	SC_FORGEX(&r, &proj, "batch", "k8s", tu_fmt("%s/tasks.jsonl", root), "--image",
 		  "registry.example/forgex:0.1", "--shards", "8", "--parallelism", "3", "--configmap",
 		  "forgex-tasks", "-j", "2", "--", "--wall-time", "1800");
 	assert_int_equal(r.status, 0);

@@ -44,41 +44,10 @@ static struct mock pass_mock, hang_mock;
 static struct sc_proj proj;
 static char *root;
 
-static char *fmt(const char *f, ...) FX_PRINTF(1, 2);
-static char *fmt(const char *f, ...)
-{
-	static char *ring[32];
-	static unsigned n;
-	va_list ap;
-	char *p;
-
-	va_start(ap, f);
-	p = xstrvfmt(f, ap);
-	va_end(ap);
-	free(ring[n % 32]);
-	ring[n++ % 32] = p;
-	return p;
-}
-
-static char *sh_out(const char *dir, const char *cmd)
-{
-	const char *argv[] = { "sh", "-c", cmd, NULL };
-	struct tu_result r;
-	char *out;
-
-	tu_run(&r, argv, dir, NULL, NULL);
-	if (r.status)
-		fail_msg("%s: %s%s", cmd, r.out.buf, r.err.buf);
-	buf_rtrim(&r.out);
-	out = xstrdup(r.out.buf);
-	tu_result_release(&r);
-	return out;
-}
-
 /* The user's file: the provider settings, then `batch` as the [batch] section. */
 static void user_config(const char *batch)
 {
-	sc_proj_config(&proj, NULL, "auto", fmt("[pipeline]\nmax_iterations = 1\n[batch]\n%s",
+	sc_proj_config(&proj, NULL, "auto", tu_fmt("[pipeline]\nmax_iterations = 1\n[batch]\n%s",
 						batch));
 }
 
@@ -92,21 +61,21 @@ static int setup(void **state)
 	sc_proj_init(&proj, NULL, "auto", "");
 	sc_proj_env(&proj, "PYTHONDONTWRITEBYTECODE=1");
 	root = tu_mkdtemp();
-	dir = fmt("%s/repos/acme/calc", root);
+	dir = tu_fmt("%s/repos/acme/calc", root);
 	fsutil_mkdir_p(dir, 0755);
 	tu_write(dir, "calc.py", "def add(a, b):\n    return a - b\n");
 	tu_write(dir, "test_calc.py", "import unittest\nfrom calc import add\n\n\n"
 		 "class T(unittest.TestCase):\n    def test_add(self):\n"
 		 "        self.assertEqual(add(2, 3), 5)\n");
 	tu_write(dir, ".gitignore", "__pycache__/\n");
-	free(sh_out(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
+	free(tu_sh_out(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
 		    "commit -qm one"));
-	commit = sh_out(dir, "git rev-parse HEAD");
-	tu_write(root, "pass.jsonl", fmt(
+	commit = tu_sh_out(dir, "git rev-parse HEAD");
+	tu_write(root, "pass.jsonl", tu_fmt(
 		"{\"instance_id\": \"acme__calc-1\", \"repo\": \"acme/calc\", \"base_commit\": \"%s\", "
 		"\"problem_statement\": \"add() subtracts\", \"FAIL_TO_PASS\": [\"test_add (test_calc.T)\"], "
 		"\"config\": {\"providers.default.base_url\": \"%s\"}}\n", commit, pass_mock.base_url));
-	tu_write(root, "hang.jsonl", fmt(
+	tu_write(root, "hang.jsonl", tu_fmt(
 		"{\"instance_id\": \"acme__calc-2\", \"repo\": \"acme/calc\", \"base_commit\": \"%s\", "
 		"\"problem_statement\": \"add() subtracts\", "
 		"\"config\": {\"providers.default.base_url\": \"%s\"}}\n", commit, hang_mock.base_url));
@@ -182,7 +151,7 @@ static void check_timeout(const char *out_dir, const char *wall)
 	json_t *l = result_of(out_dir, "acme__calc-2");
 
 	assert_string_equal(jsonx_str(l, "status"), "TIMEOUT");
-	if (!strstr(jsonx_str(l, "error"), fmt("wall time of %ss", wall)))
+	if (!strstr(jsonx_str(l, "error"), tu_fmt("wall time of %ss", wall)))
 		fail_msg("not the wall time of %ss: %s", wall, jsonx_str(l, "error"));
 	json_decref(l);
 }
@@ -195,12 +164,12 @@ static void batch(struct tu_result *r, const char *tasks, const char *out, int w
 	size_t n = 0;
 
 	argv[n++] = "batch";
-	argv[n++] = fmt("%s/%s", root, tasks);
+	argv[n++] = tu_fmt("%s/%s", root, tasks);
 	argv[n++] = "--json";
 	argv[n++] = "--out";
-	argv[n++] = fmt("%s/%s", root, out);
+	argv[n++] = tu_fmt("%s/%s", root, out);
 	argv[n++] = "--mirrors";
-	argv[n++] = fmt("%s/mirrors", root);
+	argv[n++] = tu_fmt("%s/mirrors", root);
 	while (more && *more && n < 23)
 		argv[n++] = *more++;
 	argv[n] = NULL;
@@ -213,34 +182,34 @@ static void batch(struct tu_result *r, const char *tasks, const char *out, int w
 static void test_batch_section_applies(void **state)
 {
 	struct tu_result r;
-	const char *local = fmt("url_template = \"%s/repos/{repo}\"\n", root);
+	const char *local = tu_fmt("url_template = \"%s/repos/{repo}\"\n", root);
 
 	(void)state;
-	user_config(fmt("jobs = 3\nwall_seconds = 600\nkeep = true\n%s", local));
+	user_config(tu_fmt("jobs = 3\nwall_seconds = 600\nkeep = true\n%s", local));
 	batch(&r, "pass.jsonl", "cfg-pass", 0, NULL);
 	assert_int_equal(jobs_of(r.out.buf), 3);
 	/* the template made "acme/calc" the local repository: the task ran and passed */
-	check_status(fmt("%s/cfg-pass", root), "acme__calc-1", "PASS");
+	check_status(tu_fmt("%s/cfg-pass", root), "acme__calc-1", "PASS");
 	/* keep = true: the worktree stays */
-	assert_true(fsutil_is_dir(fmt("%s/cfg-pass/work/acme__calc-1", root)));
+	assert_true(fsutil_is_dir(tu_fmt("%s/cfg-pass/work/acme__calc-1", root)));
 	tu_result_release(&r);
 
-	user_config(fmt("wall_seconds = 2\ngrace_seconds = 3\n%s", local));
+	user_config(tu_fmt("wall_seconds = 2\ngrace_seconds = 3\n%s", local));
 	batch(&r, "hang.jsonl", "cfg-hang", 1, NULL);
-	check_timeout(fmt("%s/cfg-hang", root), "2");
+	check_timeout(tu_fmt("%s/cfg-hang", root), "2");
 	/* keep's default: nothing left */
-	assert_false(fsutil_is_dir(fmt("%s/cfg-hang/work/acme__calc-2", root)));
+	assert_false(fsutil_is_dir(tu_fmt("%s/cfg-hang/work/acme__calc-2", root)));
 	tu_result_release(&r);
 }
 
 static void test_command_line_overrides(void **state)
 {
 	struct tu_result r;
-	const char *repo_url = fmt("%s/repos/{repo}", root);
+	const char *repo_url = tu_fmt("%s/repos/{repo}", root);
 
 	(void)state;
 	/* the configured template leads nowhere: only --repo-url lets the task run */
-	user_config(fmt("jobs = 3\nwall_seconds = 600\nkeep = true\n"
+	user_config(tu_fmt("jobs = 3\nwall_seconds = 600\nkeep = true\n"
 			"url_template = \"%s/nowhere/{repo}\"\n", root));
 	{
 		const char *more[] = { "-j", "2", "--no-keep", "--repo-url", repo_url, NULL };
@@ -248,9 +217,9 @@ static void test_command_line_overrides(void **state)
 		batch(&r, "pass.jsonl", "flag-pass", 0, more);
 	}
 	assert_int_equal(jobs_of(r.out.buf), 2);
-	check_status(fmt("%s/flag-pass", root), "acme__calc-1", "PASS");
+	check_status(tu_fmt("%s/flag-pass", root), "acme__calc-1", "PASS");
 	/* --no-keep over keep = true */
-	assert_false(fsutil_is_dir(fmt("%s/flag-pass/work/acme__calc-1", root)));
+	assert_false(fsutil_is_dir(tu_fmt("%s/flag-pass/work/acme__calc-1", root)));
 	tu_result_release(&r);
 
 	/* --wall-time over wall_seconds = 600: stopped after 2 seconds */
@@ -260,16 +229,16 @@ static void test_command_line_overrides(void **state)
 
 		batch(&r, "hang.jsonl", "flag-hang", 1, more);
 	}
-	check_timeout(fmt("%s/flag-hang", root), "2");
+	check_timeout(tu_fmt("%s/flag-hang", root), "2");
 	tu_result_release(&r);
 
 	/* -c batch.KEY=VALUE before `batch` is a command-line flag too */
 	user_config("jobs = 3\n");
 	{
-		const char *argv[] = { "-c", "batch.jobs=1", "-c", fmt("batch.url_template=%s", repo_url),
+		const char *argv[] = { "-c", "batch.jobs=1", "-c", tu_fmt("batch.url_template=%s", repo_url),
 				       "-c", "batch.wall_seconds=1", "-c", "batch.grace_seconds=2",
-				       "batch", fmt("%s/hang.jsonl", root), "--json", "--out",
-				       fmt("%s/c-hang", root), "--mirrors", fmt("%s/mirrors", root),
+				       "batch", tu_fmt("%s/hang.jsonl", root), "--json", "--out",
+				       tu_fmt("%s/c-hang", root), "--mirrors", tu_fmt("%s/mirrors", root),
 				       NULL };
 
 		sc_forgex(&r, &proj, argv);
@@ -277,7 +246,7 @@ static void test_command_line_overrides(void **state)
 	if (r.status != 1)
 		fail_msg("status %d:\n%s\n%s", r.status, r.out.buf, r.err.buf);
 	assert_int_equal(jobs_of(r.out.buf), 1);
-	check_timeout(fmt("%s/c-hang", root), "1");
+	check_timeout(tu_fmt("%s/c-hang", root), "1");
 	tu_result_release(&r);
 }
 
@@ -305,31 +274,31 @@ static void test_bad_batch_section(void **state)
 
 	(void)state;
 	user_config("jobs = 4\nurl_template = \"https://example.org/calc.git\"\n");
-	SC_FORGEX(&r, &proj, "batch", fmt("%s/pass.jsonl", root), "--out", fmt("%s/bad", root));
+	SC_FORGEX(&r, &proj, "batch", tu_fmt("%s/pass.jsonl", root), "--out", tu_fmt("%s/bad", root));
 	assert_int_equal(r.status, 2);
-	want = fmt("config.toml:%d: key 'batch.url_template'", line_of("url_template"));
+	want = tu_fmt("config.toml:%d: key 'batch.url_template'", line_of("url_template"));
 	if (!strstr(r.err.buf, want))
 		fail_msg("no \"%s\" in: %s", want, r.err.buf);
 	assert_non_null(strstr(r.err.buf, "has no {repo}"));
 	/* nothing started */
-	assert_false(fsutil_is_dir(fmt("%s/bad", root)));
+	assert_false(fsutil_is_dir(tu_fmt("%s/bad", root)));
 	tu_result_release(&r);
 
 	user_config("jobs = \"many\"\n");
-	SC_FORGEX(&r, &proj, "batch", fmt("%s/pass.jsonl", root), "--out", fmt("%s/bad", root));
+	SC_FORGEX(&r, &proj, "batch", tu_fmt("%s/pass.jsonl", root), "--out", tu_fmt("%s/bad", root));
 	assert_int_equal(r.status, 2);
-	want = fmt("config.toml:%d: key 'batch.jobs': expected an integer", line_of("jobs ="));
+	want = tu_fmt("config.toml:%d: key 'batch.jobs': expected an integer", line_of("jobs ="));
 	if (!strstr(r.err.buf, want))
 		fail_msg("no \"%s\" in: %s", want, r.err.buf);
-	assert_false(fsutil_is_dir(fmt("%s/bad", root)));
+	assert_false(fsutil_is_dir(tu_fmt("%s/bad", root)));
 	tu_result_release(&r);
 
 	user_config("wall_seconds = 5\n");
-	SC_FORGEX(&r, &proj, "batch", fmt("%s/pass.jsonl", root), "--repo-url",
-		  "https://example.org/x.git", "--out", fmt("%s/bad", root));
+	SC_FORGEX(&r, &proj, "batch", tu_fmt("%s/pass.jsonl", root), "--repo-url",
+		  "https://example.org/x.git", "--out", tu_fmt("%s/bad", root));
 	assert_int_equal(r.status, 2);
 	assert_non_null(strstr(r.err.buf, "--repo-url: the template has no {repo}"));
-	assert_false(fsutil_is_dir(fmt("%s/bad", root)));
+	assert_false(fsutil_is_dir(tu_fmt("%s/bad", root)));
 	tu_result_release(&r);
 }
 

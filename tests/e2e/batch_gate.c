@@ -85,38 +85,6 @@ static struct mock mocks[K__N];
 static struct sc_proj proj;		/* the user's configuration (HOME) */
 static char *root;			/* repositories, tasks, results */
 
-/* Formatted text that lives for the next 32 calls (no frees in the asserts). */
-static char *fmt(const char *f, ...) FX_PRINTF(1, 2);
-static char *fmt(const char *f, ...)
-{
-	static char *ring[32];
-	static unsigned n;
-	va_list ap;
-	char *p;
-
-	va_start(ap, f);
-	p = xstrvfmt(f, ap);
-	va_end(ap);
-	free(ring[n % 32]);
-	ring[n++ % 32] = p;
-	return p;
-}
-
-static char *sh_out(const char *dir, const char *cmd)
-{
-	const char *argv[] = { "sh", "-c", cmd, NULL };
-	struct tu_result r;
-	char *out;
-
-	tu_run(&r, argv, dir, NULL, NULL);
-	if (r.status)
-		fail_msg("%s: %s%s", cmd, r.out.buf, r.err.buf);
-	buf_rtrim(&r.out);
-	out = xstrdup(r.out.buf);
-	tu_result_release(&r);
-	return out;
-}
-
 /* ROOT/repos/local/NAME: one commit of calc.py and its test; returns the commit. */
 static char *make_repo(const char *name, const char *test_src)
 {
@@ -126,9 +94,9 @@ static char *make_repo(const char *name, const char *test_src)
 	tu_write(dir, "calc.py", calc_py);
 	tu_write(dir, "test_calc.py", test_src);
 	tu_write(dir, ".gitignore", "__pycache__/\n.pytest_cache/\n");
-	free(sh_out(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
+	free(tu_sh_out(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "
 		    "commit -qm one"));
-	commit = sh_out(dir, "git rev-parse HEAD");
+	commit = tu_sh_out(dir, "git rev-parse HEAD");
 	free(dir);
 	return commit;
 }
@@ -231,7 +199,7 @@ static void assert_record(const json_t *line, const char *test, const char *set,
 static void assert_narrowed(const char *out, const char *key, const char *const *named,
 			    const char *arg)
 {
-	char *log = tu_read(out, fmt("logs/%s.jsonl", key)), *p, *nl;
+	char *log = tu_read(out, tu_fmt("logs/%s.jsonl", key)), *p, *nl;
 	json_t *after = NULL;
 	int saw_arg = 0;
 	size_t i;
@@ -280,7 +248,7 @@ static void assert_narrowed(const char *out, const char *key, const char *const 
 
 static void assert_pristine(const char *wt)
 {
-	char *st = sh_out(wt, "git status --porcelain --untracked-files=all");
+	char *st = tu_sh_out(wt, "git status --porcelain --untracked-files=all");
 	char *calc = tu_read(wt, "calc.py");
 
 	if (*st)
@@ -298,7 +266,7 @@ static void run_batch(const char *tasks, const char *out)
 	struct tu_result r;
 
 	SC_FORGEX(&r, &proj, "batch", path, "-j", "3", "--out", dir, "--keep", "--repo-url", tmpl,
-		  "--wall-time", "120", "--mirrors", fmt("%s/mirrors", root));
+		  "--wall-time", "120", "--mirrors", tu_fmt("%s/mirrors", root));
 	/* some tasks fail: 1 */
 	if (r.status != 1)
 		fail_msg("batch: status %d:\n%s\n%s", r.status, r.out.buf, r.err.buf);
@@ -330,7 +298,7 @@ static void test_must_pass_unittest_django_ids(void **state)
 	buf_release(&b);
 	run_batch("ut.jsonl", "ut-out");
 	out = xstrfmt("%s/ut-out", root);
-	res = read_results(fmt("%s/results.jsonl", out));
+	res = read_results(tu_fmt("%s/results.jsonl", out));
 	assert_int_equal(json_array_size(res), 3);
 
 	/* fixes test_add, breaks test_sub: FAIL, the tree back as it was */
@@ -341,7 +309,7 @@ static void test_must_pass_unittest_django_ids(void **state)
 	assert_record(l, "test_add (test_calc.CalcTest)", "FAIL_TO_PASS", "fail", "pass");
 	assert_record(l, "test_sub (test_calc.CalcTest)", "PASS_TO_PASS", "pass", "fail");
 	assert_record(l, "test_mul (test_calc.CalcTest)", "PASS_TO_PASS", "pass", "pass");
-	assert_pristine(fmt("%s/work/ut-breaks", out));
+	assert_pristine(tu_fmt("%s/work/ut-breaks", out));
 	assert_narrowed(out, "ut-breaks", named, "test_calc.CalcTest.test_add");
 
 	/* fixes test_add, the others hold: PASS, with the patch */
@@ -362,7 +330,7 @@ static void test_must_pass_unittest_django_ids(void **state)
 	assert_null(strstr(jsonx_str(l, "error"), "now fail"));
 	assert_record(l, "test_add (test_calc.CalcTest)", "FAIL_TO_PASS", "fail", "fail");
 	assert_record(l, "test_mul (test_calc.CalcTest)", "PASS_TO_PASS", "pass", "pass");
-	assert_pristine(fmt("%s/work/ut-unfixed", out));
+	assert_pristine(tu_fmt("%s/work/ut-unfixed", out));
 	json_decref(res);
 	free(out);
 	free(commit);
@@ -417,14 +385,14 @@ static void test_must_pass_pytest_node_ids(void **state)
 	buf_release(&b);
 	run_batch("pt.jsonl", "pt-out");
 	out = xstrfmt("%s/pt-out", root);
-	res = read_results(fmt("%s/results.jsonl", out));
+	res = read_results(tu_fmt("%s/results.jsonl", out));
 
 	l = line_of(res, "pt-breaks");
 	assert_string_equal(jsonx_str(l, "status"), "FAIL");
 	assert_non_null(strstr(jsonx_str(l, "error"), "test_calc.py::TestCalc::test_sub (fail)"));
 	assert_record(l, "test_calc.py::TestCalc::test_add", "FAIL_TO_PASS", "fail", "pass");
 	assert_record(l, "test_calc.py::TestCalc::test_sub", "PASS_TO_PASS", "pass", "fail");
-	assert_pristine(fmt("%s/work/pt-breaks", out));
+	assert_pristine(tu_fmt("%s/work/pt-breaks", out));
 	assert_narrowed(out, "pt-breaks", named, "test_calc.py::TestCalc::test_add");
 
 	l = line_of(res, "pt-holds");
@@ -438,7 +406,7 @@ static void test_must_pass_pytest_node_ids(void **state)
 	assert_string_equal(jsonx_str(l, "status"), "FAIL");
 	assert_non_null(strstr(jsonx_str(l, "error"), "test_calc.py::TestCalc::test_add (fail)"));
 	assert_record(l, "test_calc.py::TestCalc::test_add", "FAIL_TO_PASS", "fail", "fail");
-	assert_pristine(fmt("%s/work/pt-unfixed", out));
+	assert_pristine(tu_fmt("%s/work/pt-unfixed", out));
 	json_decref(res);
 	free(out);
 	free(commit);
@@ -454,7 +422,7 @@ static void test_must_pass_bad_id(void **state)
 	tu_write(root, "bad.jsonl", "{\"instance_id\": \"x\", \"repo\": \"local/none\", "
 		 "\"base_commit\": \"abc\", \"problem_statement\": \"p\", "
 		 "\"FAIL_TO_PASS\": [\"--pdb\"]}\n");
-	SC_FORGEX(&r, &proj, "batch", path, "--out", fmt("%s/bad-out", root));
+	SC_FORGEX(&r, &proj, "batch", path, "--out", tu_fmt("%s/bad-out", root));
 	assert_int_equal(r.status, 2);
 	assert_non_null(strstr(r.err.buf, "bad.jsonl:1"));
 	assert_non_null(strstr(r.err.buf, "FAIL_TO_PASS: '--pdb' is not a test id"));

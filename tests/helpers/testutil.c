@@ -264,6 +264,36 @@ void tu_sh(const char *dir, const char *cmd)
 	tu_result_release(&r);
 }
 
+char *tu_sh_out(const char *dir, const char *cmd)
+{
+	const char *argv[] = { "sh", "-c", cmd, NULL };
+	struct tu_result r;
+	char *out;
+
+	tu_run(&r, argv, dir, NULL, NULL);
+	if (r.status)
+		fail_msg("%s: %s%s", cmd, r.out.buf, r.err.buf);
+	buf_rtrim(&r.out);
+	out = xstrdup(r.out.buf);
+	tu_result_release(&r);
+	return out;
+}
+
+char *tu_fmt(const char *f, ...)
+{
+	static char *ring[32];
+	static unsigned n;
+	va_list ap;
+	char *p;
+
+	va_start(ap, f);
+	p = xstrvfmt(f, ap);
+	va_end(ap);
+	free(ring[n % 32]);
+	ring[n++ % 32] = p;
+	return p;
+}
+
 void tu_git_init(const char *dir)
 {
 	tu_sh(dir, "git init -q && git add -A && git -c user.name=t -c user.email=t@e "

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "base/buf.h"
+#include "base/err.h"
 #include "base/strvec.h"
 
 /** Create a fresh temporary folder (absolute path; caller frees). */
@@ -73,6 +74,10 @@ double tu_now(void);
 
 /** Run `sh -c cmd` in `dir` (as tu_run); the test fails when it fails. */
 void tu_sh(const char *dir, const char *cmd);
+/** tu_sh(), and what it printed on stdout, trailing white space cut (the caller frees it). */
+char *tu_sh_out(const char *dir, const char *cmd);
+/** Formatted text that lives for the next 32 calls (no frees in the asserts). */
+char *tu_fmt(const char *f, ...) FX_PRINTF(1, 2);
 /**
  * Make `dir` a git repository with everything in it committed (as user
  * "t"), its test runs' bytecode cache seeded (tu_seed_bytecode()).
