@@ -106,6 +106,12 @@ static int tool_edit_file(struct tool_ctx *ctx, const json_t *args, struct buf *
 			 ? match_pass_name(res.level) : "",
 			 res.level >= MATCH_INDENT && res.level != MATCH_NOSPACE
 			 ? "; new_string was re-indented to the file" : "");
+	if (res.laid_out)
+		buf_addf(result, " (%zu line%s of new_string %s indented as old_string indents lines "
+			 "the file has at different depths; indentation does not change what %s means, "
+			 "so %s given the depth of the nearest of those lines. Check the lines below)",
+			 res.laid_out, res.laid_out == 1 ? "" : "s", res.laid_out == 1 ? "is" : "are",
+			 loc.rel, res.laid_out == 1 ? "it was" : "each was");
 	if (res.blank_edges)
 		buf_addf(result, " (the blank %s at the start or end of old_string are not in the "
 			 "file and were left out)", res.blank_edges == 1 ? "lines" : "spaces");

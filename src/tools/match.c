@@ -701,6 +701,7 @@ void match_result_release(struct match_result *res)
 	res->similar = 0;
 	res->differ = 0;
 	res->by_line = 0;
+	res->laid_out = 0;
 	memset(res->lines, 0, sizeof(res->lines));
 }
 
@@ -842,6 +843,8 @@ int match_place_all(struct match_result *out, const char *text, size_t len,
 		ret = match_place_lines(&out->text, fs + s, os, k, ns, nl->nr, eol, name, s + 1, why);
 		if (ret < 0)
 			break;
+		out->laid_out += (size_t)ret;
+		ret = 0;
 		done = fl->v[s + k - 1].next;
 	}
 	if (!ret)

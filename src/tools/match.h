@@ -114,9 +114,10 @@ struct match_result {
 	int similar;		/* MATCH_NEAR: the passage's similarity, in percent */
 	size_t differ;		/* MATCH_NEAR: lines of old that differ from the file's */
 	size_t by_line;		/* several matches: the start_line that chose this one */
+	size_t laid_out;	/* new lines whose depth was a choice of layout (match_place_lines) */
 };
 
-#define MATCH_RESULT_INIT { BUF_INIT, 0, MATCH_EXACT, { 0 }, 0, 0, MATCH_EXACT, 0, 0, 0 }
+#define MATCH_RESULT_INIT { BUF_INIT, 0, MATCH_EXACT, { 0 }, 0, 0, MATCH_EXACT, 0, 0, 0, 0 }
 
 /**
  * Apply the edit to `text` (`len` bytes). `old` must not be empty.
@@ -174,9 +175,13 @@ void match_norm_line(struct buf *out, const char *s, size_t n, enum match_pass l
  * The lines of `file` (`k` of them) matched the lines `old` (also `k`);
  * append the lines that replace them: `nw` (`m` lines), each followed by
  * `eol`, where a line equal to a line of `old` is written as the file has
- * it and the others are re-indented by the rules above. Returns 0, or
- * FX_EINVAL with the reason appended to `why` (naming lines from
- * `first_line`, the 1-based number of file[0], in `name`).
+ * it and the others are re-indented by the rules above. Returns the
+ * number of new lines whose depth was a choice of layout (0 but in a file
+ * whose language gives indentation no meaning, by `name`'s extension,
+ * where a line is indented as the model indents two lines the file puts at
+ * different depths: it takes the nearer one's), or FX_EINVAL with the
+ * reason appended to `why` (naming lines from `first_line`, the 1-based
+ * number of file[0], in `name`).
  */
 int match_place_lines(struct buf *out, const struct match_slice *file, const struct match_slice *old,
 		     size_t k, const struct match_slice *nw, size_t m, const char *eol,

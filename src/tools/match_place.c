@@ -4,6 +4,7 @@
  * them, the others re-indented by the shift between `old` and the file,
  * or refused when that shift is not certain.
  */
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -349,6 +350,137 @@ static int hunk_sources(long *src, const struct shift *sh, size_t k, size_t i0, 
 }
 
 /*
+ * Files whose meaning does not depend on indentation: languages of
+ * braces and semicolons, by the name's extension. Anything else (Python,
+ * YAML, Makefiles, Markdown, a name without one) counts as significant.
+ */
+static int indent_cosmetic(const char *name)
+{
+	static const char *const ext[] = {
+		"c", "h", "cc", "cpp", "cxx", "c++", "hh", "hpp", "hxx", "h++", "m", "mm",
+		"java", "js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts", "cs", "go",
+		"rs", "php", "swift", "kt", "kts", "scala", "dart", "css", "scss", "less",
+		"zig", "sol", "groovy", "gradle", "json", "jsonc", "proto", "glsl", "hlsl",
+	};
+	const char *dot, *base;
+	size_t i;
+
+	if (!name)
+		return 0;
+	base = strrchr(name, '/');
+	base = base ? base + 1 : name;
+	dot = strrchr(base, '.');
+	if (!dot || dot == base)
+		return 0;
+	for (i = 0; i < ARRAY_SIZE(ext); i++)
+		if (!strcmp(dot + 1, ext[i]))
+			return 1;
+	return 0;
+}
+
+/*
+ * Whether `l` may open, close or be inside text whose whitespace is kept:
+ * a raw or multi-line string (a backquote, a triple quote, a C++, C# or
+ * Rust raw string, a heredoc), a double-quoted string left open (an odd
+ * number of unescaped '"'), or a line continued by a backslash.
+ */
+static int holds_long_string(const struct match_slice *l)
+{
+	static const char *const marks[] = {
+		"`", "\"\"\"", "'''", "R\"", "r\"", "r#\"", "@\"", "<<<", "<<-", "<<~",
+	};
+	size_t i, quotes = 0, n = l->n;
+
+	for (i = 0; i < ARRAY_SIZE(marks); i++)
+		if (memmem(l->s, l->n, marks[i], strlen(marks[i])))
+			return 1;
+	for (i = 0; i < l->n; i++) {
+		if (l->s[i] == '\\')
+			i++;
+		else if (l->s[i] == '"')
+			quotes++;
+	}
+	while (n && match_is_blank(l->s[n - 1]))
+		n--;
+	return (quotes & 1) || (n && l->s[n - 1] == '\\');
+}
+
+/* Whether `l` ends, but for trailing blanks, in `{`, `(` or `[`. */
+static int opens_block(const struct match_slice *l)
+{
+	size_t n = l->n;
+
+	while (n && match_is_blank(l->s[n - 1]))
+		n--;
+	return n && (l->s[n - 1] == '{' || l->s[n - 1] == '(' || l->s[n - 1] == '[');
+}
+
+/*
+ * hunk_sources() for a file whose indentation does not change its
+ * meaning (indent_cosmetic()), where that one could not tell: each new
+ * line takes the file's indentation of an old line the model indented
+ * alike. When those old lines have different depths in the file (the
+ * model wrote a line of an if's body at the if's depth, "    if (x) {\n
+ * init();"), the depth is a matter of layout only: the line takes the
+ * depth of the nearest such line before it, or after it when the line
+ * above it in new_string opens a block. *chosen counts the lines so
+ * placed, *first the first of them (1-based in new_string). -1 when a
+ * line's indentation is nowhere in old_string, or the passage may hold a
+ * string whose whitespace counts.
+ */
+static int cosmetic_sources(long *src, const struct shift *sh, const struct match_slice *file,
+			    size_t k, size_t i0, size_t i1, const struct match_slice *nw, size_t j0,
+			    size_t j1, size_t *chosen, size_t *first)
+{
+	size_t t, i;
+
+	for (i = 0; i < k; i++)
+		if (holds_long_string(&file[i]))
+			return -1;
+	for (t = j0; t < j1; t++)
+		if (holds_long_string(&nw[t]))
+			return -1;
+	for (t = j0; t < j1; t++) {
+		struct match_slice ni = { nw[t].s, lead(&nw[t]) };
+		size_t at = i0 + (t - j0) < i1 ? i0 + (t - j0) : i1, p;
+		long any = -1, before = -1, after = -1;
+		int differ = 0;
+
+		src[t - j0] = -1;
+		if (blank_slice(&nw[t]))
+			continue;
+		for (i = 0; i < k; i++) {
+			if (!sh[i].known || !ws_eq(&sh[i].o, &ni))
+				continue;
+			if (any < 0)
+				any = (long)i;
+			else if (!ws_eq(&sh[i].f, &sh[any].f))
+				differ = 1;
+			if (i < at)
+				before = (long)i;
+			else if (after < 0)
+				after = (long)i;
+		}
+		if (any < 0)
+			return -1;
+		if (!differ) {
+			src[t - j0] = any;
+			continue;
+		}
+		for (p = t; p > 0 && blank_slice(&nw[p - 1]); p--)
+			;
+		if (p > 0 && opens_block(&nw[p - 1]) && after >= 0)
+			src[t - j0] = after;
+		else
+			src[t - j0] = before >= 0 ? before : after;
+		if (!*chosen)
+			*first = t + 1;
+		(*chosen)++;
+	}
+	return 0;
+}
+
+/*
  * old_string's first line copied without its indentation, the others as
  * the file has them (the model selected from the first character of
  * text): the new lines after the first may be meant as they are, or as a
@@ -501,7 +633,8 @@ int match_place_lines(struct buf *out, const struct match_slice *file, const str
 	long *src = xmalloc((m + 1) * sizeof(*src)), *map = xmalloc((m + 1) * sizeof(*map));
 	const struct shift *global = NULL;
 	size_t i, j, start = out->len;
-	int uniform = 1, mapped, ret = 0;
+	int uniform = 1, mapped, ret = 0, cosmetic = indent_cosmetic(name);
+	size_t chosen = 0, chosen_first = 0;
 	struct linear lin;
 	struct buf tmp = BUF_INIT;
 
@@ -575,7 +708,9 @@ int match_place_lines(struct buf *out, const struct match_slice *file, const str
 				if (src[t] < 0 && !linear_put(&tmp, &lin, &ni))
 					need = 1;
 			}
-			if (need && hunk_sources(src + j, sh, k, i0, i1, nw, j, j1) < 0) {
+			if (need && hunk_sources(src + j, sh, k, i0, i1, nw, j, j1) < 0 &&
+			    (!cosmetic || cosmetic_sources(src + j, sh, file, k, i0, i1, nw, j, j1,
+							   &chosen, &chosen_first) < 0)) {
 				buf_addf(why, "old_string matches lines %zu-%zu of %s only when "
 					 "indentation is ignored, and its indentation does not "
 					 "correspond to the file's in one consistent way (", first_line,
@@ -623,6 +758,8 @@ int match_place_lines(struct buf *out, const struct match_slice *file, const str
 out:
 	if (ret < 0)
 		buf_setlen(out, start);
+	else
+		ret = chosen > INT_MAX ? INT_MAX : (int)chosen;
 	buf_release(&tmp);
 	free(sh);
 	free(src);

@@ -612,6 +612,8 @@ int patch_apply_update(struct buf *out, const char *text, size_t len, const stru
 		}
 		ret = match_place_lines(out, fs, os, r[i].k, ns, r[i].new_n, eol, name, r[i].at + 1,
 				       why);
+		if (ret > 0)
+			ret = 0;	/* lines laid out in a brace language: the diff shows them */
 		free(fs);
 		free(os);
 		free(ns);
