@@ -585,6 +585,8 @@ static const struct {
 	{ "<|START_ACTION|>", "<|END_ACTION|>", "command-r7b", 0 },
 	{ "<|tools_prefix|>", "<|tools_suffix|>", "apertus", 0 },
 	{ "functools", NULL, "phi4", 1 },		/* Phi-4-mini, FireFunction v2 */
+	{ "function call<|role_sep|>", NULL, "gigachat3", 0 },	/* GigaChat 3 as served */
+	{ "<|function_call|>", NULL, "gigachat3", 0 },	/* GigaChat 3.1 */
 	{ "function call", NULL, "gigachat3", 1 },	/* GigaChat 3: the words, then the JSON */
 };
 
