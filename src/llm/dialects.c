@@ -67,6 +67,15 @@ static const struct form {
 	  "<|close|>call<|sep|><|close|>tools<|sep|>", 0 },
 	{ "functionary-v3.2", ">>>TOOL\n{...}", 1 },
 	{ "minicpm5", "<function name=\"TOOL\"><param name=\"KEY\">VALUE</param></function>", 0 },
+	{ "minimax-m3", "]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"TOOL\">]<]minimax[>[<KEY>"
+	  "VALUE]<]minimax[>[</KEY>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>", 0 },
+	{ "glimmer", "<|start|>assistant to=TOOL<|message|><atem:function_calls>\n<atem:invoke "
+	  "name=\"TOOL\">\n<atem:parameter name=\"KEY\">VALUE</atem:parameter>\n</atem:invoke>\n"
+	  "</atem:function_calls><|eom|>", 0 },
+	{ "k2-horizon", "<ifm|tool_calls><ifm|tool_call>TOOL\n<ifm|arg_key>KEY</ifm|arg_key>"
+	  "<ifm|arg_value>VALUE</ifm|arg_value></ifm|tool_call></ifm|tool_calls>", 0 },
+	{ "inkling", "<|message_model|>TOOL<|content_invoke_tool_json|>{\"name\": \"TOOL\", "
+	  "\"args\": {...}}<|end_message|>", 1 },
 	{ "fenced", "```json\n{\"tool\": \"TOOL\", \"arguments\": {...}}\n```", 1 },
 };
 
@@ -139,6 +148,10 @@ static const struct {
 	{ "<|channel>thought", "<channel|>" },		/* Gemma 4 */
 	{ "<|open|>think<|sep|>", "<|close|>think<|sep|>" },	/* Kimi K3 */
 	{ "<|inner_prefix|>", "<|inner_suffix|>" },	/* Apertus */
+	{ "<mm:think>", "</mm:think>" },		/* MiniMax-M3 */
+	{ "<ifm|think>", "</ifm|think>" },		/* K2 Horizon, then its lighter efforts */
+	{ "<ifm|think_fast>", "</ifm|think_fast>" },
+	{ "<ifm|think_faster>", "</ifm|think_faster>" },
 };
 
 static void blank(char *t, size_t a, size_t b)
@@ -210,6 +223,7 @@ void tc_mask_reasoning(char *text, size_t len)
 		}
 	}
 	mask_harmony(text, len);
+	tc_mask_more(text, len);
 }
 
 /* ---- gpt-oss harmony ---- */
@@ -585,6 +599,7 @@ static const struct {
 	{ "<|START_ACTION|>", "<|END_ACTION|>", "command-r7b", 0 },
 	{ "<|tools_prefix|>", "<|tools_suffix|>", "apertus", 0 },
 	{ "functools", NULL, "phi4", 1 },		/* Phi-4-mini, FireFunction v2 */
+	{ "<|content_invoke_tool_json|>", "<|end_message|>", "inkling", 0 },	/* Inkling (TML) */
 	{ "function call<|role_sep|>", NULL, "gigachat3", 0 },	/* GigaChat 3 as served */
 	{ "<|function_call|>", NULL, "gigachat3", 0 },	/* GigaChat 3.1 */
 	{ "function call", NULL, "gigachat3", 1 },	/* GigaChat 3: the words, then the JSON */

@@ -98,4 +98,11 @@ void tc_scan_kimi3(struct scan *sc);
 void tc_scan_recipient(struct scan *sc);
 void tc_scan_minicpm5(struct scan *sc);
 
+/* ---- dialects_more.c ---- */
+
+/* MiniMax-M3's namespaced XML, Muse Glimmer's addressed ATEM messages, K2 Horizon's <ifm|...> tags. */
+void tc_scan_more(struct scan *sc);
+/* Blank Inkling's thinking blocks and Glimmer's to=self messages (and ATEM markup not sent to a tool). */
+void tc_mask_more(char *text, size_t len);
+
 #endif

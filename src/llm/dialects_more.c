@@ -1,0 +1,504 @@
+/*
+ * Text-call dialects from llama.cpp's dedicated parsers that the other
+ * files do not cover (see textcalls_int.h): MiniMax-M3's namespaced XML,
+ * Muse Glimmer's ATEM markup inside addressed messages, and K2 Horizon's
+ * <ifm|...> tags; plus the reasoning those families (and Inkling) write,
+ * for the mask. Formats were read from llama.cpp's common/parsers/ and
+ * tests/test-chat.cpp and from SGLang's and vLLM's detector tests; the
+ * samples live in tests/fixtures/dialects/.
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "base/err.h"
+#include "base/jsonx.h"
+#include "llm/textcalls_int.h"
+
+/*
+ * A value written as text: a JSON number, literal, object or array when
+ * the whole of it is one (these dialects type values by the tool's
+ * schema, which the reader has not got), else the text itself.
+ */
+static json_t *typed_value(const char *s, size_t n)
+{
+	size_t a = 0, b = n;
+	json_t *j;
+
+	while (a < b && isspace((unsigned char)s[a]))
+		a++;
+	while (b > a && isspace((unsigned char)s[b - 1]))
+		b--;
+	if (a < b && (s[a] == '{' || s[a] == '[' || s[a] == '-' || isdigit((unsigned char)s[a]) ||
+		      !strncmp(s + a, "true", b - a) || !strncmp(s + a, "false", b - a) ||
+		      !strncmp(s + a, "null", b - a))) {
+		j = json_loadb(s + a, b - a, JSON_DECODE_ANY, NULL);
+		if (j)
+			return j;
+	}
+	return jsonx_stringn_lossy(s, n);
+}
+
+/* A known tool by `name`, or by its last half when the name is written doubled ("x.x"). */
+static char *known_name(const struct scan *sc, const char *name)
+{
+	size_t n = strlen(name), h = n / 2;
+
+	if (tc_known(sc, name))
+		return xstrdup(name);
+	if (n % 2 && name[h] == '.' && !strncmp(name, name + h + 1, h)) {
+		char *half = xstrndup(name, h);
+
+		if (tc_known(sc, half))
+			return half;
+		free(half);
+	}
+	return NULL;
+}
+
+/* ---- MiniMax-M3: ]<]minimax[>[<tool_call> ... ]<]minimax[>[</tool_call> ---- */
+
+/*
+ * Every tag is written after the namespace marker; an argument is an
+ * element named after the parameter, and an object or array argument is
+ * a nest of such elements (<item> for each array entry):
+ *   M<tool_call>\nM<invoke name="get_time">M<city>Tokyo M</city>M</invoke>\nM</tool_call>
+ */
+#define M3 "]<]minimax[>["
+
+/* The element opening at `p` (M<NAME>): its name in [*n0, *n1), the body from the return. */
+static size_t m3_open(const struct scan *sc, size_t p, size_t end, size_t *n0, size_t *n1)
+{
+	size_t q = p + strlen(M3);
+
+	if (!tc_starts(sc, p, end, M3 "<") || tc_starts(sc, p, end, M3 "</"))
+		return 0;
+	*n0 = q + 1;
+	for (q = *n0; q < end && tc_name_char((unsigned char)sc->text[q]); q++)
+		;
+	if (q == *n0 || q >= end || sc->text[q] != '>')
+		return 0;
+	*n1 = q;
+	return q + 1;
+}
+
+/* Does M</NAME> close the element at `p`? Returns the bytes after it, or 0. */
+static size_t m3_close(const struct scan *sc, size_t p, size_t end, const char *name, size_t nl)
+{
+	size_t q = p + strlen(M3 "</");
+
+	if (!tc_starts(sc, p, end, M3 "</") || end - q < nl + 1 || memcmp(sc->text + q, name, nl) ||
+	    sc->text[q + nl] != '>')
+		return 0;
+	return q + nl + 1;
+}
+
+/*
+ * The value of the element whose body starts at `p`, named [name, name+nl):
+ * nested elements make an object (or an array, when every child is <item>),
+ * else the text up to M</NAME>. Sets *after past the close; NULL when the
+ * element is not closed.
+ */
+static json_t *m3_value(const struct scan *sc, size_t p, size_t end, const char *name, size_t nl,
+			size_t *after, int depth)
+{
+	size_t q = tc_skip_ws(sc, p, end), c, n0, n1, body;
+	json_t *obj, *arr = NULL;
+	int items = 1;
+
+	if (depth < 32 && m3_open(sc, q, end, &n0, &n1)) {
+		obj = json_object();
+		while ((body = m3_open(sc, q, end, &n0, &n1))) {
+			json_t *v = m3_value(sc, body, end, sc->text + n0, n1 - n0, &q, depth + 1);
+
+			if (!v) {
+				json_decref(obj);
+				return NULL;
+			}
+			if (n1 - n0 == 4 && !memcmp(sc->text + n0, "item", 4)) {
+				if (!arr)
+					arr = json_array();
+				json_array_append_new(arr, v);
+			} else {
+				char *k = xstrndup(sc->text + n0, n1 - n0);
+
+				items = 0;
+				json_object_set_new(obj, k, v);
+				free(k);
+			}
+			q = tc_skip_ws(sc, q, end);
+		}
+		if (!(c = m3_close(sc, q, end, name, nl))) {
+			json_decref(obj);
+			json_decref(arr);
+			return NULL;
+		}
+		*after = c;
+		if (arr && items) {
+			json_decref(obj);
+			return arr;
+		}
+		json_decref(arr);
+		return obj;
+	}
+	for (c = p; (c = tc_find_at(sc->text, c, end, M3 "</")) != (size_t)-1; c++) {
+		size_t a = m3_close(sc, c, end, name, nl);
+
+		if (a) {
+			*after = a;
+			return typed_value(sc->text + p, c - p);
+		}
+	}
+	return NULL;
+}
+
+/* One M<invoke name="..."> at `p` up to `end`; returns where the scan goes on. */
+static size_t m3_invoke(struct scan *sc, size_t p, size_t end)
+{
+	static const char inv[] = M3 "<invoke name=\"";
+	size_t n0 = p + strlen(inv), n1, q, body, a0, a1, after;
+	char *raw, *name;
+	json_t *args;
+
+	for (n1 = n0; n1 < end && sc->text[n1] != '"' && sc->text[n1] != '>'; n1++)
+		;
+	raw = xstrndup(sc->text + n0, n1 - n0);
+	if (n1 >= end || !tc_starts(sc, n1, end, "\">")) {
+		tc_call_error(sc, "minimax-m3", raw, "the invoke tag is not closed with \">");
+		free(raw);
+		return end;
+	}
+	if (!(name = known_name(sc, raw))) {
+		tc_unknown_error(sc, "minimax-m3", raw);
+		free(raw);
+		return n1;
+	}
+	free(raw);
+	args = json_object();
+	q = tc_skip_ws(sc, n1 + 2, end);
+	while ((body = m3_open(sc, q, end, &a0, &a1))) {
+		char *k = xstrndup(sc->text + a0, a1 - a0);
+		json_t *v = m3_value(sc, body, end, sc->text + a0, a1 - a0, &after, 0);
+
+		if (!v) {
+			tc_call_error(sc, "minimax-m3", name, "argument \"%s\" is not closed with "
+				      M3 "</%s>", k, k);
+			free(k);
+			goto out;
+		}
+		json_object_set_new(args, k, v);
+		free(k);
+		q = tc_skip_ws(sc, after, end);
+	}
+	if (!m3_close(sc, q, end, "invoke", 6)) {
+		tc_call_error(sc, "minimax-m3", name, "the call is not closed with " M3 "</invoke>");
+		goto out;
+	}
+	tc_push_call(sc, name, args, "minimax-m3", NULL);
+	q = m3_close(sc, q, end, "invoke", 6);
+out:
+	json_decref(args);
+	free(name);
+	return q;
+}
+
+static void scan_minimax3(struct scan *sc)
+{
+	static const char open[] = M3 "<tool_call>", close[] = M3 "</tool_call>";
+	size_t p = 0, o;
+
+	while ((o = tc_find_at(sc->text, p, sc->len, open)) != (size_t)-1) {
+		size_t c = tc_find_at(sc->text, o, sc->len, close), end = c == (size_t)-1 ? sc->len : c;
+		size_t q = o + strlen(open), before = sc->out->nr + sc->out->errors.nr;
+
+		while ((q = tc_find_at(sc->text, q, end, M3 "<invoke name=\"")) != (size_t)-1)
+			q = m3_invoke(sc, q, end);
+		if (sc->out->nr + sc->out->errors.nr == before)
+			tc_call_error(sc, "minimax-m3", NULL, "the tool_call block holds no "
+				      M3 "<invoke name=\"TOOL\">");
+		p = c == (size_t)-1 ? sc->len : c + strlen(close);
+		tc_add_span(sc, o, p);
+	}
+}
+
+/* ---- Muse Glimmer: " to=NAME<|message|>" then ATEM markup ---- */
+
+/*
+ * The reply is a series of addressed messages: " to=self<|message|>"
+ * (reasoning), " to=user<|message|>" (the answer) or " to=TOOL<|message|>"
+ * followed by <atem:function_calls><atem:invoke name="TOOL">
+ * <atem:parameter name="K">V</atem:parameter>...; each message ends at
+ * <|eom|>, <|eot|> or the next <|start|>. Only a message to a tool holds
+ * calls: markup in the answer or the reasoning is text (the mask blanks it).
+ */
+static const char gl_msg[] = "<|message|>";
+
+/* The end of the message whose body starts at `p`. */
+static size_t gl_end(const char *t, size_t p, size_t len)
+{
+	static const char *const ends[] = { "<|eom|>", "<|eot|>", "<|start|>" };
+	size_t k, e = len;
+
+	for (k = 0; k < ARRAY_SIZE(ends); k++) {
+		size_t q = tc_find_at(t, p, len, ends[k]);
+
+		if (q < e)
+			e = q;
+	}
+	return e;
+}
+
+/*
+ * The next addressed message at or after `from`: its recipient in
+ * [*r0, *r1), its body [*b0, *b1). 0 when there is none.
+ */
+static int gl_next(const char *t, size_t len, size_t from, size_t *r0, size_t *r1, size_t *b0,
+		   size_t *b1)
+{
+	size_t p = from, q;
+
+	while ((q = tc_find_at(t, p, len, "to=")) != (size_t)-1) {
+		size_t n = q + 3, m;
+
+		p = q + 3;
+		/* a header starts the reply or follows <|start|>assistant */
+		if (q > 0 && !isspace((unsigned char)t[q - 1]))
+			continue;
+		for (m = n; m < len && (tc_name_char((unsigned char)t[m])); m++)
+			;
+		if (m == n || !(len - m >= strlen(gl_msg) && !memcmp(t + m, gl_msg, strlen(gl_msg))))
+			continue;
+		*r0 = n;
+		*r1 = m;
+		*b0 = m + strlen(gl_msg);
+		*b1 = gl_end(t, *b0, len);
+		return 1;
+	}
+	return 0;
+}
+
+static int gl_is(const char *t, size_t r0, size_t r1, const char *who)
+{
+	return r1 - r0 == strlen(who) && !memcmp(t + r0, who, r1 - r0);
+}
+
+/* One <atem:invoke name="..."> at `p` in a tool message ending at `end`. */
+static size_t gl_invoke(struct scan *sc, size_t p, size_t end)
+{
+	static const char inv[] = "<atem:invoke name=\"", par[] = "<atem:parameter name=\"";
+	static const char pclose[] = "</atem:parameter>", iclose[] = "</atem:invoke>";
+	size_t n0 = p + strlen(inv), n1, q, c;
+	char *raw, *name;
+	json_t *args;
+
+	for (n1 = n0; n1 < end && sc->text[n1] != '"' && sc->text[n1] != '>'; n1++)
+		;
+	raw = xstrndup(sc->text + n0, n1 - n0);
+	c = tc_find_at(sc->text, n1, end, iclose);
+	if (!tc_starts(sc, n1, end, "\">") || c == (size_t)-1) {
+		tc_call_error(sc, "glimmer", raw, "the call is not closed with %s (the reply ends "
+			      "inside it)", iclose);
+		free(raw);
+		return end;
+	}
+	if (!(name = known_name(sc, raw))) {
+		tc_unknown_error(sc, "glimmer", raw);
+		free(raw);
+		return c + strlen(iclose);
+	}
+	free(raw);
+	args = json_object();
+	for (q = n1 + 2; (q = tc_find_at(sc->text, q, c, par)) != (size_t)-1;) {
+		size_t k0 = q + strlen(par), k1, v0, v1;
+		char *k;
+
+		for (k1 = k0; k1 < c && sc->text[k1] != '"'; k1++)
+			;
+		v1 = tc_find_at(sc->text, k1, c, pclose);
+		if (!tc_starts(sc, k1, c, "\">") || v1 == (size_t)-1) {
+			tc_call_error(sc, "glimmer", name, "a parameter is not written as "
+				      "<atem:parameter name=\"KEY\">VALUE%s", pclose);
+			goto out;
+		}
+		v0 = k1 + 2;
+		k = xstrndup(sc->text + k0, k1 - k0);
+		json_object_set_new(args, k, typed_value(sc->text + v0, v1 - v0));
+		free(k);
+		q = v1 + strlen(pclose);
+	}
+	tc_push_call(sc, name, args, "glimmer", NULL);
+out:
+	json_decref(args);
+	free(name);
+	return c + strlen(iclose);
+}
+
+static void scan_glimmer(struct scan *sc)
+{
+	size_t p = 0, r0, r1, b0, b1;
+
+	while (gl_next(sc->text, sc->len, p, &r0, &r1, &b0, &b1)) {
+		size_t q = b0;
+
+		p = b1;
+		if (gl_is(sc->text, r0, r1, "user") || gl_is(sc->text, r0, r1, "self"))
+			continue;
+		if (tc_find_at(sc->text, b0, b1, "<atem:") == (size_t)-1)
+			continue;
+		while ((q = tc_find_at(sc->text, q, b1, "<atem:invoke name=\"")) != (size_t)-1)
+			q = gl_invoke(sc, q, b1);
+		tc_add_span(sc, r0 - 3, b1);
+	}
+}
+
+/* Blank the reasoning (to=self) and any ATEM markup outside a message to a tool. */
+static void mask_glimmer(char *t, size_t len)
+{
+	static const char fc[] = "<atem:function_calls>", fcc[] = "</atem:function_calls>";
+	size_t p = 0, q, s, r0, r1, b0, b1;
+
+	while (gl_next(t, len, p, &r0, &r1, &b0, &b1)) {
+		p = b1;
+		if (gl_is(t, r0, r1, "self"))
+			memset(t + b0, ' ', b1 - b0);
+	}
+	for (p = 0; (q = tc_find_at(t, p, len, fc)) != (size_t)-1;) {
+		size_t c = tc_find_at(t, q, len, fcc), e = c == (size_t)-1 ? len : c + strlen(fcc);
+		int tool = 0;
+
+		for (s = 0; gl_next(t, len, s, &r0, &r1, &b0, &b1); s = b1)
+			if (b0 <= q && q < b1 && !gl_is(t, r0, r1, "user") && !gl_is(t, r0, r1, "self"))
+				tool = 1;
+		if (!tool)
+			memset(t + q, ' ', e - q);
+		p = e;
+	}
+}
+
+/* ---- K2 Horizon: <ifm|tool_calls><ifm|tool_call>NAME<ifm|arg_key>...</ifm|tool_calls> ---- */
+
+/*
+ * GLM-4.7's shape under renamed tags: NAME, then <ifm|arg_key>K</ifm|arg_key>
+ * [<ifm|arg_type>T</ifm|arg_type>] <ifm|arg_value>V</ifm|arg_value> pairs; or,
+ * in its JSON dialect, {"name": ..., "arguments": {...}} inside the call.
+ */
+static void k2h_call(struct scan *sc, size_t p, size_t end)
+{
+	static const char key[] = "<ifm|arg_key>", keyc[] = "</ifm|arg_key>";
+	static const char val[] = "<ifm|arg_value>", valc[] = "</ifm|arg_value>";
+	size_t q = tc_skip_ws(sc, p, end), n1, used;
+	char *name;
+	json_t *args;
+
+	if (q < end && sc->text[q] == '{') {
+		tc_take_calls_at(sc, q, end, "k2-horizon", TC_MARKED, &used);
+		return;
+	}
+	for (n1 = q; n1 < end && sc->text[n1] != '<'; n1++)
+		;
+	while (n1 > q && isspace((unsigned char)sc->text[n1 - 1]))
+		n1--;
+	name = xstrndup(sc->text + q, n1 - q);
+	if (!*name) {
+		tc_call_error(sc, "k2-horizon", NULL, "the call does not start with the tool's name");
+		free(name);
+		return;
+	}
+	if (!tc_known(sc, name)) {
+		tc_unknown_error(sc, "k2-horizon", name);
+		free(name);
+		return;
+	}
+	args = json_object();
+	for (q = n1; (q = tc_find_at(sc->text, q, end, key)) != (size_t)-1;) {
+		size_t k0 = q + strlen(key), k1 = tc_find_at(sc->text, k0, end, keyc), v0, v1;
+		char *k;
+
+		/* an <ifm|arg_type> between the key and the value is skipped: values are typed by shape */
+		v0 = k1 == (size_t)-1 ? (size_t)-1 : tc_find_at(sc->text, k1, end, val);
+		v1 = v0 == (size_t)-1 ? (size_t)-1 : tc_find_at(sc->text, v0, end, valc);
+		if (v1 == (size_t)-1) {
+			tc_call_error(sc, "k2-horizon", name, "an argument is not written as "
+				      "%sKEY%s%sVALUE%s", key, keyc, val, valc);
+			json_decref(args);
+			free(name);
+			return;
+		}
+		k = xstrndup(sc->text + k0, k1 - k0);
+		v0 += strlen(val);
+		json_object_set_new(args, k, typed_value(sc->text + v0, v1 - v0));
+		free(k);
+		q = v1 + strlen(valc);
+	}
+	tc_push_call(sc, name, args, "k2-horizon", NULL);
+	json_decref(args);
+	free(name);
+}
+
+static void scan_k2horizon(struct scan *sc)
+{
+	static const char sec[] = "<ifm|tool_calls>", secc[] = "</ifm|tool_calls>";
+	static const char call[] = "<ifm|tool_call>", callc[] = "</ifm|tool_call>";
+	size_t p = 0, o;
+
+	while ((o = tc_find_at(sc->text, p, sc->len, call)) != (size_t)-1) {
+		size_t c = tc_find_at(sc->text, o, sc->len, callc);
+		size_t next = tc_find_at(sc->text, o + strlen(call), sc->len, call), a = o, b;
+
+		if (c == (size_t)-1 || (next != (size_t)-1 && next < c)) {
+			tc_call_error(sc, "k2-horizon", NULL, "a call is not closed with %s", callc);
+			b = next == (size_t)-1 ? sc->len : next;
+		} else {
+			k2h_call(sc, o + strlen(call), c);
+			b = c + strlen(callc);
+		}
+		/* the section markers around the calls are no prose */
+		if (o >= strlen(sec) && !memcmp(sc->text + o - strlen(sec), sec, strlen(sec)))
+			a = o - strlen(sec);
+		if (tc_starts(sc, b, sc->len, secc))
+			b += strlen(secc);
+		tc_add_span(sc, a, b);
+		p = b;
+	}
+}
+
+void tc_scan_more(struct scan *sc)
+{
+	static void (*const scans[])(struct scan *) = {
+		scan_minimax3, scan_glimmer, scan_k2horizon,
+	};
+	size_t k;
+
+	for (k = 0; k < ARRAY_SIZE(scans) && !sc->out->nr && !sc->out->errors.nr; k++) {
+		sc->spans_nr = 0;
+		scans[k](sc);
+	}
+}
+
+/* ---- the reasoning these families write ---- */
+
+void tc_mask_more(char *text, size_t len)
+{
+	static const char think[] = "<|content_thinking|>";
+	static const char *const ends[] = {
+		"<|end_message|>", "<|content_text|>", "<|content_model_end_sampling|>",
+	};
+	size_t p = 0, o, k;
+
+	/* Inkling: a thinking block runs to <|end_message|> (or the next content kind) */
+	while ((o = tc_find_at(text, p, len, think)) != (size_t)-1) {
+		size_t e = len;
+
+		for (k = 0; k < ARRAY_SIZE(ends); k++) {
+			size_t q = tc_find_at(text, o + strlen(think), len, ends[k]);
+
+			if (q < e)
+				e = q;
+		}
+		memset(text + o, ' ', e - o);
+		p = e;
+	}
+	mask_glimmer(text, len);
+}
