@@ -230,53 +230,46 @@ static void scan_minimax3(struct scan *sc)
  * (reasoning), " to=user<|message|>" (the answer) or " to=TOOL<|message|>"
  * followed by <atem:function_calls><atem:invoke name="TOOL">
  * <atem:parameter name="K">V</atem:parameter>...; each message ends at
- * <|eom|>, <|eot|> or the next <|start|>. Only a message to a tool holds
- * calls: markup in the answer or the reasoning is text (the mask blanks it).
+ * <|eom|> or <|eot|>, and the next one starts there with
+ * "<|start|>assistant". A header quoted inside a message is its text. Only
+ * a message to a tool holds calls: markup in the answer, the reasoning or
+ * a reply with no headers is text (the mask blanks it).
  */
 static const char gl_msg[] = "<|message|>";
 
-/* The end of the message whose body starts at `p`. */
-static size_t gl_end(const char *t, size_t p, size_t len)
-{
-	static const char *const ends[] = { "<|eom|>", "<|eot|>", "<|start|>" };
-	size_t k, e = len;
-
-	for (k = 0; k < ARRAY_SIZE(ends); k++) {
-		size_t q = tc_find_at(t, p, len, ends[k]);
-
-		if (q < e)
-			e = q;
-	}
-	return e;
-}
-
 /*
- * The next addressed message at or after `from`: its recipient in
- * [*r0, *r1), its body [*b0, *b1). 0 when there is none.
+ * The addressed message at `from` (the reply's start, or just after the
+ * previous message's end): its recipient in [*r0, *r1), its body
+ * [*b0, *b1), and where the next one starts in *next. 0 when none is there.
  */
 static int gl_next(const char *t, size_t len, size_t from, size_t *r0, size_t *r1, size_t *b0,
-		   size_t *b1)
+		   size_t *b1, size_t *next)
 {
-	size_t p = from, q;
+	static const char start[] = "<|start|>assistant";
+	size_t p = from, m, e, o;
 
-	while ((q = tc_find_at(t, p, len, "to=")) != (size_t)-1) {
-		size_t n = q + 3, m;
-
-		p = q + 3;
-		/* a header starts the reply or follows <|start|>assistant */
-		if (q > 0 && !isspace((unsigned char)t[q - 1]))
-			continue;
-		for (m = n; m < len && (tc_name_char((unsigned char)t[m])); m++)
-			;
-		if (m == n || !(len - m >= strlen(gl_msg) && !memcmp(t + m, gl_msg, strlen(gl_msg))))
-			continue;
-		*r0 = n;
-		*r1 = m;
-		*b0 = m + strlen(gl_msg);
-		*b1 = gl_end(t, *b0, len);
-		return 1;
-	}
-	return 0;
+	while (p < len && isspace((unsigned char)t[p]))
+		p++;
+	if (len - p >= strlen(start) && !memcmp(t + p, start, strlen(start)))
+		p += strlen(start);
+	while (p < len && isspace((unsigned char)t[p]))
+		p++;
+	if (len - p < 3 || memcmp(t + p, "to=", 3))
+		return 0;
+	for (m = p + 3; m < len && tc_name_char((unsigned char)t[m]); m++)
+		;
+	if (m == p + 3 || len - m < strlen(gl_msg) || memcmp(t + m, gl_msg, strlen(gl_msg)))
+		return 0;
+	*r0 = p + 3;
+	*r1 = m;
+	*b0 = m + strlen(gl_msg);
+	e = tc_find_at(t, *b0, len, "<|eom|>");
+	o = tc_find_at(t, *b0, len, "<|eot|>");
+	if (o < e)
+		e = o;
+	*b1 = e == (size_t)-1 ? len : e;
+	*next = e == (size_t)-1 ? len : e + strlen("<|eom|>");
+	return 1;
 }
 
 static int gl_is(const char *t, size_t r0, size_t r1, const char *who)
@@ -337,19 +330,19 @@ out:
 
 static void scan_glimmer(struct scan *sc)
 {
-	size_t p = 0, r0, r1, b0, b1;
+	size_t p = 0, r0, r1, b0, b1, next;
 
-	while (gl_next(sc->text, sc->len, p, &r0, &r1, &b0, &b1)) {
+	while (gl_next(sc->text, sc->len, p, &r0, &r1, &b0, &b1, &next)) {
 		size_t q = b0;
 
-		p = b1;
+		p = next;
 		if (gl_is(sc->text, r0, r1, "user") || gl_is(sc->text, r0, r1, "self"))
 			continue;
 		if (tc_find_at(sc->text, b0, b1, "<atem:") == (size_t)-1)
 			continue;
 		while ((q = tc_find_at(sc->text, q, b1, "<atem:invoke name=\"")) != (size_t)-1)
 			q = gl_invoke(sc, q, b1);
-		tc_add_span(sc, r0 - 3, b1);
+		tc_add_span(sc, r0 - 3, next);
 	}
 }
 
@@ -357,10 +350,10 @@ static void scan_glimmer(struct scan *sc)
 static void mask_glimmer(char *t, size_t len)
 {
 	static const char fc[] = "<atem:function_calls>", fcc[] = "</atem:function_calls>";
-	size_t p = 0, q, s, r0, r1, b0, b1;
+	size_t p = 0, q, s, r0, r1, b0, b1, next;
 
-	while (gl_next(t, len, p, &r0, &r1, &b0, &b1)) {
-		p = b1;
+	while (gl_next(t, len, p, &r0, &r1, &b0, &b1, &next)) {
+		p = next;
 		if (gl_is(t, r0, r1, "self"))
 			memset(t + b0, ' ', b1 - b0);
 	}
@@ -368,7 +361,7 @@ static void mask_glimmer(char *t, size_t len)
 		size_t c = tc_find_at(t, q, len, fcc), e = c == (size_t)-1 ? len : c + strlen(fcc);
 		int tool = 0;
 
-		for (s = 0; gl_next(t, len, s, &r0, &r1, &b0, &b1); s = b1)
+		for (s = 0; gl_next(t, len, s, &r0, &r1, &b0, &b1, &next); s = next)
 			if (b0 <= q && q < b1 && !gl_is(t, r0, r1, "user") && !gl_is(t, r0, r1, "self"))
 				tool = 1;
 		if (!tool)
