@@ -149,6 +149,7 @@ static const struct {
 	{ "<|open|>think<|sep|>", "<|close|>think<|sep|>" },	/* Kimi K3 */
 	{ "<|inner_prefix|>", "<|inner_suffix|>" },	/* Apertus */
 	{ "<mm:think>", "</mm:think>" },		/* MiniMax-M3 */
+	{ "Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]" },	/* Apriel 1.6: opened by the prompt */
 	{ "<ifm|think>", "</ifm|think>" },		/* K2 Horizon, then its lighter efforts */
 	{ "<ifm|think_fast>", "</ifm|think_fast>" },
 	{ "<ifm|think_faster>", "</ifm|think_faster>" },
