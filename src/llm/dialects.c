@@ -74,6 +74,8 @@ static const struct form {
 	  "</atem:function_calls><|eom|>", 0 },
 	{ "k2-horizon", "<ifm|tool_calls><ifm|tool_call>TOOL\n<ifm|arg_key>KEY</ifm|arg_key>"
 	  "<ifm|arg_value>VALUE</ifm|arg_value></ifm|tool_call></ifm|tool_calls>", 0 },
+	{ "solar-open", "<|tool_calls|><|tool_call:begin|>0<|tool_call:name|>TOOL<|tool_call:args|>{...}"
+	  "<|tool_call:end|>", 1 },
 	{ "inkling", "<|message_model|>TOOL<|content_invoke_tool_json|>{\"name\": \"TOOL\", "
 	  "\"args\": {...}}<|end_message|>", 1 },
 	{ "fenced", "```json\n{\"tool\": \"TOOL\", \"arguments\": {...}}\n```", 1 },

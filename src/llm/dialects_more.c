@@ -1,8 +1,8 @@
 /*
  * Text-call dialects from llama.cpp's dedicated parsers that the other
  * files do not cover (see textcalls_int.h): MiniMax-M3's namespaced XML,
- * Muse Glimmer's ATEM markup inside addressed messages, and K2 Horizon's
- * <ifm|...> tags; plus the reasoning those families (and Inkling) write,
+ * Muse Glimmer's ATEM markup inside addressed messages, K2 Horizon's
+ * <ifm|...> tags and Solar Open's <|tool_call:...|> markers; plus the reasoning those families (and Inkling) write,
  * for the mask. Formats were read from llama.cpp's common/parsers/ and
  * tests/test-chat.cpp and from SGLang's and vLLM's detector tests; the
  * samples live in tests/fixtures/dialects/.
@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "base/buf.h"
 #include "base/err.h"
 #include "base/jsonx.h"
 #include "llm/textcalls_int.h"
@@ -457,10 +458,56 @@ static void scan_k2horizon(struct scan *sc)
 	}
 }
 
+/* ---- Solar Open: <|tool_calls|><|tool_call:begin|>ID<|tool_call:name|>f<|tool_call:args|>{...}<|tool_call:end|> ---- */
+
+static void scan_solar(struct scan *sc)
+{
+	static const char beg[] = "<|tool_call:begin|>", nm[] = "<|tool_call:name|>";
+	static const char ar[] = "<|tool_call:args|>", fin[] = "<|tool_call:end|>";
+	static const char *const wrappers[] = { "<|tool_calls|>", "<|calls|>", "<|flush|>" };
+	size_t p = 0, o, k, q, found = 0;
+
+	while ((o = tc_find_at(sc->text, p, sc->len, beg)) != (size_t)-1) {
+		size_t next = tc_find_at(sc->text, o + strlen(beg), sc->len, beg);
+		size_t lim = next == (size_t)-1 ? sc->len : next, c = tc_find_at(sc->text, o, lim, fin);
+		size_t end = c == (size_t)-1 ? lim : c, n = tc_find_at(sc->text, o, end, nm), a, used;
+
+		a = n == (size_t)-1 ? (size_t)-1 : tc_find_at(sc->text, n, end, ar);
+		found++;
+		if (a == (size_t)-1) {
+			tc_call_error(sc, "solar-open", NULL, "the call has no %sNAME%s{...}", nm, ar);
+		} else {
+			char *name = xstrndup(sc->text + n + strlen(nm), a - n - strlen(nm));
+			struct buf notes = BUF_INIT;
+			json_t *j = NULL;
+			size_t b = tc_skip_ws(sc, a + strlen(ar), end);
+
+			if (!tc_known(sc, name))
+				tc_unknown_error(sc, "solar-open", name);
+			else if (c == (size_t)-1)
+				tc_call_error(sc, "solar-open", name, "the call is not closed with %s", fin);
+			else if ((j = tc_take_json(sc, b, end, "solar-open", 1, name, &used, &notes)) &&
+				 json_is_object(j))
+				tc_push_call(sc, name, j, "solar-open", notes.buf);
+			else if (j)
+				tc_call_error(sc, "solar-open", name, "its arguments are not a JSON object");
+			json_decref(j);
+			buf_release(&notes);
+			free(name);
+		}
+		p = c == (size_t)-1 ? lim : c + strlen(fin);
+		tc_add_span(sc, o, p);
+	}
+	for (k = 0; found && k < ARRAY_SIZE(wrappers); k++)
+		for (p = 0; (q = tc_find_at(sc->text, p, sc->len, wrappers[k])) != (size_t)-1;
+		     p = q + strlen(wrappers[k]))
+			tc_add_span(sc, q, q + strlen(wrappers[k]));
+}
+
 void tc_scan_more(struct scan *sc)
 {
 	static void (*const scans[])(struct scan *) = {
-		scan_minimax3, scan_glimmer, scan_k2horizon,
+		scan_minimax3, scan_glimmer, scan_k2horizon, scan_solar,
 	};
 	size_t k;
 
@@ -490,6 +537,14 @@ void tc_mask_more(char *text, size_t len)
 			if (q < e)
 				e = q;
 		}
+		memset(text + o, ' ', e - o);
+		p = e;
+	}
+	/* Solar Open: <|think|>... up to <|end|> (only when opened: harmony ends messages with <|end|> too) */
+	for (p = 0; (o = tc_find_at(text, p, len, "<|think|>")) != (size_t)-1;) {
+		size_t e = tc_find_at(text, o, len, "<|end|>");
+
+		e = e == (size_t)-1 ? len : e + strlen("<|end|>");
 		memset(text + o, ' ', e - o);
 		p = e;
 	}

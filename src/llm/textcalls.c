@@ -622,7 +622,7 @@ static void scan_hermes(struct scan *sc)
 	const char *o;
 
 	while ((o = tc_find(sc, p, sc->len, "<tool_call>"))) {
-		size_t a = (size_t)(o - sc->text), body = a + strlen("<tool_call>"), end, b;
+		size_t a = (size_t)(o - sc->text), body = a + strlen("<tool_call>"), end, b, fend;
 		const char *c = tc_find(sc, body, sc->len, "</tool_call>"),
 			   *next = tc_find(sc, body, sc->len, "<tool_call>");
 
@@ -630,13 +630,22 @@ static void scan_hermes(struct scan *sc)
 		if (next && (size_t)(next - sc->text) < end)
 			end = (size_t)(next - sc->text);
 		b = c && (size_t)(c - sc->text) == end ? end + strlen("</tool_call>") : end;
+		fend = end;
 		body = tc_skip_ws(sc, body, end);
+		/* EXAONE MoE may fence the JSON inside the tags: ```json\n{...}\n``` */
+		if (end - body >= 3 && !memcmp(sc->text + body, "```", 3)) {
+			const char *nl = memchr(sc->text + body, '\n', end - body), *f;
+
+			body = nl ? (size_t)(nl - sc->text) + 1 : end;
+			f = tc_find(sc, body, end, "```");
+			fend = f ? (size_t)(f - sc->text) : end;
+		}
 		if (end - body >= 10 && !memcmp(sc->text + body, "<function=", 10))
 			tc_take_xml_function(sc, body, end, "hermes");
 		else if (body < end && (isalpha((unsigned char)sc->text[body]) || sc->text[body] == '_'))
 			tc_take_glm(sc, body, end);
 		else if (body < end)
-			tc_take_calls_at(sc, body, end, "hermes", 0, &used);
+			tc_take_calls_at(sc, body, fend, "hermes", 0, &used);
 		else
 			tc_call_error(sc, "hermes", NULL, "the <tool_call> block is empty");
 		tc_add_span(sc, a, b);

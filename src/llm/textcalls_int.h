@@ -100,9 +100,11 @@ void tc_scan_minicpm5(struct scan *sc);
 
 /* ---- dialects_more.c ---- */
 
-/* MiniMax-M3's namespaced XML, Muse Glimmer's addressed ATEM messages, K2 Horizon's <ifm|...> tags. */
+/* MiniMax-M3's namespaced XML, Muse Glimmer's addressed ATEM messages, K2 Horizon's <ifm|...> tags,
+ * Solar Open's <|tool_call:...|> markers. */
 void tc_scan_more(struct scan *sc);
-/* Blank Inkling's thinking blocks and Glimmer's to=self messages (and ATEM markup not sent to a tool). */
+/* Blank Inkling's thinking blocks, Solar Open's <|think|>, and Glimmer's to=self messages (and ATEM
+ * markup not sent to a tool). */
 void tc_mask_more(char *text, size_t len);
 
 #endif
