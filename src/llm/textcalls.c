@@ -593,7 +593,9 @@ void tc_take_xml_function(struct scan *sc, size_t p, size_t end, const char *dia
 		key = xstrndup(t + p, (size_t)(gt - t) - p);
 		p = (size_t)(gt - t) + 1;
 		close = tc_find(sc, p, end, "</parameter>");
-		if (!close) {
+		/* a value running into the next <parameter= lost its closing tag: no guess */
+		pe = tc_find(sc, p, end, "<parameter=");
+		if (!close || (pe && pe < close)) {
 			tc_call_error(sc, dialect, name, "the parameter \"%s\" is not closed with "
 				   "</parameter>", key);
 			free(key);
