@@ -66,6 +66,8 @@ static const struct form {
 	  "<|open|>argument key=\"KEY\" type=\"string\"<|sep|>VALUE<|close|>argument<|sep|>"
 	  "<|close|>call<|sep|><|close|>tools<|sep|>", 0 },
 	{ "functionary-v3.2", ">>>TOOL\n{...}", 1 },
+	{ "inkling", "<|content_invoke_tool_json|>{\"name\": \"TOOL\", \"args\": {...}}"
+	  "<|end_message|>", 1 },
 	{ "minicpm5", "<function name=\"TOOL\"><param name=\"KEY\">VALUE</param></function>", 0 },
 	{ "fenced", "```json\n{\"tool\": \"TOOL\", \"arguments\": {...}}\n```", 1 },
 };
@@ -210,6 +212,7 @@ void tc_mask_reasoning(char *text, size_t len)
 		}
 	}
 	mask_harmony(text, len);
+	tc_mask_inkling(text, len);
 }
 
 /* ---- gpt-oss harmony ---- */

@@ -98,4 +98,13 @@ void tc_scan_kimi3(struct scan *sc);
 void tc_scan_recipient(struct scan *sc);
 void tc_scan_minicpm5(struct scan *sc);
 
+/* ---- dialects_vllm_b.c ---- */
+
+/*
+ * Blank Inkling's <|content_thinking|> blocks; not in the mask's table,
+ * their closer <|end_message|> ending every kind of block.
+ */
+void tc_mask_inkling(char *text, size_t len);
+void tc_scan_inkling(struct scan *sc);
+
 #endif
