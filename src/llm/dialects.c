@@ -68,6 +68,8 @@ static const struct form {
 	{ "functionary-v3.2", ">>>TOOL\n{...}", 1 },
 	{ "inkling", "<|content_invoke_tool_json|>{\"name\": \"TOOL\", \"args\": {...}}"
 	  "<|end_message|>", 1 },
+	{ "solar-open2", "<|tool_call:start|>TOOL\n<|tool_arg:start|>KEY<|tool_arg:value|>VALUE"
+	  "<|tool_arg:end|>\n<|tool_call:end|>", 0 },
 	{ "minicpm5", "<function name=\"TOOL\"><param name=\"KEY\">VALUE</param></function>", 0 },
 	{ "fenced", "```json\n{\"tool\": \"TOOL\", \"arguments\": {...}}\n```", 1 },
 };
@@ -135,6 +137,7 @@ static const struct {
 	{ "<think>", "</think>" },			/* Qwen3, DeepSeek R1, GLM, MiniMax, OLMo 3 */
 	{ "<thinking>", "</thinking>" },
 	{ "<seed:think>", "</seed:think>" },		/* Seed-OSS */
+	{ "<|think:start|>", "<|think:end|>" },		/* Solar Open2 */
 	{ "[THINK]", "[/THINK]" },			/* Magistral */
 	{ "<|START_THINKING|>", "<|END_THINKING|>" },	/* Command A, R7B */
 	{ "\xe2\x97\x81think\xe2\x96\xb7", "\xe2\x97\x81/think\xe2\x96\xb7" },	/* Kimi: ◁think▷ */

@@ -1,8 +1,10 @@
 /*
  * Families of vLLM's parser list whose markers no other file reads:
  * Inkling's typed content blocks (<|content_invoke_tool_json|> and its
- * neighbours). See textcalls.h for what a call must be.
+ * neighbours) and Solar Open2's <|tool_call:start|> sentinels. See
+ * textcalls.h for what a call must be.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/jsonx.h"
@@ -108,6 +110,110 @@ void tc_scan_inkling(struct scan *sc)
 		ink_take(sc, tc_skip_ws(sc, body, end), end, &o);
 		if (tc_starts(sc, b, sc->len, INK_END))
 			b += strlen(INK_END);
+		tc_add_span(sc, o, b);
+		p = b;
+	}
+}
+
+/* ---- Solar Open2 ---- */
+
+/*
+ * <|tool_call:start|>NAME\n<|tool_arg:start|>K<|tool_arg:value|>V<|tool_arg:end|>\n
+ * <|tool_call:end|>. Solar's own parser is built around sentinels the
+ * model drops, and so is this one: a call also ends where the next one
+ * starts, a value at any sentinel; a call or argument whose name runs
+ * into a boundary before it is finished was restarted and is skipped.
+ * A value the reply ends inside was cut off: it is never run.
+ */
+#define SO_CALL "<|tool_call:start|>"
+#define SO_CALL_END "<|tool_call:end|>"
+#define SO_ARG "<|tool_arg:start|>"
+#define SO_VALUE "<|tool_arg:value|>"
+#define SO_ARG_END "<|tool_arg:end|>"
+
+/* The first of the sentinels in `stops` (NULL-ended) in [p, end), or `end`. */
+static size_t so_first(const char *t, size_t p, size_t end, const char *const *stops)
+{
+	for (; *stops; stops++) {
+		size_t s = tc_find_at(t, p, end, *stops);
+
+		if (s != (size_t)-1)
+			end = s;
+	}
+	return end;
+}
+
+/* The arguments of the call whose body is [p, end); NULL after an error about `name`. */
+static json_t *so_args(struct scan *sc, size_t p, size_t end, int cut, const char *name)
+{
+	static const char *const name_stops[] = { SO_VALUE, SO_ARG, NULL };
+	static const char *const value_stops[] = { SO_ARG_END, SO_ARG, NULL };
+	json_t *args = json_object();
+	size_t a;
+
+	while ((a = tc_find_at(sc->text, p, end, SO_ARG)) != (size_t)-1) {
+		size_t k0 = a + strlen(SO_ARG), k1 = so_first(sc->text, k0, end, name_stops), v0, v1;
+		json_t *key;
+
+		if (k1 == end) {
+			tc_call_error(sc, "solar-open2", name, "an argument name is not followed by "
+				      "<|tool_arg:value|>");
+			json_decref(args);
+			return NULL;
+		}
+		if (!tc_starts(sc, k1, end, SO_VALUE)) {
+			p = k1;		/* <|tool_arg:start|> again: the argument was restarted */
+			continue;
+		}
+		v0 = k1 + strlen(SO_VALUE);
+		v1 = so_first(sc->text, v0, end, value_stops);
+		if (v1 == end && cut) {
+			tc_call_error(sc, "solar-open2", name, "the reply ends inside the value of "
+				      "an argument: it was cut off");
+			json_decref(args);
+			return NULL;
+		}
+		/* a name that is not UTF-8 would make jansson refuse the key */
+		key = jsonx_stringn_lossy(sc->text + k0, k1 - k0);
+		if (!json_object_get(args, json_string_value(key)))	/* the first value wins */
+			jsonx_set(args, json_string_value(key), tc_xml_value(sc->text + v0, v1 - v0));
+		json_decref(key);
+		p = tc_starts(sc, v1, end, SO_ARG_END) ? v1 + strlen(SO_ARG_END) : v1;
+	}
+	return args;
+}
+
+void tc_scan_solar(struct scan *sc)
+{
+	static const char *const name_stops[] = { "\n", SO_CALL, SO_CALL_END, NULL };
+	static const char *const call_stops[] = { SO_CALL_END, SO_CALL, NULL };
+	size_t p = 0, o;
+
+	while ((o = tc_find_at(sc->text, p, sc->len, SO_CALL)) != (size_t)-1) {
+		size_t n0 = o + strlen(SO_CALL), n1 = so_first(sc->text, n0, sc->len, name_stops);
+		size_t end, b;
+		char *name;
+		json_t *args;
+
+		if (n1 == sc->len || sc->text[n1] != '\n') {
+			/* the name never ended: a restarted call, or the reply cut in its name */
+			if (n1 == sc->len)
+				tc_call_error(sc, "solar-open2", NULL, "the reply ends inside the "
+					      "name of a call: it was cut off");
+			tc_add_span(sc, o, n1);
+			p = n1;
+			continue;
+		}
+		end = so_first(sc->text, n1, sc->len, call_stops);
+		b = tc_starts(sc, end, sc->len, SO_CALL_END) ? end + strlen(SO_CALL_END) : end;
+		name = xstrndup(sc->text + n0, n1 - n0);
+		if (!tc_known(sc, name)) {
+			tc_unknown_error(sc, "solar-open2", name);
+		} else if ((args = so_args(sc, n1 + 1, end, end == sc->len, name))) {
+			tc_push_call(sc, name, args, "solar-open2", NULL);
+			json_decref(args);
+		}
+		free(name);
 		tc_add_span(sc, o, b);
 		p = b;
 	}
