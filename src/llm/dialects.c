@@ -70,6 +70,10 @@ static const struct form {
 	  "<|end_message|>", 1 },
 	{ "solar-open2", "<|tool_call:start|>TOOL\n<|tool_arg:start|>KEY<|tool_arg:value|>VALUE"
 	  "<|tool_arg:end|>\n<|tool_call:end|>", 0 },
+	{ "gigachat35", "<\xef\xbd\x9cGCML\xef\xbd\x9ctool_calls><\xef\xbd\x9cGCML\xef\xbd\x9cinvoke "
+	  "name=\"TOOL\"><\xef\xbd\x9cGCML\xef\xbd\x9cparameter name=\"KEY\" string=\"true\">VALUE"
+	  "</\xef\xbd\x9cGCML\xef\xbd\x9cparameter></\xef\xbd\x9cGCML\xef\xbd\x9cinvoke>"
+	  "</\xef\xbd\x9cGCML\xef\xbd\x9ctool_calls>", 0 },
 	{ "minicpm5", "<function name=\"TOOL\"><param name=\"KEY\">VALUE</param></function>", 0 },
 	{ "fenced", "```json\n{\"tool\": \"TOOL\", \"arguments\": {...}}\n```", 1 },
 };
@@ -550,6 +554,7 @@ void tc_scan_invoke(struct scan *sc)
 		"</\xef\xbd\x9c" "DSML\xef\xbd\x9c" "function_calls>",
 		"<\xef\xbd\x9c" "DSML\xef\xbd\x9c" "tool_calls>",	/* DeepSeek V4 */
 		"</\xef\xbd\x9c" "DSML\xef\xbd\x9c" "tool_calls>",
+		"<\xef\xbd\x9cGCML\xef\xbd\x9ctool_calls>", "</\xef\xbd\x9cGCML\xef\xbd\x9ctool_calls>",
 		"<\xef\xbd\x9ctool_calls_begin\xef\xbd\x9c>", "<\xef\xbd\x9ctool_calls_end\xef\xbd\x9c>",
 		"<\xef\xbd\x9ctool_call_begin\xef\xbd\x9c>", "<\xef\xbd\x9ctool_call_end\xef\xbd\x9c>",
 		"function<\xef\xbd\x9ctool_sep\xef\xbd\x9c>",

@@ -218,3 +218,25 @@ void tc_scan_solar(struct scan *sc)
 		p = b;
 	}
 }
+
+/* ---- GigaChat 3.5 ---- */
+
+/*
+ * <｜GCML｜tool_calls><｜GCML｜invoke name="f"><｜GCML｜parameter name="k"
+ * string="true">v</｜GCML｜parameter></｜GCML｜invoke></｜GCML｜tool_calls>:
+ * the invoke pass reads the calls (｜GCML｜ is one more prefix to it). This
+ * pass only speaks when the wrapper is there and no invoke is, anywhere:
+ * the model opened a call it never wrote (an empty block, a parameter
+ * without its invoke), which would otherwise pass as prose.
+ */
+#define GC_CALLS "<\xef\xbd\x9cGCML\xef\xbd\x9ctool_calls>"
+
+void tc_scan_gigachat35(struct scan *sc)
+{
+	size_t o = tc_find_at(sc->text, 0, sc->len, GC_CALLS);
+
+	if (o == (size_t)-1 || tc_find_at(sc->text, 0, sc->len, "invoke name=\"") != (size_t)-1)
+		return;
+	tc_call_error(sc, "gigachat35", NULL, "the <\xef\xbd\x9cGCML\xef\xbd\x9ctool_calls> block "
+		      "holds no <\xef\xbd\x9cGCML\xef\xbd\x9cinvoke name=\"NAME\">");
+}

@@ -107,5 +107,6 @@ void tc_scan_minicpm5(struct scan *sc);
 void tc_mask_inkling(char *text, size_t len);
 void tc_scan_inkling(struct scan *sc);
 void tc_scan_solar(struct scan *sc);
+void tc_scan_gigachat35(struct scan *sc);
 
 #endif
