@@ -74,6 +74,8 @@ static const struct form {
 	  "name=\"TOOL\"><\xef\xbd\x9cGCML\xef\xbd\x9cparameter name=\"KEY\" string=\"true\">VALUE"
 	  "</\xef\xbd\x9cGCML\xef\xbd\x9cparameter></\xef\xbd\x9cGCML\xef\xbd\x9cinvoke>"
 	  "</\xef\xbd\x9cGCML\xef\xbd\x9ctool_calls>", 0 },
+	{ "k2-horizon", "<ifm|tool_calls><ifm|tool_call>TOOL<ifm|arg_key>KEY</ifm|arg_key>"
+	  "<ifm|arg_value>VALUE</ifm|arg_value></ifm|tool_call></ifm|tool_calls>", 0 },
 	{ "minicpm5", "<function name=\"TOOL\"><param name=\"KEY\">VALUE</param></function>", 0 },
 	{ "fenced", "```json\n{\"tool\": \"TOOL\", \"arguments\": {...}}\n```", 1 },
 };
@@ -142,6 +144,9 @@ static const struct {
 	{ "<thinking>", "</thinking>" },
 	{ "<seed:think>", "</seed:think>" },		/* Seed-OSS */
 	{ "<|think:start|>", "<|think:end|>" },		/* Solar Open2 */
+	{ "<ifm|think>", "</ifm|think>" },		/* K2 Horizon, by reasoning effort */
+	{ "<ifm|think_fast>", "</ifm|think_fast>" },
+	{ "<ifm|think_faster>", "</ifm|think_faster>" },
 	{ "[THINK]", "[/THINK]" },			/* Magistral */
 	{ "<|START_THINKING|>", "<|END_THINKING|>" },	/* Command A, R7B */
 	{ "\xe2\x97\x81think\xe2\x96\xb7", "\xe2\x97\x81/think\xe2\x96\xb7" },	/* Kimi: ◁think▷ */

@@ -240,3 +240,164 @@ void tc_scan_gigachat35(struct scan *sc)
 	tc_call_error(sc, "gigachat35", NULL, "the <\xef\xbd\x9cGCML\xef\xbd\x9ctool_calls> block "
 		      "holds no <\xef\xbd\x9cGCML\xef\xbd\x9cinvoke name=\"NAME\">");
 }
+
+/* ---- K2 Horizon (IFM) ---- */
+
+/*
+ * <ifm|tool_calls><ifm|tool_call>BODY</ifm|tool_call>...</ifm|tool_calls>,
+ * the body one of the three forms the template can ask for: JSON
+ * {"name": "f", "arguments": {...}}, or f<ifm|arg_key>k</ifm|arg_key>
+ * [<ifm|arg_type>t</ifm|arg_type>]<ifm|arg_value>v</ifm|arg_value>...
+ * The reply does not say which was asked, so each body is read as it is
+ * written. A closing </ifm|tool_calls> cut by the stop token loses nothing.
+ */
+#define IFM_CALLS "<ifm|tool_calls>"
+#define IFM_CALLS_END "</ifm|tool_calls>"
+#define IFM_CALL "<ifm|tool_call>"
+#define IFM_CALL_END "</ifm|tool_call>"
+#define IFM_KEY "<ifm|arg_key>"
+#define IFM_KEY_END "</ifm|arg_key>"
+#define IFM_TYPE "<ifm|arg_type>"
+#define IFM_TYPE_END "</ifm|arg_type>"
+#define IFM_VALUE "<ifm|arg_value>"
+#define IFM_VALUE_END "</ifm|arg_value>"
+
+/* [*a, *b) holds `open` TEXT `close` at *p (after white space); on success *p passes it. */
+static int ifm_tag(const struct scan *sc, size_t *p, size_t end, const char *open,
+		   const char *close, size_t *a, size_t *b)
+{
+	size_t q = tc_skip_ws(sc, *p, end), c;
+
+	if (!tc_starts(sc, q, end, open))
+		return 0;
+	*a = q + strlen(open);
+	c = tc_find_at(sc->text, *a, end, close);
+	if (c == (size_t)-1)
+		return 0;
+	*b = c;
+	*p = c + strlen(close);
+	return 1;
+}
+
+/* A value by its declared type: a string as written, anything else read as JSON would be. */
+static json_t *ifm_value(const struct scan *sc, size_t t0, size_t t1, size_t v0, size_t v1)
+{
+	if (t1 - t0 == 6 && !memcmp(sc->text + t0, "string", 6))
+		return jsonx_stringn_lossy(sc->text + v0, v1 - v0);
+	v0 = tc_skip_ws(sc, v0, v1);
+	while (v1 > v0 && strchr(" \t\r\n", sc->text[v1 - 1]))
+		v1--;
+	return tc_xml_value(sc->text + v0, v1 - v0);
+}
+
+static void ifm_take_xml(struct scan *sc, size_t p, size_t end)
+{
+	size_t k = tc_find_at(sc->text, p, end, IFM_KEY), n0 = tc_skip_ws(sc, p, end), n1;
+	json_t *args = json_object();
+	char *name;
+
+	n1 = k == (size_t)-1 ? end : k;
+	while (n1 > n0 && strchr(" \t\r\n", sc->text[n1 - 1]))
+		n1--;
+	name = xstrndup(sc->text + n0, n1 - n0);
+	if (!*name || strpbrk(name, " \t\r\n<>")) {
+		tc_call_error(sc, "k2-horizon", NULL, "the call does not start with a tool name");
+		goto out;
+	}
+	if (!tc_known(sc, name)) {
+		tc_unknown_error(sc, "k2-horizon", name);
+		goto out;
+	}
+	for (p = n1; tc_skip_ws(sc, p, end) < end;) {
+		size_t k0, k1, t0 = 0, t1 = 0, v0, v1;
+		json_t *key;
+
+		if (!ifm_tag(sc, &p, end, IFM_KEY, IFM_KEY_END, &k0, &k1)) {
+			tc_call_error(sc, "k2-horizon", name, "after its arguments comes something "
+				      "that is not <ifm|arg_key>NAME</ifm|arg_key>");
+			goto out;
+		}
+		ifm_tag(sc, &p, end, IFM_TYPE, IFM_TYPE_END, &t0, &t1);
+		if (!ifm_tag(sc, &p, end, IFM_VALUE, IFM_VALUE_END, &v0, &v1)) {
+			tc_call_error(sc, "k2-horizon", name, "an argument has no <ifm|arg_value>..."
+				      "</ifm|arg_value>");
+			goto out;
+		}
+		key = jsonx_stringn_lossy(sc->text + k0, k1 - k0);
+		if (json_object_get(args, json_string_value(key))) {
+			tc_call_error(sc, "k2-horizon", name, "the argument \"%s\" is given twice",
+				      json_string_value(key));
+			json_decref(key);
+			goto out;
+		}
+		jsonx_set(args, json_string_value(key), ifm_value(sc, t0, t1, v0, v1));
+		json_decref(key);
+	}
+	tc_push_call(sc, name, args, "k2-horizon", NULL);
+out:
+	json_decref(args);
+	free(name);
+}
+
+static void ifm_take_json(struct scan *sc, size_t p, size_t end)
+{
+	struct buf notes = BUF_INIT;
+	size_t used;
+	json_t *j = tc_take_json(sc, p, end, "k2-horizon", 1, NULL, &used, &notes);
+	const char *name = jsonx_str(j, "name");
+	const json_t *args = json_object_get(j, "arguments");
+
+	if (!j)
+		goto out;
+	if (!json_is_object(j) || !name)
+		tc_call_error(sc, "k2-horizon", NULL, "the object has no \"name\" string");
+	else if (!tc_known(sc, name))
+		tc_unknown_error(sc, "k2-horizon", name);
+	else if (args && !json_is_object(args))
+		tc_call_error(sc, "k2-horizon", name, "its \"arguments\" is not a JSON object");
+	else {
+		json_t *none = json_object();
+
+		tc_push_call(sc, name, args ? args : none, "k2-horizon", notes.buf);
+		json_decref(none);
+	}
+out:
+	json_decref(j);
+	buf_release(&notes);
+}
+
+void tc_scan_k2_horizon(struct scan *sc)
+{
+	size_t p = 0, o, g;
+
+	while ((o = tc_find_at(sc->text, p, sc->len, IFM_CALL)) != (size_t)-1) {
+		size_t body = o + strlen(IFM_CALL), c = tc_find_at(sc->text, body, sc->len, IFM_CALL_END);
+		size_t next = tc_find_at(sc->text, body, sc->len, IFM_CALL);
+
+		if (c == (size_t)-1 || (next != (size_t)-1 && next < c)) {
+			/* a value cut in half would run as if whole: ask again */
+			tc_call_error(sc, "k2-horizon", NULL, "the call is not closed with "
+				      IFM_CALL_END);
+			c = next == (size_t)-1 ? sc->len : next;
+			tc_add_span(sc, o, c);
+			p = c;
+			continue;
+		}
+		body = tc_skip_ws(sc, body, c);
+		if (body < c && sc->text[body] == '{')
+			ifm_take_json(sc, body, c);
+		else
+			ifm_take_xml(sc, body, c);
+		tc_add_span(sc, o, c + strlen(IFM_CALL_END));
+		p = c + strlen(IFM_CALL_END);
+	}
+	for (p = 0; (g = tc_find_at(sc->text, p, sc->len, IFM_CALLS)) != (size_t)-1; p = g + 1) {
+		size_t e = tc_find_at(sc->text, g, sc->len, IFM_CALLS_END);
+
+		if (tc_find_at(sc->text, g, e == (size_t)-1 ? sc->len : e, IFM_CALL) == (size_t)-1)
+			tc_call_error(sc, "k2-horizon", NULL, IFM_CALLS " holds no " IFM_CALL);
+		tc_add_span(sc, g, g + strlen(IFM_CALLS));
+		if (e != (size_t)-1)
+			tc_add_span(sc, e, e + strlen(IFM_CALLS_END));
+	}
+}

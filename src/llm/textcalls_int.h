@@ -108,5 +108,6 @@ void tc_mask_inkling(char *text, size_t len);
 void tc_scan_inkling(struct scan *sc);
 void tc_scan_solar(struct scan *sc);
 void tc_scan_gigachat35(struct scan *sc);
+void tc_scan_k2_horizon(struct scan *sc);
 
 #endif
