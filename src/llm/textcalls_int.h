@@ -7,7 +7,8 @@
  * dialects.c the token-marked and XML-ish ones and the reasoning mask,
  * pycalls.c those written as function calls (pythonic, OLMo 3, LFM2,
  * Gemma), textcalls_more.c Kimi K3's tag language, Functionary v3.2's
- * recipients and MiniCPM 5's XML. Nothing outside src/llm/ includes this.
+ * recipients and MiniCPM 5's XML, dialects_vllm_b.c Inkling, Solar Open2,
+ * GigaChat 3.5 and K2 Horizon. Nothing outside src/llm/ includes this.
  */
 
 #include <stddef.h>
