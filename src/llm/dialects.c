@@ -66,6 +66,16 @@ static const struct form {
 	  "<|open|>argument key=\"KEY\" type=\"string\"<|sep|>VALUE<|close|>argument<|sep|>"
 	  "<|close|>call<|sep|><|close|>tools<|sep|>", 0 },
 	{ "functionary-v3.2", ">>>TOOL\n{...}", 1 },
+	{ "inkling", "<|content_invoke_tool_json|>{\"name\": \"TOOL\", \"args\": {...}}"
+	  "<|end_message|>", 1 },
+	{ "solar-open2", "<|tool_call:start|>TOOL\n<|tool_arg:start|>KEY<|tool_arg:value|>VALUE"
+	  "<|tool_arg:end|>\n<|tool_call:end|>", 0 },
+	{ "gigachat35", "<\xef\xbd\x9cGCML\xef\xbd\x9ctool_calls><\xef\xbd\x9cGCML\xef\xbd\x9cinvoke "
+	  "name=\"TOOL\"><\xef\xbd\x9cGCML\xef\xbd\x9cparameter name=\"KEY\" string=\"true\">VALUE"
+	  "</\xef\xbd\x9cGCML\xef\xbd\x9cparameter></\xef\xbd\x9cGCML\xef\xbd\x9cinvoke>"
+	  "</\xef\xbd\x9cGCML\xef\xbd\x9ctool_calls>", 0 },
+	{ "k2-horizon", "<ifm|tool_calls><ifm|tool_call>TOOL<ifm|arg_key>KEY</ifm|arg_key>"
+	  "<ifm|arg_value>VALUE</ifm|arg_value></ifm|tool_call></ifm|tool_calls>", 0 },
 	{ "minicpm5", "<function name=\"TOOL\"><param name=\"KEY\">VALUE</param></function>", 0 },
 	{ "fenced", "```json\n{\"tool\": \"TOOL\", \"arguments\": {...}}\n```", 1 },
 };
@@ -133,6 +143,10 @@ static const struct {
 	{ "<think>", "</think>" },			/* Qwen3, DeepSeek R1, GLM, MiniMax, OLMo 3 */
 	{ "<thinking>", "</thinking>" },
 	{ "<seed:think>", "</seed:think>" },		/* Seed-OSS */
+	{ "<|think:start|>", "<|think:end|>" },		/* Solar Open2 */
+	{ "<ifm|think>", "</ifm|think>" },		/* K2 Horizon, by reasoning effort */
+	{ "<ifm|think_fast>", "</ifm|think_fast>" },
+	{ "<ifm|think_faster>", "</ifm|think_faster>" },
 	{ "[THINK]", "[/THINK]" },			/* Magistral */
 	{ "<|START_THINKING|>", "<|END_THINKING|>" },	/* Command A, R7B */
 	{ "\xe2\x97\x81think\xe2\x96\xb7", "\xe2\x97\x81/think\xe2\x96\xb7" },	/* Kimi: ◁think▷ */
@@ -210,6 +224,7 @@ void tc_mask_reasoning(char *text, size_t len)
 		}
 	}
 	mask_harmony(text, len);
+	tc_mask_inkling(text, len);
 }
 
 /* ---- gpt-oss harmony ---- */
@@ -544,6 +559,7 @@ void tc_scan_invoke(struct scan *sc)
 		"</\xef\xbd\x9c" "DSML\xef\xbd\x9c" "function_calls>",
 		"<\xef\xbd\x9c" "DSML\xef\xbd\x9c" "tool_calls>",	/* DeepSeek V4 */
 		"</\xef\xbd\x9c" "DSML\xef\xbd\x9c" "tool_calls>",
+		"<\xef\xbd\x9cGCML\xef\xbd\x9ctool_calls>", "</\xef\xbd\x9cGCML\xef\xbd\x9ctool_calls>",
 		"<\xef\xbd\x9ctool_calls_begin\xef\xbd\x9c>", "<\xef\xbd\x9ctool_calls_end\xef\xbd\x9c>",
 		"<\xef\xbd\x9ctool_call_begin\xef\xbd\x9c>", "<\xef\xbd\x9ctool_call_end\xef\xbd\x9c>",
 		"function<\xef\xbd\x9ctool_sep\xef\xbd\x9c>",

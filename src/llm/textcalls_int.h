@@ -7,7 +7,8 @@
  * dialects.c the token-marked and XML-ish ones and the reasoning mask,
  * pycalls.c those written as function calls (pythonic, OLMo 3, LFM2,
  * Gemma), textcalls_more.c Kimi K3's tag language, Functionary v3.2's
- * recipients and MiniCPM 5's XML. Nothing outside src/llm/ includes this.
+ * recipients and MiniCPM 5's XML, dialects_vllm_b.c Inkling, Solar Open2,
+ * GigaChat 3.5 and K2 Horizon. Nothing outside src/llm/ includes this.
  */
 
 #include <stddef.h>
@@ -97,5 +98,17 @@ void tc_scan_pythonic(struct scan *sc);
 void tc_scan_kimi3(struct scan *sc);
 void tc_scan_recipient(struct scan *sc);
 void tc_scan_minicpm5(struct scan *sc);
+
+/* ---- dialects_vllm_b.c ---- */
+
+/*
+ * Blank Inkling's <|content_thinking|> blocks; not in the mask's table,
+ * their closer <|end_message|> ending every kind of block.
+ */
+void tc_mask_inkling(char *text, size_t len);
+void tc_scan_inkling(struct scan *sc);
+void tc_scan_solar(struct scan *sc);
+void tc_scan_gigachat35(struct scan *sc);
+void tc_scan_k2_horizon(struct scan *sc);
 
 #endif
