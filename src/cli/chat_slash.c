@@ -33,6 +33,7 @@ static void pipeline(struct front *f, const char *action, const char *request,
 {
 	struct pipeline_opts po = PIPELINE_OPTS_INIT;
 	struct pipeline_result res = PIPELINE_RESULT_INIT;
+	struct buf typed = BUF_INIT;
 	int baseline = f->cfg->pipeline.baseline, plan_only = !strcmp(action, "plan");
 
 	po.request = request;
@@ -47,9 +48,12 @@ static void pipeline(struct front *f, const char *action, const char *request,
 	{
 		char *cmd = xstrfmt("/%s", action);
 
-		cli_pipeline_keep(cmd, f->cfg, &po, 0, &res);
+		/* Esc stops the run as it stops a turn; what is typed meanwhile waits for the prompt */
+		cli_pipeline_keep(cmd, f->cfg, &po, 0, &res, lineedit_is_tty(f->le) ? &typed : NULL);
 		free(cmd);
 	}
+	lineedit_prefill(f->le, typed.buf);
+	buf_release(&typed);
 	/* cli_pipeline() put back the handlers it found: ours */
 	front_catch_signals(NULL);
 	front_interrupted = 0;

@@ -17,6 +17,7 @@
 #include "cli/progress.h"
 #include "cli/setup.h"
 #include "cli/textwrap.h"
+#include "cli/turnkeys.h"
 #include "llm/provider.h"
 #include "pipeline/pipeline.h"
 #include "sandbox/approval.h"
@@ -565,11 +566,26 @@ static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE };
 
 int cli_pipeline(const char *cmd, struct config *cfg, struct pipeline_opts *po, int json)
 {
-	return cli_pipeline_keep(cmd, cfg, po, json, NULL);
+	return cli_pipeline_keep(cmd, cfg, po, json, NULL, NULL);
+}
+
+/* The terminal's reader while a session's run runs (turnkeys.h), or NULL. */
+static struct turnkeys *run_keys;
+
+/* The run's questions with the reader stepped aside while one is asked. */
+static int keys_ask(void *data, struct approval_answer *a, const struct approval_request *rq,
+		    const volatile sig_atomic_t *cancel)
+{
+	int verdict;
+
+	turnkeys_pause(run_keys);
+	verdict = approve_tty_ask(data, a, rq, cancel);
+	turnkeys_resume(run_keys);
+	return verdict;
 }
 
 int cli_pipeline_keep(const char *cmd, struct config *cfg, struct pipeline_opts *po, int json,
-		      struct pipeline_result *keep)
+		      struct pipeline_result *keep, struct buf *typed)
 {
 	struct pipeline_result res = PIPELINE_RESULT_INIT;
 	struct sigaction sa, old[ARRAY_SIZE(stop_signals)];
@@ -613,6 +629,12 @@ int cli_pipeline_keep(const char *cmd, struct config *cfg, struct pipeline_opts 
 		ap->data = &tty;
 		ap->cancel = &interrupted;
 	}
+	/* a session's run: Esc stops it, as it stops the session's turns */
+	if (typed && isatty(0)) {
+		turnkeys_start(&run_keys, 0, &interrupted);
+		if (run_keys)
+			ap->ask = keys_ask;
+	}
 	po->on_event = show_event;
 	po->event_data = &v;
 	po->on_rundir = show_start;
@@ -622,6 +644,10 @@ int cli_pipeline_keep(const char *cmd, struct config *cfg, struct pipeline_opts 
 	if (!json && !cli_quiet && !cli_verbose && v.tty)
 		progress_start(stderr);
 	ret = pipeline_run(&res, po);
+	if (run_keys) {
+		turnkeys_stop(run_keys, typed);
+		run_keys = NULL;
+	}
 	if (ap == &own) {
 		approver_release(&own);
 		po->approver = NULL;

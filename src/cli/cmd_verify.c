@@ -2,10 +2,12 @@
  * forgex verify [--json]
  *
  * Finds how this project is tested, runs it through the executor (policy,
- * approval, sandbox) and reports the counts and the failing tests.
- * Exit: 0 all passed, 1 tests failed, 2 nothing to run (or a usage or
- * configuration error), 4 refused by the policy or the sandbox, 130
- * interrupted.
+ * approval, sandbox) and reports the counts and the failing tests. With
+ * [pipeline] must_pass, the command is narrowed to those tests and each
+ * must pass, as the gate of `forgex run` requires.
+ * Exit: 0 all passed, 1 tests failed (or a must-pass test did not pass),
+ * 2 nothing to run (or a usage or configuration error), 4 refused by the
+ * policy or the sandbox, 130 interrupted.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -83,6 +85,34 @@ static void print_excerpt(const char *text)
 	}
 }
 
+/* The outcome of must-pass test `id` in `r`: its outcome's name, or "missing" (not in the output). */
+static const char *must_pass_outcome(const struct verify_result *r, const char *id)
+{
+	int o = verify_outcome_of(r, id);
+
+	return o < 0 ? "missing" : verify_outcome_name((enum verify_outcome)o);
+}
+
+static void print_must_pass(const struct verify_result *r, const struct strvec *ids)
+{
+	size_t i, ok = 0;
+
+	for (i = 0; i < ids->nr; i++)
+		ok += verify_outcome_of(r, ids->v[i]) == VERIFY_PASS;
+	printf("\nmust pass ([pipeline] must_pass): %zu of %zu pass\n", ok, ids->nr);
+	for (i = 0; i < ids->nr; i++) {
+		const char *o = must_pass_outcome(r, ids->v[i]);
+		char tag[16];
+		size_t k;
+
+		snprintf(tag, sizeof(tag), "  %-7s ", o);
+		for (k = 0; tag[k]; k++)
+			if (tag[k] >= 'a' && tag[k] <= 'z')
+				tag[k] = (char)(tag[k] - 'a' + 'A');
+		print_visible(tag, ids->v[i], strlen(ids->v[i]));
+	}
+}
+
 static void print_report(const struct verify_command *cmd, const struct verify_result *r)
 {
 	size_t i, shown = 0;
@@ -125,13 +155,28 @@ static void print_report(const struct verify_command *cmd, const struct verify_r
 		printf("  (%zu more tests not listed)\n", r->tests_dropped);
 }
 
-static void print_json(const struct verify_command *cmd, const struct verify_result *r)
+static void print_json(const struct verify_command *cmd, const struct verify_result *r,
+		       const struct strvec *must_pass, int blocked)
 {
 	json_t *o = json_object();
 	struct buf b = BUF_INIT;
+	size_t i;
 
 	jsonx_set(o, "command", verify_command_to_json(cmd));
 	jsonx_set(o, "result", verify_result_to_json(r));
+	if (must_pass->nr) {
+		json_t *a = json_array();
+
+		for (i = 0; i < must_pass->nr; i++) {
+			json_t *t = json_object();
+
+			jsonx_set(t, "id", jsonx_string(must_pass->v[i]));
+			jsonx_set(t, "outcome", jsonx_string(must_pass_outcome(r, must_pass->v[i])));
+			json_array_append_new(a, t);
+		}
+		jsonx_set(o, "must_pass", a);
+	}
+	jsonx_set(o, "ok", json_boolean(verify_result_ok(r) && !blocked));
 	jsonx_dump(&b, o, 0);
 	buf_addch(&b, '\n');
 	fwrite(b.buf, 1, b.len, stdout);
@@ -153,7 +198,8 @@ int cmd_verify(int argc, char **argv)
 	struct executor ex;
 	struct approver ap;
 	struct config cfg;
-	int json = 0, c, ret, status;
+	struct buf gate = BUF_INIT;
+	int json = 0, c, ret, status, blocked;
 	size_t i;
 
 	optind = 1;
@@ -183,6 +229,13 @@ int cmd_verify(int argc, char **argv)
 	if (!ret && config_from_untrusted_project(&cfg, "pipeline.test_command"))
 		cmd.configured = 0;	/* an untrusted project file approves nothing */
 	if (ret < 0) {
+		cli_print_error();
+		status = EXIT_USAGE;
+		goto out_cfg;
+	}
+	/* must-pass tests given: those are the tests that run, as in the run's gate */
+	if (verify_select(&cmd, &cfg.pipeline.must_pass) < 0) {
+		err_prefix(FX_EINVAL, "pipeline.must_pass");
 		cli_print_error();
 		status = EXIT_USAGE;
 		goto out_cfg;
@@ -238,16 +291,21 @@ int cmd_verify(int argc, char **argv)
 		status = cli_exit_for_error(ret);
 		goto out_ex;
 	}
-	if (json)
-		print_json(&cmd, &r);
-	else
+	blocked = verify_must_pass_gate(&gate, &r, &cfg.pipeline.must_pass);
+	if (json) {
+		print_json(&cmd, &r, &cfg.pipeline.must_pass, blocked);
+	} else {
 		print_report(&cmd, &r);
-	status = verify_result_ok(&r) ? EXIT_OK : EXIT_FAIL;
+		if (cfg.pipeline.must_pass.nr)
+			print_must_pass(&r, &cfg.pipeline.must_pass);
+	}
+	status = verify_result_ok(&r) && !blocked ? EXIT_OK : EXIT_FAIL;
 	verify_result_release(&r);
 out_ex:
 	executor_release(&ex);
 out_cfg:
 	verify_command_release(&cmd);
 	config_release(&cfg);
+	buf_release(&gate);
 	return status;
 }

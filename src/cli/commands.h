@@ -45,10 +45,13 @@ int cli_check_providers(const struct config *cfg);
 /**
  * As cli_pipeline(), and the result is moved to `keep` (the caller
  * releases it). A session's `cmd` ("/run", "/plan", "/go") makes the
- * ending name the session's /undo rather than `forgex undo RUN`.
+ * ending name the session's /undo rather than `forgex undo RUN`. With
+ * `typed` and stdin a terminal, the terminal is read while the run runs
+ * as during a session's turn (turnkeys.h): Esc stops the run as Ctrl-C
+ * does, and what is typed meanwhile is appended to `typed`.
  */
 int cli_pipeline_keep(const char *cmd, struct config *cfg, struct pipeline_opts *po, int json,
-		      struct pipeline_result *keep);
+		      struct pipeline_result *keep, struct buf *typed);
 
 /**
  * The request from the operands joined with spaces; when there are none

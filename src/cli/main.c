@@ -444,13 +444,20 @@ static const struct cli_command commands[] = {
 	  "test with an excerpt of its failure. Output in no known format is\n"
 	  "judged by the exit status.\n"
 	  "\n"
-	  "Exits 0 when everything passed, 1 when tests failed, 2 when nothing to\n"
-	  "run was found, 4 when the policy or the sandbox refused the command,\n"
-	  "130 when interrupted.\n"
+	  "With [pipeline] must_pass (test ids: pytest node ids, unittest or\n"
+	  "Django names), the command is narrowed to those tests, as the gate of\n"
+	  "'forgex run' narrows it, and each must pass: one that fails, or that\n"
+	  "the output does not name, fails the verification. An untrusted project\n"
+	  "file cannot set it.\n"
+	  "\n"
+	  "Exits 0 when everything passed, 1 when tests failed (or a must-pass\n"
+	  "test did not pass), 2 when nothing to run was found, 4 when the policy\n"
+	  "or the sandbox refused the command, 130 when interrupted.\n"
 	  "\n"
 	  "--json   print {\"command\": {argv, kind, reason, configured},\n"
 	  "         \"result\": {ok, passed, failed, skipped, errors, formats,\n"
-	  "         exit_code, timed_out, truncated, duration_ms, tests, tail}}\n" },
+	  "         exit_code, timed_out, truncated, duration_ms, tests, tail},\n"
+	  "         \"must_pass\": [{id, outcome}] (with must_pass), \"ok\"}\n" },
 };
 
 static const char global_usage[] =

@@ -66,18 +66,24 @@ static const struct form {
 	  "<|open|>argument key=\"KEY\" type=\"string\"<|sep|>VALUE<|close|>argument<|sep|>"
 	  "<|close|>call<|sep|><|close|>tools<|sep|>", 0 },
 	{ "functionary-v3.2", ">>>TOOL\n{...}", 1 },
+	{ "inkling", "<|content_invoke_tool_json|>{\"name\": \"TOOL\", \"args\": {...}}"
+	  "<|end_message|>", 1 },
+	{ "solar-open2", "<|tool_call:start|>TOOL\n<|tool_arg:start|>KEY<|tool_arg:value|>VALUE"
+	  "<|tool_arg:end|>\n<|tool_call:end|>", 0 },
+	{ "gigachat35", "<\xef\xbd\x9cGCML\xef\xbd\x9ctool_calls><\xef\xbd\x9cGCML\xef\xbd\x9cinvoke "
+	  "name=\"TOOL\"><\xef\xbd\x9cGCML\xef\xbd\x9cparameter name=\"KEY\" string=\"true\">VALUE"
+	  "</\xef\xbd\x9cGCML\xef\xbd\x9cparameter></\xef\xbd\x9cGCML\xef\xbd\x9cinvoke>"
+	  "</\xef\xbd\x9cGCML\xef\xbd\x9ctool_calls>", 0 },
+	{ "k2-horizon", "<ifm|tool_calls><ifm|tool_call>TOOL<ifm|arg_key>KEY</ifm|arg_key>"
+	  "<ifm|arg_value>VALUE</ifm|arg_value></ifm|tool_call></ifm|tool_calls>", 0 },
 	{ "minicpm5", "<function name=\"TOOL\"><param name=\"KEY\">VALUE</param></function>", 0 },
 	{ "minimax-m3", "]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"TOOL\">]<]minimax[>[<KEY>"
 	  "VALUE]<]minimax[>[</KEY>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>", 0 },
 	{ "glimmer", "<|start|>assistant to=TOOL<|message|><atem:function_calls>\n<atem:invoke "
 	  "name=\"TOOL\">\n<atem:parameter name=\"KEY\">VALUE</atem:parameter>\n</atem:invoke>\n"
 	  "</atem:function_calls><|eom|>", 0 },
-	{ "k2-horizon", "<ifm|tool_calls><ifm|tool_call>TOOL\n<ifm|arg_key>KEY</ifm|arg_key>"
-	  "<ifm|arg_value>VALUE</ifm|arg_value></ifm|tool_call></ifm|tool_calls>", 0 },
 	{ "solar-open", "<|tool_calls|><|tool_call:begin|>0<|tool_call:name|>TOOL<|tool_call:args|>{...}"
 	  "<|tool_call:end|>", 1 },
-	{ "inkling", "<|message_model|>TOOL<|content_invoke_tool_json|>{\"name\": \"TOOL\", "
-	  "\"args\": {...}}<|end_message|>", 1 },
 	{ "fenced", "```json\n{\"tool\": \"TOOL\", \"arguments\": {...}}\n```", 1 },
 };
 
@@ -144,6 +150,10 @@ static const struct {
 	{ "<think>", "</think>" },			/* Qwen3, DeepSeek R1, GLM, MiniMax, OLMo 3 */
 	{ "<thinking>", "</thinking>" },
 	{ "<seed:think>", "</seed:think>" },		/* Seed-OSS */
+	{ "<|think:start|>", "<|think:end|>" },		/* Solar Open2 */
+	{ "<ifm|think>", "</ifm|think>" },		/* K2 Horizon, by reasoning effort */
+	{ "<ifm|think_fast>", "</ifm|think_fast>" },
+	{ "<ifm|think_faster>", "</ifm|think_faster>" },
 	{ "[THINK]", "[/THINK]" },			/* Magistral */
 	{ "<|START_THINKING|>", "<|END_THINKING|>" },	/* Command A, R7B */
 	{ "\xe2\x97\x81think\xe2\x96\xb7", "\xe2\x97\x81/think\xe2\x96\xb7" },	/* Kimi: ◁think▷ */
@@ -152,9 +162,6 @@ static const struct {
 	{ "<|inner_prefix|>", "<|inner_suffix|>" },	/* Apertus */
 	{ "<mm:think>", "</mm:think>" },		/* MiniMax-M3 */
 	{ "Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]" },	/* Apriel 1.6: opened by the prompt */
-	{ "<ifm|think>", "</ifm|think>" },		/* K2 Horizon, then its lighter efforts */
-	{ "<ifm|think_fast>", "</ifm|think_fast>" },
-	{ "<ifm|think_faster>", "</ifm|think_faster>" },
 };
 
 static void blank(char *t, size_t a, size_t b)
@@ -226,6 +233,7 @@ void tc_mask_reasoning(char *text, size_t len)
 		}
 	}
 	mask_harmony(text, len);
+	tc_mask_inkling(text, len);
 	tc_mask_more(text, len);
 }
 
@@ -561,6 +569,7 @@ void tc_scan_invoke(struct scan *sc)
 		"</\xef\xbd\x9c" "DSML\xef\xbd\x9c" "function_calls>",
 		"<\xef\xbd\x9c" "DSML\xef\xbd\x9c" "tool_calls>",	/* DeepSeek V4 */
 		"</\xef\xbd\x9c" "DSML\xef\xbd\x9c" "tool_calls>",
+		"<\xef\xbd\x9cGCML\xef\xbd\x9ctool_calls>", "</\xef\xbd\x9cGCML\xef\xbd\x9ctool_calls>",
 		"<\xef\xbd\x9ctool_calls_begin\xef\xbd\x9c>", "<\xef\xbd\x9ctool_calls_end\xef\xbd\x9c>",
 		"<\xef\xbd\x9ctool_call_begin\xef\xbd\x9c>", "<\xef\xbd\x9ctool_call_end\xef\xbd\x9c>",
 		"function<\xef\xbd\x9ctool_sep\xef\xbd\x9c>",
@@ -602,7 +611,6 @@ static const struct {
 	{ "<|START_ACTION|>", "<|END_ACTION|>", "command-r7b", 0 },
 	{ "<|tools_prefix|>", "<|tools_suffix|>", "apertus", 0 },
 	{ "functools", NULL, "phi4", 1 },		/* Phi-4-mini, FireFunction v2 */
-	{ "<|content_invoke_tool_json|>", "<|end_message|>", "inkling", 0 },	/* Inkling (TML) */
 	{ "function call<|role_sep|>", NULL, "gigachat3", 0 },	/* GigaChat 3 as served */
 	{ "<|function_call|>", NULL, "gigachat3", 0 },	/* GigaChat 3.1 */
 	{ "function call", NULL, "gigachat3", 1 },	/* GigaChat 3: the words, then the JSON */

@@ -1,9 +1,9 @@
 /*
- * Text-call dialects from llama.cpp's dedicated parsers that the other
- * files do not cover (see textcalls_int.h): MiniMax-M3's namespaced XML,
- * Muse Glimmer's ATEM markup inside addressed messages, K2 Horizon's
- * <ifm|...> tags and Solar Open's <|tool_call:...|> markers; plus the reasoning those families (and Inkling) write,
- * for the mask. Formats were read from llama.cpp's common/parsers/ and
+ * Text-call dialects from llama.cpp's parser list that the other files do
+ * not cover (see textcalls_int.h): MiniMax-M3's namespaced XML, Muse
+ * Glimmer's ATEM markup inside addressed messages and Solar Open's
+ * <|tool_call:begin|> markers, and the reasoning Glimmer and Solar Open
+ * write, for the mask. Formats were read from llama.cpp's common/parsers/ and
  * tests/test-chat.cpp and from SGLang's and vLLM's detector tests; the
  * samples live in tests/fixtures/dialects/.
  */
@@ -371,93 +371,6 @@ static void mask_glimmer(char *t, size_t len)
 	}
 }
 
-/* ---- K2 Horizon: <ifm|tool_calls><ifm|tool_call>NAME<ifm|arg_key>...</ifm|tool_calls> ---- */
-
-/*
- * GLM-4.7's shape under renamed tags: NAME, then <ifm|arg_key>K</ifm|arg_key>
- * [<ifm|arg_type>T</ifm|arg_type>] <ifm|arg_value>V</ifm|arg_value> pairs; or,
- * in its JSON dialect, {"name": ..., "arguments": {...}} inside the call.
- */
-static void k2h_call(struct scan *sc, size_t p, size_t end)
-{
-	static const char key[] = "<ifm|arg_key>", keyc[] = "</ifm|arg_key>";
-	static const char val[] = "<ifm|arg_value>", valc[] = "</ifm|arg_value>";
-	size_t q = tc_skip_ws(sc, p, end), n1, used;
-	char *name;
-	json_t *args;
-
-	if (q < end && sc->text[q] == '{') {
-		tc_take_calls_at(sc, q, end, "k2-horizon", TC_MARKED, &used);
-		return;
-	}
-	for (n1 = q; n1 < end && sc->text[n1] != '<'; n1++)
-		;
-	while (n1 > q && isspace((unsigned char)sc->text[n1 - 1]))
-		n1--;
-	name = xstrndup(sc->text + q, n1 - q);
-	if (!*name) {
-		tc_call_error(sc, "k2-horizon", NULL, "the call does not start with the tool's name");
-		free(name);
-		return;
-	}
-	if (!tc_known(sc, name)) {
-		tc_unknown_error(sc, "k2-horizon", name);
-		free(name);
-		return;
-	}
-	args = json_object();
-	for (q = n1; (q = tc_find_at(sc->text, q, end, key)) != (size_t)-1;) {
-		size_t k0 = q + strlen(key), k1 = tc_find_at(sc->text, k0, end, keyc), v0, v1;
-		char *k;
-
-		/* an <ifm|arg_type> between the key and the value is skipped: values are typed by shape */
-		v0 = k1 == (size_t)-1 ? (size_t)-1 : tc_find_at(sc->text, k1, end, val);
-		v1 = v0 == (size_t)-1 ? (size_t)-1 : tc_find_at(sc->text, v0, end, valc);
-		if (v1 == (size_t)-1) {
-			tc_call_error(sc, "k2-horizon", name, "an argument is not written as "
-				      "%sKEY%s%sVALUE%s", key, keyc, val, valc);
-			json_decref(args);
-			free(name);
-			return;
-		}
-		k = xstrndup(sc->text + k0, k1 - k0);
-		v0 += strlen(val);
-		json_object_set_new(args, k, typed_value(sc->text + v0, v1 - v0));
-		free(k);
-		q = v1 + strlen(valc);
-	}
-	tc_push_call(sc, name, args, "k2-horizon", NULL);
-	json_decref(args);
-	free(name);
-}
-
-static void scan_k2horizon(struct scan *sc)
-{
-	static const char sec[] = "<ifm|tool_calls>", secc[] = "</ifm|tool_calls>";
-	static const char call[] = "<ifm|tool_call>", callc[] = "</ifm|tool_call>";
-	size_t p = 0, o;
-
-	while ((o = tc_find_at(sc->text, p, sc->len, call)) != (size_t)-1) {
-		size_t c = tc_find_at(sc->text, o, sc->len, callc);
-		size_t next = tc_find_at(sc->text, o + strlen(call), sc->len, call), a = o, b;
-
-		if (c == (size_t)-1 || (next != (size_t)-1 && next < c)) {
-			tc_call_error(sc, "k2-horizon", NULL, "a call is not closed with %s", callc);
-			b = next == (size_t)-1 ? sc->len : next;
-		} else {
-			k2h_call(sc, o + strlen(call), c);
-			b = c + strlen(callc);
-		}
-		/* the section markers around the calls are no prose */
-		if (o >= strlen(sec) && !memcmp(sc->text + o - strlen(sec), sec, strlen(sec)))
-			a = o - strlen(sec);
-		if (tc_starts(sc, b, sc->len, secc))
-			b += strlen(secc);
-		tc_add_span(sc, a, b);
-		p = b;
-	}
-}
-
 /* ---- Solar Open: <|tool_calls|><|tool_call:begin|>ID<|tool_call:name|>f<|tool_call:args|>{...}<|tool_call:end|> ---- */
 
 static void scan_solar(struct scan *sc)
@@ -507,7 +420,7 @@ static void scan_solar(struct scan *sc)
 void tc_scan_more(struct scan *sc)
 {
 	static void (*const scans[])(struct scan *) = {
-		scan_minimax3, scan_glimmer, scan_k2horizon, scan_solar,
+		scan_minimax3, scan_glimmer, scan_solar,
 	};
 	size_t k;
 
@@ -521,25 +434,8 @@ void tc_scan_more(struct scan *sc)
 
 void tc_mask_more(char *text, size_t len)
 {
-	static const char think[] = "<|content_thinking|>";
-	static const char *const ends[] = {
-		"<|end_message|>", "<|content_text|>", "<|content_model_end_sampling|>",
-	};
-	size_t p = 0, o, k;
+	size_t p, o;
 
-	/* Inkling: a thinking block runs to <|end_message|> (or the next content kind) */
-	while ((o = tc_find_at(text, p, len, think)) != (size_t)-1) {
-		size_t e = len;
-
-		for (k = 0; k < ARRAY_SIZE(ends); k++) {
-			size_t q = tc_find_at(text, o + strlen(think), len, ends[k]);
-
-			if (q < e)
-				e = q;
-		}
-		memset(text + o, ' ', e - o);
-		p = e;
-	}
 	/* Solar Open: <|think|>... up to <|end|> (only when opened: harmony ends messages with <|end|> too) */
 	for (p = 0; (o = tc_find_at(text, p, len, "<|think|>")) != (size_t)-1;) {
 		size_t e = tc_find_at(text, o, len, "<|end|>");

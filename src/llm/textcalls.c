@@ -593,7 +593,9 @@ void tc_take_xml_function(struct scan *sc, size_t p, size_t end, const char *dia
 		key = xstrndup(t + p, (size_t)(gt - t) - p);
 		p = (size_t)(gt - t) + 1;
 		close = tc_find(sc, p, end, "</parameter>");
-		if (!close) {
+		/* a value running into the next <parameter= lost its closing tag: no guess */
+		pe = tc_find(sc, p, end, "<parameter=");
+		if (!close || (pe && pe < close)) {
 			tc_call_error(sc, dialect, name, "the parameter \"%s\" is not closed with "
 				   "</parameter>", key);
 			free(key);
@@ -1028,7 +1030,8 @@ size_t textcalls_parse(struct text_calls *out, const char *text, size_t len,
 	 * and JSON without markers last.
 	 */
 	static void (*const passes[])(struct scan *) = {
-		tc_scan_harmony, tc_scan_kimi, tc_scan_kimi3, tc_scan_more, tc_scan_seed, scan_hermes,
+		tc_scan_harmony, tc_scan_kimi, tc_scan_kimi3, tc_scan_more, tc_scan_seed, tc_scan_inkling,
+		tc_scan_solar, tc_scan_gigachat35, tc_scan_k2_horizon, scan_hermes,
 		tc_scan_function_gemma, tc_scan_lfm2, tc_scan_invoke, tc_scan_minicpm5,
 		tc_scan_tagged_json,
 		tc_scan_function_tag, scan_llama3, scan_mistral, scan_deepseek, tc_scan_olmo3,

@@ -7,7 +7,9 @@
  * dialects.c the token-marked and XML-ish ones and the reasoning mask,
  * pycalls.c those written as function calls (pythonic, OLMo 3, LFM2,
  * Gemma), textcalls_more.c Kimi K3's tag language, Functionary v3.2's
- * recipients and MiniCPM 5's XML. Nothing outside src/llm/ includes this.
+ * recipients and MiniCPM 5's XML, dialects_vllm_b.c Inkling, Solar Open2,
+ * GigaChat 3.5 and K2 Horizon, dialects_more.c MiniMax-M3, Muse Glimmer and
+ * Solar Open. Nothing outside src/llm/ includes this.
  */
 
 #include <stddef.h>
@@ -100,11 +102,22 @@ void tc_scan_minicpm5(struct scan *sc);
 
 /* ---- dialects_more.c ---- */
 
-/* MiniMax-M3's namespaced XML, Muse Glimmer's addressed ATEM messages, K2 Horizon's <ifm|...> tags,
- * Solar Open's <|tool_call:...|> markers. */
+/* MiniMax-M3's namespaced XML, Muse Glimmer's addressed ATEM messages, Solar Open's
+ * <|tool_call:begin|>...<|tool_call:name|>...<|tool_call:args|> markers. */
 void tc_scan_more(struct scan *sc);
-/* Blank Inkling's thinking blocks, Solar Open's <|think|>, and Glimmer's to=self messages (and ATEM
- * markup not sent to a tool). */
+/* Blank Solar Open's <|think|> and Glimmer's to=self reasoning (and ATEM markup not sent to a tool). */
 void tc_mask_more(char *text, size_t len);
+
+/* ---- dialects_vllm_b.c ---- */
+
+/*
+ * Blank Inkling's <|content_thinking|> blocks; not in the mask's table,
+ * their closer <|end_message|> ending every kind of block.
+ */
+void tc_mask_inkling(char *text, size_t len);
+void tc_scan_inkling(struct scan *sc);
+void tc_scan_solar(struct scan *sc);
+void tc_scan_gigachat35(struct scan *sc);
+void tc_scan_k2_horizon(struct scan *sc);
 
 #endif

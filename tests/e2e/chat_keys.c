@@ -248,6 +248,60 @@ static void test_keys_typed_ahead_waits_at_the_next_prompt(void **state)
 	fx_release(&f);
 }
 
+/*
+ * Esc during a session's /run stops the run as Ctrl-C does: the Architect's
+ * call is cut, the run ends INTERRUPTED with the prompt back at once, and
+ * what was typed meanwhile waits in the line (then goes as the next
+ * message, which gets its answer).
+ */
+static void test_keys_esc_stops_a_run(void **state)
+{
+	struct fx f;
+	double sent, back, until;
+	size_t from, prompt;
+	char *text;
+	json_t *reqs;
+
+	(void)state;
+	fx_start(&f, "{'steps': [{'text': 'Planning the change. And much later the plan.', "
+		 "'delta_chars': 21, 'delays_ms': [0, 0, 30000]}, {'text': 'Back again.'}]}",
+		 "auto");
+	fx_chat(&f, NULL);
+	term_type(&f.t, "/run add a mul function\r");
+	from = term_expect(&f.t, "==> architect");
+	/* the Architect's call is under way: the mock has it */
+	until = tu_now() + 20;
+	while (nr_requests(&f) < 1 && tu_now() < until)
+		term_pause_ms(50);
+	assert_int_equal(nr_requests(&f), 1);
+	term_pause_ms(200);
+	term_type(&f.t, "are you there?");
+	sent = tu_now();
+	term_send(&f.t, "\033");
+	term_expect(&f.t, "INTERRUPTED: ");
+	prompt = term_prompt(&f.t);
+	back = term_time_at(&f.t, prompt);
+	print_message("# Esc during /run: the prompt back after %.3f s\n", back - sent);
+	assert_true(back - sent < STOP_MAX);
+	text = term_between(&f.t, from, prompt);
+	if (strstr(text, "are you there?"))
+		fail_msg("typed-ahead text echoed during the run:\n%s", text);
+	free(text);
+	no_caret_escape(&f);
+	/* in the line, not sent; Enter sends it */
+	term_expect(&f.t, "are you there?");
+	term_type(&f.t, "\r");
+	term_expect(&f.t, "Back again.");
+	term_prompt(&f.t);
+	reqs = fx_requests(&f);
+	assert_int_equal(json_array_size(reqs), 2);
+	assert_string_equal(req_last_of(reqs, 1, "user"), "are you there?");
+	json_decref(reqs);
+	term_send(&f.t, "\004");
+	assert_int_equal(term_wait(&f.t), 0);
+	fx_release(&f);
+}
+
 /* `exit`, `quit` and `clear` alone name the slash command and are not sent. */
 static void test_keys_bare_exit_gets_a_hint(void **state)
 {
@@ -686,6 +740,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_keys_ctrl_c_at_an_approval_ends_the_turn, term_teardown),
 		cmocka_unit_test_teardown(test_keys_typed_ahead_waits_at_the_next_prompt,
 					  term_teardown),
+		cmocka_unit_test_teardown(test_keys_esc_stops_a_run, term_teardown),
 		cmocka_unit_test_teardown(test_keys_bare_exit_gets_a_hint, term_teardown),
 		cmocka_unit_test_teardown(test_keys_long_paste_is_folded, term_teardown),
 		cmocka_unit_test_teardown(test_keys_request_argument_opens_a_session, term_teardown),

@@ -20,20 +20,6 @@
 #include "helpers/testutil.h"
 #include "unit/vcs/vcs_testutil.h"
 
-static int group_setup(void **state)
-{
-	(void)state;
-	vt_setup_env();
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	vt_teardown_env();
-	return 0;
-}
-
 /* Run forgex in `cwd` with NULL-terminated arguments. */
 static void fx(struct tu_result *r, const char *cwd, const char *const *env, ...)
 {
@@ -724,5 +710,5 @@ int main(void)
 		cmocka_unit_test(test_e2e_sparse_file_bounded_memory),
 	};
 
-	return cmocka_run_group_tests_name("e2e/checkpoint", tests, group_setup, group_teardown);
+	return cmocka_run_group_tests_name("e2e/checkpoint", tests, vt_group_setup, vt_group_teardown);
 }

@@ -286,6 +286,85 @@ static void test_verify_e2e_nothing_to_run(void **state)
 	tu_rmtree(ws);
 }
 
+/*
+ * [pipeline] must_pass: verify runs only those tests and each must pass,
+ * as the gate of `forgex run` requires; an id that is not in the output
+ * fails it too.
+ */
+static void test_verify_e2e_must_pass(void **state)
+{
+	static const char set_good[] = "pipeline.must_pass=[\"test_calc.TestCalc.test_good\"]";
+	struct tu_result r;
+	json_t *j, *e;
+	size_t i;
+	char *ws;
+
+	(void)state;
+	NEED("python3");
+	ws = tu_mkdtemp();
+	tu_write(ws, "test_calc.py",
+		 "import unittest\n\n\n"
+		 "class TestCalc(unittest.TestCase):\n"
+		 "    def test_good(self):\n"
+		 "        self.assertEqual(1 + 1, 2)\n\n"
+		 "    def test_bad(self):\n"
+		 "        self.assertEqual(2 + 2, 5)\n");
+
+	/* narrowed to the one that passes: test_bad does not run */
+	run(&r, ws, "ask", "-c", set_good, "verify", NULL);
+	assert_int_equal(r.status, 0);
+	ASSERT_HAS(r.out.buf, "result:  PASS: 1 passed, 0 failed");
+	ASSERT_HAS(r.out.buf, "must pass ([pipeline] must_pass): 1 of 1 pass\n"
+			      "  PASS    test_calc.TestCalc.test_good\n");
+	assert_null(strstr(r.out.buf, "test_bad"));
+	tu_result_release(&r);
+
+	/* one of two fails, one is in no output: exit 1, each named */
+	run(&r, ws, "ask", "-c",
+	    "pipeline.must_pass=[\"test_calc.TestCalc.test_good\", \"test_calc.TestCalc.test_bad\", "
+	    "\"test_calc.TestCalc.test_gone\"]", "verify", NULL);
+	assert_int_equal(r.status, 1);
+	ASSERT_HAS(r.out.buf, "must pass ([pipeline] must_pass): 1 of 3 pass\n"
+			      "  PASS    test_calc.TestCalc.test_good\n"
+			      "  FAIL    test_calc.TestCalc.test_bad\n"
+			      "  MISSING test_calc.TestCalc.test_gone\n");
+	tu_result_release(&r);
+
+	/* --json: each id with its outcome, and the verdict */
+	run(&r, ws, "ask", "-c",
+	    "pipeline.must_pass=[\"test_calc.TestCalc.test_good\", \"test_calc.TestCalc.test_gone\"]",
+	    "verify", "--json", NULL);
+	assert_int_equal(r.status, 1);
+	j = json_loads(r.out.buf, 0, NULL);
+	if (!j)
+		fail_msg("not JSON:\n%s", r.out.buf);
+	assert_int_equal(jsonx_bool(json_object_get(j, "result"), "ok", -1), 1);
+	assert_int_equal(jsonx_bool(j, "ok", -1), 0);
+	assert_int_equal(json_array_size(json_object_get(j, "must_pass")), 2);
+	json_array_foreach(json_object_get(j, "must_pass"), i, e)
+		assert_string_equal(jsonx_str(e, "outcome"), i ? "missing" : "pass");
+	json_decref(j);
+	tu_result_release(&r);
+
+	/* an id that would be an option: a usage error, nothing runs */
+	run(&r, ws, "ask", "-c", "pipeline.must_pass=[\"--pdb\"]", "verify", NULL);
+	assert_int_equal(r.status, 2);
+	ASSERT_HAS(r.err.buf, "pipeline.must_pass");
+	assert_null(strstr(r.out.buf, "result:"));
+	tu_result_release(&r);
+
+	/* a project file nobody trusted cannot narrow the tests: all of them run */
+	tu_write(ws, ".forgex/config.toml",
+		 "[pipeline]\nmust_pass = [\"test_calc.TestCalc.test_good\"]\n");
+	run(&r, ws, "ask", "verify", NULL);
+	assert_int_equal(r.status, 1);
+	ASSERT_HAS(r.out.buf, "result:  FAIL: 1 passed, 1 failed");
+	assert_null(strstr(r.out.buf, "must pass"));
+	ASSERT_HAS(r.err.buf, "must_pass");
+	tu_result_release(&r);
+	tu_rmtree(ws);
+}
+
 static void test_verify_e2e_usage(void **state)
 {
 	struct tu_result r;
@@ -314,6 +393,7 @@ int main(void)
 		cmocka_unit_test(test_verify_e2e_node_test),
 		cmocka_unit_test(test_verify_e2e_policy_refuses_detected),
 		cmocka_unit_test(test_verify_e2e_nothing_to_run),
+		cmocka_unit_test(test_verify_e2e_must_pass),
 		cmocka_unit_test(test_verify_e2e_usage),
 	};
 

@@ -24,20 +24,6 @@
 #include "unit/vcs/vcs_testutil.h"
 #include "vcs/checkpoint.h"
 
-static int group_setup(void **state)
-{
-	(void)state;
-	vt_setup_env();
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	vt_teardown_env();
-	return 0;
-}
-
 /* "<dir>/<rel>", in a ring the test never frees. */
 static const char *xstrfmt_leak(const char *dir, const char *rel)
 {
@@ -345,5 +331,5 @@ int main(void)
 		cmocka_unit_test(test_journal_ignores_paths_no_tool_may_change),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, vt_group_setup, vt_group_teardown);
 }

@@ -39,20 +39,6 @@
 
 #define MIB ((off_t)1 << 20)
 
-static int group_setup(void **state)
-{
-	(void)state;
-	vt_setup_env();
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	vt_teardown_env();
-	return 0;
-}
-
 struct fx {
 	char *ws, *run;
 	struct checkpoints *cps;
@@ -322,5 +308,5 @@ int main(void)
 		cmocka_unit_test(test_hash_path_streams),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, vt_group_setup, vt_group_teardown);
 }

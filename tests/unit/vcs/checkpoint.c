@@ -21,51 +21,6 @@
 #include "unit/vcs/vcs_testutil.h"
 #include "vcs/checkpoint.h"
 
-static int group_setup(void **state)
-{
-	(void)state;
-	vt_setup_env();
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	vt_teardown_env();
-	return 0;
-}
-
-static struct checkpoints *open_ok(const char *ws)
-{
-	struct checkpoints *cps = NULL;
-	int ret = checkpoint_open(&cps, ws);
-
-	if (ret < 0)
-		fprintf(stderr, "checkpoint_open: %s\n", err_last());
-	assert_int_equal(ret, 0);
-	return cps;
-}
-
-static void create_ok(struct checkpoint_info *info, struct checkpoints *cps, const char *msg)
-{
-	int ret = checkpoint_create(info, cps, msg);
-
-	if (ret < 0)
-		fprintf(stderr, "checkpoint_create: %s\n", err_last());
-	assert_int_equal(ret, 0);
-}
-
-static void restore_ok(struct checkpoints *cps, const char *id)
-{
-	struct checkpoint_restore_result res;
-	int ret = checkpoint_restore(&res, cps, id);
-
-	if (ret < 0)
-		fprintf(stderr, "checkpoint_restore: %s\n", err_last());
-	assert_int_equal(ret, 0);
-	checkpoint_restore_result_release(&res);
-}
-
 static char *path_in(const char *dir, const char *rel)
 {
 	struct buf p = BUF_INIT;
@@ -107,8 +62,8 @@ static void test_checkpoint_restore_git_repo_fidelity(void **state)
 	vt_manifest(&tree_before, ws, 0);
 	vt_manifest(&out_before, outside, VT_TIMES | VT_ALL);
 
-	cps = open_ok(ws);
-	create_ok(&info, cps, "before the agent");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&info, cps, "before the agent");
 	assert_string_equal(info.message, "before the agent");
 	assert_true(strlen(info.short_id) >= 12);
 	assert_int_equal(strncmp(info.id, info.short_id, strlen(info.short_id)), 0);
@@ -135,7 +90,7 @@ static void test_checkpoint_restore_git_repo_fidelity(void **state)
 	tu_write(ws, ".env", "SECRET=2\n");
 	tu_write(ws, "build/new.o", "new object\n");
 
-	restore_ok(cps, info.short_id);
+	vt_restore_ok(cps, info.short_id);
 
 	/* ignored files are left as the agent left them */
 	env = tu_read(ws, ".env");
@@ -197,8 +152,8 @@ static void test_checkpoint_non_git_folder_gitignore_rules(void **state)
 	tu_write(ws, "sub/secret.txt", "s1\n");
 	tu_write(ws, "sub/ok.txt", "ok\n");
 	tu_write(ws, "global.xdg", "captured: not a repository\n");
-	cps = open_ok(ws);
-	create_ok(&info, cps, "start");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&info, cps, "start");
 	assert_int_equal(info.files, 6);	/* 2 .gitignore, a.txt, keep.log, sub/ok.txt, global.xdg */
 
 	vt_rm(ws, "a.txt");
@@ -210,7 +165,7 @@ static void test_checkpoint_non_git_folder_gitignore_rules(void **state)
 	tu_write(ws, "new.log", "new ignored\n");
 	tu_write(ws, "sub/new.txt", "new, not ignored\n");
 	tu_write(ws, "build/y", "y\n");
-	restore_ok(cps, info.id);
+	vt_restore_ok(cps, info.id);
 
 	c = tu_read(ws, "a.txt");
 	assert_string_equal(c, "a\n");
@@ -267,8 +222,8 @@ static void test_checkpoint_git_excludes_and_tracked_ignored(void **state)
 	tu_write(ws, "b.tmp", "excluded by core.excludesFile\n");
 	tu_write(ws, "dist/other.js", "ignored, untracked\n");
 
-	cps = open_ok(ws);
-	create_ok(&info, cps, "start");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&info, cps, "start");
 	assert_int_equal(info.files, 3);	/* .gitignore, src.c, dist/app.js */
 
 	tu_write(ws, "dist/app.js", "tracked 2\n");
@@ -276,7 +231,7 @@ static void test_checkpoint_git_excludes_and_tracked_ignored(void **state)
 	vt_rm(ws, "b.tmp");
 	tu_write(ws, "dist/other.js", "changed, still ignored\n");
 	tu_write(ws, "c.tmp", "new, ignored\n");
-	restore_ok(cps, info.short_id);
+	vt_restore_ok(cps, info.short_id);
 
 	c = tu_read(ws, "dist/app.js");
 	assert_string_equal(c, "tracked 1\n");
@@ -305,19 +260,19 @@ static void test_checkpoint_newly_ignored_file_is_dropped(void **state)
 	(void)state;
 	tu_write(ws, "app.log", "log\n");
 	tu_write(ws, "main.c", "main\n");
-	cps = open_ok(ws);
-	create_ok(&a, cps, "a");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&a, cps, "a");
 	assert_int_equal(a.files, 2);
 	tu_write(ws, ".gitignore", "*.log\n");
-	create_ok(&b, cps, "b");
+	vt_create_ok(&b, cps, "b");
 	assert_int_equal(b.files, 2);	/* main.c and .gitignore */
 	tu_write(ws, "app.log", "log changed\n");
-	restore_ok(cps, b.id);
+	vt_restore_ok(cps, b.id);
 	c = tu_read(ws, "app.log");
 	assert_string_equal(c, "log changed\n");
 	free(c);
 	/* the older checkpoint still holds it and brings it back */
-	restore_ok(cps, a.id);
+	vt_restore_ok(cps, a.id);
 	c = tu_read(ws, "app.log");
 	assert_string_equal(c, "log\n");
 	free(c);
@@ -337,13 +292,13 @@ static void test_checkpoint_empty_folder(void **state)
 	struct buf m = BUF_INIT;
 
 	(void)state;
-	cps = open_ok(ws);
-	create_ok(&info, cps, NULL);
+	cps = vt_open_ok(ws);
+	vt_create_ok(&info, cps, NULL);
 	assert_string_equal(info.message, "checkpoint");
 	assert_int_equal(info.files, 0);
 	tu_write(ws, "a/b/c.txt", "c\n");
 	tu_write(ws, "top.txt", "t\n");
-	restore_ok(cps, info.id);
+	vt_restore_ok(cps, info.id);
 	vt_manifest(&m, ws, 0);
 	assert_int_equal(m.len, 0);	/* nothing but .forgex */
 	assert_int_equal(checkpoint_list(&list, cps), 0);
@@ -381,14 +336,14 @@ static void test_checkpoint_unusual_names(void **state)
 	for (i = 0; i < ARRAY_SIZE(names); i++)
 		tu_write(ws, names[i], names[i]);
 	vt_manifest(&before, ws, 0);
-	cps = open_ok(ws);
-	create_ok(&info, cps, "names");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&info, cps, "names");
 	assert_int_equal(info.files, ARRAY_SIZE(names));
 	for (i = 0; i < ARRAY_SIZE(names); i++)
 		vt_rm(ws, names[i]);
 	vt_rm(ws, "dir with space");
 	tu_write(ws, "new\nfile", "x");
-	restore_ok(cps, info.id);
+	vt_restore_ok(cps, info.id);
 	vt_manifest(&after, ws, 0);
 	vt_assert_same(&before, &after, "tree");
 	buf_release(&before);
@@ -415,11 +370,11 @@ static void test_checkpoint_large_file(void **state)
 	}
 	vt_write_bytes(ws, "big.bin", data, len, 0644);
 	vt_manifest(&before, ws, 0);
-	cps = open_ok(ws);
-	create_ok(&info, cps, "big");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&info, cps, "big");
 	data[len / 2] ^= 0x55;
 	vt_write_bytes(ws, "big.bin", data, len - 7, 0644);
-	restore_ok(cps, info.id);
+	vt_restore_ok(cps, info.id);
 	vt_manifest(&after, ws, 0);
 	vt_assert_same(&before, &after, "tree");
 	free(data);
@@ -447,8 +402,8 @@ static void test_checkpoint_symlink_outside_not_followed(void **state)
 	vt_symlink(ws, "abs-file", "/etc/passwd");
 	tu_write(ws, "real/file.txt", "real\n");
 	vt_manifest(&before, ws, 0);
-	cps = open_ok(ws);
-	create_ok(&info, cps, "links");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&info, cps, "links");
 	assert_int_equal(info.files, 3);	/* two links and one file, nothing from outside */
 
 	tu_write(outside, "data.txt", "outside 2\n");
@@ -457,7 +412,7 @@ static void test_checkpoint_symlink_outside_not_followed(void **state)
 	vt_rm(ws, "real");
 	vt_symlink(ws, "real", outside);	/* restoring real/file.txt must not write into outside */
 	vt_manifest(&out_m, outside, VT_TIMES | VT_ALL);
-	restore_ok(cps, info.id);
+	vt_restore_ok(cps, info.id);
 
 	vt_manifest(&after, ws, 0);
 	vt_assert_same(&before, &after, "tree");
@@ -489,8 +444,8 @@ static void test_checkpoint_restore_is_undoable(void **state)
 
 	(void)state;
 	tu_write(ws, "a.txt", "one\n");
-	cps = open_ok(ws);
-	create_ok(&info, cps, "one");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&info, cps, "one");
 	tu_write(ws, "a.txt", "two\n");
 	tu_write(ws, "b/new.txt", "new\n");
 	vt_symlink(ws, "l", "a.txt");
@@ -499,7 +454,7 @@ static void test_checkpoint_restore_is_undoable(void **state)
 	assert_int_equal(res.written, 1);
 	assert_int_equal(res.removed, 2);
 	assert_false(vt_exists(ws, "b"));	/* a folder left empty is removed */
-	restore_ok(cps, res.backup.id);
+	vt_restore_ok(cps, res.backup.id);
 	vt_manifest(&after, ws, 0);
 	vt_assert_same(&edited, &after, "tree");
 	checkpoint_restore_result_release(&res);
@@ -526,8 +481,8 @@ static void test_checkpoint_restore_refuses_to_destroy_ignored(void **state)
 	tu_write(ws, ".gitignore", "*.cache\nblocker\n");
 	tu_write(ws, "out", "a file\n");
 	tu_write(ws, "d/f.txt", "f\n");
-	cps = open_ok(ws);
-	create_ok(&info, cps, "start");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&info, cps, "start");
 
 	/* a folder with an ignored file where the checkpoint has a file */
 	vt_rm(ws, "out");
@@ -572,18 +527,18 @@ static void test_checkpoint_racy_same_size_edit(void **state)
 	int round;
 
 	(void)state;
-	cps = open_ok(ws);
+	cps = vt_open_ok(ws);
 	for (round = 0; round < 5; round++) {
 		tu_write(ws, "f.txt", "aaaa");
-		create_ok(&a, cps, "a");
+		vt_create_ok(&a, cps, "a");
 		tu_write(ws, "f.txt", "bbbb");
-		create_ok(&b, cps, "b");
+		vt_create_ok(&b, cps, "b");
 		assert_string_not_equal(a.id, b.id);
-		restore_ok(cps, a.id);
+		vt_restore_ok(cps, a.id);
 		c = tu_read(ws, "f.txt");
 		assert_string_equal(c, "aaaa");
 		free(c);
-		restore_ok(cps, b.id);
+		vt_restore_ok(cps, b.id);
 		c = tu_read(ws, "f.txt");
 		assert_string_equal(c, "bbbb");
 		free(c);
@@ -611,13 +566,13 @@ static void test_checkpoint_attributes_do_not_convert(void **state)
 	tu_write(ws, "mixed.lf", "a\r\nb\nc\r\n");
 	tu_write(ws, "x.id", "$Id$\nline\n");
 	vt_manifest(&before, ws, 0);
-	cps = open_ok(ws);
-	create_ok(&info, cps, "attrs");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&info, cps, "attrs");
 	tu_write(ws, "crlf.txt", "changed\n");
 	tu_write(ws, "lf.txt", "changed\r\n");
 	tu_write(ws, "mixed.lf", "changed\n");
 	tu_write(ws, "x.id", "changed\n");
-	restore_ok(cps, info.id);
+	vt_restore_ok(cps, info.id);
 	vt_manifest(&after, ws, 0);
 	vt_assert_same(&before, &after, "tree");
 	buf_release(&before);
@@ -645,12 +600,12 @@ static void test_checkpoint_nested_repository_left_alone(void **state)
 	vt_git(sub.buf, "add", "-A");
 	vt_git(sub.buf, "commit", "-q", "-m", "lib");
 	tu_write(ws, "vendor/empty-repo/.git/HEAD", "ref: refs/heads/main\n");
-	cps = open_ok(ws);
-	create_ok(&info, cps, "nested");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&info, cps, "nested");
 	assert_int_equal(info.files, 1);
 	tu_write(sub.buf, "lib.c", "lib 2\n");
 	tu_write(ws, "top.txt", "changed\n");
-	restore_ok(cps, info.id);
+	vt_restore_ok(cps, info.id);
 	c = tu_read(ws, "top.txt");
 	assert_string_equal(c, "top\n");
 	free(c);
@@ -749,12 +704,12 @@ static void test_checkpoint_workspace_inside_repository(void **state)
 	vt_git(root, "add", "-f", "proj/keep.gen");
 	vt_git(root, "commit", "-q", "-m", "init");
 	path_join(&ws, root, "proj");
-	cps = open_ok(ws.buf);
-	create_ok(&info, cps, "sub");
+	cps = vt_open_ok(ws.buf);
+	vt_create_ok(&info, cps, "sub");
 	assert_int_equal(info.files, 3);
 	tu_write(root, "proj/keep.gen", "generated 2\n");
 	tu_write(root, "outside.txt", "changed outside\n");
-	restore_ok(cps, info.id);
+	vt_restore_ok(cps, info.id);
 	c = tu_read(root, "proj/keep.gen");
 	assert_string_equal(c, "generated 1\n");
 	free(c);
@@ -776,14 +731,14 @@ static void test_checkpoint_list_and_resolve(void **state)
 	char prefix[8];
 
 	(void)state;
-	cps = open_ok(ws);
+	cps = vt_open_ok(ws);
 	assert_int_equal(checkpoint_list(&list, cps), 0);
 	assert_int_equal(list.nr, 0);
 	tu_write(ws, "f", "1");
-	create_ok(&a, cps, "first\n\n");
+	vt_create_ok(&a, cps, "first\n\n");
 	tu_write(ws, "f", "2");
-	create_ok(&b, cps, "second");
-	create_ok(&c, cps, "third, unchanged tree");
+	vt_create_ok(&b, cps, "second");
+	vt_create_ok(&c, cps, "third, unchanged tree");
 	assert_string_not_equal(b.id, c.id);
 	assert_int_equal(checkpoint_list(&list, cps), 0);
 	assert_int_equal(list.nr, 3);
@@ -831,16 +786,16 @@ static void test_checkpoint_create_changes_nothing(void **state)
 	(void)state;
 	vt_manifest(&before, ws, VT_TIMES);
 	vt_manifest(&g_before, dotgit, VT_TIMES | VT_ALL);
-	cps = open_ok(ws);
-	create_ok(NULL, cps, "one");
+	cps = vt_open_ok(ws);
+	vt_create_ok(NULL, cps, "one");
 	tu_write(ws, "notes.txt", "edited\n");
 	vt_rm(ws, "run.sh");
-	create_ok(NULL, cps, "two");
+	vt_create_ok(NULL, cps, "two");
 	tu_write(ws, "notes.txt", "untracked notes\n");
 	vt_write_bytes(ws, "run.sh", "#!/bin/sh\necho hi\n", 18, 0755);
 	buf_reset(&before);
 	vt_manifest(&before, ws, VT_TIMES);
-	create_ok(NULL, cps, "three");
+	vt_create_ok(NULL, cps, "three");
 	checkpoint_close(cps);
 	vt_manifest(&after, ws, VT_TIMES);
 	vt_assert_same(&before, &after, "tree");
@@ -863,12 +818,12 @@ static void test_checkpoint_two_handles(void **state)
 
 	(void)state;
 	tu_write(ws, "f", "x");
-	one = open_ok(ws);
-	two = open_ok(ws);
-	create_ok(NULL, one, "from one");
+	one = vt_open_ok(ws);
+	two = vt_open_ok(ws);
+	vt_create_ok(NULL, one, "from one");
 	tu_write(ws, "f", "y");
-	create_ok(NULL, two, "from two");
-	create_ok(NULL, one, "from one again");
+	vt_create_ok(NULL, two, "from two");
+	vt_create_ok(NULL, one, "from one again");
 	assert_int_equal(checkpoint_list(&list, two), 0);
 	assert_int_equal(list.nr, 3);
 	assert_string_equal(list.items[0].message, "from one again");
@@ -903,8 +858,8 @@ static void test_checkpoint_permission_bits(void **state)
 	for (i = 0; i < ARRAY_SIZE(files); i++)
 		vt_write_bytes(ws, files[i].name, files[i].name, strlen(files[i].name), files[i].mode);
 	vt_manifest(&before, ws, 0);
-	cps = open_ok(ws);
-	create_ok(&info, cps, "modes");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&info, cps, "modes");
 
 	vt_chmod(ws, "plain", 0600);		/* bits only, same exec bit */
 	vt_chmod(ws, "private", 0644);
@@ -929,13 +884,13 @@ static void test_checkpoint_permission_bits(void **state)
 
 	/* and the backup recorded the edited bits: undoing the restore brings them back */
 	vt_chmod(ws, "plain", 0640);
-	create_ok(NULL, cps, "plain 0640");
+	vt_create_ok(NULL, cps, "plain 0640");
 	vt_chmod(ws, "plain", 0644);
 	{
 		struct checkpoint_list list = CHECKPOINT_LIST_INIT;
 
 		assert_int_equal(checkpoint_list(&list, cps), 0);
-		restore_ok(cps, list.items[0].id);
+		vt_restore_ok(cps, list.items[0].id);
 		checkpoint_list_release(&list);
 	}
 	assert_int_equal(vt_mode(ws, "plain") & 0777, 0640);
@@ -963,8 +918,8 @@ static void test_checkpoint_recovers_from_interrupted_write(void **state)
 
 	(void)state;
 	tu_write(ws, "f.txt", "before\n");
-	cps = open_ok(ws);
-	create_ok(NULL, cps, "first");
+	cps = vt_open_ok(ws);
+	vt_create_ok(NULL, cps, "first");
 	checkpoint_close(cps);
 
 	/* the state a crash leaves: marker, a truncated object, a garbage index */
@@ -976,12 +931,12 @@ static void test_checkpoint_recovers_from_interrupted_write(void **state)
 	tu_write(ws, ".forgex/checkpoints/index", "DIRC garbage");
 
 	tu_write(ws, "f.txt", content);
-	cps = open_ok(ws);
+	cps = vt_open_ok(ws);
 	assert_false(vt_exists(ws, p.buf));	/* the empty object is gone */
 	assert_false(vt_exists(ws, ".forgex/checkpoints/forgex-writing"));
-	create_ok(&info, cps, "after the crash");
+	vt_create_ok(&info, cps, "after the crash");
 	tu_write(ws, "f.txt", "later\n");
-	restore_ok(cps, info.id);
+	vt_restore_ok(cps, info.id);
 	c = tu_read(ws, "f.txt");
 	assert_string_equal(c, content);
 	free(c);
@@ -989,8 +944,8 @@ static void test_checkpoint_recovers_from_interrupted_write(void **state)
 	/* a damaged index alone (no crash marker) is rebuilt too */
 	checkpoint_close(cps);
 	tu_write(ws, ".forgex/checkpoints/index", "not an index");
-	cps = open_ok(ws);
-	create_ok(NULL, cps, "index rebuilt");
+	cps = vt_open_ok(ws);
+	vt_create_ok(NULL, cps, "index rebuilt");
 	checkpoint_info_release(&info);
 	checkpoint_close(cps);
 	buf_release(&p);
@@ -1018,11 +973,11 @@ static void test_checkpoint_user_index_flags_not_trusted(void **state)
 	vt_git(ws, "update-index", "--skip-worktree", "skipped.txt");
 	tu_write(ws, "assumed.txt", "edited on disk\n");
 	tu_write(ws, "skipped.txt", "edited too\n");
-	cps = open_ok(ws);
-	create_ok(&info, cps, "flags");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&info, cps, "flags");
 	tu_write(ws, "assumed.txt", "x\n");
 	tu_write(ws, "skipped.txt", "y\n");
-	restore_ok(cps, info.id);
+	vt_restore_ok(cps, info.id);
 	c = tu_read(ws, "assumed.txt");
 	assert_string_equal(c, "edited on disk\n");
 	free(c);
@@ -1059,13 +1014,13 @@ static void test_checkpoint_linked_worktree(void **state)
 	buf_addstr(&gitfile1, c);
 	free(c);
 
-	cps = open_ok(wt.buf);
-	create_ok(&info, cps, "worktree");
+	cps = vt_open_ok(wt.buf);
+	vt_create_ok(&info, cps, "worktree");
 	assert_int_equal(info.files, 6);	/* feature: 5 tracked, and wt-new.txt */
 	tu_write(wt.buf, "src/util.c", "changed in the worktree\n");
 	vt_rm(wt.buf, "wt-new.txt");
 	vt_rm(wt.buf, "wt-only.local");
-	restore_ok(cps, info.id);
+	vt_restore_ok(cps, info.id);
 	assert_false(vt_exists(wt.buf, "wt-only.local"));	/* excluded: never recorded */
 	tu_write(wt.buf, "wt-only.local", "excluded by the main info/exclude\n");
 	vt_manifest(&t2, wt.buf, 0);
@@ -1108,12 +1063,12 @@ static void test_checkpoint_submodule_left_alone(void **state)
 	vt_git(ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "deps/lib");
 	vt_git(ws, "add", "-A");
 	vt_git(ws, "commit", "-q", "-m", "with submodule");
-	cps = open_ok(ws);
-	create_ok(&info, cps, "sub");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&info, cps, "sub");
 	assert_int_equal(info.files, 2);	/* app.c and .gitmodules */
 	tu_write(ws, "deps/lib/lib.c", "lib edited in place\n");
 	tu_write(ws, "app.c", "app edited\n");
-	restore_ok(cps, info.id);
+	vt_restore_ok(cps, info.id);
 	c = tu_read(ws, "app.c");
 	assert_string_equal(c, "app\n");
 	free(c);
@@ -1138,19 +1093,19 @@ static void test_checkpoint_file_replaced_by_nested_repository(void **state)
 	(void)state;
 	tu_write(ws, "vendor", "a file for now\n");
 	tu_write(ws, "keep.txt", "keep\n");
-	cps = open_ok(ws);
-	create_ok(&a, cps, "file");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&a, cps, "file");
 	vt_rm(ws, "vendor");
 	path_join(&sub, ws, "vendor");
 	assert_int_equal(fsutil_mkdir_p(sub.buf, 0755), 0);
 	vt_git(sub.buf, "init", "-q");
 	tu_write(sub.buf, "x.c", "x\n");
-	create_ok(&b, cps, "repository");
+	vt_create_ok(&b, cps, "repository");
 	assert_int_equal(b.files, 1);	/* keep.txt only */
 	/* restoring the file would delete the repository: refused */
 	assert_int_equal(checkpoint_restore(NULL, cps, a.id), FX_EDENIED);
 	assert_true(vt_exists(ws, "vendor/x.c"));
-	restore_ok(cps, b.id);
+	vt_restore_ok(cps, b.id);
 	assert_true(vt_exists(ws, "vendor/.git"));
 	checkpoint_info_release(&a);
 	checkpoint_info_release(&b);
@@ -1191,8 +1146,8 @@ static void test_checkpoint_restore_keeps_overwritten_ignored_file(void **state)
 	(void)state;
 	tu_write(ws, ".env", "SECRET=old\n");
 	tu_write(ws, "app.c", "app\n");
-	cps = open_ok(ws);
-	create_ok(&old, cps, "before .env was ignored");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&old, cps, "before .env was ignored");
 	tu_write(ws, ".gitignore", ".env\n");
 	tu_write(ws, ".env", "SECRET=new, in no checkpoint\n");
 	assert_int_equal(checkpoint_restore(&res, cps, old.id), 0);
@@ -1202,7 +1157,7 @@ static void test_checkpoint_restore_keeps_overwritten_ignored_file(void **state)
 	assert_false(vt_exists(ws, ".gitignore"));
 
 	/* undo: the ignored file's newer bytes come back */
-	restore_ok(cps, res.backup.id);
+	vt_restore_ok(cps, res.backup.id);
 	c = tu_read(ws, ".env");
 	assert_non_null(c);
 	assert_string_equal(c, "SECRET=new, in no checkpoint\n");
@@ -1210,7 +1165,7 @@ static void test_checkpoint_restore_keeps_overwritten_ignored_file(void **state)
 	assert_true(vt_exists(ws, ".gitignore"));
 
 	/* and from now on .env is ignored again: not recorded */
-	create_ok(&later, cps, "later");
+	vt_create_ok(&later, cps, "later");
 	assert_int_equal(later.files, 2);	/* .gitignore and app.c */
 	checkpoint_restore_result_release(&res);
 	checkpoint_info_release(&old);
@@ -1235,21 +1190,21 @@ static void test_checkpoint_restored_ignored_file_not_recorded_after(void **stat
 	vt_git(ws, "add", "app.c");
 	vt_git(ws, "commit", "-q", "-m", "app");
 	tu_write(ws, ".env", "SECRET=old\n");
-	cps = open_ok(ws);
-	create_ok(&old, cps, "with .env");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&old, cps, "with .env");
 	assert_int_equal(old.files, 2);
 	checkpoint_close(cps);
 	tu_write(ws, ".git/info/exclude", ".env\n");
 	tu_write(ws, ".env", "SECRET=new\n");
-	cps = open_ok(ws);
-	create_ok(&c1, cps, "excluded now");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&c1, cps, "excluded now");
 	assert_int_equal(c1.files, 1);
-	restore_ok(cps, old.id);
+	vt_restore_ok(cps, old.id);
 	c = tu_read(ws, ".env");
 	assert_non_null(c);
 	assert_string_equal(c, "SECRET=old\n");
 	free(c);
-	create_ok(&c2, cps, "after the restore");
+	vt_create_ok(&c2, cps, "after the restore");
 	assert_int_equal(c2.files, 1);	/* .env is ignored: not recorded */
 	checkpoint_info_release(&old);
 	checkpoint_info_release(&c1);
@@ -1290,5 +1245,5 @@ int main(void)
 		cmocka_unit_test(test_checkpoint_restored_ignored_file_not_recorded_after),
 	};
 
-	return cmocka_run_group_tests_name("vcs/checkpoint", tests, group_setup, group_teardown);
+	return cmocka_run_group_tests_name("vcs/checkpoint", tests, vt_group_setup, vt_group_teardown);
 }

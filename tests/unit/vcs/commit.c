@@ -20,13 +20,6 @@ static int group_setup(void **state)
 	return 0;
 }
 
-static int group_teardown(void **state)
-{
-	(void)state;
-	vt_teardown_env();
-	return 0;
-}
-
 /* `git ARGS` in `dir`, its output (caller releases). */
 #define GIT(b, dir, ...) do { buf_reset(b); vt_git_capture(b, dir, __VA_ARGS__); } while (0)
 
@@ -188,5 +181,5 @@ int main(void)
 		cmocka_unit_test(test_changed_paths_lists_both_sides_of_a_rename),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, group_setup, vt_group_teardown);
 }

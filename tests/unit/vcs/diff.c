@@ -14,20 +14,6 @@
 #include "vcs/checkpoint.h"
 #include "vcs/diff.h"
 
-static int group_setup(void **state)
-{
-	(void)state;
-	vt_setup_env();
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	vt_teardown_env();
-	return 0;
-}
-
 static struct checkpoints *open_ok(const char *ws)
 {
 	struct checkpoints *cps = NULL;
@@ -36,15 +22,6 @@ static struct checkpoints *open_ok(const char *ws)
 		fprintf(stderr, "checkpoint_open: %s\n", err_last());
 	assert_non_null(cps);
 	return cps;
-}
-
-static void create_ok(struct checkpoint_info *info, struct checkpoints *cps, const char *msg)
-{
-	int ret = checkpoint_create(info, cps, msg);
-
-	if (ret < 0)
-		fprintf(stderr, "checkpoint_create: %s\n", err_last());
-	assert_int_equal(ret, 0);
 }
 
 static void diff_ok(struct buf *out, struct checkpoints *cps, const char *id, unsigned flags)
@@ -69,7 +46,7 @@ static void test_diff_exact_text(void **state)
 	tu_write(ws, "a.txt", "one\ntwo\nthree\n");
 	tu_write(ws, "gone.txt", "bye\n");
 	cps = open_ok(ws);
-	create_ok(NULL, cps, "start");
+	vt_create_ok(NULL, cps, "start");
 	tu_write(ws, "a.txt", "one\n2\nthree\n");
 	vt_rm(ws, "gone.txt");
 	tu_write(ws, "new.txt", "hello\n");
@@ -120,7 +97,7 @@ static void test_diff_modes_links_binary_ignored(void **state)
 	tu_write(ws, "was-file", "plain\n");
 	tu_write(ws, "app.log", "1\n");
 	cps = open_ok(ws);
-	create_ok(NULL, cps, "start");
+	vt_create_ok(NULL, cps, "start");
 	vt_chmod(ws, "run.sh", 0755);
 	vt_write_bytes(ws, "img.png", bin2, sizeof(bin2), 0644);
 	vt_rm(ws, "was-file");
@@ -153,7 +130,7 @@ static void test_diff_color_stat_and_empty(void **state)
 	tu_write(ws, "a.txt", "old\n");
 	tu_write(ws, "b.txt", "b\n");
 	cps = open_ok(ws);
-	create_ok(NULL, cps, "start");
+	vt_create_ok(NULL, cps, "start");
 	assert_int_equal(vcs_diff_ext(&out, &changed, cps, NULL, 0), 0);
 	assert_int_equal(out.len, 0);	/* nothing changed: nothing printed */
 	assert_int_equal(changed, 0);
@@ -187,7 +164,7 @@ static void test_diff_termsafe(void **state)
 	(void)state;
 	tu_write(ws, "a.txt", "old\n");
 	cps = open_ok(ws);
-	create_ok(NULL, cps, "start");
+	vt_create_ok(NULL, cps, "start");
 	tu_write(ws, "a.txt", "new \033]52;c;ZXZpbA==\007\tok\n");
 	tu_write(ws, "x\033[2J.txt", "y\n");
 	diff_ok(&out, cps, NULL, VCS_DIFF_TERMSAFE | VCS_DIFF_COLOR);
@@ -219,9 +196,9 @@ static void test_diff_by_id_and_errors(void **state)
 	cps = open_ok(ws);
 	assert_int_equal(vcs_diff(&out, cps, NULL, 0), FX_ENOTFOUND);
 	assert_non_null(strstr(err_last(), "no checkpoints yet"));
-	create_ok(&first, cps, "one");
+	vt_create_ok(&first, cps, "one");
 	tu_write(ws, "f.txt", "v2\n");
-	create_ok(NULL, cps, "two");
+	vt_create_ok(NULL, cps, "two");
 	tu_write(ws, "f.txt", "v3\n");
 	diff_ok(&out, cps, NULL, 0);
 	assert_non_null(strstr(out.buf, "-v2\n+v3\n"));
@@ -249,7 +226,7 @@ static void test_diff_changes_nothing(void **state)
 	(void)state;
 	dotgit = xstrfmt("%s/.git", ws);
 	cps = open_ok(ws);
-	create_ok(NULL, cps, "start");
+	vt_create_ok(NULL, cps, "start");
 	tu_write(ws, "src/util.c", "changed\n");
 	vt_manifest(&before, ws, VT_TIMES);
 	vt_manifest(&g1, dotgit, VT_TIMES | VT_ALL);
@@ -281,5 +258,5 @@ int main(void)
 		cmocka_unit_test(test_diff_changes_nothing),
 	};
 
-	return cmocka_run_group_tests_name("vcs/diff", tests, group_setup, group_teardown);
+	return cmocka_run_group_tests_name("vcs/diff", tests, vt_group_setup, vt_group_teardown);
 }

@@ -27,20 +27,6 @@
 #include "vcs/checkpoint.h"
 #include "vcs/diff.h"
 
-static int group_setup(void **state)
-{
-	(void)state;
-	vt_setup_env();
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	vt_teardown_env();
-	return 0;
-}
-
 /* A hang (libgit2's inflate loop) must fail the test, not stall the suite. */
 static int guard(void **state)
 {
@@ -54,26 +40,6 @@ static int unguard(void **state)
 	(void)state;
 	alarm(0);
 	return 0;
-}
-
-static struct checkpoints *open_ok(const char *ws)
-{
-	struct checkpoints *cps = NULL;
-	int ret = checkpoint_open(&cps, ws);
-
-	if (ret < 0)
-		fprintf(stderr, "checkpoint_open: %s\n", err_last());
-	assert_int_equal(ret, 0);
-	return cps;
-}
-
-static void create_ok(struct checkpoint_info *info, struct checkpoints *cps, const char *msg)
-{
-	int ret = checkpoint_create(info, cps, msg);
-
-	if (ret < 0)
-		fprintf(stderr, "checkpoint_create: %s\n", err_last());
-	assert_int_equal(ret, 0);
 }
 
 static char *path_in_ws(const char *ws, const char *rel)
@@ -91,8 +57,8 @@ static char *workspace_with_shadow(int git)
 	if (git)
 		vt_git(ws, "init", "-q");
 	tu_write(ws, "a.txt", "a\n");
-	cps = open_ok(ws);
-	create_ok(&info, cps, "first");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&info, cps, "first");
 	checkpoint_info_release(&info);
 	checkpoint_close(cps);
 	return ws;
@@ -222,7 +188,7 @@ static void test_shadow_planted_git_info_link(void **state)
 	int ret;
 
 	(void)state;
-	cps = open_ok(ws);
+	cps = vt_open_ok(ws);
 	vt_rm(ws, ".git/info/exclude");
 	vt_rm(ws, ".git/info");
 	vt_symlink(ws, ".git/info", dir);
@@ -247,7 +213,7 @@ static void test_shadow_link_planted_while_open(void **state)
 	struct checkpoints *cps;
 
 	(void)state;
-	cps = open_ok(ws);
+	cps = vt_open_ok(ws);
 	target = xstrfmt("%s/.gitconfig", home);
 	vt_rm(ws, ".forgex/checkpoints/index");
 	vt_symlink(ws, ".forgex/checkpoints/index", target);
@@ -290,7 +256,7 @@ static void test_shadow_planted_object_folder_link(void **state)
 	vt_symlink(ws, sub, dir);
 	tu_write(ws, "new.txt", "new content\n");
 	vt_manifest(&before, dir, VT_TIMES | VT_ALL);
-	cps = open_ok(ws);
+	cps = vt_open_ok(ws);
 	assert_true(checkpoint_create(&info, cps, "x") < 0);
 	assert_non_null(strstr(err_last(), "new.txt"));
 	vt_manifest(&after, dir, VT_TIMES | VT_ALL);
@@ -340,14 +306,14 @@ static void test_shadow_stale_locks_cleared(void **state)
 	tu_write(ws, ".forgex/checkpoints/config.lock", "[core]");
 	tu_write(ws, ".forgex/checkpoints/refs/forgex/checkpoints.lock", "0123");
 	tu_write(ws, "a.txt", "changed\n");
-	cps = open_ok(ws);
+	cps = vt_open_ok(ws);
 	assert_false(vt_exists(ws, ".forgex/checkpoints/index.lock"));
 	assert_false(vt_exists(ws, ".forgex/checkpoints/refs/forgex/checkpoints.lock"));
-	create_ok(&info, cps, "after a crash");
+	vt_create_ok(&info, cps, "after a crash");
 	checkpoint_info_release(&info);
 	tu_write(ws, ".forgex/checkpoints/index.lock", "again, while open");
 	assert_int_equal(vcs_diff(&out, cps, NULL, 0), 0);
-	create_ok(&info, cps, "again");
+	vt_create_ok(&info, cps, "again");
 	assert_int_equal(checkpoint_list(&list, cps), 0);
 	assert_int_equal(list.nr, 3);
 	checkpoint_list_release(&list);
@@ -374,18 +340,18 @@ static void test_shadow_truncated_commit_no_hang(void **state)
 	time_t t0 = time(NULL);
 
 	(void)state;
-	cps = open_ok(ws);
+	cps = vt_open_ok(ws);
 	tu_write(ws, "a.txt", "second\n");
-	create_ok(&second, cps, "second");
+	vt_create_ok(&second, cps, "second");
 	checkpoint_close(cps);
 	cut_short(ws, second.id, 60);
-	cps = open_ok(ws);
+	cps = vt_open_ok(ws);
 	assert_true(checkpoint_list(&list, cps) < 0);
 	assert_non_null(strstr(err_last(), "damaged"));
 	assert_true(checkpoint_resolve(&full, cps, second.short_id) < 0);
 	assert_true(vcs_diff(&out, cps, NULL, 0) < 0);
 	assert_non_null(strstr(err_last(), "damaged"));
-	create_ok(&third, cps, "third");
+	vt_create_ok(&third, cps, "third");
 	assert_int_equal(checkpoint_list(&list, cps), 0);
 	assert_int_equal(list.nr, 1);
 	assert_string_equal(list.items[0].id, third.id);
@@ -434,8 +400,8 @@ static void test_shadow_damaged_blob_restore_refuses_first(void **state)
 		snprintf(content, sizeof(content), "version one of file %d\n", i);
 		tu_write(ws, rel, content);
 	}
-	cps = open_ok(ws);
-	create_ok(&old, cps, "old");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&old, cps, "old");
 	for (i = 0; i < 20; i++) {
 		char rel[32];
 
@@ -481,8 +447,8 @@ static void test_shadow_damaged_borrowed_blob_no_hang(void **state)
 	tu_write(ws, "kept.txt", "committed by the user, stored only in .git\n");
 	vt_git(ws, "add", "-A");
 	vt_git(ws, "commit", "-q", "-m", "c");
-	cps = open_ok(ws);
-	create_ok(&old, cps, "old");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&old, cps, "old");
 	{
 		struct buf h = BUF_INIT;
 
@@ -567,5 +533,5 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_shadow_fifo_in_user_git_refused, guard, unguard),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, vt_group_setup, vt_group_teardown);
 }

@@ -27,51 +27,6 @@
 #include "unit/vcs/vcs_testutil.h"
 #include "vcs/checkpoint.h"
 
-static int group_setup(void **state)
-{
-	(void)state;
-	vt_setup_env();
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	vt_teardown_env();
-	return 0;
-}
-
-static struct checkpoints *open_ok(const char *ws)
-{
-	struct checkpoints *cps = NULL;
-	int ret = checkpoint_open(&cps, ws);
-
-	if (ret < 0)
-		fprintf(stderr, "checkpoint_open: %s\n", err_last());
-	assert_int_equal(ret, 0);
-	return cps;
-}
-
-static void create_ok(struct checkpoint_info *info, struct checkpoints *cps, const char *msg)
-{
-	int ret = checkpoint_create(info, cps, msg);
-
-	if (ret < 0)
-		fprintf(stderr, "checkpoint_create: %s\n", err_last());
-	assert_int_equal(ret, 0);
-}
-
-static void restore_ok(struct checkpoints *cps, const char *id)
-{
-	struct checkpoint_restore_result res;
-	int ret = checkpoint_restore(&res, cps, id);
-
-	if (ret < 0)
-		fprintf(stderr, "checkpoint_restore: %s\n", err_last());
-	assert_int_equal(ret, 0);
-	checkpoint_restore_result_release(&res);
-}
-
 /* The paths a checkpoint records (git ls-tree -r of the shadow), one per line. */
 static void recorded(struct buf *out, const char *ws, const char *id)
 {
@@ -100,14 +55,14 @@ static void test_snapshot_tracked_forgex_config_left_alone(void **state)
 	tu_write(ws, "app.py", "print(1)\n");
 	vt_git(ws, "add", "-A");
 	vt_git(ws, "commit", "-q", "-m", "project with a config");
-	cps = open_ok(ws);
-	create_ok(&info, cps, "before");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&info, cps, "before");
 	assert_int_equal(info.files, 1);
 	recorded(&names, ws, info.id);
 	assert_string_equal(names.buf, "app.py\n");
 	tu_write(ws, "app.py", "print(2)  # broken by the run\n");
 	tu_write(ws, ".forgex/config.toml", "[pipeline]\n# the user's own edit\n");
-	restore_ok(cps, info.id);
+	vt_restore_ok(cps, info.id);
 	c = tu_read(ws, "app.py");
 	assert_string_equal(c, "print(1)\n");
 	free(c);
@@ -161,8 +116,8 @@ static void test_snapshot_200_deep_folder(void **state)
 	(void)state;
 	vt_git(ws, "init", "-q");
 	tu_write(ws, "top.txt", "top\n");
-	cps = open_ok(ws);
-	create_ok(&before, cps, "before");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&before, cps, "before");
 	fd = open_deep(ws, 200, 1);
 	assert_true(fd >= 0);
 	{
@@ -173,18 +128,18 @@ static void test_snapshot_200_deep_folder(void **state)
 		close(f);
 	}
 	close(fd);
-	create_ok(&deep, cps, "deep");
+	vt_create_ok(&deep, cps, "deep");
 	assert_int_equal(deep.files, 2);
 	recorded(&names, ws, deep.id);
 	assert_true(names.len > PATH_MAX);
 	assert_non_null(strstr(names.buf, "/leaf.txt\n"));
 	/* every later checkpoint works too */
-	create_ok(&after, cps, "after");
+	vt_create_ok(&after, cps, "after");
 	assert_int_equal(after.files, 2);
 
-	restore_ok(cps, before.id);
+	vt_restore_ok(cps, before.id);
 	assert_false(vt_exists(ws, "dddddddddddddddddddddddddddddddddddddddd"));
-	restore_ok(cps, deep.id);
+	vt_restore_ok(cps, deep.id);
 	fd = open_deep(ws, 200, 0);
 	assert_true(fd >= 0);
 	{
@@ -198,7 +153,7 @@ static void test_snapshot_200_deep_folder(void **state)
 	}
 	close(fd);
 	/* the clean-up helper works by path: empty the chain with a restore first */
-	restore_ok(cps, before.id);
+	vt_restore_ok(cps, before.id);
 	buf_release(&names);
 	checkpoint_info_release(&before);
 	checkpoint_info_release(&deep);
@@ -229,13 +184,13 @@ static void test_snapshot_link_to_folder_is_not_a_folder_for_ignore(void **state
 	tu_write(ws, ".gitignore", "/*/\n");
 	vt_git_capture(&status, ws, "status", "--porcelain", "--untracked-files=all");
 	assert_string_equal(status.buf, "?? .gitignore\n?? abs\n?? link\n");
-	cps = open_ok(ws);
-	create_ok(&info, cps, "links");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&info, cps, "links");
 	recorded(&names, ws, info.id);
 	assert_string_equal(names.buf, ".gitignore\nabs\nlink\n");
 	vt_rm(ws, "link");
 	vt_rm(ws, "abs");
-	restore_ok(cps, info.id);
+	vt_restore_ok(cps, info.id);
 	vt_manifest(&m, ws, 0);
 	{
 		static const char l1[] = "link\tlink\t777\t-> real", l2[] = "abs\tlink\t777\t-> /tmp";
@@ -329,8 +284,8 @@ static void test_snapshot_ignore_rules_match_git(void **state)
 	vt_git(ws, "add", "src/keep.o");
 	vt_symlink(ws, "linked", "build");
 	vt_git_capture(&want, ws, "ls-files", "--cached", "--others", "--exclude-standard");
-	cps = open_ok(ws);
-	create_ok(&info, cps, "rules");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&info, cps, "rules");
 	gd = xstrfmt("--git-dir=%s/.forgex/checkpoints", ws);
 	vt_git_capture(&got, ws, gd, "ls-tree", "-r", "--name-only", info.id);
 	sort_lines(&got);
@@ -366,8 +321,8 @@ static void test_snapshot_empty_folders(void **state)
 	assert_int_equal(mkdir(p.buf, 0700), 0);
 	tu_write(ws, "logs/x.log", "only an ignored file\n");
 	vt_manifest(&before, ws, 0);
-	cps = open_ok(ws);
-	create_ok(&info, cps, "with empty folders");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&info, cps, "with empty folders");
 	/* gone: both come back, with their modes */
 	vt_rm(ws, "empty/inner");
 	vt_rm(ws, "empty");
@@ -376,11 +331,11 @@ static void test_snapshot_empty_folders(void **state)
 	buf_reset(&p);
 	path_join(&p, ws, "new-empty");
 	assert_int_equal(mkdir(p.buf, 0755), 0);
-	restore_ok(cps, info.id);
+	vt_restore_ok(cps, info.id);
 	vt_manifest(&m, ws, 0);
 	vt_assert_same(&before, &m, "after restoring empty folders");
 	/* a folder holding only ignored files is not "empty" and never removed */
-	create_ok(&later, cps, "again");
+	vt_create_ok(&later, cps, "again");
 	assert_true(vt_exists(ws, "logs/x.log"));
 	buf_release(&before);
 	buf_release(&m);
@@ -410,7 +365,7 @@ static size_t create_reads(struct checkpoints *cps)
 {
 	struct checkpoint_info info;
 
-	create_ok(&info, cps, NULL);
+	vt_create_ok(&info, cps, NULL);
 	checkpoint_info_release(&info);
 	return checkpoint_files_read(cps);
 }
@@ -444,17 +399,17 @@ static void test_snapshot_unchanged_writes_only_the_commit(void **state)
 	(void)state;
 	make_files(ws);
 	vt_settle();
-	cps = open_ok(ws);
-	create_ok(&a, cps, "first");
+	cps = vt_open_ok(ws);
+	vt_create_ok(&a, cps, "first");
 	checkpoint_info_release(&a);
 	vt_settle();
-	create_ok(&a, cps, "second");	/* the racy entries of the first get their stat data */
+	vt_create_ok(&a, cps, "second");	/* the racy entries of the first get their stat data */
 	index = xstrfmt("%s/.forgex/checkpoints/index", ws);
 	cache = xstrfmt("%s/.forgex/checkpoints/forgex-statcache", ws);
 	assert_int_equal(stat(index, &s1), 0);
 	assert_int_equal(stat(cache, &c1), 0);
 	count_objects(ws, &n1);
-	create_ok(&b, cps, "third, unchanged");
+	vt_create_ok(&b, cps, "third, unchanged");
 	assert_int_equal(checkpoint_files_read(cps), 0);
 	assert_int_equal(stat(index, &s2), 0);
 	assert_int_equal(s1.st_ino, s2.st_ino);
@@ -478,7 +433,7 @@ static void test_snapshot_unchanged_writes_only_the_commit(void **state)
 	tu_write(ws, "d1/f01.txt", "changed\n");
 	vt_settle();
 	count_objects(ws, &n1);
-	create_ok(&a, cps, "fourth");
+	vt_create_ok(&a, cps, "fourth");
 	assert_int_equal(checkpoint_files_read(cps), 1);
 	count_objects(ws, &n2);
 	assert_int_equal(n2, n1 + 4);	/* blob, d1/, the top tree, the commit */
@@ -513,7 +468,7 @@ static void test_snapshot_stat_cache_refreshed(void **state)
 	(void)state;
 	make_files(ws);
 	vt_settle();
-	cps = open_ok(ws);
+	cps = vt_open_ok(ws);
 	assert_int_equal(create_reads(cps), NFILES);
 	assert_int_equal(create_reads(cps), 0);
 
@@ -538,7 +493,7 @@ static void test_snapshot_stat_cache_refreshed(void **state)
 	assert_int_equal(r.status, 0);
 	tu_result_release(&r);
 	vt_settle();
-	cps = open_ok(dst);
+	cps = vt_open_ok(dst);
 	assert_int_equal(create_reads(cps), NFILES);
 	assert_int_equal(create_reads(cps), 0);
 	/* a real change is still seen: one file read */
@@ -577,7 +532,7 @@ static void test_snapshot_stat_cache_after_branch_switch(void **state)
 	vt_git(ws, "commit", "-q", "-am", "other");
 	vt_git(ws, "checkout", "-q", "main");
 	vt_settle();
-	cps = open_ok(ws);
+	cps = vt_open_ok(ws);
 	create_reads(cps);
 	assert_int_equal(create_reads(cps), 0);
 	vt_git(ws, "checkout", "-q", "other");
@@ -597,7 +552,7 @@ static void test_snapshot_racy_file_read_again(void **state)
 
 	(void)state;
 	make_files(ws);
-	cps = open_ok(ws);
+	cps = vt_open_ok(ws);
 	/* written in the same clock tick as the capture starts: kept without stat data */
 	tu_write(ws, "d0/f00.txt", "same size\n");
 	assert_true(create_reads(cps) >= 1);
@@ -622,5 +577,5 @@ int main(void)
 		cmocka_unit_test(test_snapshot_racy_file_read_again),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, vt_group_setup, vt_group_teardown);
 }

@@ -33,31 +33,6 @@
 #include "vcs/shadow.h"
 #include "vcs/statcache.h"
 
-static int group_setup(void **state)
-{
-	(void)state;
-	vt_setup_env();
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	vt_teardown_env();
-	return 0;
-}
-
-static struct checkpoints *open_ok(const char *ws)
-{
-	struct checkpoints *cps = NULL;
-	int ret = checkpoint_open(&cps, ws);
-
-	if (ret < 0)
-		fprintf(stderr, "checkpoint_open: %s\n", err_last());
-	assert_int_equal(ret, 0);
-	return cps;
-}
-
 /* A checkpoint; the paths it records (git ls-tree -r), one per line, in `paths`. */
 static void create_ok(struct buf *paths, struct checkpoints *cps, const char *ws)
 {
@@ -100,7 +75,7 @@ static struct checkpoints *warm_tree(const char *ws, struct buf *paths)
 	tu_write(ws, "a/two.txt", "two\n");
 	tu_write(ws, "b/c/three.txt", "three\n");
 	tu_write(ws, "top.txt", "top\n");
-	cps = open_ok(ws);	/* it makes .forgex: the top folder changes */
+	cps = vt_open_ok(ws);	/* it makes .forgex: the top folder changes */
 	vt_settle();
 	create_ok(paths, cps, ws);
 	assert_true(cps->dirs_listed > 0);
@@ -509,7 +484,7 @@ static void test_statcache_short_way_is_the_long_way(void **state)
 	vt_rm(ws, "empty/.keep-not");
 	tu_write(ws, "big.txt", "0123456789012345678901234567890123456789012345678901234567890123456789\n");
 	tu_write(ws, "a/one.txt", "one\n");
-	cps = open_ok(ws);	/* it makes .forgex: the top folder changes */
+	cps = vt_open_ok(ws);	/* it makes .forgex: the top folder changes */
 	checkpoint_set_max_file_bytes(cps, 64);
 	vt_settle();
 	create_ok(&paths, cps, ws);
@@ -552,7 +527,7 @@ static void test_statcache_dropped_after_a_cut_batch(void **state)
 	rec = xstrfmt("%s/.forgex/checkpoints/" STATCACHE_FILE, ws);
 	assert_int_equal(stat(rec, &st), 0);
 	tu_write(ws, ".forgex/checkpoints/forgex-writing", "");
-	cps = open_ok(ws);
+	cps = vt_open_ok(ws);
 	assert_int_equal(stat(rec, &st), -1);
 	create_ok(&paths, cps, ws);
 	assert_true(cps->dirs_listed > 0);
@@ -578,5 +553,5 @@ int main(void)
 		cmocka_unit_test(test_statcache_dropped_after_a_cut_batch),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, vt_group_setup, vt_group_teardown);
 }

@@ -21,10 +21,12 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/err.h"
 #include "base/fsutil.h"
 #include "base/path.h"
 #include "base/strvec.h"
 #include "helpers/testutil.h"
+#include "vcs/checkpoint.h"
 
 #define VT_UNUSED __attribute__((unused))
 
@@ -61,6 +63,54 @@ static VT_UNUSED void vt_teardown_env(void)
 {
 	tu_rmtree(vt_home);
 	vt_home = NULL;
+}
+
+/* cmocka group set-up and tear-down: the isolated git environment above. */
+static VT_UNUSED int vt_group_setup(void **state)
+{
+	(void)state;
+	vt_setup_env();
+	return 0;
+}
+
+static VT_UNUSED int vt_group_teardown(void **state)
+{
+	(void)state;
+	vt_teardown_env();
+	return 0;
+}
+
+/* checkpoint_open(), _create() and _restore() that must succeed (the error printed if not). */
+static VT_UNUSED struct checkpoints *vt_open_ok(const char *ws)
+{
+	struct checkpoints *cps = NULL;
+	int ret = checkpoint_open(&cps, ws);
+
+	if (ret < 0)
+		fprintf(stderr, "checkpoint_open: %s\n", err_last());
+	assert_int_equal(ret, 0);
+	return cps;
+}
+
+static VT_UNUSED void vt_create_ok(struct checkpoint_info *info, struct checkpoints *cps,
+				   const char *msg)
+{
+	int ret = checkpoint_create(info, cps, msg);
+
+	if (ret < 0)
+		fprintf(stderr, "checkpoint_create: %s\n", err_last());
+	assert_int_equal(ret, 0);
+}
+
+static VT_UNUSED void vt_restore_ok(struct checkpoints *cps, const char *id)
+{
+	struct checkpoint_restore_result res;
+	int ret = checkpoint_restore(&res, cps, id);
+
+	if (ret < 0)
+		fprintf(stderr, "checkpoint_restore: %s\n", err_last());
+	assert_int_equal(ret, 0);
+	checkpoint_restore_result_release(&res);
 }
 
 /* Run git with the NULL-terminated arguments in `dir`; fail the test unless it succeeds. */
