@@ -439,7 +439,7 @@ void tc_take_glm(struct scan *sc, size_t p, size_t end)
 		{
 			json_t *k = jsonx_stringn_lossy(key, strlen(key));
 
-			jsonx_set(args, json_string_value(k), tc_xml_value(sc->text + v0, vc - v0));
+			jsonx_set(args, json_string_value(k), tc_glm_value(sc->text + v0, vc - v0));
 			json_decref(k);
 		}
 		free(key);

@@ -635,6 +635,8 @@ static void scan_hermes(struct scan *sc)
 			tc_take_xml_function(sc, body, end, "hermes");
 		else if (body < end && (isalpha((unsigned char)sc->text[body]) || sc->text[body] == '_'))
 			tc_take_glm(sc, body, end);
+		else if (end - body >= 9 && !memcmp(sc->text + body, "<arg_key>", 9))
+			tc_call_error(sc, "glm", NULL, "the tool's name is missing before <arg_key>");
 		else if (body < end)
 			tc_take_calls_at(sc, body, end, "hermes", 0, &used);
 		else

@@ -98,4 +98,12 @@ void tc_scan_kimi3(struct scan *sc);
 void tc_scan_recipient(struct scan *sc);
 void tc_scan_minicpm5(struct scan *sc);
 
+/* ---- dialects_vllm_a.c ---- */
+
+/*
+ * A GLM-style <arg_value>: JSON (or an integer) when its text, blanks
+ * trimmed, is one; otherwise the string exactly as written.
+ */
+json_t *tc_glm_value(const char *s, size_t n);
+
 #endif
