@@ -67,6 +67,13 @@ static const struct form {
 	  "<|close|>call<|sep|><|close|>tools<|sep|>", 0 },
 	{ "functionary-v3.2", ">>>TOOL\n{...}", 1 },
 	{ "minicpm5", "<function name=\"TOOL\"><param name=\"KEY\">VALUE</param></function>", 0 },
+	{ "hy-v3", "<tool_calls>\n<tool_call>TOOL<tool_sep>\n<arg_key>KEY</arg_key>\n"
+	  "<arg_value>VALUE</arg_value>\n</tool_call>\n</tool_calls>", 0 },
+	{ "hy-v4", "<tool_calls><tool_call>TOOL<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>"
+	  "</tool_call></tool_calls> (each tag with your checkpoint's suffix, as in "
+	  "<tool_call:opensource>)", 0 },
+	{ "minimax-m3", "]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"TOOL\">]<]minimax[>["
+	  "<KEY>VALUE]<]minimax[>[</KEY>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>", 0 },
 	{ "fenced", "```json\n{\"tool\": \"TOOL\", \"arguments\": {...}}\n```", 1 },
 };
 
@@ -139,6 +146,7 @@ static const struct {
 	{ "<|channel>thought", "<channel|>" },		/* Gemma 4 */
 	{ "<|open|>think<|sep|>", "<|close|>think<|sep|>" },	/* Kimi K3 */
 	{ "<|inner_prefix|>", "<|inner_suffix|>" },	/* Apertus */
+	{ "<think:opensource>", "</think:opensource>" },	/* Hy4 checkpoints */
 };
 
 static void blank(char *t, size_t a, size_t b)

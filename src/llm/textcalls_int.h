@@ -105,5 +105,9 @@ void tc_scan_minicpm5(struct scan *sc);
  * trimmed, is one; otherwise the string exactly as written.
  */
 json_t *tc_glm_value(const char *s, size_t n);
+/* Hy3's <tool_call>NAME<tool_sep>... and Hy4's suffixed <tool_call:SUFFIX>NAME<arg_key:SUFFIX>... */
+void tc_scan_hy(struct scan *sc);
+/* MiniMax M3: every tag after the namespace mark ]<]minimax[>[, parameters as nested tags */
+void tc_scan_minimax3(struct scan *sc);
 
 #endif
