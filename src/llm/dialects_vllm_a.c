@@ -183,9 +183,10 @@ out:
 void tc_scan_hy(struct scan *sc)
 {
 	char suf[HY_SUFFIX_MAX + 1] = "";
-	const char *dialect;
+	const char *dialect, *stops[3];
 	struct hy_tags tg;
-	size_t p = 0, o, k;
+	size_t p = 0, o, k, at[3];
+	int seen[3] = { 0 };
 
 	if (!hy_suffix(sc, suf) && !tc_find(sc, 0, sc->len, "<tool_sep>") && !hy_wrapped(sc))
 		return;
@@ -198,16 +199,23 @@ void tc_scan_hy(struct scan *sc)
 	snprintf(tg.key_end, sizeof(tg.key_end), "</arg_key%s>", suf);
 	snprintf(tg.val, sizeof(tg.val), "<arg_value%s>", suf);
 	snprintf(tg.val_end, sizeof(tg.val_end), "</arg_value%s>", suf);
+	stops[0] = tg.call_end;
+	stops[1] = tg.call;
+	stops[2] = tg.calls_end;
 	while ((o = tc_find_at(sc->text, p, sc->len, tg.call)) != (size_t)-1) {
 		size_t body = o + strlen(tg.call), end = sc->len, c, b;
-		const char *stops[] = { tg.call_end, tg.call, tg.calls_end };
 
+		/* each stop is looked for again only once the scan has passed it: no rescans */
 		for (k = 0; k < ARRAY_SIZE(stops); k++) {
-			c = tc_find_at(sc->text, body, sc->len, stops[k]);
-			if (c != (size_t)-1 && c < end)
-				end = c;
+			if (!seen[k] || (at[k] != sc->len && at[k] < body)) {
+				c = tc_find_at(sc->text, body, sc->len, stops[k]);
+				at[k] = c == (size_t)-1 ? sc->len : c;
+				seen[k] = 1;
+			}
+			if (at[k] < end)
+				end = at[k];
 		}
-		c = tc_find_at(sc->text, body, sc->len, tg.call_end);
+		c = at[0];
 		hy_take(sc, &tg, body, end, c == end, dialect);
 		b = c == end ? end + strlen(tg.call_end) : end;
 		tc_add_span(sc, o, b);
@@ -235,6 +243,7 @@ void tc_scan_hy(struct scan *sc)
 #define M3_NS "]<]minimax[>["
 #define M3_NS_LEN 13
 #define M3_DEPTH 32
+#define M3_TAG_MAX 512
 
 struct m3tag {
 	size_t at, end;		/* the mark and its tag: [at, end) */
@@ -261,7 +270,8 @@ static int m3_tag(const struct scan *sc, size_t p, size_t end, struct m3tag *tg)
 	while (q < end && tc_name_char((unsigned char)sc->text[q]))
 		q++;
 	tg->name_len = q - tg->name;
-	gt = tc_find_at(sc->text, q, end, ">");
+	/* a tag is short: its name and, for <invoke>, name="TOOL" */
+	gt = tc_find_at(sc->text, q, end - q > M3_TAG_MAX ? q + M3_TAG_MAX : end, ">");
 	if (!tg->name_len || gt == (size_t)-1 || tc_find_at(sc->text, q, gt, "<") != (size_t)-1)
 		return 0;
 	tg->at = p;
