@@ -7,7 +7,8 @@
  * dialects.c the token-marked and XML-ish ones and the reasoning mask,
  * pycalls.c those written as function calls (pythonic, OLMo 3, LFM2,
  * Gemma), textcalls_more.c Kimi K3's tag language, Functionary v3.2's
- * recipients and MiniCPM 5's XML. Nothing outside src/llm/ includes this.
+ * recipients and MiniCPM 5's XML, dialects_vllm_a.c GLM's value rule,
+ * Hunyuan and MiniMax M3. Nothing outside src/llm/ includes this.
  */
 
 #include <stddef.h>
@@ -105,7 +106,7 @@ void tc_scan_minicpm5(struct scan *sc);
  * trimmed, is one; otherwise the string exactly as written.
  */
 json_t *tc_glm_value(const char *s, size_t n);
-/* Hy3's <tool_call>NAME<tool_sep>... and Hy4's suffixed <tool_call:SUFFIX>NAME<arg_key:SUFFIX>... */
+/* Hy3's <tool_call>NAME<tool_sep>..., Hy4's suffixed <tool_call:SUFFIX>NAME<arg_key:SUFFIX>... */
 void tc_scan_hy(struct scan *sc);
 /* MiniMax M3: every tag after the namespace mark ]<]minimax[>[, parameters as nested tags */
 void tc_scan_minimax3(struct scan *sc);
