@@ -77,6 +77,13 @@ static const struct form {
 	{ "k2-horizon", "<ifm|tool_calls><ifm|tool_call>TOOL<ifm|arg_key>KEY</ifm|arg_key>"
 	  "<ifm|arg_value>VALUE</ifm|arg_value></ifm|tool_call></ifm|tool_calls>", 0 },
 	{ "minicpm5", "<function name=\"TOOL\"><param name=\"KEY\">VALUE</param></function>", 0 },
+	{ "hy-v3", "<tool_calls>\n<tool_call>TOOL<tool_sep>\n<arg_key>KEY</arg_key>\n"
+	  "<arg_value>VALUE</arg_value>\n</tool_call>\n</tool_calls>", 0 },
+	{ "hy-v4", "<tool_calls><tool_call>TOOL<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>"
+	  "</tool_call></tool_calls> (each tag with your checkpoint's suffix, as in "
+	  "<tool_call:opensource>)", 0 },
+	{ "minimax-m3", "]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"TOOL\">]<]minimax[>["
+	  "<KEY>VALUE]<]minimax[>[</KEY>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>", 0 },
 	{ "fenced", "```json\n{\"tool\": \"TOOL\", \"arguments\": {...}}\n```", 1 },
 };
 
@@ -153,6 +160,7 @@ static const struct {
 	{ "<|channel>thought", "<channel|>" },		/* Gemma 4 */
 	{ "<|open|>think<|sep|>", "<|close|>think<|sep|>" },	/* Kimi K3 */
 	{ "<|inner_prefix|>", "<|inner_suffix|>" },	/* Apertus */
+	{ "<think:opensource>", "</think:opensource>" },	/* Hy4 checkpoints */
 };
 
 static void blank(char *t, size_t a, size_t b)
@@ -454,7 +462,7 @@ void tc_take_glm(struct scan *sc, size_t p, size_t end)
 		{
 			json_t *k = jsonx_stringn_lossy(key, strlen(key));
 
-			jsonx_set(args, json_string_value(k), tc_xml_value(sc->text + v0, vc - v0));
+			jsonx_set(args, json_string_value(k), tc_glm_value(sc->text + v0, vc - v0));
 			json_decref(k);
 		}
 		free(key);
