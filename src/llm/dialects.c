@@ -77,13 +77,18 @@ static const struct form {
 	{ "k2-horizon", "<ifm|tool_calls><ifm|tool_call>TOOL<ifm|arg_key>KEY</ifm|arg_key>"
 	  "<ifm|arg_value>VALUE</ifm|arg_value></ifm|tool_call></ifm|tool_calls>", 0 },
 	{ "minicpm5", "<function name=\"TOOL\"><param name=\"KEY\">VALUE</param></function>", 0 },
-	{ "minimax-m3", "]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"TOOL\">]<]minimax[>[<KEY>"
-	  "VALUE]<]minimax[>[</KEY>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>", 0 },
 	{ "glimmer", "<|start|>assistant to=TOOL<|message|><atem:function_calls>\n<atem:invoke "
 	  "name=\"TOOL\">\n<atem:parameter name=\"KEY\">VALUE</atem:parameter>\n</atem:invoke>\n"
 	  "</atem:function_calls><|eom|>", 0 },
 	{ "solar-open", "<|tool_calls|><|tool_call:begin|>0<|tool_call:name|>TOOL<|tool_call:args|>{...}"
 	  "<|tool_call:end|>", 1 },
+	{ "hy-v3", "<tool_calls>\n<tool_call>TOOL<tool_sep>\n<arg_key>KEY</arg_key>\n"
+	  "<arg_value>VALUE</arg_value>\n</tool_call>\n</tool_calls>", 0 },
+	{ "hy-v4", "<tool_calls><tool_call>TOOL<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>"
+	  "</tool_call></tool_calls> (each tag with your checkpoint's suffix, as in "
+	  "<tool_call:opensource>)", 0 },
+	{ "minimax-m3", "]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"TOOL\">]<]minimax[>["
+	  "<KEY>VALUE]<]minimax[>[</KEY>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>", 0 },
 	{ "fenced", "```json\n{\"tool\": \"TOOL\", \"arguments\": {...}}\n```", 1 },
 };
 
@@ -160,6 +165,7 @@ static const struct {
 	{ "<|channel>thought", "<channel|>" },		/* Gemma 4 */
 	{ "<|open|>think<|sep|>", "<|close|>think<|sep|>" },	/* Kimi K3 */
 	{ "<|inner_prefix|>", "<|inner_suffix|>" },	/* Apertus */
+	{ "<think:opensource>", "</think:opensource>" },	/* Hy4 checkpoints */
 	{ "<mm:think>", "</mm:think>" },		/* MiniMax-M3 */
 	{ "Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]" },	/* Apriel 1.6: opened by the prompt */
 };
@@ -464,7 +470,7 @@ void tc_take_glm(struct scan *sc, size_t p, size_t end)
 		{
 			json_t *k = jsonx_stringn_lossy(key, strlen(key));
 
-			jsonx_set(args, json_string_value(k), tc_xml_value(sc->text + v0, vc - v0));
+			jsonx_set(args, json_string_value(k), tc_glm_value(sc->text + v0, vc - v0));
 			json_decref(k);
 		}
 		free(key);

@@ -1,11 +1,11 @@
 /*
  * Text-call dialects from llama.cpp's parser list that the other files do
- * not cover (see textcalls_int.h): MiniMax-M3's namespaced XML, Muse
- * Glimmer's ATEM markup inside addressed messages and Solar Open's
- * <|tool_call:begin|> markers, and the reasoning Glimmer and Solar Open
- * write, for the mask. Formats were read from llama.cpp's common/parsers/ and
- * tests/test-chat.cpp and from SGLang's and vLLM's detector tests; the
- * samples live in tests/fixtures/dialects/.
+ * not cover (see textcalls_int.h): Muse Glimmer's ATEM markup inside
+ * addressed messages and Solar Open's <|tool_call:begin|> markers, and the
+ * reasoning Glimmer and Solar Open write, for the mask. Formats were read
+ * from llama.cpp's common/parsers/ and tests/test-chat.cpp and from
+ * SGLang's and vLLM's detector tests; the samples live in
+ * tests/fixtures/dialects/.
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -57,171 +57,6 @@ static char *known_name(const struct scan *sc, const char *name)
 		free(half);
 	}
 	return NULL;
-}
-
-/* ---- MiniMax-M3: ]<]minimax[>[<tool_call> ... ]<]minimax[>[</tool_call> ---- */
-
-/*
- * Every tag is written after the namespace marker; an argument is an
- * element named after the parameter, and an object or array argument is
- * a nest of such elements (<item> for each array entry):
- *   M<tool_call>\nM<invoke name="get_time">M<city>Tokyo M</city>M</invoke>\nM</tool_call>
- */
-#define M3 "]<]minimax[>["
-
-/* The element opening at `p` (M<NAME>): its name in [*n0, *n1), the body from the return. */
-static size_t m3_open(const struct scan *sc, size_t p, size_t end, size_t *n0, size_t *n1)
-{
-	size_t q = p + strlen(M3);
-
-	if (!tc_starts(sc, p, end, M3 "<") || tc_starts(sc, p, end, M3 "</"))
-		return 0;
-	*n0 = q + 1;
-	for (q = *n0; q < end && tc_name_char((unsigned char)sc->text[q]); q++)
-		;
-	if (q == *n0 || q >= end || sc->text[q] != '>')
-		return 0;
-	*n1 = q;
-	return q + 1;
-}
-
-/* Does M</NAME> close the element at `p`? Returns the bytes after it, or 0. */
-static size_t m3_close(const struct scan *sc, size_t p, size_t end, const char *name, size_t nl)
-{
-	size_t q = p + strlen(M3 "</");
-
-	if (!tc_starts(sc, p, end, M3 "</") || end - q < nl + 1 || memcmp(sc->text + q, name, nl) ||
-	    sc->text[q + nl] != '>')
-		return 0;
-	return q + nl + 1;
-}
-
-/*
- * The value of the element whose body starts at `p`, named [name, name+nl):
- * nested elements make an object (or an array, when every child is <item>),
- * else the text up to M</NAME>. Sets *after past the close; NULL when the
- * element is not closed.
- */
-static json_t *m3_value(const struct scan *sc, size_t p, size_t end, const char *name, size_t nl,
-			size_t *after, int depth)
-{
-	size_t q = tc_skip_ws(sc, p, end), c, n0, n1, body;
-	json_t *obj, *arr = NULL;
-	int items = 1;
-
-	if (depth < 32 && m3_open(sc, q, end, &n0, &n1)) {
-		obj = json_object();
-		while ((body = m3_open(sc, q, end, &n0, &n1))) {
-			json_t *v = m3_value(sc, body, end, sc->text + n0, n1 - n0, &q, depth + 1);
-
-			if (!v) {
-				json_decref(obj);
-				return NULL;
-			}
-			if (n1 - n0 == 4 && !memcmp(sc->text + n0, "item", 4)) {
-				if (!arr)
-					arr = json_array();
-				json_array_append_new(arr, v);
-			} else {
-				char *k = xstrndup(sc->text + n0, n1 - n0);
-
-				items = 0;
-				json_object_set_new(obj, k, v);
-				free(k);
-			}
-			q = tc_skip_ws(sc, q, end);
-		}
-		if (!(c = m3_close(sc, q, end, name, nl))) {
-			json_decref(obj);
-			json_decref(arr);
-			return NULL;
-		}
-		*after = c;
-		if (arr && items) {
-			json_decref(obj);
-			return arr;
-		}
-		json_decref(arr);
-		return obj;
-	}
-	for (c = p; (c = tc_find_at(sc->text, c, end, M3 "</")) != (size_t)-1; c++) {
-		size_t a = m3_close(sc, c, end, name, nl);
-
-		if (a) {
-			*after = a;
-			return typed_value(sc->text + p, c - p);
-		}
-	}
-	return NULL;
-}
-
-/* One M<invoke name="..."> at `p` up to `end`; returns where the scan goes on. */
-static size_t m3_invoke(struct scan *sc, size_t p, size_t end)
-{
-	static const char inv[] = M3 "<invoke name=\"";
-	size_t n0 = p + strlen(inv), n1, q, body, a0, a1, after;
-	char *raw, *name;
-	json_t *args;
-
-	for (n1 = n0; n1 < end && sc->text[n1] != '"' && sc->text[n1] != '>'; n1++)
-		;
-	raw = xstrndup(sc->text + n0, n1 - n0);
-	if (n1 >= end || !tc_starts(sc, n1, end, "\">")) {
-		tc_call_error(sc, "minimax-m3", raw, "the invoke tag is not closed with \">");
-		free(raw);
-		return end;
-	}
-	if (!(name = known_name(sc, raw))) {
-		tc_unknown_error(sc, "minimax-m3", raw);
-		free(raw);
-		return n1;
-	}
-	free(raw);
-	args = json_object();
-	q = tc_skip_ws(sc, n1 + 2, end);
-	while ((body = m3_open(sc, q, end, &a0, &a1))) {
-		char *k = xstrndup(sc->text + a0, a1 - a0);
-		json_t *v = m3_value(sc, body, end, sc->text + a0, a1 - a0, &after, 0);
-
-		if (!v) {
-			tc_call_error(sc, "minimax-m3", name, "argument \"%s\" is not closed with "
-				      M3 "</%s>", k, k);
-			free(k);
-			goto out;
-		}
-		json_object_set_new(args, k, v);
-		free(k);
-		q = tc_skip_ws(sc, after, end);
-	}
-	if (!m3_close(sc, q, end, "invoke", 6)) {
-		tc_call_error(sc, "minimax-m3", name, "the call is not closed with " M3 "</invoke>");
-		goto out;
-	}
-	tc_push_call(sc, name, args, "minimax-m3", NULL);
-	q = m3_close(sc, q, end, "invoke", 6);
-out:
-	json_decref(args);
-	free(name);
-	return q;
-}
-
-static void scan_minimax3(struct scan *sc)
-{
-	static const char open[] = M3 "<tool_call>", close[] = M3 "</tool_call>";
-	size_t p = 0, o;
-
-	while ((o = tc_find_at(sc->text, p, sc->len, open)) != (size_t)-1) {
-		size_t c = tc_find_at(sc->text, o, sc->len, close), end = c == (size_t)-1 ? sc->len : c;
-		size_t q = o + strlen(open), before = sc->out->nr + sc->out->errors.nr;
-
-		while ((q = tc_find_at(sc->text, q, end, M3 "<invoke name=\"")) != (size_t)-1)
-			q = m3_invoke(sc, q, end);
-		if (sc->out->nr + sc->out->errors.nr == before)
-			tc_call_error(sc, "minimax-m3", NULL, "the tool_call block holds no "
-				      M3 "<invoke name=\"TOOL\">");
-		p = c == (size_t)-1 ? sc->len : c + strlen(close);
-		tc_add_span(sc, o, p);
-	}
 }
 
 /* ---- Muse Glimmer: " to=NAME<|message|>" then ATEM markup ---- */
@@ -420,7 +255,7 @@ static void scan_solar(struct scan *sc)
 void tc_scan_more(struct scan *sc)
 {
 	static void (*const scans[])(struct scan *) = {
-		scan_minimax3, scan_glimmer, scan_solar,
+		scan_glimmer, scan_solar,
 	};
 	size_t k;
 

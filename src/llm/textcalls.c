@@ -646,6 +646,8 @@ static void scan_hermes(struct scan *sc)
 			tc_take_xml_function(sc, body, end, "hermes");
 		else if (body < end && (isalpha((unsigned char)sc->text[body]) || sc->text[body] == '_'))
 			tc_take_glm(sc, body, end);
+		else if (end - body >= 9 && !memcmp(sc->text + body, "<arg_key>", 9))
+			tc_call_error(sc, "glm", NULL, "the tool's name is missing before <arg_key>");
 		else if (body < end)
 			tc_take_calls_at(sc, body, fend, "hermes", 0, &used);
 		else
@@ -1030,8 +1032,9 @@ size_t textcalls_parse(struct text_calls *out, const char *text, size_t len,
 	 * and JSON without markers last.
 	 */
 	static void (*const passes[])(struct scan *) = {
-		tc_scan_harmony, tc_scan_kimi, tc_scan_kimi3, tc_scan_more, tc_scan_seed, tc_scan_inkling,
-		tc_scan_solar, tc_scan_gigachat35, tc_scan_k2_horizon, scan_hermes,
+		tc_scan_harmony, tc_scan_kimi, tc_scan_kimi3, tc_scan_seed, tc_scan_minimax3, tc_scan_more,
+		tc_scan_hy, tc_scan_inkling, tc_scan_solar, tc_scan_gigachat35,
+		tc_scan_k2_horizon, scan_hermes,
 		tc_scan_function_gemma, tc_scan_lfm2, tc_scan_invoke, tc_scan_minicpm5,
 		tc_scan_tagged_json,
 		tc_scan_function_tag, scan_llama3, scan_mistral, scan_deepseek, tc_scan_olmo3,

@@ -26,9 +26,10 @@
  *   bare      the same object anywhere in the text, unfenced (Llama 3.x
  *             JSON tool calling without <|python_tag|>)
  *
- * and, in dialects.c and pycalls.c, the families with their own markers
- * or syntax:
- * harmony, Kimi K2, Seed-OSS, GLM (<arg_key>), FunctionGemma / Gemma 4,
+ * and, in dialects.c, pycalls.c and dialects_vllm_a.c, the families with
+ * their own markers or syntax:
+ * harmony, Kimi K2, Seed-OSS, MiniMax M3, Hunyuan Hy3 / Hy4,
+ * GLM (<arg_key>), FunctionGemma / Gemma 4,
  * LFM2, the <invoke name=...> family, JSON after a family's marker
  * (Granite, Jamba, Nemotron, InternLM2, Command R7B, Phi-4, ...),
  * Functionary, OLMo 3, pythonic lists, Gemma's tool_code (docs/internals/

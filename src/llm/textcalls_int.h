@@ -7,9 +7,10 @@
  * dialects.c the token-marked and XML-ish ones and the reasoning mask,
  * pycalls.c those written as function calls (pythonic, OLMo 3, LFM2,
  * Gemma), textcalls_more.c Kimi K3's tag language, Functionary v3.2's
- * recipients and MiniCPM 5's XML, dialects_vllm_b.c Inkling, Solar Open2,
- * GigaChat 3.5 and K2 Horizon, dialects_more.c MiniMax-M3, Muse Glimmer and
- * Solar Open. Nothing outside src/llm/ includes this.
+ * recipients and MiniCPM 5's XML, dialects_vllm_a.c GLM's value rule,
+ * Hunyuan and MiniMax M3, dialects_vllm_b.c Inkling, Solar Open2,
+ * GigaChat 3.5 and K2 Horizon, dialects_more.c Muse Glimmer and Solar Open.
+ * Nothing outside src/llm/ includes this.
  */
 
 #include <stddef.h>
@@ -102,7 +103,7 @@ void tc_scan_minicpm5(struct scan *sc);
 
 /* ---- dialects_more.c ---- */
 
-/* MiniMax-M3's namespaced XML, Muse Glimmer's addressed ATEM messages, Solar Open's
+/* Muse Glimmer's addressed ATEM messages, Solar Open's
  * <|tool_call:begin|>...<|tool_call:name|>...<|tool_call:args|> markers. */
 void tc_scan_more(struct scan *sc);
 /* Blank Solar Open's <|think|> and Glimmer's to=self reasoning (and ATEM markup not sent to a tool). */
@@ -119,5 +120,16 @@ void tc_scan_inkling(struct scan *sc);
 void tc_scan_solar(struct scan *sc);
 void tc_scan_gigachat35(struct scan *sc);
 void tc_scan_k2_horizon(struct scan *sc);
+/* ---- dialects_vllm_a.c ---- */
+
+/*
+ * A GLM-style <arg_value>: JSON (or an integer) when its text, blanks
+ * trimmed, is one; otherwise the string exactly as written.
+ */
+json_t *tc_glm_value(const char *s, size_t n);
+/* Hy3's <tool_call>NAME<tool_sep>..., Hy4's suffixed <tool_call:SUFFIX>NAME<arg_key:SUFFIX>... */
+void tc_scan_hy(struct scan *sc);
+/* MiniMax M3: every tag after the namespace mark ]<]minimax[>[, parameters as nested tags */
+void tc_scan_minimax3(struct scan *sc);
 
 #endif
