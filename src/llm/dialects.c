@@ -213,7 +213,7 @@ static void mask_harmony(char *t, size_t len)
 	}
 }
 
-void tc_mask_reasoning(char *text, size_t len)
+void tc_mask_reasoning(char *text, size_t len, int keep_unclosed)
 {
 	size_t k;
 
@@ -231,7 +231,8 @@ void tc_mask_reasoning(char *text, size_t len)
 		while ((o = tc_find_at(text, p, len, thinks[k].open)) != (size_t)-1) {
 			c = tc_find_at(text, o + ol, len, thinks[k].close);
 			if (c == (size_t)-1) {
-				blank(text, o, len);	/* cut off while thinking */
+				/* cut off while thinking, or its end left out */
+				blank(text, o, keep_unclosed ? o + ol : len);
 				break;
 			}
 			blank(text, o, c + cl);

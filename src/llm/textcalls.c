@@ -1022,25 +1022,77 @@ static int cmp_span(const void *x, const void *y)
 	return (a->a > b->a) - (a->a < b->a);
 }
 
-size_t textcalls_parse(struct text_calls *out, const char *text, size_t len,
-		       const struct strvec *tools)
+/*
+ * Most specific first: a dialect with its own tokens before the ones whose
+ * markers others reuse (<tool_call>, <function=...>), pythonic and JSON
+ * without markers last. The first that finds anything wins.
+ */
+static void run_passes(struct scan *sc)
 {
-	struct scan sc;
-	/*
-	 * Most specific first: a dialect with its own tokens before the ones
-	 * whose markers others reuse (<tool_call>, <function=...>), pythonic
-	 * and JSON without markers last.
-	 */
 	static void (*const passes[])(struct scan *) = {
-		tc_scan_harmony, tc_scan_kimi, tc_scan_kimi3, tc_scan_seed, tc_scan_minimax3, tc_scan_more,
-		tc_scan_hy, tc_scan_inkling, tc_scan_solar, tc_scan_gigachat35,
+		tc_scan_harmony, tc_scan_kimi, tc_scan_kimi3, tc_scan_seed, tc_scan_minimax3,
+		tc_scan_more, tc_scan_hy, tc_scan_inkling, tc_scan_solar, tc_scan_gigachat35,
 		tc_scan_k2_horizon, scan_hermes,
 		tc_scan_function_gemma, tc_scan_lfm2, tc_scan_invoke, tc_scan_minicpm5,
 		tc_scan_tagged_json,
 		tc_scan_function_tag, scan_llama3, scan_mistral, scan_deepseek, tc_scan_olmo3,
 		tc_scan_recipient, tc_scan_pythonic, scan_fenced, scan_bare,
 	};
-	size_t k, i, pos = 0;
+	size_t k;
+
+	for (k = 0; k < ARRAY_SIZE(passes) && !sc->out->nr && !sc->out->errors.nr; k++) {
+		sc->spans_nr = 0;
+		passes[k](sc);
+	}
+}
+
+/*
+ * Nothing was found once reasoning was blanked out. When reasoning was
+ * opened and never closed, the calls written after its opening are looked
+ * for as if it had ended there (vLLM's GLM-4.7 and Ling 3 parsers, and
+ * llama.cpp's Kimi K2 Thinking, take <tool_call> as the end of an unclosed
+ * <think> and run them). They are never run: each is told to the model,
+ * which may send it again after its reasoning, so a model that forgot its
+ * </think> loses one round trip rather than its turn, and one that was
+ * only thinking about a call decides again in the open.
+ */
+static void nudge_unclosed(struct scan *sc)
+{
+	struct text_calls found = TEXT_CALLS_INIT;
+	struct scan sub;
+	char *open;
+	size_t i;
+
+	open = xmalloc(sc->len + 1);
+	memcpy(open, sc->orig, sc->len);
+	open[sc->len] = '\0';
+	tc_mask_reasoning(open, sc->len, 1);
+	if (memcmp(open, sc->text, sc->len)) {
+		memset(&sub, 0, sizeof(sub));
+		sub.orig = sc->orig;
+		sub.len = sc->len;
+		sub.text = open;
+		sub.tools = sc->tools;
+		sub.out = &found;
+		run_passes(&sub);
+		for (i = 0; i < found.nr; i++)
+			strvec_pushf(&sc->out->errors, "Your tool call to %s (%s format) was written "
+				     "inside reasoning that was never closed (its end, such as "
+				     "</think>, is not in the reply), so nothing was run. If you mean "
+				     "to make the call, end the reasoning first. Send the call again "
+				     "after it, whole, as %s.", found.v[i].name, found.v[i].dialect,
+				     tc_example(found.v[i].dialect));
+		free(sub.spans);
+		textcalls_release(&found);
+	}
+	free(open);
+}
+
+size_t textcalls_parse(struct text_calls *out, const char *text, size_t len,
+		       const struct strvec *tools)
+{
+	struct scan sc;
+	size_t i, pos = 0;
 	char *masked;
 
 	memset(&sc, 0, sizeof(sc));
@@ -1050,14 +1102,13 @@ size_t textcalls_parse(struct text_calls *out, const char *text, size_t len,
 	masked = xmalloc(sc.len + 1);
 	memcpy(masked, sc.orig, sc.len);
 	masked[sc.len] = '\0';
-	tc_mask_reasoning(masked, sc.len);
+	tc_mask_reasoning(masked, sc.len, 0);
 	sc.text = masked;
 	sc.tools = tools;
 	sc.out = out;
-	for (k = 0; k < ARRAY_SIZE(passes) && !out->nr && !out->errors.nr; k++) {
-		sc.spans_nr = 0;
-		passes[k](&sc);
-	}
+	run_passes(&sc);
+	if (!out->nr && !out->errors.nr)
+		nudge_unclosed(&sc);
 	if (sc.spans_nr > 1)
 		qsort(sc.spans, sc.spans_nr, sizeof(*sc.spans), cmp_span);
 	for (i = 0; i < sc.spans_nr; i++) {

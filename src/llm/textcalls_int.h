@@ -71,9 +71,12 @@ int tc_dialect_is_json(const char *dialect);
 /**
  * Blank (with spaces) every stretch of `text` that is the model's
  * reasoning, in place: <think>...</think>, <seed:think>, harmony's
- * analysis channel, [THINK], <|START_THINKING|>, ◁think▷.
+ * analysis channel, [THINK], <|START_THINKING|>, ◁think▷. With
+ * `keep_unclosed`, reasoning opened and never closed loses only its
+ * opening marker (what follows is left to read, for the nudge of
+ * textcalls_parse()).
  */
-void tc_mask_reasoning(char *text, size_t len);
+void tc_mask_reasoning(char *text, size_t len, int keep_unclosed);
 /* GLM-4.5+ body of a <tool_call> at `p`: NAME <arg_key>K</arg_key><arg_value>V</arg_value>... */
 void tc_take_glm(struct scan *sc, size_t p, size_t end);
 
