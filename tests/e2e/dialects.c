@@ -144,6 +144,48 @@ static void test_dialects_call_in_reasoning_is_not_run(void **state)
 	teardown(&e);
 }
 
+/*
+ * A call written after <think> that never closed is not run; the model is
+ * told so, and its next reply (the reasoning closed, the call after it)
+ * runs.
+ */
+static void test_dialects_call_in_unclosed_reasoning_is_told(void **state)
+{
+	struct env e;
+	struct tu_result r;
+	json_t *reqs, *msgs, *last;
+
+	(void)state;
+	setup(&e, "[{\"text\": \"<think>Let me look<tool_call>read_file\\n"
+		  "<arg_key>path</arg_key>\\n<arg_value>a.txt</arg_value>\\n</tool_call>\"},"
+		  " {\"text\": \"<think>Look.</think><tool_call>read_file\\n<arg_key>path</arg_key>"
+		  "\\n<arg_value>a.txt</arg_value>\\n</tool_call>\"},"
+		  " {\"text\": \"It says hello.\"}]", NULL);
+	tu_write(e.dir, "a.txt", "hello\n");
+	ask(&e, &r, "What is in a.txt?");
+	if (r.status != 0)
+		fail_msg("exit %d: %s", r.status, r.err.buf);
+	assert_non_null(strstr(r.out.buf, "It says hello."));
+	reqs = mock_requests(&e.m);
+	assert_int_equal(json_array_size(reqs), 3);
+	/* the first reply's call did not run: the model was told why */
+	msgs = json_object_get(json_object_get(json_array_get(reqs, 1), "body"), "messages");
+	last = json_array_get(msgs, json_array_size(msgs) - 1);
+	assert_string_equal(jsonx_str(last, "role"), "user");
+	if (!strstr(jsonx_str(last, "content"), "Your tool call to read_file (glm format) was "
+		    "written inside reasoning that was never closed"))
+		fail_msg("the model was told: %s", jsonx_str(last, "content"));
+	assert_non_null(strstr(jsonx_str(last, "content"), "so nothing was run"));
+	/* the second, after its reasoning, ran */
+	msgs = json_object_get(json_object_get(json_array_get(reqs, 2), "body"), "messages");
+	last = json_array_get(msgs, json_array_size(msgs) - 1);
+	assert_string_equal(jsonx_str(last, "role"), "tool");
+	assert_non_null(strstr(jsonx_str(last, "content"), "hello"));
+	json_decref(reqs);
+	tu_result_release(&r);
+	teardown(&e);
+}
+
 /* The window is asked of a server once: a second forgex ask finds it in the user's cache. */
 static void test_dialects_second_ask_sends_no_probe(void **state)
 {
@@ -234,6 +276,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dialects_malformed_call_is_nudged),
 		cmocka_unit_test(test_dialects_call_in_reasoning_is_not_run),
+		cmocka_unit_test(test_dialects_call_in_unclosed_reasoning_is_told),
 		cmocka_unit_test(test_dialects_second_ask_sends_no_probe),
 		cmocka_unit_test(test_dialects_huge_answer_does_not_wedge_a_session),
 	};
