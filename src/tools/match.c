@@ -381,6 +381,7 @@ const char *match_pass_name(enum match_pass pass)
 	case MATCH_UNICODE: return "ignoring whitespace and folding typographic punctuation "
 				  "(curly quotes, dashes, no-break spaces) to ASCII";
 	case MATCH_ESCAPES: return "after undoing doubled escapes (\\n, \\\", \\', ...)";
+	case MATCH_TABS: return "after writing the tabs inside its lines as \\t, as the file has them";
 	case MATCH_LINENO: return "after removing the line numbers copied from a read "
 				  "(\"N<tab>\" or \"N | \")";
 	case MATCH_NEAR: return "approximately";
@@ -1008,34 +1009,6 @@ static int blank_edges(const char *s, size_t n, size_t *a, size_t *b)
 	return x > 0 || y < n;
 }
 
-/* Undo the escapes a model doubled; 0 when there were none. */
-static int unescape(struct buf *out, const char *s, size_t n)
-{
-	size_t i;
-	int changed = 0;
-
-	for (i = 0; i < n; i++) {
-		char c = i + 1 < n ? s[i + 1] : 0, r = 0;
-
-		if (s[i] == '\\') {
-			switch (c) {
-			case 'n': r = '\n'; break;
-			case 't': r = '\t'; break;
-			case '\'': case '"': case '`': case '$': case '\\': r = c; break;
-			default: break;
-			}
-		}
-		if (r) {
-			buf_addch(out, r);
-			i++;
-			changed = 1;
-		} else {
-			buf_addch(out, s[i]);
-		}
-	}
-	return changed;
-}
-
 /* ---- the chain ---- */
 
 int match_apply(struct match_result *out, const char *text, size_t len, const char *old,
@@ -1101,10 +1074,19 @@ int match_apply_at(struct match_result *out, const char *text, size_t len, const
 				out->blank_edges = 2;
 		}
 	}
-	if (ret == FX_ENOTFOUND && memchr(old, '\\', old_len) && unescape(&uo, old, old_len)) {
-		unescape(&un, new_text, new_len);
+	if (ret == FX_ENOTFOUND && memchr(old, '\\', old_len) && match_unescape(&uo, old, old_len)) {
+		match_unescape(&un, new_text, new_len);
 		ret = try_passes(out, text, len, &fl, uo.buf, uo.len, un.buf, un.len, replace_all,
 				 start_line, MATCH_ESCAPES, name, why);
+	}
+	if (ret == FX_ENOTFOUND && memchr(old, '\t', old_len) && memmem(text, len, "\\t", 2)) {
+		buf_reset(&uo);
+		buf_reset(&un);
+		if (match_escape_tabs(&uo, old, old_len)) {
+			match_escape_tabs(&un, new_text, new_len);
+			ret = try_passes(out, text, len, &fl, uo.buf, uo.len, un.buf, un.len,
+					 replace_all, start_line, MATCH_TABS, name, why);
+		}
 	}
 	if (ret == FX_ENOTFOUND) {
 		enum match_lineno_style st = LN_NONE, nst;

@@ -86,6 +86,7 @@ enum match_pass {
 	MATCH_SPACES,		/* and runs of blanks inside lines */
 	MATCH_UNICODE,		/* and typographic punctuation */
 	MATCH_ESCAPES,		/* doubled escapes undone, then all the above */
+	MATCH_TABS,		/* tabs inside lines written as the escape \t, then 1-5 */
 	MATCH_LINENO,		/* line numbers copied from a read removed, then 1-5 */
 	MATCH_NEAR,		/* one passage clearly closest, within the similarity bound */
 	MATCH_CASE,		/* as MATCH_UNICODE, and ASCII letters of either case */

@@ -99,6 +99,12 @@ int match_try_nospace(struct match_result *out, const char *text, size_t len,
 /** A space, tab, CR, form feed or vertical tab: what the passes ignore at line edges. */
 int match_is_blank(char c);
 
+/** Append `s` with the escapes a model doubled undone (\n, \t, \", ...); 0 when it had none. */
+int match_unescape(struct buf *out, const char *s, size_t n);
+
+/** Append `s` with each tab after a line's first character written as \t; 0 when it had none. */
+int match_escape_tabs(struct buf *out, const char *s, size_t n);
+
 /**
  * map[j] (for j < m): the index of the line of `a` (k lines) paired with
  * b[j] in a longest common subsequence of equal lines, or -1. Above a

@@ -297,17 +297,28 @@ static void squeeze_all(struct buf *out, size_t **at, const char *s, size_t n)
 	}
 }
 
+/* Whether only blanks are left of the line at byte `at` of `s` (`n` bytes). */
+static int at_eol(const char *s, size_t n, size_t at)
+{
+	while (at < n && match_is_blank(s[at]) && s[at] != '\r')
+		at++;
+	return at == n || s[at] == '\n' || s[at] == '\r';
+}
+
 int match_try_nospace(struct match_result *out, const char *text, size_t len,
 		      const char *old, size_t old_len, const char *new_text, size_t new_len,
 		      struct buf *why)
 {
 	struct buf sf = BUF_INIT, so = BUF_INIT;
 	size_t *fat = NULL, *oat = NULL, found = 0, first = 0, pos = 0, a, b, i, nl = 0;
-	int ret = FX_ENOTFOUND;
+	int ret = FX_ENOTFOUND, to_eol;
 	const char *p;
 
 	squeeze_all(&sf, &fat, text, len);
 	squeeze_all(&so, &oat, old, old_len);
+	for (i = old_len; i > 0 && match_is_blank(old[i - 1]); i--)
+		;
+	to_eol = i > 0 && old[i - 1] == '\n';
 	/* a text this short without its spaces could be anywhere */
 	if (so.len < 12 || !sf.len)
 		goto out;
@@ -317,6 +328,11 @@ int match_try_nospace(struct match_result *out, const char *text, size_t len,
 		/* a match must not cut a word in two */
 		if ((at && wordy(sf.buf[at - 1]) && wordy(so.buf[0])) ||
 		    (at + so.len < sf.len && wordy(sf.buf[at + so.len]) && wordy(so.buf[so.len - 1]))) {
+			pos = at + 1;
+			continue;
+		}
+		/* old_string ending with its line's end: so must the match (no piece of a line left) */
+		if (to_eol && !at_eol(text, len, fat[at + so.len - 1] + 1)) {
 			pos = at + 1;
 			continue;
 		}

@@ -27,7 +27,7 @@
 
 static const char *const classes[] = {
 	"line_numbers", "near_miss", "indentation", "placeholders", "start_line", "final_newline",
-	"normal_forms",
+	"normal_forms", "line_endings",
 };
 
 /* What a refusal must tell the model, by the reason kind of a case. */
