@@ -904,6 +904,12 @@ static int try_passes(struct match_result *out, const char *text, size_t len,
 			out->by_line = start_line;
 		}
 	}
+	if (nhits == 1 && memchr(text + hits[0], '\n', mlen) &&
+	    strcmp(match_eol_of(text + hits[0], mlen), eol)) {
+		/* a file of mixed line ends: new_string takes those of the text it replaces */
+		buf_reset(&conv_new);
+		match_add_with_eol(&conv_new, new_text, new_len, match_eol_of(text + hits[0], mlen));
+	}
 	if (nhits == 1 || (nhits && replace_all)) {
 		replace_hits(out, text, len, hits, nhits, mlen, conv_new.buf, conv_new.len);
 		out->pass = wrap;
@@ -1039,7 +1045,7 @@ int match_apply_at(struct match_result *out, const char *text, size_t len, const
 	ret = try_passes(out, text, len, &fl, old, old_len, new_text, new_len, replace_all,
 			 start_line, MATCH_EXACT, name, why);
 	if (ret == FX_ENOTFOUND) {
-		size_t oa, ob, na, nb;
+		size_t oa = 0, ob = old_len, na = 0, nb = new_len;
 
 		/* Blank lines at the edges of old that the file does not have. */
 		if (blank_edges(old, old_len, &oa, &ob)) {
@@ -1053,25 +1059,27 @@ int match_apply_at(struct match_result *out, const char *text, size_t len, const
 			if (!ret)
 				out->blank_edges = 1;
 		}
-	}
-	if (ret == FX_ENOTFOUND && !memchr(old, '\n', old_len)) {
-		size_t oa = 0, ob = old_len, na = 0, nb = new_len;
-
-		/* A piece of one line with blanks around it that the file does not have. */
-		while (oa < ob && (old[oa] == ' ' || old[oa] == '\t'))
+		/*
+		 * What is left a piece of one line, with blanks around it that the
+		 * file does not have: without them.
+		 */
+		while (oa < ob && (match_is_blank(old[oa]) || old[oa] == '\n'))
 			oa++;
-		while (ob > oa && (old[ob - 1] == ' ' || old[ob - 1] == '\t'))
+		while (ob > oa && (match_is_blank(old[ob - 1]) || old[ob - 1] == '\n'))
 			ob--;
-		while (na < oa && na < nb && (new_text[na] == ' ' || new_text[na] == '\t'))
-			na++;
-		while (new_len - nb < old_len - ob && nb > na &&
-		       (new_text[nb - 1] == ' ' || new_text[nb - 1] == '\t'))
-			nb--;
-		if (ob > oa && (oa || ob < old_len)) {
-			ret = try_passes(out, text, len, &fl, old + oa, ob - oa, new_text + na, nb - na,
-					 replace_all, start_line, MATCH_EXACT, name, why);
-			if (!ret)
-				out->blank_edges = 2;
+		if (ret == FX_ENOTFOUND && !memchr(old + oa, '\n', ob - oa)) {
+			while (na < oa && na < nb && (match_is_blank(new_text[na]) || new_text[na] == '\n'))
+				na++;
+			while ((new_len - nb) < (old_len - ob) && nb > na &&
+			       (match_is_blank(new_text[nb - 1]) || new_text[nb - 1] == '\n'))
+				nb--;
+			if (ob > oa && (oa || ob < old_len)) {
+				ret = try_passes(out, text, len, &fl, old + oa, ob - oa, new_text + na,
+						 nb - na, replace_all, start_line, MATCH_EXACT, name,
+						 why);
+				if (!ret)
+					out->blank_edges = 2;
+			}
 		}
 	}
 	if (ret == FX_ENOTFOUND && memchr(old, '\\', old_len) && match_unescape(&uo, old, old_len)) {
@@ -1126,6 +1134,8 @@ int match_apply_at(struct match_result *out, const char *text, size_t len, const
 	if (ret == FX_ENOTFOUND && !replace_all)
 		ret = try_passes(out, text, len, &fl, old, old_len, new_text, new_len, 0, start_line,
 				 MATCH_CASE, name, why);
+	if (ret == FX_ENOTFOUND && !replace_all)
+		ret = match_try_case_piece(out, text, len, old, old_len, new_text, new_len);
 	if (ret == FX_ENOTFOUND && !replace_all)
 		ret = match_try_nospace(out, text, len, old, old_len, new_text, new_len, &near_why);
 	if (!ret) {
