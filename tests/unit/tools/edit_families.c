@@ -41,6 +41,8 @@ static const struct hint {
 	{ "indentation", "Copy old_string with the file's indentation" },
 	{ "line_numbers_mixed", "Send both without the line numbers" },
 	{ "patch_context", "Copy the context lines exactly as the file has them" },
+	{ "empty_old", "Give the text to replace" },
+	{ "same", "there is nothing to change" },
 };
 
 struct tally {
