@@ -62,6 +62,19 @@ static int same_but_typos(const struct buf *a, const struct buf *b)
 	}
 }
 
+/*
+ * Whether the model's squeezed line `o` is the file's `f` with text added
+ * at one end, `f` holding half of it at least (` * note.diff` for the
+ * file's ` * note`): nothing of the file's line goes unnamed. Taken
+ * for a line inside the passage only.
+ */
+static int extended(const struct buf *o, const struct buf *f)
+{
+	if (!f->len || o->len <= f->len || 2 * f->len < o->len)
+		return 0;
+	return !memcmp(o->buf, f->buf, f->len) || !memcmp(o->buf + o->len - f->len, f->buf, f->len);
+}
+
 static void near_score(struct near *nr, const char *text, const struct lines *fl, size_t s,
 		       const char *old, const struct lines *ol)
 {
@@ -93,7 +106,9 @@ static void near_score(struct near *nr, const char *text, const struct lines *fl
 			nr->differ++;
 			if (!same_but_typos(&a, &b))
 				nr->typos = 0;
-			if (1.0 - (double)d / (double)big < nr->worst)
+			/* an inner line only: at an edge, the text added may be the next line's */
+			if (1.0 - (double)d / (double)big < nr->worst &&
+			    !(i && i + 1 < ol->nr && extended(&a, &b)))
 				nr->worst = 1.0 - (double)d / (double)big;
 		}
 	}

@@ -43,6 +43,7 @@ static const struct hint {
 	{ "patch_context", "Copy the context lines exactly as the file has them" },
 	{ "empty_old", "Give the text to replace" },
 	{ "same", "there is nothing to change" },
+	{ "eol_only", "only in line ends or the final newline" },
 };
 
 struct tally {
