@@ -49,8 +49,9 @@
  *  11. no whitespace: `old` and the file compared with every blank and
  *      line break left out (but words kept apart unless `old` holds no
  *      whitespace at all; ending at a line's end when `old` does), one
- *      place only, at least 12 characters (not with replace_all): the bytes from the
- *      first to the last character matched are replaced by `new` as sent
+ *      place only, at least 12 characters (not with replace_all): the
+ *      bytes from the first to the last character matched are replaced by
+ *      `new` as sent
  *      (Continue's one-line `function test(){return true;}` for a
  *      three-line function).
  * replace_all runs 1-9 on every occurrence. Each of 9-11 is named in the
