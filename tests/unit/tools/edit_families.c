@@ -44,6 +44,7 @@ static const struct hint {
 	{ "empty_old", "Give the text to replace" },
 	{ "same", "there is nothing to change" },
 	{ "eol_only", "only in line ends or the final newline" },
+	{ "indent_shift", "Copy the indentation exactly as read_file shows it" },
 };
 
 struct tally {
