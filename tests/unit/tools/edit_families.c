@@ -27,7 +27,7 @@
 
 static const char *const classes[] = {
 	"line_numbers", "near_miss", "indentation", "placeholders", "start_line", "final_newline",
-	"normal_forms", "line_endings",
+	"normal_forms", "line_endings", "patches",
 };
 
 /* What a refusal must tell the model, by the reason kind of a case. */
