@@ -460,6 +460,6 @@ int match_try_case_piece(struct match_result *out, const char *text, size_t len,
 		nl += new_text[i] == '\n';
 	out->span = nl + (new_len && new_text[new_len - 1] != '\n');
 	out->pass = MATCH_CASE;
-	out->level = MATCH_CASE;
+	out->level = MATCH_EXACT;	/* a piece of a line: nothing re-indented */
 	return 0;
 }
