@@ -381,6 +381,7 @@ const char *match_pass_name(enum match_pass pass)
 	case MATCH_UNICODE: return "ignoring whitespace and folding typographic punctuation "
 				  "(curly quotes, dashes, no-break spaces) to ASCII";
 	case MATCH_ESCAPES: return "after undoing doubled escapes (\\n, \\\", \\', ...)";
+	case MATCH_TABS: return "after writing the tabs inside its lines as \\t, as the file has them";
 	case MATCH_LINENO: return "after removing the line numbers copied from a read "
 				  "(\"N<tab>\" or \"N | \")";
 	case MATCH_NEAR: return "approximately";
@@ -903,6 +904,12 @@ static int try_passes(struct match_result *out, const char *text, size_t len,
 			out->by_line = start_line;
 		}
 	}
+	if (nhits == 1 && memchr(text + hits[0], '\n', mlen) &&
+	    strcmp(match_eol_of(text + hits[0], mlen), eol)) {
+		/* a file of mixed line ends: new_string takes those of the text it replaces */
+		buf_reset(&conv_new);
+		match_add_with_eol(&conv_new, new_text, new_len, match_eol_of(text + hits[0], mlen));
+	}
 	if (nhits == 1 || (nhits && replace_all)) {
 		replace_hits(out, text, len, hits, nhits, mlen, conv_new.buf, conv_new.len);
 		out->pass = wrap;
@@ -1008,34 +1015,6 @@ static int blank_edges(const char *s, size_t n, size_t *a, size_t *b)
 	return x > 0 || y < n;
 }
 
-/* Undo the escapes a model doubled; 0 when there were none. */
-static int unescape(struct buf *out, const char *s, size_t n)
-{
-	size_t i;
-	int changed = 0;
-
-	for (i = 0; i < n; i++) {
-		char c = i + 1 < n ? s[i + 1] : 0, r = 0;
-
-		if (s[i] == '\\') {
-			switch (c) {
-			case 'n': r = '\n'; break;
-			case 't': r = '\t'; break;
-			case '\'': case '"': case '`': case '$': case '\\': r = c; break;
-			default: break;
-			}
-		}
-		if (r) {
-			buf_addch(out, r);
-			i++;
-			changed = 1;
-		} else {
-			buf_addch(out, s[i]);
-		}
-	}
-	return changed;
-}
-
 /* ---- the chain ---- */
 
 int match_apply(struct match_result *out, const char *text, size_t len, const char *old,
@@ -1066,7 +1045,7 @@ int match_apply_at(struct match_result *out, const char *text, size_t len, const
 	ret = try_passes(out, text, len, &fl, old, old_len, new_text, new_len, replace_all,
 			 start_line, MATCH_EXACT, name, why);
 	if (ret == FX_ENOTFOUND) {
-		size_t oa, ob, na, nb;
+		size_t oa = 0, ob = old_len, na = 0, nb = new_len;
 
 		/* Blank lines at the edges of old that the file does not have. */
 		if (blank_edges(old, old_len, &oa, &ob)) {
@@ -1080,31 +1059,42 @@ int match_apply_at(struct match_result *out, const char *text, size_t len, const
 			if (!ret)
 				out->blank_edges = 1;
 		}
-	}
-	if (ret == FX_ENOTFOUND && !memchr(old, '\n', old_len)) {
-		size_t oa = 0, ob = old_len, na = 0, nb = new_len;
-
-		/* A piece of one line with blanks around it that the file does not have. */
-		while (oa < ob && (old[oa] == ' ' || old[oa] == '\t'))
+		/*
+		 * What is left a piece of one line, with blanks around it that the
+		 * file does not have: without them.
+		 */
+		while (oa < ob && (match_is_blank(old[oa]) || old[oa] == '\n'))
 			oa++;
-		while (ob > oa && (old[ob - 1] == ' ' || old[ob - 1] == '\t'))
+		while (ob > oa && (match_is_blank(old[ob - 1]) || old[ob - 1] == '\n'))
 			ob--;
-		while (na < oa && na < nb && (new_text[na] == ' ' || new_text[na] == '\t'))
-			na++;
-		while (new_len - nb < old_len - ob && nb > na &&
-		       (new_text[nb - 1] == ' ' || new_text[nb - 1] == '\t'))
-			nb--;
-		if (ob > oa && (oa || ob < old_len)) {
-			ret = try_passes(out, text, len, &fl, old + oa, ob - oa, new_text + na, nb - na,
-					 replace_all, start_line, MATCH_EXACT, name, why);
-			if (!ret)
-				out->blank_edges = 2;
+		if (ret == FX_ENOTFOUND && !memchr(old + oa, '\n', ob - oa)) {
+			while (na < oa && na < nb && (match_is_blank(new_text[na]) || new_text[na] == '\n'))
+				na++;
+			while ((new_len - nb) < (old_len - ob) && nb > na &&
+			       (match_is_blank(new_text[nb - 1]) || new_text[nb - 1] == '\n'))
+				nb--;
+			if (ob > oa && (oa || ob < old_len)) {
+				ret = try_passes(out, text, len, &fl, old + oa, ob - oa, new_text + na,
+						 nb - na, replace_all, start_line, MATCH_EXACT, name,
+						 why);
+				if (!ret)
+					out->blank_edges = 2;
+			}
 		}
 	}
-	if (ret == FX_ENOTFOUND && memchr(old, '\\', old_len) && unescape(&uo, old, old_len)) {
-		unescape(&un, new_text, new_len);
+	if (ret == FX_ENOTFOUND && memchr(old, '\\', old_len) && match_unescape(&uo, old, old_len)) {
+		match_unescape(&un, new_text, new_len);
 		ret = try_passes(out, text, len, &fl, uo.buf, uo.len, un.buf, un.len, replace_all,
 				 start_line, MATCH_ESCAPES, name, why);
+	}
+	if (ret == FX_ENOTFOUND && memchr(old, '\t', old_len) && memmem(text, len, "\\t", 2)) {
+		buf_reset(&uo);
+		buf_reset(&un);
+		if (match_escape_tabs(&uo, old, old_len)) {
+			match_escape_tabs(&un, new_text, new_len);
+			ret = try_passes(out, text, len, &fl, uo.buf, uo.len, un.buf, un.len,
+					 replace_all, start_line, MATCH_TABS, name, why);
+		}
 	}
 	if (ret == FX_ENOTFOUND) {
 		enum match_lineno_style st = LN_NONE, nst;
@@ -1144,6 +1134,8 @@ int match_apply_at(struct match_result *out, const char *text, size_t len, const
 	if (ret == FX_ENOTFOUND && !replace_all)
 		ret = try_passes(out, text, len, &fl, old, old_len, new_text, new_len, 0, start_line,
 				 MATCH_CASE, name, why);
+	if (ret == FX_ENOTFOUND && !replace_all)
+		ret = match_try_case_piece(out, text, len, old, old_len, new_text, new_len);
 	if (ret == FX_ENOTFOUND && !replace_all)
 		ret = match_try_nospace(out, text, len, old, old_len, new_text, new_len, &near_why);
 	if (!ret) {

@@ -14,7 +14,8 @@
  *   1. exact: `old` occurs exactly once (with replace_all: at least once,
  *      every occurrence replaced, never overlapping). When `old` as sent is
  *      not there, it is tried again with its line ends turned into the
- *      file's;
+ *      file's; in a file of mixed line ends, `new` takes those of the
+ *      text it replaces;
  *   2. trailing whitespace: whole lines compared without trailing blanks;
  *   3. indentation: whole lines compared without leading and trailing
  *      blanks; `new` is re-indented (see below);
@@ -24,27 +25,33 @@
  *      spaces (‐‑‒–—―−, ‘’‚‛, “”„‟, no-break and other wide spaces) and …
  *      folded to ASCII;
  *   6. blank edges: 1-5 again without the blank lines at old's edges, or
- *      without the blanks around a one-line old (and as many of new's);
+ *      without the blanks and line breaks around what is a piece of one
+ *      line (and as many of new's);
  *   7. escapes: `old` and `new` with the escapes a model doubled undone
- *      (\\n \\t \\' \\" \\` \\$ \\\\), then 1-5 again;
+ *      (\\n \\t \\' \\" \\` \\$ \\\\), then 1-5 again; or, when the file holds
+ *      \\t, with the tabs after a line's first character written so;
  *   8. line numbers: every line of `old` starting with a read's line
  *      number ("%6d<TAB>", "N | ", "N→"), numbered one after the other:
  *      1-5 again without them (and without new's, when every line of new
  *      has one), the first number as the start_line hint;
  *   9. near miss: the one passage within MATCH_NEAR_MIN of `old` and
  *      MATCH_NEAR_MARGIN better than any other, with at most half of its
- *      lines differing (each MATCH_NEAR_LINE alike) and one at least the
+ *      lines differing (each MATCH_NEAR_LINE alike, or inside the passage
+ *      the file's line with text added at one end) and one at least the
  *      same, or differing only by slips (commas, semicolons, one quote for
  *      another); several equally close
  *      are several occurrences (replace_all replaces each, start_line
  *      chooses);
  *  10. letter case: as 5, with ASCII letters compared in either case
  *      (`MYVARIABLE` for `myVariable`), one place only (not with
- *      replace_all); `new` is written as sent;
+ *      replace_all); `new` is written as sent; a one-line `old` may be a
+ *      piece of a line that no word is cut from;
  *  11. no whitespace: `old` and the file compared with every blank and
- *      line break left out (but words kept apart), one place only, at
- *      least 12 characters (not with replace_all): the bytes from the
- *      first to the last character matched are replaced by `new` as sent
+ *      line break left out (but words kept apart unless `old` holds no
+ *      whitespace at all; ending at a line's end when `old` does), one
+ *      place only, at least 12 characters (not with replace_all): the
+ *      bytes from the first to the last character matched are replaced by
+ *      `new` as sent
  *      (Continue's one-line `function test(){return true;}` for a
  *      three-line function).
  * replace_all runs 1-9 on every occurrence. Each of 9-11 is named in the
@@ -86,6 +93,7 @@ enum match_pass {
 	MATCH_SPACES,		/* and runs of blanks inside lines */
 	MATCH_UNICODE,		/* and typographic punctuation */
 	MATCH_ESCAPES,		/* doubled escapes undone, then all the above */
+	MATCH_TABS,		/* tabs inside lines written as the escape \t, then 1-5 */
 	MATCH_LINENO,		/* line numbers copied from a read removed, then 1-5 */
 	MATCH_NEAR,		/* one passage clearly closest, within the similarity bound */
 	MATCH_CASE,		/* as MATCH_UNICODE, and ASCII letters of either case */

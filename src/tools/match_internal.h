@@ -85,6 +85,14 @@ int match_try_near(struct match_result *out, const char *text, size_t len,
 		   const char *name, struct buf *why);
 
 /**
+ * Letter case, for a piece of one line (match.h, 10): the one place of the
+ * text equal to `old` but for the case of ASCII letters that cuts no word
+ * in two, replaced by `new` as sent. FX_ENOTFOUND when none or several.
+ */
+int match_try_case_piece(struct match_result *out, const char *text, size_t len,
+			 const char *old, size_t old_len, const char *new_text, size_t new_len);
+
+/**
  * The last matcher (match.h, 11): `old` and the file compared with all
  * whitespace, line breaks too, left out (a space kept only between two
  * letters or digits, so that words stay apart). Applies when the text
@@ -98,6 +106,12 @@ int match_try_nospace(struct match_result *out, const char *text, size_t len,
 
 /** A space, tab, CR, form feed or vertical tab: what the passes ignore at line edges. */
 int match_is_blank(char c);
+
+/** Append `s` with the escapes a model doubled undone (\n, \t, \", ...); 0 when it had none. */
+int match_unescape(struct buf *out, const char *s, size_t n);
+
+/** Append `s` with each tab after a line's first character written as \t; 0 when it had none. */
+int match_escape_tabs(struct buf *out, const char *s, size_t n);
 
 /**
  * map[j] (for j < m): the index of the line of `a` (k lines) paired with

@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/err.h"
 #include "tools/match.h"
@@ -61,6 +62,19 @@ static int same_but_typos(const struct buf *a, const struct buf *b)
 	}
 }
 
+/*
+ * Whether the model's squeezed line `o` is the file's `f` with text added
+ * at one end, `f` holding half of it at least (` * note.diff` for the
+ * file's ` * note`): nothing of the file's line goes unnamed. Taken
+ * for a line inside the passage only.
+ */
+static int extended(const struct buf *o, const struct buf *f)
+{
+	if (!f->len || o->len <= f->len || 2 * f->len < o->len)
+		return 0;
+	return !memcmp(o->buf, f->buf, f->len) || !memcmp(o->buf + o->len - f->len, f->buf, f->len);
+}
+
 static void near_score(struct near *nr, const char *text, const struct lines *fl, size_t s,
 		       const char *old, const struct lines *ol)
 {
@@ -92,7 +106,9 @@ static void near_score(struct near *nr, const char *text, const struct lines *fl
 			nr->differ++;
 			if (!same_but_typos(&a, &b))
 				nr->typos = 0;
-			if (1.0 - (double)d / (double)big < nr->worst)
+			/* an inner line only: at an edge, the text added may be the next line's */
+			if (1.0 - (double)d / (double)big < nr->worst &&
+			    !(i && i + 1 < ol->nr && extended(&a, &b)))
 				nr->worst = 1.0 - (double)d / (double)big;
 		}
 	}
@@ -269,14 +285,29 @@ static int wordy(char c)
 	return isalnum((unsigned char)c) || c == '_' || (unsigned char)c >= 0x80;
 }
 
-/*
- * `s` without whitespace (line breaks too), a space kept only between two
- * word characters that had whitespace between them; `at[i]` is the byte of
- * `s` that out[i] came from.
- */
-static void squeeze_all(struct buf *out, size_t **at, const char *s, size_t n)
+/* The length of the Unicode space (U+00A0, U+2000-200A, U+202F, U+205F, U+3000) at `s`, or 0. */
+static size_t uspace(const char *s, size_t n)
 {
-	size_t i, alloc = 0, nr = 0;
+	const unsigned char *u = (const unsigned char *)s;
+
+	if (n >= 2 && u[0] == 0xc2 && u[1] == 0xa0)
+		return 2;
+	if (n >= 3 && u[0] == 0xe2 && ((u[1] == 0x80 && (u[2] <= 0x8a || u[2] == 0xaf)) ||
+				       (u[1] == 0x81 && u[2] == 0x9f)))
+		return 3;
+	if (n >= 3 && u[0] == 0xe3 && u[1] == 0x80 && u[2] == 0x80)
+		return 3;
+	return 0;
+}
+
+/*
+ * `s` without whitespace (line breaks and Unicode spaces too); unless
+ * `glue`, a space is kept between two word characters that had whitespace
+ * between them. `at[i]` is the byte of `s` that out[i] came from.
+ */
+static void squeeze_all(struct buf *out, size_t **at, const char *s, size_t n, int glue)
+{
+	size_t i, alloc = 0, nr = 0, u;
 	int gap = 0;
 
 	*at = NULL;
@@ -285,7 +316,12 @@ static void squeeze_all(struct buf *out, size_t **at, const char *s, size_t n)
 			gap = 1;
 			continue;
 		}
-		if (gap && out->len && wordy(out->buf[out->len - 1]) && wordy(s[i])) {
+		if ((u = uspace(s + i, n - i))) {
+			gap = 1;
+			i += u - 1;
+			continue;
+		}
+		if (!glue && gap && out->len && wordy(out->buf[out->len - 1]) && wordy(s[i])) {
 			ALLOC_GROW(*at, nr + 1, alloc);
 			(*at)[nr++] = i;
 			buf_addch(out, ' ');
@@ -297,32 +333,74 @@ static void squeeze_all(struct buf *out, size_t **at, const char *s, size_t n)
 	}
 }
 
+/* Whether only blanks are left of the line at byte `at` of `s` (`n` bytes). */
+static int at_eol(const char *s, size_t n, size_t at)
+{
+	while (at < n && match_is_blank(s[at]) && s[at] != '\r')
+		at++;
+	return at == n || s[at] == '\n' || s[at] == '\r';
+}
+
+/*
+ * The occurrences of `so` in `sf` (squeezed text, `fat` its bytes in
+ * `text`) that cut no word in two and, when `to_eol`, end where a line of
+ * the text does; the first in *first.
+ */
+static size_t nospace_find(const struct buf *sf, const size_t *fat, const struct buf *so,
+			   const char *text, size_t len, int to_eol, size_t *first)
+{
+	size_t found = 0, pos = 0;
+	const char *p;
+
+	while (pos + so->len <= sf->len &&
+	       (p = memmem(sf->buf + pos, sf->len - pos, so->buf, so->len))) {
+		size_t at = (size_t)(p - sf->buf), a = fat[at], b = fat[at + so->len - 1] + 1;
+
+		/* a match must not cut a word of the text in two */
+		if ((a && wordy(text[a - 1]) && wordy(so->buf[0])) ||
+		    (b < len && wordy(text[b]) && wordy(so->buf[so->len - 1])) ||
+		    (to_eol && !at_eol(text, len, b))) {
+			pos = at + 1;
+			continue;
+		}
+		if (!found++)
+			*first = at;
+		pos = at + so->len;
+	}
+	return found;
+}
+
 int match_try_nospace(struct match_result *out, const char *text, size_t len,
 		      const char *old, size_t old_len, const char *new_text, size_t new_len,
 		      struct buf *why)
 {
 	struct buf sf = BUF_INIT, so = BUF_INIT;
-	size_t *fat = NULL, *oat = NULL, found = 0, first = 0, pos = 0, a, b, i, nl = 0;
-	int ret = FX_ENOTFOUND;
-	const char *p;
+	size_t *fat = NULL, *oat = NULL, found = 0, first = 0, a, b, i, nl = 0;
+	int ret = FX_ENOTFOUND, to_eol, glue;
 
-	squeeze_all(&sf, &fat, text, len);
-	squeeze_all(&so, &oat, old, old_len);
-	/* a text this short without its spaces could be anywhere */
-	if (so.len < 12 || !sf.len)
-		goto out;
-	while (pos + so.len <= sf.len && (p = memmem(sf.buf + pos, sf.len - pos, so.buf, so.len))) {
-		size_t at = (size_t)(p - sf.buf);
-
-		/* a match must not cut a word in two */
-		if ((at && wordy(sf.buf[at - 1]) && wordy(so.buf[0])) ||
-		    (at + so.len < sf.len && wordy(sf.buf[at + so.len]) && wordy(so.buf[so.len - 1]))) {
-			pos = at + 1;
-			continue;
-		}
-		if (!found++)
-			first = at;
-		pos = at + so.len;
+	for (i = old_len; i > 0 && match_is_blank(old[i - 1]); i--)
+		;
+	/* old_string ending with its line's end: so must the match (no piece of a line left) */
+	to_eol = i > 0 && old[i - 1] == '\n';
+	/*
+	 * Words kept apart (`returnx` is not `return x`), unless old_string
+	 * holds no whitespace at all: a model that wrote the passage without
+	 * any glued its words too, so the file's are glued as well (Continue's
+	 * `if(typeofa==='number')`).
+	 */
+	for (i = 0; i < old_len && !match_is_blank(old[i]) && old[i] != '\n'; i++)
+		;
+	for (glue = 0; glue < 1 + (i == old_len) && !found; glue++) {
+		free(fat);
+		free(oat);
+		buf_reset(&sf);
+		buf_reset(&so);
+		squeeze_all(&sf, &fat, text, len, glue);
+		squeeze_all(&so, &oat, old, old_len, glue);
+		/* a text this short without its spaces could be anywhere */
+		if (so.len < 12 || !sf.len)
+			goto out;
+		found = nospace_find(&sf, fat, &so, text, len, to_eol, &first);
 	}
 	if (found != 1) {
 		if (found > 1)
@@ -349,4 +427,39 @@ out:
 	buf_release(&sf);
 	buf_release(&so);
 	return ret;
+}
+
+/* ---- a piece of a line, letters of either case ---- */
+
+int match_try_case_piece(struct match_result *out, const char *text, size_t len,
+			 const char *old, size_t old_len, const char *new_text, size_t new_len)
+{
+	size_t i, at = 0, found = 0, nl = 0;
+
+	if (!old_len || memchr(old, '\n', old_len) || old_len > len)
+		return FX_ENOTFOUND;
+	for (i = 0; i + old_len <= len; i++) {
+		if (strncasecmp(text + i, old, old_len) || memchr(text + i, '\n', old_len))
+			continue;
+		/* a piece of a word is another word */
+		if ((i && wordy(text[i - 1]) && wordy(old[0])) ||
+		    (i + old_len < len && wordy(text[i + old_len]) && wordy(old[old_len - 1])))
+			continue;
+		if (found++)
+			return FX_ENOTFOUND;	/* several: the line-wise pass has listed them */
+		at = i;
+	}
+	if (!found)
+		return FX_ENOTFOUND;
+	buf_add(&out->text, text, at);
+	match_add_with_eol(&out->text, new_text, new_len, match_eol_of(text, len));
+	buf_add(&out->text, text + at + old_len, len - at - old_len);
+	out->count = 1;
+	out->lines[0] = match_line_of(text, at);
+	for (i = 0; i < new_len; i++)
+		nl += new_text[i] == '\n';
+	out->span = nl + (new_len && new_text[new_len - 1] != '\n');
+	out->pass = MATCH_CASE;
+	out->level = MATCH_EXACT;	/* a piece of a line: nothing re-indented */
+	return 0;
 }

@@ -309,6 +309,25 @@ static int hunk_sources(long *src, const struct shift *sh, size_t k, size_t i0, 
 		if (ok)
 			return 0;
 	}
+	/*
+	 * One line for several, indented as the first it replaces, which no
+	 * other is left of in the file: the replacement starts where the
+	 * passage starts (`if x:` and its body become one line at the if's
+	 * depth; deeper, the line would be inside what it replaces).
+	 */
+	if (j1 - j0 == 1 && i1 - i0 > 1 && sh[i0].known && !blank_slice(&nw[j0])) {
+		struct match_slice ni = { nw[j0].s, lead(&nw[j0]) };
+		int ok = ws_eq(&ni, &sh[i0].o);
+
+		for (t = i0 + 1; t < i1 && ok; t++)
+			if (sh[t].known && (sh[t].f.n < sh[i0].f.n ||
+					    memcmp(sh[t].f.s, sh[i0].f.s, sh[i0].f.n)))
+				ok = 0;
+		if (ok) {
+			src[0] = (long)i0;
+			return 0;
+		}
+	}
 	/* A block of lines of one indentation in the model's text and one in the file's. */
 	for (t = i0; t < i1; t++) {
 		if (!sh[t].known)

@@ -27,7 +27,7 @@
 
 static const char *const classes[] = {
 	"line_numbers", "near_miss", "indentation", "placeholders", "start_line", "final_newline",
-	"normal_forms",
+	"normal_forms", "line_endings", "patches",
 };
 
 /* What a refusal must tell the model, by the reason kind of a case. */
@@ -41,6 +41,10 @@ static const struct hint {
 	{ "indentation", "Copy old_string with the file's indentation" },
 	{ "line_numbers_mixed", "Send both without the line numbers" },
 	{ "patch_context", "Copy the context lines exactly as the file has them" },
+	{ "empty_old", "Give the text to replace" },
+	{ "same", "there is nothing to change" },
+	{ "eol_only", "only in line ends or the final newline" },
+	{ "indent_shift", "Copy the indentation exactly as read_file shows it" },
 };
 
 struct tally {
@@ -93,15 +97,26 @@ static const char *run_case(const json_t *c, int *wrong)
 	tu_write(t.ws, path, file);
 	if (!strcmp(tool, "apply_patch")) {
 		args = json_pack("{s:s}", "input", str_of(c, "patch"));
+		st = tt_callj(&t, tt_builder(), tool, args);
 	} else {
-		args = json_pack("{s:s,s:s,s:s}", "path", path, "old_string", str_of(c, "old_string"),
-				 "new_string", str_of(c, "new_string"));
-		if (json_is_true(json_object_get(c, "replace_all")))
-			json_object_set_new(args, "replace_all", json_true());
-		if (json_object_get(c, "start_line"))
-			json_object_set(args, "start_line", json_object_get(c, "start_line"));
+		/* "edits": several edits in order (a peer's blocks), each as a case's own fields */
+		const json_t *seq = json_object_get(c, "edits");
+		size_t n = json_is_array(seq) ? json_array_size(seq) : 1, e;
+
+		for (st = TOOL_OK, e = 0; e < n && st == TOOL_OK; e++) {
+			const json_t *ed = json_is_array(seq) ? json_array_get(seq, e) : c;
+
+			if (e)
+				buf_reset(&t.out);
+			args = json_pack("{s:s,s:s,s:s}", "path", path, "old_string",
+					 str_of(ed, "old_string"), "new_string", str_of(ed, "new_string"));
+			if (json_is_true(json_object_get(ed, "replace_all")))
+				json_object_set_new(args, "replace_all", json_true());
+			if (json_object_get(ed, "start_line"))
+				json_object_set(args, "start_line", json_object_get(ed, "start_line"));
+			st = tt_callj(&t, tt_builder(), tool, args);
+		}
 	}
-	st = tt_callj(&t, tt_builder(), tool, args);
 	now = tu_read(t.ws, path);
 	what[0] = 0;
 	if (!strcmp(expect, "applied")) {
