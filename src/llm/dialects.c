@@ -67,6 +67,14 @@ static const struct form {
 	  "<|close|>call<|sep|><|close|>tools<|sep|>", 0 },
 	{ "functionary-v3.2", ">>>TOOL\n{...}", 1 },
 	{ "minicpm5", "<function name=\"TOOL\"><param name=\"KEY\">VALUE</param></function>", 0 },
+	{ "dots", "<dots_function_call><invoke name=\"TOOL\"><parameter name=\"KEY\">VALUE"
+	  "</parameter></invoke></dots_function_call>", 0 },
+	{ "cwm", "<tool: function>\nTOOL {...}\n</tool>", 1 },
+	{ "plamo3", "<|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|>"
+	  "<|plamo:begin_tool_name:plamo|>TOOL<|plamo:end_tool_name:plamo|>"
+	  "<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>{...}"
+	  "<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>"
+	  "<|plamo:end_tool_requests:plamo|>", 1 },
 	{ "fenced", "```json\n{\"tool\": \"TOOL\", \"arguments\": {...}}\n```", 1 },
 };
 
@@ -139,6 +147,7 @@ static const struct {
 	{ "<|channel>thought", "<channel|>" },		/* Gemma 4 */
 	{ "<|open|>think<|sep|>", "<|close|>think<|sep|>" },	/* Kimi K3 */
 	{ "<|inner_prefix|>", "<|inner_suffix|>" },	/* Apertus */
+	{ "<|plamo:begin_think:plamo|>", "<|plamo:end_think:plamo|>" },	/* PLaMo 3 */
 };
 
 static void blank(char *t, size_t a, size_t b)
@@ -439,7 +448,10 @@ void tc_take_glm(struct scan *sc, size_t p, size_t end)
 		{
 			json_t *k = jsonx_stringn_lossy(key, strlen(key));
 
-			jsonx_set(args, json_string_value(k), tc_xml_value(sc->text + v0, vc - v0));
+			json_t *v = tc_xml_json_string(sc->text + v0, vc - v0);
+
+			/* HyperCLOVA X writes values as JSON: "Seoul" is the string Seoul */
+			jsonx_set(args, json_string_value(k), v ? v : tc_xml_value(sc->text + v0, vc - v0));
 			json_decref(k);
 		}
 		free(key);

@@ -98,4 +98,12 @@ void tc_scan_kimi3(struct scan *sc);
 void tc_scan_recipient(struct scan *sc);
 void tc_scan_minicpm5(struct scan *sc);
 
+/* ---- dialects_vllm_c.c ---- */
+
+/* A value written as one JSON string literal ("Seoul"): that string; NULL otherwise. */
+json_t *tc_xml_json_string(const char *s, size_t n);
+void tc_scan_dots(struct scan *sc);
+void tc_scan_cwm(struct scan *sc);
+void tc_scan_plamo3(struct scan *sc);
+
 #endif

@@ -1,0 +1,294 @@
+/*
+ * Dialects of vLLM parsers kept outside its registered list: dots.llm's
+ * <dots_function_call>, CWM's <tool: function> block and PLaMo 3's
+ * <|plamo:...:plamo|> tags; and the value rule HyperCLOVA X SEED Think
+ * needs in its GLM-shaped calls. Each scanner reads only the masked text
+ * (reasoning blanked), takes a call only for an offered tool, and answers
+ * a block it cannot read with a message naming the format.
+ */
+
+#include <ctype.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/jsonx.h"
+#include "base/err.h"
+#include "llm/textcalls_int.h"
+
+#define NPOS ((size_t)-1)
+
+json_t *tc_xml_json_string(const char *s, size_t n)
+{
+	json_t *j;
+
+	if (n && s[0] == '\n') {
+		s++;
+		n--;
+	}
+	if (n && s[n - 1] == '\n')
+		n--;
+	if (n < 2 || s[0] != '"' || s[n - 1] != '"')
+		return NULL;
+	j = json_loadb(s, n, JSON_DECODE_ANY, NULL);
+	if (j && !json_is_string(j)) {
+		json_decref(j);
+		j = NULL;
+	}
+	return j;
+}
+
+/* The text between `p` and the closing quote of an attribute, or NULL (nothing taken). */
+static char *attr_value(const struct scan *sc, size_t p, size_t end, size_t *after)
+{
+	size_t q = tc_find_at(sc->text, p, end, "\"");
+
+	if (q == NPOS || tc_find_at(sc->text, p, q, "<") != NPOS || tc_find_at(sc->text, p, q, ">") != NPOS)
+		return NULL;
+	*after = q + 1;
+	return xstrndup(sc->text + p, q - p);
+}
+
+/* ---- dots.llm: <dots_function_call><invoke name="f"><parameter name="k">v</parameter></invoke>... ---- */
+
+#define DOTS_OPEN "<dots_function_call>"
+#define DOTS_CLOSE "</dots_function_call>"
+#define DOTS_INVOKE "<invoke name=\""
+#define DOTS_PARAM "<parameter name=\""
+
+/* One <invoke> at `p` (inside a block ending at `end`); returns where the next may start. */
+static size_t dots_invoke(struct scan *sc, size_t p, size_t end)
+{
+	size_t q, close;
+	char *name = attr_value(sc, p + strlen(DOTS_INVOKE), end, &q);
+	json_t *args;
+
+	if (!name || !tc_starts(sc, q, end, ">")) {
+		tc_call_error(sc, "dots", NULL, "the <invoke name=\"TOOL\"> tag is not whole");
+		free(name);
+		return end;
+	}
+	close = tc_find_at(sc->text, q, end, "</invoke>");
+	if (!tc_known(sc, name)) {
+		tc_unknown_error(sc, "dots", name);
+		free(name);
+		return close == NPOS ? end : close + strlen("</invoke>");
+	}
+	args = json_object();
+	p = tc_skip_ws(sc, q + 1, end);
+	while (tc_starts(sc, p, end, DOTS_PARAM)) {
+		size_t v0, vc;
+		char *key = attr_value(sc, p + strlen(DOTS_PARAM), end, &v0);
+
+		if (!key || !tc_starts(sc, v0, end, ">"))
+			vc = NPOS;
+		else
+			vc = tc_find_at(sc->text, v0 + 1, end, "</parameter>");
+		if (vc == NPOS) {
+			free(key);
+			break;
+		}
+		jsonx_set(args, key, tc_xml_value(sc->text + v0 + 1, vc - v0 - 1));
+		free(key);
+		p = tc_skip_ws(sc, vc + strlen("</parameter>"), end);
+	}
+	if (tc_starts(sc, p, end, "</invoke>")) {
+		tc_push_call(sc, name, args, "dots", NULL);
+		p += strlen("</invoke>");
+	} else {
+		tc_call_error(sc, "dots", name, "a <parameter name=\"KEY\">VALUE</parameter> is not "
+			      "whole, or the call is not closed with </invoke>");
+		p = close == NPOS ? end : close + strlen("</invoke>");
+	}
+	json_decref(args);
+	free(name);
+	return p;
+}
+
+void tc_scan_dots(struct scan *sc)
+{
+	size_t p = 0, o, used;
+
+	while ((o = tc_find_at(sc->text, p, sc->len, DOTS_OPEN)) != NPOS) {
+		size_t body = tc_skip_ws(sc, o + strlen(DOTS_OPEN), sc->len);
+		size_t c = tc_find_at(sc->text, body, sc->len, DOTS_CLOSE);
+		size_t end = c == NPOS ? sc->len : c;
+
+		if (body < end && (sc->text[body] == '{' || sc->text[body] == '['))
+			tc_take_calls_at(sc, body, end, "dots", TC_MARKED, &used);
+		else if (tc_starts(sc, body, end, DOTS_INVOKE))
+			for (p = body; tc_starts(sc, p, end, DOTS_INVOKE); p = tc_skip_ws(sc, p, end))
+				p = dots_invoke(sc, p, end);
+		else
+			tc_call_error(sc, "dots", NULL, DOTS_OPEN " holds neither an <invoke "
+				      "name=\"TOOL\"> nor a JSON call");
+		p = c == NPOS ? sc->len : c + strlen(DOTS_CLOSE);
+		tc_add_span(sc, o, p);
+	}
+}
+
+/* ---- CWM: <tool: function>\nNAME the rest\n</tool> (the rest is JSON, or a command) ---- */
+
+/* Where `needle` (lower case) starts in t[from, end) ignoring case, or NPOS. */
+static size_t find_nocase(const char *t, size_t from, size_t end, const char *needle)
+{
+	size_t n = strlen(needle), i, k;
+
+	for (i = from; i + n <= end; i++) {
+		for (k = 0; k < n && tolower((unsigned char)t[i + k]) == needle[k]; k++)
+			;
+		if (k == n)
+			return i;
+	}
+	return NPOS;
+}
+
+/* The call in a CWM body t[a, b): its first word names the tool, the rest is its input. */
+static void cwm_body(struct scan *sc, size_t a, size_t b)
+{
+	size_t n0, n1, r;
+	char *name;
+	json_t *args = NULL;
+
+	n0 = tc_skip_ws(sc, a, b);
+	for (n1 = n0; n1 < b && !isspace((unsigned char)sc->text[n1]); n1++)
+		;
+	while (b > n1 && isspace((unsigned char)sc->text[b - 1]))
+		b--;
+	if (n1 == n0) {
+		tc_call_error(sc, "cwm", NULL, "the block does not start with the tool's name");
+		return;
+	}
+	name = xstrndup(sc->text + n0, n1 - n0);
+	if (!tc_known(sc, name)) {
+		tc_unknown_error(sc, "cwm", name);
+		free(name);
+		return;
+	}
+	r = tc_skip_ws(sc, n1, b);
+	if (r < b && (sc->text[r] == '{' || sc->text[r] == '['))
+		args = json_loadb(sc->text + r, b - r, 0, NULL);
+	if (!json_is_object(args)) {
+		/* vLLM's parser passes a JSON list on as the arguments; a tool takes an object */
+		json_decref(args);
+		args = json_object();
+		jsonx_set(args, "command", jsonx_stringn_lossy(sc->orig + r, b - r));
+	}
+	tc_push_call(sc, name, args, "cwm", NULL);
+	json_decref(args);
+	free(name);
+}
+
+void tc_scan_cwm(struct scan *sc)
+{
+	size_t p = 0, o;
+
+	while ((o = find_nocase(sc->text, p, sc->len, "<tool:")) != NPOS) {
+		size_t gt = tc_find_at(sc->text, o, sc->len, ">"), c, q;
+
+		for (q = o + 6; q < sc->len && sc->text[q] == ' '; q++)
+			;
+		for (; q < sc->len && tc_name_char((unsigned char)sc->text[q]); q++)
+			;
+		while (q < sc->len && sc->text[q] == ' ')
+			q++;
+		if (gt == NPOS || q != gt || q == o + 6) {
+			/* "<tool:" in a sentence is not a tag; a tag has its label and '>' */
+			p = o + 6;
+			continue;
+		}
+		c = find_nocase(sc->text, gt + 1, sc->len, "</tool>");
+		if (c == NPOS) {
+			/* a command cut by the stop token must not run half */
+			tc_call_error(sc, "cwm", NULL, "the block is not closed with </tool>");
+			tc_add_span(sc, o, sc->len);
+			return;
+		}
+		cwm_body(sc, gt + 1, c);
+		p = c + strlen("</tool>");
+		tc_add_span(sc, o, p);
+	}
+}
+
+/* ---- PLaMo 3: <|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|>... ---- */
+
+#define PL_REQS "<|plamo:begin_tool_requests:plamo|>"
+#define PL_REQS_END "<|plamo:end_tool_requests:plamo|>"
+#define PL_REQ "<|plamo:begin_tool_request:plamo|>"
+#define PL_REQ_END "<|plamo:end_tool_request:plamo|>"
+#define PL_NAME "<|plamo:begin_tool_name:plamo|>"
+#define PL_NAME_END "<|plamo:end_tool_name:plamo|>"
+#define PL_ARGS "<|plamo:begin_tool_arguments:plamo|>"
+#define PL_ARGS_JSON "<|plamo:constrain|>json<|plamo:msg|>"
+#define PL_ARGS_END "<|plamo:end_tool_arguments:plamo|>"
+#define PL_EOT "<|plamo:tag|>"
+
+/* One request at `p` (just past PL_REQ); returns where it ends, or NPOS when it is not whole. */
+static size_t plamo_request(struct scan *sc, size_t p, size_t end)
+{
+	size_t ne, ae, used;
+	char *name;
+	struct buf notes = BUF_INIT;
+	json_t *args;
+
+	p = tc_skip_ws(sc, p, end);
+	if (!tc_starts(sc, p, end, PL_NAME) ||
+	    (ne = tc_find_at(sc->text, p + strlen(PL_NAME), end, PL_NAME_END)) == NPOS) {
+		tc_call_error(sc, "plamo3", NULL, "a request has no whole tool name");
+		return NPOS;
+	}
+	p += strlen(PL_NAME);
+	name = xstrndup(sc->text + p, ne - p);
+	p = tc_skip_ws(sc, ne + strlen(PL_NAME_END), end);
+	if (!tc_starts(sc, p, end, PL_ARGS) ||
+	    (ae = tc_find_at(sc->text, p, end, PL_ARGS_END)) == NPOS) {
+		tc_call_error(sc, "plamo3", name, "its arguments are not closed with " PL_ARGS_END);
+		free(name);
+		return NPOS;
+	}
+	p += strlen(PL_ARGS);
+	if (tc_starts(sc, p, ae, PL_ARGS_JSON))
+		p += strlen(PL_ARGS_JSON);
+	if (!tc_known(sc, name)) {
+		tc_unknown_error(sc, "plamo3", name);
+		free(name);
+		return NPOS;
+	}
+	args = tc_take_json(sc, p, ae, "plamo3", 1, name, &used, &notes);
+	p = tc_skip_ws(sc, ae + strlen(PL_ARGS_END), end);
+	if (args && !json_is_object(args))
+		tc_call_error(sc, "plamo3", name, "its arguments are not a JSON object");
+	else if (args && !tc_starts(sc, p, end, PL_REQ_END))
+		tc_call_error(sc, "plamo3", name, "the request is not closed with " PL_REQ_END);
+	else if (args)
+		tc_push_call(sc, name, args, "plamo3", notes.buf);
+	json_decref(args);
+	buf_release(&notes);
+	free(name);
+	return tc_starts(sc, p, end, PL_REQ_END) ? p + strlen(PL_REQ_END) : NPOS;
+}
+
+void tc_scan_plamo3(struct scan *sc)
+{
+	size_t o = tc_find_at(sc->text, 0, sc->len, PL_REQS), end, p, n = 0;
+
+	if (o == NPOS)
+		return;
+	/* vLLM reads nothing after the end-of-turn tag */
+	end = tc_find_at(sc->text, o, sc->len, PL_EOT);
+	end = end == NPOS ? sc->len : end;
+	p = tc_skip_ws(sc, o + strlen(PL_REQS), end);
+	while (tc_starts(sc, p, end, PL_REQ)) {
+		p = plamo_request(sc, p + strlen(PL_REQ), end);
+		if (p == NPOS)
+			break;
+		p = tc_skip_ws(sc, p, end);
+		n++;
+	}
+	if (p != NPOS && !n)
+		tc_call_error(sc, "plamo3", NULL, PL_REQS " is not followed by a request");
+	else if (p != NPOS && tc_starts(sc, p, end, PL_REQS_END))
+		p += strlen(PL_REQS_END);
+	else if (p != NPOS)
+		tc_call_error(sc, "plamo3", NULL, "the requests are not closed with " PL_REQS_END);
+	tc_add_span(sc, o, sc->len);
+}
