@@ -69,7 +69,7 @@ static const struct form {
 	{ "minicpm5", "<function name=\"TOOL\"><param name=\"KEY\">VALUE</param></function>", 0 },
 	{ "dots", "<dots_function_call><invoke name=\"TOOL\"><parameter name=\"KEY\">VALUE"
 	  "</parameter></invoke></dots_function_call>", 0 },
-	{ "cwm", "<tool: function>\nTOOL {...}\n</tool>", 1 },
+	{ "cwm", "<tool: TOOL>\nINPUT\n</tool>", 0 },
 	{ "plamo3", "<|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|>"
 	  "<|plamo:begin_tool_name:plamo|>TOOL<|plamo:end_tool_name:plamo|>"
 	  "<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>{...}"

@@ -9,6 +9,7 @@
 
 #include <ctype.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/buf.h"
 #include "base/jsonx.h"
@@ -37,18 +38,19 @@ json_t *tc_xml_json_string(const char *s, size_t n)
 	return j;
 }
 
-/* The text between `p` and the closing quote of an attribute, or NULL (nothing taken). */
+/* An attribute's value: the text from `p` to its closing quote, or NULL. */
 static char *attr_value(const struct scan *sc, size_t p, size_t end, size_t *after)
 {
 	size_t q = tc_find_at(sc->text, p, end, "\"");
 
-	if (q == NPOS || tc_find_at(sc->text, p, q, "<") != NPOS || tc_find_at(sc->text, p, q, ">") != NPOS)
+	if (q == NPOS || tc_find_at(sc->text, p, q, "<") != NPOS ||
+	    tc_find_at(sc->text, p, q, ">") != NPOS)
 		return NULL;
 	*after = q + 1;
 	return xstrndup(sc->text + p, q - p);
 }
 
-/* ---- dots.llm: <dots_function_call><invoke name="f"><parameter name="k">v</parameter></invoke>... ---- */
+/* ---- dots.llm: <dots_function_call><invoke name="f"><parameter name="k">v</parameter>... ---- */
 
 #define DOTS_OPEN "<dots_function_call>"
 #define DOTS_CLOSE "</dots_function_call>"
@@ -126,7 +128,10 @@ void tc_scan_dots(struct scan *sc)
 	}
 }
 
-/* ---- CWM: <tool: function>\nNAME the rest\n</tool> (the rest is JSON, or a command) ---- */
+/*
+ * ---- CWM: <tool: NAME>\nINPUT\n</tool>, the tool's input one text (Meta's own form);
+ * vLLM's parser reads <tool: function>\nNAME INPUT\n</tool>, the label only a word ----
+ */
 
 /* Where `needle` (lower case) starts in t[from, end) ignoring case, or NPOS. */
 static size_t find_nocase(const char *t, size_t from, size_t end, const char *needle)
@@ -142,40 +147,55 @@ static size_t find_nocase(const char *t, size_t from, size_t end, const char *ne
 	return NPOS;
 }
 
-/* The call in a CWM body t[a, b): its first word names the tool, the rest is its input. */
-static void cwm_body(struct scan *sc, size_t a, size_t b)
+/* The arguments of input t[a, b): a JSON object as written, else {"command": the text}. */
+static json_t *cwm_args(const struct scan *sc, size_t a, size_t b)
 {
-	size_t n0, n1, r;
-	char *name;
 	json_t *args = NULL;
 
-	n0 = tc_skip_ws(sc, a, b);
-	for (n1 = n0; n1 < b && !isspace((unsigned char)sc->text[n1]); n1++)
-		;
-	while (b > n1 && isspace((unsigned char)sc->text[b - 1]))
+	if (a < b && sc->text[a] == '{')
+		args = json_loadb(sc->text + a, b - a, 0, NULL);
+	if (json_is_object(args))
+		return args;
+	json_decref(args);
+	args = json_object();
+	jsonx_set(args, "command", jsonx_stringn_lossy(sc->orig + a, b - a));
+	return args;
+}
+
+/* The block with label t[l0, l1) and body t[a, b). */
+static void cwm_block(struct scan *sc, size_t l0, size_t l1, size_t a, size_t b)
+{
+	char *label = xstrndup(sc->text + l0, l1 - l0), *name;
+	json_t *args;
+	size_t n0, n1;
+
+	/* the input sits between the line breaks after the tag and before </tool> */
+	if (a < b && sc->text[a] == '\n')
+		a++;
+	if (b > a && sc->text[b - 1] == '\n')
 		b--;
-	if (n1 == n0) {
-		tc_call_error(sc, "cwm", NULL, "the block does not start with the tool's name");
-		return;
+	if (strcasecmp(label, "function") && tc_known(sc, label)) {
+		name = label;
+		label = NULL;
+	} else {
+		n0 = tc_skip_ws(sc, a, b);
+		for (n1 = n0; n1 < b && !isspace((unsigned char)sc->text[n1]); n1++)
+			;
+		name = xstrndup(sc->text + n0, n1 - n0);
+		if (!tc_known(sc, name)) {
+			tc_unknown_error(sc, "cwm", strcasecmp(label, "function") ? label : name);
+			free(name);
+			free(label);
+			return;
+		}
+		for (a = tc_skip_ws(sc, n1, b); b > a && isspace((unsigned char)sc->text[b - 1]); b--)
+			;
 	}
-	name = xstrndup(sc->text + n0, n1 - n0);
-	if (!tc_known(sc, name)) {
-		tc_unknown_error(sc, "cwm", name);
-		free(name);
-		return;
-	}
-	r = tc_skip_ws(sc, n1, b);
-	if (r < b && (sc->text[r] == '{' || sc->text[r] == '['))
-		args = json_loadb(sc->text + r, b - r, 0, NULL);
-	if (!json_is_object(args)) {
-		/* vLLM's parser passes a JSON list on as the arguments; a tool takes an object */
-		json_decref(args);
-		args = json_object();
-		jsonx_set(args, "command", jsonx_stringn_lossy(sc->orig + r, b - r));
-	}
+	args = cwm_args(sc, a, b);
 	tc_push_call(sc, name, args, "cwm", NULL);
 	json_decref(args);
 	free(name);
+	free(label);
 }
 
 void tc_scan_cwm(struct scan *sc)
@@ -183,27 +203,25 @@ void tc_scan_cwm(struct scan *sc)
 	size_t p = 0, o;
 
 	while ((o = find_nocase(sc->text, p, sc->len, "<tool:")) != NPOS) {
-		size_t gt = tc_find_at(sc->text, o, sc->len, ">"), c, q;
+		size_t l0, l1, q, c;
 
-		for (q = o + 6; q < sc->len && sc->text[q] == ' '; q++)
+		for (l0 = o + 6; l0 < sc->len && sc->text[l0] == ' '; l0++)
 			;
-		for (; q < sc->len && tc_name_char((unsigned char)sc->text[q]); q++)
+		for (l1 = l0; l1 < sc->len && tc_name_char((unsigned char)sc->text[l1]); l1++)
 			;
-		while (q < sc->len && sc->text[q] == ' ')
-			q++;
-		if (gt == NPOS || q != gt || q == o + 6) {
-			/* "<tool:" in a sentence is not a tag; a tag has its label and '>' */
-			p = o + 6;
-			continue;
-		}
-		c = find_nocase(sc->text, gt + 1, sc->len, "</tool>");
+		for (q = l1; q < sc->len && sc->text[q] == ' '; q++)
+			;
+		p = o + 6;
+		if (l1 == l0 || q >= sc->len || sc->text[q] != '>')
+			continue;	/* "<tool:" in a sentence is no tag: a tag has a label and '>' */
+		c = find_nocase(sc->text, q + 1, sc->len, "</tool>");
 		if (c == NPOS) {
-			/* a command cut by the stop token must not run half */
+			/* a command cut by the stop token must not run half of it */
 			tc_call_error(sc, "cwm", NULL, "the block is not closed with </tool>");
 			tc_add_span(sc, o, sc->len);
 			return;
 		}
-		cwm_body(sc, gt + 1, c);
+		cwm_block(sc, l0, l1, q + 1, c);
 		p = c + strlen("</tool>");
 		tc_add_span(sc, o, p);
 	}
