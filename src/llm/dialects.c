@@ -70,6 +70,7 @@ static const struct form {
 	{ "dots", "<dots_function_call><invoke name=\"TOOL\"><parameter name=\"KEY\">VALUE"
 	  "</parameter></invoke></dots_function_call>", 0 },
 	{ "cwm", "<tool: TOOL>\nINPUT\n</tool>", 0 },
+	{ "step-audio2", "<tool_call>function\nTOOL\n{...}</tool_call>", 1 },
 	{ "plamo3", "<|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|>"
 	  "<|plamo:begin_tool_name:plamo|>TOOL<|plamo:end_tool_name:plamo|>"
 	  "<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>{...}"
@@ -219,6 +220,7 @@ void tc_mask_reasoning(char *text, size_t len)
 		}
 	}
 	mask_harmony(text, len);
+	tc_mask_muse(text, len);
 }
 
 /* ---- gpt-oss harmony ---- */

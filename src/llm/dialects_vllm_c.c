@@ -310,3 +310,107 @@ void tc_scan_plamo3(struct scan *sc)
 		tc_call_error(sc, "plamo3", NULL, "the requests are not closed with " PL_REQS_END);
 	tc_add_span(sc, o, sc->len);
 }
+
+/* ---- Step-Audio 2: <tool_call>function\nNAME\n{...}</tool_call> ---- */
+
+#define SA_OPEN "<tool_call>"
+#define SA_CLOSE "</tool_call>"
+
+/* Does the <tool_call> whose body starts at `p` open with the word "function" on its own line? */
+static int sa_form(const struct scan *sc, size_t p)
+{
+	p = tc_skip_ws(sc, p, sc->len);
+	if (!tc_starts(sc, p, sc->len, "function"))
+		return 0;
+	p += strlen("function");
+	while (p < sc->len && (sc->text[p] == ' ' || sc->text[p] == '\t' || sc->text[p] == '\r'))
+		p++;
+	return p < sc->len && sc->text[p] == '\n';
+}
+
+void tc_scan_step_audio2(struct scan *sc)
+{
+	size_t p = 0, o;
+
+	while ((o = tc_find_at(sc->text, p, sc->len, SA_OPEN)) != NPOS) {
+		size_t body = o + strlen(SA_OPEN), c, end, n0, n1, used;
+		struct buf notes = BUF_INIT;
+		char *name;
+		json_t *args;
+
+		if (!sa_form(sc, body)) {
+			p = body;
+			continue;
+		}
+		c = tc_find_at(sc->text, body, sc->len, SA_CLOSE);
+		end = c == NPOS ? sc->len : c;	/* a block the stop token cut is read as Hermes' is */
+		n0 = tc_skip_ws(sc, tc_find_at(sc->text, body, end, "\n"), end);
+		for (n1 = n0; n1 < end && sc->text[n1] != '\n'; n1++)
+			;
+		while (n1 > n0 && isspace((unsigned char)sc->text[n1 - 1]))
+			n1--;
+		p = c == NPOS ? sc->len : c + strlen(SA_CLOSE);
+		tc_add_span(sc, o, p);
+		name = xstrndup(sc->text + n0, n1 - n0);
+		if (!*name) {
+			tc_call_error(sc, "step-audio2", NULL, "no tool name follows the line "
+				      "\"function\"");
+			free(name);
+			continue;
+		}
+		if (!tc_known(sc, name)) {
+			tc_unknown_error(sc, "step-audio2", name);
+			free(name);
+			continue;
+		}
+		n1 = tc_skip_ws(sc, n1, end);
+		args = n1 < end ? tc_take_json(sc, n1, end, "step-audio2", 1, name, &used, &notes) :
+		       json_object();
+		if (json_is_object(args))
+			tc_push_call(sc, name, args, "step-audio2", notes.buf);
+		else if (args)
+			tc_call_error(sc, "step-audio2", name, "its arguments are not a JSON object");
+		json_decref(args);
+		buf_release(&notes);
+		free(name);
+	}
+}
+
+/* ---- IQuest Coder V2: <iquestcoder_tool_call>NAME<arg_key>k</arg_key><arg_value>v</arg_value>... ---- */
+
+#define IQ_OPEN "<iquestcoder_tool_call>"
+#define IQ_CLOSE "</iquestcoder_tool_call>"
+
+void tc_scan_iquest2(struct scan *sc)
+{
+	size_t p = 0, o;
+
+	while ((o = tc_find_at(sc->text, p, sc->len, IQ_OPEN)) != NPOS) {
+		size_t body = tc_skip_ws(sc, o + strlen(IQ_OPEN), sc->len);
+		size_t c = tc_find_at(sc->text, body, sc->len, IQ_CLOSE);
+		size_t end = c == NPOS ? sc->len : c;
+
+		/* the body is GLM's; its messages name that form, which forgex reads too */
+		tc_take_glm(sc, body, end);
+		p = c == NPOS ? sc->len : c + strlen(IQ_CLOSE);
+		tc_add_span(sc, o, p);
+	}
+}
+
+/* ---- Muse Glimmer's reasoning: [<|start|>assistant ]to=self<|message|>...<|eom|> ---- */
+
+void tc_mask_muse(char *t, size_t len)
+{
+	static const char self[] = "to=self<|message|>", start[] = "<|start|>assistant ";
+	size_t p = 0, o;
+
+	while ((o = tc_find_at(t, p, len, self)) != NPOS) {
+		size_t a = o, e = tc_find_at(t, o, len, "<|eom|>");
+
+		if (o >= strlen(start) && !memcmp(t + o - strlen(start), start, strlen(start)))
+			a = o - strlen(start);
+		/* a channel never closed is reasoning to the end, as a <think> never closed */
+		p = e == NPOS ? len : e + strlen("<|eom|>");
+		memset(t + a, ' ', p - a);
+	}
+}

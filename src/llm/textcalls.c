@@ -1019,8 +1019,8 @@ size_t textcalls_parse(struct text_calls *out, const char *text, size_t len,
 	 * and JSON without markers last.
 	 */
 	static void (*const passes[])(struct scan *) = {
+		tc_scan_plamo3, tc_scan_cwm, tc_scan_dots, tc_scan_step_audio2, tc_scan_iquest2,
 		tc_scan_harmony, tc_scan_kimi, tc_scan_kimi3, tc_scan_seed, scan_hermes,
-		tc_scan_plamo3, tc_scan_cwm, tc_scan_dots,
 		tc_scan_function_gemma, tc_scan_lfm2, tc_scan_invoke, tc_scan_minicpm5,
 		tc_scan_tagged_json,
 		tc_scan_function_tag, scan_llama3, scan_mistral, scan_deepseek, tc_scan_olmo3,

@@ -105,5 +105,9 @@ json_t *tc_xml_json_string(const char *s, size_t n);
 void tc_scan_dots(struct scan *sc);
 void tc_scan_cwm(struct scan *sc);
 void tc_scan_plamo3(struct scan *sc);
+void tc_scan_step_audio2(struct scan *sc);
+void tc_scan_iquest2(struct scan *sc);
+/* Blank Muse Glimmer's to=self channel (its reasoning), as tc_mask_reasoning() does. */
+void tc_mask_muse(char *t, size_t len);
 
 #endif
