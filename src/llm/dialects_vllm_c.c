@@ -414,3 +414,57 @@ void tc_mask_muse(char *t, size_t len)
 		memset(t + a, ' ', p - a);
 	}
 }
+
+/*
+ * ---- Granite 3.3 / 4.0 pythonic: NAME(k="v") lines ending the reply, without a list ----
+ * Only the run of lines that close the reply counts, each wholly a call to an
+ * offered tool: the same line in the middle of prose is a mention.
+ */
+
+/* Is t[a, b) (one line, blanks trimmed) NAME(...) for an offered tool? */
+static int call_line(const struct scan *sc, size_t a, size_t b)
+{
+	size_t n;
+	char *name;
+	int ok;
+
+	if (a >= b || !(isalpha((unsigned char)sc->text[a]) || sc->text[a] == '_') ||
+	    sc->text[b - 1] != ')')
+		return 0;
+	for (n = a; n < b && (isalnum((unsigned char)sc->text[n]) || sc->text[n] == '_'); n++)
+		;
+	if (n >= b || sc->text[n] != '(')
+		return 0;
+	name = xstrndup(sc->text + a, n - a);
+	ok = tc_known(sc, name);
+	free(name);
+	return ok;
+}
+
+void tc_scan_line_calls(struct scan *sc)
+{
+	size_t b = sc->len, first = NPOS;
+
+	for (;;) {
+		size_t e = b, a;
+
+		while (e > 0 && isspace((unsigned char)sc->text[e - 1]))
+			e--;
+		if (!e)
+			break;
+		for (a = e; a > 0 && sc->text[a - 1] != '\n'; a--)
+			;
+		b = a;
+		while (a < e && isspace((unsigned char)sc->text[a]))
+			a++;
+		if (!call_line(sc, a, e))
+			break;
+		first = a;
+		if (!b)
+			break;
+	}
+	if (first == NPOS)
+		return;
+	tc_take_py_calls(sc, first, sc->len, "pythonic");
+	tc_add_span(sc, first, sc->len);
+}

@@ -1024,7 +1024,7 @@ size_t textcalls_parse(struct text_calls *out, const char *text, size_t len,
 		tc_scan_function_gemma, tc_scan_lfm2, tc_scan_invoke, tc_scan_minicpm5,
 		tc_scan_tagged_json,
 		tc_scan_function_tag, scan_llama3, scan_mistral, scan_deepseek, tc_scan_olmo3,
-		tc_scan_recipient, tc_scan_pythonic, scan_fenced, scan_bare,
+		tc_scan_recipient, tc_scan_pythonic, tc_scan_line_calls, scan_fenced, scan_bare,
 	};
 	size_t k, i, pos = 0;
 	char *masked;

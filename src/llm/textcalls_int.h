@@ -87,6 +87,8 @@ void tc_scan_function_tag(struct scan *sc);
 size_t tc_take_llama_builtin(struct scan *sc, size_t p, size_t end);
 /* The body of a ```tool_code fence (Gemma): one or more NAME(k=v) calls. */
 void tc_take_tool_code(struct scan *sc, size_t p, size_t end);
+/* NAME(k=v) calls one after another in [p, end), each pushed as `dialect`. Returns bytes used. */
+size_t tc_take_py_calls(struct scan *sc, size_t p, size_t end, const char *dialect);
 void tc_scan_function_gemma(struct scan *sc);
 void tc_scan_lfm2(struct scan *sc);
 void tc_scan_olmo3(struct scan *sc);
@@ -107,6 +109,7 @@ void tc_scan_cwm(struct scan *sc);
 void tc_scan_plamo3(struct scan *sc);
 void tc_scan_step_audio2(struct scan *sc);
 void tc_scan_iquest2(struct scan *sc);
+void tc_scan_line_calls(struct scan *sc);
 /* Blank Muse Glimmer's to=self channel (its reasoning), as tc_mask_reasoning() does. */
 void tc_mask_muse(char *t, size_t len);
 
