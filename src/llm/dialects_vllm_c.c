@@ -162,7 +162,11 @@ static json_t *cwm_args(const struct scan *sc, size_t a, size_t b)
 	return args;
 }
 
-/* The block with label t[l0, l1) and body t[a, b). */
+/*
+ * The block with label t[l0, l1) and body t[a, b). The label names the tool
+ * (CWM's own form), except "function", where the body's first word does
+ * (vLLM's form).
+ */
 static void cwm_block(struct scan *sc, size_t l0, size_t l1, size_t a, size_t b)
 {
 	char *label = xstrndup(sc->text + l0, l1 - l0), *name;
@@ -174,7 +178,7 @@ static void cwm_block(struct scan *sc, size_t l0, size_t l1, size_t a, size_t b)
 		a++;
 	if (b > a && sc->text[b - 1] == '\n')
 		b--;
-	if (strcasecmp(label, "function") && tc_known(sc, label)) {
+	if (strcasecmp(label, "function")) {
 		name = label;
 		label = NULL;
 	} else {
@@ -182,20 +186,30 @@ static void cwm_block(struct scan *sc, size_t l0, size_t l1, size_t a, size_t b)
 		for (n1 = n0; n1 < b && !isspace((unsigned char)sc->text[n1]); n1++)
 			;
 		name = xstrndup(sc->text + n0, n1 - n0);
-		if (!tc_known(sc, name)) {
-			tc_unknown_error(sc, "cwm", strcasecmp(label, "function") ? label : name);
-			free(name);
-			free(label);
-			return;
-		}
 		for (a = tc_skip_ws(sc, n1, b); b > a && isspace((unsigned char)sc->text[b - 1]); b--)
 			;
 	}
-	args = cwm_args(sc, a, b);
-	tc_push_call(sc, name, args, "cwm", NULL);
-	json_decref(args);
+	if (!*name) {
+		tc_call_error(sc, "cwm", NULL, "the block does not name its tool");
+	} else if (!tc_known(sc, name)) {
+		tc_unknown_error(sc, "cwm", name);
+	} else {
+		args = cwm_args(sc, a, b);
+		tc_push_call(sc, name, args, "cwm", NULL);
+		json_decref(args);
+	}
 	free(name);
 	free(label);
+}
+
+/* Is t[l0, l1) the label of an offered tool? */
+static int cwm_known_label(const struct scan *sc, size_t l0, size_t l1)
+{
+	char *label = xstrndup(sc->text + l0, l1 - l0);
+	int ok = tc_known(sc, label);
+
+	free(label);
+	return ok;
 }
 
 void tc_scan_cwm(struct scan *sc)
@@ -203,7 +217,8 @@ void tc_scan_cwm(struct scan *sc)
 	size_t p = 0, o;
 
 	while ((o = find_nocase(sc->text, p, sc->len, "<tool:")) != NPOS) {
-		size_t l0, l1, q, c;
+		size_t l0, l1, q, c, a, b;
+		int shorthand = 0;
 
 		for (l0 = o + 6; l0 < sc->len && sc->text[l0] == ' '; l0++)
 			;
@@ -212,16 +227,27 @@ void tc_scan_cwm(struct scan *sc)
 		for (q = l1; q < sc->len && sc->text[q] == ' '; q++)
 			;
 		p = o + 6;
-		if (l1 == l0 || q >= sc->len || sc->text[q] != '>')
-			continue;	/* "<tool:" in a sentence is no tag: a tag has a label and '>' */
-		c = find_nocase(sc->text, q + 1, sc->len, "</tool>");
+		if (l1 == l0 || q >= sc->len)
+			continue;
+		if (sc->text[q] == '>') {
+			a = q + 1;
+		} else if (q > l1 && cwm_known_label(sc, l0, l1)) {
+			/* vLLM's shorthand, the '>' left out: <tool: python print(1) </tool> */
+			a = q;
+			shorthand = 1;
+		} else {
+			continue;	/* "<tool:" in a sentence is no tag */
+		}
+		c = find_nocase(sc->text, a, sc->len, "</tool>");
 		if (c == NPOS) {
 			/* a command cut by the stop token must not run half of it */
 			tc_call_error(sc, "cwm", NULL, "the block is not closed with </tool>");
 			tc_add_span(sc, o, sc->len);
 			return;
 		}
-		cwm_block(sc, l0, l1, q + 1, c);
+		for (b = c; shorthand && b > a && isspace((unsigned char)sc->text[b - 1]); b--)
+			;
+		cwm_block(sc, l0, l1, a, b);
 		p = c + strlen("</tool>");
 		tc_add_span(sc, o, p);
 	}
