@@ -7,7 +7,10 @@
  * dialects.c the token-marked and XML-ish ones and the reasoning mask,
  * pycalls.c those written as function calls (pythonic, OLMo 3, LFM2,
  * Gemma), textcalls_more.c Kimi K3's tag language, Functionary v3.2's
- * recipients and MiniCPM 5's XML. Nothing outside src/llm/ includes this.
+ * recipients and MiniCPM 5's XML, dialects_vllm_c.c the families of vLLM
+ * parsers outside its registered list (dots.llm, CWM, PLaMo 3, Step-Audio 2,
+ * IQuest Coder V2, Granite's call lines, Muse Glimmer's reasoning). Nothing
+ * outside src/llm/ includes this.
  */
 
 #include <stddef.h>
