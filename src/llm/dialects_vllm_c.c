@@ -158,7 +158,7 @@ static json_t *cwm_args(const struct scan *sc, size_t a, size_t b)
 		return args;
 	json_decref(args);
 	args = json_object();
-	jsonx_set(args, "command", jsonx_stringn_lossy(sc->orig + a, b - a));
+	jsonx_set(args, "command", jsonx_stringn_lossy(sc->text + a, b - a));
 	return args;
 }
 
@@ -359,7 +359,7 @@ void tc_scan_step_audio2(struct scan *sc)
 	size_t p = 0, o;
 
 	while ((o = tc_find_at(sc->text, p, sc->len, SA_OPEN)) != NPOS) {
-		size_t body = o + strlen(SA_OPEN), c, end, n0, n1, used;
+		size_t body = o + strlen(SA_OPEN), c, end, nl, n0, n1, used;
 		struct buf notes = BUF_INIT;
 		char *name;
 		json_t *args;
@@ -370,7 +370,8 @@ void tc_scan_step_audio2(struct scan *sc)
 		}
 		c = tc_find_at(sc->text, body, sc->len, SA_CLOSE);
 		end = c == NPOS ? sc->len : c;	/* a block the stop token cut is read as Hermes' is */
-		n0 = tc_skip_ws(sc, tc_find_at(sc->text, body, end, "\n"), end);
+		nl = tc_find_at(sc->text, body, end, "\n");
+		n0 = tc_skip_ws(sc, nl == NPOS ? end : nl, end);
 		for (n1 = n0; n1 < end && sc->text[n1] != '\n'; n1++)
 			;
 		while (n1 > n0 && isspace((unsigned char)sc->text[n1 - 1]))
