@@ -186,8 +186,9 @@ static void cwm_block(struct scan *sc, size_t l0, size_t l1, size_t a, size_t b)
 		for (n1 = n0; n1 < b && !isspace((unsigned char)sc->text[n1]); n1++)
 			;
 		name = xstrndup(sc->text + n0, n1 - n0);
-		for (a = tc_skip_ws(sc, n1, b); b > a && isspace((unsigned char)sc->text[b - 1]); b--)
-			;
+		a = tc_skip_ws(sc, n1, b);
+		while (b > a && isspace((unsigned char)sc->text[b - 1]))
+			b--;
 	}
 	if (!*name) {
 		tc_call_error(sc, "cwm", NULL, "the block does not name its tool");
@@ -262,14 +263,20 @@ void tc_scan_cwm(struct scan *sc)
 #define PL_NAME "<|plamo:begin_tool_name:plamo|>"
 #define PL_NAME_END "<|plamo:end_tool_name:plamo|>"
 #define PL_ARGS "<|plamo:begin_tool_arguments:plamo|>"
-#define PL_ARGS_JSON "<|plamo:constrain|>json<|plamo:msg|>"
+#define PL_CONSTRAIN "<|plamo:constrain|>json"
+#define PL_MSG "<|plamo:msg|>"
 #define PL_ARGS_END "<|plamo:end_tool_arguments:plamo|>"
 #define PL_EOT "<|plamo:tag|>"
 
-/* One request at `p` (just past PL_REQ); returns where it ends, or NPOS when it is not whole. */
+/*
+ * One request at `p` (just past PL_REQ). Returns where it ends, or NPOS when
+ * the requests cannot go on. The stop token may cut the reply after whole
+ * JSON arguments (vLLM's engine parser reads those): the closers left out at
+ * the very end are forgiven, nowhere else.
+ */
 static size_t plamo_request(struct scan *sc, size_t p, size_t end)
 {
-	size_t ne, ae, used;
+	size_t ne, ae, used, q;
 	char *name;
 	struct buf notes = BUF_INIT;
 	json_t *args;
@@ -283,32 +290,41 @@ static size_t plamo_request(struct scan *sc, size_t p, size_t end)
 	p += strlen(PL_NAME);
 	name = xstrndup(sc->text + p, ne - p);
 	p = tc_skip_ws(sc, ne + strlen(PL_NAME_END), end);
-	if (!tc_starts(sc, p, end, PL_ARGS) ||
-	    (ae = tc_find_at(sc->text, p, end, PL_ARGS_END)) == NPOS) {
-		tc_call_error(sc, "plamo3", name, "its arguments are not closed with " PL_ARGS_END);
+	if (!tc_starts(sc, p, end, PL_ARGS)) {
+		tc_call_error(sc, "plamo3", name, "its name is not followed by " PL_ARGS);
 		free(name);
 		return NPOS;
 	}
 	p += strlen(PL_ARGS);
-	if (tc_starts(sc, p, ae, PL_ARGS_JSON))
-		p += strlen(PL_ARGS_JSON);
+	if (tc_starts(sc, p, end, PL_CONSTRAIN))
+		p += strlen(PL_CONSTRAIN);
+	if (tc_starts(sc, p, end, PL_MSG))
+		p += strlen(PL_MSG);
+	ae = tc_find_at(sc->text, p, end, PL_ARGS_END);
 	if (!tc_known(sc, name)) {
 		tc_unknown_error(sc, "plamo3", name);
 		free(name);
 		return NPOS;
 	}
-	args = tc_take_json(sc, p, ae, "plamo3", 1, name, &used, &notes);
-	p = tc_skip_ws(sc, ae + strlen(PL_ARGS_END), end);
-	if (args && !json_is_object(args))
+	args = tc_take_json(sc, p, ae == NPOS ? end : ae, "plamo3", 1, name, &used, &notes);
+	q = tc_skip_ws(sc, ae == NPOS ? p + used : ae + strlen(PL_ARGS_END), end);
+	if (args && !json_is_object(args)) {
 		tc_call_error(sc, "plamo3", name, "its arguments are not a JSON object");
-	else if (args && !tc_starts(sc, p, end, PL_REQ_END))
+		q = NPOS;
+	} else if (args && q < end && !tc_starts(sc, q, end, PL_REQ_END)) {
 		tc_call_error(sc, "plamo3", name, "the request is not closed with " PL_REQ_END);
-	else if (args)
+		q = NPOS;
+	} else if (args) {
 		tc_push_call(sc, name, args, "plamo3", notes.buf);
+		if (q < end)
+			q += strlen(PL_REQ_END);
+	} else {
+		q = NPOS;
+	}
 	json_decref(args);
 	buf_release(&notes);
 	free(name);
-	return tc_starts(sc, p, end, PL_REQ_END) ? p + strlen(PL_REQ_END) : NPOS;
+	return q;
 }
 
 void tc_scan_plamo3(struct scan *sc)
@@ -330,9 +346,7 @@ void tc_scan_plamo3(struct scan *sc)
 	}
 	if (p != NPOS && !n)
 		tc_call_error(sc, "plamo3", NULL, PL_REQS " is not followed by a request");
-	else if (p != NPOS && tc_starts(sc, p, end, PL_REQS_END))
-		p += strlen(PL_REQS_END);
-	else if (p != NPOS)
+	else if (p != NPOS && p < end && !tc_starts(sc, p, end, PL_REQS_END))
 		tc_call_error(sc, "plamo3", NULL, "the requests are not closed with " PL_REQS_END);
 	tc_add_span(sc, o, sc->len);
 }
@@ -369,7 +383,8 @@ void tc_scan_step_audio2(struct scan *sc)
 			continue;
 		}
 		c = tc_find_at(sc->text, body, sc->len, SA_CLOSE);
-		end = c == NPOS ? sc->len : c;	/* a block the stop token cut is read as Hermes' is */
+		/* a block the stop token cut is read, as Hermes' is */
+		end = c == NPOS ? sc->len : c;
 		nl = tc_find_at(sc->text, body, end, "\n");
 		n0 = tc_skip_ws(sc, nl == NPOS ? end : nl, end);
 		for (n1 = n0; n1 < end && sc->text[n1] != '\n'; n1++)
@@ -403,7 +418,7 @@ void tc_scan_step_audio2(struct scan *sc)
 	}
 }
 
-/* ---- IQuest Coder V2: <iquestcoder_tool_call>NAME<arg_key>k</arg_key><arg_value>v</arg_value>... ---- */
+/* ---- IQuest Coder V2: <iquestcoder_tool_call>NAME<arg_key>k</arg_key><arg_value>v... ---- */
 
 #define IQ_OPEN "<iquestcoder_tool_call>"
 #define IQ_CLOSE "</iquestcoder_tool_call>"
