@@ -28,7 +28,8 @@ json_t *tc_xml_json_string(const char *s, size_t n)
 	}
 	if (n && s[n - 1] == '\n')
 		n--;
-	if (n < 2 || s[0] != '"' || s[n - 1] != '"')
+	/* a text of several lines (a file's content) is taken as written, quotes and all */
+	if (n < 2 || s[0] != '"' || s[n - 1] != '"' || memchr(s, '\n', n))
 		return NULL;
 	j = json_loadb(s, n, JSON_DECODE_ANY, NULL);
 	if (j && !json_is_string(j)) {

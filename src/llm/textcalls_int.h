@@ -105,7 +105,7 @@ void tc_scan_minicpm5(struct scan *sc);
 
 /* ---- dialects_vllm_c.c ---- */
 
-/* A value written as one JSON string literal ("Seoul"): that string; NULL otherwise. */
+/* A value written as one JSON string literal on one line ("Seoul"): that string; else NULL. */
 json_t *tc_xml_json_string(const char *s, size_t n);
 void tc_scan_dots(struct scan *sc);
 void tc_scan_cwm(struct scan *sc);
