@@ -90,7 +90,14 @@ static size_t dots_invoke(struct scan *sc, size_t p, size_t end)
 			free(key);
 			break;
 		}
-		jsonx_set(args, key, tc_xml_value(sc->text + v0 + 1, vc - v0 - 1));
+		{
+			/* a key that is not UTF-8 still makes a JSON key (the bytes made valid) */
+			json_t *k = jsonx_stringn_lossy(key, strlen(key));
+
+			jsonx_set(args, json_string_value(k),
+				  tc_xml_value(sc->text + v0 + 1, vc - v0 - 1));
+			json_decref(k);
+		}
 		free(key);
 		p = tc_skip_ws(sc, vc + strlen("</parameter>"), end);
 	}
