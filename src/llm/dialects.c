@@ -220,7 +220,7 @@ void tc_mask_reasoning(char *text, size_t len)
 		}
 	}
 	mask_harmony(text, len);
-	tc_mask_muse(text, len);
+	tc_mask_channels(text, len);
 }
 
 /* ---- gpt-oss harmony ---- */

@@ -447,22 +447,33 @@ void tc_scan_iquest2(struct scan *sc)
 	}
 }
 
-/* ---- Muse Glimmer's reasoning: [<|start|>assistant ]to=self<|message|>...<|eom|> ---- */
+/*
+ * ---- Reasoning channels closed by a marker other families use too ----
+ * Muse Glimmer: [<|start|>assistant ]to=self<|message|>...<|eom|>;
+ * HyperCLOVA X SEED Think 14B: [<|im_start|>]assistant/think\n...<|im_end|>.
+ * Only from the opening on: an <|eom|> or <|im_end|> alone ends no reasoning.
+ */
 
-void tc_mask_muse(char *t, size_t len)
+static void mask_channel(char *t, size_t len, const char *open, const char *before,
+			 const char *close)
 {
-	static const char self[] = "to=self<|message|>", start[] = "<|start|>assistant ";
-	size_t p = 0, o;
+	size_t p = 0, o, bl = strlen(before);
 
-	while ((o = tc_find_at(t, p, len, self)) != NPOS) {
-		size_t a = o, e = tc_find_at(t, o, len, "<|eom|>");
+	while ((o = tc_find_at(t, p, len, open)) != NPOS) {
+		size_t a = o, e = tc_find_at(t, o, len, close);
 
-		if (o >= strlen(start) && !memcmp(t + o - strlen(start), start, strlen(start)))
-			a = o - strlen(start);
+		if (o >= bl && !memcmp(t + o - bl, before, bl))
+			a = o - bl;
 		/* a channel never closed is reasoning to the end, as a <think> never closed */
-		p = e == NPOS ? len : e + strlen("<|eom|>");
+		p = e == NPOS ? len : e + strlen(close);
 		memset(t + a, ' ', p - a);
 	}
+}
+
+void tc_mask_channels(char *t, size_t len)
+{
+	mask_channel(t, len, "to=self<|message|>", "<|start|>assistant ", "<|eom|>");
+	mask_channel(t, len, "assistant/think\n", "<|im_start|>", "<|im_end|>");
 }
 
 /*

@@ -113,7 +113,7 @@ void tc_scan_plamo3(struct scan *sc);
 void tc_scan_step_audio2(struct scan *sc);
 void tc_scan_iquest2(struct scan *sc);
 void tc_scan_line_calls(struct scan *sc);
-/* Blank Muse Glimmer's to=self channel (its reasoning), as tc_mask_reasoning() does. */
-void tc_mask_muse(char *t, size_t len);
+/* Blank Muse Glimmer's to=self channel and HyperCLOVA X 14B's assistant/think (reasoning). */
+void tc_mask_channels(char *t, size_t len);
 
 #endif
