@@ -89,6 +89,15 @@ static const struct form {
 	  "<tool_call:opensource>)", 0 },
 	{ "minimax-m3", "]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"TOOL\">]<]minimax[>["
 	  "<KEY>VALUE]<]minimax[>[</KEY>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>", 0 },
+	{ "dots", "<dots_function_call><invoke name=\"TOOL\"><parameter name=\"KEY\">VALUE"
+	  "</parameter></invoke></dots_function_call>", 0 },
+	{ "cwm", "<tool: TOOL>\nINPUT\n</tool>", 0 },
+	{ "step-audio2", "<tool_call>function\nTOOL\n{...}</tool_call>", 1 },
+	{ "plamo3", "<|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|>"
+	  "<|plamo:begin_tool_name:plamo|>TOOL<|plamo:end_tool_name:plamo|>"
+	  "<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>{...}"
+	  "<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>"
+	  "<|plamo:end_tool_requests:plamo|>", 1 },
 	{ "fenced", "```json\n{\"tool\": \"TOOL\", \"arguments\": {...}}\n```", 1 },
 };
 
@@ -168,6 +177,7 @@ static const struct {
 	{ "<think:opensource>", "</think:opensource>" },	/* Hy4 checkpoints */
 	{ "<mm:think>", "</mm:think>" },		/* MiniMax-M3 */
 	{ "Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]" },	/* Apriel 1.6: opened by the prompt */
+	{ "<|plamo:begin_think:plamo|>", "<|plamo:end_think:plamo|>" },	/* PLaMo 3 */
 };
 
 static void blank(char *t, size_t a, size_t b)
@@ -242,6 +252,7 @@ void tc_mask_reasoning(char *text, size_t len, int keep_unclosed)
 	mask_harmony(text, len);
 	tc_mask_inkling(text, len);
 	tc_mask_more(text, len);
+	tc_mask_channels(text, len);
 }
 
 /* ---- gpt-oss harmony ---- */

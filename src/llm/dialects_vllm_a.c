@@ -25,8 +25,13 @@ json_t *tc_glm_value(const char *s, size_t n)
 	/*
 	 * The template writes a string as it is and anything else as JSON, with
 	 * nothing around either: a file's content keeps its indent and final
-	 * newline, while " 420 " is still the number.
+	 * newline, while " 420 " is still the number. HyperCLOVA X writes
+	 * every value as JSON: one line that is a JSON string ("Seoul") is
+	 * that string (tc_xml_json_string()).
 	 */
+	j = tc_xml_json_string(s, n);
+	if (j)
+		return j;
 	while (a < b && isspace((unsigned char)s[a]))
 		a++;
 	while (b > a && isspace((unsigned char)s[b - 1]))

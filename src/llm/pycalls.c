@@ -383,6 +383,11 @@ size_t tc_take_llama_builtin(struct scan *sc, size_t p, size_t end)
 	return used;
 }
 
+size_t tc_take_py_calls(struct scan *sc, size_t p, size_t end, const char *dialect)
+{
+	return py_take_list(sc, p, end, dialect, 0);
+}
+
 void tc_take_tool_code(struct scan *sc, size_t p, size_t end)
 {
 	if (looks_pythonic(sc, p, end, 0))

@@ -1030,13 +1030,14 @@ static int cmp_span(const void *x, const void *y)
 static void run_passes(struct scan *sc)
 {
 	static void (*const passes[])(struct scan *) = {
+		tc_scan_plamo3, tc_scan_cwm, tc_scan_dots, tc_scan_step_audio2, tc_scan_iquest2,
 		tc_scan_harmony, tc_scan_kimi, tc_scan_kimi3, tc_scan_seed, tc_scan_minimax3,
 		tc_scan_more, tc_scan_hy, tc_scan_inkling, tc_scan_solar, tc_scan_gigachat35,
 		tc_scan_k2_horizon, scan_hermes,
 		tc_scan_function_gemma, tc_scan_lfm2, tc_scan_invoke, tc_scan_minicpm5,
 		tc_scan_tagged_json,
 		tc_scan_function_tag, scan_llama3, scan_mistral, scan_deepseek, tc_scan_olmo3,
-		tc_scan_recipient, tc_scan_pythonic, scan_fenced, scan_bare,
+		tc_scan_recipient, tc_scan_pythonic, tc_scan_line_calls, scan_fenced, scan_bare,
 	};
 	size_t k;
 

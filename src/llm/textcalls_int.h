@@ -9,8 +9,11 @@
  * Gemma), textcalls_more.c Kimi K3's tag language, Functionary v3.2's
  * recipients and MiniCPM 5's XML, dialects_vllm_a.c GLM's value rule,
  * Hunyuan and MiniMax M3, dialects_vllm_b.c Inkling, Solar Open2,
- * GigaChat 3.5 and K2 Horizon, dialects_more.c Muse Glimmer and Solar Open.
- * Nothing outside src/llm/ includes this.
+ * GigaChat 3.5 and K2 Horizon, dialects_more.c Muse Glimmer and Solar Open,
+ * dialects_vllm_c.c the families of vLLM parsers outside its registered
+ * list (dots.llm, CWM, PLaMo 3, Step-Audio 2, IQuest Coder V2, Granite's
+ * call lines, HyperCLOVA X 14B's reasoning). Nothing outside src/llm/
+ * includes this.
  */
 
 #include <stddef.h>
@@ -93,6 +96,8 @@ void tc_scan_function_tag(struct scan *sc);
 size_t tc_take_llama_builtin(struct scan *sc, size_t p, size_t end);
 /* The body of a ```tool_code fence (Gemma): one or more NAME(k=v) calls. */
 void tc_take_tool_code(struct scan *sc, size_t p, size_t end);
+/* NAME(k=v) calls one after another in [p, end), each pushed as `dialect`. Returns bytes used. */
+size_t tc_take_py_calls(struct scan *sc, size_t p, size_t end, const char *dialect);
 void tc_scan_function_gemma(struct scan *sc);
 void tc_scan_lfm2(struct scan *sc);
 void tc_scan_olmo3(struct scan *sc);
@@ -126,13 +131,26 @@ void tc_scan_k2_horizon(struct scan *sc);
 /* ---- dialects_vllm_a.c ---- */
 
 /*
- * A GLM-style <arg_value>: JSON (or an integer) when its text, blanks
- * trimmed, is one; otherwise the string exactly as written.
+ * A GLM-style <arg_value>: a one-line JSON string literal decoded
+ * (HyperCLOVA X), JSON (or an integer) when its text, blanks trimmed, is
+ * one; otherwise the string exactly as written.
  */
 json_t *tc_glm_value(const char *s, size_t n);
 /* Hy3's <tool_call>NAME<tool_sep>..., Hy4's suffixed <tool_call:SUFFIX>NAME<arg_key:SUFFIX>... */
 void tc_scan_hy(struct scan *sc);
 /* MiniMax M3: every tag after the namespace mark ]<]minimax[>[, parameters as nested tags */
 void tc_scan_minimax3(struct scan *sc);
+/* ---- dialects_vllm_c.c ---- */
+
+/* A value written as one JSON string literal on one line ("Seoul"): that string; else NULL. */
+json_t *tc_xml_json_string(const char *s, size_t n);
+void tc_scan_dots(struct scan *sc);
+void tc_scan_cwm(struct scan *sc);
+void tc_scan_plamo3(struct scan *sc);
+void tc_scan_step_audio2(struct scan *sc);
+void tc_scan_iquest2(struct scan *sc);
+void tc_scan_line_calls(struct scan *sc);
+/* Blank HyperCLOVA X 14B's assistant/think turn (reasoning). */
+void tc_mask_channels(char *t, size_t len);
 
 #endif
