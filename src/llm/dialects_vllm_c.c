@@ -22,12 +22,7 @@ json_t *tc_xml_json_string(const char *s, size_t n)
 {
 	json_t *j;
 
-	if (n && s[0] == '\n') {
-		s++;
-		n--;
-	}
-	if (n && s[n - 1] == '\n')
-		n--;
+	tc_xml_trim(&s, &n);
 	/* a text of several lines (a file's content) is taken as written, quotes and all */
 	if (n < 2 || s[0] != '"' || s[n - 1] != '"' || memchr(s, '\n', n))
 		return NULL;

@@ -533,18 +533,23 @@ size_t tc_skip_ws(const struct scan *sc, size_t p, size_t end)
 
 /* ---- Hermes / Qwen ---- */
 
+void tc_xml_trim(const char **s, size_t *n)
+{
+	if (*n && (*s)[0] == '\n') {
+		(*s)++;
+		(*n)--;
+	}
+	if (*n && (*s)[*n - 1] == '\n')
+		(*n)--;
+}
+
 /* A Qwen3-Coder parameter value: JSON when it is clearly JSON, else the text. */
 json_t *tc_xml_value(const char *s, size_t n)
 {
 	size_t i;
 	json_t *j;
 
-	if (n && s[0] == '\n') {
-		s++;
-		n--;
-	}
-	if (n && s[n - 1] == '\n')
-		n--;
+	tc_xml_trim(&s, &n);
 	if (n && (s[0] == '{' || s[0] == '[' || (n == 4 && !memcmp(s, "true", 4)) ||
 		  (n == 5 && !memcmp(s, "false", 5)) || (n == 4 && !memcmp(s, "null", 4)))) {
 		j = json_loadb(s, n, JSON_DECODE_ANY, NULL);

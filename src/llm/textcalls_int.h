@@ -55,6 +55,8 @@ int tc_take_calls_at(struct scan *sc, size_t pos, size_t end, const char *dialec
 const char *tc_find(const struct scan *sc, size_t from, size_t end, const char *needle);
 size_t tc_skip_ws(const struct scan *sc, size_t p, size_t end);
 json_t *tc_xml_value(const char *s, size_t n);
+/* Drop one line end at each edge of a value written on lines of its own ("\nv\n"). */
+void tc_xml_trim(const char **s, size_t *n);
 /* Qwen3-Coder / Seed-OSS body at `p`: <function=NAME><parameter=K>V</parameter>...</function> */
 void tc_take_xml_function(struct scan *sc, size_t p, size_t end, const char *dialect);
 

@@ -76,6 +76,14 @@ static size_t probes(const struct mock *m)
 	return n;
 }
 
+/* The last message of the model request `i` the mock recorded. */
+static json_t *last_message(json_t *reqs, size_t i)
+{
+	json_t *msgs = json_object_get(json_object_get(json_array_get(reqs, i), "body"), "messages");
+
+	return json_array_get(msgs, json_array_size(msgs) - 1);
+}
+
 /*
  * GLM writes its call with <arg_key>/<arg_value>; one whose key is not
  * closed is answered with what went wrong and the GLM form to send, and
@@ -85,7 +93,7 @@ static void test_dialects_malformed_call_is_nudged(void **state)
 {
 	struct env e;
 	struct tu_result r;
-	json_t *reqs, *msgs, *last;
+	json_t *reqs, *last;
 
 	(void)state;
 	setup(&e, "[{\"text\": \"<tool_call>read_file\\n<arg_key>path\\n<arg_value>a.txt"
@@ -102,15 +110,13 @@ static void test_dialects_malformed_call_is_nudged(void **state)
 	assert_string_equal(r.out.buf + r.out.len - 15, "It says hello.\n");
 	reqs = mock_requests(&e.m);
 	assert_int_equal(json_array_size(reqs), 3);
-	msgs = json_object_get(json_object_get(json_array_get(reqs, 1), "body"), "messages");
-	last = json_array_get(msgs, json_array_size(msgs) - 1);
+	last = last_message(reqs, 1);
 	assert_string_equal(jsonx_str(last, "role"), "user");
 	assert_non_null(strstr(jsonx_str(last, "content"), "Your tool call to read_file (glm format) "
 			       "could not be read, so nothing was run"));
 	assert_non_null(strstr(jsonx_str(last, "content"), "<arg_key>KEY</arg_key>"));
 	/* the second try ran: its result went back */
-	msgs = json_object_get(json_object_get(json_array_get(reqs, 2), "body"), "messages");
-	last = json_array_get(msgs, json_array_size(msgs) - 1);
+	last = last_message(reqs, 2);
 	assert_string_equal(jsonx_str(last, "role"), "tool");
 	assert_non_null(strstr(jsonx_str(last, "content"), "hello"));
 	json_decref(reqs);
@@ -153,7 +159,7 @@ static void test_dialects_call_in_unclosed_reasoning_is_told(void **state)
 {
 	struct env e;
 	struct tu_result r;
-	json_t *reqs, *msgs, *last;
+	json_t *reqs, *last;
 
 	(void)state;
 	setup(&e, "[{\"text\": \"<think>Let me look<tool_call>read_file\\n"
@@ -169,16 +175,14 @@ static void test_dialects_call_in_unclosed_reasoning_is_told(void **state)
 	reqs = mock_requests(&e.m);
 	assert_int_equal(json_array_size(reqs), 3);
 	/* the first reply's call did not run: the model was told why */
-	msgs = json_object_get(json_object_get(json_array_get(reqs, 1), "body"), "messages");
-	last = json_array_get(msgs, json_array_size(msgs) - 1);
+	last = last_message(reqs, 1);
 	assert_string_equal(jsonx_str(last, "role"), "user");
 	if (!strstr(jsonx_str(last, "content"), "Your tool call to read_file (glm format) was "
 		    "written inside reasoning that was never closed"))
 		fail_msg("the model was told: %s", jsonx_str(last, "content"));
 	assert_non_null(strstr(jsonx_str(last, "content"), "so nothing was run"));
 	/* the second, after its reasoning, ran */
-	msgs = json_object_get(json_object_get(json_array_get(reqs, 2), "body"), "messages");
-	last = json_array_get(msgs, json_array_size(msgs) - 1);
+	last = last_message(reqs, 2);
 	assert_string_equal(jsonx_str(last, "role"), "tool");
 	assert_non_null(strstr(jsonx_str(last, "content"), "hello"));
 	json_decref(reqs);

@@ -107,6 +107,15 @@ static void check_json(const char *ws, const char *mode, long passed, long faile
 	tu_result_release(&r);
 }
 
+/* One test that passes and one that fails, its message holding a character that reorders text. */
+#define CALC_TESTS \
+	"import unittest\n\n\n" \
+	"class TestCalc(unittest.TestCase):\n" \
+	"    def test_good(self):\n" \
+	"        self.assertEqual(1 + 1, 2)\n\n" \
+	"    def test_bad(self):\n" \
+	"        self.assertEqual(2 + 2, 5, 'sneaky \\u202e reversed')\n"
+
 static void test_verify_e2e_python_unittest(void **state)
 {
 	char *ws;
@@ -115,13 +124,7 @@ static void test_verify_e2e_python_unittest(void **state)
 	(void)state;
 	NEED("python3");
 	ws = tu_mkdtemp();
-	tu_write(ws, "test_calc.py",
-		 "import unittest\n\n\n"
-		 "class TestCalc(unittest.TestCase):\n"
-		 "    def test_good(self):\n"
-		 "        self.assertEqual(1 + 1, 2)\n\n"
-		 "    def test_bad(self):\n"
-		 "        self.assertEqual(2 + 2, 5, 'sneaky \\u202e reversed')\n");
+	tu_write(ws, "test_calc.py", CALC_TESTS);
 	run(&r, ws, "ask", "verify", NULL);
 	assert_int_equal(r.status, 1);
 	ASSERT_HAS(r.out.buf, "command: python3 -m unittest discover\n");
@@ -302,13 +305,7 @@ static void test_verify_e2e_must_pass(void **state)
 	(void)state;
 	NEED("python3");
 	ws = tu_mkdtemp();
-	tu_write(ws, "test_calc.py",
-		 "import unittest\n\n\n"
-		 "class TestCalc(unittest.TestCase):\n"
-		 "    def test_good(self):\n"
-		 "        self.assertEqual(1 + 1, 2)\n\n"
-		 "    def test_bad(self):\n"
-		 "        self.assertEqual(2 + 2, 5)\n");
+	tu_write(ws, "test_calc.py", CALC_TESTS);
 
 	/* narrowed to the one that passes: test_bad does not run */
 	run(&r, ws, "ask", "-c", set_good, "verify", NULL);
