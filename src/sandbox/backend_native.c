@@ -112,6 +112,8 @@ static int native_init(struct executor *ex)
 	if (ex->max_processes > 0 && geteuid() == 0 && !caps->cgroup_pids)
 		buf_addstr(&missing, ", a process limit for root (RLIMIT_NPROC does not bind "
 			   "root and no pids cgroup is writable)");
+	if (missing.len && caps->unshare_errno)
+		buf_addf(&missing, " (unshare: %s)", strerror(caps->unshare_errno));
 	if (missing.len) {
 		if (!ex->allow_unconfined || ex->auto_select) {
 			ret = err_set(FX_EUNSUPPORTED, "the native sandbox cannot enforce the "

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/fsutil.h"
@@ -151,20 +152,86 @@ void sandbox_probe_mask(unsigned mask)
 	probe_mask = mask;
 }
 
-/* Whether a child can unshare(flags); the child only calls unshare and _exit. */
-static int can_unshare(int flags)
-{
-	int st;
-	pid_t pid = fork();
+/*
+ * What a probe's failure may owe to the moment rather than to the kernel:
+ * no process slot or memory for the child, or the user's namespace count
+ * full while other sandboxes (a batch, a test suite) are running. Such a
+ * probe is tried again before the feature counts as missing, since a
+ * missing namespace makes the native sandbox refuse to start at all.
+ */
+#define PROBE_TRIES 6	/* 310 ms at most: a user namespace is freed some 60 ms after its end */
 
-	if (pid < 0)
-		return 0;
-	if (!pid)
-		_exit(unshare(flags) < 0 ? 1 : 0);
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return 0;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+/* Set once a probe failed every try: what it met is lasting, the others try once. */
+static int probe_gave_up;
+
+/* The user namespace count's limit here; 0 when it is 0 (set so: no user namespaces, ever). */
+static long userns_limit(void)
+{
+	char b[32];
+	ssize_t n;
+	int fd = open("/proc/sys/user/max_user_namespaces", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, b, sizeof(b) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	b[n] = '\0';
+	return strtol(b, NULL, 10);
+}
+
+static int transient_errno(int e)
+{
+	if (e == ENOSPC || e == EUSERS)
+		return userns_limit() != 0;	/* the count full, not the feature off */
+	return e == EAGAIN || e == ENOMEM;
+}
+
+static void probe_backoff(int try)
+{
+	struct timespec ts = { 0, 10000000L << try };	/* 10, 20, 40, 80, 160 ms */
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/*
+ * Whether a child can unshare(flags); the child only calls unshare and
+ * _exit (with unshare's errno when it fails, stored in *why).
+ */
+static int can_unshare(int flags, int *why)
+{
+	int st, try, e = 0;
+
+	for (try = 0; try < (probe_gave_up ? 1 : PROBE_TRIES); try++) {
+		pid_t pid;
+
+		if (try)
+			probe_backoff(try - 1);
+		pid = fork();
+		if (pid < 0) {
+			e = errno;
+			if (transient_errno(e))
+				continue;
+			break;
+		}
+		if (!pid)
+			_exit(unshare(flags) < 0 ? (errno > 0 && errno < 126 ? errno : 125) : 0);
+		while (waitpid(pid, &st, 0) < 0)
+			if (errno != EINTR)
+				return 0;
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			return 1;
+		e = WIFEXITED(st) ? WEXITSTATUS(st) : EINTR;
+		if (!transient_errno(e))
+			break;
+	}
+	if (try == PROBE_TRIES)
+		probe_gave_up = 1;
+	if (why && !*why)
+		*why = e;
+	return 0;
 }
 
 /* Whether `list` (words separated by `sep` or white space) holds `word`. */
@@ -191,13 +258,15 @@ static int has_word(const char *list, const char *word, char sep)
  * /proc is refused where the host's /proc has parts covered (containers
  * mask /proc/kcore and friends).
  */
-static unsigned probe_mounts(void)
+#define MOUNTS_AGAIN 64	/* the child's status: a transient failure, try again */
+
+static unsigned probe_mounts_once(void)
 {
 	int st;
 	pid_t pid = fork();
 
 	if (pid < 0)
-		return 0;
+		return transient_errno(errno) ? MOUNTS_AGAIN : 0;
 	if (!pid) {
 		char map[64];
 		uid_t uid = geteuid();
@@ -206,7 +275,7 @@ static unsigned probe_mounts(void)
 		int fd;
 
 		if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC) < 0)
-			_exit(0);
+			_exit(transient_errno(errno) ? MOUNTS_AGAIN : 0);
 		/* map ourselves, as the supervisor does (devpts wants mapped ids) */
 		snprintf(map, sizeof(map), "%ld %ld 1\n", (long)uid, (long)uid);
 		if ((fd = open("/proc/self/uid_map", O_WRONLY)) >= 0) {
@@ -227,7 +296,7 @@ static unsigned probe_mounts(void)
 		}
 		inner = fork();
 		if (inner < 0)
-			_exit(0);
+			_exit(transient_errno(errno) ? MOUNTS_AGAIN : 0);
 		if (!inner) {
 			int bits = 0;
 
@@ -256,6 +325,19 @@ static unsigned probe_mounts(void)
 		if (errno != EINTR)
 			return 0;
 	return WIFEXITED(st) ? (unsigned)WEXITSTATUS(st) : 0;
+}
+
+static unsigned probe_mounts(void)
+{
+	unsigned bits = MOUNTS_AGAIN;
+	int try;
+
+	for (try = 0; try < (probe_gave_up ? 1 : PROBE_TRIES) && bits == MOUNTS_AGAIN; try++) {
+		if (try)
+			probe_backoff(try - 1);
+		bits = probe_mounts_once();
+	}
+	return bits == MOUNTS_AGAIN ? 0 : bits;
 }
 
 /*
@@ -468,6 +550,7 @@ static void probe_kernel(struct sandbox_caps *c)
 	int nsuser;
 
 	memset(c, 0, sizeof(*c));
+	probe_gave_up = 0;
 	c->euid = geteuid();
 	abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
 	c->landlock_abi = abi > 0 ? (int)abi : 0;
@@ -476,15 +559,15 @@ static void probe_kernel(struct sandbox_caps *c)
 	c->unix_guard = c->seccomp && sb_unix_guard_supported();
 	/* one child for the usual answer (all of them), one per namespace otherwise */
 	if (can_unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWNS |
-			CLONE_NEWIPC)) {
+			CLONE_NEWIPC, NULL)) {
 		c->userns = c->pidns = c->netns = c->mntns = c->ipcns = 1;
 	} else {
-		c->userns = can_unshare(CLONE_NEWUSER);
+		c->userns = can_unshare(CLONE_NEWUSER, &c->unshare_errno);
 		nsuser = c->euid == 0 ? 0 : CLONE_NEWUSER;
-		c->pidns = can_unshare(nsuser | CLONE_NEWPID);
-		c->netns = can_unshare(nsuser | CLONE_NEWNET);
-		c->mntns = c->userns && can_unshare(CLONE_NEWUSER | CLONE_NEWNS);
-		c->ipcns = can_unshare(nsuser | CLONE_NEWIPC);
+		c->pidns = can_unshare(nsuser | CLONE_NEWPID, &c->unshare_errno);
+		c->netns = can_unshare(nsuser | CLONE_NEWNET, &c->unshare_errno);
+		c->mntns = c->userns && can_unshare(CLONE_NEWUSER | CLONE_NEWNS, &c->unshare_errno);
+		c->ipcns = can_unshare(nsuser | CLONE_NEWIPC, &c->unshare_errno);
 	}
 	/* the new mount API: mount_setattr() (5.12) answers EINVAL to bad flags, not ENOSYS */
 	if (c->mntns && syscall(SYS_mount_setattr, -1, "", ~0U, NULL, 0) < 0 && errno == ENOSYS)

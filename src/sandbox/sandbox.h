@@ -216,6 +216,7 @@ struct sandbox_caps {
 	int ipcns;			/* an IPC namespace */
 	int unix_guard;			/* seccomp user notification and pidfd_getfd (UNIX socket guard) */
 	unsigned mount_fs;		/* enum sb_mount_fs: what a sandbox can mount */
+	int unshare_errno;		/* why the first namespace probe that failed did (0: none) */
 	int cgroup_pids;		/* a pids cgroup can be created (needed for root) */
 	char cgroup_pids_dir[256];	/* where */
 	int cgroup_memory;		/* a memory cgroup can be created (v2 memory.max or v1) */
