@@ -45,7 +45,8 @@ int native_write_file(const char *path, const char *text)
 
 /*
  * Remove the (empty) cgroups of forgex processes that died without
- * cleaning up (killed outright): "forgex-PID-N" whose PID is gone.
+ * cleaning up (killed outright): "forgex-PID-N" and the kernel probe's
+ * "forgex-probe-PID" whose PID is gone.
  */
 static void collect_stale_cgroups(const char *parent)
 {
@@ -53,19 +54,38 @@ static void collect_stale_cgroups(const char *parent)
 	struct dirent *de;
 
 	while (d && (de = readdir(d))) {
+		const char *num = de->d_name + 7;
 		char *end;
 		long pid;
+		int probe;
 
 		if (strncmp(de->d_name, "forgex-", 7))
 			continue;
-		pid = strtol(de->d_name + 7, &end, 10);
-		if (end == de->d_name + 7 || *end != '-' || pid <= 0 || pid == (long)getpid())
+		probe = !strncmp(num, "probe-", 6);
+		num += probe ? 6 : 0;
+		pid = strtol(num, &end, 10);
+		if (end == num || *end != (probe ? '\0' : '-') || pid <= 0 || pid == (long)getpid())
 			continue;
 		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
 			unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
 	}
 	if (d)
 		closedir(d);
+}
+
+/*
+ * mkdir() a cgroup named with this process's pid. One already there was
+ * left by a process that had the same pid before and was killed before it
+ * removed it (no live process but this one has the pid): it is removed
+ * (it fails while tasks are in it) and made again.
+ */
+static int mkdir_own(const char *dir)
+{
+	if (!mkdir(dir, 0755))
+		return 0;
+	if (errno != EEXIST || rmdir(dir) < 0)
+		return -1;
+	return mkdir(dir, 0755);
 }
 
 /*
@@ -84,7 +104,7 @@ int native_cgroup_pids(struct native_state *st, long max_processes)
 	/* numbered across the process: two executors may run commands at once (the map's ctags) */
 	dir = xstrfmt("%s/forgex-%ld-%lu", st->cgroup_parent, (long)getpid(),
 		      __atomic_add_fetch(&native_name_seq, 1, __ATOMIC_RELAXED));
-	if (mkdir(dir, 0755) < 0) {
+	if (mkdir_own(dir) < 0) {
 		ret = err_set_errno(FX_EOS, "cannot create the pids cgroup '%s'", dir);
 		free(dir);
 		return ret;
@@ -113,7 +133,7 @@ int native_cgroup_memory(struct native_state *st, uint64_t limit)
 	collect_stale_cgroups(st->memcg_parent);
 	dir = xstrfmt("%s/forgex-%ld-%lu", st->memcg_parent, (long)getpid(),
 		      __atomic_add_fetch(&native_name_seq, 1, __ATOMIC_RELAXED));
-	if (mkdir(dir, 0755) < 0) {
+	if (mkdir_own(dir) < 0) {
 		ret = err_set_errno(FX_EOS, "cannot create the memory cgroup '%s'", dir);
 		free(dir);
 		return ret;

@@ -411,10 +411,17 @@ static int find_cgroup(const char *controller, char *out, size_t outlen, int *v2
 		*v2 = 1;
 	}
 	if (dir.len && dir.len < outlen) {
-		/* can we really make one? (read-only mounts, missing delegation) */
+		/*
+		 * Can we really make one? (read-only mounts, missing delegation.)
+		 * One of this name already there was left by a killed process that
+		 * had this pid: removed, and made again.
+		 */
 		char *probe = xstrfmt("%s/forgex-probe-%ld", dir.buf, (long)getpid());
+		int made = !mkdir(probe, 0755);
 
-		if (!mkdir(probe, 0755)) {
+		if (!made && errno == EEXIST && !rmdir(probe))
+			made = !mkdir(probe, 0755);
+		if (made) {
 			rmdir(probe);
 			memcpy(out, dir.buf, dir.len + 1);
 			found = 1;

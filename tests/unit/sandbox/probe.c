@@ -8,6 +8,9 @@
  *     probe tries again and the namespaces are not taken for missing;
  *   - the limit 0 (user namespaces switched off): missing at once, and the
  *     native backend's refusal gives the kernel's reason.
+ *
+ * And the pids cgroup when cgroups named with this process's pid were left
+ * by a killed process that had the pid before.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,18 +23,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/err.h"
+#include "base/fsutil.h"
 #include "config/config.h"
 #include "helpers/testutil.h"
 #include "sandbox/executor.h"
 #include "sandbox/sandbox.h"
 
 /* Exit statuses of a case's child besides 0 (the case held). */
-enum { C_SETUP = 90, C_NO_USERNS, C_HAS_USERNS, C_ERRNO, C_INIT_OK, C_MESSAGE, C_HOLDER };
+enum {
+	C_SETUP = 90, C_NO_USERNS, C_HAS_USERNS, C_ERRNO, C_INIT_OK, C_MESSAGE, C_HOLDER, C_NO_PIDS,
+	C_LEFT, C_RUN,
+};
 
 static int write_file(const char *path, const char *text)
 {
@@ -223,11 +231,114 @@ static void test_probe_switched_off_says_why(void **state)
 	assert_int_equal(in_child(switched_off), 0);
 }
 
+/*
+ * Cgroups named with this process's pid, left by a process that had the
+ * same pid and was killed before removing them (the kernel probe's
+ * forgex-probe-PID and a command's forgex-PID-1): the probe still finds
+ * the pids cgroup writable, and a command runs under its process limit.
+ */
+static char pids_parent[256];
+
+static int learn_pids_parent(void)
+{
+	const struct sandbox_caps *c = sandbox_kernel_caps();
+
+	if (!c->cgroup_pids)
+		return C_SETUP;
+	dprintf(1, "%s", c->cgroup_pids_dir);
+	return 0;
+}
+
+static int stale_cgroups_of_this_pid(void)
+{
+	const char *const argv[] = { "echo", "ran", NULL };
+	struct exec_request req = { argv, 2, NULL, 10000, NULL };
+	struct exec_result r = EXEC_RESULT_INIT;
+	char *probe, *cmd, *ws;
+	struct executor ex;
+	struct config cfg;
+	int ret;
+
+	probe = xstrfmt("%s/forgex-probe-%ld", pids_parent, (long)getpid());
+	cmd = xstrfmt("%s/forgex-%ld-1", pids_parent, (long)getpid());
+	if (mkdir(probe, 0755) < 0 || mkdir(cmd, 0755) < 0)
+		return C_SETUP;
+	if (!sandbox_kernel_caps()->cgroup_pids)
+		return C_NO_PIDS;
+	if (access(probe, F_OK) == 0)
+		return C_LEFT;
+	ws = tu_mkdtemp();
+	config_init(&cfg);
+	free(cfg.sandbox.backend);
+	cfg.sandbox.backend = xstrdup("native");
+	cfg.sandbox.max_processes = 64;
+	ret = executor_init(&ex, &cfg, ws);
+	if (ret < 0) {
+		fprintf(stderr, "# executor_init: %s\n", err_last());
+		ret = C_SETUP;
+	} else {
+		ret = executor_run(&r, &ex, &req);
+		if (ret < 0)
+			fprintf(stderr, "# executor_run: %s\n", err_last());
+		ret = ret < 0 ? C_RUN : r.exit_code || !strstr(r.out.buf, "ran") ? C_RUN : 0;
+		exec_result_release(&r);
+		executor_release(&ex);
+	}
+	config_release(&cfg);
+	tu_rmtree(ws);
+	rmdir(cmd);
+	free(probe);
+	free(cmd);
+	return ret;
+}
+
+static void test_probe_stale_cgroups_of_this_pid(void **state)
+{
+	struct buf out = BUF_INIT;
+	int p[2], st;
+	pid_t pid;
+
+	(void)state;
+	if (geteuid() != 0) {
+		print_message("# skip: the pids cgroup is for root\n");
+		skip();
+	}
+	/* where the pids cgroups go, asked by a child (a probe's answer stays in its process) */
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		close(p[0]);
+		dup2(p[1], 1);
+		_exit(learn_pids_parent());
+	}
+	close(p[1]);
+	fsutil_read_fd(&out, p[0], sizeof(pids_parent));
+	close(p[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) || !out.len || out.len >= sizeof(pids_parent)) {
+		print_message("# skip: no writable pids cgroup here\n");
+		buf_release(&out);
+		skip();
+	}
+	memcpy(pids_parent, out.buf, out.len + 1);
+	buf_release(&out);
+	st = in_child(stale_cgroups_of_this_pid);
+	if (st == C_NO_PIDS)
+		fail_msg("a stale forgex-probe-PID of this pid hid the pids cgroup");
+	if (st == C_LEFT)
+		fail_msg("the stale forgex-probe-PID was left in place");
+	if (st == C_RUN)
+		fail_msg("a stale forgex-PID-1 of this pid kept the command from running");
+	assert_int_equal(st, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_probe_tries_again_while_the_count_is_full),
 		cmocka_unit_test(test_probe_switched_off_says_why),
+		cmocka_unit_test(test_probe_stale_cgroups_of_this_pid),
 	};
 
 	return cmocka_run_group_tests_name("unit/sandbox/probe", tests, NULL, NULL);
