@@ -141,7 +141,6 @@ static size_t gl_invoke(struct scan *sc, size_t p, size_t end)
 	args = json_object();
 	for (q = n1 + 2; (q = tc_find_at(sc->text, q, c, par)) != (size_t)-1;) {
 		size_t k0 = q + strlen(par), k1, v0, v1;
-		char *k;
 
 		for (k1 = k0; k1 < c && sc->text[k1] != '"'; k1++)
 			;
@@ -152,9 +151,7 @@ static size_t gl_invoke(struct scan *sc, size_t p, size_t end)
 			goto out;
 		}
 		v0 = k1 + 2;
-		k = xstrndup(sc->text + k0, k1 - k0);
-		json_object_set_new(args, k, typed_value(sc->text + v0, v1 - v0));
-		free(k);
+		tc_set_key(args, sc->text + k0, k1 - k0, typed_value(sc->text + v0, v1 - v0));
 		q = v1 + strlen(pclose);
 	}
 	tc_push_call(sc, name, args, "glimmer", NULL);

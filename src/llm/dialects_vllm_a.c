@@ -43,14 +43,6 @@ json_t *tc_glm_value(const char *s, size_t n)
 	return jsonx_stringn_lossy(s, n);
 }
 
-/* A key as JSON wants it (valid UTF-8) from `n` bytes of the reply. */
-static void set_key(json_t *obj, const char *s, size_t n, json_t *value)
-{
-	json_t *k = jsonx_stringn_lossy(s, n);
-
-	jsonx_set(obj, json_string_value(k), value);
-	json_decref(k);
-}
 
 /* ---- Hunyuan: Hy3 and Hy4 ---- */
 
@@ -171,7 +163,7 @@ static void hy_take(struct scan *sc, const struct hy_tags *tg, size_t p, size_t 
 				      (int)(kc - k0), sc->text + k0, tg->val_end);
 			goto out;
 		}
-		set_key(args, sc->text + k0, kc - k0, tc_glm_value(sc->text + v0, vc - v0));
+		tc_set_key(args, sc->text + k0, kc - k0, tc_glm_value(sc->text + v0, vc - v0));
 		p = tc_skip_ws(sc, vc + strlen(tg->val_end), end);
 	}
 	/* a reply cut by the stop token after a whole value is read; a block closed around it is not */

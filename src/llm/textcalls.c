@@ -533,6 +533,14 @@ size_t tc_skip_ws(const struct scan *sc, size_t p, size_t end)
 
 /* ---- Hermes / Qwen ---- */
 
+void tc_set_key(json_t *obj, const char *s, size_t n, json_t *value)
+{
+	json_t *k = jsonx_stringn_lossy(s, n);
+
+	jsonx_set(obj, json_string_value(k), value);
+	json_decref(k);
+}
+
 void tc_xml_trim(const char **s, size_t *n)
 {
 	if (*n && (*s)[0] == '\n') {
@@ -1030,11 +1038,10 @@ static int cmp_span(const void *x, const void *y)
 /*
  * Most specific first: a dialect with its own tokens before the ones whose
  * markers others reuse (<tool_call>, <function=...>), pythonic and JSON
- * without markers last. The first that finds anything wins.
+ * without markers last. The first that finds anything wins; its index is
+ * returned (-1: none did).
  */
-static void run_passes(struct scan *sc)
-{
-	static void (*const passes[])(struct scan *) = {
+static void (*const passes[])(struct scan *) = {
 		tc_scan_plamo3, tc_scan_cwm, tc_scan_dots, tc_scan_step_audio2, tc_scan_iquest2,
 		tc_scan_harmony, tc_scan_kimi, tc_scan_kimi3, tc_scan_seed, tc_scan_minimax3,
 		tc_scan_more, tc_scan_hy, tc_scan_inkling, tc_scan_solar, tc_scan_gigachat35,
@@ -1043,13 +1050,69 @@ static void run_passes(struct scan *sc)
 		tc_scan_tagged_json,
 		tc_scan_function_tag, scan_llama3, scan_mistral, scan_deepseek, tc_scan_olmo3,
 		tc_scan_recipient, tc_scan_pythonic, tc_scan_line_calls, scan_fenced, scan_bare,
-	};
+};
+
+static long run_passes(struct scan *sc)
+{
 	size_t k;
 
-	for (k = 0; k < ARRAY_SIZE(passes) && !sc->out->nr && !sc->out->errors.nr; k++) {
+	for (k = 0; k < ARRAY_SIZE(passes); k++) {
 		sc->spans_nr = 0;
 		passes[k](sc);
+		if (sc->out->nr || sc->out->errors.nr)
+			return (long)k;
 	}
+	return -1;
+}
+
+/*
+ * The calls were found with reasoning blanked out, and their arguments
+ * read from that text: a value holding what looks like reasoning (a
+ * prompt template written to a file, "Reply as <think>...</think>") lost
+ * it to spaces. The same pass reads the calls' own stretches again, from
+ * the reply as sent (everything else blanked); when it finds the same
+ * calls, by name and in order, and as many it could not read, their
+ * arguments are taken from there. A stretch that held real reasoning
+ * between calls reads differently and keeps the first reading.
+ */
+static void reread_unmasked(struct scan *sc, long k)
+{
+	struct text_calls again = TEXT_CALLS_INIT;
+	struct scan sub;
+	char *text;
+	size_t i;
+
+	if (k < 0 || !sc->spans_nr || !memcmp(sc->text, sc->orig, sc->len))
+		return;
+	text = xmalloc(sc->len + 1);
+	memset(text, ' ', sc->len);
+	text[sc->len] = '\0';
+	for (i = 0; i < sc->spans_nr; i++)
+		if (sc->spans[i].a < sc->spans[i].b && sc->spans[i].b <= sc->len)
+			memcpy(text + sc->spans[i].a, sc->orig + sc->spans[i].a,
+			       sc->spans[i].b - sc->spans[i].a);
+	memset(&sub, 0, sizeof(sub));
+	sub.orig = sc->orig;
+	sub.len = sc->len;
+	sub.text = text;
+	sub.tools = sc->tools;
+	sub.out = &again;
+	passes[k](&sub);
+	if (again.nr == sc->out->nr && again.errors.nr == sc->out->errors.nr) {
+		for (i = 0; i < again.nr && !strcmp(again.v[i].name, sc->out->v[i].name); i++)
+			;
+		if (i == again.nr)
+			for (i = 0; i < again.nr; i++) {
+				free(sc->out->v[i].arguments);
+				free(sc->out->v[i].repaired);
+				sc->out->v[i].arguments = again.v[i].arguments;
+				sc->out->v[i].repaired = again.v[i].repaired;
+				again.v[i].arguments = again.v[i].repaired = NULL;
+			}
+	}
+	free(sub.spans);
+	textcalls_release(&again);
+	free(text);
 }
 
 /*
@@ -1100,6 +1163,7 @@ size_t textcalls_parse(struct text_calls *out, const char *text, size_t len,
 	struct scan sc;
 	size_t i, pos = 0;
 	char *masked;
+	long k;
 
 	memset(&sc, 0, sizeof(sc));
 	sc.orig = text ? text : "";
@@ -1112,9 +1176,11 @@ size_t textcalls_parse(struct text_calls *out, const char *text, size_t len,
 	sc.text = masked;
 	sc.tools = tools;
 	sc.out = out;
-	run_passes(&sc);
+	k = run_passes(&sc);
 	if (!out->nr && !out->errors.nr)
 		nudge_unclosed(&sc);
+	else if (out->nr)
+		reread_unmasked(&sc, k);
 	if (sc.spans_nr > 1)
 		qsort(sc.spans, sc.spans_nr, sizeof(*sc.spans), cmp_span);
 	for (i = 0; i < sc.spans_nr; i++) {

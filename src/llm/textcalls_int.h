@@ -55,6 +55,11 @@ int tc_take_calls_at(struct scan *sc, size_t pos, size_t end, const char *dialec
 const char *tc_find(const struct scan *sc, size_t from, size_t end, const char *needle);
 size_t tc_skip_ws(const struct scan *sc, size_t p, size_t end);
 json_t *tc_xml_value(const char *s, size_t n);
+/*
+ * Set argument `n` bytes at `s` of the reply (a name the model wrote, so
+ * perhaps not UTF-8: made valid as jsonx_stringn_lossy() does) to `value`.
+ */
+void tc_set_key(json_t *obj, const char *s, size_t n, json_t *value);
 /* Drop one line end at each edge of a value written on lines of its own ("\nv\n"). */
 void tc_xml_trim(const char **s, size_t *n);
 /* Qwen3-Coder / Seed-OSS body at `p`: <function=NAME><parameter=K>V</parameter>...</function> */

@@ -207,7 +207,7 @@ static void k3_call(struct scan *sc, const struct k3tag *tg, size_t body, size_t
 		free(type);
 		if (!v)
 			goto out;
-		json_object_set_new(args, key, v);
+		tc_set_key(args, key, strlen(key), v);
 		p = ac.end;
 	}
 	tc_push_call(sc, name, args, "kimi-k3", NULL);
@@ -399,27 +399,17 @@ static size_t mc_call(struct scan *sc, size_t lt)
 			if (ce == (size_t)-1 || !tc_starts(sc, ce + 3, sc->len, MC_PCLOSE))
 				break;
 			v1 = ce + 3;
-			{
-				char *key = xstrndup(sc->text + q + strlen(MC_POPEN),
-						     k1 - q - strlen(MC_POPEN));
-
-				jsonx_set(args, key, jsonx_stringn_lossy(sc->text + v0 +
-					  strlen(MC_CDATA), ce - v0 - strlen(MC_CDATA)));
-				free(key);
-			}
+			tc_set_key(args, sc->text + q + strlen(MC_POPEN), k1 - q - strlen(MC_POPEN),
+				   jsonx_stringn_lossy(sc->text + v0 + strlen(MC_CDATA),
+						       ce - v0 - strlen(MC_CDATA)));
 			p = v1 + strlen(MC_PCLOSE);
 			continue;
 		}
 		v1 = tc_find_at(sc->text, v0, sc->len, MC_PCLOSE);
 		if (v1 == (size_t)-1)
 			break;
-		{
-			char *key = xstrndup(sc->text + q + strlen(MC_POPEN),
-					     k1 - q - strlen(MC_POPEN));
-
-			jsonx_set(args, key, tc_xml_value(sc->text + v0, v1 - v0));
-			free(key);
-		}
+		tc_set_key(args, sc->text + q + strlen(MC_POPEN), k1 - q - strlen(MC_POPEN),
+			   tc_xml_value(sc->text + v0, v1 - v0));
 		p = v1 + strlen(MC_PCLOSE);
 	}
 	p = tc_skip_ws(sc, p, sc->len);
