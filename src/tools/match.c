@@ -468,9 +468,12 @@ void match_norm_line(struct buf *out, const char *s, size_t n, enum match_pass l
 	} else {
 		buf_add(out, s + a, b - a);
 	}
-	if (level == MATCH_CASE)
-		for (i = start; i < out->len; i++)
-			out->buf[i] = (char)tolower((unsigned char)out->buf[i]);
+	if (level == MATCH_CASE) {
+		buf_reset(&tmp);
+		match_fold(&tmp, NULL, out->buf + start, out->len - start);
+		buf_setlen(out, start);
+		buf_addbuf(out, &tmp);
+	}
 	buf_release(&tmp);
 }
 

@@ -39,17 +39,20 @@
  *      lines differing (each MATCH_NEAR_LINE alike, or inside the passage
  *      the file's line with text added at one end) and one at least the
  *      same, or differing only by slips (commas, semicolons, one quote for
- *      another); several equally close
+ *      another), or one line with a misspelt word (a letter more or less,
+ *      two swapped, in a spelling the file has nowhere); several equally close
  *      are several occurrences (replace_all replaces each, start_line
  *      chooses);
- *  10. letter case: as 5, with ASCII letters compared in either case
- *      (`MYVARIABLE` for `myVariable`), one place only (not with
+ *  10. letter case: as 5, with letters compared in either case
+ *      (`MYVARIABLE` for `myVariable`, `ÄNDERUNG` for `Änderung`; see
+ *      match_fold.c), one place only (not with
  *      replace_all); `new` is written as sent; a one-line `old` may be a
  *      piece of a line that no word is cut from;
  *  11. no whitespace: `old` and the file compared with every blank and
  *      line break left out (but words kept apart unless `old` holds no
  *      whitespace at all; ending at a line's end when `old` does), one
- *      place only, at least 12 characters (not with replace_all): the
+ *      place only, at least 12 characters (8 when they are two words or
+ *      more kept apart), not with replace_all: the
  *      bytes from the first to the last character matched are replaced by
  *      `new` as sent
  *      (Continue's one-line `function test(){return true;}` for a
@@ -96,7 +99,7 @@ enum match_pass {
 	MATCH_TABS,		/* tabs inside lines written as the escape \t, then 1-5 */
 	MATCH_LINENO,		/* line numbers copied from a read removed, then 1-5 */
 	MATCH_NEAR,		/* one passage clearly closest, within the similarity bound */
-	MATCH_CASE,		/* as MATCH_UNICODE, and ASCII letters of either case */
+	MATCH_CASE,		/* as MATCH_UNICODE, and letters of either case */
 	MATCH_NOSPACE,		/* all whitespace left out, line breaks too */
 };
 

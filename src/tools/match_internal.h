@@ -138,4 +138,12 @@ int match_only_blanks(const char *s, size_t n);
 /** Whether some line of `s` starts with a line-number prefix. */
 int match_any_lineno(const char *s, size_t n);
 
+/**
+ * Append `s` with its letters in lower case (every script's, see
+ * match_fold.c). When `at` is given, (*at)[j] is the byte of `s` that
+ * out's j-th new byte came from, and one more entry holds `n`; the caller
+ * frees it.
+ */
+void match_fold(struct buf *out, size_t **at, const char *s, size_t n);
+
 #endif

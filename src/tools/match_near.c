@@ -32,7 +32,96 @@ struct near {
 	size_t differ;		/* lines that differ beyond whitespace */
 	double worst;		/* the similarity of the least similar of them */
 	int typos;		/* they differ only in commas and semicolons */
+	int misspelt;		/* one line, differing by a misspelling only (letter_slip) */
 };
+
+static int wordy(char c)
+{
+	return isalnum((unsigned char)c) || c == '_' || (unsigned char)c >= 0x80;
+}
+
+/*
+ * The line with its punctuation folded, and blanks only where they keep
+ * two words apart, as one space: `f ( a,b )` and `f(a, b)` are alike,
+ * `return x` and `returnx` are not.
+ */
+static void spaced(struct buf *out, const char *s, size_t n)
+{
+	struct buf t = BUF_INIT;
+	size_t i;
+
+	match_norm_line(&t, s, n, MATCH_UNICODE);
+	for (i = 0; i < t.len; i++) {
+		if (!match_is_blank(t.buf[i]))
+			buf_addch(out, t.buf[i]);
+		else if (out->len && wordy(out->buf[out->len - 1]) && i + 1 < t.len &&
+			 wordy(t.buf[i + 1]))
+			buf_addch(out, ' ');
+	}
+	buf_release(&t);
+}
+
+/* The word of `b` (its bytes [*l, *r)) that holds the bytes [p, p + d). */
+static void word_at(const struct buf *b, size_t p, size_t d, size_t *l, size_t *r)
+{
+	*l = p;
+	*r = p + d;
+	while (*l && wordy(b->buf[*l - 1]))
+		(*l)--;
+	while (*r < b->len && wordy(b->buf[*r]))
+		(*r)++;
+}
+
+/* Whether `w` (`n` bytes) is a whole word somewhere in `text`. */
+static int word_in(const char *text, size_t len, const char *w, size_t n)
+{
+	const char *p = text, *end = text + len;
+
+	while ((size_t)(end - p) >= n && (p = memmem(p, (size_t)(end - p), w, n))) {
+		if ((p == text || !wordy(p[-1])) && (p + n == end || !wordy(p[n])))
+			return 1;
+		p++;
+	}
+	return 0;
+}
+
+/*
+ * Whether the model's line `o` is the file's line `f` misspelt (both in
+ * spaced() form): one letter more or less, or two letters next to each
+ * other swapped, inside a word of the file of four letters or more (`getUserNaem` for
+ * `getUserName`, `mesage` for `message`, `nfo` for `info`), and the word
+ * as the model spelt it is nowhere in the file. A letter changed into
+ * another is no misspelling here (`getA` for `getB` names something
+ * else), nor anything but a letter (`count -= 10` for `count += 10`), nor
+ * a spelling that the file has: then it may well be another name.
+ */
+static int letter_slip(const struct buf *o, const struct buf *f, const char *text, size_t len)
+{
+	size_t p = 0, s = 0, n = o->len < f->len ? o->len : f->len, dofs, df, lo, ro, lf, rf;
+
+	while (p < n && o->buf[p] == f->buf[p])
+		p++;
+	while (s < n - p && o->buf[o->len - 1 - s] == f->buf[f->len - 1 - s])
+		s++;
+	dofs = o->len - p - s;
+	df = f->len - p - s;
+	if (dofs + df == 1) {
+		if (!isalpha((unsigned char)(dofs ? o->buf[p] : f->buf[p])))
+			return 0;
+	} else if (dofs == 2 && df == 2) {
+		if (o->buf[p] != f->buf[p + 1] || o->buf[p + 1] != f->buf[p] ||
+		    !isalpha((unsigned char)o->buf[p]) || !isalpha((unsigned char)o->buf[p + 1]))
+			return 0;
+	} else {
+		return 0;
+	}
+	word_at(o, p, dofs, &lo, &ro);
+	word_at(f, p, df, &lf, &rf);
+	/* the file's word four letters or more: `cart` for `cat` is another word */
+	if (rf - lf < 4 || ro - lo < 3)
+		return 0;
+	return !word_in(text, len, o->buf + lo, ro - lo);
+}
 
 static int is_quote(char c)
 {
@@ -75,8 +164,8 @@ static int extended(const struct buf *o, const struct buf *f)
 	return !memcmp(o->buf, f->buf, f->len) || !memcmp(o->buf + o->len - f->len, f->buf, f->len);
 }
 
-static void near_score(struct near *nr, const char *text, const struct lines *fl, size_t s,
-		       const char *old, const struct lines *ol)
+static void near_score(struct near *nr, const char *text, size_t len, const struct lines *fl,
+		       size_t s, const char *old, const struct lines *ol)
 {
 	struct buf a = BUF_INIT, b = BUF_INIT;
 	size_t i, dist = 0, size = 0;
@@ -84,6 +173,7 @@ static void near_score(struct near *nr, const char *text, const struct lines *fl
 	nr->differ = 0;
 	nr->worst = 1.0;
 	nr->typos = 1;
+	nr->misspelt = 0;
 	for (i = 0; i < ol->nr && s + i < fl->nr; i++) {
 		const struct line *o = &ol->v[i], *f = &fl->v[s + i];
 		size_t d, big;
@@ -100,12 +190,22 @@ static void near_score(struct near *nr, const char *text, const struct lines *fl
 		} else {
 			d = match_levenshtein(a.buf ? a.buf : "", a.len, b.buf ? b.buf : "", b.len);
 		}
+		if (d && !same_but_typos(&a, &b)) {
+			nr->typos = 0;
+			if (ol->nr == 1 && d < big) {
+				buf_reset(&a);
+				buf_reset(&b);
+				spaced(&a, old + o->start, o->end - o->start);
+				spaced(&b, text + f->start, f->end - f->start);
+				/* one slip: two letters swapped count once */
+				if ((nr->misspelt = letter_slip(&a, &b, text, len)))
+					d = 1;
+			}
+		}
 		dist += d;
 		size += big;
 		if (d) {
 			nr->differ++;
-			if (!same_but_typos(&a, &b))
-				nr->typos = 0;
 			/* an inner line only: at an edge, the text added may be the next line's */
 			if (1.0 - (double)d / (double)big < nr->worst &&
 			    !(i && i + 1 < ol->nr && extended(&a, &b)))
@@ -152,9 +252,12 @@ static int only_slips(const struct near *nr, const char *old, size_t old_len, si
 	    (nb < 2 || nr->differ != 1 || nr->worst < MATCH_NEAR_LINE_SHORT))
 		return 0;
 	if (nb == 1) {
-		/* one line: only slips, and only in a line long enough to be told apart */
+		/*
+		 * One line: only slips, and only in a line long enough to be told
+		 * apart; or a misspelt word in a line of 12 characters or more.
+		 */
 		squeezed(&sq, old, old_len);
-		ok = nr->typos && sq.len >= 24;
+		ok = (nr->typos && sq.len >= 24) || (nr->misspelt && sq.len >= 12);
 		buf_release(&sq);
 		return ok;
 	}
@@ -181,7 +284,8 @@ static int cmp_size(const void *a, const void *b)
  * differ only by slips (a missing or added comma or semicolon, one quote
  * for another). A single line may differ only by slips, and only when it
  * has 24 characters or more: `count -= 10` for `count += 10` is another
- * text.
+ * text; or, in a line of 12 characters or more, by a misspelt word (see
+ * letter_slip()).
  *
  * Which passage: the one that qualifies and is clearly closer
  * (MATCH_NEAR_MARGIN) than any other. Several that qualify and are as
@@ -208,7 +312,7 @@ int match_try_near(struct match_result *out, const char *text, size_t len,
 		goto out;
 	ntop = match_rank_windows(top, ARRAY_SIZE(top), text, fl, old, &ol);
 	for (i = 0; i < ntop; i++) {
-		near_score(&nr[i], text, fl, top[i].start, old, &ol);
+		near_score(&nr[i], text, len, fl, top[i].start, old, &ol);
 		if (!best || nr[i].score > best->score) {
 			if (best)
 				second_score = best->score;
@@ -279,11 +383,6 @@ out:
 }
 
 /* ---- whitespace left out altogether ---- */
-
-static int wordy(char c)
-{
-	return isalnum((unsigned char)c) || c == '_' || (unsigned char)c >= 0x80;
-}
 
 /* The length of the Unicode space (U+00A0, U+2000-200A, U+202F, U+205F, U+3000) at `s`, or 0. */
 static size_t uspace(const char *s, size_t n)
@@ -397,8 +496,13 @@ int match_try_nospace(struct match_result *out, const char *text, size_t len,
 		buf_reset(&so);
 		squeeze_all(&sf, &fat, text, len, glue);
 		squeeze_all(&so, &oat, old, old_len, glue);
-		/* a text this short without its spaces could be anywhere */
-		if (so.len < 12 || !sf.len)
+		/*
+		 * A text this short without its spaces could be anywhere: 12
+		 * characters at least, or 8 of two words or more kept apart
+		 * (`alpha beta` for old_string's `alpha\nbeta`), which can match
+		 * only where the file's words break the same way.
+		 */
+		if (so.len < (glue || !memchr(so.buf, ' ', so.len) ? 12u : 8u) || !sf.len)
 			goto out;
 		found = nospace_find(&sf, fat, &so, text, len, to_eol, &first);
 	}
@@ -431,35 +535,57 @@ out:
 
 /* ---- a piece of a line, letters of either case ---- */
 
+/*
+ * The one place where `old`, a piece of one line, is in the text with
+ * letters of either case (folded as match_fold() does, so its length in
+ * the text may differ: `İ` for `i̇`), cutting no word; several are no
+ * reading (the line-wise pass has listed them).
+ */
 int match_try_case_piece(struct match_result *out, const char *text, size_t len,
 			 const char *old, size_t old_len, const char *new_text, size_t new_len)
 {
-	size_t i, at = 0, found = 0, nl = 0;
+	struct buf ft = BUF_INIT, fo = BUF_INIT;
+	size_t *at = NULL, i, pos = 0, found = 0, a = 0, b = 0, nl = 0;
+	const char *p;
+	int ret = FX_ENOTFOUND;
 
-	if (!old_len || memchr(old, '\n', old_len) || old_len > len)
+	if (!old_len || memchr(old, '\n', old_len))
 		return FX_ENOTFOUND;
-	for (i = 0; i + old_len <= len; i++) {
-		if (strncasecmp(text + i, old, old_len) || memchr(text + i, '\n', old_len))
+	match_fold(&ft, &at, text, len);
+	match_fold(&fo, NULL, old, old_len);
+	while (fo.len && pos + fo.len <= ft.len &&
+	       (p = memmem(ft.buf + pos, ft.len - pos, fo.buf, fo.len))) {
+		size_t k = (size_t)(p - ft.buf), s = at[k], e = at[k + fo.len];
+
+		pos = k + 1;
+		/* whole characters of the text, on one line */
+		if ((k && at[k - 1] == s) || at[k + fo.len - 1] == e || memchr(text + s, '\n', e - s))
 			continue;
 		/* a piece of a word is another word */
-		if ((i && wordy(text[i - 1]) && wordy(old[0])) ||
-		    (i + old_len < len && wordy(text[i + old_len]) && wordy(old[old_len - 1])))
+		if ((s && wordy(text[s - 1]) && wordy(old[0])) ||
+		    (e < len && wordy(text[e]) && wordy(old[old_len - 1])))
 			continue;
 		if (found++)
-			return FX_ENOTFOUND;	/* several: the line-wise pass has listed them */
-		at = i;
+			goto out;
+		a = s;
+		b = e;
 	}
 	if (!found)
-		return FX_ENOTFOUND;
-	buf_add(&out->text, text, at);
+		goto out;
+	buf_add(&out->text, text, a);
 	match_add_with_eol(&out->text, new_text, new_len, match_eol_of(text, len));
-	buf_add(&out->text, text + at + old_len, len - at - old_len);
+	buf_add(&out->text, text + b, len - b);
 	out->count = 1;
-	out->lines[0] = match_line_of(text, at);
+	out->lines[0] = match_line_of(text, a);
 	for (i = 0; i < new_len; i++)
 		nl += new_text[i] == '\n';
 	out->span = nl + (new_len && new_text[new_len - 1] != '\n');
 	out->pass = MATCH_CASE;
 	out->level = MATCH_EXACT;	/* a piece of a line: nothing re-indented */
-	return 0;
+	ret = 0;
+out:
+	free(at);
+	buf_release(&ft);
+	buf_release(&fo);
+	return ret;
 }
