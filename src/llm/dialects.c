@@ -98,6 +98,8 @@ static const struct form {
 	  "<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>{...}"
 	  "<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>"
 	  "<|plamo:end_tool_requests:plamo|>", 1 },
+	{ "command-r", "Action: ```json\n[{\"tool_name\": \"TOOL\", \"parameters\": {...}}]\n```",
+	  1 },
 	{ "fenced", "```json\n{\"tool\": \"TOOL\", \"arguments\": {...}}\n```", 1 },
 };
 

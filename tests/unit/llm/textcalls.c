@@ -95,6 +95,14 @@ static const struct sample samples[] = {
 	{ "fenced OpenAI shape", "```json\n{\"type\": \"function\", \"function\": {\"name\": "
 	  "\"list_dir\", \"arguments\": \"{\\\"path\\\": \\\".\\\"}\"}}\n```", 1, "list_dir",
 	  "{\"path\":\".\"}", NULL, NULL, "fenced", "", NULL },
+	/* Cohere Command R: the fence after "Action:" is that family's */
+	{ "command-r action", "Action: ```json\n[{\"tool_name\": \"read_file\", \"parameters\": "
+	  "{\"path\": \"a\"}}]\n```", 1, "read_file", "{\"path\":\"a\"}", NULL, NULL,
+	  "command-r", "", NULL },
+	{ "command-r action, fence on the next line", "I will read it.\nAction:\r\n```json\n"
+	  "[{\"tool_name\": \"read_file\", \"parameters\": {\"path\": \"b\"}}]\n```", 1,
+	  "read_file", "{\"path\":\"b\"}", NULL, NULL, "command-r", "I will read it.",
+	  NULL },
 	/* repairs */
 	{ "repair: trailing commas", "<tool_call>\n{\"name\": \"read_file\", \"arguments\": "
 	  "{\"path\": \"a\", \"limit\": 5,},}\n</tool_call>", 1, "read_file",
@@ -204,6 +212,12 @@ static const struct refusal refusals[] = {
 	  "search" },
 	{ "malformed fenced call to a known tool", "```json\n{\"tool\": \"read_file\", "
 	  "\"arguments\": {\"path\": \"a\" \"limit\": 2}}\n```", "comma is missing", "read_file" },
+	{ "malformed Command R action names its form", "Action: ```json\n[{\"tool_name\": "
+	  "\"read_file\", \"parameters\": {\"path\": \"a}}]\n```", "(command-r format) could not be "
+	  "read", "read_file" },
+	{ "Command R's form in its nudge", "Action:\n```json\n[{\"tool_name\": \"read_file\", "
+	  "\"parameters\": {\"path\": \"a\" \"limit\": 2}}]\n```", "as Action: ```json\n"
+	  "[{\"tool_name\": \"TOOL\", \"parameters\": {...}}]\n```", "read_file" },
 	{ "arguments not an object", "<tool_call>{\"name\": \"read_file\", \"arguments\": "
 	  "[1, 2]}</tool_call>", "not a JSON object", "read_file" },
 	{ "empty block", "<tool_call>\n</tool_call>", "empty", NULL },
