@@ -103,6 +103,17 @@ static const struct sample samples[] = {
 	  "[{\"tool_name\": \"read_file\", \"parameters\": {\"path\": \"b\"}}]\n```", 1,
 	  "read_file", "{\"path\":\"b\"}", NULL, NULL, "command-r", "I will read it.",
 	  NULL },
+	/* Spark X2.5 decoded with its bar tags: GLM's body after Granite's marker */
+	{ "spark bar tags, two calls", "<|tool_call|>\nread_file<arg_key>path</arg_key><arg_value>a"
+	  "</arg_value>\n<|/tool_call|><|tool_call|>\nlist_dir\n<arg_key>path</arg_key>"
+	  "<arg_value>.</arg_value>\n<|/tool_call|>", 2, "read_file", "{\"path\":\"a\"}", "list_dir",
+	  "{\"path\":\".\"}", "glm", "", NULL },
+	{ "spark bar tags, cut by the stop token", "Reading.<|tool_call|>\nread_file<arg_key>path"
+	  "</arg_key><arg_value>b</arg_value>", 1, "read_file", "{\"path\":\"b\"}", NULL, NULL, "glm",
+	  "Reading.", NULL },
+	{ "granite's JSON after the same marker", "<|tool_call|>[{\"name\": \"read_file\", "
+	  "\"arguments\": {\"path\": \"g\"}}]", 1, "read_file", "{\"path\":\"g\"}", NULL, NULL,
+	  "granite", "", NULL },
 	/* repairs */
 	{ "repair: trailing commas", "<tool_call>\n{\"name\": \"read_file\", \"arguments\": "
 	  "{\"path\": \"a\", \"limit\": 5,},}\n</tool_call>", 1, "read_file",
