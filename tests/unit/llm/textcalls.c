@@ -114,6 +114,17 @@ static const struct sample samples[] = {
 	{ "granite's JSON after the same marker", "<|tool_call|>[{\"name\": \"read_file\", "
 	  "\"arguments\": {\"path\": \"g\"}}]", 1, "read_file", "{\"path\":\"g\"}", NULL, NULL,
 	  "granite", "", NULL },
+	/* Gemma 3's ```tool_code: a call as Python would use it */
+	{ "gemma tool_code", "```tool_code\nread_file(path=\"a\")\n```", 1, "read_file",
+	  "{\"path\":\"a\"}", NULL, NULL, "gemma", "", NULL },
+	{ "gemma tool_code, the call in print()", "Reading it.\n\n```tool_code\nprint(list_dir("
+	  "path=\".\"))\n```", 1, "list_dir", "{\"path\":\".\"}", NULL, NULL, "gemma",
+	  "Reading it.", NULL },
+	{ "gemma tool_code, assigned then printed", "```tool_code\nx = read_file(path='b')\n"
+	  "print(x)\n```", 1, "read_file", "{\"path\":\"b\"}", NULL, NULL, "gemma", "", NULL },
+	{ "gemma tool_code, two printed calls", "```tool_code\nprint(read_file(path=\"c\"))\n"
+	  "print(search(pattern=\"d\"))\n```", 2, "read_file", "{\"path\":\"c\"}", "search",
+	  "{\"pattern\":\"d\"}", "gemma", "", NULL },
 	/* repairs */
 	{ "repair: trailing commas", "<tool_call>\n{\"name\": \"read_file\", \"arguments\": "
 	  "{\"path\": \"a\", \"limit\": 5,},}\n</tool_call>", 1, "read_file",
@@ -327,6 +338,10 @@ static void test_textcalls_nothing(void **state)
 	assert_int_equal(textcalls_parse(&tc, "All done: the tests pass.", 25, &names), 0);
 	assert_int_equal(tc.errors.nr, 0);
 	assert_string_equal(tc.prose.buf, "All done: the tests pass.");
+	textcalls_release(&tc);
+	/* print() of text in a tool_code fence runs nothing and asks nothing */
+	assert_int_equal(textcalls_parse(&tc, "```tool_code\nprint(\"hi\")\n```", 28, &names), 0);
+	assert_int_equal(tc.errors.nr, 0);
 	textcalls_release(&tc);
 	strvec_clear(&names);
 }
