@@ -645,20 +645,20 @@ static const struct {
  */
 static int take_spark_bar(struct scan *sc, size_t q, size_t *after)
 {
-	static const char close[] = "<|/tool_call|>";
+	static const char end_tag[] = "<|/tool_call|>";
 	size_t b = tc_skip_ws(sc, q, sc->len), n = b, r, c, next, end;
 
 	while (n < sc->len && tc_name_char((unsigned char)sc->text[n]))
 		n++;
 	r = tc_skip_ws(sc, n, sc->len);
 	if (n == b || (!tc_starts(sc, r, sc->len, "<arg_key>") &&
-		       !tc_starts(sc, r, sc->len, close)))
+		       !tc_starts(sc, r, sc->len, end_tag)))
 		return 0;
-	c = tc_find_at(sc->text, n, sc->len, close);
+	c = tc_find_at(sc->text, n, sc->len, end_tag);
 	next = tc_find_at(sc->text, n, sc->len, "<|tool_call|>");
 	if (c != (size_t)-1 && (next == (size_t)-1 || c < next)) {
 		end = c;
-		*after = c + strlen(close);
+		*after = c + strlen(end_tag);
 	} else {
 		/* cut by the stop token: read as far as it goes, as for GLM */
 		end = *after = next != (size_t)-1 ? next : sc->len;
