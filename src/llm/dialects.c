@@ -98,6 +98,8 @@ static const struct form {
 	  "<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>{...}"
 	  "<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>"
 	  "<|plamo:end_tool_requests:plamo|>", 1 },
+	{ "command-r", "Action: ```json\n[{\"tool_name\": \"TOOL\", \"parameters\": {...}}]\n```",
+	  1 },
 	{ "fenced", "```json\n{\"tool\": \"TOOL\", \"arguments\": {...}}\n```", 1 },
 };
 
@@ -634,6 +636,37 @@ static const struct {
 	{ "function call", NULL, "gigachat3", 1 },	/* GigaChat 3: the words, then the JSON */
 };
 
+/*
+ * Spark X2.5 as some servers decode its tokens: <|tool_call|>\nNAME
+ * <arg_key>K</arg_key><arg_value>V</arg_value>...\n<|/tool_call|>, GLM's
+ * body between Granite's marker and a closing bar tag. Granite follows
+ * its marker with JSON, so a name there, then <arg_key> or the closing
+ * tag, is Spark's. Returns 1 when it was (the end of the block in *after).
+ */
+static int take_spark_bar(struct scan *sc, size_t q, size_t *after)
+{
+	static const char end_tag[] = "<|/tool_call|>";
+	size_t b = tc_skip_ws(sc, q, sc->len), n = b, r, c, next, end;
+
+	while (n < sc->len && tc_name_char((unsigned char)sc->text[n]))
+		n++;
+	r = tc_skip_ws(sc, n, sc->len);
+	if (n == b || (!tc_starts(sc, r, sc->len, "<arg_key>") &&
+		       !tc_starts(sc, r, sc->len, end_tag)))
+		return 0;
+	c = tc_find_at(sc->text, n, sc->len, end_tag);
+	next = tc_find_at(sc->text, n, sc->len, "<|tool_call|>");
+	if (c != (size_t)-1 && (next == (size_t)-1 || c < next)) {
+		end = c;
+		*after = c + strlen(end_tag);
+	} else {
+		/* cut by the stop token: read as far as it goes, as for GLM */
+		end = *after = next != (size_t)-1 ? next : sc->len;
+	}
+	tc_take_glm(sc, b, end);
+	return 1;
+}
+
 void tc_scan_tagged_json(struct scan *sc)
 {
 	size_t k;
@@ -644,6 +677,10 @@ void tc_scan_tagged_json(struct scan *sc)
 		while ((o = tc_find_at(sc->text, p, sc->len, tagged[k].open)) != (size_t)-1) {
 			size_t q = o + ol, c, next, end, used, before = sc->out->nr + sc->out->errors.nr;
 
+			if (!strcmp(tagged[k].dialect, "granite") && take_spark_bar(sc, q, &p)) {
+				tc_add_span(sc, o, p);
+				continue;
+			}
 			c = tagged[k].close ? tc_find_at(sc->text, q, sc->len, tagged[k].close) :
 			    (size_t)-1;
 			next = tc_find_at(sc->text, q, sc->len, tagged[k].open);

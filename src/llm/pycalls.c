@@ -388,10 +388,72 @@ size_t tc_take_py_calls(struct scan *sc, size_t p, size_t end, const char *diale
 	return py_take_list(sc, p, end, dialect, 0);
 }
 
+/* The end of the Python name at `p` (`p` itself when there is none). */
+static size_t py_ident_end(const struct scan *sc, size_t p, size_t end)
+{
+	size_t q = p;
+
+	if (q < end && (isalpha((unsigned char)sc->text[q]) || sc->text[q] == '_'))
+		while (q < end && (isalnum((unsigned char)sc->text[q]) || sc->text[q] == '_'))
+			q++;
+	return q;
+}
+
+static size_t py_blank(const struct scan *sc, size_t p, size_t end)
+{
+	while (p < end && (sc->text[p] == ' ' || sc->text[p] == '\t'))
+		p++;
+	return p;
+}
+
+/*
+ * Gemma is told its tools are Python functions it may call, and writes a
+ * call as Python would use one: NAME(k=v), print(NAME(k=v)), or
+ * x = NAME(k=v) and then print(x) (Google's Gemma 3 notebooks show all
+ * three). The call inside is the call; print() of a name only shows a
+ * result, and a fence whose first line is no call holds none.
+ */
 void tc_take_tool_code(struct scan *sc, size_t p, size_t end)
 {
-	if (looks_pythonic(sc, p, end, 0))
-		py_take_list(sc, p, end, "gemma", 0);
+	struct py y = { sc->text, p, end, BUF_INIT };
+	int first = 1;
+
+	for (;; first = 0) {
+		size_t s, q, r;
+		int wrapped = 0;
+
+		py_ws(&y);
+		if (y.p >= end)
+			break;
+		s = y.p;
+		q = py_ident_end(sc, s, end);
+		r = py_blank(sc, q, end);
+		if (q > s && r + 1 < end && sc->text[r] == '=' && sc->text[r + 1] != '=') {
+			y.p = r + 1;	/* x = NAME(...): the value is the call */
+		} else if (q - s == 5 && !memcmp(sc->text + s, "print", 5) && r < end &&
+			   sc->text[r] == '(') {
+			size_t in = tc_skip_ws(sc, r + 1, end), ie = py_ident_end(sc, in, end);
+			size_t c = tc_skip_ws(sc, ie, end);
+
+			if (ie > in && c < end && sc->text[c] == ')') {
+				y.p = c + 1;	/* print(x): nothing to run */
+				continue;
+			}
+			y.p = r + 1;
+			wrapped = 1;
+		}
+		if (first && !looks_pythonic(sc, y.p, end, 0))
+			break;
+		if (py_take(sc, &y, "gemma", 0) < 0)
+			break;
+		py_ws(&y);
+		if (wrapped && y.p < end && sc->text[y.p] == ')')
+			y.p++;
+		py_ws(&y);
+		if (y.p < end && (sc->text[y.p] == ',' || sc->text[y.p] == ';'))
+			y.p++;
+	}
+	buf_release(&y.why);
 }
 
 /* ---- pythonic lists (vLLM pythonic, Llama 3.2 / 4, SGLang) ---- */

@@ -945,13 +945,35 @@ static void scan_deepseek(struct scan *sc)
 
 /* ---- fenced and bare JSON ---- */
 
+/*
+ * Command R writes its calls as "Action: ```json" and a list: a fence
+ * after "Action:" (on its line or the one before) is that family's, so a
+ * call it gets wrong is answered in its own form, not in forgex's. Returns
+ * where "Action:" starts (the label is part of the call, not prose), or
+ * (size_t)-1.
+ */
+static size_t action_label(const struct scan *sc, size_t a)
+{
+	size_t b = a;
+
+	while (b > 0 && (sc->text[b - 1] == ' ' || sc->text[b - 1] == '\t'))
+		b--;
+	if (b > 0 && sc->text[b - 1] == '\n')
+		b--;
+	if (b > 0 && sc->text[b - 1] == '\r')
+		b--;
+	while (b > 0 && (sc->text[b - 1] == ' ' || sc->text[b - 1] == '\t'))
+		b--;
+	return b >= 7 && !memcmp(sc->text + b - 7, "Action:", 7) ? b - 7 : (size_t)-1;
+}
+
 static void scan_fenced(struct scan *sc)
 {
 	size_t p = 0, used;
 	const char *o;
 
 	while ((o = tc_find(sc, p, sc->len, "```"))) {
-		size_t a = (size_t)(o - sc->text), body = a + 3, end;
+		size_t a = (size_t)(o - sc->text), body = a + 3, end, label;
 		const char *nl = memchr(sc->text + body, '\n', sc->len - body), *c;
 
 		if (!nl)
@@ -970,9 +992,11 @@ static void scan_fenced(struct scan *sc)
 			continue;
 		}
 		body = tc_skip_ws(sc, body, end);
+		label = action_label(sc, a);
 		if (body < end && (sc->text[body] == '{' || sc->text[body] == '[') &&
-		    tc_take_calls_at(sc, body, end, "fenced", 1, &used))
-			tc_add_span(sc, a, c ? end + 3 : end);
+		    tc_take_calls_at(sc, body, end, label != (size_t)-1 ? "command-r" : "fenced", 1,
+				     &used))
+			tc_add_span(sc, label != (size_t)-1 ? label : a, c ? end + 3 : end);
 		p = c ? end + 3 : sc->len;
 	}
 }

@@ -23,6 +23,8 @@
  *   fenced    ```json (or any fence) holding {"tool"|"name": "f",
  *             "arguments"|"parameters": {...}} or a list of them (forgex's
  *             text mode; many models without a template for tools)
+ *   command-r the fence after "Action:" (Cohere Command R:
+ *             Action: ```json\n[{"tool_name": "f", "parameters": {...}}]\n```)
  *   bare      the same object anywhere in the text, unfenced (Llama 3.x
  *             JSON tool calling without <|python_tag|>)
  *

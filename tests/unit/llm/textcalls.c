@@ -95,6 +95,36 @@ static const struct sample samples[] = {
 	{ "fenced OpenAI shape", "```json\n{\"type\": \"function\", \"function\": {\"name\": "
 	  "\"list_dir\", \"arguments\": \"{\\\"path\\\": \\\".\\\"}\"}}\n```", 1, "list_dir",
 	  "{\"path\":\".\"}", NULL, NULL, "fenced", "", NULL },
+	/* Cohere Command R: the fence after "Action:" is that family's */
+	{ "command-r action", "Action: ```json\n[{\"tool_name\": \"read_file\", \"parameters\": "
+	  "{\"path\": \"a\"}}]\n```", 1, "read_file", "{\"path\":\"a\"}", NULL, NULL,
+	  "command-r", "", NULL },
+	{ "command-r action, fence on the next line", "I will read it.\nAction:\r\n```json\n"
+	  "[{\"tool_name\": \"read_file\", \"parameters\": {\"path\": \"b\"}}]\n```", 1,
+	  "read_file", "{\"path\":\"b\"}", NULL, NULL, "command-r", "I will read it.",
+	  NULL },
+	/* Spark X2.5 decoded with its bar tags: GLM's body after Granite's marker */
+	{ "spark bar tags, two calls", "<|tool_call|>\nread_file<arg_key>path</arg_key><arg_value>a"
+	  "</arg_value>\n<|/tool_call|><|tool_call|>\nlist_dir\n<arg_key>path</arg_key>"
+	  "<arg_value>.</arg_value>\n<|/tool_call|>", 2, "read_file", "{\"path\":\"a\"}", "list_dir",
+	  "{\"path\":\".\"}", "glm", "", NULL },
+	{ "spark bar tags, cut by the stop token", "Reading.<|tool_call|>\nread_file<arg_key>path"
+	  "</arg_key><arg_value>b</arg_value>", 1, "read_file", "{\"path\":\"b\"}", NULL, NULL, "glm",
+	  "Reading.", NULL },
+	{ "granite's JSON after the same marker", "<|tool_call|>[{\"name\": \"read_file\", "
+	  "\"arguments\": {\"path\": \"g\"}}]", 1, "read_file", "{\"path\":\"g\"}", NULL, NULL,
+	  "granite", "", NULL },
+	/* Gemma 3's ```tool_code: a call as Python would use it */
+	{ "gemma tool_code", "```tool_code\nread_file(path=\"a\")\n```", 1, "read_file",
+	  "{\"path\":\"a\"}", NULL, NULL, "gemma", "", NULL },
+	{ "gemma tool_code, the call in print()", "Reading it.\n\n```tool_code\nprint(list_dir("
+	  "path=\".\"))\n```", 1, "list_dir", "{\"path\":\".\"}", NULL, NULL, "gemma",
+	  "Reading it.", NULL },
+	{ "gemma tool_code, assigned then printed", "```tool_code\nx = read_file(path='b')\n"
+	  "print(x)\n```", 1, "read_file", "{\"path\":\"b\"}", NULL, NULL, "gemma", "", NULL },
+	{ "gemma tool_code, two printed calls", "```tool_code\nprint(read_file(path=\"c\"))\n"
+	  "print(search(pattern=\"d\"))\n```", 2, "read_file", "{\"path\":\"c\"}", "search",
+	  "{\"pattern\":\"d\"}", "gemma", "", NULL },
 	/* repairs */
 	{ "repair: trailing commas", "<tool_call>\n{\"name\": \"read_file\", \"arguments\": "
 	  "{\"path\": \"a\", \"limit\": 5,},}\n</tool_call>", 1, "read_file",
@@ -204,6 +234,12 @@ static const struct refusal refusals[] = {
 	  "search" },
 	{ "malformed fenced call to a known tool", "```json\n{\"tool\": \"read_file\", "
 	  "\"arguments\": {\"path\": \"a\" \"limit\": 2}}\n```", "comma is missing", "read_file" },
+	{ "malformed Command R action names its form", "Action: ```json\n[{\"tool_name\": "
+	  "\"read_file\", \"parameters\": {\"path\": \"a}}]\n```", "(command-r format) could not be "
+	  "read", "read_file" },
+	{ "Command R's form in its nudge", "Action:\n```json\n[{\"tool_name\": \"read_file\", "
+	  "\"parameters\": {\"path\": \"a\" \"limit\": 2}}]\n```", "as Action: ```json\n"
+	  "[{\"tool_name\": \"TOOL\", \"parameters\": {...}}]\n```", "read_file" },
 	{ "arguments not an object", "<tool_call>{\"name\": \"read_file\", \"arguments\": "
 	  "[1, 2]}</tool_call>", "not a JSON object", "read_file" },
 	{ "empty block", "<tool_call>\n</tool_call>", "empty", NULL },
@@ -302,6 +338,10 @@ static void test_textcalls_nothing(void **state)
 	assert_int_equal(textcalls_parse(&tc, "All done: the tests pass.", 25, &names), 0);
 	assert_int_equal(tc.errors.nr, 0);
 	assert_string_equal(tc.prose.buf, "All done: the tests pass.");
+	textcalls_release(&tc);
+	/* print() of text in a tool_code fence runs nothing and asks nothing */
+	assert_int_equal(textcalls_parse(&tc, "```tool_code\nprint(\"hi\")\n```", 28, &names), 0);
+	assert_int_equal(tc.errors.nr, 0);
 	textcalls_release(&tc);
 	strvec_clear(&names);
 }
