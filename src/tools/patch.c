@@ -547,6 +547,33 @@ struct repl {
 	int level;
 };
 
+/* Whether the `k` lines `pat` match at `level` somewhere at or after `from`. */
+static int more_at(struct seek *sk, char **pat, size_t k, size_t from, int level)
+{
+	struct strvec pn = STRVEC_INIT;
+	size_t s;
+	int found = 0;
+
+	norm_pattern(&pn, level, pat, k);
+	for (s = from; !found && s + k <= sk->nr; s++)
+		found = match_at(sk, level, s, pat, k, &pn);
+	strvec_clear(&pn);
+	return found;
+}
+
+/* The refusal of a chunk whose @@ line is not in the file (and `twice`: whose lines are at two places). */
+static void lost_anchor(struct buf *why, const char *name, const char *a,
+			const struct patch_chunk *c, size_t i, size_t cursor, int twice)
+{
+	buf_addf(why, "%s: the @@ line '%s' (chunk %zu, line %zu of the patch) is not in the "
+		 "file%s, %s. Nothing was written.\n", name, a, i + 1, c->line,
+		 cursor ? " after the previous chunk" : "",
+		 twice ? "and the chunk's lines are at more than one place: the @@ line was what "
+		 "told them apart" : "and the chunk has no ' ' or '-' line to find its place by");
+	buf_addstr(why, "Copy the context lines exactly as the file has them, the @@ lines too "
+		   "(an @@ line is a line of the file, such as a class or function header).\n");
+}
+
 /*
  * In file order, chunks at the same place in patch order: only an addition
  * at the end of the file comes after a chunk that the patch puts later.
@@ -575,12 +602,12 @@ static void join_lines(struct buf *out, char **v, size_t n)
 }
 
 int patch_apply_update(struct buf *out, const char *text, size_t len, const struct patch_hunk *h,
-		       const char *name, int *worst, struct buf *why)
+		       const char *name, int *worst, struct buf *notes, struct buf *why)
 {
 	struct fline *fl;
 	struct seek sk;
 	struct repl *r;
-	size_t nr, i, j, cursor = 0, start = out->len, done = 0;
+	size_t nr, i, j, cursor = 0, start = out->len, done = 0, noted = notes->len;
 	const char *eol = match_eol_of(text, len);
 	int ret = 0;
 
@@ -597,16 +624,15 @@ int patch_apply_update(struct buf *out, const char *text, size_t len, const stru
 		long at;
 		int level = MATCH_EXACT;
 
-		for (j = 0; j < c->anchors.nr; j++) {
+		const char *lost = NULL;	/* an @@ line the file does not have */
+
+		for (j = 0; j < c->anchors.nr && !lost; j++) {
 			char *a = (char *)c->anchors.v[j];
 
 			at = seek(&sk, &a, 1, cursor, 0, &level);
 			if (at < 0) {
-				buf_addf(why, "%s: the @@ line '%s' (chunk %zu, line %zu of the patch) "
-					 "is not in the file%s. Nothing was written.\n", name, a, i + 1,
-					 c->line, cursor ? " after the previous chunk" : "");
-				ret = FX_ENOTFOUND;
-				goto out;
+				lost = a;
+				break;
 			}
 			if (level > *worst)
 				*worst = level;
@@ -614,6 +640,11 @@ int patch_apply_update(struct buf *out, const char *text, size_t len, const stru
 		}
 		r[i].c = c;
 		r[i].new_n = c->new_lines.nr;
+		if (lost && !k) {
+			lost_anchor(why, name, lost, c, i, cursor, 0);
+			ret = FX_ENOTFOUND;
+			goto out;
+		}
 		if (!k) {
 			/*
 			 * Only additions: after the anchors, else at the end of the
@@ -650,6 +681,21 @@ int patch_apply_update(struct buf *out, const char *text, size_t len, const stru
 			ret = FX_ENOTFOUND;
 			goto out;
 		}
+		/*
+		 * An @@ line the file does not have only narrowed the search
+		 * (the OpenAI Agents SDK's apply_diff keeps them advisory): the
+		 * chunk's own lines, found once at or after the previous chunk,
+		 * are where it goes. Found twice, the @@ line was what told the
+		 * places apart, and the chunk is refused.
+		 */
+		if (lost && more_at(&sk, (char **)c->old_lines.v, k, (size_t)at + 1, level)) {
+			lost_anchor(why, name, lost, c, i, cursor, 1);
+			ret = FX_ENOTFOUND;
+			goto out;
+		}
+		if (lost)
+			buf_addf(notes, "%s: the @@ line '%s' (chunk %zu) is not in the file; the "
+				 "chunk's lines are, once, and were changed there\n", name, lost, i + 1);
 		if (level > *worst)
 			*worst = level;
 		r[i].at = (size_t)at;
@@ -698,8 +744,10 @@ int patch_apply_update(struct buf *out, const char *text, size_t len, const stru
 	if (out->len > start && out->buf[out->len - 1] != '\n')
 		buf_addstr(out, eol);
 out:
-	if (ret < 0)
+	if (ret < 0) {
 		buf_setlen(out, start);
+		buf_setlen(notes, noted);
+	}
 	for (i = 0; i < ARRAY_SIZE(sk.norm); i++)
 		strvec_clear(&sk.norm[i]);
 	free(r);
@@ -895,7 +943,7 @@ static int plan_patch(struct tool_ctx *ctx, const struct patch *pt, struct plan 
 	for (i = 0; i < pt->nr && !ret; i++) {
 		const struct patch_hunk *h = &pt->hunks[i];
 		struct vfile *f = NULL, *dst = NULL;
-		struct buf next = BUF_INIT;
+		struct buf next = BUF_INIT, notes = BUF_INIT;
 		int worst = MATCH_EXACT;
 
 		switch (h->op) {
@@ -916,9 +964,11 @@ static int plan_patch(struct tool_ctx *ctx, const struct patch *pt, struct plan 
 			ret = plan_existing(ctx, p, h->path, &f);
 			if (ret < 0)
 				break;
-			ret = patch_apply_update(&next, f->now.buf, f->now.len, h, f->rel, &worst, why);
+			ret = patch_apply_update(&next, f->now.buf, f->now.len, h, f->rel, &worst,
+						 &notes, why);
 			if (ret < 0) {
 				buf_release(&next);
+				buf_release(&notes);
 				return ret;	/* the explanation is in `why` */
 			}
 			if (h->move_to) {
@@ -928,6 +978,7 @@ static int plan_patch(struct tool_ctx *ctx, const struct patch *pt, struct plan 
 				if (ret < 0) {
 					free(from);
 					buf_release(&next);
+					buf_release(&notes);
 					break;
 				}
 				f = plan_find(p, from);	/* plan_target may have moved the array */
@@ -945,7 +996,9 @@ static int plan_patch(struct tool_ctx *ctx, const struct patch *pt, struct plan 
 			if (worst != MATCH_EXACT)
 				buf_addf(summary, " (context matched %s)", level_name(worst));
 			buf_addch(summary, '\n');
+			buf_addbuf(summary, &notes);
 			buf_release(&next);
+			buf_release(&notes);
 			break;
 		}
 		if (ret < 0)
