@@ -235,7 +235,7 @@ static int heredoc_word(struct pline f, struct pline *word)
 {
 	static const char *const cmds[] = { "apply_patch", "applypatch", "cat" };
 	size_t i, n;
-	char q = 0;
+	char q;
 
 	for (i = 0; i < ARRAY_SIZE(cmds); i++) {
 		n = strlen(cmds[i]);
@@ -561,7 +561,7 @@ static int more_at(struct seek *sk, char **pat, size_t k, size_t from, int level
 	return found;
 }
 
-/* The refusal of a chunk whose @@ line is not in the file (and `twice`: whose lines are at two places). */
+/* Refuse a chunk whose @@ line is not in the file (`twice`: its lines are at two places). */
 static void lost_anchor(struct buf *why, const char *name, const char *a,
 			const struct patch_chunk *c, size_t i, size_t cursor, int twice)
 {
@@ -695,7 +695,8 @@ int patch_apply_update(struct buf *out, const char *text, size_t len, const stru
 		}
 		if (lost)
 			buf_addf(notes, "%s: the @@ line '%s' (chunk %zu) is not in the file; the "
-				 "chunk's lines are, once, and were changed there\n", name, lost, i + 1);
+				 "chunk's lines are, once, and were changed there\n", name, lost,
+				 i + 1);
 		if (level > *worst)
 			*worst = level;
 		r[i].at = (size_t)at;
