@@ -433,6 +433,12 @@ void match_norm_line(struct buf *out, const char *s, size_t n, enum match_pass l
 	size_t a = 0, b, i, start = out->len;
 
 	if (level >= MATCH_UNICODE) {
+		struct buf nfd = BUF_INIT;
+
+		/* canonically equivalent text first made one (é and e + U+0301) */
+		match_nfd(&nfd, s, n);
+		s = nfd.buf;
+		n = nfd.len;
 		for (i = 0; i < n;) {
 			size_t used;
 			const char *f = (unsigned char)s[i] >= 0xc2
@@ -445,6 +451,7 @@ void match_norm_line(struct buf *out, const char *s, size_t n, enum match_pass l
 				buf_addch(&tmp, s[i++]);
 			}
 		}
+		buf_release(&nfd);
 		s = tmp.buf;
 		n = tmp.len;
 	}

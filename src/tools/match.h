@@ -94,7 +94,7 @@ enum match_pass {
 	MATCH_TRAILING,		/* trailing whitespace ignored */
 	MATCH_INDENT,		/* leading and trailing whitespace ignored */
 	MATCH_SPACES,		/* and runs of blanks inside lines */
-	MATCH_UNICODE,		/* and typographic punctuation */
+	MATCH_UNICODE,		/* and typographic punctuation, canonical equivalence */
 	MATCH_ESCAPES,		/* doubled escapes undone, then all the above */
 	MATCH_TABS,		/* tabs inside lines written as the escape \t, then 1-5 */
 	MATCH_LINENO,		/* line numbers copied from a read removed, then 1-5 */
@@ -178,7 +178,7 @@ struct match_slice {
  * `level` compares: MATCH_EXACT as is, MATCH_TRAILING without trailing
  * blanks, MATCH_INDENT trimmed, MATCH_SPACES and inner runs of blanks as one
  * space, MATCH_UNICODE (and MATCH_ESCAPES) typographic punctuation folded
- * first.
+ * and canonically equivalent text made one (NFD) first.
  */
 void match_norm_line(struct buf *out, const char *s, size_t n, enum match_pass level);
 

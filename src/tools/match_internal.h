@@ -146,4 +146,10 @@ int match_any_lineno(const char *s, size_t n);
  */
 void match_fold(struct buf *out, size_t **at, const char *s, size_t n);
 
+/**
+ * Append the canonical decomposition (NFD) of `s` (`n` bytes): two texts
+ * are canonically equivalent when these are equal (match_nfd.c).
+ */
+void match_nfd(struct buf *out, const char *s, size_t n);
+
 #endif

@@ -225,10 +225,54 @@ static int parse_chunks(struct patch_hunk *h, const struct pline *lines, size_t 
 	return 0;
 }
 
+/*
+ * The delimiter of a heredoc line "<<EOF", "<<'EOF'", "<<\"PATCH\"" (with
+ * "<<-" too), after an optional command word (apply_patch, applypatch,
+ * cat: OpenCode's tests send "cat <<'EOF'"); 0 when `f` is not one. The
+ * quotes must pair, as in a shell: Codex refuses <<"EOF'.
+ */
+static int heredoc_word(struct pline f, struct pline *word)
+{
+	static const char *const cmds[] = { "apply_patch", "applypatch", "cat" };
+	size_t i, n;
+	char q;
+
+	for (i = 0; i < ARRAY_SIZE(cmds); i++) {
+		n = strlen(cmds[i]);
+		if (f.n > n && !memcmp(f.s, cmds[i], n) && blank(f.s[n])) {
+			f.s += n;
+			f.n -= n;
+			f = trim(f);
+			break;
+		}
+	}
+	if (f.n < 3 || f.s[0] != '<' || f.s[1] != '<')
+		return 0;
+	f.s += 2;
+	f.n -= 2;
+	if (f.n && f.s[0] == '-') {
+		f.s++;
+		f.n--;
+	}
+	if (f.n && (f.s[0] == '\'' || f.s[0] == '"')) {
+		q = f.s[0];
+		if (f.n < 3 || f.s[f.n - 1] != q)
+			return 0;
+		f.s++;
+		f.n -= 2;
+	}
+	for (i = 0; i < f.n; i++)
+		if (!(f.s[i] == '_' || (f.s[i] >= '0' && f.s[i] <= '9') ||
+		      ((f.s[i] | 0x20) >= 'a' && (f.s[i] | 0x20) <= 'z')))
+			return 0;
+	*word = f;
+	return f.n > 0;
+}
+
 /* Unwrap a heredoc or a Markdown fence around the patch; returns the lines to parse. */
 static int unwrap(const struct pline *v, size_t nr, size_t *first, size_t *last)
 {
-	struct pline f, l;
+	struct pline f, l, w;
 
 	*first = 0;
 	*last = nr ? nr - 1 : 0;
@@ -236,13 +280,8 @@ static int unwrap(const struct pline *v, size_t nr, size_t *first, size_t *last)
 		return 0;
 	f = trim(v[0]);
 	l = trim(v[nr - 1]);
-	if (starts_at(f, "apply_patch ")) {
-		f.s += 12;
-		f.n -= 12;
-		f = trim(f);
-	}
-	if ((is(f, "<<EOF") || is(f, "<<'EOF'") || is(f, "<<\"EOF\"")) && l.n >= 3 &&
-	    !memcmp(l.s + l.n - 3, "EOF", 3)) {
+	/* as Codex's lenient mode: the last line ends with the delimiter */
+	if (heredoc_word(f, &w) && l.n >= w.n && !memcmp(l.s + l.n - w.n, w.s, w.n)) {
 		*first = 1;
 		*last = nr - 2;
 		return 1;
@@ -445,41 +484,57 @@ static int match_at(struct seek *sk, int level, size_t s, char **pat, size_t k,
 	return 1;
 }
 
+/* The `k` lines `pat` in the normal form of `level`, in `pn` (not for MATCH_EXACT). */
+static void norm_pattern(struct strvec *pn, int level, char **pat, size_t k)
+{
+	struct buf b = BUF_INIT;
+	size_t i;
+
+	if (level != MATCH_EXACT)
+		for (i = 0; i < k; i++) {
+			buf_reset(&b);
+			match_norm_line(&b, pat[i], strlen(pat[i]), (enum match_pass)level);
+			strvec_push(pn, b.buf);
+		}
+	buf_release(&b);
+}
+
 /*
  * Codex's seek_sequence: the first place at or after `from` where the `k`
  * lines `pat` match, trying each level over the whole range before the
- * next; with `eof`, the end of the file is tried first. -1 when none.
+ * next. With `eof` the end of the file is tried first, at every level:
+ * a chunk the model ends with "*** End of File" whose last lines differ
+ * from the file's in blanks is still the end, not an exact copy of them
+ * higher up (as Codex's seek_sequence does now). The end is a candidate
+ * only at or after `from`, else the chunk would overlap the previous one.
+ * -1 when none.
  */
 static long seek(struct seek *sk, char **pat, size_t k, size_t from, int eof, int *level_used)
 {
-	size_t li, s, i;
+	size_t li, s;
+	int pass;
 
 	if (!k)
 		return (long)from;
 	if (k > sk->nr)
 		return -1;
-	for (li = 0; li < ARRAY_SIZE(levels); li++) {
-		int level = levels[li];
-		struct strvec pn = STRVEC_INIT;
-		struct buf b = BUF_INIT;
-		long found = -1;
+	for (pass = eof && sk->nr - k >= from ? 0 : 1; pass < 2; pass++) {
+		for (li = 0; li < ARRAY_SIZE(levels); li++) {
+			int level = levels[li];
+			struct strvec pn = STRVEC_INIT;
+			long found = -1;
 
-		if (level != MATCH_EXACT)
-			for (i = 0; i < k; i++) {
-				buf_reset(&b);
-				match_norm_line(&b, pat[i], strlen(pat[i]), (enum match_pass)level);
-				strvec_push(&pn, b.buf);
+			norm_pattern(&pn, level, pat, k);
+			if (pass == 0 && match_at(sk, level, sk->nr - k, pat, k, &pn))
+				found = (long)(sk->nr - k);
+			for (s = from; pass == 1 && found < 0 && s + k <= sk->nr; s++)
+				if (match_at(sk, level, s, pat, k, &pn))
+					found = (long)s;
+			strvec_clear(&pn);
+			if (found >= 0) {
+				*level_used = level;
+				return found;
 			}
-		if (eof && match_at(sk, level, sk->nr - k, pat, k, &pn))
-			found = (long)(sk->nr - k);
-		for (s = from; found < 0 && s + k <= sk->nr; s++)
-			if (match_at(sk, level, s, pat, k, &pn))
-				found = (long)s;
-		strvec_clear(&pn);
-		buf_release(&b);
-		if (found >= 0) {
-			*level_used = level;
-			return found;
 		}
 	}
 	return -1;
@@ -492,6 +547,50 @@ struct repl {
 	int level;
 };
 
+/* Whether the `k` lines `pat` match at `level` somewhere at or after `from`. */
+static int more_at(struct seek *sk, char **pat, size_t k, size_t from, int level)
+{
+	struct strvec pn = STRVEC_INIT;
+	size_t s;
+	int found = 0;
+
+	norm_pattern(&pn, level, pat, k);
+	for (s = from; !found && s + k <= sk->nr; s++)
+		found = match_at(sk, level, s, pat, k, &pn);
+	strvec_clear(&pn);
+	return found;
+}
+
+/* Refuse a chunk whose @@ line is not in the file (`twice`: its lines are at two places). */
+static void lost_anchor(struct buf *why, const char *name, const char *a,
+			const struct patch_chunk *c, size_t i, size_t cursor, int twice)
+{
+	buf_addf(why, "%s: the @@ line '%s' (chunk %zu, line %zu of the patch) is not in the "
+		 "file%s, %s. Nothing was written.\n", name, a, i + 1, c->line,
+		 cursor ? " after the previous chunk" : "",
+		 twice ? "and the chunk's lines are at more than one place: the @@ line was what "
+		 "told them apart" : "and the chunk has no ' ' or '-' line to find its place by");
+	buf_addstr(why, "Copy the context lines exactly as the file has them, the @@ lines too "
+		   "(an @@ line is a line of the file, such as a class or function header).\n");
+}
+
+/*
+ * In file order, chunks at the same place in patch order: only an addition
+ * at the end of the file comes after a chunk that the patch puts later.
+ */
+static void sort_repl(struct repl *r, size_t n)
+{
+	size_t i, j;
+
+	for (i = 1; i < n; i++) {
+		struct repl x = r[i];
+
+		for (j = i; j > 0 && r[j - 1].at > x.at; j--)
+			r[j] = r[j - 1];
+		r[j] = x;
+	}
+}
+
 static void join_lines(struct buf *out, char **v, size_t n)
 {
 	size_t i;
@@ -503,12 +602,12 @@ static void join_lines(struct buf *out, char **v, size_t n)
 }
 
 int patch_apply_update(struct buf *out, const char *text, size_t len, const struct patch_hunk *h,
-		       const char *name, int *worst, struct buf *why)
+		       const char *name, int *worst, struct buf *notes, struct buf *why)
 {
 	struct fline *fl;
 	struct seek sk;
 	struct repl *r;
-	size_t nr, i, j, cursor = 0, start = out->len, done = 0;
+	size_t nr, i, j, cursor = 0, start = out->len, done = 0, noted = notes->len;
 	const char *eol = match_eol_of(text, len);
 	int ret = 0;
 
@@ -525,16 +624,15 @@ int patch_apply_update(struct buf *out, const char *text, size_t len, const stru
 		long at;
 		int level = MATCH_EXACT;
 
-		for (j = 0; j < c->anchors.nr; j++) {
+		const char *lost = NULL;	/* an @@ line the file does not have */
+
+		for (j = 0; j < c->anchors.nr && !lost; j++) {
 			char *a = (char *)c->anchors.v[j];
 
 			at = seek(&sk, &a, 1, cursor, 0, &level);
 			if (at < 0) {
-				buf_addf(why, "%s: the @@ line '%s' (chunk %zu, line %zu of the patch) "
-					 "is not in the file%s. Nothing was written.\n", name, a, i + 1,
-					 c->line, cursor ? " after the previous chunk" : "");
-				ret = FX_ENOTFOUND;
-				goto out;
+				lost = a;
+				break;
 			}
 			if (level > *worst)
 				*worst = level;
@@ -542,18 +640,23 @@ int patch_apply_update(struct buf *out, const char *text, size_t len, const stru
 		}
 		r[i].c = c;
 		r[i].new_n = c->new_lines.nr;
+		if (lost && !k) {
+			lost_anchor(why, name, lost, c, i, cursor, 0);
+			ret = FX_ENOTFOUND;
+			goto out;
+		}
 		if (!k) {
-			/* Only additions: after the anchors, else at the end of the file. */
+			/*
+			 * Only additions: after the anchors, else at the end of the
+			 * file. The end does not move the cursor: as in Codex, a chunk
+			 * of additions without context may come first in the patch and
+			 * the chunks after it still change the lines before the end
+			 * (its test_pure_addition_chunk_followed_by_removal).
+			 */
 			r[i].at = c->anchors.nr && !c->eof ? cursor : nr;
 			r[i].k = 0;
-			if (r[i].at < cursor) {
-				buf_addf(why, "%s: chunk %zu (line %zu of the patch) adds at the end of "
-					 "the file, before earlier chunks; put the chunks in file order. "
-					 "Nothing was written.\n", name, i + 1, c->line);
-				ret = FX_EINVAL;
-				goto out;
-			}
-			cursor = r[i].at;
+			if (r[i].at < nr)
+				cursor = r[i].at;
 			continue;
 		}
 		at = seek(&sk, (char **)c->old_lines.v, k, cursor, c->eof, &level);
@@ -578,6 +681,22 @@ int patch_apply_update(struct buf *out, const char *text, size_t len, const stru
 			ret = FX_ENOTFOUND;
 			goto out;
 		}
+		/*
+		 * An @@ line the file does not have only narrowed the search
+		 * (the OpenAI Agents SDK's apply_diff keeps them advisory): the
+		 * chunk's own lines, found once at or after the previous chunk,
+		 * are where it goes. Found twice, the @@ line was what told the
+		 * places apart, and the chunk is refused.
+		 */
+		if (lost && more_at(&sk, (char **)c->old_lines.v, k, (size_t)at + 1, level)) {
+			lost_anchor(why, name, lost, c, i, cursor, 1);
+			ret = FX_ENOTFOUND;
+			goto out;
+		}
+		if (lost)
+			buf_addf(notes, "%s: the @@ line '%s' (chunk %zu) is not in the file; the "
+				 "chunk's lines are, once, and were changed there\n", name, lost,
+				 i + 1);
 		if (level > *worst)
 			*worst = level;
 		r[i].at = (size_t)at;
@@ -585,6 +704,7 @@ int patch_apply_update(struct buf *out, const char *text, size_t len, const stru
 		r[i].level = level;
 		cursor = (size_t)at + k;
 	}
+	sort_repl(r, h->chunks_nr);
 	/* Write: untouched lines as they were, each chunk placed by edit_file's rules. */
 	for (i = 0; i <= h->chunks_nr; i++) {
 		size_t upto = i < h->chunks_nr ? r[i].at : nr;
@@ -625,8 +745,10 @@ int patch_apply_update(struct buf *out, const char *text, size_t len, const stru
 	if (out->len > start && out->buf[out->len - 1] != '\n')
 		buf_addstr(out, eol);
 out:
-	if (ret < 0)
+	if (ret < 0) {
 		buf_setlen(out, start);
+		buf_setlen(notes, noted);
+	}
 	for (i = 0; i < ARRAY_SIZE(sk.norm); i++)
 		strvec_clear(&sk.norm[i]);
 	free(r);
@@ -822,7 +944,7 @@ static int plan_patch(struct tool_ctx *ctx, const struct patch *pt, struct plan 
 	for (i = 0; i < pt->nr && !ret; i++) {
 		const struct patch_hunk *h = &pt->hunks[i];
 		struct vfile *f = NULL, *dst = NULL;
-		struct buf next = BUF_INIT;
+		struct buf next = BUF_INIT, notes = BUF_INIT;
 		int worst = MATCH_EXACT;
 
 		switch (h->op) {
@@ -843,9 +965,11 @@ static int plan_patch(struct tool_ctx *ctx, const struct patch *pt, struct plan 
 			ret = plan_existing(ctx, p, h->path, &f);
 			if (ret < 0)
 				break;
-			ret = patch_apply_update(&next, f->now.buf, f->now.len, h, f->rel, &worst, why);
+			ret = patch_apply_update(&next, f->now.buf, f->now.len, h, f->rel, &worst,
+						 &notes, why);
 			if (ret < 0) {
 				buf_release(&next);
+				buf_release(&notes);
 				return ret;	/* the explanation is in `why` */
 			}
 			if (h->move_to) {
@@ -855,6 +979,7 @@ static int plan_patch(struct tool_ctx *ctx, const struct patch *pt, struct plan 
 				if (ret < 0) {
 					free(from);
 					buf_release(&next);
+					buf_release(&notes);
 					break;
 				}
 				f = plan_find(p, from);	/* plan_target may have moved the array */
@@ -872,7 +997,9 @@ static int plan_patch(struct tool_ctx *ctx, const struct patch *pt, struct plan 
 			if (worst != MATCH_EXACT)
 				buf_addf(summary, " (context matched %s)", level_name(worst));
 			buf_addch(summary, '\n');
+			buf_addbuf(summary, &notes);
 			buf_release(&next);
+			buf_release(&notes);
 			break;
 		}
 		if (ret < 0)

@@ -90,11 +90,13 @@ void patch_release(struct patch *p);
 /**
  * Apply the chunks of the Update hunk `h` to `text` (the file `name`),
  * appending the new content to `out`. `worst` receives the most lenient
- * match level used (enum match_pass). 0, or FX_ENOTFOUND / FX_EINVAL with
- * the reason appended to `why` (`out` unchanged).
+ * match level used (enum match_pass), `notes` a line for each @@ line the
+ * file does not have but whose chunk was found anyway (once). 0, or
+ * FX_ENOTFOUND / FX_EINVAL with the reason appended to `why` (`out` and
+ * `notes` unchanged).
  */
 int patch_apply_update(struct buf *out, const char *text, size_t len, const struct patch_hunk *h,
-		       const char *name, int *worst, struct buf *why);
+		       const char *name, int *worst, struct buf *notes, struct buf *why);
 
 /** Register apply_patch (needs write and delete). */
 int tools_register_patch(struct tool_registry *reg);

@@ -55,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	for (i = 0; i < p.nr; i++) {
 		const struct patch_hunk *h = &p.hunks[i];
-		struct buf out = BUF_INIT, w = BUF_INIT;
+		struct buf out = BUF_INIT, w = BUF_INIT, notes = BUF_INIT;
 		int worst = -1;
 
 		if (!h->path || !*h->path)
@@ -67,9 +67,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (j = 0; j < h->chunks_nr; j++)
 			if (!h->chunks[j].old_lines.nr && !h->chunks[j].new_lines.nr)
 				abort();
-		ret = patch_apply_update(&out, file, fl, h, "f", &worst, &w);
+		ret = patch_apply_update(&out, file, fl, h, "f", &worst, &notes, &w);
 		if (ret < 0) {
-			if (out.len || !w.len)
+			if (out.len || notes.len || !w.len)
 				abort();
 		} else {
 			if (w.len || worst < MATCH_EXACT || worst > MATCH_UNICODE)
@@ -83,6 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		buf_release(&out);
 		buf_release(&w);
+		buf_release(&notes);
 	}
 out:
 	patch_release(&p);

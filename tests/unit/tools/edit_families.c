@@ -45,6 +45,7 @@ static const struct hint {
 	{ "same", "there is nothing to change" },
 	{ "eol_only", "only in line ends or the final newline" },
 	{ "indent_shift", "Copy the indentation exactly as read_file shows it" },
+	{ "patch_format", "Nothing was written. The format:" },
 };
 
 struct tally {

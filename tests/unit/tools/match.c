@@ -173,6 +173,16 @@ static const struct match_case match_cases[] = {
 	  "a\xc2\xa0=\xc2\xa0" "1  # non\xe2\x80\x91" "breaking\nb = 2\n", "a = 1  # non-breaking\nb = 2",
 	  "a = 1  # non-breaking\nb = 3", 0, 0,
 	  "a\xc2\xa0=\xc2\xa0" "1  # non\xe2\x80\x91" "breaking\nb = 3\n", MATCH_UNICODE, NULL },
+	/* OpenCode test/patch/patch.test.ts 'should match canonically equivalent unicode lines' */
+	{ "canonical equivalence: the file in NFD, old_string in NFC",
+	  "caf" "e\xcc\x81" " au lait\nnext\n", "caf\xc3\xa9 au lait", "tea", 0, 0, "tea\nnext\n",
+	  MATCH_UNICODE, NULL },
+	{ "canonical equivalence: combining marks in either order",
+	  "a\xcc\x81\xcc\xa3\n", "a\xcc\xa3\xcc\x81", "b", 0, 0, "b\n", MATCH_UNICODE, NULL },
+	/* OpenCode 'should not match compatibility-equivalent unicode lines' */
+	{ "a compatibility form is other text: the ligature fi",
+	  "of\xef\xac\x81" "ce\n", "office", "studio", 0, FX_ENOTFOUND, NULL, MATCH_EXACT,
+	  "was not found" },
 	{ "curly single quotes: ambiguous",
 	  "it\xe2\x80\x99s\nit\xe2\x80\x98s\n", "it's", "it is", 0, FX_EINVAL, NULL, MATCH_EXACT,
 	  "matches 2 places" },

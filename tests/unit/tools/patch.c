@@ -89,6 +89,22 @@ static const struct parse_case parse_cases[] = {
 	  "<<'EOF'\n*** Begin Patch\n*** Add File: a.txt\n+x\n*** End Patch\nEOF\n", 0, "A a.txt|x\n;" },
 	{ "heredoc with the command name",
 	  "apply_patch <<\"EOF\"\n*** Begin Patch\n*** Delete File: a\n*** End Patch\nEOF", 0, "D a;" },
+	/* OpenCode tool/apply_patch.test.ts 'parses heredoc-wrapped patch' */
+	{ "heredoc after cat",
+	  "cat <<'EOF'\n*** Begin Patch\n*** Delete File: a\n*** End Patch\nEOF", 0, "D a;" },
+	/* codex lib.rs test_heredoc: the delimiter is the model's */
+	{ "heredoc with its own delimiter",
+	  "apply_patch <<'PATCH'\n*** Begin Patch\n*** Delete File: a\n*** End Patch\nPATCH", 0,
+	  "D a;" },
+	{ "heredoc with <<-", "<<-EOF\n*** Begin Patch\n*** Delete File: a\n*** End Patch\nEOF", 0,
+	  "D a;" },
+	/* codex parser.rs test_parse_patch_lenient: patch_text_in_mismatched_quotes_heredoc */
+	{ "codex: heredoc with mismatched quotes",
+	  "<<\"EOF'\n*** Begin Patch\n*** Delete File: a\n*** End Patch\nEOF\n", FX_EPARSE,
+	  "first line of the patch must be '*** Begin Patch'" },
+	{ "heredoc whose last line is not its delimiter",
+	  "<<'PATCH'\n*** Begin Patch\n*** Delete File: a\n*** End Patch\nEOF\n", FX_EPARSE,
+	  "first line of the patch must be '*** Begin Patch'" },
 	{ "markdown fence",
 	  "```diff\n*** Begin Patch\n*** Delete File: a\n*** End Patch\n```", 0, "D a;" },
 	{ "CRLF patch text",
@@ -182,6 +198,7 @@ struct update_case {
 	int ret;
 	const char *want;	/* ret 0: the new file; else in the explanation */
 	int level;		/* the most lenient level used */
+	const char *note;	/* ret 0: in the notes (NULL: no notes) */
 };
 
 static const struct update_case update_cases[] = {
@@ -231,11 +248,35 @@ static const struct update_case update_cases[] = {
 	  "a\nb\nc\n", MATCH_EXACT },
 	{ "a last empty context line stands for the final newline", "a\nb\n", "@@\n a\n-b\n+c\n ", 0,
 	  "a\nc\n", MATCH_EXACT },
+	/* codex lib.rs test_pure_addition_chunk_followed_by_removal */
+	{ "codex: additions at the end, then a chunk before it", "line1\nline2\nline3\n",
+	  "@@\n+after-context\n+second-line\n@@\n line1\n-line2\n-line3\n+line2-replacement", 0,
+	  "line1\nline2-replacement\nafter-context\nsecond-line\n", MATCH_EXACT },
+	{ "End of File: the end at a lenient level before an exact copy higher up",
+	  "start\nmarker\nend\nmiddle\nmarker \nend \n",
+	  "@@\n-marker\n-end\n+X\n+end\n*** End of File", 0,
+	  "start\nmarker\nend\nmiddle\nX\nend \n", MATCH_TRAILING },
+	{ "End of File never overlaps the previous chunk", "a\nb\nc\n",
+	  "@@\n-b\n-c\n+B\n+C\n@@\n-c\n+X\n*** End of File", FX_ENOTFOUND,
+	  "after the previous chunk", 0 },
+	/* OpenCode test/patch/patch.test.ts 'should match canonically equivalent unicode lines' */
+	{ "canonically equivalent: a file in NFD, the patch in NFC",
+	  "# Title\ncaf" "e\xcc\x81\n", "@@\n-caf\xc3\xa9\n+tea", 0, "# Title\ntea\n", MATCH_UNICODE },
 	{ "context not found: explained with a diff", "int a = 1;\nint b = 2;\n",
 	  "@@\n int a = 1;\n-int b = 3;\n+int b = 4;", FX_ENOTFOUND,
 	  "-int b = 3;\n+int b = 2;\n", 0 },
-	{ "anchor not found", "a\nb\n", "@@ def nothere():\n-a\n+b", FX_ENOTFOUND,
-	  "the @@ line 'def nothere():' (chunk 1, line 3 of the patch) is not in the file", 0 },
+	{ "anchor not found, the lines at two places", "a\nb\na\n", "@@ def nothere():\n-a\n+b",
+	  FX_ENOTFOUND, "the @@ line 'def nothere():' (chunk 1, line 3 of the patch) is not in the "
+	  "file, and the chunk's lines are at more than one place", 0 },
+	/* openai/openai-agents-python tests/test_apply_diff.py stacked anchors stay advisory */
+	{ "agents sdk: @@ lines not in the file, the lines there once", "a\nb\n",
+	  "@@ nope\n@@ also-nope\n-b\n+B", 0, "a\nB\n", MATCH_EXACT,
+	  "the @@ line 'nope' (chunk 1) is not in the file; the chunk's lines are, once" },
+	{ "an @@ line not in the file that told two bodies apart: refused",
+	  "def a():\n    pass\ndef b():\n    pass\n", "@@ def bb():\n-    pass\n+    return 2",
+	  FX_ENOTFOUND, "Copy the context lines exactly as the file has them, the @@ lines too", 0 },
+	{ "an @@ line not in the file over additions only: refused", "a\n", "@@ nope\n+x",
+	  FX_ENOTFOUND, "the chunk has no ' ' or '-' line to find its place by", 0 },
 	{ "chunks out of order", "a\nb\nc\n", "@@\n-c\n+C\n@@\n-a\n+A", FX_ENOTFOUND,
 	  "after the previous chunk", 0 },
 	{ "flattened indentation that cannot be placed: refused",
@@ -251,13 +292,14 @@ static void test_patch_updates(void **state)
 	for (i = 0; i < ARRAY_SIZE(update_cases); i++) {
 		const struct update_case *c = &update_cases[i];
 		struct patch p = PATCH_INIT;
-		struct buf why = BUF_INIT, out = BUF_INIT, text = BUF_INIT;
+		struct buf why = BUF_INIT, out = BUF_INIT, text = BUF_INIT, notes = BUF_INIT;
 		int ret, level = -1;
 
 		buf_addf(&text, "*** Begin Patch\n*** Update File: f\n%s\n*** End Patch\n", c->body);
 		if (patch_parse(&p, text.buf, text.len, &why) < 0)
 			fail_msg("%s: does not parse: %s", c->name, why.buf);
-		ret = patch_apply_update(&out, c->file, strlen(c->file), &p.hunks[0], "f", &level, &why);
+		ret = patch_apply_update(&out, c->file, strlen(c->file), &p.hunks[0], "f", &level,
+					 &notes, &why);
 		if (ret != c->ret)
 			fail_msg("%s: returned %d, expected %d: %s", c->name, ret, c->ret, why.buf);
 		if (!ret) {
@@ -265,9 +307,12 @@ static void test_patch_updates(void **state)
 				fail_msg("%s: wrote\n[%s]\nexpected\n[%s]", c->name, out.buf, c->want);
 			if (level != c->level)
 				fail_msg("%s: matched at level %d, expected %d", c->name, level, c->level);
+			if (c->note ? !strstr(notes.buf, c->note) : notes.len > 0)
+				fail_msg("%s: notes [%s], expected [%s]", c->name, notes.buf,
+					 c->note ? c->note : "");
 		} else {
-			if (out.len)
-				fail_msg("%s: a failure left output", c->name);
+			if (out.len || notes.len)
+				fail_msg("%s: a failure left output or notes", c->name);
 			if (!strstr(why.buf, c->want))
 				fail_msg("%s: expected \"%s\" in:\n%s", c->name, c->want, why.buf);
 		}
@@ -275,6 +320,7 @@ static void test_patch_updates(void **state)
 		buf_release(&why);
 		buf_release(&out);
 		buf_release(&text);
+		buf_release(&notes);
 	}
 }
 
