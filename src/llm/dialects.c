@@ -420,7 +420,8 @@ void tc_take_glm(struct scan *sc, size_t p, size_t end)
 	char *name;
 	json_t *args;
 
-	while (p < end && tc_name_char((unsigned char)sc->text[p]))
+	while (p < end && (tc_name_char((unsigned char)sc->text[p]) ||
+			   (unsigned char)sc->text[p] >= 0x80))
 		p++;
 	n1 = p;
 	p = tc_skip_ws(sc, p, end);

@@ -631,20 +631,42 @@ void tc_take_xml_function(struct scan *sc, size_t p, size_t end, const char *dia
 	free(name);
 }
 
+/*
+ * How much of `close` a reply cut by the stop token ends with ("...</tool_"
+ * for "</tool_call>"): at least "</", never the whole tag.
+ */
+static size_t cut_close_len(const struct scan *sc, size_t body, size_t end, const char *close)
+{
+	size_t k;
+
+	for (k = strlen(close) - 1; k >= 2; k--)
+		if (end - body >= k && !memcmp(sc->text + end - k, close, k))
+			return k;
+	return 0;
+}
+
+/* A GLM tool name may be any UTF-8 text (Ollama's GLM-4.6 tests call 获取天气) */
+static int glm_name_start(int c)
+{
+	return isalpha(c) || c == '_' || c >= 0x80;
+}
+
 static void scan_hermes(struct scan *sc)
 {
 	size_t p = 0, used;
 	const char *o;
 
 	while ((o = tc_find(sc, p, sc->len, "<tool_call>"))) {
-		size_t a = (size_t)(o - sc->text), body = a + strlen("<tool_call>"), end, b, fend;
+		size_t a = (size_t)(o - sc->text), body = a + strlen("<tool_call>"), end, b, fend, cut = 0;
 		const char *c = tc_find(sc, body, sc->len, "</tool_call>"),
 			   *next = tc_find(sc, body, sc->len, "<tool_call>");
 
 		end = c ? (size_t)(c - sc->text) : sc->len;
 		if (next && (size_t)(next - sc->text) < end)
 			end = (size_t)(next - sc->text);
-		b = c && (size_t)(c - sc->text) == end ? end + strlen("</tool_call>") : end;
+		else if (!c)
+			end -= (cut = cut_close_len(sc, body, end, "</tool_call>"));
+		b = c && (size_t)(c - sc->text) == end ? end + strlen("</tool_call>") : end + cut;
 		fend = end;
 		body = tc_skip_ws(sc, body, end);
 		/* EXAONE MoE may fence the JSON inside the tags: ```json\n{...}\n``` */
@@ -657,7 +679,7 @@ static void scan_hermes(struct scan *sc)
 		}
 		if (end - body >= 10 && !memcmp(sc->text + body, "<function=", 10))
 			tc_take_xml_function(sc, body, end, "hermes");
-		else if (body < end && (isalpha((unsigned char)sc->text[body]) || sc->text[body] == '_'))
+		else if (body < end && glm_name_start((unsigned char)sc->text[body]))
 			tc_take_glm(sc, body, end);
 		else if (end - body >= 9 && !memcmp(sc->text + body, "<arg_key>", 9))
 			tc_call_error(sc, "glm", NULL, "the tool's name is missing before <arg_key>");
