@@ -604,7 +604,9 @@ void tc_scan_invoke(struct scan *sc)
 		while (lt > 0 && q - lt < 32 && sc->text[lt - 1] != '<' && sc->text[lt - 1] != '>' &&
 		       !isspace((unsigned char)sc->text[lt - 1]))
 			lt--;
-		if (lt == 0 || sc->text[lt - 1] != '<') {
+		/* Glimmer's ATEM markup is its own pass's to read (or leave as text) */
+		if (lt == 0 || sc->text[lt - 1] != '<' ||
+		    (q - lt == 5 && !memcmp(sc->text + lt, "atem:", 5))) {
 			p = q + 1;
 			continue;
 		}
