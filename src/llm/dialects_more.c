@@ -324,10 +324,42 @@ static void scan_solar(struct scan *sc)
 			tc_add_span(sc, q, q + strlen(wrappers[k]));
 }
 
+/* ---- Laguna (Poolside): a call written in <user> where <tool_call> belongs ---- */
+
+/*
+ * Laguna at times writes its call as <user>NAME\n<arg_key>K</arg_key>...
+ * </user>, <user> for <tool_call> (Ollama's Laguna parser reads it so).
+ * Only a body that starts with an offered tool's name and GLM's <arg_key>
+ * is a call: other text in <user> is prose.
+ */
+static void scan_laguna_user(struct scan *sc)
+{
+	size_t p = 0, o;
+
+	while ((o = tc_find_at(sc->text, p, sc->len, "<user>")) != (size_t)-1) {
+		size_t body = tc_skip_ws(sc, o + 6, sc->len);
+		size_t c = tc_find_at(sc->text, body, sc->len, "</user>");
+		size_t end = c == (size_t)-1 ? sc->len : c, n = body;
+		char *name;
+
+		p = c == (size_t)-1 ? sc->len : c + 7;
+		while (n < end && tc_name_char((unsigned char)sc->text[n]))
+			n++;
+		if (n == body || !tc_starts(sc, tc_skip_ws(sc, n, end), end, "<arg_key>"))
+			continue;
+		name = xstrndup(sc->text + body, n - body);
+		if (tc_known(sc, name)) {
+			tc_take_glm(sc, body, end);
+			tc_add_span(sc, o, p);
+		}
+		free(name);
+	}
+}
+
 void tc_scan_more(struct scan *sc)
 {
 	static void (*const scans[])(struct scan *) = {
-		scan_glimmer, scan_solar,
+		scan_glimmer, scan_solar, scan_laguna_user,
 	};
 	size_t k;
 

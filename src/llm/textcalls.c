@@ -651,6 +651,29 @@ static int glm_name_start(int c)
 	return isalpha(c) || c == '_' || c >= 0x80;
 }
 
+/*
+ * Whether the block at `body`, cut short by another <tool_call> at `next`,
+ * is written again whole in that one: Laguna restarts a call so, and the
+ * call is one (Ollama's parser reads it once).
+ */
+static int restarted_block(const struct scan *sc, size_t body, size_t end, size_t next)
+{
+	size_t b2 = next + strlen("<tool_call>"), e2;
+	const char *c2 = tc_find(sc, b2, sc->len, "</tool_call>"),
+		   *n2 = tc_find(sc, b2, sc->len, "<tool_call>");
+
+	e2 = c2 ? (size_t)(c2 - sc->text) : sc->len;
+	if (n2 && (size_t)(n2 - sc->text) < e2)
+		e2 = (size_t)(n2 - sc->text);
+	body = tc_skip_ws(sc, body, end);
+	b2 = tc_skip_ws(sc, b2, e2);
+	while (end > body && isspace((unsigned char)sc->text[end - 1]))
+		end--;
+	while (e2 > b2 && isspace((unsigned char)sc->text[e2 - 1]))
+		e2--;
+	return end > body && end - body == e2 - b2 && !memcmp(sc->text + body, sc->text + b2, e2 - b2);
+}
+
 static void scan_hermes(struct scan *sc)
 {
 	size_t p = 0, used;
@@ -668,6 +691,11 @@ static void scan_hermes(struct scan *sc)
 			end -= (cut = cut_close_len(sc, body, end, "</tool_call>"));
 		b = c && (size_t)(c - sc->text) == end ? end + strlen("</tool_call>") : end + cut;
 		fend = end;
+		if (next && (size_t)(next - sc->text) == end && restarted_block(sc, body, end, end)) {
+			tc_add_span(sc, a, b);
+			p = b;
+			continue;
+		}
 		body = tc_skip_ws(sc, body, end);
 		/* EXAONE MoE may fence the JSON inside the tags: ```json\n{...}\n``` */
 		if (end - body >= 3 && !memcmp(sc->text + body, "```", 3)) {
@@ -1025,8 +1053,10 @@ static void scan_fenced(struct scan *sc)
 
 static int starts_call_object(const struct scan *sc, size_t p)
 {
+	/* the arguments may come first: JSON's keys have no order (Laguna writes them so) */
 	static const char *const keys[] = { "\"name\"", "\"tool\"", "\"function\"", "\"type\"",
-					     "\"tool_name\"", "\"tool_call\"", "\"tool_calls\"" };
+					     "\"tool_name\"", "\"tool_call\"", "\"tool_calls\"",
+					     "\"arguments\"", "\"parameters\"" };
 	size_t k;
 
 	p = tc_skip_ws(sc, p + 1, sc->len);
