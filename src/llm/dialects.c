@@ -55,6 +55,8 @@ static const struct form {
 	{ "nemotron", "<TOOLCALL>[{\"name\": \"TOOL\", \"arguments\": {...}}]</TOOLCALL>", 1 },
 	{ "longcat", "<longcat_tool_call>{\"name\": \"TOOL\", \"arguments\": {...}}"
 	  "</longcat_tool_call>", 1 },
+	{ "longcat-flash", "<longcat_tool_call>TOOL\n<longcat_arg_key>KEY</longcat_arg_key>\n"
+	  "<longcat_arg_value>VALUE</longcat_arg_value>\n</longcat_tool_call>", 0 },
 	{ "internlm2", "<|action_start|><|plugin|>\n{\"name\": \"TOOL\", \"parameters\": {...}}"
 	  "<|action_end|>", 1 },
 	{ "command-r7b", "<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"TOOL\", "
@@ -414,8 +416,20 @@ void tc_scan_seed(struct scan *sc)
 
 /* ---- GLM-4.5 / 4.6 / 4.7, inside <tool_call> ---- */
 
+static const struct glm_tags glm_tags = {
+	"glm", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", NULL,
+};
+
 void tc_take_glm(struct scan *sc, size_t p, size_t end)
 {
+	tc_take_glm_tags(sc, p, end, &glm_tags);
+}
+
+/* NAME then <KEY>K</KEY><VALUE>V</VALUE> pairs, in the tags `t` names */
+void tc_take_glm_tags(struct scan *sc, size_t p, size_t end, const struct glm_tags *t)
+{
+	size_t kl = strlen(t->key), kcl = strlen(t->key_close);
+	size_t vl = strlen(t->value), vcl = strlen(t->value_close);
 	size_t n0 = p, n1, used;
 	char *name;
 	json_t *args;
@@ -426,13 +440,16 @@ void tc_take_glm(struct scan *sc, size_t p, size_t end)
 	n1 = p;
 	p = tc_skip_ws(sc, p, end);
 	if (p < end && sc->text[p] != '<' && sc->text[p] != '{') {
-		tc_call_error(sc, "glm", NULL, "the tool's name is followed by text that is neither "
-			      "<arg_key> nor a JSON object");
+		tc_call_error(sc, t->dialect, NULL, "the tool's name is followed by text that is "
+			      "neither %s nor a JSON object", t->key);
 		return;
 	}
 	name = xstrndup(sc->text + n0, n1 - n0);
+	if (!tc_known(sc, name) && t->ns && !strncmp(name, t->ns, strlen(t->ns)) &&
+	    tc_known(sc, name + strlen(t->ns)))
+		memmove(name, name + strlen(t->ns), strlen(name + strlen(t->ns)) + 1);
 	if (!tc_known(sc, name)) {
-		tc_unknown_error(sc, "glm", name);
+		tc_unknown_error(sc, t->dialect, name);
 		free(name);
 		return;
 	}
@@ -455,30 +472,31 @@ void tc_take_glm(struct scan *sc, size_t p, size_t end)
 		size_t kc, v0, vc;
 		char *key;
 
-		if (!tc_starts(sc, p, end, "<arg_key>")) {
-			tc_call_error(sc, "glm", name, "expected <arg_key> where the text has "
-				      "something else");
+		if (!tc_starts(sc, p, end, t->key)) {
+			tc_call_error(sc, t->dialect, name, "expected %s where the text has "
+				      "something else", t->key);
 			goto fail;
 		}
-		p += 9;
-		kc = tc_find_at(sc->text, p, end, "</arg_key>");
+		p += kl;
+		kc = tc_find_at(sc->text, p, end, t->key_close);
 		if (kc == (size_t)-1 || tc_find_at(sc->text, p, kc, "<") != (size_t)-1) {
-			tc_call_error(sc, "glm", name, "an <arg_key> is not closed with </arg_key>");
+			tc_call_error(sc, t->dialect, name, "an %s is not closed with %s", t->key,
+				      t->key_close);
 			goto fail;
 		}
 		key = xstrndup(sc->text + p, kc - p);
-		p = tc_skip_ws(sc, kc + 10, end);
-		if (!tc_starts(sc, p, end, "<arg_value>")) {
-			tc_call_error(sc, "glm", name, "the key \"%s\" is not followed by <arg_value>",
-				      key);
+		p = tc_skip_ws(sc, kc + kcl, end);
+		if (!tc_starts(sc, p, end, t->value)) {
+			tc_call_error(sc, t->dialect, name, "the key \"%s\" is not followed by %s",
+				      key, t->value);
 			free(key);
 			goto fail;
 		}
-		v0 = p + 11;
-		vc = tc_find_at(sc->text, v0, end, "</arg_value>");
+		v0 = p + vl;
+		vc = tc_find_at(sc->text, v0, end, t->value_close);
 		if (vc == (size_t)-1) {
-			tc_call_error(sc, "glm", name, "the value of \"%s\" is not closed with "
-				      "</arg_value>", key);
+			tc_call_error(sc, t->dialect, name, "the value of \"%s\" is not closed with "
+				      "%s", key, t->value_close);
 			free(key);
 			goto fail;
 		}
@@ -489,9 +507,9 @@ void tc_take_glm(struct scan *sc, size_t p, size_t end)
 			json_decref(k);
 		}
 		free(key);
-		p = tc_skip_ws(sc, vc + 12, end);
+		p = tc_skip_ws(sc, vc + vcl, end);
 	}
-	tc_push_call(sc, name, args, "glm", NULL);
+	tc_push_call(sc, name, args, t->dialect, NULL);
 fail:
 	json_decref(args);
 	free(name);

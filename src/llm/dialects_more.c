@@ -356,10 +356,47 @@ static void scan_laguna_user(struct scan *sc)
 	}
 }
 
+/* ---- LongCat-Flash: <longcat_tool_call>NAME<longcat_arg_key>K</longcat_arg_key>... ---- */
+
+/*
+ * GLM's body in LongCat's tags (Ollama's longcatflash parser). The JSON
+ * body LongCat also writes in <longcat_tool_call> is the longcat dialect's
+ * (tagged JSON): a body here is a name, then <longcat_arg_key> or nothing.
+ */
+static const struct glm_tags longcat_tags = {
+	"longcat-flash", "<longcat_arg_key>", "</longcat_arg_key>", "<longcat_arg_value>",
+	"</longcat_arg_value>", "functions.",
+};
+
+static void scan_longcat_flash(struct scan *sc)
+{
+	static const char open[] = "<longcat_tool_call>", close[] = "</longcat_tool_call>";
+	size_t p = 0, o;
+
+	while ((o = tc_find_at(sc->text, p, sc->len, open)) != (size_t)-1) {
+		size_t body = tc_skip_ws(sc, o + strlen(open), sc->len);
+		size_t c = tc_find_at(sc->text, body, sc->len, close);
+		size_t next = tc_find_at(sc->text, body, sc->len, open), end, n, r;
+
+		/* cut by the stop token: as far as it goes, as for GLM */
+		end = c != (size_t)-1 && (next == (size_t)-1 || c < next) ? c :
+		      next != (size_t)-1 ? next : sc->len;
+		p = end == c ? c + strlen(close) : end;
+		for (n = body; n < end && tc_name_char((unsigned char)sc->text[n]); n++)
+			;
+		r = tc_skip_ws(sc, n, end);
+		if (n == body || !isalpha((unsigned char)sc->text[body]) ||
+		    (r < end && !tc_starts(sc, r, end, longcat_tags.key)))
+			continue;
+		tc_take_glm_tags(sc, body, end, &longcat_tags);
+		tc_add_span(sc, o, p);
+	}
+}
+
 void tc_scan_more(struct scan *sc)
 {
 	static void (*const scans[])(struct scan *) = {
-		scan_glimmer, scan_solar, scan_laguna_user,
+		scan_glimmer, scan_solar, scan_laguna_user, scan_longcat_flash,
 	};
 	size_t k;
 
@@ -380,6 +417,14 @@ void tc_mask_more(char *text, size_t len)
 		size_t e = tc_find_at(text, o, len, "<|end|>");
 
 		e = e == (size_t)-1 ? len : e + strlen("<|end|>");
+		memset(text + o, ' ', e - o);
+		p = e;
+	}
+	/* LongCat-Flash: <longcat_think>...</longcat_think> (one never closed: to the end) */
+	for (p = 0; (o = tc_find_at(text, p, len, "<longcat_think>")) != (size_t)-1;) {
+		size_t e = tc_find_at(text, o, len, "</longcat_think>");
+
+		e = e == (size_t)-1 ? len : e + strlen("</longcat_think>");
 		memset(text + o, ' ', e - o);
 		p = e;
 	}
