@@ -753,6 +753,15 @@ void tc_scan_function_tag(struct scan *sc)
 		      (next == (size_t)-1 ? sc->len : next) : c;
 		p = end == c ? c + 11 : end;
 		gt = tc_find_at(sc->text, o, end, ">");
+		/*
+		 * Without <tool_call> around it, "<function=NAME" followed by a
+		 * blank before any '>' is a word in prose ("the tag <function=foo
+		 * is documented here"), not a call (one the reply's end cut is).
+		 */
+		for (q = o + 10; q < end && sc->text[q] != '>' && !isspace((unsigned char)sc->text[q]); q++)
+			;
+		if (q < end && sc->text[q] != '>')
+			continue;
 		q = gt == (size_t)-1 ? end : tc_skip_ws(sc, gt + 1, end);
 		if (q < end && sc->text[q] == '{') {
 			char *name = xstrndup(sc->text + o + 10, gt - o - 10);
