@@ -758,7 +758,8 @@ void tc_scan_function_tag(struct scan *sc)
 		 * blank before any '>' is a word in prose ("the tag <function=foo
 		 * is documented here"), not a call (one the reply's end cut is).
 		 */
-		for (q = o + 10; q < end && sc->text[q] != '>' && !isspace((unsigned char)sc->text[q]); q++)
+		for (q = o + 10; q < end && sc->text[q] != '>' &&
+		     !isspace((unsigned char)sc->text[q]); q++)
 			;
 		if (q < end && sc->text[q] != '>')
 			continue;

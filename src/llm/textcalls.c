@@ -671,7 +671,8 @@ static int restarted_block(const struct scan *sc, size_t body, size_t end, size_
 		end--;
 	while (e2 > b2 && isspace((unsigned char)sc->text[e2 - 1]))
 		e2--;
-	return end > body && end - body == e2 - b2 && !memcmp(sc->text + body, sc->text + b2, e2 - b2);
+	return end > body && end - body == e2 - b2 &&
+	       !memcmp(sc->text + body, sc->text + b2, e2 - b2);
 }
 
 static void scan_hermes(struct scan *sc)
@@ -680,7 +681,8 @@ static void scan_hermes(struct scan *sc)
 	const char *o;
 
 	while ((o = tc_find(sc, p, sc->len, "<tool_call>"))) {
-		size_t a = (size_t)(o - sc->text), body = a + strlen("<tool_call>"), end, b, fend, cut = 0;
+		size_t a = (size_t)(o - sc->text), body = a + strlen("<tool_call>"), end, b, fend;
+		size_t cut = 0;
 		const char *c = tc_find(sc, body, sc->len, "</tool_call>"),
 			   *next = tc_find(sc, body, sc->len, "<tool_call>");
 
