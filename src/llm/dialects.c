@@ -55,6 +55,8 @@ static const struct form {
 	{ "nemotron", "<TOOLCALL>[{\"name\": \"TOOL\", \"arguments\": {...}}]</TOOLCALL>", 1 },
 	{ "longcat", "<longcat_tool_call>{\"name\": \"TOOL\", \"arguments\": {...}}"
 	  "</longcat_tool_call>", 1 },
+	{ "longcat-flash", "<longcat_tool_call>TOOL\n<longcat_arg_key>KEY</longcat_arg_key>\n"
+	  "<longcat_arg_value>VALUE</longcat_arg_value>\n</longcat_tool_call>", 0 },
 	{ "internlm2", "<|action_start|><|plugin|>\n{\"name\": \"TOOL\", \"parameters\": {...}}"
 	  "<|action_end|>", 1 },
 	{ "command-r7b", "<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"TOOL\", "
@@ -414,24 +416,40 @@ void tc_scan_seed(struct scan *sc)
 
 /* ---- GLM-4.5 / 4.6 / 4.7, inside <tool_call> ---- */
 
+static const struct glm_tags glm_tags = {
+	"glm", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", NULL,
+};
+
 void tc_take_glm(struct scan *sc, size_t p, size_t end)
 {
+	tc_take_glm_tags(sc, p, end, &glm_tags);
+}
+
+/* NAME then <KEY>K</KEY><VALUE>V</VALUE> pairs, in the tags `t` names */
+void tc_take_glm_tags(struct scan *sc, size_t p, size_t end, const struct glm_tags *t)
+{
+	size_t kl = strlen(t->key), kcl = strlen(t->key_close);
+	size_t vl = strlen(t->value), vcl = strlen(t->value_close);
 	size_t n0 = p, n1, used;
 	char *name;
 	json_t *args;
 
-	while (p < end && tc_name_char((unsigned char)sc->text[p]))
+	while (p < end && (tc_name_char((unsigned char)sc->text[p]) ||
+			   (unsigned char)sc->text[p] >= 0x80))
 		p++;
 	n1 = p;
 	p = tc_skip_ws(sc, p, end);
 	if (p < end && sc->text[p] != '<' && sc->text[p] != '{') {
-		tc_call_error(sc, "glm", NULL, "the tool's name is followed by text that is neither "
-			      "<arg_key> nor a JSON object");
+		tc_call_error(sc, t->dialect, NULL, "the tool's name is followed by text that is "
+			      "neither %s nor a JSON object", t->key);
 		return;
 	}
 	name = xstrndup(sc->text + n0, n1 - n0);
+	if (!tc_known(sc, name) && t->ns && !strncmp(name, t->ns, strlen(t->ns)) &&
+	    tc_known(sc, name + strlen(t->ns)))
+		memmove(name, name + strlen(t->ns), strlen(name + strlen(t->ns)) + 1);
 	if (!tc_known(sc, name)) {
-		tc_unknown_error(sc, "glm", name);
+		tc_unknown_error(sc, t->dialect, name);
 		free(name);
 		return;
 	}
@@ -454,30 +472,31 @@ void tc_take_glm(struct scan *sc, size_t p, size_t end)
 		size_t kc, v0, vc;
 		char *key;
 
-		if (!tc_starts(sc, p, end, "<arg_key>")) {
-			tc_call_error(sc, "glm", name, "expected <arg_key> where the text has "
-				      "something else");
+		if (!tc_starts(sc, p, end, t->key)) {
+			tc_call_error(sc, t->dialect, name, "expected %s where the text has "
+				      "something else", t->key);
 			goto fail;
 		}
-		p += 9;
-		kc = tc_find_at(sc->text, p, end, "</arg_key>");
+		p += kl;
+		kc = tc_find_at(sc->text, p, end, t->key_close);
 		if (kc == (size_t)-1 || tc_find_at(sc->text, p, kc, "<") != (size_t)-1) {
-			tc_call_error(sc, "glm", name, "an <arg_key> is not closed with </arg_key>");
+			tc_call_error(sc, t->dialect, name, "an %s is not closed with %s", t->key,
+				      t->key_close);
 			goto fail;
 		}
 		key = xstrndup(sc->text + p, kc - p);
-		p = tc_skip_ws(sc, kc + 10, end);
-		if (!tc_starts(sc, p, end, "<arg_value>")) {
-			tc_call_error(sc, "glm", name, "the key \"%s\" is not followed by <arg_value>",
-				      key);
+		p = tc_skip_ws(sc, kc + kcl, end);
+		if (!tc_starts(sc, p, end, t->value)) {
+			tc_call_error(sc, t->dialect, name, "the key \"%s\" is not followed by %s",
+				      key, t->value);
 			free(key);
 			goto fail;
 		}
-		v0 = p + 11;
-		vc = tc_find_at(sc->text, v0, end, "</arg_value>");
+		v0 = p + vl;
+		vc = tc_find_at(sc->text, v0, end, t->value_close);
 		if (vc == (size_t)-1) {
-			tc_call_error(sc, "glm", name, "the value of \"%s\" is not closed with "
-				      "</arg_value>", key);
+			tc_call_error(sc, t->dialect, name, "the value of \"%s\" is not closed with "
+				      "%s", key, t->value_close);
 			free(key);
 			goto fail;
 		}
@@ -488,9 +507,9 @@ void tc_take_glm(struct scan *sc, size_t p, size_t end)
 			json_decref(k);
 		}
 		free(key);
-		p = tc_skip_ws(sc, vc + 12, end);
+		p = tc_skip_ws(sc, vc + vcl, end);
 	}
-	tc_push_call(sc, name, args, "glm", NULL);
+	tc_push_call(sc, name, args, t->dialect, NULL);
 fail:
 	json_decref(args);
 	free(name);
@@ -603,7 +622,9 @@ void tc_scan_invoke(struct scan *sc)
 		while (lt > 0 && q - lt < 32 && sc->text[lt - 1] != '<' && sc->text[lt - 1] != '>' &&
 		       !isspace((unsigned char)sc->text[lt - 1]))
 			lt--;
-		if (lt == 0 || sc->text[lt - 1] != '<') {
+		/* Glimmer's ATEM markup is its own pass's to read (or leave as text) */
+		if (lt == 0 || sc->text[lt - 1] != '<' ||
+		    (q - lt == 5 && !memcmp(sc->text + lt, "atem:", 5))) {
 			p = q + 1;
 			continue;
 		}
@@ -732,6 +753,16 @@ void tc_scan_function_tag(struct scan *sc)
 		      (next == (size_t)-1 ? sc->len : next) : c;
 		p = end == c ? c + 11 : end;
 		gt = tc_find_at(sc->text, o, end, ">");
+		/*
+		 * Without <tool_call> around it, "<function=NAME" followed by a
+		 * blank before any '>' is a word in prose ("the tag <function=foo
+		 * is documented here"), not a call (one the reply's end cut is).
+		 */
+		for (q = o + 10; q < end && sc->text[q] != '>' &&
+		     !isspace((unsigned char)sc->text[q]); q++)
+			;
+		if (q < end && sc->text[q] != '>')
+			continue;
 		q = gt == (size_t)-1 ? end : tc_skip_ws(sc, gt + 1, end);
 		if (q < end && sc->text[q] == '{') {
 			char *name = xstrndup(sc->text + o + 10, gt - o - 10);

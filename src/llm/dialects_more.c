@@ -69,7 +69,11 @@ static char *known_name(const struct scan *sc, const char *name)
  * <|eom|> or <|eot|>, and the next one starts there with
  * "<|start|>assistant". A header quoted inside a message is its text. Only
  * a message to a tool holds calls: markup in the answer, the reasoning or
- * a reply with no headers is text (the mask blanks it).
+ * a reply with no headers is text (the mask blanks it). But a message with
+ * no recipient (" <|message|>"), or one to the user, that is nothing but
+ * one ATEM block calling offered tools is a call whose header the model
+ * fumbled: Ollama's Glimmer parser reads these, a failure it saw the model
+ * make. A recipient may be the wrapper's name, "atem:function_calls".
  */
 static const char gl_msg[] = "<|message|>";
 
@@ -90,13 +94,17 @@ static int gl_next(const char *t, size_t len, size_t from, size_t *r0, size_t *r
 		p += strlen(start);
 	while (p < len && isspace((unsigned char)t[p]))
 		p++;
-	if (len - p < 3 || memcmp(t + p, "to=", 3))
-		return 0;
-	for (m = p + 3; m < len && tc_name_char((unsigned char)t[m]); m++)
-		;
-	if (m == p + 3 || len - m < strlen(gl_msg) || memcmp(t + m, gl_msg, strlen(gl_msg)))
-		return 0;
-	*r0 = p + 3;
+	if (len - p >= strlen(gl_msg) && !memcmp(t + p, gl_msg, strlen(gl_msg))) {
+		*r0 = m = p;	/* no recipient */
+	} else {
+		if (len - p < 3 || memcmp(t + p, "to=", 3))
+			return 0;
+		for (m = p + 3; m < len && (tc_name_char((unsigned char)t[m]) || t[m] == ':'); m++)
+			;
+		if (m == p + 3 || len - m < strlen(gl_msg) || memcmp(t + m, gl_msg, strlen(gl_msg)))
+			return 0;
+		*r0 = p + 3;
+	}
 	*r1 = m;
 	*b0 = m + strlen(gl_msg);
 	e = tc_find_at(t, *b0, len, "<|eom|>");
@@ -113,8 +121,28 @@ static int gl_is(const char *t, size_t r0, size_t r1, const char *who)
 	return r1 - r0 == strlen(who) && !memcmp(t + r0, who, r1 - r0);
 }
 
-/* One <atem:invoke name="..."> at `p` in a tool message ending at `end`. */
-static size_t gl_invoke(struct scan *sc, size_t p, size_t end)
+static const char gl_fc[] = "<atem:function_calls>", gl_fcc[] = "</atem:function_calls>";
+
+/* A message to no one or to the user whose body is one ATEM block and nothing else */
+static int gl_fumbled(const char *t, size_t r0, size_t r1, size_t b0, size_t b1)
+{
+	if (r0 != r1 && !gl_is(t, r0, r1, "user"))
+		return 0;
+	while (b0 < b1 && isspace((unsigned char)t[b0]))
+		b0++;
+	while (b1 > b0 && isspace((unsigned char)t[b1 - 1]))
+		b1--;
+	return b1 - b0 > strlen(gl_fc) + strlen(gl_fcc) &&
+	       !memcmp(t + b0, gl_fc, strlen(gl_fc)) &&
+	       !memcmp(t + b1 - strlen(gl_fcc), gl_fcc, strlen(gl_fcc)) &&
+	       tc_find_at(t, b0 + 1, b1, gl_fc) == (size_t)-1;
+}
+
+/*
+ * One <atem:invoke name="..."> at `p` in a message ending at `end`, sent to
+ * `to` (NULL: the recipient names no tool, a namespace or none).
+ */
+static size_t gl_invoke(struct scan *sc, size_t p, size_t end, const char *to)
 {
 	static const char inv[] = "<atem:invoke name=\"", par[] = "<atem:parameter name=\"";
 	static const char pclose[] = "</atem:parameter>", iclose[] = "</atem:invoke>";
@@ -138,6 +166,12 @@ static size_t gl_invoke(struct scan *sc, size_t p, size_t end)
 		return c + strlen(iclose);
 	}
 	free(raw);
+	if (to && strcmp(to, name)) {
+		/* which of the two names the model meant is not for forgex to guess */
+		tc_call_error(sc, "glimmer", name, "the call is in a message addressed to %s", to);
+		free(name);
+		return c + strlen(iclose);
+	}
 	args = json_object();
 	for (q = n1 + 2; (q = tc_find_at(sc->text, q, c, par)) != (size_t)-1;) {
 		size_t k0 = q + strlen(par), k1, v0, v1;
@@ -161,28 +195,67 @@ out:
 	return c + strlen(iclose);
 }
 
+/* Whether every invoke in [b0, b1) names an offered tool (and there is one) */
+static int gl_all_known(const struct scan *sc, size_t b0, size_t b1)
+{
+	static const char inv[] = "<atem:invoke name=\"";
+	size_t q = b0, n = 0;
+
+	while ((q = tc_find_at(sc->text, q, b1, inv)) != (size_t)-1) {
+		size_t n0 = q + strlen(inv), n1 = n0;
+		char *raw, *name;
+
+		while (n1 < b1 && sc->text[n1] != '"' && sc->text[n1] != '>')
+			n1++;
+		raw = xstrndup(sc->text + n0, n1 - n0);
+		name = known_name(sc, raw);
+		free(raw);
+		if (!name)
+			return 0;
+		free(name);
+		n++;
+		q = n1;
+	}
+	return n > 0;
+}
+
 static void scan_glimmer(struct scan *sc)
 {
 	size_t p = 0, r0, r1, b0, b1, next;
 
 	while (gl_next(sc->text, sc->len, p, &r0, &r1, &b0, &b1, &next)) {
 		size_t q = b0;
+		char *rcpt, *to;
 
 		p = next;
-		if (gl_is(sc->text, r0, r1, "user") || gl_is(sc->text, r0, r1, "self"))
+		if (gl_is(sc->text, r0, r1, "self"))
 			continue;
-		if (tc_find_at(sc->text, b0, b1, "<atem:") == (size_t)-1)
+		if (gl_fumbled(sc->text, r0, r1, b0, b1)) {
+			if (!gl_all_known(sc, b0, b1))
+				continue;	/* markup naming no tool of ours is text */
+		} else if (r0 == r1 || gl_is(sc->text, r0, r1, "user")) {
 			continue;
-		while ((q = tc_find_at(sc->text, q, b1, "<atem:invoke name=\"")) != (size_t)-1)
-			q = gl_invoke(sc, q, b1);
-		tc_add_span(sc, r0 - 3, next);
+		}
+		rcpt = xstrndup(sc->text + r0, r1 - r0);
+		to = r0 == r1 ? NULL : known_name(sc, rcpt);
+		if (tc_find_at(sc->text, b0, b1, "<atem:") == (size_t)-1) {
+			if (to)
+				tc_call_error(sc, "glimmer", to, "the message to it holds no %s block",
+					      gl_fc);
+		} else {
+			while ((q = tc_find_at(sc->text, q, b1, "<atem:invoke name=\"")) != (size_t)-1)
+				q = gl_invoke(sc, q, b1, to);
+		}
+		free(rcpt);
+		free(to);
+		tc_add_span(sc, r0 == r1 ? r0 : r0 - 3, next);
 	}
 }
 
 /* Blank the reasoning (to=self) and any ATEM markup outside a message to a tool. */
 static void mask_glimmer(char *t, size_t len)
 {
-	static const char fc[] = "<atem:function_calls>", fcc[] = "</atem:function_calls>";
+	static const char *const fc = gl_fc, *const fcc = gl_fcc;
 	size_t p = 0, q, s, r0, r1, b0, b1, next;
 
 	while (gl_next(t, len, p, &r0, &r1, &b0, &b1, &next)) {
@@ -195,7 +268,9 @@ static void mask_glimmer(char *t, size_t len)
 		int tool = 0;
 
 		for (s = 0; gl_next(t, len, s, &r0, &r1, &b0, &b1, &next); s = next)
-			if (b0 <= q && q < b1 && !gl_is(t, r0, r1, "user") && !gl_is(t, r0, r1, "self"))
+			if (b0 <= q && q < b1 && !gl_is(t, r0, r1, "self") &&
+			    (gl_fumbled(t, r0, r1, b0, b1) ||
+			     (r0 != r1 && !gl_is(t, r0, r1, "user"))))
 				tool = 1;
 		if (!tool)
 			memset(t + q, ' ', e - q);
@@ -249,10 +324,79 @@ static void scan_solar(struct scan *sc)
 			tc_add_span(sc, q, q + strlen(wrappers[k]));
 }
 
+/* ---- Laguna (Poolside): a call written in <user> where <tool_call> belongs ---- */
+
+/*
+ * Laguna at times writes its call as <user>NAME\n<arg_key>K</arg_key>...
+ * </user>, <user> for <tool_call> (Ollama's Laguna parser reads it so).
+ * Only a body that starts with an offered tool's name and GLM's <arg_key>
+ * is a call: other text in <user> is prose.
+ */
+static void scan_laguna_user(struct scan *sc)
+{
+	size_t p = 0, o;
+
+	while ((o = tc_find_at(sc->text, p, sc->len, "<user>")) != (size_t)-1) {
+		size_t body = tc_skip_ws(sc, o + 6, sc->len);
+		size_t c = tc_find_at(sc->text, body, sc->len, "</user>");
+		size_t end = c == (size_t)-1 ? sc->len : c, n = body;
+		char *name;
+
+		p = c == (size_t)-1 ? sc->len : c + 7;
+		while (n < end && tc_name_char((unsigned char)sc->text[n]))
+			n++;
+		if (n == body || !tc_starts(sc, tc_skip_ws(sc, n, end), end, "<arg_key>"))
+			continue;
+		name = xstrndup(sc->text + body, n - body);
+		if (tc_known(sc, name)) {
+			tc_take_glm(sc, body, end);
+			tc_add_span(sc, o, p);
+		}
+		free(name);
+	}
+}
+
+/* ---- LongCat-Flash: <longcat_tool_call>NAME<longcat_arg_key>K</longcat_arg_key>... ---- */
+
+/*
+ * GLM's body in LongCat's tags (Ollama's longcatflash parser). The JSON
+ * body LongCat also writes in <longcat_tool_call> is the longcat dialect's
+ * (tagged JSON): a body here is a name, then <longcat_arg_key> or nothing.
+ */
+static const struct glm_tags longcat_tags = {
+	"longcat-flash", "<longcat_arg_key>", "</longcat_arg_key>", "<longcat_arg_value>",
+	"</longcat_arg_value>", "functions.",
+};
+
+static void scan_longcat_flash(struct scan *sc)
+{
+	static const char open[] = "<longcat_tool_call>", close[] = "</longcat_tool_call>";
+	size_t p = 0, o;
+
+	while ((o = tc_find_at(sc->text, p, sc->len, open)) != (size_t)-1) {
+		size_t body = tc_skip_ws(sc, o + strlen(open), sc->len);
+		size_t c = tc_find_at(sc->text, body, sc->len, close);
+		size_t next = tc_find_at(sc->text, body, sc->len, open), end, n, r;
+
+		/* cut by the stop token: as far as it goes, as for GLM */
+		end = c != (size_t)-1 && (next == (size_t)-1 || c < next) ? c :
+		      next != (size_t)-1 ? next : sc->len;
+		p = end == c ? c + strlen(close) : end;
+		for (n = body; n < end && tc_name_char((unsigned char)sc->text[n]); n++)
+			;
+		r = tc_skip_ws(sc, n, end);
+		if (n == body || !isalpha((unsigned char)sc->text[body]) ||
+		    (r < end && !tc_starts(sc, r, end, longcat_tags.key)))
+			continue;
+		tc_take_glm_tags(sc, body, end, &longcat_tags);
+		tc_add_span(sc, o, p);
+	}
+}
+
 void tc_scan_more(struct scan *sc)
 {
 	static void (*const scans[])(struct scan *) = {
-		scan_glimmer, scan_solar,
+		scan_glimmer, scan_solar, scan_laguna_user, scan_longcat_flash,
 	};
 	size_t k;
 
@@ -273,6 +417,14 @@ void tc_mask_more(char *text, size_t len)
 		size_t e = tc_find_at(text, o, len, "<|end|>");
 
 		e = e == (size_t)-1 ? len : e + strlen("<|end|>");
+		memset(text + o, ' ', e - o);
+		p = e;
+	}
+	/* LongCat-Flash: <longcat_think>...</longcat_think> (one never closed: to the end) */
+	for (p = 0; (o = tc_find_at(text, p, len, "<longcat_think>")) != (size_t)-1;) {
+		size_t e = tc_find_at(text, o, len, "</longcat_think>");
+
+		e = e == (size_t)-1 ? len : e + strlen("</longcat_think>");
 		memset(text + o, ' ', e - o);
 		p = e;
 	}

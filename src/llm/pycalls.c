@@ -584,6 +584,9 @@ void tc_scan_lfm2(struct scan *sc)
 			tc_take_calls_at(sc, body, end, "lfm2", TC_MARKED, &used);
 		else if (looks_pythonic(sc, body, end, 1))
 			py_take_list(sc, body, end, "lfm2", 1);
+		else if (looks_pythonic(sc, body, end, 0))
+			/* one call without its list, as Ollama's LFM2 parser also takes */
+			py_take_list(sc, body, end, "lfm2", 0);
 		else
 			tc_call_error(sc, "lfm2", NULL, "<|tool_call_start|> is not followed by a "
 				      "list of calls");

@@ -631,6 +631,50 @@ void tc_take_xml_function(struct scan *sc, size_t p, size_t end, const char *dia
 	free(name);
 }
 
+/*
+ * How much of `close` a reply cut by the stop token ends with ("...</tool_"
+ * for "</tool_call>"): at least "</", never the whole tag.
+ */
+static size_t cut_close_len(const struct scan *sc, size_t body, size_t end, const char *close)
+{
+	size_t k;
+
+	for (k = strlen(close) - 1; k >= 2; k--)
+		if (end - body >= k && !memcmp(sc->text + end - k, close, k))
+			return k;
+	return 0;
+}
+
+/* A GLM tool name may be any UTF-8 text (Ollama's GLM-4.6 tests call 获取天气) */
+static int glm_name_start(int c)
+{
+	return isalpha(c) || c == '_' || c >= 0x80;
+}
+
+/*
+ * Whether the block at `body`, cut short by another <tool_call> at `next`,
+ * is written again whole in that one: Laguna restarts a call so, and the
+ * call is one (Ollama's parser reads it once).
+ */
+static int restarted_block(const struct scan *sc, size_t body, size_t end, size_t next)
+{
+	size_t b2 = next + strlen("<tool_call>"), e2;
+	const char *c2 = tc_find(sc, b2, sc->len, "</tool_call>"),
+		   *n2 = tc_find(sc, b2, sc->len, "<tool_call>");
+
+	e2 = c2 ? (size_t)(c2 - sc->text) : sc->len;
+	if (n2 && (size_t)(n2 - sc->text) < e2)
+		e2 = (size_t)(n2 - sc->text);
+	body = tc_skip_ws(sc, body, end);
+	b2 = tc_skip_ws(sc, b2, e2);
+	while (end > body && isspace((unsigned char)sc->text[end - 1]))
+		end--;
+	while (e2 > b2 && isspace((unsigned char)sc->text[e2 - 1]))
+		e2--;
+	return end > body && end - body == e2 - b2 &&
+	       !memcmp(sc->text + body, sc->text + b2, e2 - b2);
+}
+
 static void scan_hermes(struct scan *sc)
 {
 	size_t p = 0, used;
@@ -638,14 +682,22 @@ static void scan_hermes(struct scan *sc)
 
 	while ((o = tc_find(sc, p, sc->len, "<tool_call>"))) {
 		size_t a = (size_t)(o - sc->text), body = a + strlen("<tool_call>"), end, b, fend;
+		size_t cut = 0;
 		const char *c = tc_find(sc, body, sc->len, "</tool_call>"),
 			   *next = tc_find(sc, body, sc->len, "<tool_call>");
 
 		end = c ? (size_t)(c - sc->text) : sc->len;
 		if (next && (size_t)(next - sc->text) < end)
 			end = (size_t)(next - sc->text);
-		b = c && (size_t)(c - sc->text) == end ? end + strlen("</tool_call>") : end;
+		else if (!c)
+			end -= (cut = cut_close_len(sc, body, end, "</tool_call>"));
+		b = c && (size_t)(c - sc->text) == end ? end + strlen("</tool_call>") : end + cut;
 		fend = end;
+		if (next && (size_t)(next - sc->text) == end && restarted_block(sc, body, end, end)) {
+			tc_add_span(sc, a, b);
+			p = b;
+			continue;
+		}
 		body = tc_skip_ws(sc, body, end);
 		/* EXAONE MoE may fence the JSON inside the tags: ```json\n{...}\n``` */
 		if (end - body >= 3 && !memcmp(sc->text + body, "```", 3)) {
@@ -657,7 +709,7 @@ static void scan_hermes(struct scan *sc)
 		}
 		if (end - body >= 10 && !memcmp(sc->text + body, "<function=", 10))
 			tc_take_xml_function(sc, body, end, "hermes");
-		else if (body < end && (isalpha((unsigned char)sc->text[body]) || sc->text[body] == '_'))
+		else if (body < end && glm_name_start((unsigned char)sc->text[body]))
 			tc_take_glm(sc, body, end);
 		else if (end - body >= 9 && !memcmp(sc->text + body, "<arg_key>", 9))
 			tc_call_error(sc, "glm", NULL, "the tool's name is missing before <arg_key>");
@@ -1003,8 +1055,10 @@ static void scan_fenced(struct scan *sc)
 
 static int starts_call_object(const struct scan *sc, size_t p)
 {
+	/* the arguments may come first: JSON's keys have no order (Laguna writes them so) */
 	static const char *const keys[] = { "\"name\"", "\"tool\"", "\"function\"", "\"type\"",
-					     "\"tool_name\"", "\"tool_call\"", "\"tool_calls\"" };
+					     "\"tool_name\"", "\"tool_call\"", "\"tool_calls\"",
+					     "\"arguments\"", "\"parameters\"" };
 	size_t k;
 
 	p = tc_skip_ws(sc, p + 1, sc->len);

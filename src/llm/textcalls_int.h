@@ -90,6 +90,16 @@ void tc_mask_reasoning(char *text, size_t len, int keep_unclosed);
 /* GLM-4.5+ body of a <tool_call> at `p`: NAME <arg_key>K</arg_key><arg_value>V</arg_value>... */
 void tc_take_glm(struct scan *sc, size_t p, size_t end);
 
+/*
+ * The tags of a GLM-style body: NAME then KEY/VALUE pairs (LongCat-Flash
+ * prefixes them); `ns`, when set, a namespace the name may carry before an
+ * offered tool's ("functions.").
+ */
+struct glm_tags {
+	const char *dialect, *key, *key_close, *value, *value_close, *ns;
+};
+void tc_take_glm_tags(struct scan *sc, size_t p, size_t end, const struct glm_tags *t);
+
 void tc_scan_harmony(struct scan *sc);
 void tc_scan_kimi(struct scan *sc);
 void tc_scan_seed(struct scan *sc);

@@ -137,7 +137,29 @@ static const struct sample samples[] = {
 	  "\"def f():\n\treturn 1\n\"}}\n</tool_call>", 1, "write_file",
 	  "{\"content\":\"def f():\\n\\treturn 1\\n\",\"path\":\"a.py\"}", NULL, NULL, "hermes", "",
 	  "line breaks" },
+	/* Ollama's parser tests: Laguna restarts a call whole (one call), not another one */
+	{ "a <tool_call> restarted whole is one call", "<tool_call>read_file\n{\"path\": \"a\"}\n"
+	  "<tool_call>read_file\n{\"path\": \"a\"}</tool_call>", 1, "read_file",
+	  "{\"path\":\"a\"}", NULL, NULL, "hermes", "", NULL },
+	{ "a <tool_call> cut by another call is two", "<tool_call>read_file\n{\"path\": \"a\"}\n"
+	  "<tool_call>read_file\n{\"path\": \"b\"}</tool_call>", 2, "read_file",
+	  "{\"path\":\"a\"}", "read_file", "{\"path\":\"b\"}", "hermes", "", NULL },
+	{ "LongCat-Flash, the functions. namespace dropped",
+	  "<longcat_tool_call>functions.read_file\n<longcat_arg_key>path</longcat_arg_key>\n"
+	  "<longcat_arg_value>a.c</longcat_arg_value>\n</longcat_tool_call>", 1, "read_file",
+	  "{\"path\":\"a.c\"}", NULL, NULL, "longcat-flash", "", NULL },
+	{ "Glimmer, an ATEM block with no header", "<|message|><atem:function_calls>\n"
+	  "<atem:invoke name=\"search\">\n<atem:parameter name=\"pattern\">x</atem:parameter>\n"
+	  "</atem:invoke>\n</atem:function_calls><|eom|>", 1, "search", "{\"pattern\":\"x\"}",
+	  NULL, NULL, "glimmer", "", NULL },
 	/* not calls */
+	{ "Glimmer, an answer that is an ATEM block for no offered tool",
+	  " to=user<|message|><atem:function_calls>\n<atem:invoke name=\"other\">\n</atem:invoke>\n"
+	  "</atem:function_calls><|eot|>", 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL },
+	{ "<user> text that names no tool", "<user>hello\n<arg_key>k</arg_key><arg_value>v"
+	  "</arg_value></user>", 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL },
+	{ "prose naming a <function= tag", "the tag <function=read_file is documented here", 0, NULL,
+	  NULL, NULL, NULL, NULL, NULL, NULL },
 	{ "prose mentioning JSON", "Use {\"name\": \"value\"} in the config; see ```json\n"
 	  "{\"a\": 1}\n```", 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL },
 	{ "an unknown name in bare JSON is prose", "{\"name\": \"get_weather\", \"parameters\": "
@@ -243,6 +265,13 @@ static const struct refusal refusals[] = {
 	{ "arguments not an object", "<tool_call>{\"name\": \"read_file\", \"arguments\": "
 	  "[1, 2]}</tool_call>", "not a JSON object", "read_file" },
 	{ "empty block", "<tool_call>\n</tool_call>", "empty", NULL },
+	{ "<function= cut at the reply's end", "<function=read_file", "is not closed with '>'",
+	  NULL },
+	{ "Glimmer, a message to one tool calling another", " to=read_file<|message|>"
+	  "<atem:function_calls>\n<atem:invoke name=\"search\">\n</atem:invoke>\n"
+	  "</atem:function_calls><|eom|>", "addressed to read_file", "search" },
+	{ "Glimmer, a message to a tool without its ATEM block", " to=read_file<|message|>"
+	  "{\"path\": \"a\"}<|eom|>", "holds no <atem:function_calls> block", "read_file" },
 };
 
 static void test_textcalls_refusals(void **state)
