@@ -1,5 +1,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "sandbox/permissions.h"
@@ -106,6 +107,13 @@ static int tool_edit_file(struct tool_ctx *ctx, const json_t *args, struct buf *
 			 ? match_pass_name(res.level) : "",
 			 res.level >= MATCH_INDENT && res.level != MATCH_NOSPACE
 			 ? "; new_string was re-indented to the file" : "");
+	if (res.respelt) {
+		const char *file_word = strchr(res.respelt, '\n') + 1;
+
+		buf_addf(result, " (old_string spells the file's `%s` as `%.*s`, and so does "
+			 "new_string: it was written with the file's spelling)", file_word,
+			 (int)(file_word - 1 - res.respelt), res.respelt);
+	}
 	if (res.laid_out)
 		buf_addf(result, " (%zu line%s of new_string %s indented as old_string indents lines "
 			 "the file has at different depths; indentation does not change what %s means, "

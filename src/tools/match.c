@@ -713,6 +713,8 @@ void match_result_release(struct match_result *res)
 	res->differ = 0;
 	res->by_line = 0;
 	res->laid_out = 0;
+	free(res->respelt);
+	res->respelt = NULL;
 	memset(res->lines, 0, sizeof(res->lines));
 }
 

@@ -126,9 +126,14 @@ struct match_result {
 	size_t differ;		/* MATCH_NEAR: lines of old that differ from the file's */
 	size_t by_line;		/* several matches: the start_line that chose this one */
 	size_t laid_out;	/* new lines whose depth was a choice of layout (match_place_lines) */
+	/* MATCH_NEAR on a misspelt word: "AS_SENT\nAS_IN_FILE", new_string respelt so */
+	char *respelt;
 };
 
-#define MATCH_RESULT_INIT { BUF_INIT, 0, MATCH_EXACT, { 0 }, 0, 0, MATCH_EXACT, 0, 0, 0, 0 }
+#define MATCH_RESULT_INIT { BUF_INIT, 0, MATCH_EXACT, { 0 }, 0, 0, MATCH_EXACT, 0, 0, 0, 0, NULL }
+
+/* The longest word the near-miss matcher takes for misspelt. */
+#define MATCH_WORD_MAX 96
 
 /**
  * Apply the edit to `text` (`len` bytes). `old` must not be empty.

@@ -33,6 +33,7 @@ struct near {
 	double worst;		/* the similarity of the least similar of them */
 	int typos;		/* they differ only in commas and semicolons */
 	int misspelt;		/* one line, differing by a misspelling only (letter_slip) */
+	char as_sent[MATCH_WORD_MAX], as_file[MATCH_WORD_MAX];	/* the word misspelt */
 };
 
 static int wordy(char c)
@@ -95,7 +96,8 @@ static int word_in(const char *text, size_t len, const char *w, size_t n)
  * else), nor anything but a letter (`count -= 10` for `count += 10`), nor
  * a spelling that the file has: then it may well be another name.
  */
-static int letter_slip(const struct buf *o, const struct buf *f, const char *text, size_t len)
+static int letter_slip(const struct buf *o, const struct buf *f, const char *text, size_t len,
+		       struct near *nr)
 {
 	size_t p = 0, s = 0, n = o->len < f->len ? o->len : f->len, dofs, df, lo, ro, lf, rf;
 
@@ -118,9 +120,38 @@ static int letter_slip(const struct buf *o, const struct buf *f, const char *tex
 	word_at(o, p, dofs, &lo, &ro);
 	word_at(f, p, df, &lf, &rf);
 	/* the file's word four letters or more: `cart` for `cat` is another word */
-	if (rf - lf < 4 || ro - lo < 3)
+	if (rf - lf < 4 || ro - lo < 3 || ro - lo >= MATCH_WORD_MAX || rf - lf >= MATCH_WORD_MAX)
 		return 0;
-	return !word_in(text, len, o->buf + lo, ro - lo);
+	if (word_in(text, len, o->buf + lo, ro - lo))
+		return 0;
+	memcpy(nr->as_sent, o->buf + lo, ro - lo);
+	nr->as_sent[ro - lo] = '\0';
+	memcpy(nr->as_file, f->buf + lf, rf - lf);
+	nr->as_file[rf - lf] = '\0';
+	return 1;
+}
+
+/*
+ * `s` with each whole word `from` written `to`: new_string spelt as the
+ * model spelt old_string's word is meant in the file's spelling
+ * (`const mesage = 'Hi, all';` for the file's `message`), else the edit
+ * would rename what it replaces. Returns how many it changed.
+ */
+static size_t respell(struct buf *out, const char *s, size_t n, const char *from, const char *to)
+{
+	size_t fl = strlen(from), i = 0, k = 0;
+
+	while (i < n) {
+		if (i + fl <= n && !memcmp(s + i, from, fl) && (!i || !wordy(s[i - 1])) &&
+		    (i + fl == n || !wordy(s[i + fl]))) {
+			buf_addstr(out, to);
+			i += fl;
+			k++;
+			continue;
+		}
+		buf_addch(out, s[i++]);
+	}
+	return k;
 }
 
 static int is_quote(char c)
@@ -198,7 +229,7 @@ static void near_score(struct near *nr, const char *text, size_t len, const stru
 				spaced(&a, old + o->start, o->end - o->start);
 				spaced(&b, text + f->start, f->end - f->start);
 				/* one slip: two letters swapped count once */
-				if ((nr->misspelt = letter_slip(&a, &b, text, len)))
+				if ((nr->misspelt = letter_slip(&a, &b, text, len, nr)))
 					d = 1;
 			}
 		}
@@ -299,6 +330,7 @@ int match_try_near(struct match_result *out, const char *text, size_t len,
 		   const char *name, struct buf *why)
 {
 	struct lines ol = { NULL, 0, 0 }, nl = { NULL, 0, 0 };
+	struct buf respelt = BUF_INIT;
 	struct match_cand top[10];
 	struct near nr[10], *best = NULL;
 	size_t ntop, i, nb, at = SIZE_MAX, start = why->len, places[10], nq = 0;
@@ -364,6 +396,11 @@ int match_try_near(struct match_result *out, const char *text, size_t len,
 		nq = 1;
 		out->by_line = start_line;
 	}
+	if (best->misspelt && respell(&respelt, new_text, new_len, best->as_sent, best->as_file)) {
+		new_text = respelt.buf;
+		new_len = respelt.len;
+		out->respelt = xstrfmt("%s\n%s", best->as_sent, best->as_file);
+	}
 	match_split_lines(&nl, new_text, new_len);
 	buf_addf(why, "old_string is not in %s as written; lines %zu-%zu, %d%% alike, are the only "
 		 "close passage, but: ", name, places[0] + 1, places[0] + ol.nr,
@@ -379,6 +416,7 @@ int match_try_near(struct match_result *out, const char *text, size_t len,
 out:
 	free(ol.v);
 	free(nl.v);
+	buf_release(&respelt);
 	return ret;
 }
 
