@@ -33,7 +33,8 @@ struct near {
 	double worst;		/* the similarity of the least similar of them */
 	int typos;		/* they differ only in commas and semicolons */
 	int misspelt;		/* one line, differing by a misspelling only (letter_slip) */
-	char as_sent[MATCH_WORD_MAX], as_file[MATCH_WORD_MAX];	/* the word misspelt */
+	size_t nspelt;		/* lines misspelt, each one word: */
+	char spelt[4][2][MATCH_WORD_MAX];	/* the word as sent, as the file has it */
 };
 
 static int wordy(char c)
@@ -97,7 +98,7 @@ static int word_in(const char *text, size_t len, const char *w, size_t n)
  * a spelling that the file has: then it may well be another name.
  */
 static int letter_slip(const struct buf *o, const struct buf *f, const char *text, size_t len,
-		       struct near *nr)
+		       char *as_sent, char *as_file)
 {
 	size_t p = 0, s = 0, n = o->len < f->len ? o->len : f->len, dofs, df, lo, ro, lf, rf;
 
@@ -124,10 +125,10 @@ static int letter_slip(const struct buf *o, const struct buf *f, const char *tex
 		return 0;
 	if (word_in(text, len, o->buf + lo, ro - lo))
 		return 0;
-	memcpy(nr->as_sent, o->buf + lo, ro - lo);
-	nr->as_sent[ro - lo] = '\0';
-	memcpy(nr->as_file, f->buf + lf, rf - lf);
-	nr->as_file[rf - lf] = '\0';
+	memcpy(as_sent, o->buf + lo, ro - lo);
+	as_sent[ro - lo] = '\0';
+	memcpy(as_file, f->buf + lf, rf - lf);
+	as_file[rf - lf] = '\0';
 	return 1;
 }
 
@@ -198,13 +199,14 @@ static int extended(const struct buf *o, const struct buf *f)
 static void near_score(struct near *nr, const char *text, size_t len, const struct lines *fl,
 		       size_t s, const char *old, const struct lines *ol)
 {
-	struct buf a = BUF_INIT, b = BUF_INIT;
+	struct buf a = BUF_INIT, b = BUF_INIT, sa = BUF_INIT, sb = BUF_INIT;
 	size_t i, dist = 0, size = 0;
 
 	nr->differ = 0;
 	nr->worst = 1.0;
 	nr->typos = 1;
 	nr->misspelt = 0;
+	nr->nspelt = 0;
 	for (i = 0; i < ol->nr && s + i < fl->nr; i++) {
 		const struct line *o = &ol->v[i], *f = &fl->v[s + i];
 		size_t d, big;
@@ -223,14 +225,20 @@ static void near_score(struct near *nr, const char *text, size_t len, const stru
 		}
 		if (d && !same_but_typos(&a, &b)) {
 			nr->typos = 0;
-			if (ol->nr == 1 && d < big) {
-				buf_reset(&a);
-				buf_reset(&b);
-				spaced(&a, old + o->start, o->end - o->start);
-				spaced(&b, text + f->start, f->end - f->start);
-				/* one slip: two letters swapped count once */
-				if ((nr->misspelt = letter_slip(&a, &b, text, len, nr)))
-					d = 1;
+			if (d < big && nr->nspelt < ARRAY_SIZE(nr->spelt)) {
+				buf_reset(&sa);
+				buf_reset(&sb);
+				spaced(&sa, old + o->start, o->end - o->start);
+				spaced(&sb, text + f->start, f->end - f->start);
+				if (letter_slip(&sa, &sb, text, len, nr->spelt[nr->nspelt][0],
+						nr->spelt[nr->nspelt][1])) {
+					nr->nspelt++;
+					/* one line: one slip, two letters swapped counting once */
+					if (ol->nr == 1) {
+						nr->misspelt = 1;
+						d = 1;
+					}
+				}
 			}
 		}
 		dist += d;
@@ -250,6 +258,8 @@ static void near_score(struct near *nr, const char *text, size_t len, const stru
 	nr->score = size ? 1.0 - (double)dist / (double)size : 0;
 	buf_release(&a);
 	buf_release(&b);
+	buf_release(&sa);
+	buf_release(&sb);
 }
 
 /* Lines of `ls` in `s` that hold something else than blanks. */
@@ -396,10 +406,20 @@ int match_try_near(struct match_result *out, const char *text, size_t len,
 		nq = 1;
 		out->by_line = start_line;
 	}
-	if (best->misspelt && respell(&respelt, new_text, new_len, best->as_sent, best->as_file)) {
+	/* new_string spelt as old_string's misspelt words is meant in the file's spelling */
+	for (i = 0; i < best->nspelt; i++) {
+		struct buf t = BUF_INIT;
+
+		if (!respell(&t, new_text, new_len, best->spelt[i][0], best->spelt[i][1])) {
+			buf_release(&t);
+			continue;
+		}
+		buf_release(&respelt);
+		respelt = t;
 		new_text = respelt.buf;
 		new_len = respelt.len;
-		out->respelt = xstrfmt("%s\n%s", best->as_sent, best->as_file);
+		if (!out->respelt)
+			out->respelt = xstrfmt("%s\n%s", best->spelt[i][0], best->spelt[i][1]);
 	}
 	match_split_lines(&nl, new_text, new_len);
 	buf_addf(why, "old_string is not in %s as written; lines %zu-%zu, %d%% alike, are the only "
