@@ -10,7 +10,8 @@
  *     the declared types, minimums) — every refusal must say "refused:";
  *   - confinement: the rest is a path given to read_file and list_dir in a
  *     small workspace; nothing outside it may ever be shown;
- *   - edit matching: the rest is "TEXT\0OLD\0NEW" for match_apply(), whose
+ *   - edit matching: the rest is "TEXT\0OLD\0NEW" for match_apply_at()
+ *     (the first byte's upper six bits the start_line hint), whose
  *     result must agree with a plain replacement whenever OLD occurs
  *     exactly once (or with replace_all), and must leave nothing behind
  *     when it fails.
@@ -181,7 +182,7 @@ static size_t count_occurrences(const char *t, size_t n, const char *o, size_t m
 	return c;
 }
 
-static void fuzz_edit(const char *s, size_t n, int all)
+static void fuzz_edit(const char *s, size_t n, int all, size_t start_line)
 {
 	const char *z1 = memchr(s, '\0', n), *z2;
 	const char *text, *old, *new_text;
@@ -204,7 +205,7 @@ static void fuzz_edit(const char *s, size_t n, int all)
 	if (!ol)
 		return;
 	occ = count_occurrences(text, tl, old, ol);
-	ret = match_apply(&r, text, tl, old, ol, new_text, nl, all, "f", &why);
+	ret = match_apply_at(&r, text, tl, old, ol, new_text, nl, all, start_line, "f", &why);
 	if (ret < 0) {
 		if (r.text.len || !why.len || r.count)
 			abort();
@@ -272,7 +273,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_path(s, size - 1);
 		break;
 	default:
-		fuzz_edit(s, size - 1, data[0] % 4 == 3);
+		fuzz_edit(s, size - 1, data[0] % 4 == 3, data[0] >> 2);
 		break;
 	}
 	err_clear();
