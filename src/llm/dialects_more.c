@@ -139,6 +139,43 @@ static int gl_fumbled(const char *t, size_t r0, size_t r1, size_t b0, size_t b1)
 }
 
 /*
+ * The name of the <atem:invoke name="..."> whose name starts at `n0`, as
+ * the model meant it; where its parameters may start in *after, or
+ * (size_t)-1 when the opening tag is not closed. Glimmer at times fumbles
+ * its <|message|> token into the name or in place of its `">`
+ * (`name="read<|message|>">`, `name="re<|message|>ad">`,
+ * `name="read<|message|><atem:parameter ...`: Ollama's parser recovers
+ * them, stress failures it saw): the token is never part of a name, so it
+ * is left out, and a name cut by a parameter ends there.
+ */
+static char *gl_name(const struct scan *sc, size_t n0, size_t end, size_t *after)
+{
+	static const char par[] = "<atem:parameter name=\"";
+	struct buf name = BUF_INIT;
+	size_t q = n0;
+
+	*after = (size_t)-1;
+	while (q < end) {
+		if (tc_starts(sc, q, end, gl_msg)) {
+			q += strlen(gl_msg);
+			continue;
+		}
+		if (tc_starts(sc, q, end, "\">")) {
+			*after = q + 2;
+			break;
+		}
+		if (q > n0 && tc_starts(sc, q, end, par) && name.len) {
+			*after = q;	/* its `">` replaced by the token */
+			break;
+		}
+		if (sc->text[q] == '"' || sc->text[q] == '>' || sc->text[q] == '<')
+			break;
+		buf_addch(&name, sc->text[q++]);
+	}
+	return buf_detach(&name, NULL);
+}
+
+/*
  * One <atem:invoke name="..."> at `p` in a message ending at `end`, sent to
  * `to` (NULL: the recipient names no tool, a namespace or none).
  */
@@ -150,11 +187,9 @@ static size_t gl_invoke(struct scan *sc, size_t p, size_t end, const char *to)
 	char *raw, *name;
 	json_t *args;
 
-	for (n1 = n0; n1 < end && sc->text[n1] != '"' && sc->text[n1] != '>'; n1++)
-		;
-	raw = xstrndup(sc->text + n0, n1 - n0);
-	c = tc_find_at(sc->text, n1, end, iclose);
-	if (!tc_starts(sc, n1, end, "\">") || c == (size_t)-1) {
+	raw = gl_name(sc, n0, end, &n1);
+	c = n1 == (size_t)-1 ? (size_t)-1 : tc_find_at(sc->text, n1, end, iclose);
+	if (c == (size_t)-1) {
 		tc_call_error(sc, "glimmer", raw, "the call is not closed with %s (the reply ends "
 			      "inside it)", iclose);
 		free(raw);
@@ -173,7 +208,7 @@ static size_t gl_invoke(struct scan *sc, size_t p, size_t end, const char *to)
 		return c + strlen(iclose);
 	}
 	args = json_object();
-	for (q = n1 + 2; (q = tc_find_at(sc->text, q, c, par)) != (size_t)-1;) {
+	for (q = n1; (q = tc_find_at(sc->text, q, c, par)) != (size_t)-1;) {
 		size_t k0 = q + strlen(par), k1, v0, v1;
 
 		for (k1 = k0; k1 < c && sc->text[k1] != '"'; k1++)
@@ -202,19 +237,15 @@ static int gl_all_known(const struct scan *sc, size_t b0, size_t b1)
 	size_t q = b0, n = 0;
 
 	while ((q = tc_find_at(sc->text, q, b1, inv)) != (size_t)-1) {
-		size_t n0 = q + strlen(inv), n1 = n0;
-		char *raw, *name;
+		size_t n0 = q + strlen(inv), n1;
+		char *raw = gl_name(sc, n0, b1, &n1), *name = known_name(sc, raw);
 
-		while (n1 < b1 && sc->text[n1] != '"' && sc->text[n1] != '>')
-			n1++;
-		raw = xstrndup(sc->text + n0, n1 - n0);
-		name = known_name(sc, raw);
 		free(raw);
 		if (!name)
 			return 0;
 		free(name);
 		n++;
-		q = n1;
+		q = n0;
 	}
 	return n > 0;
 }
