@@ -1153,6 +1153,65 @@ static long run_passes(struct scan *sc)
  * arguments are taken from there. A stretch that held real reasoning
  * between calls reads differently and keeps the first reading.
  */
+/*
+ * Whether a string in `v` is in the blanked text but not in the reply as
+ * sent: a value the first reading made of blanked reasoning.
+ */
+static int made_of_blanks(const json_t *v, const struct scan *sc)
+{
+	const char *key;
+	json_t *x;
+	size_t i, n;
+
+	if (json_is_string(v)) {
+		n = json_string_length(v);
+		return n && memmem(sc->text, sc->len, json_string_value(v), n) &&
+		       !memmem(sc->orig, sc->len, json_string_value(v), n);
+	}
+	if (json_is_object(v)) {
+		json_object_foreach((json_t *)v, key, x)
+			if (made_of_blanks(x, sc))
+				return 1;
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, x)
+			if (made_of_blanks(x, sc))
+				return 1;
+	}
+	return 0;
+}
+
+/*
+ * The stretches read differently from the reply as sent: a call whose
+ * value was made of blanked text (reasoning markers inside it, with bytes
+ * that are not text, so the reply as sent does not read) would write
+ * spaces where the model wrote something. It is not run; the model is told.
+ */
+static void drop_blanked(struct scan *sc)
+{
+	size_t i, j = 0;
+
+	for (i = 0; i < sc->out->nr; i++) {
+		struct text_call *c = &sc->out->v[i];
+		json_t *a = json_loads(c->arguments, JSON_ALLOW_NUL, NULL);
+		int bad = a && made_of_blanks(a, sc);
+
+		json_decref(a);
+		if (!bad) {
+			sc->out->v[j++] = *c;
+			continue;
+		}
+		strvec_pushf(&sc->out->errors, "Your tool call to %s (%s format) could not be read "
+			     "as written, so nothing was run: a value in it holds what reads as "
+			     "reasoning markers (such as <think>) next to bytes that are not text. "
+			     "Send the call again, whole, as %s, with such text escaped or left out.",
+			     c->name, c->dialect, tc_example(c->dialect));
+		free(c->name);
+		free(c->arguments);
+		free(c->repaired);
+	}
+	sc->out->nr = j;
+}
+
 static void reread_unmasked(struct scan *sc, long k)
 {
 	struct text_calls again = TEXT_CALLS_INIT;
@@ -1187,6 +1246,10 @@ static void reread_unmasked(struct scan *sc, long k)
 				sc->out->v[i].repaired = again.v[i].repaired;
 				again.v[i].arguments = again.v[i].repaired = NULL;
 			}
+		else
+			drop_blanked(sc);
+	} else {
+		drop_blanked(sc);
 	}
 	free(sub.spans);
 	textcalls_release(&again);

@@ -272,6 +272,10 @@ static const struct refusal refusals[] = {
 	  "</atem:function_calls><|eom|>", "addressed to read_file", "search" },
 	{ "Glimmer, a message to a tool without its ATEM block", " to=read_file<|message|>"
 	  "{\"path\": \"a\"}<|eom|>", "holds no <atem:function_calls> block", "read_file" },
+	/* found by fuzzing: the value read with reasoning blanked would be written with spaces */
+	{ "a value holding reasoning markers and bytes that are not text",
+	  "<tool_call>{\"name\": \"write_file\", \"arguments\": {\"path\": \"a\", \"content\": "
+	  "\"x<think>y\xff</think>z\"}}</tool_call>", "could not be read as written", "write_file" },
 };
 
 static void test_textcalls_refusals(void **state)
