@@ -1153,6 +1153,18 @@ static long run_passes(struct scan *sc)
  * arguments are taken from there. A stretch that held real reasoning
  * between calls reads differently and keeps the first reading.
  */
+/* A scan of the same reply and tools as `sc`, over `text`, into `out`. */
+static void sub_scan(struct scan *sub, const struct scan *sc, const char *text,
+		     struct text_calls *out)
+{
+	memset(sub, 0, sizeof(*sub));
+	sub->orig = sc->orig;
+	sub->len = sc->len;
+	sub->text = text;
+	sub->tools = sc->tools;
+	sub->out = out;
+}
+
 /*
  * Whether a string in `v` is in the blanked text but not in the reply as
  * sent: a value the first reading made of blanked reasoning.
@@ -1228,12 +1240,7 @@ static void reread_unmasked(struct scan *sc, long k)
 		if (sc->spans[i].a < sc->spans[i].b && sc->spans[i].b <= sc->len)
 			memcpy(text + sc->spans[i].a, sc->orig + sc->spans[i].a,
 			       sc->spans[i].b - sc->spans[i].a);
-	memset(&sub, 0, sizeof(sub));
-	sub.orig = sc->orig;
-	sub.len = sc->len;
-	sub.text = text;
-	sub.tools = sc->tools;
-	sub.out = &again;
+	sub_scan(&sub, sc, text, &again);
 	passes[k](&sub);
 	if (again.nr == sc->out->nr && again.errors.nr == sc->out->errors.nr) {
 		for (i = 0; i < again.nr && !strcmp(again.v[i].name, sc->out->v[i].name); i++)
@@ -1278,12 +1285,7 @@ static void nudge_unclosed(struct scan *sc)
 	open[sc->len] = '\0';
 	tc_mask_reasoning(open, sc->len, 1);
 	if (memcmp(open, sc->text, sc->len)) {
-		memset(&sub, 0, sizeof(sub));
-		sub.orig = sc->orig;
-		sub.len = sc->len;
-		sub.text = open;
-		sub.tools = sc->tools;
-		sub.out = &found;
+		sub_scan(&sub, sc, open, &found);
 		run_passes(&sub);
 		for (i = 0; i < found.nr; i++)
 			strvec_pushf(&sc->out->errors, "Your tool call to %s (%s format) was written "

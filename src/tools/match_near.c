@@ -442,6 +442,22 @@ out:
 
 /* ---- whitespace left out altogether ---- */
 
+/* The text with its bytes [a, b) replaced by `new` as sent: one replacement. */
+static void put_piece(struct match_result *out, const char *text, size_t len, size_t a, size_t b,
+		      const char *new_text, size_t new_len)
+{
+	size_t i, nl = 0;
+
+	buf_add(&out->text, text, a);
+	match_add_with_eol(&out->text, new_text, new_len, match_eol_of(text, len));
+	buf_add(&out->text, text + b, len - b);
+	out->count = 1;
+	out->lines[0] = match_line_of(text, a);
+	for (i = 0; i < new_len; i++)
+		nl += new_text[i] == '\n';
+	out->span = nl + (new_len && new_text[new_len - 1] != '\n');
+}
+
 /* The length of the Unicode space (U+00A0, U+2000-200A, U+202F, U+205F, U+3000) at `s`, or 0. */
 static size_t uspace(const char *s, size_t n)
 {
@@ -532,7 +548,7 @@ int match_try_nospace(struct match_result *out, const char *text, size_t len,
 		      struct buf *why)
 {
 	struct buf sf = BUF_INIT, so = BUF_INIT;
-	size_t *fat = NULL, *oat = NULL, found = 0, first = 0, a, b, i, nl = 0;
+	size_t *fat = NULL, *oat = NULL, found = 0, first = 0, a, b, i;
 	int ret = FX_ENOTFOUND, to_eol, glue;
 
 	for (i = old_len; i > 0 && match_is_blank(old[i - 1]); i--)
@@ -572,14 +588,7 @@ int match_try_nospace(struct match_result *out, const char *text, size_t len,
 	}
 	a = fat[first];
 	b = fat[first + so.len - 1] + 1;
-	buf_add(&out->text, text, a);
-	match_add_with_eol(&out->text, new_text, new_len, match_eol_of(text, len));
-	buf_add(&out->text, text + b, len - b);
-	out->count = 1;
-	out->lines[0] = match_line_of(text, a);
-	for (i = 0; i < new_len; i++)
-		nl += new_text[i] == '\n';
-	out->span = nl + (new_len && new_text[new_len - 1] != '\n');
+	put_piece(out, text, len, a, b, new_text, new_len);
 	out->pass = MATCH_NOSPACE;
 	out->level = MATCH_NOSPACE;
 	ret = 0;
@@ -603,7 +612,7 @@ int match_try_case_piece(struct match_result *out, const char *text, size_t len,
 			 const char *old, size_t old_len, const char *new_text, size_t new_len)
 {
 	struct buf ft = BUF_INIT, fo = BUF_INIT;
-	size_t *at = NULL, i, pos = 0, found = 0, a = 0, b = 0, nl = 0;
+	size_t *at = NULL, pos = 0, found = 0, a = 0, b = 0;
 	const char *p;
 	int ret = FX_ENOTFOUND;
 
@@ -630,14 +639,7 @@ int match_try_case_piece(struct match_result *out, const char *text, size_t len,
 	}
 	if (!found)
 		goto out;
-	buf_add(&out->text, text, a);
-	match_add_with_eol(&out->text, new_text, new_len, match_eol_of(text, len));
-	buf_add(&out->text, text + b, len - b);
-	out->count = 1;
-	out->lines[0] = match_line_of(text, a);
-	for (i = 0; i < new_len; i++)
-		nl += new_text[i] == '\n';
-	out->span = nl + (new_len && new_text[new_len - 1] != '\n');
+	put_piece(out, text, len, a, b, new_text, new_len);
 	out->pass = MATCH_CASE;
 	out->level = MATCH_EXACT;	/* a piece of a line: nothing re-indented */
 	ret = 0;
