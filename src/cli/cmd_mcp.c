@@ -133,7 +133,7 @@ static void add_if_replaced(struct strvec *out, const char *name, const char *ba
  * What the server must read that the sandbox would cover: its program
  * (found on the server's PATH as exec does) and every argument naming an
  * existing file or folder, absolute or relative to its working folder
- * `base`. A path inside a whole argument only ("--config=/tmp/x") is
+ * `base`. A path inside a whole argument only ("--config=/etc/app.toml") is
  * not looked at.
  */
 static void collect_readonly(struct strvec *out, const char *const *argv, size_t argc,

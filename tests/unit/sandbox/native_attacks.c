@@ -1034,7 +1034,7 @@ static void limits(uid_t uid)
 
 	/* the private /tmp and /dev/shm have a size */
 	set_cfg(&cfg.sandbox.tmp_size, "16m");
-	run_as(&o, uid, ws, NULL, ARGV("sh", "-c", "head -c 64m /dev/zero > /tmp/x; "
+	run_as(&o, uid, ws, NULL, ARGV("sh", "-c", "head -c 64m /dev/zero > /tmp/fill; "
 				       "head -c 64m /dev/zero > /dev/shm/x; echo end"));
 	assert_int_equal(count(o.err.buf, "No space left on device"), 2);
 	outcome_release(&o);
